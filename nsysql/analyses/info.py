@@ -1,0 +1,68 @@
+"""What an export holds and which analyses it supports."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ._sql import facts, run
+
+
+def _fmt_ns(ns) -> str:
+    return f"{int(ns) / 1e9:.3f} s" if ns is not None else "unknown"
+
+
+def info(con) -> pl.DataFrame:
+    """Rows of (section, item, value): the file, its contents, what it lacks, and what can be asked of it."""
+    f = facts(con)
+    one = lambda k, d=None: (f.get(k) or [d])[0]  # noqa: E731
+    rows: list[tuple[str, str, str]] = [
+        ("file", "path", one("source_path")),
+        ("file", "bytes", one("source_bytes")),
+        ("file", "nsys version", f"{one('nsys_version', 'unknown')} (from {one('version_source', 'nothing in the file')})"),
+    ]
+    if one("capture_version") and one("capture_version") != one("nsys_version"):
+        rows.append(("file", "captured with", one("capture_version")))
+    if one("schema_version"):
+        rows.append(("file", "export schema", one("schema_version")))
+    rows.append(("file", "span", _fmt_ns(one("span_ns"))))
+    if one("rank"):
+        rows.append(("file", "rank", one("rank")))
+    for d in con.execute("SELECT device_id, name, sm_count, memory_bytes, compute_capability FROM devices").fetchall():
+        desc = d[1] or "unnamed GPU"
+        if d[2]:
+            desc += f", {d[2]} SMs"
+        if d[3]:
+            desc += f", {d[3] / 2**30:.0f} GiB"
+        if d[4]:
+            desc += f", sm_{d[4].replace('.', '')}"
+        rows.append(("gpus", f"device {d[0]}", desc))
+    counts = dict(run(con, "table_counts").iter_rows())
+    for what, n in counts.items():
+        rows.append(("contents", what, str(n)))
+    for msg in f.get("missing", []):
+        rows.append(("lacks", msg.split(":")[0], msg.split(":", 1)[1].strip() if ":" in msg else msg))
+    for name, ok, why in supports(counts):
+        rows.append(("analyses", name, ("yes" if ok else "no") + (f": {why}" if why else "")))
+    return pl.DataFrame(rows, schema=["section", "item", "value"], orient="row")
+
+
+def supports(counts: dict[str, int]) -> list[tuple[str, bool, str]]:
+    k = counts.get("kernels", 0)
+    ops = k + counts.get("memcpy", 0) + counts.get("memset", 0) + counts.get("graph launches", 0)
+    api = counts.get("CUDA API calls", 0)
+    nvtx = counts.get("NVTX ranges", 0)
+    out = [
+        ("kernels", k > 0, "" if k else "no kernels in this profile"),
+        ("ranges", nvtx > 0, "" if nvtx else "no NVTX ranges"),
+    ]
+    if not nvtx:
+        kbr = (False, "no NVTX ranges")
+    elif not k:
+        kbr = (False, "no kernels")
+    elif not api:
+        kbr = (False, "no CUDA API calls to tie kernels to ranges")
+    else:
+        kbr = (True, "")
+    out.append(("kernels-by-range", *kbr))
+    out.append(("summary", True, "" if ops else "no GPU work: facts only"))
+    return out

@@ -1,0 +1,19 @@
+"""Kernels per NVTX range, as `nsys stats -r nvtx_kern_sum`, with --innermost and process attribution."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ._sql import run
+from .patterns import resolve_range
+from .ranges import DEFAULT_ATTRIBUTION, check_attribution
+
+
+def kernels_by_range(
+    con, range: str | None = None, innermost: bool = False, attribution: str = DEFAULT_ATTRIBUTION
+) -> pl.DataFrame:
+    """Per (range, kernel): range instances, kernel count and duration stats (ns)."""
+    names = resolve_range(con, range)[0] if range else None
+    return run(
+        con, "kernels_by_range", attribution=check_attribution(attribution), names=names, innermost=innermost
+    )

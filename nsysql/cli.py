@@ -1,0 +1,208 @@
+"""The `nsysql` command line: one command per Profile method, the same output switches everywhere.
+
+Problems with the input end in one line on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .errors import NsysqlError
+from .render import FORMATS, render
+
+ATTRIBUTION_HELP = (
+    "How GPU work is tied to NVTX ranges: 'thread' = the launching thread's open ranges (exactly nsys); "
+    "'process' (default) = also inherit the ranges open on other threads of the process when the launching "
+    "thread has none (PyTorch's autograd thread)."
+)
+
+
+def _state_dir() -> Path:
+    base = os.environ.get("NSYSQL_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "nsysql"
+    )
+    return Path(base)
+
+
+def _remember(path: Path) -> None:
+    try:
+        d = _state_dir()
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = d / f".last_profile.{os.getpid()}"
+        tmp.write_text(str(path))
+        os.replace(tmp, d / "last_profile")
+    except OSError:
+        pass
+
+
+def pick_profile(file: str | None) -> str:
+    """FILE, else $NSYSQL_PROFILE, else the only nsys export here, else the last one analysed."""
+    if file:
+        return file
+    env = os.environ.get("NSYSQL_PROFILE")
+    if env:
+        click.echo(f"nsysql: using {env} ($NSYSQL_PROFILE)", err=True)
+        return env
+    here = sorted(p for p in Path(".").glob("*.sqlite") if _looks_like_sqlite(p))
+    if len(here) == 1:
+        click.echo(f"nsysql: using {here[0]} (the only .sqlite file in this directory)", err=True)
+        return str(here[0])
+    last = _state_dir() / "last_profile"
+    if len(here) == 0 and last.exists():
+        p = last.read_text().strip()
+        if p and Path(p).exists():
+            click.echo(f"nsysql: using {p} (the profile analysed last)", err=True)
+            return p
+    if len(here) > 1:
+        raise NsysqlError(
+            f"no FILE given and {len(here)} .sqlite files here ({', '.join(map(str, here[:4]))}): name one"
+        )
+    raise NsysqlError("no FILE given, $NSYSQL_PROFILE unset, no .sqlite export here and none analysed before")
+
+
+def _looks_like_sqlite(p: Path) -> bool:
+    try:
+        with open(p, "rb") as f:
+            return f.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
+def _load(file: str | None):
+    from .profile import load
+
+    path = pick_profile(file)
+    prof = load(path)
+    _remember(prof.path)
+    return prof
+
+
+def _emit(result, fmt: str, output: str | None, title: str | None = None) -> None:
+    text = render(result, fmt, title)
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
+
+
+def handled(fn):
+    """Turn NsysqlError (and database errors) into one stderr line and exit code 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        import duckdb
+
+        try:
+            return fn(*args, **kwargs)
+        except NsysqlError as e:
+            click.echo(f"nsysql: error: {e}", err=True)
+            sys.exit(2)
+        except duckdb.Error as e:
+            click.echo(f"nsysql: error: {kwargs.get('file') or ''}: query failed: {str(e).splitlines()[0]}",
+                       err=True)
+            sys.exit(2)
+        except MemoryError:
+            click.echo("nsysql: error: out of memory (set NSYSQL_MEMORY_LIMIT lower to spill to disk)", err=True)
+            sys.exit(2)
+        except BrokenPipeError:
+            sys.exit(0)
+
+    return wrapper
+
+
+def output_options(fn):
+    fn = click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")(fn)
+    fn = click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+                      help="Output format.")(fn)
+    fn = click.argument("file", required=False)(fn)
+    return fn
+
+
+def attribution_option(fn):
+    return click.option("--attribution", type=click.Choice(["process", "thread"]), default="process",
+                        show_default=True, help=ATTRIBUTION_HELP)(fn)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="nsysql")
+def main():
+    """Answers about Nsight Systems SQLite exports (nsys 2020 to 2026).
+
+    FILE is an export made with `nsys profile --export=sqlite` or `nsys export --type sqlite`. When it is
+    left out: $NSYSQL_PROFILE, else the only .sqlite file here, else the profile analysed last.
+    """
+
+
+@main.command()
+@output_options
+@handled
+def info(file, fmt, output):
+    """What the export holds, what it lacks, and which analyses apply."""
+    _emit(_load(file).info(), fmt, output)
+
+
+@main.command()
+@output_options
+@attribution_option
+@click.option("--top", type=int, default=10, show_default=True, help="Rows in the kernel and range tables.")
+@handled
+def summary(file, fmt, output, attribution, top):
+    """One screen: span, GPUs, busy %, top kernels, top ranges by GPU time, memory operations."""
+    _emit(_load(file).summary(attribution=attribution, top=top), fmt, output)
+
+
+@main.command()
+@output_options
+@click.option("--name", "name_kind", type=click.Choice(["demangled", "short", "mangled"]), default="demangled",
+              show_default=True, help="Which kernel name to group by (nsys's default is demangled).")
+@click.option("--top", type=int, default=None, help="Only the N kernels with most total time.")
+@handled
+def kernels(file, fmt, output, name_kind, top):
+    """Top kernels by total GPU time (as `nsys stats -r cuda_gpu_kern_sum`)."""
+    _emit(_load(file).kernels(name=name_kind, top=top), fmt, output)
+
+
+@main.command()
+@output_options
+@attribution_option
+@handled
+def ranges(file, fmt, output, attribution):
+    """NVTX ranges: CPU time stats and GPU-projected time (as nvtx_sum + nvtx_gpu_proj_sum)."""
+    _emit(_load(file).ranges(attribution=attribution), fmt, output)
+
+
+@main.command("kernels-by-range")
+@output_options
+@click.option("--range", "range_", metavar="PATTERN",
+              help="Only ranges named PATTERN: exact name, numbered family (Batch -> Batch0..Batch59), prefix, "
+                   "or regex.")
+@click.option("--innermost", is_flag=True, help="Credit each kernel only to its innermost enclosing range.")
+@attribution_option
+@handled
+def kernels_by_range(file, fmt, output, range_, innermost, attribution):
+    """Kernels per NVTX range (as `nsys stats -r nvtx_kern_sum`)."""
+    prof = _load(file)
+    _emit(prof.kernels_by_range(range=range_, innermost=innermost, attribution=attribution), fmt, output)
+
+
+@main.command(name="sql")
+@click.argument("args", nargs=-1, required=True, metavar="[FILE] QUERY")
+@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False))
+@handled
+def sql_(args, fmt, output):
+    """Run QUERY over the canonical tables (gpu_ops, api_calls, nvtx_ranges, op_ranges, ...)."""
+    if len(args) > 2:
+        raise NsysqlError("give FILE and one QUERY (quote the query)")
+    file, query = (None, args[0]) if len(args) == 1 else args
+    _emit(_load(file).sql(query), fmt, output)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""Which raw nsys columns nsysql reads, and how they land in DuckDB as `raw_*` staging tables.
+
+This is the only module that knows nsys table and column names. Every staging table has the same columns
+whatever the export's version: a column the file lacks becomes NULL, a table it lacks becomes an empty
+table, and the file's other columns are never read. The canonical tables are then built from these staging
+tables by `queries/v1/canonical/*.sql`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import pyarrow as pa
+
+from .source import Source
+
+I = pa.int64()
+S = pa.string()
+
+
+@dataclass(frozen=True)
+class RawTable:
+    name: str  # staging table in DuckDB
+    sources: tuple[str, ...]  # nsys tables to try, first present wins
+    columns: tuple[tuple[str, pa.DataType], ...]  # nsys column name, type in staging
+    aliases: tuple[tuple[str, str], ...] = ()  # (staging column, other nsys name for it in older schemas)
+
+    def schema(self) -> pa.Schema:
+        return pa.schema([(c, t) for c, t in self.columns])
+
+
+GPU_COMMON = (("start", I), ("end", I), ("deviceId", I), ("streamId", I), ("correlationId", I), ("globalPid", I))
+
+RAW_TABLES: tuple[RawTable, ...] = (
+    RawTable("raw_strings", ("StringIds",), (("id", I), ("value", S))),
+    RawTable("raw_threadnames", ("ThreadNames",), (("nameId", I), ("globalTid", I))),
+    RawTable("raw_processes", ("PROCESSES",), (("globalPid", I), ("pid", I), ("name", S))),
+    RawTable(
+        "raw_kernel",
+        ("CUPTI_ACTIVITY_KIND_KERNEL",),
+        GPU_COMMON + (("demangledName", I), ("shortName", I), ("mangledName", I), ("graphNodeId", I)),
+    ),
+    RawTable(
+        "raw_memcpy",
+        ("CUPTI_ACTIVITY_KIND_MEMCPY",),
+        GPU_COMMON + (("bytes", I), ("copyKind", I), ("srcKind", I), ("dstKind", I), ("graphNodeId", I)),
+    ),
+    RawTable(
+        "raw_memset",
+        ("CUPTI_ACTIVITY_KIND_MEMSET",),
+        GPU_COMMON + (("bytes", I), ("memKind", I), ("graphNodeId", I)),
+    ),
+    RawTable("raw_graph", ("CUPTI_ACTIVITY_KIND_GRAPH_TRACE",), GPU_COMMON + (("graphId", I),)),
+    RawTable(
+        "raw_runtime",
+        ("CUPTI_ACTIVITY_KIND_RUNTIME",),
+        (("start", I), ("end", I), ("globalTid", I), ("correlationId", I), ("nameId", I)),
+    ),
+    RawTable(
+        "raw_nvtx",
+        ("NVTX_EVENTS",),
+        (
+            ("start", I),
+            ("end", I),
+            ("eventType", I),
+            ("text", S),
+            ("textId", I),
+            ("globalTid", I),
+            ("endGlobalTid", I),
+            ("domainId", I),
+            ("category", I),
+        ),
+    ),
+    RawTable(
+        "raw_osrt",
+        ("OSRT_API",),
+        (("start", I), ("end", I), ("globalTid", I), ("nameId", I), ("nestingLevel", I)),
+    ),
+    RawTable(
+        "raw_gpu_info",
+        ("TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU"),
+        (
+            ("id", I),
+            ("name", S),
+            ("smCount", I),
+            ("totalMemory", I),
+            ("computeMajor", I),
+            ("computeMinor", I),
+            ("busLocation", S),
+        ),
+        aliases=(
+            ("id", "deviceId"),
+            ("smCount", "numMultiprocessors"),
+            ("totalMemory", "globalMemorySize"),
+            ("computeMajor", "computeCapabilityMajor"),
+            ("computeMinor", "computeCapabilityMinor"),
+            ("busLocation", "pciBusId"),
+        ),
+    ),
+    RawTable("raw_meta", ("META_DATA_EXPORT", "EXPORT_META_DATA"), (("name", S), ("value", S))),
+    RawTable("raw_env", ("TARGET_INFO_SYSTEM_ENV",), (("name", S), ("value", S))),
+    RawTable("raw_analysis", ("ANALYSIS_DETAILS",), (("startTime", I), ("stopTime", I), ("duration", I))),
+    RawTable("raw_enum_memkind", ("ENUM_CUDA_MEM_KIND",), (("id", I), ("label", S))),
+)
+
+
+def _select(src: Source, rt: RawTable) -> tuple[str | None, str]:
+    """The SELECT that reads `rt` from the export (None if no source table), and the table used."""
+    table = next((t for t in rt.sources if src.has(t)), None)
+    if table is None:
+        return None, ""
+    alias = dict(rt.aliases)
+    exprs = []
+    present = 0
+    for col, typ in rt.columns:
+        name = col if src.has(table, col) else alias.get(col) if src.has(table, alias.get(col, "")) else None
+        if name is None:
+            exprs.append(f"NULL AS \"{col}\"")
+            continue
+        present += 1
+        ident = f'"{name}"'
+        exprs.append(f'CAST({ident} AS BLOB) AS "{col}"' if typ == S else f'{ident} AS "{col}"')
+    if present == 0:
+        return None, table
+    return f'SELECT {", ".join(exprs)} FROM "{table}"', table
+
+
+def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None) -> dict[str, str]:
+    """Copy the needed raw columns into DuckDB `raw_*` tables; returns staging name -> nsys table read."""
+    used: dict[str, str] = {}
+    for rt in RAW_TABLES:
+        sql, table = _select(src, rt)
+        schema = rt.schema()
+        if sql is None:
+            cols = ", ".join(f'CAST(NULL AS {_ddb(t)}) AS "{c}"' for c, t in rt.columns)
+            con.execute(f"CREATE OR REPLACE TABLE {rt.name} AS SELECT {cols} WHERE false")
+            continue
+        if progress:
+            progress(table)
+        reader = src.read(sql, schema)
+        con.register("_reader", reader)
+        con.execute(f"CREATE OR REPLACE TABLE {rt.name} AS SELECT * FROM _reader")
+        con.unregister("_reader")
+        used[rt.name] = table
+    return used
+
+
+def _ddb(t: pa.DataType) -> str:
+    return "VARCHAR" if t == S else "BIGINT"

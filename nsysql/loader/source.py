@@ -1,0 +1,191 @@
+"""Open an nsys SQLite export read-only, check that it is one, and read columns from it as Arrow batches.
+
+Nothing here writes: the file is opened with SQLite's `mode=ro&immutable=1`, which takes no locks and creates
+no journal, WAL or shm file beside it. Rows travel as Arrow record batches (ADBC's SQLite driver, or the
+standard library's sqlite3 when that driver is missing), never as a whole table of Python objects.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import NsysqlError
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+BATCH_ROWS = 65536
+
+# Tables any nsys export has, whatever its version (INDEX.md of the public exports).
+NSYS_MARKER_TABLES = {"StringIds", "ThreadNames"}
+
+
+@dataclass
+class Source:
+    """An nsys export on disk and what it holds: table name -> list of column names."""
+
+    path: Path
+    tables: dict[str, list[str]] = field(default_factory=dict)
+
+    def has(self, table: str, column: str | None = None) -> bool:
+        cols = self.tables.get(table)
+        if cols is None:
+            return False
+        return column is None or column in cols
+
+    # -- reading ---------------------------------------------------------------------------------------
+    def _uri(self) -> str:
+        return "file:" + urllib.parse.quote(str(self.path)) + "?mode=ro&immutable=1"
+
+    def sqlite(self) -> sqlite3.Connection:
+        con = sqlite3.connect(self._uri(), uri=True)
+        con.text_factory = lambda b: b.decode("utf-8", "replace")
+        return con
+
+    def scalar(self, sql: str):
+        con = self.sqlite()
+        try:
+            row = con.execute(sql).fetchone()
+        except sqlite3.DatabaseError as e:
+            raise NsysqlError(f"cannot read the export ({e})", str(self.path)) from None
+        finally:
+            con.close()
+        return row[0] if row else None
+
+    def read(self, sql: str, schema: pa.Schema) -> pa.RecordBatchReader:
+        """Run `sql` on the export and stream its rows as Arrow batches of `schema`.
+
+        Text columns are read as bytes and decoded here, invalid UTF-8 replaced by U+FFFD, because some real
+        exports (Windows captures) hold Latin-1 bytes in TEXT columns.
+        """
+        try:
+            batches = _read_adbc(self._uri(), sql)
+        except ImportError:
+            batches = _read_sqlite3(self, sql, schema)
+        return pa.RecordBatchReader.from_batches(schema, _conform(batches, schema, self.path))
+
+
+def _read_adbc(uri: str, sql: str) -> Iterator[pa.RecordBatch]:
+    import adbc_driver_sqlite.dbapi as adbc  # noqa: PLC0415 (optional fast path)
+
+    def gen():
+        con = adbc.connect(uri)
+        try:
+            cur = con.cursor()
+            cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(BATCH_ROWS)})
+            cur.execute(sql)
+            reader = cur.fetch_record_batch()
+            yield from reader
+            cur.close()
+        finally:
+            con.close()
+
+    return gen()
+
+
+def _read_sqlite3(source: Source, sql: str, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    con = source.sqlite()
+    con.text_factory = bytes
+    try:
+        cur = con.execute(sql)
+        while True:
+            rows = cur.fetchmany(BATCH_ROWS)
+            if not rows:
+                break
+            cols = list(zip(*rows))
+            arrays = []
+            for i, f in enumerate(schema):
+                t = pa.binary() if pa.types.is_string(f.type) else f.type
+                arrays.append(pa.array(cols[i], type=t))
+            yield pa.RecordBatch.from_arrays(arrays, names=schema.names)
+    finally:
+        con.close()
+
+
+def _conform(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path) -> Iterator[pa.RecordBatch]:
+    try:
+        for b in batches:
+            arrays = []
+            for i, f in enumerate(schema):
+                a = b.column(i)
+                if pa.types.is_string(f.type):
+                    a = _to_utf8(a)
+                elif a.type != f.type:
+                    a = a.cast(f.type, safe=False) if not pa.types.is_null(a.type) else pa.nulls(len(a), f.type)
+                arrays.append(a)
+            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+    except NsysqlError:
+        raise
+    except Exception as e:  # noqa: BLE001 - any driver error means the file cannot be read
+        raise NsysqlError(f"cannot read the export ({str(e).splitlines()[0]})", str(path)) from None
+
+
+def _to_utf8(a: pa.Array) -> pa.Array:
+    if pa.types.is_string(a.type) or pa.types.is_large_string(a.type):
+        a = a.cast(pa.binary()) if pa.types.is_string(a.type) else a.cast(pa.large_binary())
+    if pa.types.is_null(a.type):
+        return pa.nulls(len(a), pa.string())
+    if not (pa.types.is_binary(a.type) or pa.types.is_large_binary(a.type)):
+        return pc.cast(a, pa.string())  # numbers stored in a TEXT column
+    try:
+        return a.cast(pa.string())  # validates UTF-8
+    except pa.ArrowInvalid:
+        return pa.array([None if v is None else v.decode("utf-8", "replace") for v in a.to_pylist()], pa.string())
+
+
+# -- opening and checking ----------------------------------------------------------------------------------
+
+
+def open_source(path: str | os.PathLike) -> Source:
+    """Check that `path` is a readable nsys SQLite export and list its tables and columns."""
+    shown = str(path)
+    p = Path(os.path.expanduser(str(path)))
+    if not p.exists():
+        raise NsysqlError("no such file", shown)
+    if p.is_dir():
+        raise NsysqlError("is a directory, not an nsys SQLite export", shown)
+    try:
+        size = p.stat().st_size
+        with open(p, "rb") as f:
+            head = f.read(100)
+    except OSError as e:
+        raise NsysqlError(f"cannot read ({e.strerror})", shown) from None
+    if size == 0:
+        raise NsysqlError("is empty, not an nsys SQLite export", shown)
+    if not head.startswith(SQLITE_MAGIC):
+        if p.suffix in (".nsys-rep", ".qdrep") or head[:4] in (b"PK\x03\x04",) or b"nsys" in head[:64].lower():
+            raise NsysqlError(
+                "is an Nsight Systems report, not its SQLite export; make one with "
+                f"`nsys export --type sqlite {p.name}` (or profile with --export=sqlite)",
+                shown,
+            )
+        raise NsysqlError("is not a SQLite file", shown)
+    if len(head) < 100:
+        raise NsysqlError("is truncated (shorter than a SQLite header)", shown)
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    page_count = int.from_bytes(head[28:32], "big")
+    if page_size and page_count and page_size * page_count > size:
+        raise NsysqlError(
+            f"is truncated ({size} bytes on disk, the SQLite header says {page_size * page_count})", shown
+        )
+    src = Source(path=p.resolve())
+    con = src.sqlite()
+    try:
+        names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        for t in names:
+            src.tables[t] = [r[1] for r in con.execute(f'PRAGMA table_info("{t}")')]
+    except sqlite3.DatabaseError as e:
+        raise NsysqlError(f"is not a readable SQLite database ({e})", shown) from None
+    finally:
+        con.close()
+    if not (NSYS_MARKER_TABLES & set(src.tables)):
+        listed = ", ".join(sorted(src.tables)[:5]) or "no tables"
+        raise NsysqlError(f"is a SQLite file but not an nsys export (it has {listed}; no StringIds table)", shown)
+    return src

@@ -1,0 +1,74 @@
+"""The facade: `nsysql.load(path) -> Profile`, one method per analysis, each returning polars frames."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from . import loader
+from .analyses import info as _info
+from .analyses import kernels as _kernels
+from .analyses import kernels_by_range as _kbr
+from .analyses import ranges as _ranges
+from .analyses import summary as _summary
+from .analyses._sql import facts as _facts
+from .analyses._sql import frame as _frame
+from .analyses.patterns import resolve_range
+from .analyses.ranges import DEFAULT_ATTRIBUTION
+
+
+class Profile:
+    """An nsys export loaded into DuckDB's canonical tables. `con` is the DuckDB connection, for your own SQL."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path):
+        self.con = con
+        self.path = path
+
+    def __repr__(self) -> str:
+        return f"<nsysql.Profile {self.path}>"
+
+    @property
+    def facts(self) -> dict[str, list[str]]:
+        return _facts(self.con)
+
+    def info(self) -> pl.DataFrame:
+        return _info.info(self.con)
+
+    def kernels(self, name: str = "demangled", top: int | None = None) -> pl.DataFrame:
+        return _kernels.kernels(self.con, name=name, top=top)
+
+    def ranges(self, attribution: str = DEFAULT_ATTRIBUTION) -> pl.DataFrame:
+        return _ranges.ranges(self.con, attribution=attribution)
+
+    def kernels_by_range(
+        self, range: str | None = None, innermost: bool = False, attribution: str = DEFAULT_ATTRIBUTION
+    ) -> pl.DataFrame:
+        return _kbr.kernels_by_range(self.con, range=range, innermost=innermost, attribution=attribution)
+
+    def summary(self, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10) -> dict[str, pl.DataFrame]:
+        return _summary.summary(self.con, attribution=attribution, top=top)
+
+    def resolve_range(self, pattern: str) -> list[str]:
+        return resolve_range(self.con, pattern)[0]
+
+    def sql(self, query: str) -> pl.DataFrame:
+        """Run your own SQL over the canonical tables (see queries/v1/canonical/)."""
+        return _frame(self.con, query)
+
+
+def load(path: str | os.PathLike, *, memory_limit: str | None = None, threads: int | None = None) -> Profile:
+    """Read an nsys SQLite export (never writing to it) into an in-memory DuckDB and return a Profile."""
+    src = loader.open_source(path)
+    con = duckdb.connect(":memory:", config=_duckdb_config(memory_limit, threads))
+    loader.build(src, con)
+    return Profile(con, src.path)
+
+
+def _duckdb_config(memory_limit: str | None, threads: int | None) -> dict:
+    cfg = {"memory_limit": memory_limit or os.environ.get("NSYSQL_MEMORY_LIMIT", "2GB")}
+    if threads:
+        cfg["threads"] = threads
+    return cfg

@@ -1,0 +1,86 @@
+"""Turn analysis results (a DataFrame, or a dict of named DataFrames) into table, CSV, JSON or Markdown text.
+
+Front-end helper: no SQL, no analysis, only presentation. The same switches work for every command.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+
+import polars as pl
+
+FORMATS = ("table", "csv", "json", "markdown")
+TABLE_TEXT_WIDTH = 72
+
+
+def render(result: pl.DataFrame | dict[str, pl.DataFrame], fmt: str, title: str | None = None) -> str:
+    if isinstance(result, pl.DataFrame):
+        result = {title or "": result}
+    if fmt == "json":
+        return json.dumps(
+            {k: _records(v) for k, v in result.items()} if len(result) > 1 or "" not in result
+            else _records(next(iter(result.values()))),
+            indent=2, default=str,
+        ) + "\n"
+    parts = []
+    for name, df in result.items():
+        if fmt == "csv":
+            parts.append((f"# {name}\n" if name else "") + df.write_csv())
+        elif fmt == "markdown":
+            parts.append((f"### {name}\n\n" if name else "") + markdown(df))
+        else:
+            parts.append((f"== {name} ==\n" if name else "") + table(df))
+    return "\n".join(parts)
+
+
+def _records(df: pl.DataFrame) -> list[dict]:
+    return json.loads(df.write_json())
+
+
+def _cell(v, fmt: str, width: int | None) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}" if fmt == "table" else str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return ""
+        return f"{v:,.1f}" if fmt == "table" else f"{v:.1f}"
+    s = str(v).replace("\n", " ")
+    if fmt == "markdown":
+        s = s.replace("|", "\\|")
+    if width and len(s) > width:
+        s = s[: width - 1] + "…"
+    return s
+
+
+def table(df: pl.DataFrame, width: int = TABLE_TEXT_WIDTH) -> str:
+    if df.height == 0:
+        return "(no rows)\n"
+    cols = df.columns
+    cells = [[_cell(v, "table", width) for v in row] for row in df.iter_rows()]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(cols)]
+    numeric = [df.schema[c].is_numeric() for c in cols]
+
+    def line(vals):
+        return "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(vals, widths, numeric)).rstrip()
+
+    out = [line(cols), line(["-" * w for w in widths])]
+    out += [line(r) for r in cells]
+    return "\n".join(out) + "\n"
+
+
+def markdown(df: pl.DataFrame, width: int | None = 100) -> str:
+    if df.height == 0:
+        return "_no rows_\n"
+    cols = df.columns
+    numeric = [df.schema[c].is_numeric() for c in cols]
+    out = ["| " + " | ".join(cols) + " |", "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
+    for row in df.iter_rows():
+        out.append("| " + " | ".join(_cell(v, "table" if isinstance(v, (int, float)) else "markdown", width)
+                                     for v in row) + " |")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,12 @@
+-- Row counts of the canonical tables, by what they hold.
+SELECT 'kernels' AS what, count(*) AS rows FROM gpu_ops WHERE kind = 'kernel'
+UNION ALL SELECT 'memcpy', count(*) FROM gpu_ops WHERE kind = 'memcpy'
+UNION ALL SELECT 'memset', count(*) FROM gpu_ops WHERE kind = 'memset'
+UNION ALL SELECT 'graph launches', count(*) FROM gpu_ops WHERE kind = 'graph'
+UNION ALL SELECT 'CUDA API calls', count(*) FROM api_calls
+UNION ALL SELECT 'NVTX ranges', count(*) FROM nvtx_ranges
+UNION ALL SELECT 'NVTX marks', count(*) FROM nvtx_marks
+UNION ALL SELECT 'OS runtime calls', count(*) FROM os_calls
+UNION ALL SELECT 'processes', count(*) FROM processes
+UNION ALL SELECT 'threads', count(*) FROM threads
+UNION ALL SELECT 'GPUs', count(*) FROM devices;

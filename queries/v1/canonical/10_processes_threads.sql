@@ -1,0 +1,46 @@
+-- nsysql canonical schema v1: processes and threads.
+-- Built from the loader's raw_* staging tables; analyses read only the tables defined here.
+-- nsys packs ids as globalTid = (pid << 24) | tid and globalPid = pid << 24, with VM/host bits above 48.
+
+-- Every string of the export by id (nsys StringIds), UTF-8 with invalid bytes replaced.
+CREATE OR REPLACE TABLE strings AS
+SELECT
+  -- StringIds.id
+  id,
+  -- the text
+  value
+FROM raw_strings;
+
+-- One row per process seen anywhere in the export.
+CREATE OR REPLACE TABLE processes AS
+WITH seen AS (
+  SELECT DISTINCT (globalPid >> 24) & 16777215 AS pid FROM raw_kernel
+  UNION SELECT DISTINCT (globalPid >> 24) & 16777215 FROM raw_memcpy
+  UNION SELECT DISTINCT (globalPid >> 24) & 16777215 FROM raw_memset
+  UNION SELECT DISTINCT (globalPid >> 24) & 16777215 FROM raw_graph
+  UNION SELECT DISTINCT (globalTid >> 24) & 16777215 FROM raw_runtime
+  UNION SELECT DISTINCT (globalTid >> 24) & 16777215 FROM raw_nvtx
+  UNION SELECT DISTINCT (globalTid >> 24) & 16777215 FROM raw_threadnames
+)
+SELECT
+  -- operating-system process id
+  s.pid,
+  -- executable name from PROCESSES, NULL in exports before 2022 that have no such table
+  any_value(p.name) AS name
+FROM seen s
+LEFT JOIN raw_processes p ON p.pid = s.pid
+WHERE s.pid IS NOT NULL
+GROUP BY s.pid;
+
+-- One row per named thread (nsys ThreadNames).
+CREATE OR REPLACE TABLE threads AS
+SELECT
+  -- process id
+  (t.globalTid >> 24) & 16777215 AS pid,
+  -- operating-system thread id
+  t.globalTid & 16777215 AS tid,
+  -- thread name, e.g. `python3` or `pt_autograd_0`
+  any_value(s.value) AS name
+FROM raw_threadnames t
+LEFT JOIN raw_strings s ON s.id = t.nameId
+GROUP BY 1, 2;

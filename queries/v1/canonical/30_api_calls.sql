@@ -1,0 +1,39 @@
+-- nsysql canonical schema v1: CPU-side calls (CUDA API, OS runtime).
+
+-- One row per CUDA runtime or driver API call (nsys CUPTI_ACTIVITY_KIND_RUNTIME).
+CREATE OR REPLACE TABLE api_calls AS
+SELECT
+  -- row number, stable for this load; gpu_ops.api_call_id points here
+  row_number() OVER () AS call_id,
+  -- process id
+  (r.globalTid >> 24) & 16777215 AS pid,
+  -- thread that made the call
+  r.globalTid & 16777215 AS tid,
+  -- call start, ns on the export's clock
+  r.start AS start_ns,
+  -- call end, ns
+  r."end" AS end_ns,
+  -- API function, e.g. `cudaLaunchKernel_v7000`, `cudaMemcpyAsync_v3020`
+  s.value AS name,
+  -- CUPTI correlation id: unique per process, joins the call to the GPU work it started
+  r.correlationId AS correlation_id
+FROM raw_runtime r
+LEFT JOIN raw_strings s ON s.id = r.nameId;
+
+-- One row per OS runtime call traced with `-t osrt` (nsys OSRT_API): sleeps, polls, futex waits, reads.
+CREATE OR REPLACE TABLE os_calls AS
+SELECT
+  -- process id
+  (o.globalTid >> 24) & 16777215 AS pid,
+  -- thread id
+  o.globalTid & 16777215 AS tid,
+  -- call start, ns
+  o.start AS start_ns,
+  -- call end, ns
+  o."end" AS end_ns,
+  -- libc/OS function, e.g. `nanosleep`, `pthread_cond_wait`, `read`
+  s.value AS name,
+  -- nesting level nsys records for calls made inside other traced calls (0 = outermost)
+  coalesce(o.nestingLevel, 0) AS nesting_level
+FROM raw_osrt o
+LEFT JOIN raw_strings s ON s.id = o.nameId;

@@ -1,0 +1,104 @@
+-- nsysql canonical schema v1: work the GPU did.
+-- GPU work = kernels, memcpy, memset and CUDA graph launches that nsys recorded only as whole graphs
+-- (`--cuda-graph-trace=graph`, CUPTI_ACTIVITY_KIND_GRAPH_TRACE), so a graph replay is GPU time, never idle.
+
+CREATE OR REPLACE TEMP TABLE _copy_kind AS
+SELECT * FROM (VALUES
+  (0, 'Unknown'), (1, 'Host-to-Device'), (2, 'Device-to-Host'), (3, 'Host-to-Array'), (4, 'Array-to-Host'),
+  (5, 'Array-to-Array'), (6, 'Array-to-Device'), (7, 'Device-to-Array'), (8, 'Device-to-Device'),
+  (9, 'Host-to-Host'), (10, 'Peer-to-Peer'), (11, 'Unified Host-to-Device'), (12, 'Unified Device-to-Host'),
+  (13, 'Unified Device-to-Device')
+) t(id, label);
+
+-- Memory kinds: the export's own ENUM_CUDA_MEM_KIND when it has one (2022.4 and later), else CUPTI's
+-- numbering, which older exports store.
+CREATE OR REPLACE TEMP TABLE _mem_kind AS
+SELECT id, CASE WHEN label ILIKE '%pageable%' THEN 'Pageable' WHEN label ILIKE '%pinned%' THEN 'Pinned'
+  WHEN label ILIKE '%managed%' THEN 'Managed' WHEN label ILIKE '%device%' THEN 'Device'
+  WHEN label ILIKE '%array%' THEN 'Array' ELSE 'Unknown' END AS label
+FROM (SELECT id, label FROM raw_enum_memkind
+      UNION ALL
+      SELECT * FROM (VALUES (0, 'Unknown'), (1, 'Pageable'), (2, 'Pinned'), (3, 'Device'), (4, 'Array'),
+                            (5, 'Managed'), (6, 'Device'), (7, 'Managed')) v(id, label)
+      WHERE NOT EXISTS (SELECT 1 FROM raw_enum_memkind));
+
+CREATE OR REPLACE TEMP TABLE _ops AS
+SELECT 'kernel' AS kind, k.start, k."end", k.deviceId, k.streamId, k.correlationId, k.globalPid,
+       dn.value AS name, coalesce(sn.value, dn.value) AS short_name, coalesce(mn.value, dn.value) AS mangled_name,
+       NULL::BIGINT AS bytes, NULL::VARCHAR AS copy_kind, NULL::VARCHAR AS src_kind, NULL::VARCHAR AS dst_kind,
+       k.graphNodeId
+FROM raw_kernel k
+LEFT JOIN raw_strings dn ON dn.id = k.demangledName
+LEFT JOIN raw_strings sn ON sn.id = k.shortName
+LEFT JOIN raw_strings mn ON mn.id = k.mangledName
+UNION ALL
+SELECT 'memcpy', m.start, m."end", m.deviceId, m.streamId, m.correlationId, m.globalPid,
+       '[CUDA memcpy ' || coalesce(ck.label, 'Unknown') || ']', NULL, NULL,
+       m.bytes, coalesce(ck.label, 'Unknown'), sk.label, dk.label, m.graphNodeId
+FROM raw_memcpy m
+LEFT JOIN _copy_kind ck ON ck.id = m.copyKind
+LEFT JOIN _mem_kind sk ON sk.id = m.srcKind
+LEFT JOIN _mem_kind dk ON dk.id = m.dstKind
+UNION ALL
+SELECT 'memset', s.start, s."end", s.deviceId, s.streamId, s.correlationId, s.globalPid,
+       '[CUDA memset]', NULL, NULL, s.bytes, NULL, NULL, mk.label, s.graphNodeId
+FROM raw_memset s
+LEFT JOIN _mem_kind mk ON mk.id = s.memKind
+UNION ALL
+SELECT 'graph', g.start, g."end", g.deviceId, g.streamId, g.correlationId, g.globalPid,
+       '[CUDA graph ' || coalesce(g.graphId::VARCHAR, '?') || ']', NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM raw_graph g;
+
+-- One row per GPU operation, whatever its kind.
+CREATE OR REPLACE TABLE gpu_ops AS
+SELECT
+  -- row number, stable for this load; op_ranges.op_id points here
+  row_number() OVER (ORDER BY o.start, o.deviceId, o.streamId) AS op_id,
+  -- `kernel`, `memcpy`, `memset` or `graph` (a whole CUDA graph replay recorded with --cuda-graph-trace=graph)
+  o.kind,
+  -- CUDA device id (devices.device_id)
+  o.deviceId AS device_id,
+  -- CUDA stream id
+  o.streamId AS stream_id,
+  -- process that owns the work
+  (o.globalPid >> 24) & 16777215 AS pid,
+  -- GPU start, ns on the export's clock
+  o.start AS start_ns,
+  -- GPU end, ns
+  o."end" AS end_ns,
+  -- end_ns - start_ns
+  o."end" - o.start AS duration_ns,
+  -- kernel demangled name (nsys's default), or `[CUDA memcpy Host-to-Device]`, `[CUDA memset]`, `[CUDA graph 1]`
+  o.name,
+  -- kernel short (base) name; NULL for other kinds
+  o.short_name,
+  -- kernel mangled name (the demangled one where the export has no mangledName column, before 2022)
+  o.mangled_name,
+  -- bytes copied or set; NULL for kernels
+  o.bytes,
+  -- memcpy direction, e.g. `Host-to-Device`; NULL for other kinds
+  o.copy_kind,
+  -- memcpy source memory: `Pageable`, `Pinned`, `Device`, `Managed`, `Array`, `Unknown`
+  o.src_kind,
+  -- memcpy destination memory, or memset target memory
+  o.dst_kind,
+  -- CUDA graph node id when the op ran as part of a graph (--cuda-graph-trace=node), else NULL
+  o.graphNodeId AS graph_node_id,
+  -- CUPTI correlation id (unique per process)
+  o.correlationId AS correlation_id,
+  -- api_calls.call_id of the call that launched it, matched on (pid, correlation_id); NULL if not traced
+  a.call_id AS api_call_id,
+  -- thread that launched it
+  a.tid AS api_tid,
+  -- launch call start, ns
+  a.start_ns AS api_start_ns,
+  -- launch call end, ns
+  a.end_ns AS api_end_ns,
+  -- launch call name, e.g. `cudaLaunchKernel_v7000`, `cudaGraphLaunch_v10000`
+  a.name AS api_name
+FROM _ops o
+LEFT JOIN (
+  SELECT * FROM api_calls WHERE correlation_id <> 0
+  QUALIFY row_number() OVER (PARTITION BY pid, correlation_id ORDER BY start_ns) = 1
+) a ON a.pid = (o.globalPid >> 24) & 16777215 AND a.correlation_id = o.correlationId
+WHERE o.start IS NOT NULL AND o."end" IS NOT NULL;

@@ -1,0 +1,54 @@
+-- nsysql canonical schema v1: facts about the profile as a whole.
+-- The loader first writes `_load_facts` (source path, size, tables read); this file adds what the data says.
+
+CREATE OR REPLACE TEMP TABLE _version AS
+WITH meta AS (
+  SELECT max(CASE WHEN name = 'EXPORT_PRODUCT_VERSION' THEN value END) AS v,
+         max(CASE WHEN name = 'EXPORT_SCHEMA_VERSION' THEN value END) AS schema_v
+  FROM raw_meta
+), env AS (
+  SELECT max(regexp_extract(value, '(20[0-9]{2}\.[0-9]+(\.[0-9]+)*)', 1)) AS v
+  FROM raw_env WHERE name = 'TargetInstallDir'
+), paths AS (
+  SELECT max(regexp_extract(value, '(?i)nsight[-_ ]?systems[-/_ ]?(20[0-9]{2}\.[0-9]+(\.[0-9]+)*)', 1)) AS v
+  FROM raw_strings WHERE value ILIKE '%nsight%systems%'
+)
+SELECT
+  coalesce(meta.v, nullif(env.v, ''), nullif(paths.v, '')) AS nsys_version,
+  CASE WHEN meta.v IS NOT NULL THEN 'export metadata'
+       WHEN nullif(env.v, '') IS NOT NULL THEN 'TARGET_INFO_SYSTEM_ENV TargetInstallDir (capture version)'
+       WHEN nullif(paths.v, '') IS NOT NULL THEN 'an install path in StringIds (inferred)'
+  END AS version_source,
+  nullif(env.v, '') AS capture_version,
+  meta.schema_v AS schema_version
+FROM meta, env, paths;
+
+CREATE OR REPLACE TEMP TABLE _span AS
+SELECT min(s) AS start_ns, max(e) AS end_ns FROM (
+  SELECT min(start_ns) s, max(end_ns) e FROM gpu_ops
+  UNION ALL SELECT min(start_ns), max(end_ns) FROM api_calls
+  UNION ALL SELECT min(start_ns), max(end_ns) FROM nvtx_ranges
+  UNION ALL SELECT min(start_ns), max(end_ns) FROM os_calls
+);
+
+-- Key/value facts; every value is text.
+CREATE OR REPLACE TABLE profile_facts AS
+SELECT
+  -- fact name: source_path, source_bytes, nsys_version, version_source, capture_version, schema_version,
+  -- span_start_ns, span_end_ns, span_ns, canonical_schema, nsysql_version, tables_read, and others
+  key,
+  -- fact value, as text
+  value
+FROM (
+  SELECT key, value FROM _load_facts
+  UNION ALL SELECT 'nsys_version', nsys_version FROM _version
+  UNION ALL SELECT 'version_source', version_source FROM _version
+  UNION ALL SELECT 'capture_version', capture_version FROM _version
+  UNION ALL SELECT 'schema_version', schema_version FROM _version
+  UNION ALL SELECT 'span_start_ns', start_ns::VARCHAR FROM _span
+  UNION ALL SELECT 'span_end_ns', end_ns::VARCHAR FROM _span
+  UNION ALL SELECT 'span_ns', (end_ns - start_ns)::VARCHAR FROM _span
+  UNION ALL SELECT 'rank', max(value) FROM raw_env
+    WHERE name IN ('RANK', 'OMPI_COMM_WORLD_RANK', 'PMI_RANK', 'SLURM_PROCID')
+)
+WHERE value IS NOT NULL;
