@@ -161,10 +161,19 @@ def main(argv=None):
         sys.exit(f"no such file: {a.src}")
     if os.path.abspath(a.src) == os.path.abspath(a.out):
         sys.exit("OUT must differ from SRC")
-    if os.path.exists(a.out):
-        os.remove(a.out)
+    tmp = a.out + ".partial"  # renamed to OUT only on success
+    if os.path.exists(tmp):
+        os.remove(tmp)
+    try:
+        build(a, tmp, t_start)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
 
-    con = sqlite3.connect(a.out, isolation_level=None)
+
+def build(a, tmp, t_start):
+    con = sqlite3.connect(tmp, isolation_level=None)
     con.execute("PRAGMA journal_mode=OFF")
     con.execute("PRAGMA synchronous=OFF")
     con.execute("PRAGMA locking_mode=EXCLUSIVE")
@@ -397,6 +406,7 @@ def main(argv=None):
     con.execute("COMMIT")
     con.execute("DETACH DATABASE src")
     con.close()
+    os.replace(tmp, a.out)
     elapsed = time.perf_counter() - t_start
 
     # ------------------------------------------------------------ report

@@ -126,23 +126,46 @@ def _select(src: Source, rt: RawTable) -> tuple[str | None, str]:
     return f'SELECT {", ".join(exprs)} FROM "{table}"', table
 
 
-def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None) -> dict[str, str]:
-    """Copy the needed raw columns into DuckDB `raw_*` tables; returns staging name -> nsys table read."""
+def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: int = 2) -> dict[str, str]:
+    """Copy the needed raw columns into DuckDB `raw_*` tables; returns staging name -> nsys table read.
+
+    Tables stream in Arrow batches straight into DuckDB; the large ones are read concurrently, each on its
+    own DuckDB cursor (the SQLite driver and DuckDB both release the GIL).
+    """
     used: dict[str, str] = {}
+    jobs = []
     for rt in RAW_TABLES:
         sql, table = _select(src, rt)
-        schema = rt.schema()
         if sql is None:
             cols = ", ".join(f'CAST(NULL AS {_ddb(t)}) AS "{c}"' for c, t in rt.columns)
             con.execute(f"CREATE OR REPLACE TABLE {rt.name} AS SELECT {cols} WHERE false")
-            continue
+        else:
+            used[rt.name] = table
+            jobs.append((rt, sql, table))
+
+    # biggest first, so the two workers stay busy
+    jobs.sort(key=lambda j: -src.approx_rows(j[2]))
+
+    def ingest(job):
+        rt, sql, table = job
         if progress:
             progress(table)
-        reader = src.read(sql, schema)
-        con.register("_reader", reader)
-        con.execute(f"CREATE OR REPLACE TABLE {rt.name} AS SELECT * FROM _reader")
-        con.unregister("_reader")
-        used[rt.name] = table
+        cur = con.cursor()
+        try:
+            cur.register("_reader", src.read(sql, rt.schema()))
+            cur.execute(f"CREATE OR REPLACE TABLE {rt.name} AS SELECT * FROM _reader")
+            cur.unregister("_reader")
+        finally:
+            cur.close()
+
+    if workers > 1 and len(jobs) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(ingest, jobs))
+    else:
+        for job in jobs:
+            ingest(job)
     return used
 
 

@@ -58,6 +58,13 @@ class Source:
             con.close()
         return row[0] if row else None
 
+    def approx_rows(self, table: str) -> int:
+        """max(rowid): the row count of an nsys table without scanning it."""
+        try:
+            return int(self.scalar(f'SELECT max(rowid) FROM "{table}"') or 0)
+        except NsysqlError:
+            return 0
+
     def read(self, sql: str, schema: pa.Schema) -> pa.RecordBatchReader:
         """Run `sql` on the export and stream its rows as Arrow batches of `schema`.
 

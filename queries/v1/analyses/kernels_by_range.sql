@@ -14,7 +14,7 @@ WITH m AS (
 SELECT
   k.name AS range,
   k.domain,
-  o.name AS kernel,
+  s.value AS kernel,
   -- range instances that enclose at least one of these kernels
   count(DISTINCT k.range_id) AS range_count,
   count(*) AS count,
@@ -24,7 +24,9 @@ SELECT
   min(o.duration_ns) AS min_ns,
   max(o.duration_ns) AS max_ns,
   coalesce(stddev_samp(o.duration_ns), 0) AS stddev_ns
-FROM kept k JOIN gpu_ops o USING (op_id)
+FROM kept k
+JOIN gpu_ops o USING (op_id)
+LEFT JOIN strings s ON s.id = o.name_id
 WHERE o.kind = 'kernel'
-GROUP BY k.name, k.domain, o.name
+GROUP BY k.name, k.domain, s.value
 ORDER BY range, total_ns DESC, kernel;

@@ -2,15 +2,6 @@
 -- Built from the loader's raw_* staging tables; analyses read only the tables defined here.
 -- nsys packs ids as globalTid = (pid << 24) | tid and globalPid = pid << 24, with VM/host bits above 48.
 
--- Every string of the export by id (nsys StringIds), UTF-8 with invalid bytes replaced.
-CREATE OR REPLACE TABLE strings AS
-SELECT
-  -- StringIds.id
-  id,
-  -- the text
-  value
-FROM raw_strings;
-
 -- One row per process seen anywhere in the export.
 CREATE OR REPLACE TABLE processes AS
 WITH seen AS (

@@ -13,12 +13,11 @@ SELECT
   r.start AS start_ns,
   -- call end, ns
   r."end" AS end_ns,
-  -- API function, e.g. `cudaLaunchKernel_v7000`, `cudaMemcpyAsync_v3020`
-  s.value AS name,
+  -- strings.id of the API function's name, e.g. `cudaLaunchKernel_v7000`, `cudaMemcpyAsync_v3020`
+  r.nameId AS name_id,
   -- CUPTI correlation id: unique per process, joins the call to the GPU work it started
   r.correlationId AS correlation_id
-FROM raw_runtime r
-LEFT JOIN raw_strings s ON s.id = r.nameId;
+FROM raw_runtime r;
 
 -- One row per OS runtime call traced with `-t osrt` (nsys OSRT_API): sleeps, polls, futex waits, reads.
 CREATE OR REPLACE TABLE os_calls AS
@@ -31,9 +30,8 @@ SELECT
   o.start AS start_ns,
   -- call end, ns
   o."end" AS end_ns,
-  -- libc/OS function, e.g. `nanosleep`, `pthread_cond_wait`, `read`
-  s.value AS name,
+  -- strings.id of the libc/OS function's name, e.g. `nanosleep`, `pthread_cond_wait`, `read`
+  o.nameId AS name_id,
   -- nesting level nsys records for calls made inside other traced calls (0 = outermost)
   coalesce(o.nestingLevel, 0) AS nesting_level
-FROM raw_osrt o
-LEFT JOIN raw_strings s ON s.id = o.nameId;
+FROM raw_osrt o;

@@ -23,17 +23,16 @@ FROM (SELECT id, label FROM raw_enum_memkind
       WHERE NOT EXISTS (SELECT 1 FROM raw_enum_memkind));
 
 CREATE OR REPLACE TEMP TABLE _ops AS
+SELECT row_number() OVER () AS op_id, * FROM (
 SELECT 'kernel' AS kind, k.start, k."end", k.deviceId, k.streamId, k.correlationId, k.globalPid,
-       dn.value AS name, coalesce(sn.value, dn.value) AS short_name, coalesce(mn.value, dn.value) AS mangled_name,
+       k.demangledName AS name_id, coalesce(k.shortName, k.demangledName) AS short_name_id,
+       coalesce(k.mangledName, k.demangledName) AS mangled_name_id,
        NULL::BIGINT AS bytes, NULL::VARCHAR AS copy_kind, NULL::VARCHAR AS src_kind, NULL::VARCHAR AS dst_kind,
        k.graphNodeId
 FROM raw_kernel k
-LEFT JOIN raw_strings dn ON dn.id = k.demangledName
-LEFT JOIN raw_strings sn ON sn.id = k.shortName
-LEFT JOIN raw_strings mn ON mn.id = k.mangledName
 UNION ALL
 SELECT 'memcpy', m.start, m."end", m.deviceId, m.streamId, m.correlationId, m.globalPid,
-       '[CUDA memcpy ' || coalesce(ck.label, 'Unknown') || ']', NULL, NULL,
+       -1 - coalesce(ck.id, 0), NULL, NULL,
        m.bytes, coalesce(ck.label, 'Unknown'), sk.label, dk.label, m.graphNodeId
 FROM raw_memcpy m
 LEFT JOIN _copy_kind ck ON ck.id = m.copyKind
@@ -41,19 +40,20 @@ LEFT JOIN _mem_kind sk ON sk.id = m.srcKind
 LEFT JOIN _mem_kind dk ON dk.id = m.dstKind
 UNION ALL
 SELECT 'memset', s.start, s."end", s.deviceId, s.streamId, s.correlationId, s.globalPid,
-       '[CUDA memset]', NULL, NULL, s.bytes, NULL, NULL, mk.label, s.graphNodeId
+       -100, NULL, NULL, s.bytes, NULL, NULL, mk.label, s.graphNodeId
 FROM raw_memset s
 LEFT JOIN _mem_kind mk ON mk.id = s.memKind
 UNION ALL
 SELECT 'graph', g.start, g."end", g.deviceId, g.streamId, g.correlationId, g.globalPid,
-       '[CUDA graph ' || coalesce(g.graphId::VARCHAR, '?') || ']', NULL, NULL, NULL, NULL, NULL, NULL, NULL
-FROM raw_graph g;
+       coalesce(-1000 - g.graphId, -999), NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM raw_graph g
+);
 
 -- One row per GPU operation, whatever its kind.
 CREATE OR REPLACE TABLE gpu_ops AS
 SELECT
   -- row number, stable for this load; op_ranges.op_id points here
-  row_number() OVER (ORDER BY o.start, o.deviceId, o.streamId) AS op_id,
+  o.op_id,
   -- `kernel`, `memcpy`, `memset` or `graph` (a whole CUDA graph replay recorded with --cuda-graph-trace=graph)
   o.kind,
   -- CUDA device id (devices.device_id)
@@ -68,12 +68,13 @@ SELECT
   o."end" AS end_ns,
   -- end_ns - start_ns
   o."end" - o.start AS duration_ns,
-  -- kernel demangled name (nsys's default), or `[CUDA memcpy Host-to-Device]`, `[CUDA memset]`, `[CUDA graph 1]`
-  o.name,
-  -- kernel short (base) name; NULL for other kinds
-  o.short_name,
-  -- kernel mangled name (the demangled one where the export has no mangledName column, before 2022)
-  o.mangled_name,
+  -- strings.id of the kernel's demangled name (nsys's default), or of nsysql's label for other kinds:
+  -- `[CUDA memcpy Host-to-Device]`, `[CUDA memset]`, `[CUDA graph 1]`
+  o.name_id,
+  -- strings.id of the kernel short (base) name; the name_id for other kinds
+  coalesce(o.short_name_id, o.name_id) AS short_name_id,
+  -- strings.id of the mangled name (the demangled one where the export has no mangledName column, before 2022)
+  coalesce(o.mangled_name_id, o.name_id) AS mangled_name_id,
   -- bytes copied or set; NULL for kernels
   o.bytes,
   -- memcpy direction, e.g. `Host-to-Device`; NULL for other kinds
@@ -94,11 +95,19 @@ SELECT
   a.start_ns AS api_start_ns,
   -- launch call end, ns
   a.end_ns AS api_end_ns,
-  -- launch call name, e.g. `cudaLaunchKernel_v7000`, `cudaGraphLaunch_v10000`
-  a.name AS api_name
+  -- strings.id of the launch call's name, e.g. `cudaLaunchKernel_v7000`, `cudaGraphLaunch_v10000`
+  a.name_id AS api_name_id
 FROM _ops o
-LEFT JOIN (
-  SELECT * FROM api_calls WHERE correlation_id <> 0
-  QUALIFY row_number() OVER (PARTITION BY pid, correlation_id ORDER BY start_ns) = 1
-) a ON a.pid = (o.globalPid >> 24) & 16777215 AND a.correlation_id = o.correlationId
-WHERE o.start IS NOT NULL AND o."end" IS NOT NULL;
+LEFT JOIN api_calls a ON a.pid = (o.globalPid >> 24) & 16777215 AND a.correlation_id = o.correlationId
+WHERE o.start IS NOT NULL AND o."end" IS NOT NULL
+-- Some exports hold a runtime call and the driver call inside it under one correlation id: keep the outer.
+QUALIFY row_number() OVER (PARTITION BY o.op_id ORDER BY a.start_ns, a.call_id) = 1;
+
+-- gpu_ops with its names spelled out: name, short_name, mangled_name, api_name.
+CREATE OR REPLACE VIEW gpu_ops_named AS
+SELECT o.*, n.value AS name, sn.value AS short_name, mn.value AS mangled_name, an.value AS api_name
+FROM gpu_ops o
+LEFT JOIN strings n ON n.id = o.name_id
+LEFT JOIN strings sn ON sn.id = o.short_name_id
+LEFT JOIN strings mn ON mn.id = o.mangled_name_id
+LEFT JOIN strings an ON an.id = o.api_name_id;

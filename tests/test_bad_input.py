@@ -1,0 +1,109 @@
+"""Bad input: one line on stderr naming the file and the problem, exit code 2, no traceback, no writes."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sqlite3
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import fixture
+from nsysql.cli import main
+
+COMMANDS = [["info"], ["summary"], ["kernels"], ["ranges"], ["kernels-by-range"]]
+
+
+def run(args):
+    return CliRunner().invoke(main, args, catch_exceptions=False)
+
+
+def one_line_error(result, path, words):
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert str(path) in lines[0]
+    assert any(w in lines[0] for w in words), lines[0]
+
+
+def make_cases(tmp):
+    text = tmp / "notes.sqlite"
+    text.write_text("hello, not a database\n")
+    empty = tmp / "empty.sqlite"
+    empty.write_bytes(b"")
+    real = fixture("train_small")
+    truncated = tmp / "truncated.sqlite"
+    truncated.write_bytes(real.read_bytes()[: real.stat().st_size // 2])
+    rep = tmp / "run.nsys-rep"
+    rep.write_bytes(b"\x00\x01QDSTRM" + os.urandom(2000))
+    other = tmp / "other.sqlite"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE customers(id INTEGER, name TEXT)")
+    con.commit()
+    con.close()
+    folder = tmp / "adir"
+    folder.mkdir()
+    return [
+        (text, ["not a SQLite file"]),
+        (empty, ["empty"]),
+        (truncated, ["truncated"]),
+        (rep, ["nsys export --type sqlite"]),
+        (other, ["not an nsys export"]),
+        (folder, ["directory"]),
+        (tmp / "missing.sqlite", ["no such file"]),
+    ]
+
+
+@pytest.mark.parametrize("cmd", COMMANDS, ids=lambda c: c[0])
+def test_bad_inputs_get_one_line_and_exit_2(tmp_path, cmd):
+    for path, words in make_cases(tmp_path):
+        before = path.read_bytes() if path.is_file() else None
+        one_line_error(run(cmd + [str(path)]), path, words)
+        if before is not None:
+            assert path.read_bytes() == before
+
+
+def test_unknown_and_missing_columns_are_tolerated(tmp_path):
+    """An nsys-like file whose tables lack most columns still loads; what is missing is said."""
+    path = tmp_path / "odd.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE StringIds(id INTEGER, value TEXT)")
+    con.execute("INSERT INTO StringIds VALUES (1, 'k1'), (2, CAST(X'6BE9' AS TEXT))")  # non-UTF-8 bytes
+    con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER, end INTEGER, demangledName INTEGER, "
+                "weirdColumn BLOB)")
+    con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (10, 30, 1, x'00'), (40, 45, 2, NULL)")
+    con.execute("CREATE TABLE NVTX_EVENTS(start INTEGER, end INTEGER, eventType INTEGER, text TEXT)")
+    con.execute("INSERT INTO NVTX_EVENTS VALUES (5, 50, 59, CAST(X'4261746368FF' AS TEXT))")
+    con.commit()
+    con.close()
+    res = run(["kernels", str(path), "-f", "csv"])
+    assert res.exit_code == 0, res.output
+    assert "k1,1,20" in res.stdout and "k\ufffd,1,5" in res.stdout
+    info = run(["info", str(path)])
+    assert info.exit_code == 0 and "CUPTI_ACTIVITY_KIND_RUNTIME" in info.stdout
+    ranges = run(["ranges", str(path), "-f", "csv"])
+    assert "Batch\ufffd" in ranges.stdout
+
+
+def digest(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns
+
+
+def test_commands_never_write_into_or_beside_the_input(tmp_path):
+    src = tmp_path / "run.sqlite"
+    shutil.copy2(fixture("train_small"), src)
+    os.chmod(src, 0o444)
+    before, listing = digest(src), sorted(os.listdir(tmp_path))
+    for cmd in COMMANDS + [["kernels-by-range", "--range", "Batch", "--innermost"]]:
+        assert run(cmd[:1] + [str(src)] + cmd[1:]).exit_code == 0
+    assert digest(src) == before
+    assert sorted(os.listdir(tmp_path)) == listing
+
+
+def test_bad_option_values_are_one_line(tmp_path):
+    res = run(["kernels-by-range", str(fixture("train_small")), "--range", "NoSuchRange"])
+    assert res.exit_code == 2 and "no NVTX range matches 'NoSuchRange'" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1

@@ -1,0 +1,74 @@
+"""Every real public export, nsys 2020.3 to 2026.2: info and summary exit 0 and say what is missing."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import PUBLIC, public_exports
+from nsysql.cli import main
+
+FILES = public_exports()
+pytestmark = pytest.mark.skipif(not FILES, reason=f"{PUBLIC} not present")
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name[:40])
+@pytest.mark.parametrize("cmd", ["info", "summary"])
+def test_info_and_summary_work(path, cmd):
+    res = CliRunner().invoke(main, [cmd, str(path)], catch_exceptions=False)
+    assert res.exit_code == 0, res.stderr
+    assert "Traceback" not in res.output
+
+
+def facts(path):
+    import nsysql
+
+    return nsysql.load(path).info()
+
+
+def item(df, section, name):
+    rows = df.filter((df["section"] == section) & (df["item"] == name))
+    return rows["value"][0] if rows.height else None
+
+
+def test_versions_come_from_metadata_or_install_paths():
+    by_name = {p.name: p for p in FILES}
+    old = facts(by_name["lockfuehrer__beast_ressoruces__report2.sqlite"])  # 2020.3.4, no metadata table
+    assert item(old, "file", "nsys version").startswith("2020.3.4")
+    assert "StringIds" in item(old, "file", "nsys version")
+    win = facts(by_name["extra-p__extrap__con_kernel.sqlite"])  # EXPORT_META_DATA with Latin-1 bytes
+    assert item(win, "file", "nsys version").startswith("2022.1.1")
+    new = facts(by_name["GindaChen__nsys-ai__h100_2gpu_1s.sqlite"])
+    assert item(new, "file", "nsys version").startswith("2026.2.1")
+    cardiac = facts(by_name["mabdullahsoyturk__cardiac-simulation__report1.sqlite"])  # TargetInstallDir
+    assert item(cardiac, "file", "nsys version").startswith("2021.3.3")
+
+
+def test_missing_tables_are_said_plainly():
+    by_name = {p.name: p for p in FILES}
+    qcu = facts(by_name["ZhangXin8069__qcu__report1-c8a5c5de.sqlite"])  # runtime calls, no kernels
+    lacks = qcu.filter(qcu["section"] == "lacks")["item"].to_list()
+    assert "no CUPTI_ACTIVITY_KIND_KERNEL" in lacks and "no NVTX_EVENTS" in lacks
+    assert item(qcu, "analyses", "kernels").startswith("no")
+    assert int(item(qcu, "contents", "CUDA API calls")) == 688
+    nothing = facts(by_name["mabdullahsoyturk__cardiac-simulation__report1.sqlite"])
+    assert item(nothing, "contents", "kernels") == "0"
+
+
+def test_counts_match_index():
+    """Kernel and API call counts agree with public/INDEX.md (counted there with Python sqlite3)."""
+    import re
+
+    index = (PUBLIC / "INDEX.md").read_text()
+    checked = 0
+    for row in index.splitlines():
+        m = re.match(r"\| \d+ \| `([^`]+)` \|.*?\| (—|\d+) \| (—|\d+) \| (—|\d+) \| (—|\d+) \| \d+ \| \d+ \|", row)
+        if not m or not (PUBLIC / m.group(1)).exists():
+            continue
+        df = facts(PUBLIC / m.group(1))
+        want_k = 0 if m.group(2) == "—" else int(m.group(2))
+        want_r = 0 if m.group(3) == "—" else int(m.group(3))
+        assert int(item(df, "contents", "kernels")) == want_k, m.group(1)
+        assert int(item(df, "contents", "CUDA API calls")) == want_r, m.group(1)
+        checked += 1
+    assert checked >= 20
