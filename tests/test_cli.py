@@ -1,0 +1,91 @@
+"""The CLI mirrors the Python API: same numbers, same switches everywhere (through click's CliRunner)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from conftest import fixture, loaded
+from nsysql.cli import main
+
+TRAIN = fixture("train_small")
+
+
+def run(args, env=None):
+    return CliRunner(env=env).invoke(main, args, catch_exceptions=False)
+
+
+@pytest.mark.parametrize("cmd", ["kernels", "ranges", "kernels-by-range", "info"])
+def test_csv_equals_python_api(cmd):
+    res = run([cmd, str(TRAIN), "-f", "csv"])
+    assert res.exit_code == 0
+    got = pl.read_csv(io.StringIO(res.stdout))
+    prof = loaded(str(TRAIN))
+    want = {"kernels": prof.kernels, "ranges": prof.ranges, "kernels-by-range": prof.kernels_by_range,
+            "info": prof.info}[cmd]()
+    assert got.columns == want.columns
+    assert got.height == want.height
+    for c in want.columns:
+        if want.schema[c] in (pl.Int64, pl.Int32):
+            assert got[c].to_list() == want[c].to_list()
+
+
+def test_every_format_and_output_file(tmp_path):
+    for fmt in ("table", "csv", "json", "markdown"):
+        out = tmp_path / f"k.{fmt}"
+        res = run(["kernels", str(TRAIN), "--top", "3", "-f", fmt, "-o", str(out)])
+        assert res.exit_code == 0 and res.stdout == ""
+        text = out.read_text()
+        if fmt == "json":
+            rows = json.loads(text)
+            assert len(rows) == 3 and {"name", "count", "total_ns", "pct"} <= set(rows[0])
+        elif fmt == "markdown":
+            assert text.startswith("| name | count |") and text.count("\n") == 5
+        elif fmt == "csv":
+            assert text.splitlines()[0] == "name,count,total_ns,avg_ns,med_ns,min_ns,max_ns,stddev_ns,pct"
+        else:
+            assert "total_ns" in text.splitlines()[0]
+
+
+def test_summary_sections_in_json():
+    res = run(["summary", str(TRAIN), "-f", "json"])
+    doc = json.loads(res.stdout)
+    assert {"facts", "gpus", "kernels", "ranges", "memory"} <= set(doc)
+    assert len(doc["kernels"]) == 10
+    total = loaded(str(TRAIN)).kernels()["total_ns"].sum()
+    assert doc["gpus"][0]["kernel_ns"] == total
+
+
+def test_kernel_name_kinds():
+    short = run(["kernels", str(TRAIN), "--name", "short", "-f", "json"])
+    names = [r["name"] for r in json.loads(short.stdout)]
+    assert all("(" not in n for n in names)  # base names carry no parameter list
+    assert sum(r["count"] for r in json.loads(short.stdout)) == loaded(str(TRAIN)).kernels()["count"].sum()
+
+
+def test_file_may_be_left_out(tmp_path, monkeypatch):
+    env = {"NSYSQL_CACHE_DIR": str(tmp_path / "cache")}
+    monkeypatch.chdir(tmp_path)
+    # none anywhere: a clear error
+    res = run(["kernels"], env={**env, "NSYSQL_PROFILE": ""})
+    assert res.exit_code == 2 and "no FILE given" in res.stderr
+    # $NSYSQL_PROFILE
+    res = run(["kernels", "--top", "1"], env={**env, "NSYSQL_PROFILE": str(TRAIN)})
+    assert res.exit_code == 0 and "NSYSQL_PROFILE" in res.stderr
+    # the profile analysed last
+    res = run(["kernels", "--top", "1"], env={**env, "NSYSQL_PROFILE": ""})
+    assert res.exit_code == 0 and "analysed last" in res.stderr and str(TRAIN) in res.stderr
+    # the only export in the current directory wins over the last one
+    os.symlink(fixture("loop_after"), tmp_path / "here.sqlite")
+    res = run(["kernels", "--top", "1"], env={**env, "NSYSQL_PROFILE": ""})
+    assert res.exit_code == 0 and "here.sqlite" in res.stderr
+
+
+def test_sql_command():
+    res = run(["sql", str(TRAIN), "SELECT count(*) AS n FROM gpu_ops WHERE kind = 'kernel'", "-f", "csv"])
+    assert res.stdout.splitlines() == ["n", str(loaded(str(TRAIN)).kernels()["count"].sum())]
