@@ -1,0 +1,116 @@
+"""GPU idle gaps, each with its cause read from the CPU side, and idle time by cause.
+
+The rules (what a gap is, how its cause is chosen, in which order) are written at the top of
+queries/v1/analyses/gaps.sql. Here: which device/process/thread to read, iteration indices, and totals.
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from ..errors import NsysqlError
+from ._sql import run
+from .iterations import IterationRange, detect, iterations
+from .patterns import resolve_range
+
+DEFAULT_MIN_NS = 1_000_000
+_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+
+
+def parse_duration(text: str | int) -> int:
+    """'500us', '2ms', '1s', '1.5ms' or a number of ns -> ns."""
+    if isinstance(text, int):
+        return text
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ns|us|µs|ms|s)?\s*", str(text))
+    if not m:
+        raise NsysqlError(f"cannot read duration {text!r}: use e.g. 500us, 2ms, 1s")
+    return int(round(float(m.group(1)) * _UNITS[m.group(2) or "ns"]))
+
+
+def gaps(con, range: str | None = None, min_ns: int = DEFAULT_MIN_NS,
+         it: IterationRange | None | bool = None) -> pl.DataFrame:
+    """One row per idle gap of at least `min_ns`: device, pid, start/end/duration, iteration, cause and evidence.
+
+    `it`: the iteration range to index gaps by (detected when None; False for no iteration column).
+    """
+    procs = run(con, "process_devices")
+    if procs.height == 0:
+        raise NsysqlError("no GPU work in this profile, so it has no GPU idle gaps to report")
+    names = resolve_range(con, range)[0] if range else None
+    frames = []
+    for dev in procs["device_id"].unique().sort().to_list():
+        owner = procs.filter(pl.col("device_id") == dev).row(0, named=True)
+        frames.append(run(con, "gaps", device=dev, pid=owner["pid"], tid=owner["main_tid"], min_ns=min_ns,
+                          names=names))
+    out = pl.concat(frames) if frames else pl.DataFrame()
+    its = _iterations_or_none(con, it)
+    if its is not None and out.height:
+        out = _index_by_iteration(out, its)
+    else:
+        out = out.with_columns(iteration=pl.lit(None, pl.Int64), warmup=pl.lit(None, pl.Boolean))
+    return out.select("device_id", "pid", "start_ns", "end_ns", "duration_ns", "iteration", "warmup", "cause",
+                      "range", "api_call", "api_cover_pct", "os_call")
+
+
+def _iterations_or_none(con, it) -> pl.DataFrame | None:
+    if it is False:
+        return None
+    try:
+        it = it or detect(con)
+    except NsysqlError:
+        return None
+    return iterations(con, it=it).select("iteration", "start_ns", "end_ns", "warmup")
+
+
+def _index_by_iteration(gaps_df: pl.DataFrame, its: pl.DataFrame) -> pl.DataFrame:
+    """The iteration whose window holds the middle of the gap (null when outside every iteration)."""
+    mid = gaps_df.with_columns(((pl.col("start_ns") + pl.col("end_ns")) // 2).alias("_mid")).sort("_mid")
+    w = its.sort("start_ns").rename({"start_ns": "_ws", "end_ns": "_we"})
+    j = mid.join_asof(w, left_on="_mid", right_on="_ws", strategy="backward")
+    inside = pl.col("_mid") < pl.col("_we")
+    return j.with_columns(
+        iteration=pl.when(inside).then(pl.col("iteration")),
+        warmup=pl.when(inside).then(pl.col("warmup")),
+    ).drop("_mid", "_ws", "_we").sort("start_ns")
+
+
+def by_cause(con, range: str | None = None, min_ns: int = DEFAULT_MIN_NS, include_warmup: bool = False,
+             gaps_df: pl.DataFrame | None = None, it: IterationRange | None | bool = None) -> pl.DataFrame:
+    """Idle time per cause, largest first: ns, % of the idle time counted, % of the time span counted.
+
+    When iterations apply, only gaps inside steady-state iterations count unless `include_warmup`; the span is
+    then the summed steady-state iteration time. Otherwise the span is the devices' active spans (or, with
+    `range`, the summed instances of that range).
+    """
+    g = gaps_df if gaps_df is not None else gaps(con, range, min_ns, it)
+    steady_only = not include_warmup and g["iteration"].is_not_null().any()
+    if steady_only:
+        g = g.filter(pl.col("iteration").is_not_null() & ~pl.col("warmup"))
+    span = _span(con, range, steady_only, it)
+    total = g["duration_ns"].sum()
+    out = (g.group_by("cause").agg(pl.len().alias("gaps"), pl.col("duration_ns").sum().alias("idle_ns"))
+           .sort(["idle_ns", "cause"], descending=[True, False]))
+    return out.with_columns(
+        pct_of_idle=(100.0 * pl.col("idle_ns") / total) if total else pl.lit(0.0),
+        pct_of_span=(100.0 * pl.col("idle_ns") / span) if span else pl.lit(None, pl.Float64),
+        span_ns=pl.lit(span, pl.Int64),
+        counted=pl.lit("steady-state iterations" if steady_only else ("ranges " + range if range else
+                                                                        "device active span")),
+    )
+
+
+def _span(con, range, steady_only, it) -> int:
+    if steady_only:
+        its = iterations(con, it=it or detect(con)).filter(~pl.col("warmup"))
+        return int(its["cpu_ns"].sum())
+    if range:
+        names = resolve_range(con, range)[0]
+        return int(run(con, "range_time", names=names)["ns"][0] or 0)
+    procs = run(con, "process_devices")
+    total = 0
+    for dev in procs["device_id"].unique().to_list():
+        s = run(con, "device_span", device=dev).row(0)
+        total += (s[1] - s[0]) if s[0] is not None else 0
+    return total

@@ -1,0 +1,2 @@
+-- Active span of one device (first op start to last op end), ns.
+SELECT min(start_ns) AS start_ns, max(end_ns) AS end_ns FROM gpu_busy WHERE device_id = $device;

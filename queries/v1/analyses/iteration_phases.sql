@@ -1,0 +1,25 @@
+-- Per iteration and child range (for a wrapper range: its direct children, e.g. `Forward Pass`; for a
+-- delimiter range: the sibling ranges of the same thread and level that start inside the window, e.g.
+-- `forward`, `backward`): CPU time and the summed duration of the GPU ops attributed to it (process rule).
+-- $delimiter as in iteration_windows.sql.
+WITH cand AS (
+  SELECT r.* FROM nvtx_ranges r
+  WHERE r.pid = (SELECT any_value(pid) FROM _iterations) AND r.tid = (SELECT any_value(tid) FROM _iterations)
+    AND r.depth = (SELECT any_value(depth) FROM _iterations) + CASE WHEN $delimiter THEN 0 ELSE 1 END
+), placed AS (
+  SELECT i.iteration, i.range_id AS iter_range_id, c.range_id, c.name, c.parent_id, c.start_ns, c.end_ns
+  FROM cand c ASOF JOIN _iterations i ON c.start_ns >= i.start_ns
+  WHERE c.start_ns < i.end_ns
+), kept AS (
+  SELECT * FROM placed WHERE CASE WHEN $delimiter THEN true ELSE parent_id = iter_range_id END
+), gpu AS (
+  SELECT x.range_id, sum(o.duration_ns)::BIGINT AS gpu_ns
+  FROM op_ranges x JOIN gpu_ops o USING (op_id)
+  WHERE x.range_id IN (SELECT range_id FROM kept)
+  GROUP BY x.range_id
+)
+SELECT k.iteration, regexp_replace(k.name, '[ _#:-]*[0-9]+$', '') AS phase,
+       sum(k.end_ns - k.start_ns)::BIGINT AS cpu_ns, coalesce(sum(g.gpu_ns), 0)::BIGINT AS gpu_ns
+FROM kept k LEFT JOIN gpu g USING (range_id)
+GROUP BY ALL
+ORDER BY k.iteration, min(k.start_ns);

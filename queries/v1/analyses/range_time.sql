@@ -1,0 +1,2 @@
+-- Summed wall time of the instances of the named ranges, ns.
+SELECT sum(duration_ns)::BIGINT AS ns FROM nvtx_ranges WHERE list_contains($names, name);
