@@ -191,6 +191,62 @@ def kernels_by_range(file, fmt, output, range_, innermost, attribution):
     _emit(prof.kernels_by_range(range=range_, innermost=innermost, attribution=attribution), fmt, output)
 
 
+@main.command()
+@output_options
+@click.option("--range", "range_", metavar="PATTERN",
+              help="The iteration range (exact name, numbered family, prefix or regex); detected when left out.")
+@click.option("--skip", type=int, default=None,
+              help="Warm-up iterations to leave out of steady state (default: the first, extended while "
+                   "the next ones are still outliers).")
+@handled
+def iterations(file, fmt, output, range_, skip):
+    """Per-iteration breakdown: wall time, GPU busy/idle, per child range, warm-up and outliers."""
+    prof = _load(file)
+    df = prof.iterations(range=range_, skip=skip)
+    st = prof.iteration_stats(range=range_, skip=skip)
+    if fmt in ("json", "markdown"):
+        _emit({"iterations": df, "steady state": st}, fmt, output)
+    elif fmt == "csv":
+        _emit(df, fmt, output)
+    else:
+        s = st.row(0, named=True)
+        note = (f"\nrange: {s['detected']}\nsteady state ({s['steady']} of {s['iterations']}): median "
+                f"{s['median_ns'] / 1e6:.2f} ms, mean {s['mean_ns'] / 1e6:.2f} ms, p90 {s['p90_ns'] / 1e6:.2f} ms, "
+                f"max {s['max_ns'] / 1e6:.2f} ms, CV {s['cv'] or 0:.2f}, "
+                f"GPU busy {s['median_gpu_busy_pct']:.0f}% (median)\n") if s["steady"] else ""
+        if s["outlier_pattern"]:
+            note += f"outliers: {s['outlier_pattern']}\n"
+        _emit_text(render(_narrow(df), "table") + note, output)
+
+
+def _narrow(df):
+    """For the terminal: drop end_ns and the less used per-kind columns."""
+    keep = [c for c in df.columns if c not in ("end_ns", "gpu_span_ns", "memset_ns", "graph_ns", "gpu_ops")]
+    return df.select(keep)
+
+
+def _emit_text(text: str, output: str | None) -> None:
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
+
+
+@main.command()
+@output_options
+@click.option("--range", "range_", metavar="PATTERN", help="Only gaps inside instances of these ranges.")
+@click.option("--min", "min_", default="1ms", show_default=True,
+              help="Shortest gap to report: 500us, 2ms, 1s ... (nsys recipe gpu_gaps uses 500ms).")
+@click.option("--by", type=click.Choice(["cause"]), help="Idle time per cause instead of one row per gap.")
+@click.option("--include-warmup", is_flag=True,
+              help="With --by cause: count warm-up iterations and time outside iterations too.")
+@handled
+def gaps(file, fmt, output, range_, min_, by, include_warmup):
+    """GPU idle gaps and what the CPU was doing meanwhile (cause: host:<range>, sync, memcpy, alloc, launch)."""
+    prof = _load(file)
+    _emit(prof.gaps(range=range_, min_ns=min_, by=by, include_warmup=include_warmup), fmt, output)
+
+
 @main.command(name="sql")
 @click.argument("args", nargs=-1, required=True, metavar="[FILE] QUERY")
 @click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)

@@ -14,10 +14,14 @@ from .analyses import kernels as _kernels
 from .analyses import kernels_by_range as _kbr
 from .analyses import ranges as _ranges
 from .analyses import summary as _summary
+from .analyses import gaps as _gaps
+from .analyses import iterations as _iter
+from .analyses import findings as _findings
 from .analyses._sql import facts as _facts
 from .analyses._sql import frame as _frame
 from .analyses.patterns import resolve_range
 from .analyses.ranges import DEFAULT_ATTRIBUTION
+from .errors import NsysqlError
 
 
 class Profile:
@@ -50,6 +54,38 @@ class Profile:
 
     def summary(self, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10) -> dict[str, pl.DataFrame]:
         return _summary.summary(self.con, attribution=attribution, top=top)
+
+    def iterations(self, range: str | None = None, skip: int | None = None) -> pl.DataFrame:
+        """One row per iteration of the loop (see nsysql.analyses.iterations for the rules)."""
+        return _iter.iterations(self.con, range=range, skip=skip)
+
+    def iteration_stats(self, range: str | None = None, skip: int | None = None) -> pl.DataFrame:
+        """Steady-state summary of iteration time, the outlier pattern, and which range was chosen and why."""
+        it = _iter.detect(self.con, range)
+        return _iter.stats(_iter.iterations(self.con, skip=skip, it=it), it)
+
+    def gaps(self, range: str | None = None, min_ns: int | str = _gaps.DEFAULT_MIN_NS, by: str | None = None,
+             include_warmup: bool = False) -> pl.DataFrame:
+        """GPU idle gaps with their causes; `by="cause"` for idle time per cause."""
+        min_ns = _gaps.parse_duration(min_ns)
+        its = self._iterations_for(range)
+        g = _gaps.gaps(self.con, range=range, min_ns=min_ns, its=its if its is not None else False)
+        if by is None:
+            return g
+        if by != "cause":
+            raise NsysqlError(f"gaps can be grouped by 'cause' only, not {by!r}")
+        return _gaps.by_cause(self.con, g, range=range, include_warmup=include_warmup, its=its)
+
+    def findings(self) -> pl.DataFrame:
+        return self.summary()["findings"]
+
+    def _iterations_for(self, range):
+        for pattern in ([range, None] if range else [None]):
+            try:
+                return _iter.iterations(self.con, range=pattern)
+            except NsysqlError:
+                continue
+        return None
 
     def resolve_range(self, pattern: str) -> list[str]:
         return resolve_range(self.con, pattern)[0]

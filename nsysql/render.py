@@ -13,6 +13,8 @@ import polars as pl
 
 FORMATS = ("table", "csv", "json", "markdown")
 TABLE_TEXT_WIDTH = 72
+# prose columns are never shortened in the table format; names (kernels, ranges) are
+PROSE = {"value", "evidence", "detected", "outlier_pattern"}
 
 
 def render(result: pl.DataFrame | dict[str, pl.DataFrame], fmt: str, title: str | None = None) -> str:
@@ -62,7 +64,8 @@ def table(df: pl.DataFrame, width: int = TABLE_TEXT_WIDTH) -> str:
     if df.height == 0:
         return "(no rows)\n"
     cols = df.columns
-    cells = [[_cell(v, "table", width) for v in row] for row in df.iter_rows()]
+    limits = [None if c in PROSE else width for c in cols]
+    cells = [[_cell(v, "table", w) for v, w in zip(row, limits)] for row in df.iter_rows()]
     widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(cols)]
     numeric = [df.schema[c].is_numeric() for c in cols]
 

@@ -12,7 +12,7 @@ import polars as pl
 
 from ..errors import NsysqlError
 from ._sql import run
-from .iterations import IterationRange, detect, iterations
+from .iterations import iterations
 from .patterns import resolve_range
 
 DEFAULT_MIN_NS = 1_000_000
@@ -30,10 +30,10 @@ def parse_duration(text: str | int) -> int:
 
 
 def gaps(con, range: str | None = None, min_ns: int = DEFAULT_MIN_NS,
-         it: IterationRange | None | bool = None) -> pl.DataFrame:
+         its: pl.DataFrame | None | bool = None) -> pl.DataFrame:
     """One row per idle gap of at least `min_ns`: device, pid, start/end/duration, iteration, cause and evidence.
 
-    `it`: the iteration range to index gaps by (detected when None; False for no iteration column).
+    `its`: the iterations frame to index gaps by (detected when None; False for no iteration column).
     """
     procs = run(con, "process_devices")
     if procs.height == 0:
@@ -44,24 +44,22 @@ def gaps(con, range: str | None = None, min_ns: int = DEFAULT_MIN_NS,
         owner = procs.filter(pl.col("device_id") == dev).row(0, named=True)
         frames.append(run(con, "gaps", device=dev, pid=owner["pid"], tid=owner["main_tid"], min_ns=min_ns,
                           names=names))
-    out = pl.concat(frames) if frames else pl.DataFrame()
-    its = _iterations_or_none(con, it)
-    if its is not None and out.height:
-        out = _index_by_iteration(out, its)
+    out = pl.concat(frames)
+    if its is None:
+        its = _iterations_or_none(con)
+    if its is not False and its is not None and out.height:
+        out = _index_by_iteration(out, its.select("iteration", "start_ns", "end_ns", "warmup"))
     else:
         out = out.with_columns(iteration=pl.lit(None, pl.Int64), warmup=pl.lit(None, pl.Boolean))
     return out.select("device_id", "pid", "start_ns", "end_ns", "duration_ns", "iteration", "warmup", "cause",
                       "range", "api_call", "api_cover_pct", "os_call")
 
 
-def _iterations_or_none(con, it) -> pl.DataFrame | None:
-    if it is False:
-        return None
+def _iterations_or_none(con) -> pl.DataFrame | None:
     try:
-        it = it or detect(con)
+        return iterations(con)
     except NsysqlError:
         return None
-    return iterations(con, it=it).select("iteration", "start_ns", "end_ns", "warmup")
 
 
 def _index_by_iteration(gaps_df: pl.DataFrame, its: pl.DataFrame) -> pl.DataFrame:
@@ -76,19 +74,25 @@ def _index_by_iteration(gaps_df: pl.DataFrame, its: pl.DataFrame) -> pl.DataFram
     ).drop("_mid", "_ws", "_we").sort("start_ns")
 
 
-def by_cause(con, range: str | None = None, min_ns: int = DEFAULT_MIN_NS, include_warmup: bool = False,
-             gaps_df: pl.DataFrame | None = None, it: IterationRange | None | bool = None) -> pl.DataFrame:
+def by_cause(con, gaps_df: pl.DataFrame, range: str | None = None, include_warmup: bool = False,
+             its: pl.DataFrame | None = None) -> pl.DataFrame:
     """Idle time per cause, largest first: ns, % of the idle time counted, % of the time span counted.
 
-    When iterations apply, only gaps inside steady-state iterations count unless `include_warmup`; the span is
-    then the summed steady-state iteration time. Otherwise the span is the devices' active spans (or, with
-    `range`, the summed instances of that range).
+    When the gaps carry iterations, only gaps inside steady-state iterations count unless `include_warmup`, and
+    the span is the summed steady-state iteration time. Otherwise the span is the devices' active spans (or,
+    with `range`, the summed instances of that range). The `counted` column says which.
     """
-    g = gaps_df if gaps_df is not None else gaps(con, range, min_ns, it)
+    g = gaps_df
     steady_only = not include_warmup and g["iteration"].is_not_null().any()
     if steady_only:
         g = g.filter(pl.col("iteration").is_not_null() & ~pl.col("warmup"))
-    span = _span(con, range, steady_only, it)
+        its = its if its is not None else iterations(con)
+        span, counted = int(its.filter(~pl.col("warmup"))["cpu_ns"].sum()), "steady-state iterations"
+    elif range:
+        names = resolve_range(con, range)[0]
+        span, counted = int(run(con, "range_time", names=names)["ns"][0] or 0), f"instances of {range}"
+    else:
+        span, counted = _device_span(con), "devices' active span"
     total = g["duration_ns"].sum()
     out = (g.group_by("cause").agg(pl.len().alias("gaps"), pl.col("duration_ns").sum().alias("idle_ns"))
            .sort(["idle_ns", "cause"], descending=[True, False]))
@@ -96,21 +100,13 @@ def by_cause(con, range: str | None = None, min_ns: int = DEFAULT_MIN_NS, includ
         pct_of_idle=(100.0 * pl.col("idle_ns") / total) if total else pl.lit(0.0),
         pct_of_span=(100.0 * pl.col("idle_ns") / span) if span else pl.lit(None, pl.Float64),
         span_ns=pl.lit(span, pl.Int64),
-        counted=pl.lit("steady-state iterations" if steady_only else ("ranges " + range if range else
-                                                                        "device active span")),
+        counted=pl.lit(counted),
     )
 
 
-def _span(con, range, steady_only, it) -> int:
-    if steady_only:
-        its = iterations(con, it=it or detect(con)).filter(~pl.col("warmup"))
-        return int(its["cpu_ns"].sum())
-    if range:
-        names = resolve_range(con, range)[0]
-        return int(run(con, "range_time", names=names)["ns"][0] or 0)
-    procs = run(con, "process_devices")
+def _device_span(con) -> int:
     total = 0
-    for dev in procs["device_id"].unique().to_list():
+    for dev in run(con, "process_devices")["device_id"].unique().to_list():
         s = run(con, "device_span", device=dev).row(0)
         total += (s[1] - s[0]) if s[0] is not None else 0
     return total

@@ -1,21 +1,25 @@
-"""One screen about a profile: facts, GPU busy time, top kernels, top ranges, memory operations."""
+"""One screen about a profile: facts, GPU busy time, iterations, idle causes, findings, top kernels and ranges."""
 
 from __future__ import annotations
 
 import polars as pl
 
+from ..errors import NsysqlError
+from . import gaps as _gaps
+from . import iterations as _iter
 from ._sql import facts, run
+from .findings import findings
 from .kernels import kernels
 from .ranges import DEFAULT_ATTRIBUTION, ranges
 
 
 def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10) -> dict[str, pl.DataFrame]:
-    """Sections as DataFrames: `facts`, `gpus`, `kernels` (top), `ranges` (top by GPU time), `memory`."""
+    """Sections as DataFrames: facts, gpus, findings, idle (by cause), kernels (top), ranges (top), memory."""
     f = facts(con)
     one = lambda k, d=None: (f.get(k) or [d])[0]  # noqa: E731
     gpus = run(con, "gpu_utilization")
     span_ns = int(one("span_ns") or 0)
-    fact_rows = [
+    rows = [
         ("file", one("source_path")),
         ("nsys version", one("nsys_version", "unknown")),
         ("span", f"{span_ns / 1e9:.3f} s"),
@@ -23,14 +27,41 @@ def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10) -> dict[
          or "none used"),
     ]
     for r in gpus.iter_rows(named=True):
-        fact_rows.append(
-            (f"GPU {r['device_id']} busy",
-             f"{r['busy_pct_active']:.1f}% of its active span ({r['busy_ns'] / 1e6:.1f} ms of "
-             f"{r['active_ns'] / 1e6:.1f} ms), {r['busy_pct_span']:.1f}% of the profile span")
-        )
+        rows.append((f"GPU {r['device_id']} busy",
+                     f"{r['busy_pct_active']:.1f}% of its active span ({r['busy_ns'] / 1e6:.1f} ms of "
+                     f"{r['active_ns'] / 1e6:.1f} ms), {r['busy_pct_span']:.1f}% of the profile span"))
+    st = causes = None
+    its = None
+    try:
+        it = _iter.detect(con)
+        its = _iter.iterations(con, it=it)
+        st = _iter.stats(its, it)
+        s = st.row(0, named=True)
+        line = (f"{s['iterations']} x `{s['range']}` ({s['mode']}), {s['warmup']} warm-up; steady state: "
+                f"median {s['median_ns'] / 1e6:.2f} ms, mean {s['mean_ns'] / 1e6:.2f} ms, "
+                f"p90 {s['p90_ns'] / 1e6:.2f} ms, CV {s['cv'] or 0:.2f}, GPU busy {s['median_gpu_busy_pct']:.0f}% "
+                "(median)") if s["steady"] else f"{s['iterations']} x `{s['range']}`, all warm-up"
+        rows.append(("iterations", line))
+        if s["outlier_pattern"]:
+            rows.append(("outliers", s["outlier_pattern"]))
+    except NsysqlError as e:
+        rows.append(("iterations", f"none: {e}"))
+    if gpus.height:
+        g = _gaps.gaps(con, its=its if its is not None else False)
+        causes = _gaps.by_cause(con, g, its=its)
+        if causes.height:
+            idle = causes["idle_ns"].sum()
+            c = causes.row(0, named=True)
+            top3 = ", ".join(f"{r['cause']} {r['pct_of_idle']:.0f}%" for r in causes.head(3).iter_rows(named=True))
+            rows.append(("idle (gaps >= 1 ms)",
+                         f"{idle / 1e6:.1f} ms = {100 * idle / c['span_ns']:.1f}% of {c['counted']}; top causes "
+                         f"(% of that idle time): {top3}" if c["span_ns"] else f"{idle / 1e6:.1f} ms"))
     for msg in f.get("missing", []):
-        fact_rows.append(("lacks", msg))
-    out = {"facts": pl.DataFrame(fact_rows, schema=["item", "value"], orient="row"), "gpus": gpus}
+        rows.append(("lacks", msg))
+    out = {"facts": pl.DataFrame(rows, schema=["item", "value"], orient="row"), "gpus": gpus}
+    out["findings"] = findings(con, st, causes)
+    if causes is not None:
+        out["idle by cause"] = causes.select("cause", "gaps", "idle_ns", "pct_of_idle", "pct_of_span")
     out["kernels"] = kernels(con, top=top)
     rg = ranges(con, attribution=attribution)
     out["ranges"] = rg.filter(pl.col("gpu_ops") > 0).sort("gpu_total_ns", descending=True).head(top)

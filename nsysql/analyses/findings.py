@@ -1,0 +1,77 @@
+"""Findings: short rule-based sentences, each with the number behind it.
+
+Rules and thresholds (steady state = iterations that are not warm-up, when iterations apply):
+- `data-loader bound`: >= 50% of steady-state idle time falls under one NVTX range on the main thread
+  (cause `host:<range>`); named a data-loader when the range name says data/load/input/batch/fetch/augment.
+- `synchronization bound`: >= 30% of idle time has cause `sync` (the CPU waits in a synchronize call).
+- `allocation stalls`: >= 20% of idle time has cause `alloc` (cudaMalloc/cudaFree in the loop).
+- `launch bound`: median steady-state GPU busy < 50% and >= 50% of kernels run under 10 us.
+- `pageable host-to-device copies`: any memcpy HtoD from pageable memory (they stage through a bounce buffer
+  and block the CPU; pinned memory makes them asynchronous).
+- `periodic slow iterations`: the iteration outlier pattern, when there is one.
+- `GPU mostly idle`: median steady-state GPU busy < 30%.
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from ._sql import run
+
+HOST_SHARE = 0.50
+SYNC_SHARE = 0.30
+ALLOC_SHARE = 0.20
+LAUNCH_BUSY_PCT = 50.0
+SHORT_KERNEL_NS = 10_000
+SHORT_KERNEL_SHARE = 0.50
+IDLE_BUSY_PCT = 30.0
+DATA_WORDS = re.compile(r"data|load|input|batch|fetch|augment|prefetch|collate", re.I)
+
+
+def _ms(ns) -> str:
+    return f"{ns / 1e6:,.1f} ms"
+
+
+def findings(con, iteration_stats: pl.DataFrame | None, causes: pl.DataFrame | None) -> pl.DataFrame:
+    rows: list[tuple[str, str]] = []
+    busy = None
+    if iteration_stats is not None and iteration_stats.height:
+        st = iteration_stats.row(0, named=True)
+        busy = st["median_gpu_busy_pct"]
+        if st["outlier_pattern"]:
+            rows.append(("periodic slow iterations" if "every" in st["outlier_pattern"] else "slow iterations",
+                         f"{st['outlier_pattern']} ({_ms(st['median_ns'])} median)"))
+    if causes is not None and causes.height:
+        idle = causes["idle_ns"].sum()
+        top = causes.row(0, named=True)
+        share = top["idle_ns"] / idle if idle else 0
+        if top["cause"].startswith("host:") and share >= HOST_SHARE:
+            rng = top["cause"][5:]
+            kind = "data-loader bound" if DATA_WORDS.search(rng) else "host bound"
+            rows.append((kind, f"{share:.0%} of idle GPU time ({_ms(top['idle_ns'])} in {top['gaps']} gaps) is "
+                               f"spent in `{rng}` on the CPU"))
+        for cause, limit, label, advice in (
+            ("sync", SYNC_SHARE, "synchronization bound", "the CPU waits in synchronize calls"),
+            ("alloc", ALLOC_SHARE, "allocation stalls", "cudaMalloc/cudaFree inside the loop"),
+            ("memcpy", SYNC_SHARE, "copy bound", "the CPU waits in memory copies"),
+        ):
+            c = causes.filter(pl.col("cause") == cause)
+            if c.height and idle and c["idle_ns"][0] / idle >= limit:
+                rows.append((label, f"{c['idle_ns'][0] / idle:.0%} of idle GPU time ({_ms(c['idle_ns'][0])}): "
+                                    f"{advice}"))
+    ks = run(con, "kernel_size", short_ns=SHORT_KERNEL_NS).row(0, named=True)
+    if busy is not None and ks["kernels"]:
+        short = ks["short_kernels"] / ks["kernels"]
+        if busy < LAUNCH_BUSY_PCT and short >= SHORT_KERNEL_SHARE:
+            rows.append(("launch bound", f"{short:.0%} of {ks['kernels']:,} kernels run under 10 us and the GPU "
+                                         f"is busy {busy:.0f}% of a steady-state iteration (median)"))
+        if busy < IDLE_BUSY_PCT:
+            rows.append(("GPU mostly idle", f"busy {busy:.0f}% of a steady-state iteration (median)"))
+    pc = run(con, "pageable_copies").row(0, named=True)
+    if pc["copies"]:
+        rows.append(("pageable host-to-device copies",
+                     f"{pc['copies']:,} copies, {pc['bytes'] / 2**20:,.1f} MiB, {_ms(pc['ns'])} on the GPU: "
+                     "pinned host memory (pin_memory=True) makes them asynchronous"))
+    return pl.DataFrame(rows, schema=["finding", "evidence"], orient="row")

@@ -1,0 +1,148 @@
+"""Iterations and idle gaps: facts true by construction of the workloads, and nsys recipe gpu_gaps."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from conftest import FIXTURES, fixture, h200, loaded, public_exports
+from nsysql.analyses.gaps import parse_duration
+from nsysql.cli import main
+
+
+def slow_gaps(prof, its, min_ns=20_000_000):
+    g = prof.gaps(min_ns=min_ns)
+    return g.filter(pl.col("iteration").is_in(its))
+
+
+def test_train_osrt_iterations():
+    prof = loaded(str(h200("train_osrt.sqlite")))
+    df = prof.iterations(range="Batch")
+    assert df.height == 60
+    assert df["name"].to_list() == [f"Batch{i}" for i in range(60)]
+    assert df.filter(pl.col("iteration") == 0)["warmup"][0]
+    assert df.filter(pl.col("outlier"))["iteration"].to_list() == [9, 19, 29, 39, 49, 59]
+    # each slow batch holds a >= 20 ms gap whose cause is the sleep in Load data
+    g = prof.gaps(range="Batch", min_ns="20ms")
+    for i in (9, 19, 29, 39, 49, 59):
+        mine = g.filter(pl.col("iteration") == i)
+        assert mine.height >= 1 and (mine["cause"] == "host:Load data").all(), mine
+        assert (mine["os_call"] == "clock_nanosleep").all()
+    # process attribution: Backward Pass gets the backward kernels (nsys's rule credits only the grad fill)
+    steady = df.filter(~pl.col("warmup"))
+    assert (steady["Backward Pass gpu_ns"] > steady["Forward Pass gpu_ns"]).all()
+    stats = prof.iteration_stats(range="Batch").row(0, named=True)
+    assert stats["outlier_pattern"].startswith("iterations 9, 19, 29, 39, 49, 59 (every 10th)")
+
+
+def test_train_osrt_idle_by_cause_ranks_load_data_first():
+    prof = loaded(str(h200("train_osrt.sqlite")))
+    by = prof.gaps(range="Batch", by="cause")
+    assert by["cause"][0] == "host:Load data"
+    assert by["counted"][0] == "steady-state iterations"
+    # warm-up left out by default: the first steps' one-off initialisation shows only with --include-warmup
+    everything = prof.gaps(range="Batch", by="cause", include_warmup=True)
+    assert everything["idle_ns"].sum() > by["idle_ns"].sum()
+    assert "host:Forward Pass" in everything["cause"].to_list()
+
+
+@pytest.mark.parametrize("name,every,first", [("train_small", 5, 4), ("loop_before", 10, 9)])
+def test_own_fixtures_slow_steps_by_construction(name, every, first):
+    """train_small sleeps 20 ms in `Load data` at i % 5 == 4; loop_before 25 ms in `batch_to_device` at
+    i % 10 == 9 (fixtures/README.md)."""
+    prof = loaded(str(fixture(name)))
+    df = prof.iterations()
+    slow = list(range(first, df.height, every))
+    assert set(slow) <= set(df.filter(pl.col("outlier"))["iteration"].to_list())
+    g = slow_gaps(prof, slow)
+    phase = "Load data" if name == "train_small" else "batch_to_device"
+    assert sorted(g["iteration"].unique().to_list()) == slow
+    assert (g["cause"] == f"host:{phase}").all()
+
+
+def test_delimiter_detection_without_wrapper_range():
+    prof = loaded(str(fixture("loop_before")))
+    st = prof.iteration_stats().row(0, named=True)
+    assert st["range"] == "batch_to_device" and st["mode"] == "delimiter" and st["iterations"] == 30
+    df = prof.iterations()
+    # consecutive windows tile the loop: each iteration ends where the next begins
+    assert (df["end_ns"].head(29) == df["start_ns"].tail(29)).all()
+    assert {"forward cpu_ns", "backward gpu_ns", "optimizer_step cpu_ns"} <= set(df.columns)
+
+
+def test_wrapper_detection_and_ddp_straggler_steps():
+    prof = loaded(str(FIXTURES / "ddp_pair" / "rank1.sqlite"))
+    st = prof.iteration_stats().row(0, named=True)
+    assert st["range"] == "step" and st["mode"] == "wrapper"
+    out = prof.iterations().filter(pl.col("outlier"))["iteration"].to_list()
+    assert {2, 7, 12, 17} <= set(out)  # rank 1 sleeps 30 ms in `data` at i % 5 == 2
+
+
+REF = [(n, FIXTURES / n / f"{n}.sqlite") for n in ("train_small", "loop_before", "loop_after")] + \
+      [(r, FIXTURES / "ddp_pair" / f"{r}.sqlite") for r in ("rank0", "rank1")]
+
+
+@pytest.mark.parametrize("name,path", REF, ids=[r[0] for r in REF])
+@pytest.mark.parametrize("suffix,min_", [("gpu_gaps_analysis", "500ms"), ("gpu_gaps_min1ms_analysis", "1ms")])
+def test_gaps_equal_nsys_recipe_gpu_gaps(name, path, suffix, min_):
+    ref = pl.read_csv(path.parent / "reference" / f"{name}_{suffix}.csv")
+    got = loaded(str(path)).gaps(min_ns=min_)
+    assert sorted(zip(ref["Start"], ref["Duration"])) == sorted(zip(got["start_ns"], got["duration_ns"]))
+    assert set(ref["PID"]) == set(got["pid"])
+
+
+@pytest.mark.parametrize("name", ["graph_whole.sqlite", "graph_node.sqlite"])
+def test_no_gap_while_a_graph_runs(name):
+    prof = loaded(str(h200(name)))
+    g = prof.gaps(range="graph_step", min_ns=0)
+    graph_work = prof.sql("SELECT start_ns, end_ns FROM gpu_ops WHERE kind = 'graph' OR graph_node_id IS NOT NULL")
+    assert graph_work.height >= 30
+    overlapping = g.join(graph_work, how="cross").filter(
+        (pl.col("start_ns") < pl.col("end_ns_right")) & (pl.col("end_ns") > pl.col("start_ns_right")))
+    assert overlapping.height == 0
+
+
+def test_gaps_are_device_wide_not_per_stream():
+    prof = loaded(str(h200("threads.sqlite")))
+    streams = prof.sql("SELECT DISTINCT stream_id, api_tid FROM gpu_ops WHERE kind = 'kernel'")
+    assert streams["stream_id"].n_unique() >= 2 and streams["api_tid"].n_unique() >= 2
+    g = prof.gaps(min_ns=0)
+    ops = prof.sql("SELECT start_ns, end_ns FROM gpu_ops")
+    hit = g.join(ops, how="cross").filter(
+        (pl.col("start_ns") < pl.col("end_ns_right")) & (pl.col("end_ns") > pl.col("start_ns_right")))
+    assert hit.height == 0  # a gap on one stream while the other stream runs is not a gap
+    assert g["device_id"].n_unique() == 1
+
+
+PUBLIC = public_exports()
+
+
+@pytest.mark.skipif(not PUBLIC, reason="public exports absent")
+@pytest.mark.parametrize("path", PUBLIC, ids=lambda p: p.name[:40])
+@pytest.mark.parametrize("cmd", [["iterations"], ["gaps"], ["gaps", "--by", "cause"]])
+def test_public_iterations_and_gaps_work_or_say_why(path, cmd):
+    res = CliRunner().invoke(main, [cmd[0], str(path), *cmd[1:]], catch_exceptions=False)
+    assert "Traceback" not in res.output
+    if res.exit_code:
+        assert res.exit_code == 2
+        assert len(res.stderr.strip().splitlines()) == 1
+        assert any(w in res.stderr for w in ("no NVTX", "no GPU work", "repeats")), res.stderr
+
+
+def test_durations():
+    assert parse_duration("500us") == 500_000
+    assert parse_duration("2ms") == 2_000_000
+    assert parse_duration("1s") == 1_000_000_000
+    assert parse_duration("1.5ms") == 1_500_000
+    assert parse_duration("750") == 750
+    with pytest.raises(Exception):
+        parse_duration("fast")
+
+
+def test_gaps_without_file_uses_nsysql_profile(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env = {"NSYSQL_PROFILE": str(fixture("train_small")), "NSYSQL_CACHE_DIR": str(tmp_path)}
+    res = CliRunner(env=env).invoke(main, ["gaps", "--range", "Batch", "--by", "cause", "-f", "csv"])
+    assert res.exit_code == 0 and "NSYSQL_PROFILE" in res.stderr
+    assert res.stdout.splitlines()[1].startswith("host:Load data,")
