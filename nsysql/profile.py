@@ -8,6 +8,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from . import cache as _cache
 from . import loader
 from .analyses import info as _info
 from .analyses import kernels as _kernels
@@ -27,9 +28,10 @@ from .errors import NsysqlError
 class Profile:
     """An nsys export loaded into DuckDB's canonical tables. `con` is the DuckDB connection, for your own SQL."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path):
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, cache_entry: Path | None = None):
         self.con = con
         self.path = path
+        self.cache_entry = cache_entry
 
     def __repr__(self) -> str:
         return f"<nsysql.Profile {self.path}>"
@@ -95,16 +97,40 @@ class Profile:
         return _frame(self.con, query)
 
 
-def load(path: str | os.PathLike, *, memory_limit: str | None = None, threads: int | None = None) -> Profile:
-    """Read an nsys SQLite export (never writing to it) into an in-memory DuckDB and return a Profile."""
+def load(
+    path: str | os.PathLike,
+    *,
+    cache: bool = True,
+    cache_dir: str | os.PathLike | None = None,
+    memory_limit: str | None = None,
+    threads: int | None = None,
+    progress=None,
+) -> Profile:
+    """Read an nsys SQLite export (never writing to it) and return a Profile over its canonical tables.
+
+    The first load of a file stores the canonical tables in the cache (see nsysql.cache); later loads open
+    that entry instead. `cache=False` (or $NSYSQL_NO_CACHE=1) builds in memory every time.
+    `progress(step)` is called with each table or SQL file being loaded.
+    """
     src = loader.open_source(path)
-    con = duckdb.connect(":memory:", config=_duckdb_config(memory_limit, threads))
-    loader.build(src, con)
+    config = _duckdb_config(memory_limit, threads)
+    if cache and os.environ.get("NSYSQL_NO_CACHE", "") in ("", "0"):
+        entry = _cache.entry(Path(cache_dir).expanduser() if cache_dir else _cache.default_dir(), src.path)
+        con = _cache.open_entry(entry, config)
+        if con is None and _cache.build_entry(entry, lambda c: loader.build(src, c, progress), config):
+            con = _cache.open_entry(entry, config)
+        if con is not None:
+            return Profile(con, src.path, entry)
+    con = _cache.connect(":memory:", config)
+    loader.build(src, con, progress)
     return Profile(con, src.path)
 
 
 def _duckdb_config(memory_limit: str | None, threads: int | None) -> dict:
-    cfg = {"memory_limit": memory_limit or os.environ.get("NSYSQL_MEMORY_LIMIT", "2GB")}
+    cfg = {
+        "memory_limit": memory_limit or os.environ.get("NSYSQL_MEMORY_LIMIT", "2GB"),
+        "temp_directory": _cache.spill_dir(),
+    }
     if threads:
         cfg["threads"] = threads
     return cfg

@@ -199,15 +199,21 @@ def pattern(df: pl.DataFrame) -> str | None:
 
 
 def periodic(idx: list[int]) -> tuple[int | None, list[int]]:
+    """The period of outlier indices and the outliers on it, or (None, [])."""
+    if len(idx) < 3:
+        return None, []
+    diffs = [b - a for a, b in zip(idx, idx[1:])]
+    common = sorted(set(diffs), key=lambda d: (-diffs.count(d), d))[:5]
+    cands = {k for d in common for k in range(2, d + 1) if d % k == 0 and k <= 10_000}
     best: tuple[int, int, list[int]] | None = None
-    for d in range(2, max(idx) + 1 if idx else 2):
+    for d in sorted(cands):
         classes: dict[int, list[int]] = {}
         for i in idx:
             classes.setdefault(i % d, []).append(i)
         cls = max(classes.values(), key=len)
         span = (cls[-1] - cls[0]) // d + 1
         if len(cls) >= 3 and len(cls) >= 0.6 * len(idx) and len(cls) >= 0.75 * span:
-            if best is None or len(cls) > best[1]:
+            if best is None or len(cls) > best[1] or (len(cls) == best[1] and d > best[0]):
                 best = (d, len(cls), cls)
     return (best[0], best[2]) if best else (None, [])
 

@@ -16,7 +16,7 @@ from .source import Source, open_source
 
 CANONICAL_TABLES = (
     "profile_facts", "devices", "processes", "threads", "strings", "api_calls", "os_calls", "gpu_ops",
-    "nvtx_ranges", "nvtx_marks", "op_ranges", "gpu_busy",
+    "nvtx_ranges", "nvtx_open", "nvtx_marks", "op_ranges", "gpu_busy",
 )
 
 __all__ = ["build", "open_source", "Source", "CANONICAL_TABLES", "RAW_TABLES"]
@@ -60,7 +60,7 @@ _WHAT_IT_MEANS = (
 def _missing(src: Source, con: duckdb.DuckDBPyConnection) -> list[str]:
     out = []
     for staging, table, meaning in _WHAT_IT_MEANS:
-        if con.execute(f"SELECT count(*) FROM {staging}").fetchone()[0] == 0:
+        if con.execute(f"SELECT count(*) FROM {staging}").fetchall()[0][0] == 0:
             rt = next(r for r in RAW_TABLES if r.name == staging)
             present = next((t for t in rt.sources if src.has(t)), None)
             out.append(f"{'empty ' + present if present else 'no ' + table}: {meaning}")

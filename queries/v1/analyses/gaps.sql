@@ -5,15 +5,22 @@
 -- $device, $pid: the device and the process that owns it (most GPU ops); $tid: that process's main thread
 -- (its NVTX ranges enclose the most GPU work); $min_ns: shortest gap kept.
 --
--- Cause, in this order of precedence:
---   1. `sync`, `memcpy`, `alloc` or `launch`: CUDA API calls of that kind (any thread of $pid) cover at least
---      half the gap (the kind with most coverage wins);
---   2. `host:<range>`: an NVTX range on the main thread covers at least half the gap; the deepest such range
---      names the cause (numbered names are shown as their family, Batch17 -> Batch*);
---   3. otherwise the API kind with most coverage, if any call overlaps the gap;
---   4. `unknown`.
+-- Evidence, read at the gap:
+--   range    the innermost NVTX range open on the main thread at the middle of the gap (its parent instead,
+--            when the innermost one covers less than half the gap and the parent covers more)
+--   api_call the longest CUDA API call of the process (any thread) in flight at the middle of the gap
+--   os_call  the OS runtime call in flight on the main thread at the middle of the gap (-t osrt)
+--   api_cover_pct  the share of the gap covered by CUDA API calls of the leading kind (union of the calls)
 -- API kinds by name: sync = *Synchronize*, *WaitEvent*, *EventQuery*, *StreamQuery*; memcpy = *Memcpy*;
 -- alloc = *Malloc*, *Free*, *HostAlloc*, *HostRegister*, *MemAlloc*, *MemCreate*, *MemMap*; launch = *Launch*.
+--
+-- Cause, in this order of precedence:
+--   1. `sync`, `memcpy`, `alloc` or `launch`: calls of that kind cover at least half the gap (the kind with
+--      most coverage wins);
+--   2. `host:<range>`: the range above covers at least half the gap (numbered names shown as their family:
+--      Batch17 -> Batch*);
+--   3. otherwise the API kind with most coverage, if calls of a kind overlap the gap;
+--   4. `unknown`.
 WITH busy AS (
   SELECT start_ns, end_ns FROM gpu_busy WHERE device_id = $device
 ), raw AS (
@@ -23,23 +30,34 @@ WITH busy AS (
 ), windows AS (
   SELECT start_ns, end_ns FROM nvtx_ranges WHERE $names IS NOT NULL AND pid = $pid AND list_contains($names, name)
 ), clipped AS (
-  SELECT greatest(g.start_ns, w.start_ns) AS start_ns, least(g.end_ns, w.end_ns) AS end_ns
-  FROM gaps g JOIN windows w ON g.start_ns < w.end_ns AND g.end_ns > w.start_ns
+  -- the parts of gaps inside (disjoint) windows: each part starts either at a window start inside a gap, or
+  -- at a gap start inside a window
+  SELECT w.start_ns, least(g.end_ns, w.end_ns) AS end_ns
+  FROM windows w ASOF JOIN gaps g ON w.start_ns >= g.start_ns
+  WHERE g.end_ns > w.start_ns
+  UNION
+  SELECT g.start_ns, least(g.end_ns, w.end_ns)
+  FROM gaps g ASOF JOIN windows w ON g.start_ns >= w.start_ns
+  WHERE w.end_ns > g.start_ns
   UNION ALL
   SELECT start_ns, end_ns FROM gaps WHERE $names IS NULL
 ), g AS (
-  SELECT row_number() OVER (ORDER BY start_ns) AS gap_id, start_ns, end_ns, end_ns - start_ns AS duration_ns
+  SELECT row_number() OVER (ORDER BY start_ns) AS gap_id, start_ns, end_ns, end_ns - start_ns AS duration_ns,
+         (start_ns + end_ns) // 2 AS mid_ns
   FROM clipped WHERE end_ns - start_ns >= $min_ns
-), thread_ranges AS (
-  SELECT range_id, name, depth, start_ns, end_ns FROM nvtx_ranges WHERE pid = $pid AND tid = $tid
+), open_main AS (
+  SELECT ts_ns, range_id FROM nvtx_open WHERE pid = $pid AND tid = $tid
+), inner_rng AS (
+  SELECT g.gap_id, r.range_id, r.name, r.parent_id,
+         least(r.end_ns, g.end_ns) - greatest(r.start_ns, g.start_ns) AS ov
+  FROM g ASOF JOIN open_main o ON g.mid_ns >= o.ts_ns
+  JOIN nvtx_ranges r ON r.range_id = o.range_id
 ), rng AS (
-  SELECT g.gap_id, r.name, r.depth,
-         least(r.end_ns, g.end_ns) - greatest(r.start_ns, g.start_ns) AS ov, g.duration_ns
-  FROM g JOIN thread_ranges r ON r.start_ns < g.end_ns AND r.end_ns > g.start_ns
-  QUALIFY row_number() OVER (PARTITION BY g.gap_id
-                             ORDER BY (ov * 2 >= g.duration_ns) DESC,
-                                      CASE WHEN ov * 2 >= g.duration_ns THEN r.depth ELSE 0 END DESC,
-                                      ov DESC, r.start_ns DESC) = 1
+  SELECT i.gap_id,
+         CASE WHEN i.ov * 2 < g.duration_ns AND p.range_id IS NOT NULL THEN p.name ELSE i.name END AS name,
+         CASE WHEN i.ov * 2 < g.duration_ns AND p.range_id IS NOT NULL
+              THEN least(p.end_ns, g.end_ns) - greatest(p.start_ns, g.start_ns) ELSE i.ov END AS ov
+  FROM inner_rng i JOIN g USING (gap_id) LEFT JOIN nvtx_ranges p ON p.range_id = i.parent_id
 ), calls AS (
   SELECT a.start_ns, a.end_ns, s.value AS name,
          CASE WHEN s.value ILIKE '%synchronize%' OR s.value ILIKE '%waitevent%' OR s.value ILIKE '%eventquery%'
@@ -52,23 +70,47 @@ WITH busy AS (
               ELSE 'other' END AS kind
   FROM api_calls a LEFT JOIN strings s ON s.id = a.name_id
   WHERE a.pid = $pid
-), api AS (
-  SELECT g.gap_id, c.kind, c.name,
-         least(c.end_ns, g.end_ns) - greatest(c.start_ns, g.start_ns) AS ov
-  FROM g JOIN calls c ON c.start_ns < g.end_ns AND c.end_ns > g.start_ns
+), kind_merged AS (  -- union of the calls of each kind, as stretches with the covered time before each
+  SELECT kind, start_ns, end_ns,
+         coalesce(sum(end_ns - start_ns) OVER (PARTITION BY kind ORDER BY start_ns
+                                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before_ns
+  FROM (
+    SELECT kind, min(start_ns) AS start_ns, max(end_ns) AS end_ns FROM (
+      SELECT *, sum(CASE WHEN prev_end IS NULL OR start_ns > prev_end THEN 1 ELSE 0 END)
+                  OVER (PARTITION BY kind ORDER BY start_ns, end_ns ROWS UNBOUNDED PRECEDING) AS grp
+      FROM (SELECT kind, start_ns, end_ns,
+                   max(end_ns) OVER (PARTITION BY kind ORDER BY start_ns, end_ns
+                                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
+            FROM calls WHERE kind <> 'other'))
+    GROUP BY kind, grp)
+), probes AS (
+  SELECT g.gap_id, k.kind, g.start_ns, g.end_ns
+  FROM g, (SELECT DISTINCT kind FROM kind_merged) k
+), cov_start AS (
+  SELECT p.gap_id, p.kind,
+         coalesce(m.before_ns + least(greatest(p.start_ns - m.start_ns, 0), m.end_ns - m.start_ns), 0) AS t
+  FROM probes p ASOF LEFT JOIN kind_merged m ON p.kind = m.kind AND p.start_ns >= m.start_ns
+), cov_end AS (
+  SELECT p.gap_id, p.kind,
+         coalesce(m.before_ns + least(greatest(p.end_ns - m.start_ns, 0), m.end_ns - m.start_ns), 0) AS t
+  FROM probes p ASOF LEFT JOIN kind_merged m ON p.kind = m.kind AND p.end_ns >= m.start_ns
 ), api_kind AS (
-  SELECT gap_id, kind, sum(ov) AS cover FROM api WHERE kind <> 'other' GROUP BY gap_id, kind
-  QUALIFY row_number() OVER (PARTITION BY gap_id ORDER BY cover DESC, kind) = 1
+  SELECT e.gap_id, e.kind, e.t - s.t AS cover
+  FROM cov_end e JOIN cov_start s USING (gap_id, kind)
+  WHERE e.t - s.t > 0
+  QUALIFY row_number() OVER (PARTITION BY e.gap_id ORDER BY e.t - s.t DESC, e.kind) = 1
+), long_calls AS (
+  SELECT * FROM calls WHERE end_ns - start_ns >= greatest($min_ns // 10, 10000)
 ), api_top AS (
-  SELECT gap_id, name, ov FROM api
-  QUALIFY row_number() OVER (PARTITION BY gap_id ORDER BY ov DESC, name) = 1
+  SELECT g.gap_id, c.name
+  FROM g ASOF JOIN long_calls c ON g.mid_ns >= c.start_ns
+  WHERE c.end_ns > g.mid_ns
 ), os AS (
-  SELECT g.gap_id, s.value AS name, least(o.end_ns, g.end_ns) - greatest(o.start_ns, g.start_ns) AS ov
-  FROM g
-  JOIN (SELECT * FROM os_calls WHERE pid = $pid AND tid = $tid AND nesting_level = 0) o
-    ON o.start_ns < g.end_ns AND o.end_ns > g.start_ns
+  SELECT g.gap_id, s.value AS name
+  FROM g ASOF JOIN (SELECT * FROM os_calls WHERE pid = $pid AND tid = $tid AND nesting_level = 0) o
+    ON g.mid_ns >= o.start_ns
   LEFT JOIN strings s ON s.id = o.name_id
-  QUALIFY row_number() OVER (PARTITION BY g.gap_id ORDER BY ov DESC, s.value) = 1
+  WHERE o.end_ns > g.mid_ns
 )
 SELECT
   $device::BIGINT AS device_id,
@@ -81,13 +123,9 @@ SELECT
                                            || CASE WHEN regexp_matches(r.name, '[0-9]$') THEN '*' ELSE '' END
        WHEN k.kind IS NOT NULL THEN k.kind
        ELSE 'unknown' END AS cause,
-  -- innermost NVTX range open on the main thread during the gap
   r.name AS range,
-  -- CUDA API call (any thread of the process) overlapping the gap the most
   t.name AS api_call,
-  -- share of the gap covered by calls of the leading API kind, %
   round(100.0 * least(coalesce(k.cover, 0), g.duration_ns) / g.duration_ns, 1) AS api_cover_pct,
-  -- OS runtime call on the main thread overlapping the gap the most (when traced with -t osrt)
   o.name AS os_call
 FROM g
 LEFT JOIN rng r USING (gap_id)

@@ -31,11 +31,17 @@ WITH ops AS (
          count(*) AS gpu_ops
   FROM ops GROUP BY iteration
 ), dev_busy AS (
-  SELECT start_ns, end_ns FROM gpu_busy WHERE device_id = $device
+  SELECT start_ns, end_ns, busy_before_ns FROM gpu_busy WHERE device_id = $device
+), b_start AS (  -- device busy time before each window start (see gpu_busy.busy_before_ns)
+  SELECT i.iteration,
+         coalesce(b.busy_before_ns + least(greatest(i.start_ns - b.start_ns, 0), b.end_ns - b.start_ns), 0) AS t
+  FROM _iterations i ASOF LEFT JOIN dev_busy b ON i.start_ns >= b.start_ns
+), b_end AS (
+  SELECT i.iteration,
+         coalesce(b.busy_before_ns + least(greatest(i.end_ns - b.start_ns, 0), b.end_ns - b.start_ns), 0) AS t
+  FROM _iterations i ASOF LEFT JOIN dev_busy b ON i.end_ns >= b.start_ns
 ), covered AS (
-  SELECT i.iteration, sum(least(b.end_ns, i.end_ns) - greatest(b.start_ns, i.start_ns))::BIGINT AS ns
-  FROM _iterations i JOIN dev_busy b ON b.start_ns < i.end_ns AND b.end_ns > i.start_ns
-  GROUP BY i.iteration
+  SELECT e.iteration, (e.t - s.t)::BIGINT AS ns FROM b_end e JOIN b_start s USING (iteration)
 )
 SELECT
   i.iteration,

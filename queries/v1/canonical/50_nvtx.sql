@@ -108,3 +108,27 @@ SELECT
 FROM _nvtx n
 LEFT JOIN _domains d ON d.pid = n.pid AND d.domainId = n.domainId
 WHERE n.eventType = 34;
+
+-- The innermost push/pop range open on each thread, as a step function of time: from ts_ns until the thread's
+-- next row, `range_id` is open and innermost (NULL: none open). Look a time up with an ASOF join on
+-- (pid, tid, ts_ns <= t).
+CREATE OR REPLACE TABLE nvtx_open AS
+WITH ev AS (
+  SELECT pid, tid, start_ns AS ts, 1 AS ord, -end_ns AS ord2, range_id AS ord3, range_id AS state
+  FROM nvtx_ranges WHERE style = 'PushPop'
+  UNION ALL
+  SELECT pid, tid, end_ns, 0, -depth, range_id, parent_id
+  FROM nvtx_ranges WHERE style = 'PushPop'
+)
+SELECT
+  -- process id
+  pid,
+  -- thread id
+  tid,
+  -- from this time on (ns)
+  ts AS ts_ns,
+  -- nvtx_ranges.range_id of the innermost open push/pop range; NULL when none is open
+  state AS range_id
+FROM ev
+QUALIFY row_number() OVER (PARTITION BY pid, tid, ts ORDER BY ord DESC, ord2 DESC, ord3 DESC) = 1
+ORDER BY pid, tid, ts_ns;

@@ -8,18 +8,6 @@
 -- backward kernels from its autograd thread, which has no ranges: under the process rule they land in the
 -- `Backward Pass` (and `Batch`) range the main thread has open.
 
--- Innermost open push/pop range per thread as a step function of time.
-CREATE OR REPLACE TEMP TABLE _open_state AS
-WITH ev AS (
-  SELECT pid, tid, start_ns AS ts, 1 AS ord, -end_ns AS ord2, range_id AS ord3, range_id AS state
-  FROM nvtx_ranges WHERE style = 'PushPop'
-  UNION ALL
-  SELECT pid, tid, end_ns, 0, -depth, range_id, parent_id
-  FROM nvtx_ranges WHERE style = 'PushPop'
-)
-SELECT pid, tid, ts, state FROM ev
-QUALIFY row_number() OVER (PARTITION BY pid, tid, ts ORDER BY ord DESC, ord2 DESC, ord3 DESC) = 1;
-
 -- Every push/pop range with itself and all its enclosing ranges.
 CREATE OR REPLACE TEMP TABLE _ancestors AS
 WITH RECURSIVE a(range_id, anc_id, parent_id) AS (
@@ -34,10 +22,10 @@ SELECT op_id, pid, api_tid, api_start_ns FROM gpu_ops WHERE api_start_ns IS NOT 
 
 CREATE OR REPLACE TEMP TABLE _thread_match AS
 WITH inner_pp AS (
-  SELECT l.op_id, s.state AS range_id
+  SELECT l.op_id, s.range_id
   FROM _launched l
-  ASOF JOIN _open_state s ON l.pid = s.pid AND l.api_tid = s.tid AND l.api_start_ns >= s.ts
-  WHERE s.state IS NOT NULL
+  ASOF JOIN nvtx_open s ON l.pid = s.pid AND l.api_tid = s.tid AND l.api_start_ns >= s.ts_ns
+  WHERE s.range_id IS NOT NULL
 )
 SELECT i.op_id, a.anc_id AS range_id FROM inner_pp i JOIN _ancestors a ON a.range_id = i.range_id
 UNION
@@ -57,10 +45,10 @@ WITH range_threads AS (
   SELECT o.op_id, o.pid, rt.tid, o.api_start_ns
   FROM _orphans o JOIN range_threads rt ON rt.pid = o.pid AND rt.tid <> o.api_tid
 ), inner_pp AS (
-  SELECT p.op_id, s.state AS range_id
+  SELECT p.op_id, s.range_id
   FROM probe p
-  ASOF JOIN _open_state s ON p.pid = s.pid AND p.tid = s.tid AND p.api_start_ns >= s.ts
-  WHERE s.state IS NOT NULL
+  ASOF JOIN nvtx_open s ON p.pid = s.pid AND p.tid = s.tid AND p.api_start_ns >= s.ts_ns
+  WHERE s.range_id IS NOT NULL
 )
 SELECT i.op_id, a.anc_id AS range_id FROM inner_pp i JOIN _ancestors a ON a.range_id = i.range_id
 UNION

@@ -17,9 +17,14 @@ SELECT
   -- CUDA device id
   device_id,
   -- start of a stretch in which the device always ran at least one op, ns
-  min(start_ns) AS start_ns,
+  start_ns,
   -- end of that stretch, ns
-  max(end_ns) AS end_ns
-FROM g
-GROUP BY device_id, grp
+  end_ns,
+  -- busy time on this device before start_ns (sum of the earlier stretches), ns: the busy time inside any
+  -- window [a, b) is B(b) - B(a), with B(t) = busy_before_ns + clamp(t - start_ns, 0, end_ns - start_ns) of
+  -- the last stretch starting at or before t (an ASOF join)
+  (coalesce(sum(end_ns - start_ns) OVER (PARTITION BY device_id ORDER BY start_ns
+                                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0))::BIGINT
+    AS busy_before_ns
+FROM (SELECT device_id, min(start_ns) AS start_ns, max(end_ns) AS end_ns FROM g GROUP BY device_id, grp)
 ORDER BY device_id, start_ns;

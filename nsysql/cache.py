@@ -1,0 +1,151 @@
+"""Cache of canonical tables: one DuckDB file per export, so a second command on the same file skips the load.
+
+Where: `cache_dir` argument, else $NSYSQL_CACHE_DIR, else $XDG_CACHE_HOME/nsysql, else ~/.cache/nsysql.
+Key: the export's resolved path, size, mtime and a hash of its first 1 MiB, plus the canonical schema version
+and nsysql's version: a changed export or a new nsysql never reads a stale entry.
+Written atomically: built under a temporary name unique to the process, then renamed. Two processes on the
+same export both succeed (the last rename wins; readers see a whole file either way). An entry that cannot be
+opened, or lacks the `complete` fact written last, is deleted and rebuilt. A cache directory that cannot be
+written (read-only, full) degrades to an in-memory load with one warning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import uuid
+import warnings
+from pathlib import Path
+
+import duckdb
+
+from . import __version__
+from .queries import SCHEMA_VERSION
+
+HEAD_BYTES = 1 << 20
+SUFFIX = ".duckdb"
+
+
+class CacheWarning(UserWarning):
+    """The cache could not be used; nsysql carried on without it."""
+
+
+def default_dir() -> Path:
+    env = os.environ.get("NSYSQL_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return Path(base) / "nsysql"
+
+
+def key(path: Path) -> str:
+    st = path.stat()
+    h = hashlib.sha256()
+    h.update(f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0{SCHEMA_VERSION}\0{__version__}\0".encode())
+    with open(path, "rb") as f:
+        h.update(f.read(HEAD_BYTES))
+    return h.hexdigest()[:32]
+
+
+def entry(cache_dir: Path, path: Path) -> Path:
+    return cache_dir / f"{path.stem[:40]}-{key(path)}{SUFFIX}"
+
+
+def open_entry(file: Path, config: dict) -> duckdb.DuckDBPyConnection | None:
+    """A connection whose default catalog is the cached entry (read-only), or None if missing or unusable."""
+    if not file.exists():
+        return None
+    con = connect(":memory:", config)
+    try:
+        con.execute(f"ATTACH '{_sql_str(file)}' AS cache (READ_ONLY)")
+        con.execute("USE cache")
+        ok = con.execute("SELECT count(*) FROM profile_facts WHERE key = 'complete'").fetchall()[0][0]
+        if ok:
+            return con
+    except duckdb.Error:
+        pass
+    con.close()
+    _remove(file)  # corrupt or half-written: rebuild
+    return None
+
+
+def build_entry(file: Path, build, config: dict) -> bool:
+    """Run `build(con)` into a new entry `file`; False (with a warning) if the directory cannot take it."""
+    tmp = file.with_name(f".{file.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        con = connect(str(tmp), config)
+        try:
+            build(con)
+            con.execute("INSERT INTO profile_facts VALUES ('complete', 'yes')")
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+        os.replace(tmp, file)
+        return True
+    except (OSError, duckdb.IOException, duckdb.PermissionException) as e:
+        warnings.warn(f"cache disabled ({_why(e)} in {file.parent}); loading without it", CacheWarning,
+                      stacklevel=3)
+        return False
+    finally:
+        _remove(tmp)
+        _remove(Path(str(tmp) + ".wal"))
+
+
+def connect(database: str, config: dict) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with nsysql's settings: memory limit, spill directory, no progress bar."""
+    con = duckdb.connect(database, config=config)
+    con.execute("SET enable_progress_bar = false")
+    return con
+
+
+def entries(cache_dir: Path) -> list[Path]:
+    return sorted(cache_dir.glob(f"*{SUFFIX}")) if cache_dir.is_dir() else []
+
+
+def describe(file: Path) -> dict:
+    """Source path, size and age of one entry."""
+    info = {"entry": file.name, "bytes": file.stat().st_size, "source_path": None, "complete": False}
+    try:
+        con = duckdb.connect(str(file), read_only=True)
+        try:
+            facts = dict(con.execute("SELECT key, value FROM profile_facts").fetchall())
+        finally:
+            con.close()
+        info["source_path"] = facts.get("source_path")
+        info["complete"] = facts.get("complete") == "yes"
+        info["source_exists"] = bool(info["source_path"]) and Path(info["source_path"]).exists()
+    except duckdb.Error:
+        pass
+    return info
+
+
+def clear(cache_dir: Path) -> int:
+    n = 0
+    for f in entries(cache_dir) + sorted(cache_dir.glob(".*.tmp")) if cache_dir.is_dir() else []:
+        if _remove(f):
+            n += 1
+    return n
+
+
+def spill_dir() -> str:
+    return os.path.join(tempfile.gettempdir(), f"nsysql-spill-{os.getuid() if hasattr(os, 'getuid') else 0}")
+
+
+def _remove(p: Path) -> bool:
+    try:
+        p.unlink()
+        return True
+    except OSError:
+        return False
+
+
+def _why(e: Exception) -> str:
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror.lower()
+    return str(e).splitlines()[0][:80]
+
+
+def _sql_str(p: Path) -> str:
+    return str(p).replace("'", "''")
