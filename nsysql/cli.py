@@ -8,11 +8,13 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import warnings
 from pathlib import Path
 
 import click
 
 from . import __version__
+from . import cache as _cache
 from .errors import NsysqlError
 from .render import FORMATS, render
 
@@ -24,10 +26,14 @@ ATTRIBUTION_HELP = (
 
 
 def _state_dir() -> Path:
-    base = os.environ.get("NSYSQL_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "nsysql"
-    )
-    return Path(base)
+    opts = _opts()
+    return Path(opts["cache_dir"]).expanduser() if opts.get("cache_dir") else _cache.default_dir()
+
+
+def _opts() -> dict:
+    ctx = click.get_current_context(silent=True)
+    root = ctx.find_root() if ctx else None
+    return (root.obj or {}) if root else {}
 
 
 def _remember(path: Path) -> None:
@@ -78,9 +84,24 @@ def _load(file: str | None):
     from .profile import load
 
     path = pick_profile(file)
-    prof = load(path)
+    opts = _opts()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", _cache.CacheWarning)
+        prof = load(path, cache=not opts.get("no_cache"), cache_dir=opts.get("cache_dir"),
+                    progress=_progress(path) if sys.stderr.isatty() else None)
+    if sys.stderr.isatty():
+        click.echo("\r\033[K", err=True, nl=False)
+    for w in caught:
+        click.echo(f"nsysql: warning: {w.message}", err=True)
     _remember(prof.path)
     return prof
+
+
+def _progress(path):
+    def show(step: str) -> None:
+        click.echo(f"\r\033[Knsysql: loading {Path(path).name}: {step}", err=True, nl=False)
+
+    return show
 
 
 def _emit(result, fmt: str, output: str | None, title: str | None = None) -> None:
@@ -131,12 +152,47 @@ def attribution_option(fn):
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="nsysql")
-def main():
+@click.option("--cache-dir", type=click.Path(file_okay=False), envvar="NSYSQL_CACHE_DIR",
+              help="Where loaded profiles are cached [default: $NSYSQL_CACHE_DIR or ~/.cache/nsysql].")
+@click.option("--no-cache", is_flag=True, help="Load the export afresh and store nothing.")
+@click.pass_context
+def main(ctx, cache_dir, no_cache):
     """Answers about Nsight Systems SQLite exports (nsys 2020 to 2026).
 
     FILE is an export made with `nsys profile --export=sqlite` or `nsys export --type sqlite`. When it is
     left out: $NSYSQL_PROFILE, else the only .sqlite file here, else the profile analysed last.
     """
+    ctx.obj = {"cache_dir": cache_dir, "no_cache": no_cache}
+
+
+@main.group()
+def cache():
+    """Inspect or empty the cache of loaded profiles."""
+
+
+@cache.command("info")
+@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@handled
+def cache_info(fmt):
+    """Entries in the cache: the export each was loaded from, and size."""
+    import polars as pl
+
+    d = _state_dir()
+    rows = [_cache.describe(f) for f in _cache.entries(d)]
+    df = pl.DataFrame(rows, schema={"entry": pl.String, "bytes": pl.Int64, "source_path": pl.String,
+                                    "complete": pl.Boolean, "source_exists": pl.Boolean}, orient="row") \
+        if rows else pl.DataFrame(schema={"entry": pl.String, "bytes": pl.Int64, "source_path": pl.String})
+    click.echo(f"cache: {d} ({len(rows)} entries, {sum(r['bytes'] for r in rows) / 2**20:.1f} MiB)", err=True)
+    click.echo(render(df, fmt), nl=False)
+
+
+@cache.command("clear")
+@handled
+def cache_clear():
+    """Delete every cached profile."""
+    d = _state_dir()
+    n = _cache.clear(d)
+    click.echo(f"removed {n} cache entries from {d}")
 
 
 @main.command()

@@ -29,7 +29,7 @@ def render(result: pl.DataFrame | dict[str, pl.DataFrame], fmt: str, title: str 
     parts = []
     for name, df in result.items():
         if fmt == "csv":
-            parts.append((f"# {name}\n" if name else "") + df.write_csv())
+            parts.append((f"# {name}\n" if name else "") + df.write_csv(float_precision=3))
         elif fmt == "markdown":
             parts.append((f"### {name}\n\n" if name else "") + markdown(df))
         else:

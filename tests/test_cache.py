@@ -1,0 +1,104 @@
+"""The cache: reused, keyed on the input, atomic, self-healing, and never a reason to fail."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import duckdb
+import polars as pl
+from polars.testing import assert_frame_equal
+from click.testing import CliRunner
+
+import nsysql
+from conftest import fixture
+from nsysql import cache
+from nsysql.cli import main
+
+
+def copy(tmp_path, name="train_small"):
+    dst = tmp_path / "in" / f"{name}.sqlite"
+    dst.parent.mkdir(exist_ok=True)
+    shutil.copy2(fixture(name), dst)
+    return dst
+
+
+def test_second_load_reads_the_cache_and_agrees(tmp_path):
+    src, cdir = copy(tmp_path), tmp_path / "c"
+    first = nsysql.load(src, cache_dir=cdir)
+    assert first.cache_entry is not None and first.cache_entry.exists()
+    mtime = first.cache_entry.stat().st_mtime_ns
+    second = nsysql.load(src, cache_dir=cdir)
+    assert second.cache_entry == first.cache_entry and first.cache_entry.stat().st_mtime_ns == mtime
+    fresh = nsysql.load(src, cache=False)
+    assert fresh.cache_entry is None
+    for method in ("kernels", "ranges", "kernels_by_range", "iterations"):
+        assert_frame_equal(getattr(second, method)(), getattr(fresh, method)(), rel_tol=1e-9)
+    assert_frame_equal(second.gaps(), fresh.gaps())
+
+
+def test_changed_input_gets_a_new_entry(tmp_path):
+    src, cdir = copy(tmp_path), tmp_path / "c"
+    a = nsysql.load(src, cache_dir=cdir).cache_entry
+    os.utime(src, ns=(src.stat().st_atime_ns, src.stat().st_mtime_ns + 1_000_000_000))
+    b = nsysql.load(src, cache_dir=cdir).cache_entry
+    assert a != b
+    other = copy(tmp_path, "loop_after")
+    assert nsysql.load(other, cache_dir=cdir).cache_entry not in (a, b)
+
+
+def test_corrupt_or_half_written_entries_are_rebuilt(tmp_path):
+    src, cdir = copy(tmp_path), tmp_path / "c"
+    want = nsysql.load(src, cache=False).kernels()
+    entry = cache.entry(cdir, src)
+    cdir.mkdir()
+    entry.write_bytes(b"garbage, not a database" * 100)
+    assert_frame_equal(nsysql.load(src, cache_dir=cdir).kernels(), want, rel_tol=1e-9)
+    # a DuckDB file without the `complete` fact (a build that died before its end)
+    entry.unlink()
+    con = duckdb.connect(str(entry))
+    con.execute("CREATE TABLE profile_facts(key VARCHAR, value VARCHAR)")
+    con.close()
+    prof = nsysql.load(src, cache_dir=cdir)
+    assert_frame_equal(prof.kernels(), want, rel_tol=1e-9)
+    assert prof.sql("SELECT value FROM profile_facts WHERE key = 'complete'")["value"][0] == "yes"
+
+
+def test_unwritable_cache_dir_warns_once_and_works(tmp_path):
+    src = copy(tmp_path)
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("a file where the cache directory should be")
+    res = CliRunner().invoke(main, ["--cache-dir", str(blocker / "sub"), "kernels", str(src), "--top", "1"])
+    assert res.exit_code == 0
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("nsysql: warning: cache disabled")
+    assert "total_ns" in res.stdout
+
+
+def test_two_processes_on_one_file_both_succeed(tmp_path):
+    src, cdir = copy(tmp_path), tmp_path / "c"
+    env = {**os.environ, "NSYSQL_CACHE_DIR": str(cdir)}
+    cmd = [sys.executable, "-m", "nsysql", "kernels", str(src), "-f", "csv"]
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1] for o in outs]
+    frames = [pl.read_csv(o[0]) for o in outs]
+    for f in frames[1:]:
+        assert_frame_equal(f, frames[0], rel_tol=1e-6)
+    assert len(cache.entries(cdir)) == 1
+    assert not list(cdir.glob(".*.tmp"))
+
+
+def test_no_cache_flag_and_cache_commands(tmp_path):
+    src, cdir = copy(tmp_path), tmp_path / "c"
+    r = CliRunner()
+    assert r.invoke(main, ["--cache-dir", str(cdir), "--no-cache", "info", str(src)]).exit_code == 0
+    assert cache.entries(cdir) == []
+    assert r.invoke(main, ["--cache-dir", str(cdir), "info", str(src)]).exit_code == 0
+    info = r.invoke(main, ["--cache-dir", str(cdir), "cache", "info", "-f", "csv"])
+    rows = pl.read_csv(info.stdout.encode())
+    assert rows.height == 1 and rows["source_path"][0] == str(src.resolve())
+    cleared = r.invoke(main, ["--cache-dir", str(cdir), "cache", "clear"])
+    assert "removed 1" in cleared.stdout and cache.entries(cdir) == []
