@@ -9,6 +9,7 @@
 __version__ = "0.1.0"
 
 from .errors import NsysqlError  # noqa: E402
+from .many import Ranks, load_many  # noqa: E402
 from .profile import Profile, load  # noqa: E402
 
-__all__ = ["load", "Profile", "NsysqlError", "__version__"]
+__all__ = ["load", "load_many", "Profile", "Ranks", "NsysqlError", "__version__"]

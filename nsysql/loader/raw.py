@@ -100,6 +100,8 @@ RAW_TABLES: tuple[RawTable, ...] = (
     ),
     RawTable("raw_meta", ("META_DATA_EXPORT", "EXPORT_META_DATA"), (("name", S), ("value", S))),
     RawTable("raw_env", ("TARGET_INFO_SYSTEM_ENV",), (("name", S), ("value", S))),
+    # the profiled processes' environment (PROCESS_n:ENVIRONMENT_VARIABLE rows), 2023.3 and later
+    RawTable("raw_capture", ("META_DATA_CAPTURE",), (("name", S), ("value", S))),
     RawTable("raw_analysis", ("ANALYSIS_DETAILS",), (("startTime", I), ("stopTime", I), ("duration", I))),
     RawTable("raw_enum_memkind", ("ENUM_CUDA_MEM_KIND",), (("id", I), ("label", S))),
 )

@@ -2,8 +2,10 @@
 -- GPU work belongs to the iteration in which it was launched (the launching API call's start, or the op's own
 -- start when no call was traced), whichever thread of the process launched it: PyTorch's autograd thread
 -- launches the backward pass. $device: the device whose idle time is measured (the process's busiest).
-WITH ops AS (
-  SELECT i.iteration, o.kind, o.start_ns, o.end_ns, o.duration_ns
+WITH coll AS (  -- collective communication kernels (NCCL)
+  SELECT id FROM strings WHERE value LIKE 'ncclDevKernel%' OR value LIKE 'ncclKernel%' OR value LIKE '%ncclKernel_%'
+), ops AS (
+  SELECT i.iteration, o.kind, o.start_ns, o.end_ns, o.duration_ns, o.name_id IN (SELECT id FROM coll) AS is_coll
   FROM (SELECT *, coalesce(api_start_ns, start_ns) AS t FROM gpu_ops WHERE pid = $pid) o
   ASOF JOIN _iterations i ON o.t >= i.start_ns
   WHERE o.t < i.end_ns
@@ -27,6 +29,7 @@ WITH ops AS (
          coalesce(sum(duration_ns) FILTER (WHERE kind = 'memcpy'), 0)::BIGINT AS memcpy_ns,
          coalesce(sum(duration_ns) FILTER (WHERE kind = 'memset'), 0)::BIGINT AS memset_ns,
          coalesce(sum(duration_ns) FILTER (WHERE kind = 'graph'), 0)::BIGINT AS graph_ns,
+         coalesce(sum(duration_ns) FILTER (WHERE is_coll), 0)::BIGINT AS collective_ns,
          count(*) FILTER (WHERE kind = 'kernel') AS kernels,
          count(*) AS gpu_ops
   FROM ops GROUP BY iteration
@@ -57,6 +60,8 @@ SELECT
   coalesce(p.memcpy_ns, 0) AS memcpy_ns,
   coalesce(p.memset_ns, 0) AS memset_ns,
   coalesce(p.graph_ns, 0) AS graph_ns,
+  -- time in collective kernels (NCCL: ncclDevKernel_*, ncclKernel_*) launched in the iteration
+  coalesce(p.collective_ns, 0) AS collective_ns,
   -- time inside the window when the device ran nothing at all
   (i.end_ns - i.start_ns - coalesce(c.ns, 0))::BIGINT AS idle_ns,
   coalesce(p.kernels, 0) AS kernels,

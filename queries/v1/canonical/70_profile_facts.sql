@@ -23,6 +23,21 @@ SELECT
   meta.schema_v AS schema_version
 FROM meta, env, paths;
 
+-- The distributed rank of the profiled process: RANK (else OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID) from
+-- the process environment nsys captured (META_DATA_CAPTURE), else from TARGET_INFO_SYSTEM_ENV.
+CREATE OR REPLACE TEMP TABLE _rank AS
+WITH vars AS (
+  SELECT regexp_extract(value, '^([A-Z_]+)=', 1) AS var, regexp_extract(value, '^[A-Z_]+="?([0-9]+)"?$', 1) AS v,
+         'process environment (META_DATA_CAPTURE)' AS source, 1 AS pri
+  FROM raw_capture WHERE name LIKE '%ENVIRONMENT%'
+  UNION ALL
+  SELECT name, regexp_extract(value, '^"?([0-9]+)"?$', 1), 'TARGET_INFO_SYSTEM_ENV', 2 FROM raw_env
+)
+SELECT v AS rank, source FROM vars
+WHERE var IN ('RANK', 'OMPI_COMM_WORLD_RANK', 'PMI_RANK', 'SLURM_PROCID') AND v <> ''
+ORDER BY pri, CASE var WHEN 'RANK' THEN 0 WHEN 'OMPI_COMM_WORLD_RANK' THEN 1 WHEN 'PMI_RANK' THEN 2 ELSE 3 END
+LIMIT 1;
+
 CREATE OR REPLACE TEMP TABLE _span AS
 SELECT min(s) AS start_ns, max(e) AS end_ns FROM (
   SELECT min(start_ns) s, max(end_ns) e FROM gpu_ops
@@ -48,7 +63,7 @@ FROM (
   UNION ALL SELECT 'span_start_ns', start_ns::VARCHAR FROM _span
   UNION ALL SELECT 'span_end_ns', end_ns::VARCHAR FROM _span
   UNION ALL SELECT 'span_ns', (end_ns - start_ns)::VARCHAR FROM _span
-  UNION ALL SELECT 'rank', max(value) FROM raw_env
-    WHERE name IN ('RANK', 'OMPI_COMM_WORLD_RANK', 'PMI_RANK', 'SLURM_PROCID')
+  UNION ALL SELECT 'rank', rank FROM _rank
+  UNION ALL SELECT 'rank_source', source FROM _rank
 )
 WHERE value IS NOT NULL;

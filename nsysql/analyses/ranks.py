@@ -1,0 +1,131 @@
+"""Many ranks at once: per-rank step time, idle and collective time, and stragglers named with evidence.
+
+Per rank (`rank_tables`, run where the export is, on a local process or a Dask worker): the iterations frame
+reduced to what the cross-rank analysis needs, idle time by cause, and NCCL time. Only these small frames
+(a few KB per rank) travel; the reduction (`per_rank`, `by_iteration`, `stragglers`) runs in DuckDB over all
+ranks' frames at once.
+
+Straggler rule: rank r is a straggler in iteration i when
+- its own GPU idle time in i exceeds its steady-state median by at least max(1 ms, 25% of the median
+  steady-state iteration time over all ranks), i.e. its GPU waited on its own CPU side, and
+- some other rank's collective (NCCL) kernel time grows over its own median, in iteration i or i+1, by at
+  least half that excess: the others waited for r inside the collective.
+The CPU-side cause is the cause of r's largest idle gap in i (e.g. `host:data`, with the OS call in flight).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ..errors import NsysqlError
+from . import gaps as _gaps
+from . import iterations as _iter
+from ._sql import facts, frame, run
+from .. import queries
+
+MIN_EXCESS_NS = 1_000_000
+EXCESS_SHARE = 0.25
+WAIT_SHARE = 0.5
+
+
+def rank_tables(con, path: str) -> dict[str, pl.DataFrame]:
+    """The small per-rank frames the cross-rank analysis reads."""
+    f = facts(con)
+    rank = (f.get("rank") or [None])[0]
+    info = pl.DataFrame([{
+        "path": path,
+        "rank_in_file": int(rank) if rank is not None else None,
+        "rank_source": (f.get("rank_source") or [None])[0],
+        "nsys_version": (f.get("nsys_version") or [None])[0],
+    }])
+    out = {"info": info}
+    try:
+        it = _iter.detect(con)
+        its = _iter.iterations(con, it=it)
+    except NsysqlError as e:
+        out["info"] = info.with_columns(problem=pl.lit(str(e)))
+        return out
+    g = _gaps.gaps(con, its=its)
+    top = (g.filter(pl.col("iteration").is_not_null()).sort("duration_ns", descending=True)
+           .group_by("iteration", maintain_order=True).first()
+           .select("iteration", pl.col("cause").alias("top_cause"), pl.col("duration_ns").alias("top_gap_ns"),
+                   "os_call"))
+    out["iterations"] = (its.select("iteration", "name", "start_ns", "end_ns", "cpu_ns", "gpu_busy_ns", "idle_ns",
+                                    "collective_ns", "kernel_ns", "warmup", "outlier")
+                         .join(top, on="iteration", how="left")
+                         .with_columns(range=pl.lit(it.family)))
+    out["causes"] = _gaps.by_cause(con, g, its=its).select("cause", "gaps", "idle_ns")
+    out["nccl"] = frame(con, queries.read("analyses/nccl_ranges.sql"))
+    return out
+
+
+def combine(parts: list[tuple[int, dict[str, pl.DataFrame]]]) -> dict[str, pl.DataFrame]:
+    """Stack per-rank frames, adding a `rank` column."""
+    out: dict[str, list[pl.DataFrame]] = {}
+    for rank, tables in parts:
+        for name, df in tables.items():
+            out.setdefault(name, []).append(df.with_columns(rank=pl.lit(rank, pl.Int64)))
+    return {k: pl.concat(v, how="diagonal_relaxed") for k, v in out.items()}
+
+
+def number_ranks(infos: list[dict]) -> tuple[list[int], str]:
+    """Rank numbers from the files (RANK in the captured environment) when every file has a distinct one,
+    else by sorted file name; and a sentence saying which."""
+    found = [i.get("rank_in_file") for i in infos]
+    if all(r is not None for r in found) and len(set(found)) == len(found):
+        src = sorted({i.get("rank_source") or "the file" for i in infos})
+        return found, f"ranks from RANK in each file ({', '.join(src)})"
+    order = sorted(range(len(infos)), key=lambda k: infos[k]["path"])
+    ranks = [0] * len(infos)
+    for r, k in enumerate(order):
+        ranks[k] = r
+    why = "ranks numbered by sorted file name"
+    if any(r is not None for r in found):
+        why += " (RANK missing or repeated in some files)"
+    return ranks, why
+
+
+def reduce(con, tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """Cross-rank frames: per rank, per iteration (slowest rank), stragglers."""
+    if "iterations" not in tables:
+        raise NsysqlError("no rank has iterations (NVTX ranges around the training step), so ranks cannot be "
+                          "compared")
+    con.register("rank_iterations", tables["iterations"].to_arrow())
+    con.register("rank_causes", tables["causes"].to_arrow())
+    nccl = tables.get("nccl")
+    if nccl is None or nccl.height == 0:
+        nccl = pl.DataFrame(schema={"rank": pl.Int64, "instances": pl.Int64, "total_ns": pl.Int64})
+    con.register("rank_nccl", nccl.to_arrow())
+    params = {"min_excess": MIN_EXCESS_NS, "excess_share": EXCESS_SHARE, "wait_share": WAIT_SHARE}
+    per_rank = run(con, "ranks_per_rank")
+    by_iter = run(con, "ranks_by_iteration")
+    strag = run(con, "ranks_stragglers", **params)
+    for name in ("rank_iterations", "rank_causes", "rank_nccl"):
+        con.unregister(name)
+    return {"ranks": per_rank, "iterations": by_iter, "stragglers": strag}
+
+
+def straggler_sentences(strag: pl.DataFrame) -> pl.DataFrame:
+    """One sentence per straggling rank: which iterations, the CPU-side cause, and the wait it imposed."""
+    rows = []
+    for (rank,), g in strag.group_by(["rank"], maintain_order=True):
+        its = g["iteration"].to_list()
+        causes = g["top_cause"].drop_nulls().value_counts(sort=True)
+        cause = causes["top_cause"][0] if causes.height else "unknown"
+        os_calls = g["os_call"].drop_nulls().unique().to_list()
+        waits = ", ".join(sorted({f"rank {w}" for w in g["waiting_rank"].to_list()}))
+        when = sorted(set(g["wait_lag"].to_list()))
+        lag = {0: "the same iteration", 1: "the next iteration"}
+        rows.append({
+            "rank": rank,
+            "iterations": ", ".join(map(str, its)),
+            "sentence": (
+                f"rank {rank} straggles in iterations {', '.join(map(str, its))}: its GPU idles "
+                f"{g['excess_idle_ns'].median() / 1e6:.1f} ms more than usual while its CPU is in {cause}"
+                + (f" ({', '.join(os_calls)})" if os_calls else "")
+                + f"; {waits} then spend{'s' if ',' not in waits else ''} "
+                f"{g['wait_ns'].median() / 1e6:.1f} ms more inside collectives, in "
+                f"{' or '.join(lag[w] for w in when)}"
+            ),
+        })
+    return pl.DataFrame(rows, schema={"rank": pl.Int64, "iterations": pl.String, "sentence": pl.String})

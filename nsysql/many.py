@@ -1,0 +1,115 @@
+"""Several per-rank exports at once: `nsysql.load_many(paths) -> Ranks`.
+
+Engine: each export is loaded where it is (a local process pool sized to the cores, or Dask workers that
+share the files' filesystem), into the cache, and reduced there to the small per-rank frames of
+`nsysql.analyses.ranks.rank_tables`; only those frames travel back. The cross-rank analysis then runs in one
+in-memory DuckDB over all ranks' frames.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from concurrent.futures import ProcessPoolExecutor
+
+import duckdb
+import polars as pl
+
+from .analyses import ranks as _ranks
+from .errors import NsysqlError
+
+
+def expand(paths: list[str]) -> list[str]:
+    """Paths and globs ('runs/rank*.sqlite') -> existing paths, in the order given, without repeats."""
+    out: list[str] = []
+    for p in paths:
+        hits = sorted(glob.glob(os.path.expanduser(p))) if any(c in p for c in "*?[") else [p]
+        if not hits:
+            raise NsysqlError(f"{p}: no file matches")
+        for h in hits:
+            if h not in out:
+                out.append(h)
+    return out
+
+
+def _job(path: str, cache_dir: str | None, cache: bool) -> tuple[str, dict[str, pl.DataFrame]]:
+    from .profile import load
+
+    prof = load(path, cache=cache, cache_dir=cache_dir)
+    tables = _ranks.rank_tables(prof.con, str(prof.path))
+    prof.con.close()
+    return path, tables
+
+
+class Ranks:
+    """The per-rank frames of several exports and the cross-rank answers, as polars DataFrames."""
+
+    def __init__(self, tables: dict[str, pl.DataFrame], numbering: str):
+        self.tables = tables
+        self.numbering = numbering
+        self._reduced: dict[str, pl.DataFrame] | None = None
+
+    def _reduce(self) -> dict[str, pl.DataFrame]:
+        if self._reduced is None:
+            con = duckdb.connect(":memory:")
+            self._reduced = _ranks.reduce(con, self.tables)
+            con.close()
+        return self._reduced
+
+    @property
+    def files(self) -> pl.DataFrame:
+        """rank, path, where the rank number came from, nsys version."""
+        return self.tables["info"].sort("rank")
+
+    def per_rank(self) -> pl.DataFrame:
+        """Per rank: steady-state iteration time (mean, median), GPU busy %, idle, collective time, top cause."""
+        return self._reduce()["ranks"]
+
+    def by_iteration(self) -> pl.DataFrame:
+        """Per iteration: the slowest rank and by how much."""
+        return self._reduce()["iterations"]
+
+    def stragglers(self) -> pl.DataFrame:
+        """(rank, iteration) pairs that made others wait, with the evidence."""
+        return self._reduce()["stragglers"]
+
+    def findings(self) -> pl.DataFrame:
+        return _ranks.straggler_sentences(self.stragglers())
+
+    def iterations(self) -> pl.DataFrame:
+        """Every rank's iterations, with a `rank` column."""
+        return self.tables["iterations"].sort(["rank", "iteration"])
+
+
+def load_many(paths: list[str], *, cache_dir: str | os.PathLike | None = None, cache: bool = True,
+              workers: int | None = None, client=None) -> Ranks:
+    """Load several per-rank exports in parallel (processes, or a dask.distributed.Client) into a Ranks."""
+    files = expand([str(p) for p in paths])
+    if not files:
+        raise NsysqlError("no files given")
+    cdir = str(cache_dir) if cache_dir else None
+    if client is not None:
+        futures = client.map(_job, files, cache_dir=cdir, cache=cache, pure=False)
+        results = client.gather(futures)
+    elif len(files) == 1 or workers == 1:
+        results = [_job(f, cdir, cache) for f in files]
+    else:
+        n = min(len(files), workers or os.cpu_count() or 1)
+        with ProcessPoolExecutor(n) as pool:
+            results = list(pool.map(_job, files, [cdir] * len(files), [cache] * len(files)))
+    by_path = dict(results)
+    infos = [by_path[f]["info"].row(0, named=True) for f in files]
+    numbers, why = _ranks.number_ranks(infos)
+    tables = _ranks.combine([(r, by_path[f]) for r, f in zip(numbers, files)])
+    return Ranks(tables, why)
+
+
+def connect_dask(address: str):
+    try:
+        from dask.distributed import Client
+    except ImportError:
+        raise NsysqlError("--dask needs Dask: pip install 'nsysql[dask]'") from None
+    try:
+        return Client(address, timeout="20s")
+    except (OSError, TimeoutError) as e:
+        raise NsysqlError(f"cannot reach the Dask scheduler at {address} ({e})") from None

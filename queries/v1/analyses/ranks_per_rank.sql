@@ -1,0 +1,31 @@
+-- Per rank, over its steady-state iterations (reads rank_iterations, rank_causes and rank_nccl, the stacked
+-- per-rank frames): iteration time mean and median, GPU busy %, idle, collective kernel time, the top idle
+-- cause, and NCCL NVTX range time.
+WITH s AS (
+  SELECT * FROM rank_iterations WHERE NOT warmup
+), top_cause AS (
+  SELECT rank, cause, idle_ns FROM rank_causes
+  QUALIFY row_number() OVER (PARTITION BY rank ORDER BY idle_ns DESC, cause) = 1
+), nccl AS (
+  SELECT rank, sum(instances)::BIGINT AS nccl_ranges, sum(total_ns)::BIGINT AS nccl_range_ns FROM rank_nccl GROUP BY rank
+)
+SELECT
+  s.rank,
+  count(*) AS iterations,
+  avg(s.cpu_ns) AS mean_ns,
+  median(s.cpu_ns) AS median_ns,
+  coalesce(stddev_samp(s.cpu_ns), 0) AS stddev_ns,
+  100.0 * sum(s.gpu_busy_ns) / sum(s.cpu_ns) AS gpu_busy_pct,
+  sum(s.idle_ns)::BIGINT AS idle_ns,
+  sum(s.collective_ns)::BIGINT AS collective_ns,
+  100.0 * sum(s.collective_ns) / sum(s.cpu_ns) AS collective_pct,
+  count(*) FILTER (WHERE s.outlier) AS outliers,
+  any_value(t.cause) AS top_idle_cause,
+  any_value(t.idle_ns) AS top_idle_cause_ns,
+  coalesce(any_value(n.nccl_ranges), 0) AS nccl_ranges,
+  coalesce(any_value(n.nccl_range_ns), 0) AS nccl_range_ns
+FROM s
+LEFT JOIN top_cause t USING (rank)
+LEFT JOIN nccl n USING (rank)
+GROUP BY s.rank
+ORDER BY s.rank;
