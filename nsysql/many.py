@@ -9,6 +9,7 @@ in-memory DuckDB over all ranks' frames.
 from __future__ import annotations
 
 import glob
+import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 
@@ -95,7 +96,8 @@ def load_many(paths: list[str], *, cache_dir: str | os.PathLike | None = None, c
         results = [_job(f, cdir, cache) for f in files]
     else:
         n = min(len(files), workers or os.cpu_count() or 1)
-        with ProcessPoolExecutor(n) as pool:
+        # spawn, not fork: a forked child can inherit a DuckDB or Arrow lock held by another thread
+        with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) as pool:
             results = list(pool.map(_job, files, [cdir] * len(files), [cache] * len(files)))
     by_path = dict(results)
     infos = [by_path[f]["info"].row(0, named=True) for f in files]

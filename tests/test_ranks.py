@@ -1,0 +1,69 @@
+"""Many ranks: the DDP pair's straggler is named, and the local and Dask engines agree."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import nsysql
+from conftest import FIXTURES, ROOT, fixture
+
+PAIR = str(FIXTURES / "ddp_pair" / "rank*.sqlite")
+
+
+def test_ddp_pair_straggler_named_with_cause_and_wait(tmp_path):
+    ranks = nsysql.load_many([PAIR], cache_dir=tmp_path)
+    assert ranks.numbering.startswith("ranks from RANK in each file")
+    assert ranks.files["rank"].to_list() == [0, 1]
+    s = ranks.stragglers()
+    # by construction rank 1 sleeps 30 ms in `data` at steps 2, 7, 12, 17 (fixtures/README.md)
+    assert set(s["rank"]) == {1}
+    assert s["iteration"].to_list() == [2, 7, 12, 17]
+    assert (s["top_cause"] == "host:data").all() and (s["os_call"] == "clock_nanosleep").all()
+    assert (s["waiting_rank"] == 0).all()
+    assert (s["wait_ns"] > 20e6).all()  # rank 0 sits inside AllReduce about as long as rank 1 slept
+    sentence = ranks.findings()["sentence"][0]
+    assert sentence.startswith("rank 1 straggles in iterations 2, 7, 12, 17") and "host:data" in sentence
+    per = ranks.per_rank()
+    assert per.filter(pl.col("rank") == 0)["collective_pct"][0] > per.filter(pl.col("rank") == 1)["collective_pct"][0]
+    assert (per["nccl_ranges"] > 0).all()  # NCCL's own NVTX domain is read
+    slow = ranks.by_iteration().filter(pl.col("iteration").is_in([2, 7, 12, 17]))
+    assert (slow["slowest_rank"] == 1).all() and (slow["slower_by_ns"] > 20e6).all()
+
+
+def test_rank_numbering_falls_back_to_file_names(tmp_path):
+    a, b = fixture("loop_before"), fixture("loop_after")
+    ranks = nsysql.load_many([str(b), str(a)], cache_dir=tmp_path)
+    assert ranks.numbering.startswith("ranks numbered by sorted file name")
+    files = ranks.files
+    assert files.filter(pl.col("rank") == 0)["path"][0].endswith("loop_after.sqlite")
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    """Four ranks made from a real export with per-rank jitter (benchmarks/gen_scaled.py)."""
+    d = tmp_path_factory.mktemp("ranks")
+    for r in range(4):
+        subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gen_scaled.py"), str(fixture("train_small")),
+                        str(d / f"rank{r}.sqlite"), "--kernels", "2000", "--jitter", "5", "--rank", str(r),
+                        "--seed", str(r)], check=True, capture_output=True)
+    return d
+
+
+def test_local_and_dask_engines_agree(synthetic, tmp_path):
+    distributed = pytest.importorskip("dask.distributed")
+    local = nsysql.load_many([str(synthetic / "rank*.sqlite")], cache_dir=tmp_path / "local")
+    assert sorted(local.files["rank"].to_list()) == [0, 1, 2, 3]
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        remote = nsysql.load_many([str(synthetic / "rank*.sqlite")], cache_dir=tmp_path / "dask", client=client)
+    assert_frame_equal(local.per_rank(), remote.per_rank(), rel_tol=1e-9)
+    assert_frame_equal(local.by_iteration(), remote.by_iteration(), rel_tol=1e-9)
+    assert_frame_equal(local.stragglers(), remote.stragglers())
+    assert_frame_equal(local.iterations(), remote.iterations())
+    # the per-rank loads wrote the cache on the workers
+    assert len(list((tmp_path / "dask").glob("*.duckdb"))) == 4
