@@ -1,8 +1,9 @@
 """Cache of canonical tables: one DuckDB file per export, so a second command on the same file skips the load.
 
 Where: `cache_dir` argument, else $NSYSQL_CACHE_DIR, else $XDG_CACHE_HOME/nsysql, else ~/.cache/nsysql.
-Key: the export's resolved path, size, mtime and a hash of its first 1 MiB, plus the canonical schema version
-and nsysql's version: a changed export or a new nsysql never reads a stale entry.
+Key: the export's resolved path, size, mtime and a hash of its first 1 MiB, plus the canonical schema version,
+nsysql's version and a hash of the canonical SQL files: a changed export or a new nsysql never reads a stale
+entry.
 Written atomically: built under a temporary name unique to the process, then renamed. Two processes on the
 same export both succeed (the last rename wins; readers see a whole file either way). An entry that cannot be
 opened, or lacks the `complete` fact written last, is deleted and rebuilt. A cache directory that cannot be
@@ -11,6 +12,7 @@ written (read-only, full) degrades to an in-memory load with one warning.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
@@ -21,7 +23,7 @@ from pathlib import Path
 import duckdb
 
 from . import __version__
-from .queries import SCHEMA_VERSION
+from .queries import SCHEMA_VERSION, canonical_files
 
 HEAD_BYTES = 1 << 20
 SUFFIX = ".duckdb"
@@ -39,10 +41,19 @@ def default_dir() -> Path:
     return Path(base) / "nsysql"
 
 
+@functools.lru_cache(maxsize=1)
+def _schema_hash() -> str:
+    h = hashlib.sha256()
+    for f in canonical_files():
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def key(path: Path) -> str:
     st = path.stat()
     h = hashlib.sha256()
-    h.update(f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0{SCHEMA_VERSION}\0{__version__}\0".encode())
+    h.update(f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0{SCHEMA_VERSION}\0{__version__}\0"
+             f"{_schema_hash()}\0".encode())
     with open(path, "rb") as f:
         h.update(f.read(HEAD_BYTES))
     return h.hexdigest()[:32]

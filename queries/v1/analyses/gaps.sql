@@ -10,7 +10,8 @@
 --            when the innermost one covers less than half the gap and the parent covers more)
 --   api_call the longest CUDA API call of the process (any thread) in flight at the middle of the gap
 --   os_call  the OS runtime call in flight on the main thread at the middle of the gap (-t osrt)
---   api_cover_pct  the share of the gap covered by CUDA API calls of the leading kind (union of the calls)
+--   api_cover_pct  the share of the gap covered by CUDA API calls of the leading kind (calls on several
+--            threads add up; capped at 100%)
 -- API kinds by name: sync = *Synchronize*, *WaitEvent*, *EventQuery*, *StreamQuery*; memcpy = *Memcpy*;
 -- alloc = *Malloc*, *Free*, *HostAlloc*, *HostRegister*, *MemAlloc*, *MemCreate*, *MemMap*; launch = *Launch*.
 --
@@ -58,47 +59,35 @@ WITH busy AS (
          CASE WHEN i.ov * 2 < g.duration_ns AND p.range_id IS NOT NULL
               THEN least(p.end_ns, g.end_ns) - greatest(p.start_ns, g.start_ns) ELSE i.ov END AS ov
   FROM inner_rng i JOIN g USING (gap_id) LEFT JOIN nvtx_ranges p ON p.range_id = i.parent_id
-), calls AS (
-  SELECT a.start_ns, a.end_ns, s.value AS name,
-         CASE WHEN s.value ILIKE '%synchronize%' OR s.value ILIKE '%waitevent%' OR s.value ILIKE '%eventquery%'
-                   OR s.value ILIKE '%streamquery%' THEN 'sync'
-              WHEN s.value ILIKE '%memcpy%' THEN 'memcpy'
-              WHEN s.value ILIKE '%malloc%' OR s.value ILIKE '%free%' OR s.value ILIKE '%hostalloc%'
-                   OR s.value ILIKE '%hostregister%' OR s.value ILIKE '%memalloc%' OR s.value ILIKE '%memcreate%'
-                   OR s.value ILIKE '%memmap%' THEN 'alloc'
-              WHEN s.value ILIKE '%launch%' THEN 'launch'
+), call_kind AS (  -- classify each API name once, not each call
+  SELECT id AS name_id, value AS name,
+         CASE WHEN value ILIKE '%synchronize%' OR value ILIKE '%waitevent%' OR value ILIKE '%eventquery%'
+                   OR value ILIKE '%streamquery%' THEN 'sync'
+              WHEN value ILIKE '%memcpy%' THEN 'memcpy'
+              WHEN value ILIKE '%malloc%' OR value ILIKE '%free%' OR value ILIKE '%hostalloc%'
+                   OR value ILIKE '%hostregister%' OR value ILIKE '%memalloc%' OR value ILIKE '%memcreate%'
+                   OR value ILIKE '%memmap%' THEN 'alloc'
+              WHEN value ILIKE '%launch%' THEN 'launch'
               ELSE 'other' END AS kind
-  FROM api_calls a LEFT JOIN strings s ON s.id = a.name_id
+  FROM strings WHERE id IN (SELECT DISTINCT name_id FROM api_calls)
+), calls AS (
+  SELECT a.start_ns, a.end_ns, k.name, k.kind
+  FROM api_calls a JOIN call_kind k USING (name_id)
   WHERE a.pid = $pid
-), kind_merged AS (  -- union of the calls of each kind, as stretches with the covered time before each
-  SELECT kind, start_ns, end_ns,
-         coalesce(sum(end_ns - start_ns) OVER (PARTITION BY kind ORDER BY start_ns
-                                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before_ns
-  FROM (
-    SELECT kind, min(start_ns) AS start_ns, max(end_ns) AS end_ns FROM (
-      SELECT *, sum(CASE WHEN prev_end IS NULL OR start_ns > prev_end THEN 1 ELSE 0 END)
-                  OVER (PARTITION BY kind ORDER BY start_ns, end_ns ROWS UNBOUNDED PRECEDING) AS grp
-      FROM (SELECT kind, start_ns, end_ns,
-                   max(end_ns) OVER (PARTITION BY kind ORDER BY start_ns, end_ns
-                                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
-            FROM calls WHERE kind <> 'other'))
-    GROUP BY kind, grp)
-), probes AS (
-  SELECT g.gap_id, k.kind, g.start_ns, g.end_ns
-  FROM g, (SELECT DISTINCT kind FROM kind_merged) k
-), cov_start AS (
-  SELECT p.gap_id, p.kind,
-         coalesce(m.before_ns + least(greatest(p.start_ns - m.start_ns, 0), m.end_ns - m.start_ns), 0) AS t
-  FROM probes p ASOF LEFT JOIN kind_merged m ON p.kind = m.kind AND p.start_ns >= m.start_ns
-), cov_end AS (
-  SELECT p.gap_id, p.kind,
-         coalesce(m.before_ns + least(greatest(p.end_ns - m.start_ns, 0), m.end_ns - m.start_ns), 0) AS t
-  FROM probes p ASOF LEFT JOIN kind_merged m ON p.kind = m.kind AND p.end_ns >= m.start_ns
+), in_gap AS (  -- calls starting inside a gap, clipped to it
+  SELECT g.gap_id, c.kind, least(c.end_ns, g.end_ns) - c.start_ns AS ov
+  FROM (SELECT * FROM calls WHERE kind <> 'other') c ASOF JOIN g ON c.start_ns >= g.start_ns
+  WHERE c.start_ns < g.end_ns
+), spanning AS (  -- per kind, the last call started before the gap, if it is still running when the gap opens
+  SELECT p.gap_id, p.kind, least(c.end_ns, p.end_ns) - p.start_ns AS ov
+  FROM (SELECT g.gap_id, g.start_ns, g.end_ns, k.kind
+        FROM g, (SELECT DISTINCT kind FROM call_kind WHERE kind <> 'other') k) p
+  ASOF JOIN calls c ON p.kind = c.kind AND p.start_ns > c.start_ns
+  WHERE c.end_ns > p.start_ns
 ), api_kind AS (
-  SELECT e.gap_id, e.kind, e.t - s.t AS cover
-  FROM cov_end e JOIN cov_start s USING (gap_id, kind)
-  WHERE e.t - s.t > 0
-  QUALIFY row_number() OVER (PARTITION BY e.gap_id ORDER BY e.t - s.t DESC, e.kind) = 1
+  SELECT gap_id, kind, sum(ov) AS cover FROM (SELECT * FROM in_gap UNION ALL SELECT * FROM spanning)
+  GROUP BY gap_id, kind
+  QUALIFY row_number() OVER (PARTITION BY gap_id ORDER BY sum(ov) DESC, kind) = 1
 ), long_calls AS (
   SELECT * FROM calls WHERE end_ns - start_ns >= greatest($min_ns // 10, 10000)
 ), api_top AS (

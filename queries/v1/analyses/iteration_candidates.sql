@@ -1,6 +1,7 @@
 -- Candidates for the iteration range: push/pop range families (names with trailing numbers stripped:
 -- Batch0..Batch59 -> Batch) per thread and depth, with how often they repeat, whether their instances
--- enclose child ranges, and how much GPU work the thread's ranges enclose (process attribution).
+-- enclose child ranges, and, for the main thread of each process with GPU work (process_roles), that
+-- process's GPU op count (0 on other threads).
 WITH fam AS (
   SELECT r.*, regexp_replace(r.name, '[ _#:-]*[0-9]+$', '') AS family
   FROM nvtx_ranges r
@@ -8,9 +9,7 @@ WITH fam AS (
 ), kids AS (
   SELECT parent_id AS range_id, count(*) AS n FROM nvtx_ranges WHERE parent_id IS NOT NULL GROUP BY 1
 ), thread_ops AS (
-  SELECT r.pid, r.tid, count(DISTINCT x.op_id) AS ops
-  FROM op_ranges x JOIN nvtx_ranges r USING (range_id)
-  GROUP BY r.pid, r.tid
+  SELECT pid, main_tid AS tid, ops FROM process_roles
 )
 SELECT
   f.pid, f.tid, f.depth, f.family,

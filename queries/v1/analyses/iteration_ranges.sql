@@ -1,0 +1,21 @@
+-- Per iteration (rows of _iterations) and NVTX range family: CPU time of the ranges of process $pid (any
+-- thread) that start inside the iteration window, and the summed duration of the GPU ops attributed to them
+-- (process rule, see op_ranges). A numbered family (`Batch0`, `Batch1`, ...) counts as one name (`Batch`).
+-- The iteration ranges themselves are left out: their time is the iteration time.
+WITH r AS (
+  SELECT i.iteration, x.range_id, regexp_replace(x.name, '[ _#:-]*[0-9]+$', '') AS name, x.duration_ns
+  FROM (SELECT * FROM nvtx_ranges WHERE pid = $pid
+          AND range_id NOT IN (SELECT range_id FROM _iterations)) x
+  ASOF JOIN _iterations i ON x.start_ns >= i.start_ns
+  WHERE x.start_ns < i.end_ns
+), gpu AS (
+  SELECT m.range_id, sum(o.duration_ns)::BIGINT AS gpu_ns
+  FROM op_ranges m JOIN gpu_ops o USING (op_id)
+  WHERE m.range_id IN (SELECT range_id FROM r)
+  GROUP BY m.range_id
+)
+SELECT r.iteration, r.name, sum(r.duration_ns)::BIGINT AS cpu_ns, coalesce(sum(g.gpu_ns), 0)::BIGINT AS gpu_ns,
+       count(*) AS count
+FROM r LEFT JOIN gpu g USING (range_id)
+GROUP BY ALL
+ORDER BY r.iteration, cpu_ns DESC;
