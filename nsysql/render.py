@@ -14,7 +14,9 @@ import polars as pl
 FORMATS = ("table", "csv", "json", "markdown")
 TABLE_TEXT_WIDTH = 72
 # prose columns are never shortened in the table format; names (kernels, ranges) are
-PROSE = {"value", "evidence", "detected", "outlier_pattern"}
+PROSE = {"value", "evidence", "detected", "outlier_pattern", "sentence"}
+# the table format is for reading: past this many rows it shows the first and last ones (csv/json give all)
+TABLE_MAX_ROWS = 60
 
 
 def render(result: pl.DataFrame | dict[str, pl.DataFrame], fmt: str, title: str | None = None) -> str:
@@ -60,9 +62,12 @@ def _cell(v, fmt: str, width: int | None) -> str:
     return s
 
 
-def table(df: pl.DataFrame, width: int = TABLE_TEXT_WIDTH) -> str:
+def table(df: pl.DataFrame, width: int = TABLE_TEXT_WIDTH, max_rows: int = TABLE_MAX_ROWS) -> str:
     if df.height == 0:
         return "(no rows)\n"
+    hidden = df.height - max_rows if max_rows and df.height > max_rows else 0
+    if hidden:
+        df = pl.concat([df.head(max_rows - 10), df.tail(10)])
     cols = df.columns
     limits = [None if c in PROSE else width for c in cols]
     cells = [[_cell(v, "table", w) for v, w in zip(row, limits)] for row in df.iter_rows()]
@@ -73,7 +78,10 @@ def table(df: pl.DataFrame, width: int = TABLE_TEXT_WIDTH) -> str:
         return "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(vals, widths, numeric)).rstrip()
 
     out = [line(cols), line(["-" * w for w in widths])]
-    out += [line(r) for r in cells]
+    body = [line(r) for r in cells]
+    if hidden:
+        body.insert(max_rows - 10, f"… {hidden:,} more rows (-f csv or -f json for all {hidden + max_rows:,})")
+    out += body
     return "\n".join(out) + "\n"
 
 
