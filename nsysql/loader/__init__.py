@@ -11,7 +11,7 @@ import duckdb
 
 from .. import __version__
 from ..queries import SCHEMA_VERSION, canonical_files
-from .raw import RAW_TABLES, stage
+from .raw import RAW_TABLES, STAGE, stage, unstage
 from .source import Source, open_source
 
 CANONICAL_TABLES = (
@@ -40,8 +40,7 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None) -> None:
         if progress:
             progress(f.stem)
         con.execute(f.read_text(encoding="utf-8"))
-    for rt in RAW_TABLES:
-        con.execute(f"DROP TABLE IF EXISTS {rt.name}")
+    unstage(con)
 
 
 # What a profile lacks, said plainly: (staging table, nsys table(s), what its absence means).
@@ -60,7 +59,7 @@ _WHAT_IT_MEANS = (
 def _missing(src: Source, con: duckdb.DuckDBPyConnection) -> list[str]:
     out = []
     for staging, table, meaning in _WHAT_IT_MEANS:
-        if con.execute(f"SELECT count(*) FROM {staging}").fetchall()[0][0] == 0:
+        if con.execute(f"SELECT count(*) FROM {STAGE}.{staging}").fetchall()[0][0] == 0:
             rt = next(r for r in RAW_TABLES if r.name == staging)
             present = next((t for t in rt.sources if src.has(t)), None)
             out.append(f"{'empty ' + present if present else 'no ' + table}: {meaning}")

@@ -30,6 +30,15 @@ class RawTable:
         return pa.schema([(c, t) for c, t in self.columns])
 
 
+STAGE = "nsysql_stage"
+
+
+def unstage(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop the staging database and its tables."""
+    con.execute("RESET search_path")
+    con.execute(f"DETACH DATABASE IF EXISTS {STAGE}")
+
+
 GPU_COMMON = (("start", I), ("end", I), ("deviceId", I), ("streamId", I), ("correlationId", I), ("globalPid", I))
 
 RAW_TABLES: tuple[RawTable, ...] = (
@@ -136,11 +145,15 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
     """
     used: dict[str, str] = {}
     jobs = []
+    # staging lives in an attached in-memory database, so building into a cache file never writes raw rows
+    db = con.execute("SELECT current_database()").fetchall()[0][0]
+    con.execute(f"ATTACH IF NOT EXISTS ':memory:' AS {STAGE}")
+    con.execute(f"SET search_path = '{db},{STAGE}'")
     for rt in RAW_TABLES:
         sql, table = _select(src, rt)
         if sql is None:
             cols = ", ".join(f'CAST(NULL AS {_ddb(t)}) AS "{c}"' for c, t in rt.columns)
-            con.execute(f"CREATE OR REPLACE TABLE {rt.name} AS SELECT {cols} WHERE false")
+            con.execute(f"CREATE OR REPLACE TABLE {STAGE}.{rt.name} AS SELECT {cols} WHERE false")
         else:
             used[rt.name] = table
             jobs.append((rt, sql, table))
@@ -155,7 +168,7 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
         cur = con.cursor()
         try:
             cur.register("_reader", src.read(sql, rt.schema()))
-            cur.execute(f"CREATE OR REPLACE TABLE {rt.name} AS SELECT * FROM _reader")
+            cur.execute(f"CREATE OR REPLACE TABLE {STAGE}.{rt.name} AS SELECT * FROM _reader")
             cur.unregister("_reader")
         finally:
             cur.close()
