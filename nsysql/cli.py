@@ -303,6 +303,77 @@ def gaps(file, fmt, output, range_, min_, by, include_warmup):
     _emit(prof.gaps(range=range_, min_ns=min_, by=by, include_warmup=include_warmup), fmt, output)
 
 
+@main.command()
+@click.argument("file", required=False)
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Where to write (HTML default: <FILE stem>.report.html, or <NEW stem>.diff.html with "
+                   "--baseline; Markdown default: stdout).")
+@click.option("-f", "--format", "fmt", type=click.Choice(["html", "markdown"]), default="html", show_default=True)
+@click.option("--baseline", type=click.Path(dir_okay=False), metavar="BASE",
+              help="Compare FILE (NEW) against BASE and draw the comparison.")
+@click.option("--png", "png_dir", type=click.Path(file_okay=False), metavar="DIR",
+              help="Also write each chart as DIR/<chart>.png (needs kaleido and Chrome/Chromium).")
+@handled
+def report(file, output, fmt, baseline, png_dir):
+    """A self-contained HTML report (works offline), or a PR-ready Markdown snippet with -f markdown."""
+    from . import report as _report
+
+    prof = _load(file)
+    base = _load(baseline) if baseline else None
+    if fmt == "markdown":
+        text = _report.diff_snippet(base, prof) if base else _report.snippet(prof)
+        _emit_text(text, output)
+        return
+    page, figures = _report.build_diff(base, prof) if base else _report.build(prof)
+    out = Path(output or f"{prof.path.stem}.{'diff' if base else 'report'}.html")
+    out.write_text(page, encoding="utf-8")
+    click.echo(f"nsysql: wrote {out} ({len(page) / 2**20:.1f} MiB, {len(figures)} charts)", err=True)
+    if png_dir:
+        got = _report.write_pngs(figures, Path(png_dir))
+        if isinstance(got, str):
+            click.echo(f"nsysql: {got}", err=True)
+        else:
+            click.echo(f"nsysql: wrote {len(got)} PNG files to {png_dir}", err=True)
+
+
+@main.command()
+@click.argument("file", required=False)
+@click.option("--to", "to", required=True, type=click.Path(file_okay=False), metavar="DIR",
+              help="Directory to write the tables and README.md into (created if missing).")
+@click.option("-f", "--format", "fmt", type=click.Choice(["parquet", "csv"]), default="parquet", show_default=True)
+@handled
+def export(file, to, fmt):
+    """Write the canonical tables as Parquet or CSV, with a README.md describing every column."""
+    written = _load(file).export(to, format=fmt)
+    click.echo(render(written, "table"), nl=False)
+    click.echo(f"nsysql: wrote {written.height} tables and README.md to {to}", err=True)
+
+
+@main.command()
+@click.argument("base")
+@click.argument("new")
+@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")
+@click.option("--fail-above", type=float, metavar="PCT",
+              help="Exit 1 when NEW's mean steady-state iteration time is more than PCT % slower than BASE's.")
+@handled
+def diff(base, new, fmt, output, fail_above):
+    """Compare two profiles (BASE, then NEW): iteration time, GPU busy, idle causes, ranges, kernels, verdict."""
+    from .analyses.diff import mean_change_pct
+
+    b, n = _load(base), _load(new)
+    res = b.diff(n)
+    _emit(res, fmt, output)
+    if fail_above is not None:
+        pct = mean_change_pct(res)
+        if pct is None:
+            raise NsysqlError("--fail-above needs iterations in both profiles (none detected)")
+        if pct > fail_above:
+            click.echo(f"nsysql: NEW's mean iteration time is {pct:+.1f}% vs BASE (above --fail-above "
+                       f"{fail_above:g}%)", err=True)
+            sys.exit(1)
+
+
 @main.command(name="sql")
 @click.argument("args", nargs=-1, required=True, metavar="[FILE] QUERY")
 @click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)

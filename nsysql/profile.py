@@ -89,6 +89,25 @@ class Profile:
                 continue
         return None
 
+    def diff(self, other: "Profile") -> dict[str, pl.DataFrame]:
+        """This profile (BASE) against `other` (NEW): verdict, iteration time, idle by cause, ranges, kernels,
+        per steady-state iteration (rules in nsysql.analyses.diff)."""
+        from .analyses import diff as _diff
+
+        return _diff.diff(self.con, other.con, base_label=self.path.name, new_label=other.path.name)
+
+    def timeline(self, bins: int = 1500, start_ns: int | None = None, end_ns: int | None = None) -> pl.DataFrame:
+        """GPU busy time per device in `bins` equal bins of its active span (or of [start_ns, end_ns))."""
+        from .analyses.timeline import timeline
+
+        return timeline(self.con, bins=bins, start_ns=start_ns, end_ns=end_ns)
+
+    def export(self, to: str | os.PathLike, format: str = "parquet") -> pl.DataFrame:
+        """Write the canonical tables (parquet or csv) and a README.md describing their columns into `to`."""
+        from .export import export
+
+        return export(self.con, Path(to), format=format)
+
     def resolve_range(self, pattern: str) -> list[str]:
         return resolve_range(self.con, pattern)[0]
 

@@ -1,0 +1,231 @@
+"""Compare two profiles of the same program (BASE, then NEW): iteration time, GPU busy, idle causes, ranges,
+kernels, and a verdict that respects noise.
+
+What is compared: the steady-state iterations of each profile (warm-up left out, outliers kept: a stall that
+hits every 10th step is part of what the loop costs). Every quantity is taken *per iteration*: for each
+steady-state iteration, its wall time, the idle time of each gap cause in it (gaps >= 1 ms), the CPU time of
+each NVTX range family that starts in it, and the GPU time of each kernel (or memcpy/memset) name launched in
+it; then the mean over the iterations, with iterations lacking a name counting as 0. Names are matched
+exactly (a numbered range family `Batch0..Batch59` is one name, `Batch`); rows present in one profile only are
+`new` or `vanished`. Rows are ordered by the absolute change per iteration.
+
+The noise rule (a change "counts", `significant`, only when it exceeds the spread seen within each run):
+
+    |mean_new - mean_base| > 2 * sqrt(se_base^2 + se_new^2),   se = sd / sqrt(n)
+
+where sd is the sample standard deviation of the per-iteration values over the n steady-state iterations of
+that run (the standard error of the mean; 2 x the combined standard error is about a 95% two-sided test under
+normal noise). For the median: se_median = 1.2533 x 1.4826 x MAD / sqrt(n), MAD = median absolute deviation
+(1.4826 x MAD estimates sd robustly; sqrt(pi/2) = 1.2533 is the median's efficiency under normal noise). The
+verdict on iteration time is the one on the mean, which is what throughput depends on; the median (the
+typical step) is reported beside it with its own flag. With few iterations a rare stall makes the standard
+deviation, and so the threshold, large: the verdict then says the change is within noise even when the mean
+moved a lot; more iterations decide it.
+
+Without iterations in either profile (no NVTX loop), totals over the whole profile are compared instead and no
+change is marked significant (there is no spread to judge it by).
+"""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+
+from ..errors import NsysqlError
+from . import gaps as _gaps
+from . import iterations as _iter
+from ._sql import run
+from .kernels import kernels as _kernels
+from .ranges import ranges as _ranges
+
+Z = 2.0
+MAD_SIGMA = 1.4826
+MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)
+_FAMILY = r"[ _#:-]*[0-9]+$"
+
+
+def collect(con) -> dict:
+    """Everything the diff needs from one profile, per steady-state iteration where there are iterations."""
+    out: dict = {"gpus": run(con, "gpu_utilization")}
+    try:
+        it = _iter.detect(con)
+        its = _iter.iterations(con, it=it)
+    except NsysqlError as e:
+        out["why_no_iterations"] = str(e)
+        return out
+    # _iterations (the temp table) now holds this profile's windows: read the per-iteration breakdowns
+    kern = run(con, "iteration_kernels", pid=it.pid)
+    rng = run(con, "iteration_ranges", pid=it.pid)
+    steady = its.filter(~pl.col("warmup"))
+    if steady.height == 0:
+        out["why_no_iterations"] = f"all {its.height} iterations of `{it.family}` are warm-up"
+        return out
+    idx = steady["iteration"]
+    g = _gaps.gaps(con, its=its) if out["gpus"].height else None
+    out.update(
+        it=it, its=its, steady=steady, stats=_iter.stats(its, it),
+        kernels=kern.filter(pl.col("iteration").is_in(idx.implode())),
+        ranges=rng.filter(pl.col("iteration").is_in(idx.implode())),
+        gaps=g.filter(pl.col("iteration").is_in(idx.implode())) if g is not None and g.height else None,
+    )
+    return out
+
+
+def _per_iteration(df: pl.DataFrame | None, key: str, value: str, n: int) -> pl.DataFrame:
+    """Per `key`: mean per iteration over n iterations (missing iterations count 0) and its standard error."""
+    if df is None or df.height == 0:
+        return pl.DataFrame(schema={key: pl.String, "mean": pl.Float64, "se": pl.Float64})
+    per = df.group_by(key, "iteration").agg(pl.col(value).sum().cast(pl.Float64).alias("v"))
+    agg = per.group_by(key).agg(pl.col("v").sum().alias("s"), (pl.col("v") ** 2).sum().alias("s2"))
+    mean = pl.col("s") / n
+    var = ((pl.col("s2") - n * mean ** 2) / (n - 1)).clip(lower_bound=0) if n > 1 else pl.lit(0.0)
+    return agg.select(pl.col(key), mean.alias("mean"), (var.sqrt() / math.sqrt(n)).alias("se"))
+
+
+def _compare(base: pl.DataFrame, new: pl.DataFrame, key: str, judged: bool = True) -> pl.DataFrame:
+    j = base.join(new, on=key, how="full", coalesce=True, suffix="_new")
+    j = j.with_columns(
+        status=pl.when(pl.col("mean").is_null()).then(pl.lit("new"))
+        .when(pl.col("mean_new").is_null()).then(pl.lit("vanished")).otherwise(pl.lit("both")),
+        base_ns=pl.col("mean").fill_null(0.0),
+        new_ns=pl.col("mean_new").fill_null(0.0),
+        _se=(pl.col("se").fill_null(0.0) ** 2 + pl.col("se_new").fill_null(0.0) ** 2).sqrt(),
+    ).with_columns(delta_ns=pl.col("new_ns") - pl.col("base_ns"))
+    noise = (Z * pl.col("_se")) if judged else pl.lit(None, pl.Float64)
+    return j.with_columns(
+        delta_pct=pl.when(pl.col("base_ns") > 0).then(100.0 * pl.col("delta_ns") / pl.col("base_ns")),
+        noise_ns=noise,
+        significant=(pl.col("delta_ns").abs() > noise) if judged else pl.lit(None, pl.Boolean),
+    ).sort([pl.col("delta_ns").abs(), key], descending=[True, False]).select(
+        key, "status", "base_ns", "new_ns", "delta_ns", "delta_pct", "noise_ns", "significant")
+
+
+def _robust(t: pl.Series) -> tuple[float, float, float, float]:
+    """mean, se of the mean, median, se of the median."""
+    n = t.len()
+    mean, med = float(t.mean()), float(t.median())
+    sd = float(t.std()) if n > 1 else 0.0
+    mad = float((t - med).abs().median())
+    return mean, sd / math.sqrt(n), med, MEDIAN_EFFICIENCY * MAD_SIGMA * mad / math.sqrt(n)
+
+
+def _metric(name: str, b: float, bse: float, n: float, nse: float, unit: str = "ms") -> dict:
+    noise = Z * math.hypot(bse, nse)
+    d = n - b
+    return {"metric": name, "unit": unit, "base": b, "base_se": bse, "new": n, "new_se": nse, "delta": d,
+            "delta_pct": 100.0 * d / b if b else None, "noise": noise, "significant": abs(d) > noise}
+
+
+def compare(b: dict, n: dict, base_label: str = "BASE", new_label: str = "NEW") -> dict[str, pl.DataFrame]:
+    if "steady" in b and "steady" in n:
+        return _compare_iterations(b, n, base_label, new_label)
+    return _compare_totals(b, n, base_label, new_label)
+
+
+def _compare_iterations(b: dict, n: dict, bl: str, nl: str) -> dict[str, pl.DataFrame]:
+    nb, nn = b["steady"].height, n["steady"].height
+    tb = b["steady"]["cpu_ns"].cast(pl.Float64) / 1e6
+    tn = n["steady"]["cpu_ns"].cast(pl.Float64) / 1e6
+    mb, smb, db, sdb = _robust(tb)
+    mn, smn, dn, sdn = _robust(tn)
+    busy_b = 100.0 * (1 - b["steady"]["idle_ns"] / b["steady"]["cpu_ns"])
+    busy_n = 100.0 * (1 - n["steady"]["idle_ns"] / n["steady"]["cpu_ns"])
+    bb, sbb, _, _ = _robust(busy_b)
+    bn, sbn, _, _ = _robust(busy_n)
+    idle_b = b["steady"]["idle_ns"].cast(pl.Float64) / 1e6
+    idle_n = n["steady"]["idle_ns"].cast(pl.Float64) / 1e6
+    ib, sib, _, _ = _robust(idle_b)
+    inn, sin_, _, _ = _robust(idle_n)
+    rows = [
+        _metric("iteration time, mean", mb, smb, mn, smn),
+        _metric("iteration time, median", db, sdb, dn, sdn),
+        _metric("GPU busy in an iteration, mean", bb, sbb, bn, sbn, "%"),
+        _metric("GPU idle in an iteration, mean", ib, sib, inn, sin_),
+    ]
+    itime = pl.DataFrame(rows)
+    itime = pl.concat([itime, pl.DataFrame([{
+        "metric": "steady-state iterations", "unit": "", "base": float(nb), "base_se": None, "new": float(nn),
+        "new_se": None, "delta": float(nn - nb), "delta_pct": None, "noise": None, "significant": None}],
+        schema=itime.schema)])
+
+    idle = _compare(_per_iteration(b["gaps"], "cause", "duration_ns", nb),
+                    _per_iteration(n["gaps"], "cause", "duration_ns", nn), "cause")
+    rng = _compare(_per_iteration(b["ranges"], "name", "cpu_ns", nb),
+                   _per_iteration(n["ranges"], "name", "cpu_ns", nn), "name")
+    kern = _compare(_per_iteration(b["kernels"], "name", "ns", nb),
+                    _per_iteration(n["kernels"], "name", "ns", nn), "name")
+
+    m = rows[0]
+    faster = m["delta"] < 0
+    if m["significant"]:
+        head = (f"{nl} is {'faster' if faster else 'slower'}: mean steady-state iteration {mb:.2f} -> {mn:.2f} ms "
+                f"({m['delta_pct']:+.1f}%), beyond the noise threshold of {m['noise']:.2f} ms")
+    else:
+        head = (f"no significant change in mean iteration time: {mb:.2f} -> {mn:.2f} ms ({m['delta_pct']:+.1f}%); "
+                f"|change| {abs(m['delta']):.2f} ms is within the noise threshold of {m['noise']:.2f} ms"
+                + ("; more steady-state iterations would decide it" if abs(m["delta_pct"] or 0) >= 10 else ""))
+    md = rows[1]
+    verdict = [
+        ("verdict", head),
+        ("median", f"{db:.2f} -> {dn:.2f} ms ({md['delta_pct']:+.1f}%), "
+                   + ("significant" if md["significant"] else "within noise") + f" (threshold {md['noise']:.2f} ms)"),
+        ("GPU busy", f"{bb:.1f}% -> {bn:.1f}% of an iteration (mean)"),
+    ]
+    pb, pn = b["stats"]["outlier_pattern"][0], n["stats"]["outlier_pattern"][0]
+    if pb or pn:
+        verdict.append(("slow iterations", f"{bl}: {pb or 'none'}; {nl}: {pn or 'none'}"))
+    for label, df, key in (("idle cause", idle, "cause"), ("range", rng, "name"), ("kernel", kern, "name")):
+        if df.height:
+            r = df.row(0, named=True)
+            what = {"new": " (new)", "vanished": " (vanished)"}.get(r["status"], "")
+            verdict.append((f"largest {label} change",
+                            f"{r[key]}{what}: {r['base_ns'] / 1e6:.2f} -> {r['new_ns'] / 1e6:.2f} ms per iteration "
+                            f"({r['delta_ns'] / 1e6:+.2f} ms, {'significant' if r['significant'] else 'within noise'})"))
+    if b["it"].family != n["it"].family:
+        verdict.append(("warning", f"iterations are `{b['it'].family}` in {bl} but `{n['it'].family}` in {nl}"))
+    verdict.append(("rule", f"a change counts when |Δ| > {Z:g}·sqrt(se_base² + se_new²), se = standard error of the "
+                            "per-iteration mean (sd/√n) or median (1.2533·1.4826·MAD/√n), over steady-state "
+                            f"iterations ({nb} in {bl}, {nn} in {nl})"))
+    return {"verdict": pl.DataFrame(verdict, schema=["item", "value"], orient="row"),
+            "iteration time": itime, "idle by cause": idle, "ranges": rng, "kernels": kern}
+
+
+def _compare_totals(b: dict, n: dict, bl: str, nl: str) -> dict[str, pl.DataFrame]:
+    why = "; ".join(f"{lab}: {d['why_no_iterations']}" for lab, d in ((bl, b), (nl, n)) if "why_no_iterations" in d)
+    verdict = [("verdict", f"no iteration-time verdict: {why}"),
+               ("compared", "totals over each whole profile (no noise estimate: nothing marked significant)")]
+    for lab, d in ((bl, b), (nl, n)):
+        for r in d["gpus"].iter_rows(named=True):
+            verdict.append((f"{lab} GPU {r['device_id']} busy", f"{r['busy_pct_active']:.1f}% of its active span"))
+    return {"verdict": pl.DataFrame(verdict, schema=["item", "value"], orient="row"),
+            "kernels": _compare(b["_k"], n["_k"], "name", judged=False),
+            "ranges": _compare(b["_r"], n["_r"], "name", judged=False)}
+
+
+def collect_totals(con, d: dict) -> dict:
+    """Whole-profile kernel and range totals, for profiles compared without iterations."""
+    k = _kernels(con).select("name", pl.col("total_ns").cast(pl.Float64).alias("mean"),
+                             pl.lit(0.0).alias("se"))
+    r = _ranges(con).with_columns(name=pl.col("name").str.replace(_FAMILY, "")) \
+        .group_by("name").agg(pl.col("total_ns").sum().cast(pl.Float64).alias("mean")) \
+        .with_columns(se=pl.lit(0.0))
+    d["_k"], d["_r"] = k, r
+    return d
+
+
+def diff(base_con, new_con, base_label: str = "BASE", new_label: str = "NEW") -> dict[str, pl.DataFrame]:
+    """Sections: verdict, iteration time, idle by cause, ranges, kernels (see the module doc for the rules)."""
+    b, n = collect(base_con), collect(new_con)
+    if not ("steady" in b and "steady" in n):
+        collect_totals(base_con, b)
+        collect_totals(new_con, n)
+    return compare(b, n, base_label, new_label)
+
+
+def mean_change_pct(result: dict[str, pl.DataFrame]) -> float | None:
+    """NEW's mean steady-state iteration time vs BASE's, % (positive = slower); None without iterations."""
+    it = result.get("iteration time")
+    if it is None:
+        return None
+    return it.filter(pl.col("metric") == "iteration time, mean")["delta_pct"][0]

@@ -1,0 +1,141 @@
+"""Export the canonical tables as Parquet or CSV files, with a README.md that documents every column.
+
+The column descriptions come from the `-- comment` lines written just above each column in
+queries/v1/canonical/*.sql (and the table descriptions from the comment lines just above each
+`CREATE OR REPLACE TABLE`), so the README and the schema cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from . import __version__
+from .errors import NsysqlError
+from .loader import CANONICAL_TABLES
+from .queries import SCHEMA_VERSION, canonical_files
+
+EXPORT_FORMATS = ("parquet", "csv")
+
+_CREATE = re.compile(r"^CREATE OR REPLACE (?:TEMP )?(TABLE|VIEW) (\w+) AS", re.M)
+
+
+def _column_name(expr: str) -> str | None:
+    expr = re.sub(r"\s+", " ", expr).strip().rstrip(",").strip()
+    m = re.search(r"\bAS\s+\"?(\w+)\"?$", expr, re.I)
+    if m:
+        return m.group(1)
+    m = re.search(r"(?:^|\.)\"?(\w+)\"?$", expr)
+    return m.group(1) if m else None
+
+
+def schema_docs() -> dict[str, dict]:
+    """{table: {"file", "description", "columns": {column: description}}} parsed from the canonical SQL."""
+    docs: dict[str, dict] = {}
+    for f in canonical_files():
+        lines = f.read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines):
+            m = _CREATE.match(line)
+            if not m or "TEMP" in line:
+                continue
+            table = m.group(2)
+            desc, j = [], i - 1
+            while j >= 0 and lines[j].startswith("--"):
+                desc.insert(0, lines[j][2:].strip())
+                j -= 1
+            docs[table] = {"file": f"queries/{SCHEMA_VERSION}/canonical/{f.name}", "description": " ".join(desc),
+                           "columns": _columns(lines, i)}
+    return docs
+
+
+def _columns(lines: list[str], create_at: int) -> dict[str, str]:
+    """Comment blocks inside the statement's outer SELECT list, each followed by its column expression."""
+    end = next((k for k in range(create_at, len(lines)) if lines[k].rstrip().endswith(";")
+                and not lines[k].lstrip().startswith("--")), len(lines) - 1)
+    body = lines[create_at + 1:end + 1]
+    # the outer SELECT list: from the last top-level `SELECT` line to the next top-level `FROM` line
+    sel = max((k for k, ln in enumerate(body) if ln.strip() == "SELECT" and not ln.startswith(" ")), default=None)
+    if sel is None:
+        return {}
+    out: dict[str, str] = {}
+    comment: list[str] = []
+    expr: list[str] = []
+
+    def flush():
+        if comment and expr:
+            name = _column_name(" ".join(expr))
+            if name:
+                out[name] = " ".join(comment)
+
+    for ln in body[sel + 1:]:
+        s = ln.strip()
+        if not ln.startswith(" ") and s:  # FROM / WHERE / ORDER BY at column 0 ends the select list
+            break
+        if s.startswith("--"):
+            if expr:
+                flush()
+                comment, expr = [], []
+            comment.append(s[2:].strip())
+        elif s:
+            expr.append(s)
+    flush()
+    return out
+
+
+def export(con: duckdb.DuckDBPyConnection, to: Path, format: str = "parquet") -> pl.DataFrame:
+    """Write every canonical table to `to/<table>.<format>` plus `to/README.md`; one row per table written."""
+    if format not in EXPORT_FORMATS:
+        raise NsysqlError(f"--format must be parquet or csv, not {format!r}")
+    to = Path(to)
+    if to.exists() and not to.is_dir():
+        raise NsysqlError(f"{to} exists and is not a directory")
+    to.mkdir(parents=True, exist_ok=True)
+    opts = "FORMAT parquet, COMPRESSION zstd" if format == "parquet" else "FORMAT csv, HEADER true"
+    rows = []
+    for t in CANONICAL_TABLES:
+        path = to / f"{t}.{format}"
+        con.execute(f"COPY (SELECT * FROM {t}) TO '{_quote(path)}' ({opts})")
+        n = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        rows.append((t, n, str(path)))
+    (to / "README.md").write_text(readme(con, format), encoding="utf-8")
+    return pl.DataFrame(rows, schema=["table", "rows", "file"], orient="row")
+
+
+def _quote(p: Path) -> str:
+    return str(p.resolve()).replace("'", "''")
+
+
+def readme(con: duckdb.DuckDBPyConnection, format: str) -> str:
+    docs = schema_docs()
+    facts = dict(con.execute("SELECT key, value FROM profile_facts WHERE key IN "
+                             "('source_path', 'nsys_version')").fetchall())
+    out = [
+        "# nsysql canonical tables",
+        "",
+        f"Exported by nsysql {__version__} (canonical schema `{SCHEMA_VERSION}`) from "
+        f"`{facts.get('source_path', '?')}` (nsys {facts.get('nsys_version', 'unknown')}). One "
+        f"{'Parquet' if format == 'parquet' else 'CSV'} file per table. Times are nanoseconds on the export's "
+        "clock; names are stored once in `strings` and referenced by id (`*_name_id`).",
+        "",
+        "```python",
+        f"import duckdb; duckdb.sql(\"SELECT * FROM '{'gpu_ops'}.{format}' LIMIT 5\")",
+        f"import polars as pl; pl.read_{'parquet' if format == 'parquet' else 'csv'}('gpu_ops.{format}')",
+        "```",
+        "",
+        "| table | rows | what |",
+        "|---|---:|---|",
+    ]
+    counts = {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in CANONICAL_TABLES}
+    for t in CANONICAL_TABLES:
+        out.append(f"| [`{t}`](#{t}) | {counts[t]:,} | {docs.get(t, {}).get('description', '')} |")
+    for t in CANONICAL_TABLES:
+        d = docs.get(t, {"description": "", "columns": {}, "file": ""})
+        out += ["", f"## {t}", "", f"`{t}.{format}`, {counts[t]:,} rows. {d['description']}"
+                + (f" Defined in `{d['file']}`." if d["file"] else ""), "", "| column | type | description |",
+                "|---|---|---|"]
+        for name, typ in con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {t})").fetchall():
+            out.append(f"| `{name}` | {typ} | {d['columns'].get(name, '').replace('|', '&#124;')} |")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,76 @@
+"""PR-ready Markdown snippets: a few facts, top-10 kernels, the iteration line, idle by cause, findings."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ..errors import NsysqlError
+from ..render import markdown as md_table
+
+
+def _ms(ns) -> str:
+    return f"{ns / 1e6:,.2f}"
+
+
+def snippet(prof, top: int = 10) -> str:
+    s = prof.summary(top=top)
+    facts = dict(s["facts"].iter_rows())
+    gpus = s["gpus"]
+    out = [f"#### nsysql: `{prof.path.name}`", ""]
+    line = f"- **nsys** {facts.get('nsys version', 'unknown')} · **span** {facts.get('span', '?')}"
+    if gpus.height:
+        busy = 100 * gpus["busy_ns"].sum() / max(gpus["active_ns"].sum(), 1)
+        line += f" · **GPUs** {facts.get('GPUs')} · **GPU busy** {busy:.1f}% of the active span"
+    out.append(line)
+    out.append(f"- **iterations**: {facts.get('iterations', 'none')}")
+    if facts.get("outliers"):
+        out.append(f"- **outliers**: {facts['outliers']}")
+    if facts.get("idle (gaps >= 1 ms)"):
+        out.append(f"- **idle (gaps >= 1 ms)**: {facts['idle (gaps >= 1 ms)']}")
+    out.append("")
+    k = s["kernels"]
+    if k.height:
+        out += [f"**Top {k.height} kernels**", "", md_table(k.select(
+            pl.col("name").str.slice(0, 80).alias("kernel"), "count",
+            (pl.col("total_ns") / 1e6).round(3).alias("total_ms"), (pl.col("avg_ns") / 1e3).round(1).alias("avg_us"),
+            pl.col("pct").round(1).alias("pct"))), ""]
+    idle = s.get("idle by cause")
+    if idle is not None and idle.height:
+        out += ["**GPU idle by cause**", "", md_table(idle.select(
+            "cause", "gaps", (pl.col("idle_ns") / 1e6).round(1).alias("idle_ms"),
+            pl.col("pct_of_idle").round(1), pl.col("pct_of_span").round(1))), ""]
+    f = s["findings"]
+    out.append("**Findings**")
+    out.append("")
+    out += [f"- **{r['finding']}**: {r['evidence']}" for r in f.iter_rows(named=True)] or ["- none"]
+    return "\n".join(out) + "\n"
+
+
+def diff_snippet(base, new, top: int = 10) -> str:
+    res = base.diff(new)
+    v = dict(res["verdict"].iter_rows())
+    out = [f"#### nsysql diff: `{base.path.name}` → `{new.path.name}`", "", f"**{v.pop('verdict')}**", ""]
+    rule = v.pop("rule", None)
+    out += [f"- **{k}**: {val}" for k, val in v.items()]
+    out.append("")
+    it = res.get("iteration time")
+    if it is not None:
+        out += [md_table(it.select("metric", "unit", pl.col("base").round(3), pl.col("base_se").round(3),
+                                   pl.col("new").round(3), pl.col("new_se").round(3), pl.col("delta").round(3),
+                                   pl.col("delta_pct").round(1), pl.col("noise").round(3), "significant")), ""]
+    for key, title in (("idle by cause", "Idle by cause"), ("ranges", "Ranges"), ("kernels", "GPU ops")):
+        df = res.get(key)
+        if df is None or not df.height:
+            continue
+        name = df.columns[0]
+        unit = "per iteration" if it is not None else "whole profile"
+        out += [f"**{title}, {unit} (largest changes first)**", "", md_table(df.head(top).select(
+            pl.col(name).str.slice(0, 70), "status", (pl.col("base_ns") / 1e6).round(3).alias("base_ms"),
+            (pl.col("new_ns") / 1e6).round(3).alias("new_ms"), (pl.col("delta_ns") / 1e6).round(3).alias("delta_ms"),
+            pl.col("delta_pct").round(1), "significant")), ""]
+    if rule:
+        out.append(f"<sub>{rule}</sub>")
+    return "\n".join(out) + "\n"
+
+
+__all__ = ["snippet", "diff_snippet", "NsysqlError"]

@@ -1,0 +1,71 @@
+"""Profile.diff and `nsysql diff`: known answers on real before/after profiles."""
+
+from __future__ import annotations
+
+import polars as pl
+from click.testing import CliRunner
+
+from conftest import fixture, h200, loaded
+from nsysql.analyses.diff import mean_change_pct
+from nsysql.cli import main
+
+
+def _diff(a, b):
+    return loaded(str(a)).diff(loaded(str(b)))
+
+
+def test_same_workload_no_significant_change():
+    res = _diff(h200("train_osrt.sqlite"), h200("train_cudanvtx.sqlite"))
+    mean = res["iteration time"].filter(pl.col("metric") == "iteration time, mean").row(0, named=True)
+    assert mean["significant"] is False
+    assert abs(mean["delta"]) < mean["noise"]
+    assert res["verdict"]["value"][0].startswith("no significant change in mean iteration time")
+
+
+def test_loop_fix_names_cause_and_faster_mean():
+    res = _diff(fixture("loop_before"), fixture("loop_after"))
+    it = res["iteration time"]
+    mean = it.filter(pl.col("metric") == "iteration time, mean").row(0, named=True)
+    median = it.filter(pl.col("metric") == "iteration time, median").row(0, named=True)
+    assert mean["new"] < mean["base"] and -45 < mean["delta_pct"] < -30      # 6.61 -> 4.09 ms
+    assert median["significant"] is False and abs(median["delta_pct"]) < 3   # the typical step is unchanged
+    idle = res["idle by cause"].row(0, named=True)
+    assert idle["cause"] == "host:batch_to_device" and idle["delta_ns"] < -2e6  # ~25 ms every 10th step
+    v = dict(res["verdict"].iter_rows())
+    assert "host:batch_to_device" in v["largest idle cause change"]
+    assert "every 10th" in v["slow iterations"]
+    assert mean_change_pct(res) < 0
+
+
+def test_ordering_and_status():
+    res = _diff(fixture("train_small"), fixture("loop_after"))  # different programs: names differ
+    for key in ("ranges", "kernels"):
+        df = res[key]
+        d = df["delta_ns"].abs().to_list()
+        assert d == sorted(d, reverse=True)
+        assert set(df["status"]) >= {"new", "vanished"}
+    r = res["ranges"]
+    assert r.filter(pl.col("name") == "Load data")["status"][0] == "vanished"
+    assert r.filter(pl.col("name") == "forward")["status"][0] == "new"
+
+
+def test_fail_above_cli():
+    before, after = str(fixture("loop_before")), str(fixture("loop_after"))
+    ok = CliRunner().invoke(main, ["diff", before, after, "--fail-above", "5"])
+    assert ok.exit_code == 0, ok.output
+    assert "host:batch_to_device" in ok.stdout
+    bad = CliRunner().invoke(main, ["diff", after, before, "--fail-above", "5"])
+    assert bad.exit_code == 1
+    assert "above --fail-above 5%" in bad.stderr
+
+
+def test_diff_markdown_and_json():
+    r = CliRunner().invoke(main, ["diff", str(fixture("loop_before")), str(fixture("loop_after")), "-f", "json"])
+    assert r.exit_code == 0
+    import json
+
+    j = json.loads(r.stdout)
+    assert set(j) == {"verdict", "iteration time", "idle by cause", "ranges", "kernels"}
+    m = CliRunner().invoke(main, ["report", str(fixture("loop_after")), "--baseline", str(fixture("loop_before")),
+                                  "-f", "markdown"])
+    assert m.exit_code == 0 and "#### nsysql diff: `loop_before.sqlite` → `loop_after.sqlite`" in m.stdout

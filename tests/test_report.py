@@ -1,0 +1,97 @@
+"""HTML report and Markdown snippet: rendered by a real headless Chromium (skipped when absent)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import ROOT, fixture, h200_exports
+from nsysql.cli import main
+
+spec = importlib.util.spec_from_file_location("check_report", ROOT / "scripts" / "check_report.py")
+check_report = importlib.util.module_from_spec(spec)
+sys.modules["check_report"] = check_report
+spec.loader.exec_module(check_report)
+
+needs_chromium = pytest.mark.skipif(check_report.chromium() is None, reason="chromium not installed")
+
+
+def _report(tmp_path, path, *extra):
+    out = tmp_path / f"{path.stem}.html"
+    r = CliRunner().invoke(main, ["report", str(path), "-o", str(out), *extra])
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def test_html_is_self_contained(tmp_path):
+    out = _report(tmp_path, fixture("train_small"))
+    text = out.read_text()
+    assert "<script src=" not in text and 'src="http' not in text  # plotly.js is embedded, no CDN
+    assert 'data-expected="4"' in text          # iterations, timeline, kernels, idle
+    for heading in ("Findings", "Iterations", "GPU timeline", "Top kernels", "Idle time by cause", "NVTX ranges",
+                    "Kernels by range", "data-loader bound", "2025.3.2.0"):
+        assert heading in text
+
+
+@needs_chromium
+@pytest.mark.parametrize("path", [fixture("train_small"), fixture("loop_before")] + h200_exports(),
+                         ids=lambda p: p.stem)
+def test_renders_in_chromium(tmp_path, path):
+    out = _report(tmp_path, path)
+    res = check_report.check(out, tmp_path / "shot.png", height=1200)
+    assert res["ok"], res
+    assert res["charts"] == res["expected"] >= 1 and res["errors"] == 0
+    assert (tmp_path / "shot.png").stat().st_size > 10_000
+
+
+@needs_chromium
+def test_diff_report_renders(tmp_path):
+    out = tmp_path / "diff.html"
+    r = CliRunner().invoke(main, ["report", str(fixture("loop_after")), "--baseline", str(fixture("loop_before")),
+                                  "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    res = check_report.check(out)
+    assert res["ok"], res
+    assert res["charts"] == 6  # iteration comparison, changes, and the NEW profile's 4 charts
+
+
+def test_report_without_nvtx(tmp_path):
+    """A profile without iterations still gets a report; the section says why."""
+    public = sorted((ROOT.parent / "shared" / "nsys-exports" / "public").glob("*.sqlite"))
+    import nsysql
+    from nsysql.errors import NsysqlError
+
+    for p in public:
+        prof = nsysql.load(p)
+        try:
+            prof.iterations()
+        except NsysqlError:
+            out = _report(tmp_path, p)
+            assert "No iteration breakdown:" in out.read_text()
+            return
+    pytest.skip("no export without iterations present")
+
+
+def test_markdown_snippet():
+    r = CliRunner().invoke(main, ["report", str(fixture("train_small")), "-f", "markdown"])
+    assert r.exit_code == 0, r.output
+    md = r.stdout
+    assert md.startswith("#### nsysql: `train_small.sqlite`")
+    assert "**Top 10 kernels**" in md and "| kernel | count | total_ms | avg_us | pct |" in md
+    assert "20 x `Batch` (wrapper)" in md
+    assert "| host:Load data | 19 |" in md
+    assert "- **data-loader bound**" in md
+
+
+def test_png_without_kaleido_says_how(tmp_path):
+    if importlib.util.find_spec("kaleido") is not None:
+        pytest.skip("kaleido installed")
+    out = tmp_path / "r.html"
+    r = CliRunner().invoke(main, ["report", str(fixture("train_small")), "-o", str(out), "--png", str(tmp_path / "p")])
+    assert r.exit_code == 0 and out.exists()
+    assert "pip install kaleido" in r.stderr
+
+
