@@ -145,6 +145,33 @@ def output_options(fn):
     return fn
 
 
+def files_options(fn):
+    """Like output_options, but FILE may be given several times (one export per rank)."""
+    fn = click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")(fn)
+    fn = click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+                      help="Output format.")(fn)
+    fn = click.argument("files", nargs=-1, metavar="[FILE]...")(fn)
+    return fn
+
+
+def _each_rank(files: tuple[str, ...], method: str, **kwargs):
+    """Run Profile.<method> on each export, stacked with a `rank` column (numbered as `nsysql ranks` does)."""
+    import polars as pl
+
+    from .analyses.ranks import number_ranks
+    from .many import expand
+
+    paths = expand(list(files))
+    profs = [_load(p) for p in paths]
+    infos = [{"path": str(p.path), "rank_in_file": int(p.facts["rank"][0]) if p.facts.get("rank") else None,
+              "rank_source": (p.facts.get("rank_source") or [None])[0]} for p in profs]
+    ranks, why = number_ranks(infos)
+    click.echo(f"nsysql: {len(paths)} files; {why}", err=True)
+    frames = [getattr(p, method)(**kwargs).with_columns(pl.lit(r, pl.Int64).alias("rank")) for p, r in zip(profs, ranks)]
+    out = pl.concat(frames, how="diagonal_relaxed")
+    return out.select("rank", *[c for c in out.columns if c != "rank"]).sort("rank", maintain_order=True)
+
+
 def attribution_option(fn):
     return click.option("--attribution", type=click.Choice(["process", "thread"]), default="process",
                         show_default=True, help=ATTRIBUTION_HELP)(fn)
@@ -204,24 +231,32 @@ def info(file, fmt, output):
 
 
 @main.command()
-@output_options
+@files_options
 @attribution_option
 @click.option("--top", type=int, default=10, show_default=True, help="Rows in the kernel and range tables.")
 @handled
-def summary(file, fmt, output, attribution, top):
-    """One screen: span, GPUs, busy %, top kernels, top ranges by GPU time, memory operations."""
-    _emit(_load(file).summary(attribution=attribution, top=top), fmt, output)
+def summary(files, fmt, output, attribution, top):
+    """One screen: span, GPUs, busy %, iterations, idle causes, findings, top kernels and ranges, memory.
+
+    With several FILEs (one per rank), the cross-rank summary of `nsysql ranks`."""
+    if len(files) > 1 or (files and any(c in files[0] for c in "*?[")):
+        _emit(_ranks_result(files, None, None), fmt, output)
+        return
+    _emit(_load(files[0] if files else None).summary(attribution=attribution, top=top), fmt, output)
 
 
 @main.command()
-@output_options
+@files_options
 @click.option("--name", "name_kind", type=click.Choice(["demangled", "short", "mangled"]), default="demangled",
               show_default=True, help="Which kernel name to group by (nsys's default is demangled).")
 @click.option("--top", type=int, default=None, help="Only the N kernels with most total time.")
 @handled
-def kernels(file, fmt, output, name_kind, top):
-    """Top kernels by total GPU time (as `nsys stats -r cuda_gpu_kern_sum`)."""
-    _emit(_load(file).kernels(name=name_kind, top=top), fmt, output)
+def kernels(files, fmt, output, name_kind, top):
+    """Top kernels by total GPU time (as `nsys stats -r cuda_gpu_kern_sum`); several FILEs add a rank column."""
+    if len(files) > 1:
+        _emit(_each_rank(files, "kernels", name=name_kind, top=top), fmt, output)
+        return
+    _emit(_load(files[0] if files else None).kernels(name=name_kind, top=top), fmt, output)
 
 
 @main.command()
@@ -248,16 +283,19 @@ def kernels_by_range(file, fmt, output, range_, innermost, attribution):
 
 
 @main.command()
-@output_options
+@files_options
 @click.option("--range", "range_", metavar="PATTERN",
               help="The iteration range (exact name, numbered family, prefix or regex); detected when left out.")
 @click.option("--skip", type=int, default=None,
               help="Warm-up iterations to leave out of steady state (default: the first, extended while "
                    "the next ones are still outliers).")
 @handled
-def iterations(file, fmt, output, range_, skip):
+def iterations(files, fmt, output, range_, skip):
     """Per-iteration breakdown: wall time, GPU busy/idle, per child range, warm-up and outliers."""
-    prof = _load(file)
+    if len(files) > 1:
+        _emit(_each_rank(files, "iterations", range=range_, skip=skip), fmt, output)
+        return
+    prof = _load(files[0] if files else None)
     df = prof.iterations(range=range_, skip=skip)
     st = prof.iteration_stats(range=range_, skip=skip)
     if fmt in ("json", "markdown"):
@@ -289,7 +327,7 @@ def _emit_text(text: str, output: str | None) -> None:
 
 
 @main.command()
-@output_options
+@files_options
 @click.option("--range", "range_", metavar="PATTERN", help="Only gaps inside instances of these ranges.")
 @click.option("--min", "min_", default="1ms", show_default=True,
               help="Shortest gap to report: 500us, 2ms, 1s ... (nsys recipe gpu_gaps uses 500ms).")
@@ -297,10 +335,45 @@ def _emit_text(text: str, output: str | None) -> None:
 @click.option("--include-warmup", is_flag=True,
               help="With --by cause: count warm-up iterations and time outside iterations too.")
 @handled
-def gaps(file, fmt, output, range_, min_, by, include_warmup):
+def gaps(files, fmt, output, range_, min_, by, include_warmup):
     """GPU idle gaps and what the CPU was doing meanwhile (cause: host:<range>, sync, memcpy, alloc, launch)."""
-    prof = _load(file)
-    _emit(prof.gaps(range=range_, min_ns=min_, by=by, include_warmup=include_warmup), fmt, output)
+    kwargs = dict(range=range_, min_ns=min_, by=by, include_warmup=include_warmup)
+    if len(files) > 1:
+        _emit(_each_rank(files, "gaps", **kwargs), fmt, output)
+        return
+    _emit(_load(files[0] if files else None).gaps(**kwargs), fmt, output)
+
+
+def _ranks_result(files, dask, workers):
+    from .many import connect_dask, load_many
+
+    opts = _opts()
+    client = connect_dask(dask) if dask else None
+    try:
+        r = load_many(list(files), cache_dir=opts.get("cache_dir"), cache=not opts.get("no_cache"),
+                      workers=workers, client=client)
+    finally:
+        if client is not None:
+            client.close()
+    click.echo(f"nsysql: {r.files.height} ranks; {r.numbering}", err=True)
+    return {"files": r.files.select("rank", "path", "rank_source"), "per rank": r.per_rank(),
+            "stragglers": r.findings().select("rank", "sentence"),
+            "straggler evidence": r.stragglers(),
+            "slowest rank per iteration": r.by_iteration()}
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")
+@click.option("--dask", metavar="ADDRESS", help="Run the per-file loads on a Dask cluster (tcp://host:8786); "
+              "needs pip install 'nsysql[dask]'.")
+@click.option("--workers", type=int, default=None, help="Local processes for the loads [default: the cores].")
+@handled
+def ranks(files, fmt, output, dask, workers):
+    """Compare per-rank exports (paths or globs like 'runs/rank*.sqlite'): step time, idle, collectives, and
+    the stragglers that made the others wait, with the evidence."""
+    _emit(_ranks_result(files, dask, workers), fmt, output)
 
 
 @main.command()

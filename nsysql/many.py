@@ -2,8 +2,9 @@
 
 Engine: each export is loaded where it is (a local process pool sized to the cores, or Dask workers that
 share the files' filesystem), into the cache, and reduced there to the small per-rank frames of
-`nsysql.analyses.ranks.rank_tables`; only those frames travel back. The cross-rank analysis then runs in one
-in-memory DuckDB over all ranks' frames.
+`nsysql.analyses.ranks.rank_tables`, which are cached too (Parquet beside the cache entry); only those frames
+travel back. The cross-rank analysis then runs in one in-memory DuckDB over all ranks' frames. A warm run
+reads the cached frames directly and starts no worker.
 """
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 
+from pathlib import Path
+
 import duckdb
 import polars as pl
 
+from . import cache as _cache
 from .analyses import ranks as _ranks
 from .errors import NsysqlError
 
@@ -33,12 +37,55 @@ def expand(paths: list[str]) -> list[str]:
     return out
 
 
+RANK_TABLES = ("info", "iterations", "causes", "nccl")
+RANK_TABLES_VERSION = "r1"
+
+
+def _sidecars(path: str, cache_dir: str | None) -> dict[str, Path] | None:
+    """Where the per-rank frames of `path` are cached: beside its cache entry, one Parquet file each."""
+    try:
+        entry = _cache.entry(Path(cache_dir).expanduser() if cache_dir else _cache.default_dir(),
+                             Path(os.path.expanduser(path)))
+    except OSError:
+        return None
+    return {t: entry.with_name(f"{entry.stem}.{RANK_TABLES_VERSION}.{t}.parquet") for t in RANK_TABLES}
+
+
+def _cached(path: str, cache_dir: str | None) -> dict[str, pl.DataFrame] | None:
+    files = _sidecars(path, cache_dir)
+    if not files or not files["info"].exists():
+        return None
+    try:
+        return {t: pl.read_parquet(f) for t, f in files.items() if f.exists()}
+    except Exception:  # noqa: BLE001 - a damaged sidecar is rebuilt
+        return None
+
+
+def _store(path: str, cache_dir: str | None, tables: dict[str, pl.DataFrame]) -> None:
+    files = _sidecars(path, cache_dir)
+    if not files:
+        return
+    try:
+        for t in sorted(tables, key=lambda t: t == "info"):  # info last: its presence marks a complete set
+            tmp = files[t].with_name(f".{files[t].name}.{os.getpid()}.tmp")
+            tables[t].write_parquet(tmp)
+            os.replace(tmp, files[t])
+    except OSError:
+        pass  # the cache is an optimisation; load() already warned if it cannot be written
+
+
 def _job(path: str, cache_dir: str | None, cache: bool) -> tuple[str, dict[str, pl.DataFrame]]:
     from .profile import load
 
+    if cache:
+        hit = _cached(path, cache_dir)
+        if hit is not None:
+            return path, hit
     prof = load(path, cache=cache, cache_dir=cache_dir)
     tables = _ranks.rank_tables(prof.con, str(prof.path))
     prof.con.close()
+    if cache and prof.cache_entry is not None:
+        _store(path, cache_dir, tables)
     return path, tables
 
 
@@ -89,16 +136,19 @@ def load_many(paths: list[str], *, cache_dir: str | os.PathLike | None = None, c
     if not files:
         raise NsysqlError("no files given")
     cdir = str(cache_dir) if cache_dir else None
-    if client is not None:
-        futures = client.map(_job, files, cache_dir=cdir, cache=cache, pure=False)
-        results = client.gather(futures)
-    elif len(files) == 1 or workers == 1:
-        results = [_job(f, cdir, cache) for f in files]
+    # warm: ranks whose frames are cached are read here, without starting workers
+    results = [(f, hit) for f in files if cache and (hit := _cached(f, cdir)) is not None]
+    todo = [f for f in files if f not in dict(results)]
+    if todo and client is not None:
+        futures = client.map(_job, todo, cache_dir=cdir, cache=cache, pure=False)
+        results += client.gather(futures)
+    elif len(todo) <= 1 or workers == 1:
+        results += [_job(f, cdir, cache) for f in todo]
     else:
-        n = min(len(files), workers or os.cpu_count() or 1)
+        n = min(len(todo), workers or os.cpu_count() or 1)
         # spawn, not fork: a forked child can inherit a DuckDB or Arrow lock held by another thread
         with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) as pool:
-            results = list(pool.map(_job, files, [cdir] * len(files), [cache] * len(files)))
+            results += list(pool.map(_job, todo, [cdir] * len(todo), [cache] * len(todo)))
     by_path = dict(results)
     infos = [by_path[f]["info"].row(0, named=True) for f in files]
     numbers, why = _ranks.number_ranks(infos)

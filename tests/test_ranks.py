@@ -65,5 +65,33 @@ def test_local_and_dask_engines_agree(synthetic, tmp_path):
     assert_frame_equal(local.by_iteration(), remote.by_iteration(), rel_tol=1e-9)
     assert_frame_equal(local.stragglers(), remote.stragglers())
     assert_frame_equal(local.iterations(), remote.iterations())
-    # the per-rank loads wrote the cache on the workers
+    # the per-rank loads wrote the cache on the workers, with each rank's frames beside its entry
     assert len(list((tmp_path / "dask").glob("*.duckdb"))) == 4
+    assert len(list((tmp_path / "dask").glob("*.info.parquet"))) == 4
+    # warm: the cached frames give the same answers
+    again = nsysql.load_many([str(synthetic / "rank*.sqlite")], cache_dir=tmp_path / "dask")
+    assert_frame_equal(again.per_rank(), remote.per_rank(), rel_tol=1e-9)
+
+
+def test_ranks_command_and_multi_file_commands(tmp_path):
+    from click.testing import CliRunner
+
+    from nsysql.cli import main
+
+    r = CliRunner()
+    res = r.invoke(main, ["--cache-dir", str(tmp_path), "ranks", PAIR, "-f", "json"])
+    assert res.exit_code == 0, res.stderr
+    assert "ranks from RANK in each file" in res.stderr
+    import json
+
+    doc = json.loads(res.stdout)
+    assert doc["stragglers"][0]["rank"] == 1
+    assert "iterations 2, 7, 12, 17" in doc["stragglers"][0]["sentence"]
+    files = [str(FIXTURES / "ddp_pair" / f"rank{i}.sqlite") for i in (0, 1)]
+    for cmd in (["kernels", "--top", "3"], ["iterations"], ["gaps", "--by", "cause"]):
+        res = r.invoke(main, ["--cache-dir", str(tmp_path), cmd[0], *files, *cmd[1:], "-f", "csv"])
+        assert res.exit_code == 0, res.stderr
+        df = pl.read_csv(res.stdout.encode())
+        assert df.columns[0] == "rank" and set(df["rank"]) == {0, 1}
+    summ = r.invoke(main, ["--cache-dir", str(tmp_path), "summary", *files, "-f", "json"])
+    assert summ.exit_code == 0 and "per rank" in json.loads(summ.stdout)
