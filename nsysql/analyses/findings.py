@@ -5,7 +5,8 @@ Rules and thresholds (steady state = iterations that are not warm-up, when itera
   (cause `host:<range>`); named a data-loader when the range name says data/load/input/batch/fetch/augment.
 - `synchronization bound`: >= 30% of idle time has cause `sync` (the CPU waits in a synchronize call).
 - `allocation stalls`: >= 20% of idle time has cause `alloc` (cudaMalloc/cudaFree in the loop).
-- `launch bound`: median steady-state GPU busy < 50% and >= 50% of kernels run under 10 us.
+- `launch bound`: median steady-state GPU busy < 50% and >= 50% of kernels run under 10 us, unless the idle
+  time is already explained by host work (a data-loader/host-bound finding).
 - `pageable host-to-device copies`: any memcpy HtoD from pageable memory (they stage through a bounce buffer
   and block the CPU; pinned memory makes them asynchronous).
 - `periodic slow iterations`: the iteration outlier pattern, when there is one.
@@ -64,7 +65,8 @@ def findings(con, iteration_stats: pl.DataFrame | None, causes: pl.DataFrame | N
     ks = run(con, "kernel_size", short_ns=SHORT_KERNEL_NS).row(0, named=True)
     if busy is not None and ks["kernels"]:
         short = ks["short_kernels"] / ks["kernels"]
-        if busy < LAUNCH_BUSY_PCT and short >= SHORT_KERNEL_SHARE:
+        host_explained = any(r[0] in ("data-loader bound", "host bound") for r in rows)
+        if busy < LAUNCH_BUSY_PCT and short >= SHORT_KERNEL_SHARE and not host_explained:
             rows.append(("launch bound", f"{short:.0%} of {ks['kernels']:,} kernels run under 10 us and the GPU "
                                          f"is busy {busy:.0f}% of a steady-state iteration (median)"))
         if busy < IDLE_BUSY_PCT:
