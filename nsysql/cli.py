@@ -133,6 +133,9 @@ def handled(fn):
             sys.exit(2)
         except BrokenPipeError:
             sys.exit(0)
+        except OSError as e:  # writing -o/--to somewhere impossible
+            click.echo(f"nsysql: error: {e.filename or ''}: {e.strerror or e}", err=True)
+            sys.exit(2)
 
     return wrapper
 
@@ -445,6 +448,50 @@ def diff(base, new, fmt, output, fail_above):
             click.echo(f"nsysql: NEW's mean iteration time is {pct:+.1f}% vs BASE (above --fail-above "
                        f"{fail_above:g}%)", err=True)
             sys.exit(1)
+
+
+STATS_REPORTS = {
+    "kernels": lambda p: p.kernels(),
+    "ranges": lambda p: p.ranges(),
+    "kernels-by-range": lambda p: p.kernels_by_range(),
+    "iterations": lambda p: p.iterations(),
+    "gaps": lambda p: p.gaps(),
+    "gaps-by-cause": lambda p: p.gaps(by="cause"),
+}
+
+
+@main.command()
+@click.argument("file", required=False)
+@click.option("-r", "--report", "reports", default="kernels,ranges,kernels-by-range,iterations,gaps",
+              show_default=True, help=f"Comma-separated: {', '.join(STATS_REPORTS)}.")
+@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="csv", show_default=True)
+@click.option("-o", "--output", "prefix", metavar="PREFIX",
+              help="Write each report to PREFIX_<report>.<ext> (as `nsys stats -o`); default stdout.")
+@click.option("--attribution", type=click.Choice(["process", "thread"]), default="process", show_default=True,
+              help=ATTRIBUTION_HELP)
+@handled
+def stats(file, reports, fmt, prefix, attribution):
+    """Several reports from one load, like `nsys stats -r ...`: one process, one read of the export."""
+    names = [r.strip() for r in reports.split(",") if r.strip()]
+    unknown = [r for r in names if r not in STATS_REPORTS]
+    if unknown:
+        raise NsysqlError(f"unknown report {unknown[0]!r}; choose from {', '.join(STATS_REPORTS)}")
+    prof = _load(file)
+    calls = {**STATS_REPORTS, "ranges": lambda p: p.ranges(attribution=attribution),
+             "kernels-by-range": lambda p: p.kernels_by_range(attribution=attribution)}
+    ext = {"table": "txt", "csv": "csv", "json": "json", "markdown": "md"}[fmt]
+    for name in names:
+        try:
+            df = calls[name](prof)
+        except NsysqlError as e:
+            click.echo(f"nsysql: {name}: skipped: {e}", err=True)
+            continue
+        if prefix:
+            out = f"{prefix}_{name.replace('-', '_')}.{ext}"
+            Path(out).write_text(render(df, fmt), encoding="utf-8")
+            click.echo(f"nsysql: wrote {out}", err=True)
+        else:
+            click.echo(render({name: df}, fmt), nl=False)
 
 
 @main.command(name="sql")

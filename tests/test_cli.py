@@ -89,3 +89,20 @@ def test_file_may_be_left_out(tmp_path, monkeypatch):
 def test_sql_command():
     res = run(["sql", str(TRAIN), "SELECT count(*) AS n FROM gpu_ops WHERE kind = 'kernel'", "-f", "csv"])
     assert res.stdout.splitlines() == ["n", str(loaded(str(TRAIN)).kernels()["count"].sum())]
+
+
+def test_stats_writes_one_file_per_report(tmp_path):
+    res = run(["stats", str(TRAIN), "-o", str(tmp_path / "run")])
+    assert res.exit_code == 0, res.stderr
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["run_gaps.csv", "run_iterations.csv", "run_kernels.csv", "run_kernels_by_range.csv",
+                     "run_ranges.csv"]
+    k = pl.read_csv(tmp_path / "run_kernels.csv")
+    assert k["total_ns"].to_list() == loaded(str(TRAIN)).kernels()["total_ns"].to_list()
+    bad = run(["stats", str(TRAIN), "-r", "kernels,nope"])
+    assert bad.exit_code == 2 and "unknown report 'nope'" in bad.stderr
+
+
+def test_output_into_a_missing_directory_is_one_line(tmp_path):
+    res = run(["kernels", str(TRAIN), "-o", str(tmp_path / "no" / "such" / "k.csv")])
+    assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
