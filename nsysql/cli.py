@@ -245,7 +245,13 @@ def summary(files, fmt, output, attribution, top):
     if len(files) > 1 or (files and any(c in files[0] for c in "*?[")):
         _emit(_ranks_result(files, None, None), fmt, output)
         return
-    _emit(_load(files[0] if files else None).summary(attribution=attribution, top=top), fmt, output)
+    prof = _load(files[0] if files else None)
+    if fmt == "markdown":  # the PR-ready snippet, as `report -f markdown`
+        from .report import snippet
+
+        _emit_text(snippet(prof), output)
+        return
+    _emit(prof.summary(attribution=attribution, top=top), fmt, output)
 
 
 @main.command()

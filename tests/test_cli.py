@@ -106,3 +106,13 @@ def test_stats_writes_one_file_per_report(tmp_path):
 def test_output_into_a_missing_directory_is_one_line(tmp_path):
     res = run(["kernels", str(TRAIN), "-o", str(tmp_path / "no" / "such" / "k.csv")])
     assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
+
+
+def test_summary_markdown_is_the_pr_snippet():
+    res = run(["summary", str(TRAIN), "-f", "markdown"])
+    assert res.exit_code == 0
+    text = res.stdout
+    assert text.startswith("#### nsysql: `train_small.sqlite`")
+    assert "**Top 10 kernels**" in text and "**GPU idle by cause**" in text and "**Findings**" in text
+    assert "iterations 4, 9, 14, 19 (every 5th)" in text
+    assert "| host:Load data |" in text
