@@ -500,6 +500,28 @@ def stats(file, reports, fmt, prefix, attribution):
             click.echo(render({name: df}, fmt), nl=False)
 
 
+@main.command()
+@click.argument("table", required=False)
+@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@handled
+def schema(table, fmt):
+    """The canonical tables (schema v1) and what each column means: what `nsysql sql` and `export` give you."""
+    import polars as pl
+
+    from .export import schema_docs
+
+    docs = schema_docs()
+    if table and table not in docs:
+        raise NsysqlError(f"no canonical table {table!r}; tables: {', '.join(docs)}")
+    rows = [(t, c, d) for t, info in docs.items() if not table or t == table
+            for c, d in info["columns"].items()]
+    if not table:
+        _emit(pl.DataFrame([(t, i["description"]) for t, i in docs.items()], schema=["table", "description"],
+                           orient="row"), fmt, None)
+        return
+    _emit(pl.DataFrame(rows, schema=["table", "column", "description"], orient="row"), fmt, None)
+
+
 @main.command(name="sql")
 @click.argument("args", nargs=-1, required=True, metavar="[FILE] QUERY")
 @click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)

@@ -98,7 +98,7 @@ def export(con: duckdb.DuckDBPyConnection, to: Path, format: str = "parquet") ->
     for t in CANONICAL_TABLES:
         path = to / f"{t}.{format}"
         con.execute(f"COPY (SELECT * FROM {t}) TO '{_quote(path)}' ({opts})")
-        n = con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        n = con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
         rows.append((t, n, str(path)))
     (to / "README.md").write_text(readme(con, format), encoding="utf-8")
     return pl.DataFrame(rows, schema=["table", "rows", "file"], orient="row")
@@ -128,7 +128,7 @@ def readme(con: duckdb.DuckDBPyConnection, format: str) -> str:
         "| table | rows | what |",
         "|---|---:|---|",
     ]
-    counts = {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in CANONICAL_TABLES}
+    counts = {t: con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in CANONICAL_TABLES}
     for t in CANONICAL_TABLES:
         out.append(f"| [`{t}`](#{t}) | {counts[t]:,} | {docs.get(t, {}).get('description', '')} |")
     for t in CANONICAL_TABLES:

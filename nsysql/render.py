@@ -14,7 +14,7 @@ import polars as pl
 FORMATS = ("table", "csv", "json", "markdown")
 TABLE_TEXT_WIDTH = 72
 # prose columns are never shortened in the table format; names (kernels, ranges) are
-PROSE = {"value", "evidence", "detected", "outlier_pattern", "sentence"}
+PROSE = {"value", "evidence", "detected", "outlier_pattern", "sentence", "description"}
 # the table format is for reading: past this many rows it shows the first and last ones (csv/json give all)
 TABLE_MAX_ROWS = 60
 

@@ -116,3 +116,15 @@ def test_summary_markdown_is_the_pr_snippet():
     assert "**Top 10 kernels**" in text and "**GPU idle by cause**" in text and "**Findings**" in text
     assert "iterations 4, 9, 14, 19 (every 5th)" in text
     assert "| host:Load data |" in text
+
+
+def test_schema_lists_every_canonical_table_with_documented_columns():
+    from nsysql.loader import CANONICAL_TABLES
+
+    res = run(["schema", "-f", "csv"])
+    tables = pl.read_csv(io.StringIO(res.stdout))["table"].to_list()
+    assert set(CANONICAL_TABLES) <= set(tables)
+    cols = pl.read_csv(io.StringIO(run(["schema", "gpu_ops", "-f", "csv"]).stdout))
+    have = set(loaded(str(TRAIN)).sql("SELECT * FROM gpu_ops LIMIT 0").columns)
+    assert set(cols["column"]) == have  # every column documented, none invented
+    assert cols["description"].str.len_chars().min() > 5
