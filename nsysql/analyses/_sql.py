@@ -20,6 +20,6 @@ def frame(con: duckdb.DuckDBPyConnection, sql: str, params: dict | None = None) 
 
 def facts(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
-    for k, v in con.execute("SELECT key, value FROM profile_facts").fetchall():
+    for k, v in con.execute(queries.read("analyses/facts.sql")).fetchall():
         out.setdefault(k, []).append(v)
     return out

@@ -27,7 +27,7 @@ def info(con) -> pl.DataFrame:
     rows.append(("file", "span", _fmt_ns(one("span_ns"))))
     if one("rank"):
         rows.append(("file", "rank", one("rank")))
-    for d in con.execute("SELECT device_id, name, sm_count, memory_bytes, compute_capability FROM devices").fetchall():
+    for d in run(con, "devices").iter_rows():
         desc = d[1] or "unnamed GPU"
         if d[2]:
             desc += f", {d[2]} SMs"

@@ -1,0 +1,2 @@
+-- Facts about the profile as a whole (key/value; a key may repeat, e.g. `missing`).
+SELECT key, value FROM profile_facts;
