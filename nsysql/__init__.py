@@ -9,7 +9,17 @@
 __version__ = "0.1.0"
 
 from .errors import NsysqlError  # noqa: E402
-from .many import Ranks, load_many  # noqa: E402
-from .profile import Profile, load  # noqa: E402
 
 __all__ = ["load", "load_many", "Profile", "Ranks", "NsysqlError", "__version__"]
+
+
+def __getattr__(name):  # imported on first use: `import nsysql` stays cheap for the CLI
+    if name in ("load", "Profile"):
+        from . import profile
+
+        return getattr(profile, name)
+    if name in ("load_many", "Ranks"):
+        from . import many
+
+        return getattr(many, name)
+    raise AttributeError(f"module 'nsysql' has no attribute {name!r}")

@@ -20,7 +20,10 @@ import uuid
 import warnings
 from pathlib import Path
 
-import duckdb
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import duckdb
 
 from . import __version__
 from .queries import SCHEMA_VERSION, canonical_files
@@ -65,6 +68,8 @@ def entry(cache_dir: Path, path: Path) -> Path:
 
 def open_entry(file: Path, config: dict) -> duckdb.DuckDBPyConnection | None:
     """A connection whose default catalog is the cached entry (read-only), or None if missing or unusable."""
+    import duckdb
+
     if not file.exists():
         return None
     con = connect(":memory:", config)
@@ -83,6 +88,8 @@ def open_entry(file: Path, config: dict) -> duckdb.DuckDBPyConnection | None:
 
 def build_entry(file: Path, build, config: dict) -> bool:
     """Run `build(con)` into a new entry `file`; False (with a warning) if the directory cannot take it."""
+    import duckdb
+
     tmp = file.with_name(f".{file.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
@@ -106,6 +113,8 @@ def build_entry(file: Path, build, config: dict) -> bool:
 
 def connect(database: str, config: dict) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with nsysql's settings: memory limit, spill directory, no progress bar."""
+    import duckdb
+
     con = duckdb.connect(database, config=config)
     con.execute("SET enable_progress_bar = false")
     return con
@@ -117,6 +126,8 @@ def entries(cache_dir: Path) -> list[Path]:
 
 def describe(file: Path) -> dict:
     """Source path, size and age of one entry."""
+    import duckdb
+
     info = {"entry": file.name, "bytes": file.stat().st_size, "source_path": None, "complete": False}
     try:
         con = duckdb.connect(str(file), read_only=True)

@@ -117,16 +117,10 @@ def handled(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        import duckdb
-
         try:
             return fn(*args, **kwargs)
         except NsysqlError as e:
             click.echo(f"nsysql: error: {e}", err=True)
-            sys.exit(2)
-        except duckdb.Error as e:
-            click.echo(f"nsysql: error: {kwargs.get('file') or ''}: query failed: {str(e).splitlines()[0]}",
-                       err=True)
             sys.exit(2)
         except MemoryError:
             click.echo("nsysql: error: out of memory (set NSYSQL_MEMORY_LIMIT lower to spill to disk)", err=True)
@@ -135,6 +129,12 @@ def handled(fn):
             sys.exit(0)
         except OSError as e:  # writing -o/--to somewhere impossible
             click.echo(f"nsysql: error: {e.filename or ''}: {e.strerror or e}", err=True)
+            sys.exit(2)
+        except Exception as e:
+            if not type(e).__module__.startswith(("duckdb", "_duckdb")):
+                raise
+            click.echo(f"nsysql: error: {kwargs.get('file') or ''}: query failed: {str(e).splitlines()[0]}",
+                       err=True)
             sys.exit(2)
 
     return wrapper
@@ -193,6 +193,11 @@ def main(ctx, cache_dir, no_cache):
     left out: $NSYSQL_PROFILE, else the only .sqlite file here, else the profile analysed last.
     """
     ctx.obj = {"cache_dir": cache_dir, "no_cache": no_cache}
+
+    def one_line(message, category, *args, **kwargs):  # warnings raised later than the load, e.g. a rebuild
+        click.echo(f"nsysql: warning: {message}", err=True)
+
+    warnings.showwarning = one_line
 
 
 @main.group()

@@ -10,7 +10,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import duckdb
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import duckdb
 import polars as pl
 
 from . import __version__

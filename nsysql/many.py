@@ -16,7 +16,6 @@ from concurrent.futures import ProcessPoolExecutor
 
 from pathlib import Path
 
-import duckdb
 import polars as pl
 
 from . import cache as _cache
@@ -99,6 +98,8 @@ class Ranks:
 
     def _reduce(self) -> dict[str, pl.DataFrame]:
         if self._reduced is None:
+            import duckdb
+
             con = duckdb.connect(":memory:")
             self._reduced = _ranks.reduce(con, self.tables)
             con.close()

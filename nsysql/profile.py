@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import duckdb
+from typing import TYPE_CHECKING, Callable
+
 import polars as pl
 
 from . import cache as _cache
-from . import loader
+from .memo import cached
+from .loader.source import open_source
 from .analyses import info as _info
 from .analyses import kernels as _kernels
 from .analyses import kernels_by_range as _kbr
@@ -24,14 +26,26 @@ from .analyses.patterns import resolve_range
 from .analyses.ranges import DEFAULT_ATTRIBUTION
 from .errors import NsysqlError
 
+if TYPE_CHECKING:
+    import duckdb
+
 
 class Profile:
     """An nsys export loaded into DuckDB's canonical tables. `con` is the DuckDB connection, for your own SQL."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, cache_entry: Path | None = None):
-        self.con = con
+    def __init__(self, con: duckdb.DuckDBPyConnection | None, path: Path, cache_entry: Path | None = None,
+                 opener: Callable[[], duckdb.DuckDBPyConnection] | None = None):
+        self._con = con
+        self._opener = opener
         self.path = path
         self.cache_entry = cache_entry
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The DuckDB connection over the canonical tables (opened, or built, on first use)."""
+        if self._con is None:
+            self._con = self._opener()
+        return self._con
 
     def __repr__(self) -> str:
         return f"<nsysql.Profile {self.path}>"
@@ -40,32 +54,40 @@ class Profile:
     def facts(self) -> dict[str, list[str]]:
         return _facts(self.con)
 
+    @cached("info")
     def info(self) -> pl.DataFrame:
         return _info.info(self.con)
 
+    @cached("kernels")
     def kernels(self, name: str = "demangled", top: int | None = None) -> pl.DataFrame:
         return _kernels.kernels(self.con, name=name, top=top)
 
+    @cached("ranges")
     def ranges(self, attribution: str = DEFAULT_ATTRIBUTION) -> pl.DataFrame:
         return _ranges.ranges(self.con, attribution=attribution)
 
+    @cached("kernels_by_range")
     def kernels_by_range(
         self, range: str | None = None, innermost: bool = False, attribution: str = DEFAULT_ATTRIBUTION
     ) -> pl.DataFrame:
         return _kbr.kernels_by_range(self.con, range=range, innermost=innermost, attribution=attribution)
 
+    @cached("summary")
     def summary(self, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10) -> dict[str, pl.DataFrame]:
         return _summary.summary(self.con, attribution=attribution, top=top)
 
+    @cached("iterations")
     def iterations(self, range: str | None = None, skip: int | None = None) -> pl.DataFrame:
         """One row per iteration of the loop (see nsysql.analyses.iterations for the rules)."""
         return _iter.iterations(self.con, range=range, skip=skip)
 
+    @cached("iteration_stats")
     def iteration_stats(self, range: str | None = None, skip: int | None = None) -> pl.DataFrame:
         """Steady-state summary of iteration time, the outlier pattern, and which range was chosen and why."""
         it = _iter.detect(self.con, range)
         return _iter.stats(_iter.iterations(self.con, skip=skip, it=it), it)
 
+    @cached("gaps")
     def gaps(self, range: str | None = None, min_ns: int | str = _gaps.DEFAULT_MIN_NS, by: str | None = None,
              include_warmup: bool = False) -> pl.DataFrame:
         """GPU idle gaps with their causes; `by="cause"` for idle time per cause."""
@@ -131,18 +153,31 @@ def load(
     that entry instead. `cache=False` (or $NSYSQL_NO_CACHE=1) builds in memory every time.
     `progress(step)` is called with each table or SQL file being loaded.
     """
-    src = loader.open_source(path)
+    src = open_source(path)
     config = _duckdb_config(memory_limit, threads)
+
+    def build(con):
+        from . import loader
+
+        loader.build(src, con, progress)
+        return con
+
     if cache and os.environ.get("NSYSQL_NO_CACHE", "") in ("", "0"):
         entry = _cache.entry(Path(cache_dir).expanduser() if cache_dir else _cache.default_dir(), src.path)
-        con = _cache.open_entry(entry, config)
-        if con is None and _cache.build_entry(entry, lambda c: loader.build(src, c, progress), config):
+
+        def opener():
             con = _cache.open_entry(entry, config)
-        if con is not None:
-            return Profile(con, src.path, entry)
-    con = _cache.connect(":memory:", config)
-    loader.build(src, con, progress)
-    return Profile(con, src.path)
+            if con is None and _cache.build_entry(entry, build, config):
+                con = _cache.open_entry(entry, config)
+            if con is None:  # the cache cannot be written: in memory, as with cache=False
+                con = build(_cache.connect(":memory:", config))
+            return con
+
+        if entry.exists():
+            # warm: answers may come from the stored results; DuckDB opens only when a question needs it
+            return Profile(None, src.path, entry, opener)
+        return Profile(opener(), src.path, entry)
+    return Profile(build(_cache.connect(":memory:", config)), src.path)
 
 
 def _duckdb_config(memory_limit: str | None, threads: int | None) -> dict:

@@ -102,3 +102,25 @@ def test_no_cache_flag_and_cache_commands(tmp_path):
     assert rows.height == 1 and rows["source_path"][0] == str(src.resolve())
     cleared = r.invoke(main, ["--cache-dir", str(cdir), "cache", "clear"])
     assert "removed 1" in cleared.stdout and cache.entries(cdir) == []
+
+
+def test_answers_are_stored_and_served_again(tmp_path):
+    from nsysql import memo
+
+    src, cdir = copy(tmp_path), tmp_path / "c"
+    first = nsysql.load(src, cache_dir=cdir)
+    a = first.iterations()
+    stored = list(cdir.glob("*.results/iterations-*/index.json"))
+    assert len(stored) == 1
+    again = nsysql.load(src, cache_dir=cdir)
+    assert memo.get(again.cache_entry, "iterations", {"range": None, "skip": None}) is not None
+    assert_frame_equal(again.iterations(), a)
+    assert_frame_equal(again.gaps(by="cause"), first.gaps(by="cause"))
+    s1, s2 = first.summary(), again.summary()
+    assert list(s1) == list(s2) and all(s1[k].equals(s2[k]) for k in s1)
+    # a damaged stored answer is recomputed, not served
+    for f in stored[0].parent.glob("*.parquet"):
+        f.write_bytes(b"not parquet")
+    assert_frame_equal(nsysql.load(src, cache_dir=cdir).iterations(), a)
+    # other arguments are other answers
+    assert nsysql.load(src, cache_dir=cdir).iterations(skip=3)["warmup"].sum() == 3

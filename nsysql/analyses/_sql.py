@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-import duckdb
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import duckdb
 import polars as pl
 
 from .. import queries

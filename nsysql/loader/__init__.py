@@ -7,11 +7,13 @@ names an nsys table.
 
 from __future__ import annotations
 
-import duckdb
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import duckdb
 
 from .. import __version__
 from ..queries import SCHEMA_VERSION, canonical_files
-from .raw import RAW_TABLES, STAGE, stage, unstage
 from .source import Source, open_source
 
 CANONICAL_TABLES = (
@@ -24,6 +26,8 @@ __all__ = ["build", "open_source", "Source", "CANONICAL_TABLES", "RAW_TABLES"]
 
 def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None) -> None:
     """Fill `con` with the canonical tables of the export `src`."""
+    from .raw import stage, unstage
+
     used = stage(src, con, progress)
     facts = [
         ("source_path", str(src.path)),
@@ -57,6 +61,8 @@ _WHAT_IT_MEANS = (
 
 
 def _missing(src: Source, con: duckdb.DuckDBPyConnection) -> list[str]:
+    from .raw import RAW_TABLES, STAGE
+
     out = []
     for staging, table, meaning in _WHAT_IT_MEANS:
         if con.execute(f"SELECT count(*) FROM {STAGE}.{staging}").fetchall()[0][0] == 0:
@@ -64,3 +70,11 @@ def _missing(src: Source, con: duckdb.DuckDBPyConnection) -> list[str]:
             present = next((t for t in rt.sources if src.has(t)), None)
             out.append(f"{'empty ' + present if present else 'no ' + table}: {meaning}")
     return out
+
+
+def __getattr__(name):  # RAW_TABLES without importing pyarrow up front
+    if name == "RAW_TABLES":
+        from .raw import RAW_TABLES
+
+        return RAW_TABLES
+    raise AttributeError(name)

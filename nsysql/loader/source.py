@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..errors import NsysqlError
 
@@ -71,6 +69,8 @@ class Source:
         Text columns are read as bytes and decoded here, invalid UTF-8 replaced by U+FFFD, because some real
         exports (Windows captures) hold Latin-1 bytes in TEXT columns.
         """
+        import pyarrow as pa
+
         try:
             batches = _read_adbc(self._uri(), sql)
         except ImportError:
@@ -97,6 +97,8 @@ def _read_adbc(uri: str, sql: str) -> Iterator[pa.RecordBatch]:
 
 
 def _read_sqlite3(source: Source, sql: str, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    import pyarrow as pa
+
     con = source.sqlite()
     con.text_factory = bytes
     try:
@@ -116,6 +118,8 @@ def _read_sqlite3(source: Source, sql: str, schema: pa.Schema) -> Iterator[pa.Re
 
 
 def _conform(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path) -> Iterator[pa.RecordBatch]:
+    import pyarrow as pa
+
     try:
         for b in batches:
             arrays = []
@@ -134,6 +138,9 @@ def _conform(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path) -
 
 
 def _to_utf8(a: pa.Array) -> pa.Array:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if pa.types.is_string(a.type) or pa.types.is_large_string(a.type):
         a = a.cast(pa.binary()) if pa.types.is_string(a.type) else a.cast(pa.large_binary())
     if pa.types.is_null(a.type):

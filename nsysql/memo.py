@@ -1,0 +1,95 @@
+"""Cached answers: the frames an analysis returned, stored beside the profile's cache entry.
+
+Users re-run the same commands on the same file. An answer depends only on the export (already covered by the
+cache entry's key), the call's parameters, and the analysis code; so the frames are stored as Parquet under
+`<entry>.results/`, keyed by a hash of the analysis name, its parameters and the text of nsysql's analysis code
+(queries/v1/analyses/*.sql and nsysql/analyses/*.py): editing an analysis never serves a stale answer.
+Writing is best effort (temporary names, then rename; the index file last); a damaged or partial answer is
+recomputed.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import polars as pl
+
+from .queries import queries_dir
+
+INDEX = "index.json"
+
+
+@functools.lru_cache(maxsize=1)
+def code_hash() -> str:
+    h = hashlib.sha256()
+    roots = [queries_dir() / "analyses", Path(__file__).resolve().parent / "analyses"]
+    for root in roots:
+        for f in sorted(root.glob("*.*")):
+            if f.suffix in (".sql", ".py"):
+                h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _dir(entry: Path, name: str, params: dict) -> Path:
+    blob = json.dumps({"name": name, "params": params, "code": code_hash()}, sort_keys=True, default=str)
+    return entry.with_name(entry.stem + ".results") / f"{name}-{hashlib.sha256(blob.encode()).hexdigest()[:20]}"
+
+
+def get(entry: Path | None, name: str, params: dict):
+    """The stored answer (a DataFrame or a dict of them), or None."""
+    if entry is None:
+        return None
+    d = _dir(entry, name, params)
+    try:
+        index = json.loads((d / INDEX).read_text())
+        frames = {k: pl.read_parquet(d / f"{i}.parquet") for i, k in enumerate(index["sections"])}
+    except (OSError, ValueError, KeyError, pl.exceptions.PolarsError):
+        return None
+    return frames[""] if index.get("single") else frames
+
+
+def put(entry: Path | None, name: str, params: dict, result) -> None:
+    if entry is None:
+        return
+    single = isinstance(result, pl.DataFrame)
+    frames = {"": result} if single else result
+    d = _dir(entry, name, params)
+    tag = f".{os.getpid()}.tmp"
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        for i, df in enumerate(frames.values()):
+            tmp = d / f"{i}.parquet{tag}"
+            df.write_parquet(tmp)
+            os.replace(tmp, d / f"{i}.parquet")
+        tmp = d / (INDEX + tag)
+        tmp.write_text(json.dumps({"sections": list(frames), "single": single}))
+        os.replace(tmp, d / INDEX)
+    except (OSError, pl.exceptions.PolarsError):
+        pass  # an answer we cannot store is only recomputed next time
+
+
+def cached(name: str):
+    """Decorator for Profile methods: serve the stored answer for these arguments, else compute and store it."""
+
+    def wrap(method):
+        @functools.wraps(method)
+        def inner(self, *args, **kwargs):
+            import inspect
+
+            bound = inspect.signature(method).bind(self, *args, **kwargs)
+            bound.apply_defaults()
+            params = {k: v for k, v in bound.arguments.items() if k != "self"}
+            hit = get(self.cache_entry, name, params)
+            if hit is not None:
+                return hit
+            result = method(self, *args, **kwargs)
+            put(self.cache_entry, name, params, result)
+            return result
+
+        return inner
+
+    return wrap
