@@ -7,7 +7,8 @@ entry.
 Written atomically: built under a temporary name unique to the process, then renamed. Two processes on the
 same export both succeed (the last rename wins; readers see a whole file either way). An entry that cannot be
 opened, or lacks the `complete` fact written last, is deleted and rebuilt. A cache directory that cannot be
-written (read-only, full) degrades to an in-memory load with one warning.
+written (read-only, full) degrades to an in-memory load with one warning. Answers to questions asked of a
+profile are stored beside its entry by nsysql.memo.
 """
 
 from __future__ import annotations
