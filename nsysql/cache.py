@@ -145,10 +145,16 @@ def describe(file: Path) -> dict:
 
 
 def clear(cache_dir: Path) -> int:
-    n = 0
-    for f in entries(cache_dir) + sorted(cache_dir.glob(".*.tmp")) if cache_dir.is_dir() else []:
-        if _remove(f):
-            n += 1
+    """Delete every entry (with its stored answers and per-rank frames); returns the number of entries."""
+    import shutil
+
+    if not cache_dir.is_dir():
+        return 0
+    n = sum(1 for f in entries(cache_dir) if _remove(f))
+    for f in list(cache_dir.glob(".*.tmp")) + list(cache_dir.glob("*.parquet")):
+        _remove(f)
+    for d in cache_dir.glob("*.results"):
+        shutil.rmtree(d, ignore_errors=True)
     return n
 
 

@@ -100,8 +100,11 @@ def test_no_cache_flag_and_cache_commands(tmp_path):
     info = r.invoke(main, ["--cache-dir", str(cdir), "cache", "info", "-f", "csv"])
     rows = pl.read_csv(info.stdout.encode())
     assert rows.height == 1 and rows["source_path"][0] == str(src.resolve())
+    assert r.invoke(main, ["--cache-dir", str(cdir), "kernels", str(src)]).exit_code == 0  # stores an answer
+    assert list(cdir.glob("*.results"))
     cleared = r.invoke(main, ["--cache-dir", str(cdir), "cache", "clear"])
     assert "removed 1" in cleared.stdout and cache.entries(cdir) == []
+    assert not list(cdir.glob("*.results"))
 
 
 def test_answers_are_stored_and_served_again(tmp_path):
