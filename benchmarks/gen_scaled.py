@@ -345,17 +345,17 @@ def build(a, tmp, t_start):
                     elif mode != "prefix":
                         e = tmap(c, mode)
                 elif c == "correlationId":
-                    e = {"copy": f"(w.correlationId + s.dcorr)", "tail": f"(w.correlationId + {tail_corr})"}.get(mode, e)
+                    e = {"copy": "(w.correlationId + s.dcorr)", "tail": f"(w.correlationId + {tail_corr})"}.get(mode, e)
                 elif c == "gridId":
-                    e = {"copy": f"(w.gridId + s.dgrid)", "tail": f"(w.gridId + {tail_grid})"}.get(mode, e)
+                    e = {"copy": "(w.gridId + s.dgrid)", "tail": f"(w.gridId + {tail_grid})"}.get(mode, e)
                 elif c == "rangeId" and t == NVTX:
-                    e = {"copy": f"(w.rangeId + s.drange)", "tail": f"(w.rangeId + {tail_range})"}.get(mode, e)
+                    e = {"copy": "(w.rangeId + s.drange)", "tail": f"(w.rangeId + {tail_range})"}.get(mode, e)
                 elif c == "text" and t == NVTX and mode == "copy":
                     e = (f"(CASE WHEN i.rid IS NOT NULL AND w.text IS NOT NULL AND s.k > 0 "
                          f"THEN i.prefix || (i.num + s.k * {n_iters}) || i.suffix ELSE w.text END)")
                 elif c == "textId" and t == NVTX and mode == "copy":
-                    e = (f"(CASE WHEN i.rid IS NOT NULL AND w.text IS NULL AND i.inline = 0 AND s.k > 0 "
-                         f"THEN s.dstr + i.j ELSE w.textId END)")
+                    e = ("(CASE WHEN i.rid IS NOT NULL AND w.text IS NULL AND i.inline = 0 AND s.k > 0 "
+                         "THEN s.dstr + i.j ELSE w.textId END)")
                 out.append(e)
             return ",".join(out)
 

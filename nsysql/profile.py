@@ -19,7 +19,6 @@ from .analyses import ranges as _ranges
 from .analyses import summary as _summary
 from .analyses import gaps as _gaps
 from .analyses import iterations as _iter
-from .analyses import findings as _findings
 from .analyses._sql import facts as _facts
 from .analyses._sql import frame as _frame
 from .analyses.patterns import resolve_range

@@ -5,7 +5,6 @@ Front-end helper: no SQL, no analysis, only presentation. The same switches work
 
 from __future__ import annotations
 
-import io
 import json
 import math
 

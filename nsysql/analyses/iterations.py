@@ -29,7 +29,7 @@ import polars as pl
 
 from ..errors import NsysqlError
 from .. import queries
-from ._sql import frame, run
+from ._sql import run
 from .patterns import resolve_range
 
 MIN_REPEATS = 3

@@ -12,10 +12,13 @@ import sqlite3
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 
 from ..errors import NsysqlError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BATCH_ROWS = 65536
