@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import sys
 
 import pytest
@@ -95,3 +96,14 @@ def test_png_without_kaleido_says_how(tmp_path):
     assert "pip install kaleido" in r.stderr
 
 
+
+
+def test_png_with_kaleido_writes_every_chart(tmp_path):
+    if importlib.util.find_spec("kaleido") is None or not shutil.which("chromium"):
+        pytest.skip("kaleido or chromium not installed")
+    out = tmp_path / "r.html"
+    r = CliRunner().invoke(main, ["report", str(fixture("train_small")), "-o", str(out), "--png", str(tmp_path / "p")])
+    assert r.exit_code == 0, r.stderr
+    pngs = sorted(p.name for p in (tmp_path / "p").glob("*.png"))
+    assert pngs == ["idle.png", "iterations.png", "kernels.png", "timeline.png"]
+    assert all((tmp_path / "p" / n).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for n in pngs)
