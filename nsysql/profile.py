@@ -84,7 +84,7 @@ class Profile:
     def iteration_stats(self, range: str | None = None, skip: int | None = None) -> pl.DataFrame:
         """Steady-state summary of iteration time, the outlier pattern, and which range was chosen and why."""
         it = _iter.detect(self.con, range)
-        return _iter.stats(_iter.iterations(self.con, skip=skip, it=it), it)
+        return _iter.stats(self.iterations(range=range, skip=skip), it)  # the (stored) iterations frame
 
     @cached("gaps")
     def gaps(self, range: str | None = None, min_ns: int | str = _gaps.DEFAULT_MIN_NS, by: str | None = None,
