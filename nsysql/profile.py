@@ -73,7 +73,13 @@ class Profile:
 
     @cached("summary")
     def summary(self, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10) -> dict[str, pl.DataFrame]:
-        return _summary.summary(self.con, attribution=attribution, top=top)
+        # through the (stored) answers of iterations() and gaps(), so a report that asks them next reuses them
+        try:
+            its, st = self.iterations(), self.iteration_stats()
+            g = self.gaps()
+        except NsysqlError:
+            its = st = g = None
+        return _summary.summary(self.con, attribution=attribution, top=top, its=its, st=st, gaps_df=g)
 
     @cached("iterations")
     def iterations(self, range: str | None = None, skip: int | None = None) -> pl.DataFrame:
@@ -105,7 +111,7 @@ class Profile:
     def _iterations_for(self, range):
         for pattern in ([range, None] if range else [None]):
             try:
-                return _iter.iterations(self.con, range=pattern)
+                return self.iterations(range=pattern)
             except NsysqlError:
                 continue
         return None

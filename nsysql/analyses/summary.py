@@ -13,8 +13,12 @@ from .kernels import kernels
 from .ranges import DEFAULT_ATTRIBUTION, ranges
 
 
-def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10) -> dict[str, pl.DataFrame]:
-    """Sections as DataFrames: facts, gpus, findings, idle (by cause), kernels (top), ranges (top), memory."""
+def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10, *, its: pl.DataFrame | None = None,
+            st: pl.DataFrame | None = None, gaps_df: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:
+    """Sections as DataFrames: facts, gpus, findings, idle (by cause), kernels (top), ranges (top), memory.
+
+    `its`, `st` and `gaps_df` (iterations, their stats, gaps), when the caller already has them, are used as
+    they are instead of being computed again."""
     f = facts(con)
     one = lambda k, d=None: (f.get(k) or [d])[0]  # noqa: E731
     gpus = run(con, "gpu_utilization")
@@ -30,12 +34,12 @@ def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10) -> dict[
         rows.append((f"GPU {r['device_id']} busy",
                      f"{r['busy_pct_active']:.1f}% of its active span ({r['busy_ns'] / 1e6:.1f} ms of "
                      f"{r['active_ns'] / 1e6:.1f} ms), {r['busy_pct_span']:.1f}% of the profile span"))
-    st = causes = None
-    its = None
+    causes = None
     try:
-        it = _iter.detect(con)
-        its = _iter.iterations(con, it=it)
-        st = _iter.stats(its, it)
+        if its is None or st is None:
+            it = _iter.detect(con)
+            its = _iter.iterations(con, it=it)
+            st = _iter.stats(its, it)
         s = st.row(0, named=True)
         line = (f"{s['iterations']} x `{s['range']}` ({s['mode']}), {s['warmup']} warm-up; steady state: "
                 f"median {s['median_ns'] / 1e6:.2f} ms, mean {s['mean_ns'] / 1e6:.2f} ms, "
@@ -47,7 +51,7 @@ def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10) -> dict[
     except NsysqlError as e:
         rows.append(("iterations", f"none: {e}"))
     if gpus.height:
-        g = _gaps.gaps(con, its=its if its is not None else False)
+        g = gaps_df if gaps_df is not None else _gaps.gaps(con, its=its if its is not None else False)
         causes = _gaps.by_cause(con, g, its=its)
         if causes.height:
             idle = causes["idle_ns"].sum()
