@@ -59,29 +59,30 @@ WITH busy AS (
          CASE WHEN i.ov * 2 < g.duration_ns AND p.range_id IS NOT NULL
               THEN least(p.end_ns, g.end_ns) - greatest(p.start_ns, g.start_ns) ELSE i.ov END AS ov
   FROM inner_rng i JOIN g USING (gap_id) LEFT JOIN nvtx_ranges p ON p.range_id = i.parent_id
-), call_kind AS (  -- classify each API name once, not each call
-  SELECT id AS name_id, value AS name,
+), call_kind AS (  -- classify each API name once, not each call; kinds as numbers keep the sorts cheap:
+  -- 1 alloc, 2 launch, 3 memcpy, 4 sync (alphabetical, as ties are broken by kind)
+  SELECT id AS name_id,
          CASE WHEN value ILIKE '%synchronize%' OR value ILIKE '%waitevent%' OR value ILIKE '%eventquery%'
-                   OR value ILIKE '%streamquery%' THEN 'sync'
-              WHEN value ILIKE '%memcpy%' THEN 'memcpy'
+                   OR value ILIKE '%streamquery%' THEN 4
+              WHEN value ILIKE '%memcpy%' THEN 3
               WHEN value ILIKE '%malloc%' OR value ILIKE '%free%' OR value ILIKE '%hostalloc%'
                    OR value ILIKE '%hostregister%' OR value ILIKE '%memalloc%' OR value ILIKE '%memcreate%'
-                   OR value ILIKE '%memmap%' THEN 'alloc'
-              WHEN value ILIKE '%launch%' THEN 'launch'
-              ELSE 'other' END AS kind
+                   OR value ILIKE '%memmap%' THEN 1
+              WHEN value ILIKE '%launch%' THEN 2
+              ELSE 0 END::UTINYINT AS kind
   FROM strings WHERE id IN (SELECT DISTINCT name_id FROM api_calls)
 ), calls AS (
-  SELECT a.start_ns, a.end_ns, k.name, k.kind
+  SELECT a.start_ns, a.end_ns, a.name_id, k.kind
   FROM api_calls a JOIN call_kind k USING (name_id)
   WHERE a.pid = $pid
 ), in_gap AS (  -- calls starting inside a gap, clipped to it
   SELECT g.gap_id, c.kind, least(c.end_ns, g.end_ns) - c.start_ns AS ov
-  FROM (SELECT * FROM calls WHERE kind <> 'other') c ASOF JOIN g ON c.start_ns >= g.start_ns
+  FROM (SELECT * FROM calls WHERE kind > 0) c ASOF JOIN g ON c.start_ns >= g.start_ns
   WHERE c.start_ns < g.end_ns
 ), spanning AS (  -- per kind, the last call started before the gap, if it is still running when the gap opens
   SELECT p.gap_id, p.kind, least(c.end_ns, p.end_ns) - p.start_ns AS ov
   FROM (SELECT g.gap_id, g.start_ns, g.end_ns, k.kind
-        FROM g, (SELECT DISTINCT kind FROM call_kind WHERE kind <> 'other') k) p
+        FROM g, (SELECT DISTINCT kind FROM call_kind WHERE kind > 0) k) p
   ASOF JOIN calls c ON p.kind = c.kind AND p.start_ns > c.start_ns
   WHERE c.end_ns > p.start_ns
 ), api_kind AS (
@@ -91,8 +92,9 @@ WITH busy AS (
 ), long_calls AS (
   SELECT * FROM calls WHERE end_ns - start_ns >= greatest($min_ns // 10, 10000)
 ), api_top AS (
-  SELECT g.gap_id, c.name
+  SELECT g.gap_id, s.value AS name
   FROM g ASOF JOIN long_calls c ON g.mid_ns >= c.start_ns
+  LEFT JOIN strings s ON s.id = c.name_id
   WHERE c.end_ns > g.mid_ns
 ), os AS (
   SELECT g.gap_id, s.value AS name
@@ -107,10 +109,10 @@ SELECT
   g.start_ns,
   g.end_ns,
   g.duration_ns,
-  CASE WHEN k.cover * 2 >= g.duration_ns THEN k.kind
+  CASE WHEN k.cover * 2 >= g.duration_ns THEN ['alloc', 'launch', 'memcpy', 'sync'][k.kind]
        WHEN r.ov * 2 >= g.duration_ns THEN 'host:' || regexp_replace(r.name, '[ _#:-]*[0-9]+$', '')
                                            || CASE WHEN regexp_matches(r.name, '[0-9]$') THEN '*' ELSE '' END
-       WHEN k.kind IS NOT NULL THEN k.kind
+       WHEN k.kind IS NOT NULL THEN ['alloc', 'launch', 'memcpy', 'sync'][k.kind]
        ELSE 'unknown' END AS cause,
   r.name AS range,
   t.name AS api_call,

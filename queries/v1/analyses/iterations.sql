@@ -10,18 +10,20 @@ WITH coll AS (  -- collective communication kernels (NCCL)
   ASOF JOIN _iterations i ON o.t >= i.start_ns
   WHERE o.t < i.end_ns
 ), merged AS (
+  -- prev_end: the latest end among the iteration's ops that started before this one. One window over all
+  -- ops ordered by (iteration, start) instead of a window per iteration (much slower in DuckDB): the running
+  -- max of iteration * 2^64 + end_ns is the max end within the current iteration while it decodes to that
+  -- iteration, and comes from an earlier iteration (so, no predecessor) otherwise.
   SELECT iteration, start_ns, end_ns,
-         max(end_ns) OVER (PARTITION BY iteration ORDER BY start_ns, end_ns
-                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
-  FROM ops
-), grouped AS (
-  SELECT *, sum(CASE WHEN prev_end IS NULL OR start_ns > prev_end THEN 1 ELSE 0 END)
-              OVER (PARTITION BY iteration ORDER BY start_ns, end_ns ROWS UNBOUNDED PRECEDING) AS grp
-  FROM merged
-), busy AS (
-  SELECT iteration, sum(e - s)::BIGINT AS gpu_busy_ns
-  FROM (SELECT iteration, grp, min(start_ns) AS s, max(end_ns) AS e FROM grouped GROUP BY ALL)
-  GROUP BY iteration
+         CASE WHEN m >= (iteration::HUGEINT << 64) - (1::HUGEINT << 63)
+              THEN (m - (iteration::HUGEINT << 64))::BIGINT END AS prev_end
+  FROM (SELECT iteration, start_ns, end_ns,
+               max((iteration::HUGEINT << 64) + end_ns) OVER (ORDER BY iteration, start_ns, end_ns
+                                                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS m
+        FROM ops)
+), busy AS (  -- length of the union: each op adds its part after the latest end of the ops started before it
+  SELECT iteration, sum(greatest(end_ns - greatest(start_ns, coalesce(prev_end, start_ns)), 0))::BIGINT AS gpu_busy_ns
+  FROM merged GROUP BY iteration
 ), per AS (
   SELECT iteration,
          (max(end_ns) - min(start_ns))::BIGINT AS gpu_span_ns,
@@ -35,16 +37,15 @@ WITH coll AS (  -- collective communication kernels (NCCL)
   FROM ops GROUP BY iteration
 ), dev_busy AS (
   SELECT start_ns, end_ns, busy_before_ns FROM gpu_busy WHERE device_id = $device
-), b_start AS (  -- device busy time before each window start (see gpu_busy.busy_before_ns)
-  SELECT i.iteration,
-         coalesce(b.busy_before_ns + least(greatest(i.start_ns - b.start_ns, 0), b.end_ns - b.start_ns), 0) AS t
-  FROM _iterations i ASOF LEFT JOIN dev_busy b ON i.start_ns >= b.start_ns
-), b_end AS (
-  SELECT i.iteration,
-         coalesce(b.busy_before_ns + least(greatest(i.end_ns - b.start_ns, 0), b.end_ns - b.start_ns), 0) AS t
-  FROM _iterations i ASOF LEFT JOIN dev_busy b ON i.end_ns >= b.start_ns
+), edges AS (  -- device busy time before each window start and end (see gpu_busy.busy_before_ns), one ASOF join
+  SELECT e.iteration, e.is_end,
+         coalesce(b.busy_before_ns + least(greatest(e.t - b.start_ns, 0), b.end_ns - b.start_ns), 0) AS busy_before
+  FROM (SELECT iteration, false AS is_end, start_ns AS t FROM _iterations
+        UNION ALL SELECT iteration, true, end_ns FROM _iterations) e
+  ASOF LEFT JOIN dev_busy b ON e.t >= b.start_ns
 ), covered AS (
-  SELECT e.iteration, (e.t - s.t)::BIGINT AS ns FROM b_end e JOIN b_start s USING (iteration)
+  SELECT iteration, (max(busy_before) FILTER (WHERE is_end) - max(busy_before) FILTER (WHERE NOT is_end))::BIGINT AS ns
+  FROM edges GROUP BY iteration
 )
 SELECT
   i.iteration,

@@ -22,37 +22,11 @@ FROM (SELECT id, label FROM raw_enum_memkind
                             (5, 'Managed'), (6, 'Device'), (7, 'Managed')) v(id, label)
       WHERE NOT EXISTS (SELECT 1 FROM raw_enum_memkind));
 
-CREATE OR REPLACE TEMP TABLE _ops AS
-SELECT row_number() OVER () AS op_id, * FROM (
-SELECT 'kernel' AS kind, k.start, k."end", k.deviceId, k.streamId, k.correlationId, k.globalPid,
-       k.demangledName AS name_id, coalesce(k.shortName, k.demangledName) AS short_name_id,
-       coalesce(k.mangledName, k.demangledName) AS mangled_name_id,
-       NULL::BIGINT AS bytes, NULL::VARCHAR AS copy_kind, NULL::VARCHAR AS src_kind, NULL::VARCHAR AS dst_kind,
-       k.graphNodeId
-FROM raw_kernel k
-UNION ALL
-SELECT 'memcpy', m.start, m."end", m.deviceId, m.streamId, m.correlationId, m.globalPid,
-       -1 - coalesce(ck.id, 0), NULL, NULL,
-       m.bytes, coalesce(ck.label, 'Unknown'), sk.label, dk.label, m.graphNodeId
-FROM raw_memcpy m
-LEFT JOIN _copy_kind ck ON ck.id = m.copyKind
-LEFT JOIN _mem_kind sk ON sk.id = m.srcKind
-LEFT JOIN _mem_kind dk ON dk.id = m.dstKind
-UNION ALL
-SELECT 'memset', s.start, s."end", s.deviceId, s.streamId, s.correlationId, s.globalPid,
-       -100, NULL, NULL, s.bytes, NULL, NULL, mk.label, s.graphNodeId
-FROM raw_memset s
-LEFT JOIN _mem_kind mk ON mk.id = s.memKind
-UNION ALL
-SELECT 'graph', g.start, g."end", g.deviceId, g.streamId, g.correlationId, g.globalPid,
-       coalesce(-1000 - g.graphId, -999), NULL, NULL, NULL, NULL, NULL, NULL, NULL
-FROM raw_graph g
-);
-
 -- One row per GPU operation, whatever its kind.
 CREATE OR REPLACE TABLE gpu_ops AS
 SELECT
-  -- row number, stable for this load; op_ranges.op_id points here
+  -- unique id, stable for this load (kernels first, in the export's row order, then memcpy, memset, graph);
+  -- op_ranges.op_id points here
   o.op_id,
   -- `kernel`, `memcpy`, `memset` or `graph` (a whole CUDA graph replay recorded with --cuda-graph-trace=graph)
   o.kind,
@@ -97,11 +71,46 @@ SELECT
   a.end_ns AS api_end_ns,
   -- strings.id of the launch call's name, e.g. `cudaLaunchKernel_v7000`, `cudaGraphLaunch_v10000`
   a.name_id AS api_name_id
-FROM _ops o
+FROM (
+SELECT k.rowid + 1 AS op_id, 'kernel' AS kind, k.start, k."end", k.deviceId, k.streamId, k.correlationId, k.globalPid,
+       k.demangledName AS name_id, coalesce(k.shortName, k.demangledName) AS short_name_id,
+       coalesce(k.mangledName, k.demangledName) AS mangled_name_id,
+       NULL::BIGINT AS bytes, NULL::VARCHAR AS copy_kind, NULL::VARCHAR AS src_kind, NULL::VARCHAR AS dst_kind,
+       k.graphNodeId
+FROM raw_kernel k
+UNION ALL
+SELECT m.rowid + 1 + (SELECT count(*) FROM raw_kernel), 'memcpy', m.start, m."end", m.deviceId, m.streamId, m.correlationId, m.globalPid,
+       -1 - coalesce(ck.id, 0), NULL, NULL,
+       m.bytes, coalesce(ck.label, 'Unknown'), sk.label, dk.label, m.graphNodeId
+FROM raw_memcpy m
+LEFT JOIN _copy_kind ck ON ck.id = m.copyKind
+LEFT JOIN _mem_kind sk ON sk.id = m.srcKind
+LEFT JOIN _mem_kind dk ON dk.id = m.dstKind
+UNION ALL
+SELECT s.rowid + 1 + (SELECT count(*) FROM raw_kernel) + (SELECT count(*) FROM raw_memcpy),
+       'memset', s.start, s."end", s.deviceId, s.streamId, s.correlationId, s.globalPid,
+       -100, NULL, NULL, s.bytes, NULL, NULL, mk.label, s.graphNodeId
+FROM raw_memset s
+LEFT JOIN _mem_kind mk ON mk.id = s.memKind
+UNION ALL
+SELECT g.rowid + 1 + (SELECT count(*) FROM raw_kernel) + (SELECT count(*) FROM raw_memcpy)
+         + (SELECT count(*) FROM raw_memset),
+       'graph', g.start, g."end", g.deviceId, g.streamId, g.correlationId, g.globalPid,
+       coalesce(-1000 - g.graphId, -999), NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM raw_graph g
+) o
 LEFT JOIN api_calls a ON a.pid = (o.globalPid >> 24) & 16777215 AND a.correlation_id = o.correlationId
-WHERE o.start IS NOT NULL AND o."end" IS NOT NULL
--- Some exports hold a runtime call and the driver call inside it under one correlation id: keep the outer.
-QUALIFY row_number() OVER (PARTITION BY o.op_id ORDER BY a.start_ns, a.call_id) = 1;
+WHERE o.start IS NOT NULL AND o."end" IS NOT NULL;
+
+-- Some exports hold a runtime call and the driver call inside it under one correlation id, so the join above
+-- gives such an op twice: keep the outer (earliest) call. Most exports have none, and then this costs one
+-- hash aggregate.
+DELETE FROM gpu_ops WHERE rowid IN (
+  SELECT rowid FROM (
+    SELECT rowid, row_number() OVER (PARTITION BY op_id ORDER BY api_start_ns, api_call_id) AS n
+    FROM gpu_ops WHERE op_id IN (SELECT op_id FROM gpu_ops GROUP BY op_id HAVING count(*) > 1)
+  ) WHERE n > 1
+);
 
 -- gpu_ops with its names spelled out: name, short_name, mangled_name, api_name.
 CREATE OR REPLACE VIEW gpu_ops_named AS

@@ -17,7 +17,7 @@ WITH RECURSIVE a(range_id, anc_id, parent_id) AS (
 )
 SELECT range_id, anc_id FROM a;
 
-CREATE OR REPLACE TEMP TABLE _launched AS
+CREATE OR REPLACE TEMP VIEW _launched AS
 SELECT op_id, pid, api_tid, api_start_ns FROM gpu_ops WHERE api_start_ns IS NOT NULL;
 
 CREATE OR REPLACE TEMP TABLE _thread_match AS
@@ -28,7 +28,7 @@ WITH inner_pp AS (
   WHERE s.range_id IS NOT NULL
 )
 SELECT i.op_id, a.anc_id AS range_id FROM inner_pp i JOIN _ancestors a ON a.range_id = i.range_id
-UNION
+UNION ALL  -- no duplicates: push/pop ancestors here, start/end ranges below, each (op, range) once
 SELECT l.op_id, r.range_id
 FROM _launched l
 JOIN nvtx_ranges r
@@ -51,7 +51,7 @@ WITH range_threads AS (
   WHERE s.range_id IS NOT NULL
 )
 SELECT i.op_id, a.anc_id AS range_id FROM inner_pp i JOIN _ancestors a ON a.range_id = i.range_id
-UNION
+UNION ALL  -- no duplicates: push/pop ancestors here, start/end ranges below, each (op, range) once
 SELECT o.op_id, r.range_id
 FROM _orphans o
 JOIN nvtx_ranges r
