@@ -61,6 +61,18 @@ def test_own_fixtures_slow_steps_by_construction(name, every, first):
     assert (g["cause"] == f"host:{phase}").all()
 
 
+def test_big_step_by_construction():
+    """big_step: 4 steps, step 2 sleeps 20 ms in `Load data`; steady steps launch the same kernels each."""
+    prof = loaded(str(fixture("big_step")))
+    df = prof.iterations()
+    assert df["name"].to_list() == ["Batch0", "Batch1", "Batch2", "Batch3"]
+    steady = df.filter(~pl.col("warmup"))
+    assert steady["kernels"].n_unique() == 1 and steady["kernels"][0] > 1000
+    g = slow_gaps(prof, [2])
+    assert g.height == 1 and g["cause"][0] == "host:Load data" and g["os_call"][0] == "clock_nanosleep"
+    assert g["duration_ns"][0] >= 20_000_000
+
+
 def test_delimiter_detection_without_wrapper_range():
     prof = loaded(str(fixture("loop_before")))
     st = prof.iteration_stats().row(0, named=True)
@@ -79,7 +91,7 @@ def test_wrapper_detection_and_ddp_straggler_steps():
     assert {2, 7, 12, 17} <= set(out)  # rank 1 sleeps 30 ms in `data` at i % 5 == 2
 
 
-REF = [(n, FIXTURES / n / f"{n}.sqlite") for n in ("train_small", "loop_before", "loop_after")] + \
+REF = [(n, FIXTURES / n / f"{n}.sqlite") for n in ("train_small", "loop_before", "loop_after", "big_step")] + \
       [(r, FIXTURES / "ddp_pair" / f"{r}.sqlite") for r in ("rank0", "rank1")]
 
 
