@@ -299,7 +299,8 @@ def mode_generate(args):
     out.mkdir(parents=True, exist_ok=True)
     made = []
     for n in [int(float(x)) for x in args.kernels.split(",") if x]:
-        dst = out / f"scaled_{n // 1000}k.sqlite" if n < 1_000_000 else out / f"scaled_{n // 1_000_000}m.sqlite"
+        size = f"{n // 1000}k" if n < 1_000_000 else f"{n // 1_000_000}m"
+        dst = out / f"{Path(args.src).stem.split('_')[0]}_{size}.sqlite"  # big_500k.sqlite from big_step
         if dst.exists() and not args.force:
             print(f"{dst} exists (use --force to rebuild)", file=sys.stderr)
         else:
@@ -341,8 +342,8 @@ def main(argv=None):
     ap.add_argument("--out", help="also append the tables to this file")
     ap.add_argument("--keep", action="store_true", help="--here: keep the command outputs")
     ap.add_argument("--keep-csv", help="--device: copy nsys stats CSVs here")
-    ap.add_argument("--src", default=str(ROOT.parent / "shared/nsys-exports/h200/train_osrt.sqlite"),
-                    help="--generate: export to scale")
+    ap.add_argument("--src", default=str(ROOT / "fixtures/big_step/big_step.sqlite"),
+                    help="--generate: export to scale (default: the big_step fixture, ~1,490 kernels a step)")
     ap.add_argument("--deep-src", help="--generate: --src for gen_deep_nvtx.py")
     ap.add_argument("--outdir", default="/tmp/bench", help="--generate: output folder")
     ap.add_argument("--kernels", default="500000", help="--generate: comma-separated kernel counts")

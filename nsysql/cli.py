@@ -133,8 +133,8 @@ def handled(fn):
         except Exception as e:
             if not type(e).__module__.startswith(("duckdb", "_duckdb")):
                 raise
-            click.echo(f"nsysql: error: {kwargs.get('file') or ''}: query failed: {str(e).splitlines()[0]}",
-                       err=True)
+            files = kwargs.get("file") or ", ".join(map(str, kwargs.get("files") or ())) or "(no file)"
+            click.echo(f"nsysql: error: {files}: query failed: {str(e).splitlines()[0]}", err=True)
             sys.exit(2)
 
     return wrapper

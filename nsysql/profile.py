@@ -190,6 +190,7 @@ def _duckdb_config(memory_limit: str | None, threads: int | None) -> dict:
         "memory_limit": memory_limit or os.environ.get("NSYSQL_MEMORY_LIMIT", "2GB"),
         "temp_directory": _cache.spill_dir(),
     }
+    threads = threads or int(os.environ.get("NSYSQL_THREADS", "0") or 0)
     if threads:
         cfg["threads"] = threads
     return cfg

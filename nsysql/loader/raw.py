@@ -8,6 +8,7 @@ tables by `queries/v1/canonical/*.sql`.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import duckdb
@@ -39,7 +40,10 @@ def unstage(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"DETACH DATABASE IF EXISTS {STAGE}")
 
 
-GPU_COMMON = (("start", I), ("end", I), ("deviceId", I), ("streamId", I), ("correlationId", I), ("globalPid", I))
+# `row_id` is SQLite's rowid of the row: a unique, stable id per table, read at no cost (the b-tree key); it lets
+# large tables be read in rowid-range chunks in parallel and gives GPU ops and API calls ids without a window.
+ROW_ID = "row_id"
+GPU_COMMON = ((ROW_ID, I), ("start", I), ("end", I), ("deviceId", I), ("streamId", I), ("correlationId", I), ("globalPid", I))
 
 RAW_TABLES: tuple[RawTable, ...] = (
     RawTable("raw_strings", ("StringIds",), (("id", I), ("value", S))),
@@ -64,7 +68,7 @@ RAW_TABLES: tuple[RawTable, ...] = (
     RawTable(
         "raw_runtime",
         ("CUPTI_ACTIVITY_KIND_RUNTIME",),
-        (("start", I), ("end", I), ("globalTid", I), ("correlationId", I), ("nameId", I)),
+        ((ROW_ID, I), ("start", I), ("end", I), ("globalTid", I), ("correlationId", I), ("nameId", I)),
     ),
     RawTable(
         "raw_nvtx",
@@ -125,6 +129,9 @@ def _select(src: Source, rt: RawTable) -> tuple[str | None, str]:
     exprs = []
     present = 0
     for col, typ in rt.columns:
+        if col == ROW_ID:
+            exprs.append(f'rowid AS "{ROW_ID}"')
+            continue
         name = col if src.has(table, col) else alias.get(col) if src.has(table, alias.get(col, "")) else None
         if name is None:
             exprs.append(f"NULL AS \"{col}\"")
@@ -137,14 +144,28 @@ def _select(src: Source, rt: RawTable) -> tuple[str | None, str]:
     return f'SELECT {", ".join(exprs)} FROM "{table}"', table
 
 
-def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: int = 2) -> dict[str, str]:
+# A table with more rows than this is read in rowid-range chunks, one per worker, when there are more than two
+# workers (on two cores, the two largest tables already keep both busy).
+CHUNK_ROWS = 200_000
+
+
+def default_workers() -> int:
+    """Reader threads: $NSYSQL_READERS, else the number of CPUs, between 2 and 8."""
+    env = os.environ.get("NSYSQL_READERS", "")
+    return int(env) if env.isdigit() and int(env) > 0 else max(2, min(8, os.cpu_count() or 2))
+
+
+def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: int | None = None) -> dict[str, str]:
     """Copy the needed raw columns into DuckDB `raw_*` tables; returns staging name -> nsys table read.
 
-    Tables stream in Arrow batches straight into DuckDB; the large ones are read concurrently, each on its
-    own DuckDB cursor (the SQLite driver and DuckDB both release the GIL).
+    Tables stream in Arrow batches straight into DuckDB, several at once, each on its own DuckDB cursor (the
+    SQLite driver and DuckDB both release the GIL). With more than two workers a large table is read in
+    rowid-range chunks in parallel, and its staging name becomes a view over the chunks in rowid order.
     """
+    workers = workers or default_workers()
     used: dict[str, str] = {}
     jobs = []
+    views: dict[str, str] = {}
     # staging lives in an attached in-memory database, so building into a cache file never writes raw rows
     db = con.execute("SELECT current_database()").fetchall()[0][0]
     con.execute(f"ATTACH IF NOT EXISTS ':memory:' AS {STAGE}")
@@ -154,21 +175,33 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
         if sql is None:
             cols = ", ".join(f'CAST(NULL AS {_ddb(t)}) AS "{c}"' for c, t in rt.columns)
             con.execute(f"CREATE OR REPLACE TABLE {STAGE}.{rt.name} AS SELECT {cols} WHERE false")
-        else:
-            used[rt.name] = table
-            jobs.append((rt, sql, table))
+            continue
+        used[rt.name] = table
+        rows = src.approx_rows(table)
+        n = min(workers, -(-rows // CHUNK_ROWS)) if workers > 2 else 1
+        if n <= 1:
+            jobs.append((rows, rt, sql, table, rt.name))
+            continue
+        lo, hi = src.scalar(f'SELECT min(rowid) FROM "{table}"'), rows
+        step = -(-(hi - lo + 1) // n)
+        parts = []
+        for i in range(n):
+            a, b = lo + i * step, min(hi, lo + (i + 1) * step - 1)
+            parts.append(f"{rt.name}__{i}")
+            jobs.append((b - a + 1, rt, f"{sql} WHERE rowid BETWEEN {a} AND {b}", table, parts[-1]))
+        views[rt.name] = " UNION ALL ".join(f"SELECT * FROM {STAGE}.{p}" for p in parts)
 
-    # biggest first, so the two workers stay busy
-    jobs.sort(key=lambda j: -src.approx_rows(j[2]))
+    # biggest first, so the workers stay busy
+    jobs.sort(key=lambda j: -j[0])
 
     def ingest(job):
-        rt, sql, table = job
+        _, rt, sql, table, name = job
         if progress:
             progress(table)
         cur = con.cursor()
         try:
             cur.register("_reader", src.read(sql, rt.schema()))
-            cur.execute(f"CREATE OR REPLACE TABLE {STAGE}.{rt.name} AS SELECT * FROM _reader")
+            cur.execute(f"CREATE OR REPLACE TABLE {STAGE}.{name} AS SELECT * FROM _reader")
             cur.unregister("_reader")
         finally:
             cur.close()
@@ -181,6 +214,8 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
     else:
         for job in jobs:
             ingest(job)
+    for name, union in views.items():
+        con.execute(f"CREATE OR REPLACE VIEW {STAGE}.{name} AS {union}")
     return used
 
 

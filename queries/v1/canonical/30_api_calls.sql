@@ -3,8 +3,8 @@
 -- One row per CUDA runtime or driver API call (nsys CUPTI_ACTIVITY_KIND_RUNTIME).
 CREATE OR REPLACE TABLE api_calls AS
 SELECT
-  -- row number, stable for this load; gpu_ops.api_call_id points here
-  row_number() OVER () AS call_id,
+  -- the call's SQLite rowid in the export: unique and stable across loads; gpu_ops.api_call_id points here
+  r.row_id AS call_id,
   -- process id
   (r.globalTid >> 24) & 16777215 AS pid,
   -- thread that made the call

@@ -25,8 +25,8 @@ FROM (SELECT id, label FROM raw_enum_memkind
 -- One row per GPU operation, whatever its kind.
 CREATE OR REPLACE TABLE gpu_ops AS
 SELECT
-  -- unique id, stable for this load (kernels first, in the export's row order, then memcpy, memset, graph);
-  -- op_ranges.op_id points here
+  -- unique id, stable across loads of the same export: the kernel's SQLite rowid in the export; memcpy, memset
+  -- and graph rows follow, offset by the largest rowid of the kinds before them. op_ranges.op_id points here
   o.op_id,
   -- `kernel`, `memcpy`, `memset` or `graph` (a whole CUDA graph replay recorded with --cuda-graph-trace=graph)
   o.kind,
@@ -72,14 +72,14 @@ SELECT
   -- strings.id of the launch call's name, e.g. `cudaLaunchKernel_v7000`, `cudaGraphLaunch_v10000`
   a.name_id AS api_name_id
 FROM (
-SELECT k.rowid + 1 AS op_id, 'kernel' AS kind, k.start, k."end", k.deviceId, k.streamId, k.correlationId, k.globalPid,
+SELECT k.row_id AS op_id, 'kernel' AS kind, k.start, k."end", k.deviceId, k.streamId, k.correlationId, k.globalPid,
        k.demangledName AS name_id, coalesce(k.shortName, k.demangledName) AS short_name_id,
        coalesce(k.mangledName, k.demangledName) AS mangled_name_id,
        NULL::BIGINT AS bytes, NULL::VARCHAR AS copy_kind, NULL::VARCHAR AS src_kind, NULL::VARCHAR AS dst_kind,
        k.graphNodeId
 FROM raw_kernel k
 UNION ALL
-SELECT m.rowid + 1 + (SELECT count(*) FROM raw_kernel), 'memcpy', m.start, m."end", m.deviceId, m.streamId, m.correlationId, m.globalPid,
+SELECT m.row_id + (SELECT coalesce(max(row_id), 0) FROM raw_kernel), 'memcpy', m.start, m."end", m.deviceId, m.streamId, m.correlationId, m.globalPid,
        -1 - coalesce(ck.id, 0), NULL, NULL,
        m.bytes, coalesce(ck.label, 'Unknown'), sk.label, dk.label, m.graphNodeId
 FROM raw_memcpy m
@@ -87,14 +87,14 @@ LEFT JOIN _copy_kind ck ON ck.id = m.copyKind
 LEFT JOIN _mem_kind sk ON sk.id = m.srcKind
 LEFT JOIN _mem_kind dk ON dk.id = m.dstKind
 UNION ALL
-SELECT s.rowid + 1 + (SELECT count(*) FROM raw_kernel) + (SELECT count(*) FROM raw_memcpy),
+SELECT s.row_id + (SELECT coalesce(max(row_id), 0) FROM raw_kernel) + (SELECT coalesce(max(row_id), 0) FROM raw_memcpy),
        'memset', s.start, s."end", s.deviceId, s.streamId, s.correlationId, s.globalPid,
        -100, NULL, NULL, s.bytes, NULL, NULL, mk.label, s.graphNodeId
 FROM raw_memset s
 LEFT JOIN _mem_kind mk ON mk.id = s.memKind
 UNION ALL
-SELECT g.rowid + 1 + (SELECT count(*) FROM raw_kernel) + (SELECT count(*) FROM raw_memcpy)
-         + (SELECT count(*) FROM raw_memset),
+SELECT g.row_id + (SELECT coalesce(max(row_id), 0) FROM raw_kernel) + (SELECT coalesce(max(row_id), 0) FROM raw_memcpy)
+         + (SELECT coalesce(max(row_id), 0) FROM raw_memset),
        'graph', g.start, g."end", g.deviceId, g.streamId, g.correlationId, g.globalPid,
        coalesce(-1000 - g.graphId, -999), NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM raw_graph g

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Where one nsysql command spends its time: wall and CPU seconds per phase, printed to stderr.
+
+    python benchmarks/phases.py [nsysql options] COMMAND FILE [command options]
+    e.g. python benchmarks/phases.py --cache-dir /tmp/c summary /tmp/bench/big_500k.sqlite > /dev/null
+
+Runs the CLI in this process with timing marks around the loader's stages (imports, reading the export,
+each canonical SQL file, writing and reopening the cache entry) and the analyses that summary, iterations and
+gaps share. A phase's figures run from the previous mark to its own, so `open_entry` (first) includes importing
+DuckDB. CPU is this process's CPU time (all threads). Not used by the tests; BENCHMARKS.md quotes it.
+"""
+import sys
+import time
+
+T0, C0 = time.perf_counter(), time.process_time()
+marks = []
+
+
+def mark(label):
+    marks.append((label, time.perf_counter(), time.process_time()))
+
+
+import nsysql.cli as cli  # noqa: E402
+
+mark("imports")
+from nsysql import cache  # noqa: E402
+import nsysql.loader as loader  # noqa: E402
+from nsysql.loader import raw  # noqa: E402
+import nsysql.profile as profile  # noqa: E402
+
+
+def wrap(owner, name, label):
+    original = getattr(owner, name)
+
+    def inner(*args, **kwargs):
+        result = original(*args, **kwargs)
+        mark(label)
+        return result
+
+    setattr(owner, name, inner)
+
+
+wrap(raw, "stage", "stage (read the export)")
+wrap(cache, "build_entry", "checkpoint + close")
+wrap(cache, "open_entry", "open_entry")
+for method in ("iterations", "iteration_stats", "gaps"):
+    wrap(profile.Profile, method, "   " + method)
+_files = loader.canonical_files
+
+
+def files():
+    for f in _files():
+        yield f
+        mark("  " + f.stem)
+
+
+loader.canonical_files = files
+try:
+    cli.main(sys.argv[1:], standalone_mode=False)
+except SystemExit:
+    pass
+mark("rest (other answers, printing)")
+prev = (T0, C0)
+for label, t, c in marks:
+    print(f"{label:32s} wall {t - prev[0]:7.3f}  cpu {c - prev[1]:7.3f}", file=sys.stderr)
+    prev = (t, c)
+print(f"{'total':32s} wall {time.perf_counter() - T0:7.3f}  cpu {time.process_time() - C0:7.3f}", file=sys.stderr)
