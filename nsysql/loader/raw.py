@@ -160,12 +160,12 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
 
     Tables stream in Arrow batches straight into DuckDB, several at once, each on its own DuckDB cursor (the
     SQLite driver and DuckDB both release the GIL). With more than two workers a large table is read in
-    rowid-range chunks in parallel, and its staging name becomes a view over the chunks in rowid order.
+    rowid-range chunks in parallel, then copied into one staging table.
     """
     workers = workers or default_workers()
     used: dict[str, str] = {}
     jobs = []
-    views: dict[str, str] = {}
+    merged: dict[str, tuple[str, list[str]]] = {}
     # staging lives in an attached in-memory database, so building into a cache file never writes raw rows
     db = con.execute("SELECT current_database()").fetchall()[0][0]
     con.execute(f"ATTACH IF NOT EXISTS ':memory:' AS {STAGE}")
@@ -189,7 +189,7 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
             a, b = lo + i * step, min(hi, lo + (i + 1) * step - 1)
             parts.append(f"{rt.name}__{i}")
             jobs.append((b - a + 1, rt, f"{sql} WHERE rowid BETWEEN {a} AND {b}", table, parts[-1]))
-        views[rt.name] = " UNION ALL ".join(f"SELECT * FROM {STAGE}.{p}" for p in parts)
+        merged[rt.name] = (" UNION ALL ".join(f"SELECT * FROM {STAGE}.{p}" for p in parts), parts)
 
     # biggest first, so the workers stay busy
     jobs.sort(key=lambda j: -j[0])
@@ -214,8 +214,10 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
     else:
         for job in jobs:
             ingest(job)
-    for name, union in views.items():
-        con.execute(f"CREATE OR REPLACE VIEW {STAGE}.{name} AS {union}")
+    for name, (union, parts) in merged.items():  # one table again: scans of a view over chunks cost more later
+        con.execute(f"CREATE OR REPLACE TABLE {STAGE}.{name} AS {union}")
+        for p in parts:
+            con.execute(f"DROP TABLE {STAGE}.{p}")
     return used
 
 
