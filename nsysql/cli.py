@@ -123,7 +123,7 @@ def handled(fn):
             click.echo(f"nsysql: error: {e}", err=True)
             sys.exit(2)
         except MemoryError:
-            click.echo("nsysql: error: out of memory (set NSYSQL_MEMORY_LIMIT lower to spill to disk)", err=True)
+            click.echo("nsysql: error: out of memory (set NSYSQL_MEMORY_LIMIT, e.g. 4GB, or NSYSQL_THREADS lower)", err=True)
             sys.exit(2)
         except BrokenPipeError:
             sys.exit(0)

@@ -186,11 +186,23 @@ def load(
 
 
 def _duckdb_config(memory_limit: str | None, threads: int | None) -> dict:
+    threads = threads or int(os.environ.get("NSYSQL_THREADS", "0") or 0)
     cfg = {
-        "memory_limit": memory_limit or os.environ.get("NSYSQL_MEMORY_LIMIT", "2GB"),
+        "memory_limit": memory_limit or os.environ.get("NSYSQL_MEMORY_LIMIT") or default_memory_limit(threads),
         "temp_directory": _cache.spill_dir(),
     }
-    threads = threads or int(os.environ.get("NSYSQL_THREADS", "0") or 0)
     if threads:
         cfg["threads"] = threads
     return cfg
+
+
+def default_memory_limit(threads: int | None = None) -> str:
+    """DuckDB's memory limit (beyond it, it spills to disk): 512 MB per thread, at least 2 GB and at most a
+    quarter of the machine's memory. 2 GB on a 2-core laptop; more on a many-core server, where DuckDB's
+    per-thread buffers would otherwise run out (a 16-thread aggregate over 10M kernels needs more than 2 GB)."""
+    threads = threads or os.cpu_count() or 2
+    try:
+        ram_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    except (ValueError, OSError, AttributeError):
+        ram_mb = 8192
+    return f"{max(2048, min(512 * threads, ram_mb // 4))}MB"
