@@ -80,33 +80,52 @@ def open_entry(file: Path, config: dict) -> duckdb.DuckDBPyConnection | None:
         ok = con.execute("SELECT count(*) FROM profile_facts WHERE key = 'complete'").fetchall()[0][0]
         if ok:
             return con
-    except duckdb.Error:
-        pass
+    except duckdb.Error as e:
+        if _locked(e):  # the process that just built it still has it open: whole, but not ours to read now
+            con.close()
+            return None
     con.close()
     _remove(file)  # corrupt or half-written: rebuild
     return None
 
 
-def build_entry(file: Path, build, config: dict) -> bool:
-    """Run `build(con)` into a new entry `file`; False (with a warning) if the directory cannot take it."""
+def _locked(e: Exception) -> bool:
+    return "lock" in str(e).lower()
+
+
+def build_entry(file: Path, build, config: dict) -> duckdb.DuckDBPyConnection | None:
+    """Run `build(con)` into a new entry `file` and return the connection, still open on it (its tables are in
+    DuckDB's buffers, so the first questions need not read them back); None (with a warning) if the directory
+    cannot take it.
+
+    The entry is built under a temporary name and renamed once checkpointed, while the connection stays open:
+    another process that tries to open it meanwhile meets DuckDB's file lock and loads without the cache that
+    once (open_entry), rather than deleting a good entry.
+    """
     import duckdb
 
     tmp = file.with_name(f".{file.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    con = None
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
         con = connect(str(tmp), config)
+        build(con)
+        con.execute("INSERT INTO profile_facts VALUES ('complete', 'yes')")
+        con.execute("CHECKPOINT")
         try:
-            build(con)
-            con.execute("INSERT INTO profile_facts VALUES ('complete', 'yes')")
-            con.execute("CHECKPOINT")
-        finally:
+            os.replace(tmp, file)
+        except OSError:  # a platform that cannot rename an open file: close, rename, reopen
             con.close()
-        os.replace(tmp, file)
-        return True
+            con = None
+            os.replace(tmp, file)
+            return open_entry(file, config)
+        return con
     except (OSError, duckdb.IOException, duckdb.PermissionException) as e:
+        if con is not None:
+            con.close()
         warnings.warn(f"cache disabled ({_why(e)} in {file.parent}); loading without it", CacheWarning,
                       stacklevel=3)
-        return False
+        return None
     finally:
         _remove(tmp)
         _remove(Path(str(tmp) + ".wal"))

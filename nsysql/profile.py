@@ -172,8 +172,8 @@ def load(
 
         def opener():
             con = _cache.open_entry(entry, config)
-            if con is None and _cache.build_entry(entry, build, config):
-                con = _cache.open_entry(entry, config)
+            if con is None and not entry.exists():
+                con = _cache.build_entry(entry, build, config)
             if con is None:  # the cache cannot be written: in memory, as with cache=False
                 con = build(_cache.connect(":memory:", config))
             return con

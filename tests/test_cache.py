@@ -91,6 +91,23 @@ def test_two_processes_on_one_file_both_succeed(tmp_path):
     assert not list(cdir.glob(".*.tmp"))
 
 
+def test_entry_held_open_by_its_builder_is_read_elsewhere_without_harm(tmp_path):
+    """The building process keeps its connection on the fresh entry; another process meanwhile reads it (or,
+    where DuckDB's file lock refuses, answers without the cache) and leaves the entry in place."""
+    src, cdir = copy(tmp_path), tmp_path / "c"
+    held = nsysql.load(src, cache_dir=cdir)  # cold: built, renamed into place, still open here
+    (entry,) = cache.entries(cdir)
+    env = {**os.environ, "NSYSQL_CACHE_DIR": str(cdir)}
+    out = subprocess.run([sys.executable, "-m", "nsysql", "kernels", str(src), "-f", "csv"], env=env,
+                         capture_output=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    got, mine = pl.read_csv(out.stdout), held.kernels()
+    assert got["name"].to_list() == mine["name"].to_list() and got["total_ns"].to_list() == mine["total_ns"].to_list()
+    assert cache.entries(cdir) == [entry]
+    held.con.close()
+    assert cache.open_entry(entry, {}) is not None  # whole, and readable once its builder let go
+
+
 def test_no_cache_flag_and_cache_commands(tmp_path):
     src, cdir = copy(tmp_path), tmp_path / "c"
     r = CliRunner()

@@ -147,15 +147,20 @@ def _conform(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path) -
 
 def _to_utf8(a: pa.Array) -> pa.Array:
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     if pa.types.is_string(a.type) or pa.types.is_large_string(a.type):
         a = a.cast(pa.binary()) if pa.types.is_string(a.type) else a.cast(pa.large_binary())
     if pa.types.is_null(a.type):
         return pa.nulls(len(a), pa.string())
     if not (pa.types.is_binary(a.type) or pa.types.is_large_binary(a.type)):
+        import pyarrow.compute as pc  # only here: importing it costs ~60 ms
+
         return pc.cast(a, pa.string())  # numbers stored in a TEXT column
     try:
+        if pa.types.is_binary(a.type):  # same layout: reinterpret, then check the UTF-8 (no compute kernels)
+            s = a.view(pa.string())
+            s.validate(full=True)
+            return s
         return a.cast(pa.string())  # validates UTF-8
     except pa.ArrowInvalid:
         return pa.array([None if v is None else v.decode("utf-8", "replace") for v in a.to_pylist()], pa.string())
