@@ -140,10 +140,21 @@ def handled(fn):
     return wrapper
 
 
+def format_option(default: str = "table", choices=FORMATS):
+    """-f/--format, plus one switch per format (--table, --csv, --json, --markdown), as sqlite-utils has."""
+
+    def deco(fn):
+        for c in reversed(choices):
+            fn = click.option(f"--{c}", "fmt", flag_value=c, help=f"Same as -f {c}.")(fn)
+        return click.option("-f", "--format", "fmt", type=click.Choice(choices), default=default,
+                            show_default=True, help="Output format.")(fn)
+
+    return deco
+
+
 def output_options(fn):
     fn = click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")(fn)
-    fn = click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
-                      help="Output format.")(fn)
+    fn = format_option()(fn)
     fn = click.argument("file", required=False)(fn)
     return fn
 
@@ -151,8 +162,7 @@ def output_options(fn):
 def files_options(fn):
     """Like output_options, but FILE may be given several times (one export per rank)."""
     fn = click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")(fn)
-    fn = click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
-                      help="Output format.")(fn)
+    fn = format_option()(fn)
     fn = click.argument("files", nargs=-1, metavar="[FILE]...")(fn)
     return fn
 
@@ -206,7 +216,7 @@ def cache():
 
 
 @cache.command("info")
-@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option()
 @handled
 def cache_info(fmt):
     """Entries in the cache: the export each was loaded from, and size."""
@@ -378,7 +388,7 @@ def _ranks_result(files, dask, workers):
 
 @main.command()
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
-@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option()
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")
 @click.option("--dask", metavar="ADDRESS", help="Run the per-file loads on a Dask cluster (tcp://host:8786); "
               "needs pip install 'nsysql[dask]'.")
@@ -439,7 +449,7 @@ def export(file, to, fmt):
 @main.command()
 @click.argument("base")
 @click.argument("new")
-@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option()
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")
 @click.option("--fail-above", type=float, metavar="PCT",
               help="Exit 1 when NEW's mean steady-state iteration time is more than PCT % slower than BASE's.")
@@ -475,7 +485,7 @@ STATS_REPORTS = {
 @click.argument("file", required=False)
 @click.option("-r", "--report", "reports", default="kernels,ranges,kernels-by-range,iterations,gaps",
               show_default=True, help=f"Comma-separated: {', '.join(STATS_REPORTS)}.")
-@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="csv", show_default=True)
+@format_option(default="csv")
 @click.option("-o", "--output", "prefix", metavar="PREFIX",
               help="Write each report to PREFIX_<report>.<ext> (as `nsys stats -o`); default stdout.")
 @click.option("--attribution", type=click.Choice(["process", "thread"]), default="process", show_default=True,
@@ -507,7 +517,7 @@ def stats(file, reports, fmt, prefix, attribution):
 
 @main.command()
 @click.argument("table", required=False)
-@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option()
 @handled
 def schema(table, fmt):
     """The canonical tables (schema v1) and what each column means: what `nsysql sql` and `export` give you."""
@@ -529,7 +539,7 @@ def schema(table, fmt):
 
 @main.command(name="sql")
 @click.argument("args", nargs=-1, required=True, metavar="[FILE] QUERY")
-@click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@format_option()
 @click.option("-o", "--output", type=click.Path(dir_okay=False))
 @handled
 def sql_(args, fmt, output):

@@ -52,6 +52,17 @@ def test_every_format_and_output_file(tmp_path):
             assert "total_ns" in text.splitlines()[0]
 
 
+@pytest.mark.parametrize("cmd", [["kernels"], ["ranges"], ["iterations"], ["gaps"], ["stats", "-r", "kernels"]])
+def test_format_switches_equal_format_option(cmd):
+    """--table/--csv/--json/--markdown on every command, as sqlite-utils has them; the last one given wins."""
+    for fmt in ("table", "csv", "json", "markdown"):
+        by_option = run(cmd + [str(TRAIN), "-f", fmt])
+        by_switch = run(cmd + [str(TRAIN), f"--{fmt}"])
+        assert by_option.exit_code == by_switch.exit_code == 0, by_switch.output
+        assert by_switch.stdout == by_option.stdout
+    assert run(["kernels", str(TRAIN), "--json", "--csv"]).stdout == run(["kernels", str(TRAIN), "-f", "csv"]).stdout
+
+
 def test_summary_sections_in_json():
     res = run(["summary", str(TRAIN), "-f", "json"])
     doc = json.loads(res.stdout)
