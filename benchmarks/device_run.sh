@@ -9,6 +9,13 @@ mkdir -p /tmp/b
 { date -u; nproc; python3 --version; uptime; } > $OUT/env.txt
 python3 benchmarks/gen_scaled.py fixtures/big_step/big_step.sqlite /tmp/b/big_500k.sqlite --kernels 500000 > $OUT/gen.log 2>&1
 tail -3 $OUT/gen.log
+# start-up costs on this machine: imports, and DuckDB's first connection with all cores or two threads
+python3 -X importtime -c 'import nsysql.cli' 2> $OUT/importtime.txt
+sort -t'|' -k2 -n $OUT/importtime.txt | tail -6
+for t in 0 2; do python3 -c "
+import time; t0 = time.perf_counter(); import duckdb; t1 = time.perf_counter()
+c = duckdb.connect(config={'threads': $t} if $t else {}); c.execute('select 1').fetchall(); t2 = time.perf_counter()
+print('threads=$t import duckdb %.3f s, connect %.3f s, cpu %.3f s' % (t1 - t0, t2 - t1, time.process_time()))"; done
 # where a cold summary spends its time, with the default reader threads and with two
 for r in "" 2; do
   rm -rf /tmp/cc
