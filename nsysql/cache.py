@@ -2,8 +2,8 @@
 
 Where: `cache_dir` argument, else $NSYSQL_CACHE_DIR, else $XDG_CACHE_HOME/nsysql, else ~/.cache/nsysql.
 Key: the export's resolved path, size, mtime and a hash of its first 1 MiB, plus the canonical schema version,
-nsysql's version and a hash of the canonical SQL files: a changed export or a new nsysql never reads a stale
-entry.
+nsysql's version and a hash of the canonical SQL files and the loader's code: a changed export or a new nsysql
+never reads a stale entry.
 Written atomically: built under a temporary name unique to the process, then renamed. Two processes on the
 same export both succeed (the last rename wins; readers see a whole file either way). An entry that cannot be
 opened, or lacks the `complete` fact written last, is deleted and rebuilt. A cache directory that cannot be
@@ -47,8 +47,10 @@ def default_dir() -> Path:
 
 @functools.lru_cache(maxsize=1)
 def _schema_hash() -> str:
+    """Hash of what decides an entry's content: the canonical SQL files and the loader's own code."""
     h = hashlib.sha256()
-    for f in canonical_files():
+    loader_dir = Path(__file__).resolve().parent / "loader"
+    for f in [*canonical_files(), *sorted(loader_dir.glob("*.py"))]:
         h.update(f.name.encode() + b"\0" + f.read_bytes())
     return h.hexdigest()[:16]
 
