@@ -4,9 +4,10 @@ Where: `cache_dir` argument, else $NSYSQL_CACHE_DIR, else $XDG_CACHE_HOME/nsysql
 Key: the export's resolved path, size, mtime and a hash of its first 1 MiB, plus the canonical schema version,
 nsysql's version and a hash of the canonical SQL files and the loader's code: a changed export or a new nsysql
 never reads a stale entry.
-Written atomically: built under a temporary name unique to the process, then renamed. Two processes on the
-same export both succeed (the last rename wins; readers see a whole file either way). An entry that cannot be
-opened, or lacks the `complete` fact written last, is deleted and rebuilt. A cache directory that cannot be
+Written atomically: built under a temporary name unique to the process, checkpointed, then renamed; the builder
+keeps its connection and answers from it. Two processes on the same export both succeed (the last rename wins;
+readers see a whole file either way; one that meets DuckDB's file lock loads without the cache that once). An
+entry that cannot be opened, or lacks the `complete` fact written last, is deleted and rebuilt. A cache directory that cannot be
 written (read-only, full) degrades to an in-memory load with one warning. Answers to questions asked of a
 profile are stored beside its entry by nsysql.memo.
 """
