@@ -72,14 +72,16 @@ SELECT
   -- strings.id of the launch call's name, e.g. `cudaLaunchKernel_v7000`, `cudaGraphLaunch_v10000`
   a.name_id AS api_name_id
 FROM (
-SELECT k.row_id AS op_id, 'kernel' AS kind, k.start, k."end", k.deviceId, k.streamId, k.correlationId, k.globalPid,
+SELECT k.row_id AS op_id,
+       'kernel' AS kind, k.start, k."end", k.deviceId, k.streamId, k.correlationId, k.globalPid,
        k.demangledName AS name_id, coalesce(k.shortName, k.demangledName) AS short_name_id,
        coalesce(k.mangledName, k.demangledName) AS mangled_name_id,
        NULL::BIGINT AS bytes, NULL::VARCHAR AS copy_kind, NULL::VARCHAR AS src_kind, NULL::VARCHAR AS dst_kind,
        k.graphNodeId
 FROM raw_kernel k
 UNION ALL
-SELECT m.row_id + (SELECT coalesce(max(row_id), 0) FROM raw_kernel), 'memcpy', m.start, m."end", m.deviceId, m.streamId, m.correlationId, m.globalPid,
+SELECT m.row_id + (SELECT coalesce(max(row_id), 0) FROM raw_kernel),
+       'memcpy', m.start, m."end", m.deviceId, m.streamId, m.correlationId, m.globalPid,
        -1 - coalesce(ck.id, 0), NULL, NULL,
        m.bytes, coalesce(ck.label, 'Unknown'), sk.label, dk.label, m.graphNodeId
 FROM raw_memcpy m
