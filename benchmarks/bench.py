@@ -231,7 +231,7 @@ def mode_device(args):
         nsys_walls.append(r["wall"])
         print(f"  nsys stats {run}: {fmt(r['wall'])} s rc {r['rc']} {r['err']}", file=sys.stderr, flush=True)
 
-    def sequence(label, cache_args, reuse_cache):
+    def sequence(label, cache_args):
         total = {"wall": 0.0, "cpu": 0.0, "rss_mb": 0.0, "lines": 0, "rc": 0}
         for c in DEVICE_COMMANDS:
             argv = base + cache_args + NSYSQL_COMMANDS[c] + [f]
@@ -270,9 +270,9 @@ def mode_device(args):
         cache = scratch / "cache"
         cache.mkdir()
         sequences = [("cold, then cached (a user's first session)",
-                      sequence("cold→cached", ["--cache-dir", str(cache)], True)),
-                     ("warm (cache present)", sequence("warm", ["--cache-dir", str(cache)], True)),
-                     ("--no-cache every command", sequence("no-cache", ["--no-cache"], False))]
+                      sequence("cold→cached", ["--cache-dir", str(cache)])),
+                     ("warm (cache present)", sequence("warm", ["--cache-dir", str(cache)])),
+                     ("--no-cache every command", sequence("no-cache", ["--no-cache"]))]
     emit(table(rows, COLS), args)
     ref = min(w for w in nsys_walls if w is not None) if any(nsys_walls) else None
     best = f"best of {len(nsys_walls)}" if len(nsys_walls) > 1 else "one run"
