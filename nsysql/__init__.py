@@ -14,10 +14,14 @@ __all__ = ["load", "load_many", "Profile", "Ranks", "NsysqlError", "__version__"
 
 
 def __getattr__(name):  # imported on first use: `import nsysql` stays cheap for the CLI
-    if name in ("load", "Profile"):
-        from . import profile
+    if name == "load":
+        from ._load import load
 
-        return getattr(profile, name)
+        return load
+    if name == "Profile":
+        from .profile import Profile
+
+        return Profile
     if name in ("load_many", "Ranks"):
         from . import many
 

@@ -74,7 +74,7 @@ def _store(path: str, cache_dir: str | None, tables: dict[str, pl.DataFrame]) ->
 
 
 def _job(path: str, cache_dir: str | None, cache: bool) -> tuple[str, dict[str, pl.DataFrame]]:
-    from .profile import load
+    from ._load import load
 
     if cache:
         hit = _cached(path, cache_dir)

@@ -5,7 +5,7 @@ cache entry's key), the call's parameters, and the analysis code; so the frames 
 `<entry>.results/`, keyed by a hash of the analysis name, its parameters and the text of nsysql's analysis code
 (queries/v1/analyses/*.sql and nsysql/analyses/*.py): editing an analysis never serves a stale answer.
 Writing is best effort (temporary names, then rename; the index file last); a damaged or partial answer is
-recomputed.
+recomputed. Within one Profile the answers are also kept in memory, with or without a cache entry.
 """
 
 from __future__ import annotations
@@ -83,13 +83,25 @@ def cached(name: str):
             bound = inspect.signature(method).bind(self, *args, **kwargs)
             bound.apply_defaults()
             params = {k: v for k, v in bound.arguments.items() if k != "self"}
+            # this Profile's own answers first (also without a cache entry: summary asks iterations twice)
+            memo = self.__dict__.setdefault("_answers", {})
+            key = (name, json.dumps(params, sort_keys=True, default=str))
+            if key in memo:
+                return _copy(memo[key])
             hit = get(self.cache_entry, name, params)
-            if hit is not None:
-                return hit
-            result = method(self, *args, **kwargs)
-            put(self.cache_entry, name, params, result)
-            return result
+            if hit is None:
+                hit = method(self, *args, **kwargs)
+                put(self.cache_entry, name, params, hit)
+            memo[key] = hit
+            return _copy(hit)
 
         return inner
 
     return wrap
+
+
+def _copy(result):
+    """The caller's own copy (a polars clone shares the data; it only guards in-place edits like insert_column)."""
+    if isinstance(result, dict):
+        return {k: v.clone() for k, v in result.items()}
+    return result.clone()

@@ -11,6 +11,7 @@ import polars as pl
 
 from . import cache as _cache
 from .memo import cached
+from ._load import load  # noqa: F401 (nsysql.profile.load, as before)
 from .loader.source import open_source
 from .analyses import info as _info
 from .analyses import kernels as _kernels
@@ -141,68 +142,3 @@ class Profile:
     def sql(self, query: str) -> pl.DataFrame:
         """Run your own SQL over the canonical tables (see queries/v1/canonical/)."""
         return _frame(self.con, query)
-
-
-def load(
-    path: str | os.PathLike,
-    *,
-    cache: bool = True,
-    cache_dir: str | os.PathLike | None = None,
-    memory_limit: str | None = None,
-    threads: int | None = None,
-    progress=None,
-) -> Profile:
-    """Read an nsys SQLite export (never writing to it) and return a Profile over its canonical tables.
-
-    The first load of a file stores the canonical tables in the cache (see nsysql.cache); later loads open
-    that entry instead. `cache=False` (or $NSYSQL_NO_CACHE=1) builds in memory every time.
-    `progress(step)` is called with each table or SQL file being loaded.
-    """
-    src = open_source(path)
-    config = _duckdb_config(memory_limit, threads)
-
-    def build(con):
-        from . import loader
-
-        loader.build(src, con, progress)
-        return con
-
-    if cache and os.environ.get("NSYSQL_NO_CACHE", "") in ("", "0"):
-        entry = _cache.entry(Path(cache_dir).expanduser() if cache_dir else _cache.default_dir(), src.path)
-
-        def opener():
-            con = _cache.open_entry(entry, config)
-            if con is None and not entry.exists():
-                con = _cache.build_entry(entry, build, config)
-            if con is None:  # the cache cannot be written: in memory, as with cache=False
-                con = build(_cache.connect(":memory:", config))
-            return con
-
-        if entry.exists():
-            # warm: answers may come from the stored results; DuckDB opens only when a question needs it
-            return Profile(None, src.path, entry, opener)
-        return Profile(opener(), src.path, entry)
-    return Profile(build(_cache.connect(":memory:", config)), src.path)
-
-
-def _duckdb_config(memory_limit: str | None, threads: int | None) -> dict:
-    threads = threads or int(os.environ.get("NSYSQL_THREADS", "0") or 0)
-    cfg = {
-        "memory_limit": memory_limit or os.environ.get("NSYSQL_MEMORY_LIMIT") or default_memory_limit(threads),
-        "temp_directory": _cache.spill_dir(),
-    }
-    if threads:
-        cfg["threads"] = threads
-    return cfg
-
-
-def default_memory_limit(threads: int | None = None) -> str:
-    """DuckDB's memory limit (beyond it, it spills to disk): 512 MB per thread, at least 2 GB and at most a
-    quarter of the machine's memory. 2 GB on a 2-core laptop; more on a many-core server, where DuckDB's
-    per-thread buffers would otherwise run out (a 16-thread aggregate over 10M kernels needs more than 2 GB)."""
-    threads = threads or os.cpu_count() or 2
-    try:
-        ram_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
-    except (ValueError, OSError, AttributeError):
-        ram_mb = 8192
-    return f"{max(2048, min(512 * threads, ram_mb // 4))}MB"

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import math
+from typing import TYPE_CHECKING
 
-import polars as pl
+if TYPE_CHECKING:  # polars is imported by whoever made the frames: `nsysql --help` needs none of it
+    import polars as pl
 
 FORMATS = ("table", "csv", "json", "markdown")
 TABLE_TEXT_WIDTH = 72
@@ -19,7 +21,7 @@ TABLE_MAX_ROWS = 60
 
 
 def render(result: pl.DataFrame | dict[str, pl.DataFrame], fmt: str, title: str | None = None) -> str:
-    if isinstance(result, pl.DataFrame):
+    if not isinstance(result, dict):
         result = {title or "": result}
     if fmt == "json":
         return json.dumps(
@@ -66,7 +68,7 @@ def table(df: pl.DataFrame, width: int = TABLE_TEXT_WIDTH, max_rows: int = TABLE
         return "(no rows)\n"
     hidden = df.height - max_rows if max_rows and df.height > max_rows else 0
     if hidden:
-        df = pl.concat([df.head(max_rows - 10), df.tail(10)])
+        df = df.head(max_rows - 10).vstack(df.tail(10))
     cols = df.columns
     limits = [None if c in PROSE else width for c in cols]
     cells = [[_cell(v, "table", w) for v, w in zip(row, limits)] for row in df.iter_rows()]

@@ -144,3 +144,17 @@ def test_answers_are_stored_and_served_again(tmp_path):
     assert_frame_equal(nsysql.load(src, cache_dir=cdir).iterations(), a)
     # other arguments are other answers
     assert nsysql.load(src, cache_dir=cdir).iterations(skip=3)["warmup"].sum() == 3
+
+
+def test_answers_are_kept_per_profile_without_a_cache_too(tmp_path):
+    p = nsysql.load(fixture("train_small"), cache=False)
+    a = p.iterations()
+    a.insert_column(0, pl.Series("mine", [0] * a.height))  # the caller's frame is the caller's own
+    b = p.iterations()
+    assert "mine" not in b.columns and b.height == a.height
+    # kept in memory: the tables under it can go, the answer stays
+    p.con.execute("DELETE FROM gpu_ops")
+    assert_frame_equal(p.iterations(), b)
+    s = p.summary()
+    s.pop("kernels")
+    assert "kernels" in p.summary()

@@ -1,0 +1,102 @@
+"""`nsysql.load(path) -> Profile`: open the export, then open its cache entry or build the canonical tables.
+
+This module imports neither polars nor the analyses: on a cold load the export is read on a background
+thread while the facade (nsysql.profile, with polars and the analyses) is imported on this one, so the
+0.2–0.4 s of importing overlaps with reading instead of preceding it. Errors still surface from `load()`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import cache as _cache
+from .loader.source import open_source
+
+if TYPE_CHECKING:
+    from .profile import Profile
+
+
+def load(
+    path: str | os.PathLike,
+    *,
+    cache: bool = True,
+    cache_dir: str | os.PathLike | None = None,
+    memory_limit: str | None = None,
+    threads: int | None = None,
+    progress=None,
+) -> Profile:
+    """Read an nsys SQLite export (never writing to it) and return a Profile over its canonical tables.
+
+    The first load of a file stores the canonical tables in the cache (see nsysql.cache); later loads open
+    that entry instead. `cache=False` (or $NSYSQL_NO_CACHE=1) builds in memory every time.
+    `progress(step)` is called with each table or SQL file being loaded.
+    """
+    src = open_source(path)
+    config = _duckdb_config(memory_limit, threads)
+
+    def build(con):
+        from .loader import build as build_tables
+
+        build_tables(src, con, progress)
+        return con
+
+    entry = None
+    if cache and os.environ.get("NSYSQL_NO_CACHE", "") in ("", "0"):
+        entry = _cache.entry(Path(cache_dir).expanduser() if cache_dir else _cache.default_dir(), src.path)
+
+        def opener():
+            con = _cache.open_entry(entry, config)
+            if con is None and not entry.exists():
+                con = _cache.build_entry(entry, build, config)
+            if con is None:  # the cache cannot be written: in memory, as with cache=False
+                con = build(_cache.connect(":memory:", config))
+            return con
+
+        if entry.exists():
+            from .profile import Profile
+
+            # warm: answers may come from the stored results; DuckDB opens only when a question needs it
+            return Profile(None, src.path, entry, opener)
+    else:
+
+        def opener():
+            return build(_cache.connect(":memory:", config))
+
+    # cold: everything the build thread imports is imported here first (no two threads importing one module)
+    from concurrent.futures import ThreadPoolExecutor
+
+    import duckdb  # noqa: F401
+
+    from .loader import raw  # noqa: F401
+
+    with ThreadPoolExecutor(1, thread_name_prefix="nsysql-load") as pool:
+        built = pool.submit(opener)
+        from .profile import Profile  # polars and the analyses, while the export is read
+
+        con = built.result()
+    return Profile(con, src.path, entry)
+
+
+def _duckdb_config(memory_limit: str | None, threads: int | None) -> dict:
+    threads = threads or int(os.environ.get("NSYSQL_THREADS", "0") or 0)
+    cfg = {
+        "memory_limit": memory_limit or os.environ.get("NSYSQL_MEMORY_LIMIT") or default_memory_limit(threads),
+        "temp_directory": _cache.spill_dir(),
+    }
+    if threads:
+        cfg["threads"] = threads
+    return cfg
+
+
+def default_memory_limit(threads: int | None = None) -> str:
+    """DuckDB's memory limit (beyond it, it spills to disk): 512 MB per thread, at least 2 GB and at most a
+    quarter of the machine's memory. 2 GB on a 2-core laptop; more on a many-core server, where DuckDB's
+    per-thread buffers would otherwise run out (a 16-thread aggregate over 10M kernels needs more than 2 GB)."""
+    threads = threads or os.cpu_count() or 2
+    try:
+        ram_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    except (ValueError, OSError, AttributeError):
+        ram_mb = 8192
+    return f"{max(2048, min(512 * threads, ram_mb // 4))}MB"
