@@ -36,7 +36,8 @@ STAGE = "nsysql_stage"
 
 def unstage(con: duckdb.DuckDBPyConnection) -> None:
     """Drop the staging database and its tables."""
-    con.execute("RESET search_path")
+    db = con.execute("SELECT current_database()").fetchall()[0][0]
+    con.execute(f"USE \"{db}\"")  # the search path as it was before staging (USE sets it too)
     con.execute(f"DETACH DATABASE IF EXISTS {STAGE}")
 
 
