@@ -1,8 +1,9 @@
 """`nsysql.load(path) -> Profile`: open the export, then open its cache entry or build the canonical tables.
 
-This module imports neither polars nor the analyses: on a cold load the export is read on a background
-thread while the facade (nsysql.profile, with polars and the analyses) is imported on this one, so the
-0.2–0.4 s of importing overlaps with reading instead of preceding it. Errors still surface from `load()`.
+This module imports neither polars, pyarrow nor the analyses: on a cold load the export is read on a
+background thread (DuckDB scanning the SQLite driver's Arrow stream: no Python, no GIL) while the facade
+(nsysql.profile, polars, pyarrow and the analyses) is imported on this one, so the 0.3–1 s of importing
+overlaps with reading instead of preceding it. Errors still surface from `load()`.
 """
 
 from __future__ import annotations
@@ -74,6 +75,8 @@ def load(
     with ThreadPoolExecutor(1, thread_name_prefix="nsysql-load") as pool:
         built = pool.submit(opener)
         from .profile import Profile  # polars and the analyses, while the export is read
+
+        import pyarrow  # noqa: F401  (answers reach polars through it; the build thread needs none of it)
 
         con = built.result()
     return Profile(con, src.path, entry)

@@ -29,13 +29,13 @@ def test_chunked_read_equals_serial_read(name, monkeypatch):
     monkeypatch.setenv("NSYSQL_READERS", "5")
     monkeypatch.setattr(raw, "CHUNK_ROWS", 500)  # so the fixtures' kernel and runtime tables are split
     chunks = []
-    read = Source.read
+    stream = Source.stream
 
-    def counting_read(self, sql, schema):
+    def counting_stream(self, sql):
         chunks.extend(["chunk"] if "WHERE rowid BETWEEN" in sql else [])
-        return read(self, sql, schema)
+        return stream(self, sql)
 
-    monkeypatch.setattr(Source, "read", counting_read)
+    monkeypatch.setattr(Source, "stream", counting_stream)
     chunked_prof = nsysql.load(fixture(name), cache=False)
     chunked_prof.con
     assert len(chunks) >= 5
@@ -45,3 +45,16 @@ def test_chunked_read_equals_serial_read(name, monkeypatch):
         assert serial[t].height > 0, t
         assert serial[t].equals(chunked[t]), t
     assert views["n"][0] == 0  # the staging database (and its chunk tables) is gone after the load
+
+
+def test_fallback_reader_equals_fast_reader(monkeypatch):
+    """Without ADBC (or for a table DuckDB refuses to scan) rows go through pyarrow batches: same tables."""
+    fast = _tables(nsysql.load(fixture("train_small"), cache=False))
+
+    def no_driver(self, sql):
+        raise ImportError("no adbc_driver_sqlite")
+
+    monkeypatch.setattr(Source, "stream", no_driver)
+    slow = _tables(nsysql.load(fixture("train_small"), cache=False))
+    for t in TABLES:
+        assert fast[t].height > 0 and fast[t].equals(slow[t]), t

@@ -10,25 +10,32 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import duckdb
-import pyarrow as pa
 
 from .source import Source
 
-I = pa.int64()
-S = pa.string()
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# staging column types (DuckDB's names)
+I = "BIGINT"
+S = "VARCHAR"
 
 
 @dataclass(frozen=True)
 class RawTable:
     name: str  # staging table in DuckDB
     sources: tuple[str, ...]  # nsys tables to try, first present wins
-    columns: tuple[tuple[str, pa.DataType], ...]  # nsys column name, type in staging
+    columns: tuple[tuple[str, str], ...]  # nsys column name, type in staging
     aliases: tuple[tuple[str, str], ...] = ()  # (staging column, other nsys name for it in older schemas)
 
     def schema(self) -> pa.Schema:
-        return pa.schema([(c, t) for c, t in self.columns])
+        """The Arrow schema of the staging table (for the fallback reader only: the fast path needs no pyarrow)."""
+        import pyarrow as pa
+
+        return pa.schema([(c, pa.string() if t == S else pa.int64()) for c, t in self.columns])
 
 
 STAGE = "nsysql_stage"
@@ -121,8 +128,9 @@ RAW_TABLES: tuple[RawTable, ...] = (
 )
 
 
-def _select(src: Source, rt: RawTable) -> tuple[str | None, str]:
-    """The SELECT that reads `rt` from the export (None if no source table), and the table used."""
+def _select(src: Source, rt: RawTable, text_as_blob: bool = False) -> tuple[str | None, str]:
+    """The SELECT that reads `rt` from the export (None if no source table), and the table used. Text columns
+    come as TEXT (DuckDB checks their UTF-8), or as BLOB for the fallback reader, which decodes them itself."""
     table = next((t for t in rt.sources if src.has(t)), None)
     if table is None:
         return None, ""
@@ -139,7 +147,7 @@ def _select(src: Source, rt: RawTable) -> tuple[str | None, str]:
             continue
         present += 1
         ident = f'"{name}"'
-        exprs.append(f'CAST({ident} AS BLOB) AS "{col}"' if typ == S else f'{ident} AS "{col}"')
+        exprs.append(f'CAST({ident} AS BLOB) AS "{col}"' if typ == S and text_as_blob else f'{ident} AS "{col}"')
     if present == 0:
         return None, table
     return f'SELECT {", ".join(exprs)} FROM "{table}"', table
@@ -159,8 +167,8 @@ def default_workers() -> int:
 def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: int | None = None) -> dict[str, str]:
     """Copy the needed raw columns into DuckDB `raw_*` tables; returns staging name -> nsys table read.
 
-    Tables stream in Arrow batches straight into DuckDB, several at once, each on its own DuckDB cursor (the
-    SQLite driver and DuckDB both release the GIL). With more than two workers a large table is read in
+    Tables stream in Arrow batches straight into DuckDB, several at once, each on its own DuckDB cursor: DuckDB
+    scans the SQLite driver's Arrow C stream itself, so the readers need no GIL and no pyarrow. With more than two workers a large table is read in
     rowid-range chunks in parallel, then copied into one staging table.
     """
     workers = workers or default_workers()
@@ -174,14 +182,14 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
     for rt in RAW_TABLES:
         sql, table = _select(src, rt)
         if sql is None:
-            cols = ", ".join(f'CAST(NULL AS {_ddb(t)}) AS "{c}"' for c, t in rt.columns)
+            cols = ", ".join(f'CAST(NULL AS {t}) AS "{c}"' for c, t in rt.columns)
             con.execute(f"CREATE OR REPLACE TABLE {STAGE}.{rt.name} AS SELECT {cols} WHERE false")
             continue
         used[rt.name] = table
         rows = src.approx_rows(table)
         n = min(workers, -(-rows // CHUNK_ROWS)) if workers > 2 else 1
         if n <= 1:
-            jobs.append((rows, rt, sql, table, rt.name))
+            jobs.append((rows, rt, "", table, rt.name))
             continue
         lo, hi = src.scalar(f'SELECT min(rowid) FROM "{table}"'), rows
         step = -(-(hi - lo + 1) // n)
@@ -189,20 +197,34 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
         for i in range(n):
             a, b = lo + i * step, min(hi, lo + (i + 1) * step - 1)
             parts.append(f"{rt.name}__{i}")
-            jobs.append((b - a + 1, rt, f"{sql} WHERE rowid BETWEEN {a} AND {b}", table, parts[-1]))
+            jobs.append((b - a + 1, rt, f" WHERE rowid BETWEEN {a} AND {b}", table, parts[-1]))
         merged[rt.name] = (" UNION ALL ".join(f"SELECT * FROM {STAGE}.{p}" for p in parts), parts)
 
     # biggest first, so the workers stay busy
     jobs.sort(key=lambda j: -j[0])
 
     def ingest(job):
-        _, rt, sql, table, name = job
+        _, rt, where, table, name = job
         if progress:
             progress(table)
         cur = con.cursor()
+        target = f"CREATE OR REPLACE TABLE {STAGE}.{name} AS SELECT"
         try:
-            cur.register("_reader", src.read(sql, rt.schema()))
-            cur.execute(f"CREATE OR REPLACE TABLE {STAGE}.{name} AS SELECT * FROM _reader")
+            # fast path: DuckDB scans the SQLite driver's Arrow stream itself (no Python per batch, no GIL, no
+            # pyarrow), casting each column to its staging type and checking the text's UTF-8
+            try:
+                with src.stream(_select(src, rt)[0] + where) as stream:
+                    cur.register("_reader", stream)
+                    cur.execute(f"{target} {', '.join(f'CAST({q(c)} AS {t}) AS {q(c)}' for c, t in rt.columns)} "
+                                "FROM _reader")
+                return
+            except (ImportError, duckdb.Error):
+                pass  # no ADBC driver, or text that is not UTF-8 (Latin-1 in Windows captures), or a bad file
+            finally:
+                cur.unregister("_reader")
+            # fallback: batches through pyarrow, text decoded with U+FFFD for bad bytes; errors name the file
+            cur.register("_reader", src.read(_select(src, rt, text_as_blob=True)[0] + where, rt.schema()))
+            cur.execute(f"{target} * FROM _reader")
             cur.unregister("_reader")
         finally:
             cur.close()
@@ -222,5 +244,5 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
     return used
 
 
-def _ddb(t: pa.DataType) -> str:
-    return "VARCHAR" if t == S else "BIGINT"
+def q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'

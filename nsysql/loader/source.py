@@ -7,6 +7,7 @@ standard library's sqlite3 when that driver is missing), never as a whole table 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import urllib.parse
@@ -65,6 +66,26 @@ class Source:
             return int(self.scalar(f'SELECT max(rowid) FROM "{table}"') or 0)
         except NsysqlError:
             return 0
+
+    @contextlib.contextmanager
+    def stream(self, sql: str) -> Iterator[object]:
+        """Run `sql` with ADBC's SQLite driver and yield its result as an Arrow C stream (the PyCapsule
+        interface), for DuckDB to scan without Python in between. ImportError without the driver."""
+        import adbc_driver_manager  # noqa: PLC0415
+        import adbc_driver_sqlite  # noqa: PLC0415
+
+        db = adbc_driver_sqlite.connect(self._uri())
+        con = adbc_driver_manager.AdbcConnection(db)
+        stmt = adbc_driver_manager.AdbcStatement(con)
+        try:
+            stmt.set_options(**{"adbc.sqlite.query.batch_rows": str(BATCH_ROWS)})
+            stmt.set_sql_query(sql)
+            handle, _ = stmt.execute_query()
+            yield handle
+        finally:
+            stmt.close()
+            con.close()
+            db.close()
 
     def read(self, sql: str, schema: pa.Schema) -> pa.RecordBatchReader:
         """Run `sql` on the export and stream its rows as Arrow batches of `schema`.
