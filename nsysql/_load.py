@@ -1,9 +1,9 @@
 """`nsysql.load(path) -> Profile`: open the export, then open its cache entry or build the canonical tables.
 
-This module imports neither polars, pyarrow nor the analyses: on a cold load the export is read on a
-background thread (DuckDB scanning the SQLite driver's Arrow stream: no Python, no GIL) while the facade
-(nsysql.profile, polars, pyarrow and the analyses) is imported on this one, so the 0.3–1 s of importing
-overlaps with reading instead of preceding it. Errors still surface from `load()`.
+This module imports neither polars, pyarrow nor the analyses: on a cold load the canonical tables are built
+on a background thread (DuckDB, without the GIL) while the facade (nsysql.profile, polars, pyarrow and the
+analyses) is imported on this one, so the 0.3–1 s of importing overlaps with building instead of preceding it.
+Errors still surface from `load()`.
 """
 
 from __future__ import annotations
@@ -34,13 +34,16 @@ def load(
     that entry instead. `cache=False` (or $NSYSQL_NO_CACHE=1) builds in memory every time.
     `progress(step)` is called with each table or SQL file being loaded.
     """
+    import threading
+
     src = open_source(path)
     config = _duckdb_config(memory_limit, threads)
+    staged = threading.Event()
 
     def build(con):
         from .loader import build as build_tables
 
-        build_tables(src, con, progress)
+        build_tables(src, con, progress, staged=staged.set)
         return con
 
     entry = None
@@ -74,9 +77,14 @@ def load(
 
     with ThreadPoolExecutor(1, thread_name_prefix="nsysql-load") as pool:
         built = pool.submit(opener)
-        from .profile import Profile  # polars and the analyses, while the export is read
+        # Import the facade once the export is staged, while the canonical SQL runs. Not sooner: registering
+        # each reader's Arrow stream makes DuckDB look polars and pyarrow up, and while this thread is halfway
+        # through importing them the readers would wait on the import lock.
+        while not staged.wait(0.005) and not built.done():
+            pass
+        from .profile import Profile  # polars and the analyses
 
-        import pyarrow  # noqa: F401  (answers reach polars through it; the build thread needs none of it)
+        import pyarrow  # noqa: F401  (answers reach polars through it; the build needs none of it)
 
         con = built.result()
     return Profile(con, src.path, entry)

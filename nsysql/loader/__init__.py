@@ -24,11 +24,14 @@ CANONICAL_TABLES = (
 __all__ = ["build", "open_source", "Source", "CANONICAL_TABLES", "RAW_TABLES"]
 
 
-def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None) -> None:
-    """Fill `con` with the canonical tables of the export `src`."""
+def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=None) -> None:
+    """Fill `con` with the canonical tables of the export `src`; `staged()` is called once the export has been
+    read (only SQL is left)."""
     from .raw import stage, unstage
 
     used = stage(src, con, progress)
+    if staged:
+        staged()
     facts = [
         ("source_path", str(src.path)),
         ("source_bytes", str(src.path.stat().st_size)),

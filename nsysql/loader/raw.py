@@ -229,6 +229,11 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
         finally:
             cur.close()
 
+    try:  # here, not in each reader thread at once
+        import adbc_driver_manager  # noqa: F401
+        import adbc_driver_sqlite  # noqa: F401
+    except ImportError:
+        pass
     if workers > 1 and len(jobs) > 1:
         from concurrent.futures import ThreadPoolExecutor
 
