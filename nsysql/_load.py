@@ -49,11 +49,12 @@ def load(
     entry = None
     if cache and os.environ.get("NSYSQL_NO_CACHE", "") in ("", "0"):
         entry = _cache.entry(Path(cache_dir).expanduser() if cache_dir else _cache.default_dir(), src.path)
+        _cache.wait(entry)  # this process may be writing it right now (an earlier load of the same file)
 
         def opener():
             con = _cache.open_entry(entry, config)
             if con is None and not entry.exists():
-                con = _cache.build_entry(entry, build, config)
+                con = _cache.build_entry(entry, build, config, background=_in_memory_first(src, config))
             if con is None:  # the cache cannot be written: in memory, as with cache=False
                 con = build(_cache.connect(":memory:", config))
             return con
@@ -88,6 +89,27 @@ def load(
 
         con = built.result()
     return Profile(con, src.path, entry)
+
+
+def _in_memory_first(src, config: dict) -> bool:
+    """Build a cache entry in memory and copy it to disk in the background (see cache.build_entry) when there
+    are cores to spare for the copy (4 or more) and the canonical tables (about 4x the export's size in memory)
+    fit well within DuckDB's memory limit. Measured on a 16-core machine at 500k kernels: first command 2.6 s ->
+    1.8 s. On 2 cores the copy only competes with the answers (no faster, 300 MB more memory); at 10M kernels
+    under a 2 GB limit the in-memory tables spill (48 s -> 73 s)."""
+    threads = int(config.get("threads") or os.cpu_count() or 1)
+    return threads >= 4 and src.path.stat().st_size * 6 <= _bytes(config["memory_limit"])
+
+
+def _bytes(size: str) -> int:
+    """'2048MB' -> bytes (the memory limits nsysql writes, and DuckDB's units)."""
+    import re
+
+    m = re.fullmatch(r"\s*([\d.]+)\s*([KMGT]i?B?|B)?\s*", size, re.IGNORECASE)
+    if not m:
+        return 0
+    unit = (m.group(2) or "B").upper().rstrip("B").rstrip("I")
+    return int(float(m.group(1)) * 1024 ** " KMGT".index(unit or " ")) if unit in ("", "K", "M", "G", "T") else 0
 
 
 def _duckdb_config(memory_limit: str | None, threads: int | None) -> dict:

@@ -4,11 +4,12 @@ Where: `cache_dir` argument, else $NSYSQL_CACHE_DIR, else $XDG_CACHE_HOME/nsysql
 Key: the export's resolved path, size, mtime and a hash of its first 1 MiB, plus the canonical schema version,
 nsysql's version and a hash of the canonical SQL files and the loader's code: a changed export or a new nsysql
 never reads a stale entry.
-Written atomically: built under a temporary name unique to the process, checkpointed, then renamed; the builder
-keeps its connection and answers from it. Two processes on the same export both succeed (the last rename wins;
-readers see a whole file either way; one that meets DuckDB's file lock loads without the cache that once). An
-entry that cannot be opened, or lacks the `complete` fact written last, is deleted and rebuilt. A cache directory that cannot be
-written (read-only, full) degrades to an in-memory load with one warning. Answers to questions asked of a
+Written atomically: built under a temporary name unique to the process (straight into the file, or in memory and
+copied there by a background thread while the builder answers), then renamed into place once whole. Two processes
+on the same export both succeed (the last rename wins; readers see a whole file either way; one that meets DuckDB's
+file lock loads without the cache that once). An entry that cannot be opened, or lacks the `complete` fact
+written last, is deleted and rebuilt. A cache directory that cannot be written (read-only, full) degrades to an
+in-memory load with one warning. Answers to questions asked of a
 profile are stored beside its entry by nsysql.memo.
 """
 
@@ -18,6 +19,7 @@ import functools
 import hashlib
 import os
 import tempfile
+import threading
 import uuid
 import warnings
 from pathlib import Path
@@ -96,18 +98,39 @@ def _locked(e: Exception) -> bool:
     return "lock" in str(e).lower()
 
 
-def build_entry(file: Path, build, config: dict) -> duckdb.DuckDBPyConnection | None:
-    """Run `build(con)` into a new entry `file` and return the connection, still open on it (its tables are in
-    DuckDB's buffers, so the first questions need not read them back); None (with a warning) if the directory
-    cannot take it.
+def build_entry(file: Path, build, config: dict, background: bool = False) -> duckdb.DuckDBPyConnection | None:
+    """Run `build(con)` and store the result as the entry `file`; returns the connection to ask questions on,
+    or None (with a warning) if the directory cannot take an entry. The entry is built under a temporary name
+    unique to this process and renamed into place once whole, so no reader ever sees half an entry.
 
-    The entry is built under a temporary name and renamed once checkpointed, while the connection stays open:
-    another process that tries to open it meanwhile meets DuckDB's file lock and loads without the cache that
-    once (open_entry), rather than deleting a good entry.
+    In the file (default): the tables are built straight into the entry, checkpointed and renamed, and the
+    connection stays open on it (its tables still in DuckDB's buffers). Another process that tries to open it
+    meanwhile meets DuckDB's file lock and loads without the cache that once (open_entry).
+
+    `background=True`: built in memory, and a background thread copies the tables into the entry while the
+    caller asks its questions from memory. The same CPU in all, but the copy overlaps with answering: worth it
+    with cores to spare and memory for a second copy (nsysql._load decides). The interpreter waits for the
+    copy before it exits; `wait()` waits sooner.
     """
     import duckdb
 
     tmp = file.with_name(f".{file.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    if background:
+        try:  # can the directory take it at all? (read-only, no permission): say so now, not later
+            file.parent.mkdir(parents=True, exist_ok=True)
+            with open(tmp, "xb"):
+                pass
+            _remove(tmp)
+        except OSError as e:
+            _cache_disabled(e, file.parent)
+            return None
+        con = connect(":memory:", config)
+        build(con)
+        con.execute("INSERT INTO profile_facts VALUES ('complete', 'yes')")  # the entry is renamed in only whole
+        t = threading.Thread(target=_persist, args=(con.cursor(), tmp, file), name="nsysql-persist")  # not daemon
+        t.start()
+        _PENDING[file] = t
+        return con
     con = None
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
@@ -126,12 +149,47 @@ def build_entry(file: Path, build, config: dict) -> duckdb.DuckDBPyConnection | 
     except (OSError, duckdb.IOException, duckdb.PermissionException) as e:
         if con is not None:
             con.close()
-        warnings.warn(f"cache disabled ({_why(e)} in {file.parent}); loading without it", CacheWarning,
-                      stacklevel=3)
+        _cache_disabled(e, file.parent)
         return None
     finally:
         _remove(tmp)
         _remove(Path(str(tmp) + ".wal"))
+
+
+_PENDING: dict[Path, threading.Thread] = {}
+PERSIST = "nsysql_persist"
+
+
+def _persist(cur, tmp: Path, file: Path) -> None:
+    import duckdb
+
+    try:
+        cur.execute(f"ATTACH '{_sql_str(tmp)}' AS {PERSIST}")
+        try:
+            db = cur.execute("SELECT current_database()").fetchall()[0][0]
+            cur.execute(f'COPY FROM DATABASE "{db}" TO {PERSIST}')
+        finally:
+            cur.execute(f"DETACH {PERSIST}")
+        os.replace(tmp, file)
+    except (OSError, duckdb.Error) as e:  # full disk, or the directory went away
+        _cache_disabled(e, file.parent)
+    finally:
+        cur.close()
+        _remove(tmp)
+        _remove(Path(str(tmp) + ".wal"))
+
+
+def wait(file: Path | None = None) -> None:
+    """Wait until the entry `file` (default: every entry) being written in the background is in place."""
+    for f in [file] if file is not None else list(_PENDING):
+        t = _PENDING.get(f)
+        if t is not None:
+            t.join()
+            _PENDING.pop(f, None)
+
+
+def _cache_disabled(e: Exception, where: Path) -> None:
+    warnings.warn(f"cache disabled ({_why(e)} in {where}); loading without it", CacheWarning, stacklevel=4)
 
 
 def connect(database: str, config: dict) -> duckdb.DuckDBPyConnection:

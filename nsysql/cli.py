@@ -136,6 +136,14 @@ def handled(fn):
             files = kwargs.get("file") or ", ".join(map(str, kwargs.get("files") or ())) or "(no file)"
             click.echo(f"nsysql: error: {files}: query failed: {str(e).splitlines()[0]}", err=True)
             sys.exit(2)
+        finally:
+            # the answer is out; a cold load's cache entry may still be on its way to disk: wait for it here
+            # (the process would at exit anyway), so a command always leaves its entry in place
+            try:
+                sys.stdout.flush()
+            except (OSError, ValueError):
+                pass
+            _cache.wait()
 
     return wrapper
 

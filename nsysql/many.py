@@ -82,7 +82,7 @@ def _job(path: str, cache_dir: str | None, cache: bool) -> tuple[str, dict[str, 
             return path, hit
     prof = load(path, cache=cache, cache_dir=cache_dir)
     tables = _ranks.rank_tables(prof.con, str(prof.path))
-    prof.con.close()
+    prof.close()
     if cache and prof.cache_entry is not None:
         _store(path, cache_dir, tables)
     return path, tables

@@ -47,6 +47,13 @@ class Profile:
             self._con = self._opener()
         return self._con
 
+    def close(self) -> None:
+        """Close the DuckDB connection, once the cache entry being written from it (cold load) is in place."""
+        _cache.wait()
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
     def __repr__(self) -> str:
         return f"<nsysql.Profile {self.path}>"
 

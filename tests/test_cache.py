@@ -9,6 +9,7 @@ import sys
 
 import duckdb
 import polars as pl
+import pytest
 from polars.testing import assert_frame_equal
 from click.testing import CliRunner
 
@@ -16,6 +17,16 @@ import nsysql
 from conftest import fixture
 from nsysql import cache
 from nsysql.cli import main
+from nsysql import _load
+
+
+@pytest.fixture(params=["in the file", "in memory, copied in the background"])
+def build_mode(request, monkeypatch):
+    """Both ways a cold load builds its entry (nsysql._load picks by cores and memory; this machine may only
+    ever take one of them)."""
+    background = request.param != "in the file"
+    monkeypatch.setattr(_load, "_in_memory_first", lambda src, config: background)
+    return background
 
 
 def copy(tmp_path, name="train_small"):
@@ -25,9 +36,10 @@ def copy(tmp_path, name="train_small"):
     return dst
 
 
-def test_second_load_reads_the_cache_and_agrees(tmp_path):
+def test_second_load_reads_the_cache_and_agrees(tmp_path, build_mode):
     src, cdir = copy(tmp_path), tmp_path / "c"
     first = nsysql.load(src, cache_dir=cdir)
+    cache.wait()  # written in the background while `first` answers from memory
     assert first.cache_entry is not None and first.cache_entry.exists()
     mtime = first.cache_entry.stat().st_mtime_ns
     second = nsysql.load(src, cache_dir=cdir)
@@ -49,24 +61,28 @@ def test_changed_input_gets_a_new_entry(tmp_path):
     assert nsysql.load(other, cache_dir=cdir).cache_entry not in (a, b)
 
 
-def test_corrupt_or_half_written_entries_are_rebuilt(tmp_path):
+def test_corrupt_or_half_written_entries_are_rebuilt(tmp_path, build_mode):
     src, cdir = copy(tmp_path), tmp_path / "c"
     want = nsysql.load(src, cache=False).kernels()
     entry = cache.entry(cdir, src)
     cdir.mkdir()
     entry.write_bytes(b"garbage, not a database" * 100)
     assert_frame_equal(nsysql.load(src, cache_dir=cdir).kernels(), want, rel_tol=1e-9)
+    cache.wait()
     # a DuckDB file without the `complete` fact (a build that died before its end)
     entry.unlink()
     con = duckdb.connect(str(entry))
     con.execute("CREATE TABLE profile_facts(key VARCHAR, value VARCHAR)")
     con.close()
     prof = nsysql.load(src, cache_dir=cdir)
-    assert_frame_equal(prof.kernels(), want, rel_tol=1e-9)
-    assert prof.sql("SELECT value FROM profile_facts WHERE key = 'complete'")["value"][0] == "yes"
+    assert_frame_equal(prof.kernels(), want, rel_tol=1e-9)  # (the answer stored above: no need to open it)
+    assert prof.sql("SELECT count(*) AS n FROM gpu_ops")["n"][0] > 0  # opening it finds it incomplete: rebuilt
+    cache.wait()
+    rebuilt = cache.open_entry(entry, {})
+    assert rebuilt.execute("SELECT value FROM profile_facts WHERE key = 'complete'").fetchall() == [("yes",)]
 
 
-def test_unwritable_cache_dir_warns_once_and_works(tmp_path):
+def test_unwritable_cache_dir_warns_once_and_works(tmp_path, build_mode):
     src = copy(tmp_path)
     blocker = tmp_path / "not_a_dir"
     blocker.write_text("a file where the cache directory should be")
@@ -91,21 +107,30 @@ def test_two_processes_on_one_file_both_succeed(tmp_path):
     assert not list(cdir.glob(".*.tmp"))
 
 
-def test_entry_held_open_by_its_builder_is_read_elsewhere_without_harm(tmp_path):
-    """The building process keeps its connection on the fresh entry; another process meanwhile reads it (or,
-    where DuckDB's file lock refuses, answers without the cache) and leaves the entry in place."""
+def test_entry_being_written_while_others_read(tmp_path, build_mode):
+    """While a cold load's entry is being written (held open by its builder, or copied in the background) another
+    process succeeds, with or without the entry, and once written the entry is whole and the only one."""
     src, cdir = copy(tmp_path), tmp_path / "c"
-    held = nsysql.load(src, cache_dir=cdir)  # cold: built, renamed into place, still open here
-    (entry,) = cache.entries(cdir)
+    held = nsysql.load(src, cache_dir=cdir)  # cold: the entry still held open, or on its way
     env = {**os.environ, "NSYSQL_CACHE_DIR": str(cdir)}
     out = subprocess.run([sys.executable, "-m", "nsysql", "kernels", str(src), "-f", "csv"], env=env,
                          capture_output=True, timeout=120)
     assert out.returncode == 0, out.stderr
     got, mine = pl.read_csv(out.stdout), held.kernels()
     assert got["name"].to_list() == mine["name"].to_list() and got["total_ns"].to_list() == mine["total_ns"].to_list()
-    assert cache.entries(cdir) == [entry]
-    held.con.close()
-    assert cache.open_entry(entry, {}) is not None  # whole, and readable once its builder let go
+    cache.wait()
+    (entry,) = cache.entries(cdir)
+    assert not list(cdir.glob(".*.tmp*"))  # no temporary file left behind
+    held.close()
+    warm = nsysql.load(src, cache_dir=cdir)
+    assert warm.cache_entry == entry and cache.open_entry(entry, {}) is not None
+    assert_frame_equal(warm.kernels(), mine)
+
+
+def test_closing_a_cold_profile_waits_for_its_entry(tmp_path, build_mode):
+    src, cdir = copy(tmp_path), tmp_path / "c"
+    nsysql.load(src, cache_dir=cdir).close()
+    assert len(cache.entries(cdir)) == 1
 
 
 def test_no_cache_flag_and_cache_commands(tmp_path):
@@ -124,7 +149,7 @@ def test_no_cache_flag_and_cache_commands(tmp_path):
     assert not list(cdir.glob("*.results"))
 
 
-def test_answers_are_stored_and_served_again(tmp_path):
+def test_answers_are_stored_and_served_again(tmp_path, build_mode):
     from nsysql import memo
 
     src, cdir = copy(tmp_path), tmp_path / "c"
@@ -158,3 +183,14 @@ def test_answers_are_kept_per_profile_without_a_cache_too(tmp_path):
     s = p.summary()
     s.pop("kernels")
     assert "kernels" in p.summary()
+
+
+def test_background_copy_only_with_cores_and_memory_to_spare():
+    from nsysql.loader import open_source
+
+    src = open_source(fixture("train_small"))
+    size = src.path.stat().st_size
+    assert _load._bytes("2048MB") == 2 * 2**30 and _load._bytes("1.5GB") == int(1.5 * 2**30)
+    assert not _load._in_memory_first(src, {"threads": 2, "memory_limit": "8GB"})
+    assert _load._in_memory_first(src, {"threads": 8, "memory_limit": "8GB"})
+    assert not _load._in_memory_first(src, {"threads": 8, "memory_limit": f"{size * 5}B"})
