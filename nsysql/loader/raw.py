@@ -215,13 +215,14 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
             try:
                 with src.stream(_select(src, rt)[0] + where) as stream:
                     cur.register("_reader", stream)
-                    cur.execute(f"{target} {', '.join(f'CAST({q(c)} AS {t}) AS {q(c)}' for c, t in rt.columns)} "
-                                "FROM _reader")
+                    try:
+                        cur.execute(f"{target} {', '.join(f'CAST({q(c)} AS {t}) AS {q(c)}' for c, t in rt.columns)} "
+                                    "FROM _reader")
+                    finally:
+                        cur.unregister("_reader")  # before the driver's statement is released
                 return
             except (ImportError, duckdb.Error):
                 pass  # no ADBC driver, or text that is not UTF-8 (Latin-1 in Windows captures), or a bad file
-            finally:
-                cur.unregister("_reader")
             # fallback: batches through pyarrow, text decoded with U+FFFD for bad bytes; errors name the file
             cur.register("_reader", src.read(_select(src, rt, text_as_blob=True)[0] + where, rt.schema()))
             cur.execute(f"{target} * FROM _reader")
