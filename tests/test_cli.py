@@ -139,3 +139,25 @@ def test_schema_lists_every_canonical_table_with_documented_columns():
     have = set(loaded(str(TRAIN)).sql("SELECT * FROM gpu_ops LIMIT 0").columns)
     assert set(cols["column"]) == have  # every column documented, none invented
     assert cols["description"].str.len_chars().min() > 5
+
+
+def test_the_executable_flushes_everything_and_keeps_exit_codes(tmp_path):
+    """`python -m nsysql` (as the `nsysql` script) leaves without interpreter teardown: its output must still be
+    whole, its exit codes those of the commands, and a cold load's cache entry on disk when it returns."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NSYSQL_CACHE_DIR": str(tmp_path / "c")}
+
+    def nsysql(*args):
+        return subprocess.run([sys.executable, "-m", "nsysql", *args], capture_output=True, text=True, env=env,
+                              timeout=120)
+
+    ok = nsysql("kernels-by-range", str(TRAIN), "-f", "csv")
+    assert ok.returncode == 0, ok.stderr
+    assert pl.read_csv(io.StringIO(ok.stdout)).height == loaded(str(TRAIN)).kernels_by_range().height > 0
+    assert list((tmp_path / "c").glob("*.duckdb"))
+    bad = nsysql("info", str(tmp_path / "missing.sqlite"))
+    assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.count("\n") == 1
+    assert nsysql("--version").returncode == 0
+    assert nsysql("no-such-command").returncode == 2  # click's usage error
