@@ -12,7 +12,6 @@ import polars as pl
 from . import cache as _cache
 from .memo import cached
 from ._load import load  # noqa: F401 (nsysql.profile.load, as before)
-from .loader.source import open_source
 from .analyses import info as _info
 from .analyses import kernels as _kernels
 from .analyses import kernels_by_range as _kbr

@@ -46,7 +46,8 @@ class Source:
         return "file:" + urllib.parse.quote(str(self.path)) + "?mode=ro&immutable=1"
 
     def sqlite(self) -> sqlite3.Connection:
-        con = sqlite3.connect(self._uri(), uri=True)
+        # one reader at a time, but DuckDB may pull its batches on another thread than the one that opened it
+        con = sqlite3.connect(self._uri(), uri=True, check_same_thread=False)
         con.text_factory = lambda b: b.decode("utf-8", "replace")
         return con
 
@@ -71,6 +72,7 @@ class Source:
     def stream(self, sql: str) -> Iterator[object]:
         """Run `sql` with ADBC's SQLite driver and yield its result as an Arrow C stream (the PyCapsule
         interface), for DuckDB to scan without Python in between. ImportError without the driver."""
+        # the driver manager's own API, not its DB-API module: that one imports pyarrow.dataset and polars
         import adbc_driver_manager  # noqa: PLC0415
         import adbc_driver_sqlite  # noqa: PLC0415
 
@@ -88,7 +90,8 @@ class Source:
             db.close()
 
     def read(self, sql: str, schema: pa.Schema) -> pa.RecordBatchReader:
-        """Run `sql` on the export and stream its rows as Arrow batches of `schema`.
+        """Run `sql` on the export and stream its rows as Arrow batches of `schema`, through pyarrow (the
+        fallback of raw.stage; `stream` is the fast path).
 
         Text columns are read as bytes and decoded here, invalid UTF-8 replaced by U+FFFD, because some real
         exports (Windows captures) hold Latin-1 bytes in TEXT columns.
@@ -96,33 +99,18 @@ class Source:
         import pyarrow as pa
 
         try:
-            batches = _read_adbc(self._uri(), sql)
+            import adbc_driver_sqlite  # noqa: F401, PLC0415
+
+            batches = self._stream_batches(sql)
         except ImportError:
             batches = _read_sqlite3(self, sql, schema)
         return pa.RecordBatchReader.from_batches(schema, _conform(batches, schema, self.path))
 
+    def _stream_batches(self, sql: str) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
 
-def _read_adbc(uri: str, sql: str) -> Iterator[pa.RecordBatch]:
-    # the driver manager's own API, not its DB-API module: that one imports pyarrow.dataset and polars (~0.3 s)
-    import adbc_driver_manager  # noqa: PLC0415 (optional fast path)
-    import adbc_driver_sqlite  # noqa: PLC0415
-    import pyarrow as pa
-
-    def gen():
-        db = adbc_driver_sqlite.connect(uri)
-        con = adbc_driver_manager.AdbcConnection(db)
-        stmt = adbc_driver_manager.AdbcStatement(con)
-        try:
-            stmt.set_options(**{"adbc.sqlite.query.batch_rows": str(BATCH_ROWS)})
-            stmt.set_sql_query(sql)
-            handle, _ = stmt.execute_query()
+        with self.stream(sql) as handle:
             yield from pa.RecordBatchReader.from_stream(handle)
-        finally:
-            stmt.close()
-            con.close()
-            db.close()
-
-    return gen()
 
 
 def _read_sqlite3(source: Source, sql: str, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
