@@ -233,7 +233,7 @@ def main(ctx, cache_dir, no_cache):
     left out: $NSYSQL_PROFILE, else the only .sqlite file here, else the profile analysed last.
     """
     ctx.obj = {"cache_dir": cache_dir, "no_cache": no_cache}
-    # DuckDB imports numpy where it is installed, and numpy's OpenBLAS then starts one busy thread per core:
+    # pyarrow imports numpy where it is installed, and numpy's OpenBLAS then starts one busy thread per core:
     # 0.3 s of a 16-core machine's start-up for a library nsysql never calls. This process only, never the
     # shell's environment, and a setting the user made wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

@@ -168,8 +168,8 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
     """Copy the needed raw columns into DuckDB `raw_*` tables; returns staging name -> nsys table read.
 
     Tables stream in Arrow batches straight into DuckDB, several at once, each on its own DuckDB cursor: DuckDB
-    scans the SQLite driver's Arrow C stream itself, so the readers need no GIL and no pyarrow. With more than two workers a large table is read in
-    rowid-range chunks in parallel, then copied into one staging table.
+    scans the SQLite driver's Arrow C stream itself, so the readers need no GIL and no pyarrow. With more than
+    two workers a large table is read in rowid-range chunks in parallel, then copied into one staging table.
     """
     workers = workers or default_workers()
     used: dict[str, str] = {}
@@ -188,8 +188,9 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
         used[rt.name] = table
         rows = src.approx_rows(table)
         n = min(workers, -(-rows // CHUNK_ROWS)) if workers > 2 else 1
+        blob_sql = _select(src, rt, text_as_blob=True)[0]  # for the fallback reader
         if n <= 1:
-            jobs.append((rows, rt, "", table, rt.name))
+            jobs.append((rows, rt, sql, blob_sql, table, rt.name))
             continue
         lo, hi = src.scalar(f'SELECT min(rowid) FROM "{table}"'), rows
         step = -(-(hi - lo + 1) // n)
@@ -197,14 +198,15 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
         for i in range(n):
             a, b = lo + i * step, min(hi, lo + (i + 1) * step - 1)
             parts.append(f"{rt.name}__{i}")
-            jobs.append((b - a + 1, rt, f" WHERE rowid BETWEEN {a} AND {b}", table, parts[-1]))
+            where = f" WHERE rowid BETWEEN {a} AND {b}"
+            jobs.append((b - a + 1, rt, sql + where, blob_sql + where, table, parts[-1]))
         merged[rt.name] = (" UNION ALL ".join(f"SELECT * FROM {STAGE}.{p}" for p in parts), parts)
 
     # biggest first, so the workers stay busy
     jobs.sort(key=lambda j: -j[0])
 
     def ingest(job):
-        _, rt, where, table, name = job
+        _, rt, sql, blob_sql, table, name = job
         if progress:
             progress(table)
         cur = con.cursor()
@@ -213,7 +215,7 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
             # fast path: DuckDB scans the SQLite driver's Arrow stream itself (no Python per batch, no GIL, no
             # pyarrow), casting each column to its staging type and checking the text's UTF-8
             try:
-                with src.stream(_select(src, rt)[0] + where) as stream:
+                with src.stream(sql) as stream:
                     cur.register("_reader", stream)
                     try:
                         cur.execute(f"{target} {', '.join(f'CAST({q(c)} AS {t}) AS {q(c)}' for c, t in rt.columns)} "
@@ -224,7 +226,7 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
             except (ImportError, duckdb.Error):
                 pass  # no ADBC driver, or text that is not UTF-8 (Latin-1 in Windows captures), or a bad file
             # fallback: batches through pyarrow, text decoded with U+FFFD for bad bytes; errors name the file
-            cur.register("_reader", src.read(_select(src, rt, text_as_blob=True)[0] + where, rt.schema()))
+            cur.register("_reader", src.read(blob_sql, rt.schema()))
             cur.execute(f"{target} * FROM _reader")
             cur.unregister("_reader")
         finally:
