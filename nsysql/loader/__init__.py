@@ -75,7 +75,7 @@ def _missing(src: Source, con: duckdb.DuckDBPyConnection) -> list[str]:
     return out
 
 
-def __getattr__(name):  # RAW_TABLES without importing pyarrow up front
+def __getattr__(name):  # RAW_TABLES without importing DuckDB up front (raw.py imports it)
     if name == "RAW_TABLES":
         from .raw import RAW_TABLES
 
