@@ -57,3 +57,67 @@ def test_fallback_reader_equals_fast_reader(monkeypatch):
     slow = _tables(nsysql.load(fixture("train_small"), cache=False))
     for t in TABLES:
         assert fast[t].height > 0 and fast[t].equals(slow[t]), t
+
+
+def test_canonical_files_wait_for_what_they_read():
+    """run_files starts a file once the files defining the tables it reads are done: every canonical table a
+    file reads is defined by one of the files it waits for (the dependency scan misses none)."""
+    from nsysql.loader import CANONICAL_TABLES, _DEFINES, _WORD, _code
+    from nsysql.queries import canonical_files
+
+    files = canonical_files()
+    defined_by = {}
+    for f in files:
+        for t in _DEFINES.findall(_code(f.read_text()).lower()):
+            defined_by.setdefault(t, f)
+    assert set(CANONICAL_TABLES) <= set(defined_by)
+    for i, f in enumerate(files):
+        own = set(_DEFINES.findall(_code(f.read_text()).lower()))
+        reads = (set(_WORD.findall(_code(f.read_text()).lower())) & set(defined_by)) - own
+        for t in reads:
+            assert files.index(defined_by[t]) < i, f"{f.name} reads {t}, defined by a later file"
+    by_stem = {f.stem: f for f in files}
+
+    def needs(stem):
+        words = set(_WORD.findall(_code(by_stem[stem].read_text()).lower()))
+        return {defined_by[t].stem for t in words & set(defined_by) if defined_by[t] != by_stem[stem]}
+
+    # the chains the build relies on
+    assert {"40_gpu_ops", "50_nvtx"} <= needs("60_op_ranges")
+    assert {"40_gpu_ops", "60_op_ranges"} <= needs("90_process_roles")
+    assert needs("80_gpu_busy") == {"40_gpu_ops"}
+
+
+def test_parallel_canonical_build_equals_one_file_at_a_time(monkeypatch):
+    from concurrent import futures
+
+    parallel = _tables(nsysql.load(fixture("big_step"), cache=False))
+
+    made = []
+
+    class Serial(futures.ThreadPoolExecutor):  # one worker: the files run one after another, in order
+        def __init__(self, *args, **kwargs):
+            kwargs.pop("max_workers", None)
+            made.append(kwargs.get("thread_name_prefix"))
+            super().__init__(1, *args[1:], **kwargs)
+
+    monkeypatch.setattr(futures, "ThreadPoolExecutor", Serial)
+    serial = _tables(nsysql.load(fixture("big_step"), cache=False))
+    assert "nsysql-sql" in made
+    for t in TABLES:
+        assert parallel[t].height > 0 and parallel[t].equals(serial[t]), t
+
+
+def test_gpu_busy_prev_end_is_the_previous_stretch_end():
+    """gpu_busy.prev_end_ns (what gaps reads) is the end of the device's previous busy stretch, and
+    busy_before_ns sums the stretches before: both by construction, on a fixture with thousands of stretches."""
+    prof = nsysql.load(fixture("big_step"), cache=False)
+    bad = prof.sql("""
+        SELECT count(*) FILTER (WHERE prev_end_ns IS DISTINCT FROM prev) AS bad_prev,
+               count(*) FILTER (WHERE busy_before_ns <> before) AS bad_before, count(*) AS n
+        FROM (SELECT prev_end_ns, busy_before_ns,
+                     lag(end_ns) OVER w AS prev,
+                     coalesce(sum(end_ns - start_ns) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
+              FROM gpu_busy WINDOW w AS (PARTITION BY device_id ORDER BY start_ns))""")
+    assert bad["n"][0] > 1000
+    assert bad["bad_prev"][0] == 0 and bad["bad_before"][0] == 0

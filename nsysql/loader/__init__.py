@@ -7,6 +7,8 @@ names an nsys table.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -27,7 +29,7 @@ __all__ = ["build", "open_source", "Source", "CANONICAL_TABLES", "RAW_TABLES"]
 def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=None) -> None:
     """Fill `con` with the canonical tables of the export `src`; `staged()` is called once the export has been
     read (only SQL is left)."""
-    from .raw import stage, unstage
+    from .raw import STAGE, stage, unstage
 
     used = stage(src, con, progress)
     if staged:
@@ -41,13 +43,56 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=Non
         ("tables_in_file", ",".join(sorted(src.tables))),
     ]
     facts += [("missing", msg) for msg in _missing(src, con)]
-    con.execute("CREATE OR REPLACE TEMP TABLE _load_facts(key VARCHAR, value VARCHAR)")
-    con.executemany("INSERT INTO _load_facts VALUES (?, ?)", facts)
-    for f in canonical_files():
+    # in the staging database, so that every cursor below sees it (a TEMP table is one connection's own)
+    con.execute(f"CREATE OR REPLACE TABLE {STAGE}._load_facts(key VARCHAR, value VARCHAR)")
+    con.executemany(f"INSERT INTO {STAGE}._load_facts VALUES (?, ?)", facts)
+    run_files(con, canonical_files(), progress)
+    unstage(con)
+
+
+def run_files(con: duckdb.DuckDBPyConnection, files: list[Path], progress=None) -> None:
+    """Run the SQL files, each on its own cursor as soon as the files before it that define what it reads
+    are done: independent files (gpu_busy and op_ranges, say) run at once, which keeps more cores busy than
+    DuckDB does inside one statement (a window over one device's ops is mostly serial). The numbering still
+    orders the files: a file may read only tables of files numbered before it. TEMP tables are the file's own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = {f: f.read_text(encoding="utf-8") for f in files}
+    defines = {f: set(_DEFINES.findall(_code(t).lower())) for f, t in texts.items()}
+    needs = {}
+    for i, f in enumerate(files):
+        words = set(_WORD.findall(_code(texts[f]).lower()))
+        needs[f] = [g for g in files[:i] if defines[g] & words]
+    search_path = con.execute("SELECT current_setting('search_path')").fetchall()[0][0]
+
+    def run(f, deps):
+        for d in deps:
+            d.result()  # and re-raises its error
         if progress:
             progress(f.stem)
-        con.execute(f.read_text(encoding="utf-8"))
-    unstage(con)
+        cur = con.cursor()
+        try:
+            cur.execute(f"SET search_path = '{search_path}'")
+            cur.execute(texts[f])
+        finally:
+            cur.close()
+
+    done: dict[Path, object] = {}
+    with ThreadPoolExecutor(len(files) or 1, thread_name_prefix="nsysql-sql") as pool:
+        for f in files:
+            done[f] = pool.submit(run, f, [done[g] for g in needs[f]])
+        for f in files:
+            done[f].result()
+
+
+_DEFINES = re.compile(r"create\s+(?:or\s+replace\s+)?(?:temp\s+|temporary\s+)?(?:table|view|macro)\s+"
+                      r"(?:if\s+not\s+exists\s+)?([a-z_][a-z0-9_]*)")
+_WORD = re.compile(r"[a-z_][a-z0-9_]*")
+
+
+def _code(sql: str) -> str:
+    """SQL without its -- comments (which name tables that the statement does not read)."""
+    return re.sub(r"--[^\n]*", "", sql)
 
 
 # What a profile lacks, said plainly: (staging table, nsys table(s), what its absence means).

@@ -22,12 +22,9 @@
 --      Batch17 -> Batch*);
 --   3. otherwise the API kind with most coverage, if calls of a kind overlap the gap;
 --   4. `unknown`.
-WITH busy AS (
-  SELECT start_ns, end_ns FROM gpu_busy WHERE device_id = $device
-), raw AS (
-  SELECT lag(end_ns) OVER (ORDER BY start_ns) AS start_ns, start_ns AS end_ns FROM busy
-), gaps AS (
-  SELECT start_ns, end_ns FROM raw WHERE start_ns IS NOT NULL AND end_ns > start_ns
+WITH gaps AS (  -- the device's idle stretches: from the end of one busy stretch to the start of the next
+  SELECT prev_end_ns AS start_ns, start_ns AS end_ns FROM gpu_busy
+  WHERE device_id = $device AND prev_end_ns IS NOT NULL AND start_ns > prev_end_ns
 ), windows AS (
   SELECT start_ns, end_ns FROM nvtx_ranges WHERE $names IS NOT NULL AND pid = $pid AND list_contains($names, name)
 ), clipped AS (

@@ -8,27 +8,34 @@ WITH o AS (  -- each op with the latest end among the ops that started before it
          max(end_ns) OVER (PARTITION BY device_id ORDER BY start_ns, end_ns
                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
   FROM gpu_ops
-), s AS (  -- ops that start a stretch: every earlier op has ended before they start
+), s AS (  -- ops that start a stretch: every earlier op has ended before they start. Their prev_end is the
+           -- end of the stretch before (NULL for the first)
   SELECT device_id, start_ns, prev_end FROM o WHERE prev_end IS NULL OR start_ns > prev_end
 ), last AS (
   SELECT device_id, max(end_ns) AS end_ns FROM gpu_ops GROUP BY device_id
-), stretches AS (  -- a stretch ends where the next one's first op finds everything before it ended
-  SELECT s.device_id, s.start_ns,
-         coalesce(lead(s.prev_end) OVER (PARTITION BY s.device_id ORDER BY s.start_ns), l.end_ns) AS end_ns
-  FROM s JOIN last l USING (device_id)
+), w AS (  -- one window (one sort) for the stretch's end and the busy time before it: with e_k, s_k the end
+           -- and start of stretch k, the busy time before stretch j is sum(e_k - s_k, k < j) =
+           -- sum(prev_end of stretches 1..j) - sum(s_k, k < j)
+  SELECT device_id, start_ns, prev_end,
+         lead(prev_end) OVER d AS next_prev_end,
+         sum(coalesce(prev_end, 0)) OVER (d ROWS UNBOUNDED PRECEDING) AS ends_before,
+         sum(start_ns) OVER (d ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS starts_before
+  FROM s
+  WINDOW d AS (PARTITION BY device_id ORDER BY start_ns)
 )
 SELECT
   -- CUDA device id
-  device_id,
+  w.device_id,
   -- start of a stretch in which the device always ran at least one op, ns
-  start_ns,
+  w.start_ns,
   -- end of that stretch, ns
-  end_ns,
+  coalesce(w.next_prev_end, l.end_ns) AS end_ns,
   -- busy time on this device before start_ns (sum of the earlier stretches), ns: the busy time inside any
   -- window [a, b) is B(b) - B(a), with B(t) = busy_before_ns + clamp(t - start_ns, 0, end_ns - start_ns) of
   -- the last stretch starting at or before t (an ASOF join)
-  (coalesce(sum(end_ns - start_ns) OVER (PARTITION BY device_id ORDER BY start_ns
-                                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0))::BIGINT
-    AS busy_before_ns
-FROM stretches
-ORDER BY device_id, start_ns;
+  (w.ends_before - coalesce(w.starts_before, 0))::BIGINT AS busy_before_ns,
+  -- end of the previous stretch on this device, ns (NULL for the first): the device sat idle from
+  -- prev_end_ns to start_ns
+  w.prev_end AS prev_end_ns
+FROM w JOIN last l USING (device_id)
+ORDER BY w.device_id, w.start_ns;
