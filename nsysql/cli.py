@@ -535,11 +535,19 @@ def stats(file, reports, fmt, prefix, attribution):
     calls = {**STATS_REPORTS, "ranges": lambda p: p.ranges(attribution=attribution),
              "kernels-by-range": lambda p: p.kernels_by_range(attribution=attribution)}
     ext = {"table": "txt", "csv": "csv", "json": "json", "markdown": "md"}[fmt]
-    for name in names:
-        try:
-            df = calls[name](prof)
-        except NsysqlError as e:
-            click.echo(f"nsysql: {name}: skipped: {e}", err=True)
+
+    def ask(name):
+        def call(p):
+            try:
+                return calls[name](p)
+            except NsysqlError as e:
+                return e
+        return call
+
+    # the reports at once, each on its own cursor (iterations and gaps share one computation of iterations)
+    for name, df in zip(names, prof.parallel(*(ask(n) for n in names))):
+        if isinstance(df, NsysqlError):
+            click.echo(f"nsysql: {name}: skipped: {df}", err=True)
             continue
         if prefix:
             out = f"{prefix}_{name.replace('-', '_')}.{ext}"

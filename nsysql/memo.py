@@ -14,6 +14,7 @@ import functools
 import hashlib
 import json
 import os
+import threading
 from pathlib import Path
 
 import polars as pl
@@ -72,6 +73,20 @@ def put(entry: Path | None, name: str, params: dict, result) -> None:
         pass  # an answer we cannot store is only recomputed next time
 
 
+class Answers:
+    """A Profile's answers in memory, shared with its workers (Profile.worker): each question is computed once,
+    however many threads ask it at the same time."""
+
+    def __init__(self):
+        self.frames: dict = {}
+        self._locks: dict = {}
+        self._guard = threading.Lock()
+
+    def lock(self, key) -> threading.RLock:
+        with self._guard:
+            return self._locks.setdefault(key, threading.RLock())
+
+
 def cached(name: str):
     """Decorator for Profile methods: serve the stored answer for these arguments, else compute and store it."""
 
@@ -84,16 +99,18 @@ def cached(name: str):
             bound.apply_defaults()
             params = {k: v for k, v in bound.arguments.items() if k != "self"}
             # this Profile's own answers first (also without a cache entry: summary asks iterations twice)
-            memo = self.__dict__.setdefault("_answers", {})
+            answers = self._answers
             key = (name, json.dumps(params, sort_keys=True, default=str))
-            if key in memo:
-                return _copy(memo[key])
-            hit = get(self.cache_entry, name, params)
-            if hit is None:
-                hit = method(self, *args, **kwargs)
-                put(self.cache_entry, name, params, hit)
-            memo[key] = hit
-            return _copy(hit)
+            if key in answers.frames:
+                return _copy(answers.frames[key])
+            with answers.lock(key):  # a worker asking the same question meanwhile waits for this answer
+                if key not in answers.frames:
+                    hit = get(self.cache_entry, name, params)
+                    if hit is None:
+                        hit = method(self, *args, **kwargs)
+                        put(self.cache_entry, name, params, hit)
+                    answers.frames[key] = hit
+            return _copy(answers.frames[key])
 
         return inner
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 from typing import TYPE_CHECKING, Callable
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Callable
 import polars as pl
 
 from . import cache as _cache
-from .memo import cached
+from .memo import Answers, cached
 from ._load import load  # noqa: F401 (nsysql.profile.load, as before)
 from .analyses import info as _info
 from .analyses import kernels as _kernels
@@ -36,6 +37,8 @@ class Profile:
                  opener: Callable[[], duckdb.DuckDBPyConnection] | None = None):
         self._con = con
         self._opener = opener
+        self._lock = threading.RLock()
+        self._answers = Answers()  # this Profile's answers, shared with its workers
         self.path = path
         self.cache_entry = cache_entry
 
@@ -43,7 +46,9 @@ class Profile:
     def con(self) -> duckdb.DuckDBPyConnection:
         """The DuckDB connection over the canonical tables (opened, or built, on first use)."""
         if self._con is None:
-            self._con = self._opener()
+            with self._lock:
+                if self._con is None:
+                    self._con = self._opener()
         return self._con
 
     def close(self) -> None:
@@ -52,6 +57,25 @@ class Profile:
         if self._con is not None:
             self._con.close()
             self._con = None
+
+    def worker(self) -> Profile:
+        """This Profile for another thread: the same answers, on a DuckDB cursor of its own (one connection runs
+        one query at a time). `nsysql stats` asks its reports on workers at once; so can you."""
+        w = Profile(None, self.path, self.cache_entry, lambda: _cache.cursor(self.con))
+        w._answers = self._answers
+        w._lock = self._lock
+        return w
+
+    def parallel(self, *calls: Callable[[Profile], object]) -> list:
+        """Run `call(worker)` for each call on its own thread and worker Profile; the results in order (the
+        first error is raised). DuckDB runs the queries side by side, and the Python between them overlaps."""
+        if len(calls) <= 1:
+            return [c(self) for c in calls]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(len(calls), thread_name_prefix="nsysql-ask") as pool:
+            futures = [pool.submit(c, self.worker()) for c in calls]
+            return [f.result() for f in futures]
 
     def __repr__(self) -> str:
         return f"<nsysql.Profile {self.path}>"
@@ -81,12 +105,16 @@ class Profile:
     @cached("summary")
     def summary(self, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10) -> dict[str, pl.DataFrame]:
         # through the (stored) answers of iterations() and gaps(), so a report that asks them next reuses them
-        try:
-            its, st = self.iterations(), self.iteration_stats()
-            g = self.gaps()
-        except NsysqlError:
-            its = st = g = None
-        return _summary.summary(self.con, attribution=attribution, top=top, its=its, st=st, gaps_df=g)
+        def loop(p):
+            try:
+                return p.iterations(), p.iteration_stats(), p.gaps()
+            except NsysqlError:
+                return None, None, None
+
+        (its, st, g), k, r = self.parallel(loop, lambda p: p.kernels(top=top),
+                                           lambda p: p.ranges(attribution=attribution))
+        return _summary.summary(self.con, attribution=attribution, top=top, its=its, st=st, gaps_df=g,
+                                kernels_df=k, ranges_df=r)
 
     @cached("iterations")
     def iterations(self, range: str | None = None, skip: int | None = None) -> pl.DataFrame:

@@ -185,6 +185,27 @@ def test_answers_are_kept_per_profile_without_a_cache_too(tmp_path):
     assert "kernels" in p.summary()
 
 
+def test_workers_share_answers_and_compute_each_once(tmp_path, monkeypatch, build_mode):
+    """Profile.parallel asks on worker Profiles (own cursors, warm or cold): the answers equal one thread's,
+    and a question several workers ask at once (iterations, under gaps and stats) is computed once."""
+    from nsysql.analyses import iterations as _iter
+
+    src, cdir = copy(tmp_path), tmp_path / "c"
+    one = nsysql.load(fixture("train_small"), cache=False)
+    serial = [one.iterations(), one.gaps(), one.kernels(), one.ranges()]
+    calls = []
+    real = _iter.iterations
+    monkeypatch.setattr(_iter, "iterations", lambda *a, **k: calls.append(1) or real(*a, **k))
+    for computed, p in ((1, nsysql.load(src, cache_dir=cdir)), (0, nsysql.load(src, cache_dir=cdir))):  # cold, warm
+        calls.clear()
+        got = p.parallel(lambda w: w.iterations(), lambda w: w.gaps(), lambda w: w.kernels(), lambda w: w.ranges())
+        for a, b in zip(got, serial):
+            assert_frame_equal(a, b)
+        assert len(calls) == computed  # once cold, though two workers ask; never warm (stored answers)
+        s = p.summary()
+        assert s["kernels"].height > 0 and s["ranges"].height > 0
+
+
 def test_background_copy_only_with_cores_and_memory_to_spare():
     from nsysql.loader import open_source
 

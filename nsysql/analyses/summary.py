@@ -14,11 +14,12 @@ from .ranges import DEFAULT_ATTRIBUTION, ranges
 
 
 def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10, *, its: pl.DataFrame | None = None,
-            st: pl.DataFrame | None = None, gaps_df: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:
+            st: pl.DataFrame | None = None, gaps_df: pl.DataFrame | None = None,
+            kernels_df: pl.DataFrame | None = None, ranges_df: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:
     """Sections as DataFrames: facts, gpus, findings, idle (by cause), kernels (top), ranges (top), memory.
 
-    `its`, `st` and `gaps_df` (iterations, their stats, gaps), when the caller already has them, are used as
-    they are instead of being computed again."""
+    `its`, `st`, `gaps_df`, `kernels_df` and `ranges_df` (iterations, their stats, gaps, the top kernels and all
+    ranges), when the caller already has them, are used as they are instead of being computed again."""
     f = facts(con)
     one = lambda k, d=None: (f.get(k) or [d])[0]  # noqa: E731
     gpus = run(con, "gpu_utilization")
@@ -66,8 +67,8 @@ def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10, *, its: 
     out["findings"] = findings(con, st, causes)
     if causes is not None:
         out["idle by cause"] = causes.select("cause", "gaps", "idle_ns", "pct_of_idle", "pct_of_span")
-    out["kernels"] = kernels(con, top=top)
-    rg = ranges(con, attribution=attribution)
+    out["kernels"] = kernels_df if kernels_df is not None else kernels(con, top=top)
+    rg = ranges_df if ranges_df is not None else ranges(con, attribution=attribution)
     out["ranges"] = rg.filter(pl.col("gpu_ops") > 0).sort("gpu_total_ns", descending=True).head(top)
     out["memory"] = run(con, "memory")
     return out
