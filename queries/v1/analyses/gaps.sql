@@ -80,7 +80,7 @@ WITH gaps AS (  -- the device's idle stretches: from the end of one busy stretch
   SELECT p.gap_id, p.kind, least(c.end_ns, p.end_ns) - p.start_ns AS ov
   FROM (SELECT g.gap_id, g.start_ns, g.end_ns, k.kind
         FROM g, (SELECT DISTINCT kind FROM call_kind WHERE kind > 0) k) p
-  ASOF JOIN calls c ON p.kind = c.kind AND p.start_ns > c.start_ns
+  ASOF JOIN (SELECT * FROM calls WHERE kind > 0) c ON p.kind = c.kind AND p.start_ns > c.start_ns
   WHERE c.end_ns > p.start_ns
 ), api_kind AS (
   SELECT gap_id, kind, sum(ov) AS cover FROM (SELECT * FROM in_gap UNION ALL SELECT * FROM spanning)
