@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Before/after on one GPU-machine instance (instances differ, so only figures from one run compare): cold
+# `nsysql stats -r kernels,ranges,kernels-by-range,iterations,gaps` at 500k kernels with an older commit's code
+# (bench_old/, made with `git archive COMMIT nsysql queries | (mkdir -p bench_old && tar -x -C bench_old)`)
+# and with this tree, alternating, N times each; then `nsys stats` with the four reports it shares, twice.
+# Run from the repository root with .nsys-libs and .whl carried and $OUT set:   bash benchmarks/device_ab.sh [N]
+set -u
+N=${1:-5}
+mkdir -p /tmp/site && tar xJf .whl/site.tar.xz -C /tmp/site
+mkdir -p /tmp/b
+PYTHONPATH=/tmp/site:$PWD python3 benchmarks/gen_scaled.py fixtures/big_step/big_step.sqlite /tmp/b/big_500k.sqlite \
+    --kernels 500000 > /dev/null 2>&1
+{ date -u; nproc; uptime; } > $OUT/ab_env.txt
+R=kernels,ranges,kernels-by-range,iterations,gaps
+for i in $(seq $N); do
+  for v in old new; do
+    rm -rf /tmp/cc
+    P=/tmp/site:$PWD; [ $v = old ] && P=/tmp/site:$PWD/bench_old
+    # -P: the current directory's nsysql/ does not shadow bench_old/'s
+    /usr/bin/time -f "$v %e %U %S %M" env PYTHONPATH=$P python3 -P -m nsysql --cache-dir /tmp/cc stats -r $R \
+        /tmp/b/big_500k.sqlite > $OUT/stats_$v.txt
+    /usr/bin/time -f "$v-warm %e %U %S %M" env PYTHONPATH=$P python3 -P -m nsysql --cache-dir /tmp/cc stats -r $R \
+        /tmp/b/big_500k.sqlite > /dev/null
+  done
+done 2>&1 | grep -E "^(old|new)" | tee $OUT/ab.txt
+for i in 1 2; do
+  /usr/bin/time -f "nsys-stats %e %U %S %M" .nsys-libs/nsys stats -q -f csv --force-overwrite true \
+      -r cuda_gpu_kern_sum,nvtx_sum,nvtx_gpu_proj_sum,nvtx_kern_sum -o /tmp/b/r /tmp/b/big_500k.sqlite > /dev/null
+done 2>&1 | grep ^nsys-stats | tee -a $OUT/ab.txt
+cmp -s $OUT/stats_old.txt $OUT/stats_new.txt && echo "same output" | tee -a $OUT/ab.txt
+awk '{w[$1]+=$2; n[$1]++; v[$1]=v[$1]" "$2} END {for (k in w) printf "%-10s mean %.3f s:%s\n", k, w[k]/n[k], v[k]}' $OUT/ab.txt | sort
