@@ -4,10 +4,10 @@
     python benchmarks/phases.py [nsysql options] COMMAND FILE [command options]
     e.g. python benchmarks/phases.py --cache-dir /tmp/c summary /tmp/bench/big_500k.sqlite > /dev/null
 
-Runs the CLI in this process with timing marks around the loader's stages (imports, reading the export,
-each canonical SQL file, writing and reopening the cache entry) and the analyses that summary, iterations and
-gaps share. A phase's figures run from the previous mark to its own, so `open_entry` (first) includes importing
-DuckDB. CPU is this process's CPU time (all threads). Not used by the tests; BENCHMARKS.md quotes it.
+Runs the CLI in this process with timing marks around the loader's stages (imports, reading the export, the
+canonical SQL files as one phase (they run side by side), writing and reopening the cache entry) and the
+analyses that summary, iterations and gaps share. A phase's figures run from the previous mark to its own, so
+`open_entry` (first) includes importing DuckDB. CPU is this process's CPU time (all threads). Not used by the tests; BENCHMARKS.md quotes it.
 Unlike the CLI, it imports polars and the analyses before the load (to wrap them), so its "imports" phase is
 not overlapped with reading the export as a plain `nsysql` run's is: time whole commands with bench.py.
 """
@@ -49,16 +49,7 @@ wrap(cache, "build_entry", "checkpoint + close")
 wrap(cache, "open_entry", "open_entry")
 for method in ("iterations", "iteration_stats", "gaps"):
     wrap(profile.Profile, method, "   " + method)
-_files = loader.canonical_files
-
-
-def files():
-    for f in _files():
-        yield f
-        mark("  " + f.stem)
-
-
-loader.canonical_files = files
+wrap(loader, "run_files", "canonical SQL (all files)")
 try:
     cli.main(sys.argv[1:], standalone_mode=False)
 except SystemExit:

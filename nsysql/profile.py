@@ -107,11 +107,17 @@ class Profile:
         # through the (stored) answers of iterations() and gaps(), so a report that asks them next reuses them
         def loop(p):
             try:
-                return p.iterations(), p.iteration_stats(), p.gaps()
+                return p.iterations(), p.iteration_stats()
             except NsysqlError:
-                return None, None, None
+                return None, None
 
-        (its, st, g), k, r = self.parallel(loop, lambda p: p.kernels(top=top),
+        def gaps(p):
+            try:
+                return p.gaps()
+            except NsysqlError:
+                return None
+
+        (its, st), g, k, r = self.parallel(loop, gaps, lambda p: p.kernels(top=top),
                                            lambda p: p.ranges(attribution=attribution))
         return _summary.summary(self.con, attribution=attribution, top=top, its=its, st=st, gaps_df=g,
                                 kernels_df=k, ranges_df=r)
@@ -132,8 +138,11 @@ class Profile:
              include_warmup: bool = False) -> pl.DataFrame:
         """GPU idle gaps with their causes; `by="cause"` for idle time per cause."""
         min_ns = _gaps.parse_duration(min_ns)
+        # the gaps first, then the iterations to index them by: a worker asking iterations meanwhile
+        # (nsysql stats, summary) computes them side by side with these queries
+        g = _gaps.gaps(self.con, range=range, min_ns=min_ns, its=False)
         its = self._iterations_for(range)
-        g = _gaps.gaps(self.con, range=range, min_ns=min_ns, its=its if its is not None else False)
+        g = _gaps.with_iterations(g, its)
         if by is None:
             return g
         if by != "cause":

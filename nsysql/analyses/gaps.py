@@ -47,6 +47,13 @@ def gaps(con, range: str | None = None, min_ns: int = DEFAULT_MIN_NS,
     out = pl.concat(frames)
     if its is None:
         its = _iterations_or_none(con)
+    return with_iterations(out, its)
+
+
+def with_iterations(gaps_df: pl.DataFrame, its: pl.DataFrame | None | bool) -> pl.DataFrame:
+    """The gaps (as `gaps` returns them, or with no iteration columns yet) indexed by the iterations frame `its`
+    (None or False: no iterations, so null iteration and warmup)."""
+    out = gaps_df.drop("iteration", "warmup", strict=False)
     if its is not False and its is not None and out.height:
         out = _index_by_iteration(out, its.select("iteration", "start_ns", "end_ns", "warmup"))
     else:

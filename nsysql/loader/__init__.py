@@ -50,13 +50,14 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=Non
     unstage(con)
 
 
-def run_files(con: duckdb.DuckDBPyConnection, files: list[Path], progress=None) -> None:
+def run_files(con: duckdb.DuckDBPyConnection, files, progress=None) -> None:
     """Run the SQL files, each on its own cursor as soon as the files before it that define what it reads
     are done: independent files (gpu_busy and op_ranges, say) run at once, which keeps more cores busy than
     DuckDB does inside one statement (a window over one device's ops is mostly serial). The numbering still
     orders the files: a file may read only tables of files numbered before it. TEMP tables are the file's own."""
     from concurrent.futures import ThreadPoolExecutor
 
+    files = list(files)
     texts = {f: f.read_text(encoding="utf-8") for f in files}
     defines = {f: set(_DEFINES.findall(_code(t).lower())) for f, t in texts.items()}
     needs = {}
