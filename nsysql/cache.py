@@ -167,7 +167,25 @@ def _persist(cur, tmp: Path, file: Path) -> None:
         cur.execute(f"ATTACH '{_sql_str(tmp)}' AS {PERSIST}")
         try:
             db = cur.execute("SELECT current_database()").fetchall()[0][0]
-            cur.execute(f'COPY FROM DATABASE "{db}" TO {PERSIST}')
+            # the schema (tables, views) first, then the tables' rows side by side, biggest first, each on its
+            # own cursor: one COPY FROM DATABASE copies one table after another (16 cores: 0.37 s at 500k
+            # kernels, the last thing a cold command waited for)
+            cur.execute(f'COPY FROM DATABASE "{db}" TO {PERSIST} (SCHEMA)')
+            tables = cur.execute("SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = ? "
+                                 "ORDER BY estimated_size DESC", [db]).fetchall()
+
+            def copy(t):
+                c = cur.cursor()
+                try:
+                    name = f'"{t[0]}"."{t[1]}"'
+                    c.execute(f'INSERT INTO {PERSIST}.{name} SELECT * FROM "{db}".{name}')
+                finally:
+                    c.close()
+
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max(1, min(len(tables), 8)), thread_name_prefix="nsysql-persist") as pool:
+                list(pool.map(copy, tables))
         finally:
             cur.execute(f"DETACH {PERSIST}")
         os.replace(tmp, file)

@@ -121,3 +121,29 @@ def test_gpu_busy_prev_end_is_the_previous_stretch_end():
               FROM gpu_busy WINDOW w AS (PARTITION BY device_id ORDER BY start_ns))""")
     assert bad["n"][0] > 1000
     assert bad["bad_prev"][0] == 0 and bad["bad_before"][0] == 0
+
+
+def test_ready_once_every_stream_is_open(monkeypatch):
+    """raw.stage calls ready() once, after every reader has opened (and registered) its stream and before the
+    reading is over, so the caller's imports (nsysql._load imports polars then) overlap the reading but never
+    meet a reader registering."""
+    import duckdb
+
+    monkeypatch.setattr(raw, "CHUNK_ROWS", 500)  # several chunk jobs per big table
+    events = []
+    stream = Source.stream
+
+    def recording_stream(self, sql):
+        events.append("open")
+        return stream(self, sql)
+
+    monkeypatch.setattr(Source, "stream", recording_stream)
+    con = duckdb.connect()
+    from nsysql.loader.source import open_source
+
+    raw.stage(open_source(fixture("big_step")), con, workers=4, ready=lambda: events.append("ready"),
+              progress=lambda table: events.append("scan"))
+    assert events.count("ready") == 1 and events.count("open") >= 8
+    at = events.index("ready")
+    assert "open" not in events[at:]  # every stream was open (and registered) before it
+    assert "scan" in events[at:]  # and it came while reading, not after

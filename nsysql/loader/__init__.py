@@ -27,13 +27,11 @@ __all__ = ["build", "open_source", "Source", "CANONICAL_TABLES", "RAW_TABLES"]
 
 
 def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=None) -> None:
-    """Fill `con` with the canonical tables of the export `src`; `staged()` is called once the export has been
-    read (only SQL is left)."""
+    """Fill `con` with the canonical tables of the export `src`; `staged()` is called once reading the export
+    needs no more Python imports (every stream is registered: see raw.stage), so the caller may import then."""
     from .raw import STAGE, stage, unstage
 
-    used = stage(src, con, progress)
-    if staged:
-        staged()
+    used = stage(src, con, progress, ready=staged)
     facts = [
         ("source_path", str(src.path)),
         ("source_bytes", str(src.path.stat().st_size)),

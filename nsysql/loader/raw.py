@@ -9,6 +9,7 @@ tables by `queries/v1/canonical/*.sql`.
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -164,12 +165,14 @@ def default_workers() -> int:
     return int(env) if env.isdigit() and int(env) > 0 else max(2, min(8, os.cpu_count() or 2))
 
 
-def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: int | None = None) -> dict[str, str]:
+def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: int | None = None,
+          ready=None) -> dict[str, str]:
     """Copy the needed raw columns into DuckDB `raw_*` tables; returns staging name -> nsys table read.
 
     Tables stream in Arrow batches straight into DuckDB, several at once, each on its own DuckDB cursor: DuckDB
     scans the SQLite driver's Arrow C stream itself, so the readers need no GIL and no pyarrow. With more than
     two workers a large table is read in rowid-range chunks in parallel, then copied into one staging table.
+    `ready()` is called once reading needs no more Python imports (see below).
     """
     workers = workers or default_workers()
     used: dict[str, str] = {}
@@ -205,32 +208,54 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
     # biggest first, so the workers stay busy
     jobs.sort(key=lambda j: -j[0])
 
+    # Every job opens and registers its stream at once; at most `workers` of them scan at a time. `ready()` is
+    # called once all are registered: registering makes DuckDB look polars and pyarrow up (what kind of object
+    # is this?), so a caller importing them meanwhile would hold the readers on Python's import lock, while
+    # the scans themselves need no import and may run beside it.
+    pending = [len(jobs)]
+    lock = threading.Lock()
+    gate = threading.BoundedSemaphore(max(1, workers))
+
+    def registered():
+        with lock:
+            pending[0] -= 1
+            last = pending[0] == 0
+        if last and ready:
+            ready()
+
     def ingest(job):
         _, rt, sql, blob_sql, table, name = job
-        if progress:
-            progress(table)
         cur = con.cursor()
         target = f"CREATE OR REPLACE TABLE {STAGE}.{name} AS SELECT"
+        told = False
         try:
             # fast path: DuckDB scans the SQLite driver's Arrow stream itself (no Python per batch, no GIL, no
             # pyarrow), casting each column to its staging type and checking the text's UTF-8
             try:
                 with src.stream(sql) as stream:
                     cur.register("_reader", stream)
+                    registered()
+                    told = True
                     try:
-                        cur.execute(f"{target} {', '.join(f'CAST({q(c)} AS {t}) AS {q(c)}' for c, t in rt.columns)} "
-                                    "FROM _reader")
+                        with gate:
+                            if progress:
+                                progress(table)
+                            cur.execute(f"{target} {', '.join(f'CAST({q(c)} AS {t}) AS {q(c)}' for c, t in rt.columns)} "
+                                        "FROM _reader")
                     finally:
                         cur.unregister("_reader")  # before the driver's statement is released
                 return
             except (ImportError, duckdb.Error):
                 pass  # no ADBC driver, or text that is not UTF-8 (Latin-1 in Windows captures), or a bad file
             # fallback: batches through pyarrow, text decoded with U+FFFD for bad bytes; errors name the file
-            cur.register("_reader", src.read(blob_sql, rt.schema()))
-            cur.execute(f"{target} * FROM _reader")
-            cur.unregister("_reader")
+            with gate:
+                cur.register("_reader", src.read(blob_sql, rt.schema()))
+                cur.execute(f"{target} * FROM _reader")
+                cur.unregister("_reader")
         finally:
             cur.close()
+            if not told:
+                registered()
 
     try:  # here, not in each reader thread at once
         import adbc_driver_manager  # noqa: F401
@@ -240,11 +265,13 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
     if workers > 1 and len(jobs) > 1:
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(workers) as pool:
+        with ThreadPoolExecutor(len(jobs)) as pool:
             list(pool.map(ingest, jobs))
     else:
         for job in jobs:
             ingest(job)
+    if not jobs and ready:
+        ready()
     for name, (union, parts) in merged.items():  # one table again: scans of a view over chunks cost more later
         con.execute(f"CREATE OR REPLACE TABLE {STAGE}.{name} AS {union}")
         for p in parts:
