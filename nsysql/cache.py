@@ -69,7 +69,11 @@ def key(path: Path) -> str:
 
 
 def entry(cache_dir: Path, path: Path) -> Path:
-    return cache_dir / f"{path.stem[:40]}-{key(path)}{SUFFIX}"
+    """The entry's file: the export's name (for people listing the directory) and its key. Only letters, digits,
+    `.`, `_` and `-` of the name are kept: DuckDB names the attached database after the file, and a quote in it
+    broke the SQL that names that database (`o'brien.sqlite` failed to load with the cache)."""
+    name = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in path.stem[:40])
+    return cache_dir / f"{name}-{key(path)}{SUFFIX}"
 
 
 def open_entry(file: Path, config: dict) -> duckdb.DuckDBPyConnection | None:

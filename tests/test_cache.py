@@ -185,6 +185,22 @@ def test_answers_are_kept_per_profile_without_a_cache_too(tmp_path):
     assert "kernels" in p.summary()
 
 
+def test_any_file_name_loads_with_the_cache(tmp_path, build_mode):
+    """Quotes, spaces and non-ASCII in the export's name: DuckDB names the entry's database after its file,
+    and a quote there once broke the load."""
+    ref = nsysql.load(fixture("train_small"), cache=False).kernels()
+    for name in ("o'brien \"run\" 1", "été"):
+        src = tmp_path / "in" / f"{name}.sqlite"
+        src.parent.mkdir(exist_ok=True)
+        shutil.copy2(fixture("train_small"), src)
+        cdir = tmp_path / "c"
+        assert_frame_equal(nsysql.load(src, cache_dir=cdir).kernels(), ref)  # cold: builds the entry
+        again = nsysql.load(src, cache_dir=cdir)
+        assert again.cache_entry.exists()
+        assert again.sql("SELECT count(*) AS n FROM gpu_ops")["n"][0] > 0  # warm: opens the entry
+        assert_frame_equal(again.parallel(lambda w: w.kernels())[0], ref)
+
+
 def test_workers_share_answers_and_compute_each_once(tmp_path, monkeypatch, build_mode):
     """Profile.parallel asks on worker Profiles (own cursors, warm or cold): the answers equal one thread's,
     and a question several workers ask at once (iterations, under gaps and stats) is computed once."""
