@@ -230,16 +230,6 @@ def connect(database: str, config: dict) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """A cursor of `con` (for another thread) that sees the same tables: a new cursor starts in DuckDB's default
-    database, not the one `con` was switched to (an opened cache entry)."""
-    db, path = con.execute("SELECT current_database(), current_setting('search_path')").fetchall()[0]
-    cur = con.cursor()
-    cur.execute(f'USE "{db}"')
-    cur.execute(f"SET search_path = '{_sql_str(path)}'")
-    return cur
-
-
 def entries(cache_dir: Path) -> list[Path]:
     return sorted(cache_dir.glob(f"*{SUFFIX}")) if cache_dir.is_dir() else []
 

@@ -13,6 +13,7 @@ import polars as pl
 from . import cache as _cache
 from .memo import Answers, cached
 from ._load import load  # noqa: F401 (nsysql.profile.load, as before)
+from .loader import cursor as _cursor
 from .analyses import info as _info
 from .analyses import kernels as _kernels
 from .analyses import kernels_by_range as _kbr
@@ -61,7 +62,7 @@ class Profile:
     def worker(self) -> Profile:
         """This Profile for another thread: the same answers, on a DuckDB cursor of its own (one connection runs
         one query at a time). `nsysql stats` asks its reports on workers at once; so can you."""
-        w = Profile(None, self.path, self.cache_entry, lambda: _cache.cursor(self.con))
+        w = Profile(None, self.path, self.cache_entry, lambda: _cursor(self.con))
         w._answers = self._answers
         w._lock = self._lock
         return w
@@ -140,7 +141,7 @@ class Profile:
         min_ns = _gaps.parse_duration(min_ns)
         # the gaps first, then the iterations to index them by: a worker asking iterations meanwhile
         # (nsysql stats, summary) computes them side by side with these queries
-        g = _gaps.gaps(self.con, range=range, min_ns=min_ns, its=False)
+        g = _gaps.find(self.con, range=range, min_ns=min_ns)
         its = self._iterations_for(range)
         g = _gaps.with_iterations(g, its)
         if by is None:

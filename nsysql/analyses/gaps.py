@@ -35,6 +35,14 @@ def gaps(con, range: str | None = None, min_ns: int = DEFAULT_MIN_NS,
 
     `its`: the iterations frame to index gaps by (detected when None; False for no iteration column).
     """
+    out = find(con, range=range, min_ns=min_ns)
+    if its is None:
+        its = _iterations_or_none(con)
+    return with_iterations(out, its)
+
+
+def find(con, range: str | None = None, min_ns: int = DEFAULT_MIN_NS) -> pl.DataFrame:
+    """The gaps with their causes, not yet indexed by iteration (`with_iterations` does that)."""
     procs = run(con, "process_devices")
     if procs.height == 0:
         raise NsysqlError("no GPU work in this profile, so it has no GPU idle gaps to report")
@@ -44,20 +52,16 @@ def gaps(con, range: str | None = None, min_ns: int = DEFAULT_MIN_NS,
         owner = procs.filter(pl.col("device_id") == dev).row(0, named=True)
         frames.append(run(con, "gaps", device=dev, pid=owner["pid"], tid=owner["main_tid"], min_ns=min_ns,
                           names=names))
-    out = pl.concat(frames)
-    if its is None:
-        its = _iterations_or_none(con)
-    return with_iterations(out, its)
+    return pl.concat(frames)
 
 
 def with_iterations(gaps_df: pl.DataFrame, its: pl.DataFrame | None | bool) -> pl.DataFrame:
-    """The gaps (as `gaps` returns them, or with no iteration columns yet) indexed by the iterations frame `its`
-    (None or False: no iterations, so null iteration and warmup)."""
-    out = gaps_df.drop("iteration", "warmup", strict=False)
-    if its is not False and its is not None and out.height:
-        out = _index_by_iteration(out, its.select("iteration", "start_ns", "end_ns", "warmup"))
+    """The gaps of `find` indexed by the iterations frame `its` (None or False: no iterations, so null
+    iteration and warmup), in the columns `gaps` returns."""
+    if its is not False and its is not None and gaps_df.height:
+        out = _index_by_iteration(gaps_df, its.select("iteration", "start_ns", "end_ns", "warmup"))
     else:
-        out = out.with_columns(iteration=pl.lit(None, pl.Int64), warmup=pl.lit(None, pl.Boolean))
+        out = gaps_df.with_columns(iteration=pl.lit(None, pl.Int64), warmup=pl.lit(None, pl.Boolean))
     return out.select("device_id", "pid", "start_ns", "end_ns", "duration_ns", "iteration", "warmup", "cause",
                       "range", "api_call", "api_cover_pct", "os_call")
 

@@ -58,20 +58,19 @@ def run_files(con: duckdb.DuckDBPyConnection, files, progress=None) -> None:
     files = list(files)
     texts = {f: f.read_text(encoding="utf-8") for f in files}
     defines = {f: set(_DEFINES.findall(_code(t).lower())) for f, t in texts.items()}
+    where = con.execute("SELECT current_database(), current_setting('search_path')").fetchall()[0]
     needs = {}
     for i, f in enumerate(files):
         words = set(_WORD.findall(_code(texts[f]).lower()))
         needs[f] = [g for g in files[:i] if defines[g] & words]
-    search_path = con.execute("SELECT current_setting('search_path')").fetchall()[0][0]
 
     def run(f, deps):
         for d in deps:
             d.result()  # and re-raises its error
         if progress:
             progress(f.stem)
-        cur = con.cursor()
+        cur = cursor(con, where)
         try:
-            cur.execute(f"SET search_path = '{search_path}'")
             cur.execute(texts[f])
         finally:
             cur.close()
@@ -82,6 +81,17 @@ def run_files(con: duckdb.DuckDBPyConnection, files, progress=None) -> None:
             done[f] = pool.submit(run, f, [done[g] for g in needs[f]])
         for f in files:
             done[f].result()
+
+
+def cursor(con: duckdb.DuckDBPyConnection, where: tuple[str, str] | None = None) -> duckdb.DuckDBPyConnection:
+    """A cursor of `con` (for another thread) that sees the same tables: a new cursor starts in DuckDB's default
+    database and search path, not the ones `con` was switched to (the staging database, an opened cache entry).
+    `where`: `con`'s (database, search path), read once by a caller making cursors while `con` may be busy."""
+    db, path = where or con.execute("SELECT current_database(), current_setting('search_path')").fetchall()[0]
+    cur = con.cursor()
+    cur.execute(f'USE "{db}"')
+    cur.execute("SET search_path = '" + path.replace("'", "''") + "'")
+    return cur
 
 
 _DEFINES = re.compile(r"create\s+(?:or\s+replace\s+)?(?:temp\s+|temporary\s+)?(?:table|view|macro)\s+"
