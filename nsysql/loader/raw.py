@@ -171,13 +171,12 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
 
     Tables stream in Arrow batches straight into DuckDB, several at once, each on its own DuckDB cursor: DuckDB
     scans the SQLite driver's Arrow C stream itself, so the readers need no GIL and no pyarrow. With more than
-    two workers a large table is read in rowid-range chunks in parallel, then copied into one staging table.
+    two workers a large table is read in rowid-range chunks in parallel, each appending to its one staging table.
     `ready()` is called once reading needs no more Python imports (see below).
     """
     workers = workers or default_workers()
     used: dict[str, str] = {}
     jobs = []
-    merged: dict[str, tuple[str, list[str]]] = {}
     # staging lives in an attached in-memory database, so building into a cache file never writes raw rows
     db = con.execute("SELECT current_database()").fetchall()[0][0]
     con.execute(f"ATTACH IF NOT EXISTS ':memory:' AS {STAGE}")
@@ -193,17 +192,17 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
         n = min(workers, -(-rows // CHUNK_ROWS)) if workers > 2 else 1
         blob_sql = _select(src, rt, text_as_blob=True)[0]  # for the fallback reader
         if n <= 1:
-            jobs.append((rows, rt, sql, blob_sql, table, rt.name))
+            jobs.append((rows, rt, sql, blob_sql, table, rt.name, False))
             continue
+        # the chunks append to one staging table side by side (DuckDB's appends never conflict): no copy after
+        cols = ", ".join(f"{q(c)} {t}" for c, t in rt.columns)
+        con.execute(f"CREATE OR REPLACE TABLE {STAGE}.{rt.name} ({cols})")
         lo, hi = src.scalar(f'SELECT min(rowid) FROM "{table}"'), rows
         step = -(-(hi - lo + 1) // n)
-        parts = []
         for i in range(n):
             a, b = lo + i * step, min(hi, lo + (i + 1) * step - 1)
-            parts.append(f"{rt.name}__{i}")
             where = f" WHERE rowid BETWEEN {a} AND {b}"
-            jobs.append((b - a + 1, rt, sql + where, blob_sql + where, table, parts[-1]))
-        merged[rt.name] = (" UNION ALL ".join(f"SELECT * FROM {STAGE}.{p}" for p in parts), parts)
+            jobs.append((b - a + 1, rt, sql + where, blob_sql + where, table, rt.name, True))
 
     # biggest first, so the workers stay busy
     jobs.sort(key=lambda j: -j[0])
@@ -224,9 +223,9 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
             ready()
 
     def ingest(job):
-        _, rt, sql, blob_sql, table, name = job
+        _, rt, sql, blob_sql, table, name, chunk = job
         cur = con.cursor()
-        target = f"CREATE OR REPLACE TABLE {STAGE}.{name} AS SELECT"
+        target = f"INSERT INTO {STAGE}.{name} SELECT" if chunk else f"CREATE OR REPLACE TABLE {STAGE}.{name} AS SELECT"
         told = False
         try:
             # fast path: DuckDB scans the SQLite driver's Arrow stream itself (no Python per batch, no GIL, no
@@ -272,10 +271,6 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
             ingest(job)
     if not jobs and ready:
         ready()
-    for name, (union, parts) in merged.items():  # one table again: scans of a view over chunks cost more later
-        con.execute(f"CREATE OR REPLACE TABLE {STAGE}.{name} AS {union}")
-        for p in parts:
-            con.execute(f"DROP TABLE {STAGE}.{p}")
     return used
 
 
