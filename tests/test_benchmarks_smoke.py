@@ -39,3 +39,20 @@ def test_bench_help():
     proc = subprocess.run([sys.executable, str(BENCH), "--help"], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0
     assert "--here" in proc.stdout and "--device" in proc.stdout and "--generate" in proc.stdout
+
+
+def test_ab_alternates_and_reports_each_variant(tmp_path):
+    """benchmarks/ab.py runs each command once per round (the --reset command before each) and prints a row
+    per variant; a failing command stops it with a non-zero exit."""
+    ab = ROOT / "benchmarks" / "ab.py"
+    log = tmp_path / "log"
+    argv = [sys.executable, str(ab), "2", "--reset", f"echo reset >> {log}",
+            f"one=echo one >> {log}", f"two=echo two >> {log}"]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert log.read_text().split() == ["reset", "one", "reset", "two"] * 2
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| one |") or line.startswith("| two |")]
+    assert len(rows) == 2 and all("| 2 |" in r for r in rows)
+    bad = subprocess.run([sys.executable, str(ab), "1", "ok=true", "bad=exit 3"], capture_output=True, text=True,
+                         timeout=60)
+    assert bad.returncode == 1 and "bad exited 3" in bad.stderr
