@@ -231,3 +231,16 @@ def test_background_copy_only_with_cores_and_memory_to_spare():
     assert not _load._in_memory_first(src, {"threads": 2, "memory_limit": "8GB"})
     assert _load._in_memory_first(src, {"threads": 8, "memory_limit": "8GB"})
     assert not _load._in_memory_first(src, {"threads": 8, "memory_limit": f"{size * 5}B"})
+
+
+def test_default_memory_limit_per_thread_with_a_floor_and_a_quarter_of_ram_cap():
+    """512 MB per DuckDB thread, at least 3 GB, at most a quarter of RAM, never below 512 MB; and DuckDB takes
+    the value as written."""
+    limit = _load.default_memory_limit
+    assert limit(2, ram_mb=24_000) == "3072MB"  # the issue's 2-core, 24 GB machine
+    assert limit(2, ram_mb=8_192) == "2048MB"  # a quarter of an 8 GB laptop
+    assert limit(16, ram_mb=128_000) == "8192MB"  # 512 MB x 16 threads
+    assert limit(64, ram_mb=64_000) == "16000MB"  # capped at a quarter of RAM
+    assert limit(2, ram_mb=1_024) == "512MB"
+    con = duckdb.connect(config={"memory_limit": limit(2, ram_mb=24_000)})
+    assert _load._bytes(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]) > 2.5 * 2**30  # "2.8 GiB"
