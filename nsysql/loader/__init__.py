@@ -43,7 +43,8 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=Non
     facts += [("missing", msg) for msg in _missing(src, con)]
     # in the staging database, so that every cursor below sees it (a TEMP table is one connection's own)
     con.execute(f"CREATE OR REPLACE TABLE {STAGE}._load_facts(key VARCHAR, value VARCHAR)")
-    con.executemany(f"INSERT INTO {STAGE}._load_facts VALUES (?, ?)", facts)
+    con.execute(f"INSERT INTO {STAGE}._load_facts VALUES " + ", ".join(["(?, ?)"] * len(facts)),
+                [x for fact in facts for x in fact])
     run_files(con, canonical_files(), progress)
     unstage(con)
 
@@ -120,9 +121,13 @@ _WHAT_IT_MEANS = (
 def _missing(src: Source, con: duckdb.DuckDBPyConnection) -> list[str]:
     from .raw import RAW_TABLES, STAGE
 
+    # one query for all the tables (on many cores, each round trip to DuckDB from this thread also waits for the
+    # GIL while the main thread imports polars)
+    empty = con.execute("SELECT " + ", ".join(f"NOT EXISTS (SELECT 1 FROM {STAGE}.{staging})"
+                                              for staging, _, _ in _WHAT_IT_MEANS)).fetchall()[0]
     out = []
-    for staging, table, meaning in _WHAT_IT_MEANS:
-        if con.execute(f"SELECT count(*) FROM {STAGE}.{staging}").fetchall()[0][0] == 0:
+    for (staging, table, meaning), is_empty in zip(_WHAT_IT_MEANS, empty):
+        if is_empty:
             rt = next(r for r in RAW_TABLES if r.name == staging)
             present = next((t for t in rt.sources if src.has(t)), None)
             out.append(f"{'empty ' + present if present else 'no ' + table}: {meaning}")
