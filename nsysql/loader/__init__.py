@@ -121,8 +121,8 @@ _WHAT_IT_MEANS = (
 def _missing(src: Source, con: duckdb.DuckDBPyConnection) -> list[str]:
     from .raw import RAW_TABLES, STAGE
 
-    # one query for all the tables (on many cores, each round trip to DuckDB from this thread also waits for the
-    # GIL while the main thread imports polars)
+    # one query for all the tables, not one per table (each round trip from this thread needs the GIL, which the
+    # main thread's imports may hold at this point)
     empty = con.execute("SELECT " + ", ".join(f"NOT EXISTS (SELECT 1 FROM {STAGE}.{staging})"
                                               for staging, _, _ in _WHAT_IT_MEANS)).fetchall()[0]
     out = []
