@@ -7,7 +7,7 @@ Runs every COMMAND once per round, in the order given, for N rounds, so that a s
 hits every variant alike; before each run, `--reset` runs (default: nothing), e.g. `rm -rf /tmp/c_ab` so that
 every run is cold. Prints, per label, the fastest and the median wall seconds, CPU seconds (user + sys of the
 command and its waited-for children, from os.wait4) and the largest peak RSS. The commands run through the
-shell with their output discarded; one that exits non-zero stops the comparison. BENCHMARKS.md quotes it as
+shell (`/bin/sh -c`) with their output discarded; one that exits non-zero stops the comparison. BENCHMARKS.md quotes it as
 e.g.
 
     python benchmarks/ab.py 8 --reset 'rm -rf /tmp/c_ab' \\
@@ -18,20 +18,14 @@ e.g.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
-import time
+import tempfile
+from pathlib import Path
 
-
-def run_once(cmd: str) -> tuple[float, float, int, int]:
-    """(wall s, CPU s, peak RSS MiB, exit status) of one shell command."""
-    t = time.perf_counter()
-    p = subprocess.Popen(cmd, shell=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, ru = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - t
-    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss >> 10, os.waitstatus_to_exitcode(status)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench import fmt, run_measured, table  # noqa: E402  (the same measurement as bench.py's rows)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,24 +40,30 @@ def main(argv: list[str] | None = None) -> int:
         if not sep or not label or not cmd:
             ap.error(f"expected LABEL=COMMAND, got {v!r}")
         variants.append((label, cmd))
-    runs: dict[str, list[tuple[float, float, int]]] = {label: [] for label, _ in variants}
-    for i in range(args.rounds):
-        for label, cmd in variants:
-            if args.reset:
-                subprocess.run(args.reset, shell=True, check=False)
-            wall, cpu, rss, rc = run_once(cmd)
-            print(f"  round {i + 1} {label}: {wall:.2f} s wall, {cpu:.2f} s CPU, {rss} MiB, rc {rc}",
-                  file=sys.stderr)
-            if rc != 0:
-                print(f"ab.py: {label} exited {rc}: {cmd}", file=sys.stderr)
-                return 1
-            runs[label].append((wall, cpu, rss))
-    print("| variant | runs | wall min s | wall median s | CPU min s | CPU median s | peak RSS MiB |")
-    print("|---|---|---|---|---|---|---|")
-    for label, r in runs.items():
-        walls, cpus = [x[0] for x in r], [x[1] for x in r]
-        print(f"| {label} | {len(r)} | {min(walls):.2f} | {statistics.median(walls):.2f} | {min(cpus):.2f} | "
-              f"{statistics.median(cpus):.2f} | {max(x[2] for x in r)} |")
+    runs: dict[str, list[dict]] = {label: [] for label, _ in variants}
+    with tempfile.TemporaryDirectory(prefix="nsysql-ab-") as scratch:
+        for i in range(args.rounds):
+            for label, cmd in variants:
+                if args.reset:
+                    subprocess.run(args.reset, shell=True, check=False)
+                r = run_measured(["/bin/sh", "-c", cmd], Path(scratch) / "out")
+                print(f"  round {i + 1} {label}: {fmt(r['wall'])} s wall, {fmt(r['cpu'])} s CPU, "
+                      f"{fmt(r['rss_mb'], 0)} MiB, rc {r['rc']}", file=sys.stderr)
+                if r["rc"] != 0:
+                    print(f"ab.py: {label} exited {r['rc']}: {cmd}", file=sys.stderr)
+                    return 1
+                runs[label].append(r)
+    rows = [(label, [r["wall"] for r in rs], [r["cpu"] for r in rs], max(r["rss_mb"] for r in rs))
+            for label, rs in runs.items()]
+    print(table(rows, [
+        ("variant", lambda r: r[0]),
+        ("runs", lambda r: len(r[1])),
+        ("wall min s", lambda r: fmt(min(r[1]))),
+        ("wall median s", lambda r: fmt(statistics.median(r[1]))),
+        ("CPU min s", lambda r: fmt(min(r[2]))),
+        ("CPU median s", lambda r: fmt(statistics.median(r[2]))),
+        ("peak RSS MiB", lambda r: fmt(r[3], 0)),
+    ]))
     return 0
 
 
