@@ -6,9 +6,9 @@
 Runs every COMMAND once per round, in the order given, for N rounds, so that a slow stretch of a shared VM
 hits every variant alike; before each run, `--reset` runs (default: nothing), e.g. `rm -rf /tmp/c_ab` so that
 every run is cold. Prints, per label, the fastest and the median wall seconds, CPU seconds (user + sys of the
-command and its waited-for children, from os.wait4) and the largest peak RSS. The commands run through the
-shell (`/bin/sh -c`) with their output discarded; one that exits non-zero stops the comparison. BENCHMARKS.md quotes it as
-e.g.
+command and its waited-for children, from os.wait4, as bench.py measures) and the largest peak RSS. The
+commands run through `/bin/sh -c` with their output discarded; one that exits non-zero stops the comparison.
+BENCHMARKS.md quotes it as e.g.
 
     python benchmarks/ab.py 8 --reset 'rm -rf /tmp/c_ab' \\
         "old=PYTHONPATH=$PWD/bench_old python -P -m nsysql --cache-dir /tmp/c_ab summary /tmp/bench/big_500k.sqlite" \\
