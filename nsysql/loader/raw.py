@@ -182,27 +182,26 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
     con.execute(f"ATTACH IF NOT EXISTS ':memory:' AS {STAGE}")
     con.execute(f"SET search_path = '{db},{STAGE}'")
     for rt in RAW_TABLES:
+        # every staging table exists, empty, before any reading: a table the export lacks stays so, and a large
+        # table's rowid-range chunks append to it side by side (DuckDB's appends never conflict)
+        cols = ", ".join(f"{q(c)} {t}" for c, t in rt.columns)
+        con.execute(f"CREATE OR REPLACE TABLE {STAGE}.{rt.name} ({cols})")
         sql, table = _select(src, rt)
         if sql is None:
-            cols = ", ".join(f'CAST(NULL AS {t}) AS "{c}"' for c, t in rt.columns)
-            con.execute(f"CREATE OR REPLACE TABLE {STAGE}.{rt.name} AS SELECT {cols} WHERE false")
             continue
         used[rt.name] = table
         rows = src.approx_rows(table)
         n = min(workers, -(-rows // CHUNK_ROWS)) if workers > 2 else 1
         blob_sql = _select(src, rt, text_as_blob=True)[0]  # for the fallback reader
         if n <= 1:
-            jobs.append((rows, rt, sql, blob_sql, table, rt.name, False))
+            jobs.append((rows, rt, sql, blob_sql, table))
             continue
-        # the chunks append to one staging table side by side (DuckDB's appends never conflict): no copy after
-        cols = ", ".join(f"{q(c)} {t}" for c, t in rt.columns)
-        con.execute(f"CREATE OR REPLACE TABLE {STAGE}.{rt.name} ({cols})")
         lo, hi = src.scalar(f'SELECT min(rowid) FROM "{table}"'), rows
         step = -(-(hi - lo + 1) // n)
         for i in range(n):
             a, b = lo + i * step, min(hi, lo + (i + 1) * step - 1)
             where = f" WHERE rowid BETWEEN {a} AND {b}"
-            jobs.append((b - a + 1, rt, sql + where, blob_sql + where, table, rt.name, True))
+            jobs.append((b - a + 1, rt, sql + where, blob_sql + where, table))
 
     # biggest first, so the workers stay busy
     jobs.sort(key=lambda j: -j[0])
@@ -223,9 +222,9 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
             ready()
 
     def ingest(job):
-        _, rt, sql, blob_sql, table, name, chunk = job
+        _, rt, sql, blob_sql, table = job
         cur = con.cursor()
-        target = f"INSERT INTO {STAGE}.{name} SELECT" if chunk else f"CREATE OR REPLACE TABLE {STAGE}.{name} AS SELECT"
+        target = f"INSERT INTO {STAGE}.{rt.name} SELECT"
         told = False
         try:
             # fast path: DuckDB scans the SQLite driver's Arrow stream itself (no Python per batch, no GIL, no
