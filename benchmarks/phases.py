@@ -7,7 +7,9 @@
 Runs the CLI in this process with timing marks around the loader's stages (imports, reading the export, the
 canonical SQL files as one phase (they run side by side), writing and reopening the cache entry) and the
 analyses that summary, iterations and gaps share. A phase's figures run from the previous mark to its own, so
-`open_entry` (first) includes importing DuckDB. CPU is this process's CPU time (all threads). Not used by the tests; BENCHMARKS.md quotes it.
+`open_entry` (first) includes importing DuckDB. CPU is this process's CPU time (all threads). Not used by
+the tests; BENCHMARKS.md quotes it. PHASES_STREAMS=1 also lists each reader's stream: when it was opened,
+how long opening took (SQLite reads the first batch then) and how long it took to read to its end.
 Unlike the CLI, it imports polars and the analyses before the load (to wrap them), so its "imports" phase is
 not overlapped with reading the export as a plain `nsysql` run's is: time whole commands with bench.py.
 """
@@ -33,10 +35,12 @@ from nsysql.loader import raw  # noqa: E402
 import nsysql.profile as profile  # noqa: E402
 
 
-def wrap(owner, name, label):
+def wrap(owner, name, label, before=None):
     original = getattr(owner, name)
 
     def inner(*args, **kwargs):
+        if before:
+            mark(before)
         result = original(*args, **kwargs)
         mark(label)
         return result
@@ -44,19 +48,40 @@ def wrap(owner, name, label):
     setattr(owner, name, inner)
 
 
-wrap(raw, "stage", "stage (read the export)")
+wrap(raw, "stage", "stage (read the export)", before="connect")
 wrap(cache, "build_entry", "checkpoint + close")
 wrap(cache, "open_entry", "open_entry")
 for method in ("iterations", "iteration_stats", "gaps"):
     wrap(profile.Profile, method, "   " + method)
 wrap(loader, "run_files", "canonical SQL (all files)")
+streams = []
+if os.environ.get("PHASES_STREAMS"):  # each reader's stream: when it opened, was ready, and was done
+    import contextlib
+
+    from nsysql.loader import source
+
+    opened = source.Source.stream
+
+    @contextlib.contextmanager
+    def stream(self, sql):
+        a = time.perf_counter()
+        with opened(self, sql) as handle:
+            b = time.perf_counter()
+            yield handle
+        streams.append((a, b, time.perf_counter(), sql.split(" FROM ")[-1][:60]))
+
+    source.Source.stream = stream
 try:
     cli.main(sys.argv[1:], standalone_mode=False)
 except SystemExit:
     pass
 mark("rest (other answers, printing)")
+cache.wait()  # what the interpreter waits for at exit: an entry still being copied to disk in the background
+mark("background copy, waited for")
 prev = (T0, C0)
 for label, t, c in marks:
     print(f"{label:32s} wall {t - prev[0]:7.3f}  cpu {c - prev[1]:7.3f}", file=sys.stderr)
     prev = (t, c)
+for a, b, c, what in sorted(streams):
+    print(f"   stream at {a - T0:6.3f}  open {b - a:6.3f}  read {c - b:6.3f}  {what}", file=sys.stderr)
 print(f"{'total':32s} wall {time.perf_counter() - T0:7.3f}  cpu {time.process_time() - C0:7.3f}", file=sys.stderr)

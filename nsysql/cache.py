@@ -178,18 +178,34 @@ def _persist(cur, tmp: Path, file: Path) -> None:
             tables = cur.execute("SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = ? "
                                  "ORDER BY estimated_size DESC", [db]).fetchall()
 
-            def copy(t):
+            todo = list(reversed(tables))  # popped from the end: biggest first
+            errors: list[BaseException] = []
+
+            def copier():
                 c = cur.cursor()
                 try:
-                    name = f'"{t[0]}"."{t[1]}"'
-                    c.execute(f'INSERT INTO {PERSIST}.{name} SELECT * FROM "{db}".{name}')
+                    while not errors:
+                        try:
+                            t = todo.pop()
+                        except IndexError:
+                            return
+                        name = f'"{t[0]}"."{t[1]}"'
+                        c.execute(f'INSERT INTO {PERSIST}.{name} SELECT * FROM "{db}".{name}')
+                except BaseException as e:  # noqa: BLE001 - re-raised below, on this thread
+                    errors.append(e)
                 finally:
                     c.close()
 
-            from concurrent.futures import ThreadPoolExecutor
-
-            with ThreadPoolExecutor(max(1, min(len(tables), 8)), thread_name_prefix="nsysql-persist") as pool:
-                list(pool.map(copy, tables))
+            # plain threads, not a ThreadPoolExecutor: this copy may still be running when the interpreter
+            # shuts down (a script that exits right after load()), and an executor refuses new work then
+            n = max(1, min(len(tables), 8))
+            copiers = [threading.Thread(target=copier, name="nsysql-persist") for _ in range(n)]
+            for t in copiers:
+                t.start()
+            for t in copiers:
+                t.join()
+            if errors:
+                raise errors[0]
         finally:
             cur.execute(f"DETACH {PERSIST}")
         os.replace(tmp, file)

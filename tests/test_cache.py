@@ -244,3 +244,23 @@ def test_default_memory_limit_per_thread_with_a_floor_and_a_quarter_of_ram_cap()
     assert limit(2, ram_mb=1_024) == "512MB"
     con = duckdb.connect(config={"memory_limit": limit(2, ram_mb=24_000)})
     assert _load._bytes(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]) > 2.5 * 2**30  # "2.8 GiB"
+
+
+def test_a_script_that_exits_right_after_load_still_gets_its_entry(tmp_path):
+    """The background copy may still be running when the interpreter shuts down; the entry must still land,
+    with nothing on stderr (a ThreadPoolExecutor refuses new work at shutdown: that lost the entry, with a
+    traceback, before it was fixed). NSYSQL_THREADS=8 makes this 2-core machine take the background copy; the
+    copy starts 0.3 s late, as on a slow disk, so that the interpreter is surely shutting down when it runs."""
+    src, cdir = copy(tmp_path), tmp_path / "c"
+    code = ("import time, nsysql\n"
+            "from nsysql import cache\n"
+            "persist = cache._persist\n"
+            "cache._persist = lambda *a: (time.sleep(0.3), persist(*a))\n"
+            f"nsysql.load({str(src)!r}, cache_dir={str(cdir)!r})\n")
+    env = dict(os.environ, NSYSQL_THREADS="8")
+    env.pop("NSYSQL_NO_CACHE", None)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0 and proc.stderr == ""
+    entries = cache.entries(cdir)
+    assert len(entries) == 1 and cache.describe(entries[0])["complete"]
+    assert not [p for p in cdir.iterdir() if p.name.endswith(".tmp")]
