@@ -4,6 +4,7 @@
 # (bench_old/, made with `git archive COMMIT nsysql queries | (mkdir -p bench_old && tar -x -C bench_old)`)
 # and with this tree, alternating, N times each; then `nsys stats` with the four reports it shares, twice.
 # Run from the repository root with .nsys-libs and .whl carried and $OUT set:   bash benchmarks/device_ab.sh [N]
+# More variants: VARIANTS="old new b" runs bench_b/'s code too (any name but `new` is bench_NAME/).
 set -u
 N=${1:-5}
 mkdir -p /tmp/site && tar xJf .whl/site.tar.xz -C /tmp/site
@@ -13,16 +14,16 @@ PYTHONPATH=/tmp/site:$PWD python3 benchmarks/gen_scaled.py fixtures/big_step/big
 { date -u; nproc; uptime; } > $OUT/ab_env.txt
 R=kernels,ranges,kernels-by-range,iterations,gaps
 for i in $(seq $N); do
-  for v in old new; do
+  for v in ${VARIANTS:-old new}; do
     rm -rf /tmp/cc
-    P=/tmp/site:$PWD; [ $v = old ] && P=/tmp/site:$PWD/bench_old
+    P=/tmp/site:$PWD; [ $v != new ] && P=/tmp/site:$PWD/bench_$v
     # -P: the current directory's nsysql/ does not shadow bench_old/'s
     /usr/bin/time -f "$v %e %U %S %M" env PYTHONPATH=$P python3 -P -m nsysql --cache-dir /tmp/cc stats -r $R \
         /tmp/b/big_500k.sqlite > $OUT/stats_$v.txt
     /usr/bin/time -f "$v-warm %e %U %S %M" env PYTHONPATH=$P python3 -P -m nsysql --cache-dir /tmp/cc stats -r $R \
         /tmp/b/big_500k.sqlite > /dev/null
   done
-done 2>&1 | grep -E "^(old|new)" | tee $OUT/ab.txt
+done 2>&1 | grep -vE "^(nsysql|Command)" | tee $OUT/ab.txt
 for i in 1 2; do
   /usr/bin/time -f "nsys-stats %e %U %S %M" .nsys-libs/nsys stats -q -f csv --force-overwrite true \
       -r cuda_gpu_kern_sum,nvtx_sum,nvtx_gpu_proj_sum,nvtx_kern_sum -o /tmp/b/r /tmp/b/big_500k.sqlite > /dev/null

@@ -40,11 +40,12 @@ def load(
     src = open_source(path)
     config = _duckdb_config(memory_limit, threads)
     staged = threading.Event()
+    readers = []  # the cold load's reader threads, started before DuckDB is imported
 
     def build(con):
         from .loader import build as build_tables
 
-        build_tables(src, con, progress, staged=staged.set)
+        build_tables(src, con, progress, staged=staged.set, readers=readers.pop() if readers else None)
         return con
 
     entry = None
@@ -70,12 +71,22 @@ def load(
         def opener():
             return build(_cache.connect(":memory:", config))
 
-    # cold: everything the build thread imports is imported here first (no two threads importing one module)
+    # cold: the readers open their SQLite streams (and read the first batch of each) while DuckDB is imported
+    from .loader import raw
+
+    readers.append(raw.Readers(src).start())
+    try:
+        return _cold(src, entry, opener, staged)
+    finally:
+        for r in readers:  # started but not used: the entry was written by another process meanwhile
+            r.close()
+
+
+def _cold(src, entry, opener, staged) -> Profile:
+    # everything the build thread imports is imported here first (no two threads importing one module)
     from concurrent.futures import ThreadPoolExecutor
 
     import duckdb  # noqa: F401
-
-    from .loader import raw  # noqa: F401
 
     with ThreadPoolExecutor(1, thread_name_prefix="nsysql-load") as pool:
         built = pool.submit(opener)

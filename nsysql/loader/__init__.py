@@ -26,12 +26,13 @@ CANONICAL_TABLES = (
 __all__ = ["build", "open_source", "Source", "CANONICAL_TABLES", "RAW_TABLES"]
 
 
-def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=None) -> None:
+def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=None, readers=None) -> None:
     """Fill `con` with the canonical tables of the export `src`; `staged()` is called once reading the export
-    needs no more Python imports (every stream is registered: see raw.stage), so the caller may import then."""
+    needs no more Python imports (every stream is registered: see raw.stage), so the caller may import then.
+    `readers`: a raw.Readers already started on `src` (nsysql._load starts them before importing DuckDB)."""
     from .raw import STAGE, stage, unstage
 
-    used = stage(src, con, progress, ready=staged)
+    used = stage(src, con, progress, ready=staged, readers=readers)
     facts = [
         ("source_path", str(src.path)),
         ("source_bytes", str(src.path.stat().st_size)),
@@ -134,7 +135,7 @@ def _missing(src: Source, con: duckdb.DuckDBPyConnection) -> list[str]:
     return out
 
 
-def __getattr__(name):  # RAW_TABLES without importing DuckDB up front (raw.py imports it)
+def __getattr__(name):  # RAW_TABLES without importing raw.py up front
     if name == "RAW_TABLES":
         from .raw import RAW_TABLES
 

@@ -13,11 +13,10 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import duckdb
-
 from .source import Source
 
 if TYPE_CHECKING:
+    import duckdb
     import pyarrow as pa
 
 # staging column types (DuckDB's names)
@@ -165,112 +164,192 @@ def default_workers() -> int:
     return int(env) if env.isdigit() and int(env) > 0 else max(2, min(8, os.cpu_count() or 2))
 
 
-def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: int | None = None,
-          ready=None) -> dict[str, str]:
-    """Copy the needed raw columns into DuckDB `raw_*` tables; returns staging name -> nsys table read.
+@dataclass(frozen=True)
+class Job:
+    """One reader's share: a whole table, or one rowid range of a large one."""
 
-    Tables stream in Arrow batches straight into DuckDB, several at once, each on its own DuckDB cursor: DuckDB
-    scans the SQLite driver's Arrow C stream itself, so the readers need no GIL and no pyarrow. With more than
-    two workers a large table is read in rowid-range chunks in parallel, each appending to its one staging table.
-    `ready()` is called once reading needs no more Python imports (see below).
-    """
-    workers = workers or default_workers()
+    rows: int  # about how many rows it reads
+    rt: RawTable
+    sql: str  # the fast reader's SELECT
+    blob_sql: str  # the fallback reader's (text as BLOB)
+    table: str  # the nsys table read
+
+
+def plan(src: Source, workers: int) -> tuple[dict[str, str], list[Job]]:
+    """What to read: staging name -> nsys table read, and the jobs, biggest first (so the workers stay busy).
+    SQLite only: no DuckDB needed yet."""
     used: dict[str, str] = {}
     jobs = []
-    # staging lives in an attached in-memory database, so building into a cache file never writes raw rows
-    db = con.execute("SELECT current_database()").fetchall()[0][0]
-    con.execute(f"ATTACH IF NOT EXISTS ':memory:' AS {STAGE}")
-    con.execute(f"SET search_path = '{db},{STAGE}'")
     for rt in RAW_TABLES:
-        # every staging table exists, empty, before any reading: a table the export lacks stays so, and a large
-        # table's rowid-range chunks append to it side by side (DuckDB's appends never conflict)
-        cols = ", ".join(f"{q(c)} {t}" for c, t in rt.columns)
-        con.execute(f"CREATE OR REPLACE TABLE {STAGE}.{rt.name} ({cols})")
         sql, table = _select(src, rt)
         if sql is None:
             continue
         used[rt.name] = table
         rows = src.approx_rows(table)
         n = min(workers, -(-rows // CHUNK_ROWS)) if workers > 2 else 1
-        blob_sql = _select(src, rt, text_as_blob=True)[0]  # for the fallback reader
+        blob_sql = _select(src, rt, text_as_blob=True)[0]
         if n <= 1:
-            jobs.append((rows, rt, sql, blob_sql, table))
+            jobs.append(Job(rows, rt, sql, blob_sql, table))
             continue
         lo, hi = src.scalar(f'SELECT min(rowid) FROM "{table}"'), rows
         step = -(-(hi - lo + 1) // n)
         for i in range(n):
             a, b = lo + i * step, min(hi, lo + (i + 1) * step - 1)
             where = f" WHERE rowid BETWEEN {a} AND {b}"
-            jobs.append((b - a + 1, rt, sql + where, blob_sql + where, table))
+            jobs.append(Job(b - a + 1, rt, sql + where, blob_sql + where, table))
+    jobs.sort(key=lambda j: -j.rows)
+    return used, jobs
 
-    # biggest first, so the workers stay busy
-    jobs.sort(key=lambda j: -j[0])
 
-    # Every job opens and registers its stream at once; at most `workers` of them scan at a time. `ready()` is
-    # called once all are registered: registering makes DuckDB look polars and pyarrow up (what kind of object
-    # is this?), so a caller importing them meanwhile would hold the readers on Python's import lock, while
-    # the scans themselves need no import and may run beside it.
-    pending = [len(jobs)]
-    lock = threading.Lock()
-    gate = threading.BoundedSemaphore(max(1, workers))
+class Readers:
+    """The reader threads of one load, one per job. `start()` may come before DuckDB is even imported: each
+    thread opens its stream at once (SQLite runs the query and reads the first batch, without the GIL) and then
+    waits for `stage` to hand it the DuckDB connection to append to. So a cold load reads the export while
+    Python imports DuckDB (0.1-0.2 s). `close()` releases streams that were opened but never read."""
 
-    def registered():
-        with lock:
-            pending[0] -= 1
-            last = pending[0] == 0
-        if last and ready:
+    def __init__(self, src: Source, workers: int | None = None):
+        self.src = src
+        self.workers = workers or default_workers()
+        self.used, self.jobs = plan(src, self.workers)
+        self._threads: list[threading.Thread] = []
+        self._go = threading.Event()
+        self._con = None
+        self._cancelled = False
+        self._errors: list[BaseException] = []
+        self._pending = len(self.jobs)
+        self._lock = threading.Lock()
+        self._gate = threading.BoundedSemaphore(max(1, self.workers))
+        self._progress = self._ready = None
+
+    def start(self) -> Readers:
+        if self._threads:
+            return self
+        try:  # here, not in each reader thread at once
+            import adbc_driver_manager  # noqa: F401
+            import adbc_driver_sqlite  # noqa: F401
+        except ImportError:
+            pass
+        self._threads = [threading.Thread(target=self._run, args=(job,), name="nsysql-read", daemon=True)
+                         for job in self.jobs]
+        for t in self._threads:
+            t.start()
+        return self
+
+    def read_into(self, con, progress=None, ready=None) -> None:
+        """Append every job's rows to its staging table in `con` (all of them exist already); returns when all
+        are read, raising the first reader's error. `ready()`: see `stage`."""
+        self._progress, self._ready = progress, ready
+        self._con = con
+        self.start()
+        if not self.jobs and ready:
             ready()
+        self._go.set()
+        for t in self._threads:
+            t.join()
+        if self._errors:
+            raise self._errors[0]
 
-    def ingest(job):
-        _, rt, sql, blob_sql, table = job
-        cur = con.cursor()
+    def close(self) -> None:
+        """Release whatever was opened and not read (a load that ended up not reading: the cache entry was
+        written by another process meanwhile, or the load failed first)."""
+        if self._con is None:
+            self._cancelled = True
+            self._go.set()
+            for t in self._threads:
+                t.join()
+
+    def _registered(self) -> None:
+        with self._lock:
+            self._pending -= 1
+            last = self._pending == 0
+        if last and self._ready:
+            self._ready()
+
+    def _run(self, job: Job) -> None:
+        import contextlib
+
+        stack = contextlib.ExitStack()
+        handle = None
+        try:
+            try:  # fast path: the SQLite driver's Arrow stream, opened now
+                handle = stack.enter_context(self.src.stream(job.sql))
+            except Exception:  # noqa: BLE001 - no ADBC driver, or a file it cannot read: the fallback says why
+                handle = None
+            self._go.wait()
+            if not self._cancelled:
+                self._ingest(job, handle, stack)
+        except BaseException as e:  # noqa: BLE001 - re-raised by read_into, on the loading thread
+            self._errors.append(e)
+        finally:
+            stack.close()
+
+    def _ingest(self, job: Job, handle, stack) -> None:
+        import duckdb
+
+        rt = job.rt
+        cur = self._con.cursor()
         target = f"INSERT INTO {STAGE}.{rt.name} SELECT"
         told = False
         try:
-            # fast path: DuckDB scans the SQLite driver's Arrow stream itself (no Python per batch, no GIL, no
-            # pyarrow), casting each column to its staging type and checking the text's UTF-8
-            try:
-                with src.stream(sql) as stream:
-                    cur.register("_reader", stream)
-                    registered()
+            if handle is not None:
+                # DuckDB scans the driver's Arrow stream itself (no Python per batch, no GIL, no pyarrow),
+                # casting each column to its staging type and checking the text's UTF-8
+                try:
+                    cur.register("_reader", handle)
+                    self._registered()
                     told = True
                     try:
-                        with gate:
-                            if progress:
-                                progress(table)
-                            cur.execute(f"{target} {', '.join(f'CAST({q(c)} AS {t}) AS {q(c)}' for c, t in rt.columns)} "
-                                        "FROM _reader")
+                        with self._gate:
+                            if self._progress:
+                                self._progress(job.table)
+                            casts = ", ".join(f"CAST({q(c)} AS {t}) AS {q(c)}" for c, t in rt.columns)
+                            cur.execute(f"{target} {casts} FROM _reader")
                     finally:
                         cur.unregister("_reader")  # before the driver's statement is released
-                return
-            except (ImportError, duckdb.Error):
-                pass  # no ADBC driver, or text that is not UTF-8 (Latin-1 in Windows captures), or a bad file
+                    return
+                except duckdb.Error:
+                    pass  # text that is not UTF-8 (Latin-1 in Windows captures), or a bad file
+                finally:
+                    stack.close()
             # fallback: batches through pyarrow, text decoded with U+FFFD for bad bytes; errors name the file
-            with gate:
-                cur.register("_reader", src.read(blob_sql, rt.schema()))
+            with self._gate:
+                cur.register("_reader", self.src.read(job.blob_sql, rt.schema()))
                 cur.execute(f"{target} * FROM _reader")
                 cur.unregister("_reader")
         finally:
             cur.close()
             if not told:
-                registered()
+                self._registered()
 
-    try:  # here, not in each reader thread at once
-        import adbc_driver_manager  # noqa: F401
-        import adbc_driver_sqlite  # noqa: F401
-    except ImportError:
-        pass
-    if workers > 1 and len(jobs) > 1:
-        from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(len(jobs)) as pool:
-            list(pool.map(ingest, jobs))
-    else:
-        for job in jobs:
-            ingest(job)
-    if not jobs and ready:
-        ready()
-    return used
+def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: int | None = None,
+          ready=None, readers: Readers | None = None) -> dict[str, str]:
+    """Copy the needed raw columns into DuckDB `raw_*` tables; returns staging name -> nsys table read.
+
+    Tables stream in Arrow batches straight into DuckDB, several at once, each on its own DuckDB cursor: DuckDB
+    scans the SQLite driver's Arrow C stream itself, so the readers need no GIL and no pyarrow. With more than
+    two workers a large table is read in rowid-range chunks in parallel, each appending to its one staging table.
+    `readers`: already started (see Readers), else made here.
+
+    Every job opens and registers its stream at once; at most `workers` of them scan at a time. `ready()` is
+    called once all are registered: registering makes DuckDB look polars and pyarrow up (what kind of object
+    is this?), so a caller importing them meanwhile would hold the readers on Python's import lock, while the
+    scans themselves need no import and may run beside it.
+    """
+    readers = readers or Readers(src, workers)
+    try:
+        # staging lives in an attached in-memory database, so building into a cache file never writes raw rows
+        db = con.execute("SELECT current_database()").fetchall()[0][0]
+        con.execute(f"ATTACH IF NOT EXISTS ':memory:' AS {STAGE}")
+        con.execute(f"SET search_path = '{db},{STAGE}'")
+        # every staging table exists, empty, before any reading: a table the export lacks stays so, and a large
+        # table's rowid-range chunks append to it side by side (DuckDB's appends never conflict)
+        con.execute("; ".join(f"CREATE OR REPLACE TABLE {STAGE}.{rt.name} "
+                              f"({', '.join(f'{q(c)} {t}' for c, t in rt.columns)})" for rt in RAW_TABLES))
+        readers.read_into(con, progress, ready)
+    finally:
+        readers.close()  # if reading never began
+    return readers.used
 
 
 def q(name: str) -> str:
