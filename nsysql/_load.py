@@ -1,7 +1,7 @@
 """`nsysql.load(path) -> Profile`: open the export, then open its cache entry or build the canonical tables.
 
 This module imports neither polars, pyarrow nor the analyses: on a cold load the canonical tables are built
-on a background thread (DuckDB, without the GIL) while the facade (nsysql.profile, polars, pyarrow and the
+on a background thread (DuckDB, without the GIL) while the facade (nsysql.profile, polars and the
 analyses) is imported on this one, so the 0.3–1 s of importing overlaps with building instead of preceding it.
 Errors still surface from `load()`.
 """
@@ -101,9 +101,7 @@ def _cold(src, entry, opener, staged) -> Profile:
         interval = sys.getswitchinterval()
         sys.setswitchinterval(min(interval, SWITCH_INTERVAL))
         try:
-            from .profile import Profile  # polars and the analyses
-
-            import pyarrow  # noqa: F401  (answers reach polars through it; the build needs none of it)
+            from .profile import Profile  # polars and the analyses (pyarrow is not needed: see analyses._sql)
         finally:
             sys.setswitchinterval(interval)
 

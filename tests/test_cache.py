@@ -264,3 +264,13 @@ def test_a_script_that_exits_right_after_load_still_gets_its_entry(tmp_path):
     entries = cache.entries(cdir)
     assert len(entries) == 1 and cache.describe(entries[0])["complete"]
     assert not [p for p in cdir.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_script_using_nsysql_exits_silently(tmp_path):
+    """Nothing on stderr when a script that asked questions ends: polars reads DuckDB's Arrow stream through a
+    capsule, never the DuckDB relation (probing a relation for a missing attribute leaks a reference in DuckDB
+    2.0, and nanobind then prints ~40 lines of "leaked instances" at exit)."""
+    code = (f"import nsysql\np = nsysql.load({str(fixture('train_small'))!r}, cache=False)\n"
+            "assert p.kernels().height and p.iterations().height and p.gaps().height\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stderr == ""
