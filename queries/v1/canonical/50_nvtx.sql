@@ -43,7 +43,7 @@ WITH ev AS (
                           ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) - 1 AS depth
   FROM ev
 )
-SELECT range_id, greatest(depth, 0) AS depth FROM run WHERE range_id IS NOT NULL;
+SELECT range_id, greatest(depth, 0)::BIGINT AS depth FROM run WHERE range_id IS NOT NULL;  -- not HUGEINT (a sum)
 
 CREATE OR REPLACE TEMP TABLE _pp AS
 SELECT r.range_id, r.pid, r.tid, r.start_ns, r.end_ns, d.depth
