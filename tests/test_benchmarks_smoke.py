@@ -56,3 +56,13 @@ def test_ab_alternates_and_reports_each_variant(tmp_path):
     bad = subprocess.run([sys.executable, str(ab), "1", "ok=true", "bad=exit 3"], capture_output=True, text=True,
                          timeout=60)
     assert bad.returncode == 1 and "bad exited 3" in bad.stderr
+
+
+@pytest.mark.skipif(not SMALL.exists(), reason="fixture train_small missing")
+def test_read_scaling_runs():
+    """benchmarks/read_scaling.py times one table read in rowid ranges by 1 and 2 threads, layer by layer."""
+    argv = [sys.executable, str(ROOT / "benchmarks" / "read_scaling.py"), str(SMALL), "--threads", "1,2"]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines() if line.strip()[:1].isdigit()]
+    assert [r[0] for r in rows] == ["1", "2"] and all(len(r) == 5 and float(r[4]) > 0 for r in rows)
