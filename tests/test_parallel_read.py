@@ -147,3 +147,19 @@ def test_ready_once_every_stream_is_open(monkeypatch):
     at = events.index("ready")
     assert "open" not in events[at:]  # every stream was open (and registered) before it
     assert "scan" in events[at:]  # and it came while reading, not after
+
+
+def test_gpu_busy_is_the_union_of_gpu_ops():
+    """gpu_busy is exactly the union of gpu_ops' intervals per device (merged here in Python from gpu_ops), on a
+    fixture with thousands of ops on several streams."""
+    prof = nsysql.load(fixture("big_step"), cache=False)
+    ops = prof.sql("SELECT device_id, start_ns, end_ns FROM gpu_ops ORDER BY device_id, start_ns, end_ns")
+    merged: list[tuple[int, int, int]] = []
+    for dev, start, end in ops.iter_rows():
+        if merged and merged[-1][0] == dev and start <= merged[-1][2]:
+            merged[-1] = (dev, merged[-1][1], max(merged[-1][2], end))
+        else:
+            merged.append((dev, start, end))
+    busy = prof.sql("SELECT device_id, start_ns, end_ns FROM gpu_busy ORDER BY device_id, start_ns")
+    assert ops.height > 5000 and len(merged) > 1000
+    assert list(busy.iter_rows()) == merged
