@@ -3,16 +3,23 @@
 -- Busy intervals per device: the union of all GPU ops (any kind, any stream, any process) on that device,
 -- merged where they overlap or touch. Idle gaps are the spaces between consecutive rows.
 CREATE OR REPLACE TABLE gpu_busy AS
-WITH o AS (  -- each op with the latest end among the ops that started before it (in start order)
+WITH ops AS (  -- the ops of gpu_ops (40_gpu_ops.sql), read from the staging tables so that this file need not
+               -- wait for gpu_ops and its join with the API calls: the same intervals (gpu_ops drops duplicate
+               -- rows of an op, which cannot change a union)
+  SELECT deviceId AS device_id, start AS start_ns, "end" AS end_ns FROM raw_kernel
+  UNION ALL SELECT deviceId, start, "end" FROM raw_memcpy
+  UNION ALL SELECT deviceId, start, "end" FROM raw_memset
+  UNION ALL SELECT deviceId, start, "end" FROM raw_graph
+), o AS (  -- each op with the latest end among the ops that started before it (in start order)
   SELECT device_id, start_ns, end_ns,
          max(end_ns) OVER (PARTITION BY device_id ORDER BY start_ns, end_ns
                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
-  FROM gpu_ops
+  FROM ops WHERE start_ns IS NOT NULL AND end_ns IS NOT NULL
 ), s AS (  -- ops that start a stretch: every earlier op has ended before they start. Their prev_end is the
            -- end of the stretch before (NULL for the first)
   SELECT device_id, start_ns, prev_end FROM o WHERE prev_end IS NULL OR start_ns > prev_end
 ), last AS (
-  SELECT device_id, max(end_ns) AS end_ns FROM gpu_ops GROUP BY device_id
+  SELECT device_id, max(end_ns) AS end_ns FROM o GROUP BY device_id
 ), w AS (  -- one window (one sort) for the stretch's end and the busy time before it: with e_k, s_k the end
            -- and start of stretch k, the busy time before stretch j is sum(e_k - s_k, k < j) =
            -- sum(prev_end of stretches 1..j) - sum(s_k, k < j)
