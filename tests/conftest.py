@@ -52,3 +52,16 @@ def h200(name: str) -> Path:
 
 def fixture(name: str) -> Path:
     return FIXTURES / name / f"{name}.sqlite"
+
+
+def union_of_gpu_ops(prof) -> list[tuple[int, int, int]]:
+    """(device_id, start_ns, end_ns) of the union of the profile's gpu_ops intervals per device, merged here in
+    Python where they overlap or touch: what gpu_busy must hold, row for row."""
+    ops = prof.sql("SELECT device_id, start_ns, end_ns FROM gpu_ops ORDER BY device_id NULLS FIRST, start_ns, end_ns")
+    merged: list[tuple[int, int, int]] = []
+    for dev, start, end in ops.iter_rows():
+        if merged and merged[-1][0] == dev and start <= merged[-1][2]:
+            merged[-1] = (dev, merged[-1][1], max(merged[-1][2], end))
+        else:
+            merged.append((dev, start, end))
+    return merged

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import nsysql
-from conftest import fixture
+from conftest import fixture, union_of_gpu_ops
 from nsysql.loader import raw
 from nsysql.loader.source import Source
 
@@ -153,16 +153,10 @@ def test_ready_once_every_stream_is_open(monkeypatch):
 
 
 def test_gpu_busy_is_the_union_of_gpu_ops():
-    """gpu_busy is exactly the union of gpu_ops' intervals per device (merged here in Python from gpu_ops), on a
-    fixture with thousands of ops on several streams."""
+    """gpu_busy is exactly the union of gpu_ops' intervals per device (merged in Python: conftest), on a fixture
+    with thousands of ops on several streams. test_public checks the same on every public export."""
     prof = nsysql.load(fixture("big_step"), cache=False)
-    ops = prof.sql("SELECT device_id, start_ns, end_ns FROM gpu_ops ORDER BY device_id, start_ns, end_ns")
-    merged: list[tuple[int, int, int]] = []
-    for dev, start, end in ops.iter_rows():
-        if merged and merged[-1][0] == dev and start <= merged[-1][2]:
-            merged[-1] = (dev, merged[-1][1], max(merged[-1][2], end))
-        else:
-            merged.append((dev, start, end))
+    merged = union_of_gpu_ops(prof)
     busy = prof.sql("SELECT device_id, start_ns, end_ns FROM gpu_busy ORDER BY device_id, start_ns")
-    assert ops.height > 5000 and len(merged) > 1000
+    assert prof.sql("SELECT count(*) AS n FROM gpu_ops")["n"][0] > 5000 and len(merged) > 1000
     assert list(busy.iter_rows()) == merged

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from conftest import PUBLIC, public_exports
+from conftest import PUBLIC, public_exports, union_of_gpu_ops
 from nsysql.cli import main
 
 FILES = public_exports()
@@ -18,6 +18,17 @@ def test_info_and_summary_work(path, cmd):
     res = CliRunner().invoke(main, [cmd, str(path)], catch_exceptions=False)
     assert res.exit_code == 0, res.stderr
     assert "Traceback" not in res.output
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name[:40])
+def test_gpu_busy_is_the_union_of_gpu_ops(path):
+    """Whatever the export holds (memsets, graphs, several devices, 2020 to 2026 schemas), gpu_busy is the union of
+    gpu_ops' intervals per device, though the two are built side by side from the staging tables."""
+    import nsysql
+
+    prof = nsysql.load(path, cache=False)
+    busy = prof.sql("SELECT device_id, start_ns, end_ns FROM gpu_busy ORDER BY device_id NULLS FIRST, start_ns")
+    assert list(busy.iter_rows()) == union_of_gpu_ops(prof)
 
 
 def facts(path):
