@@ -12,7 +12,6 @@ and then nsysql's whole staging step (`raw.stage`) with N readers. Not used by t
 """
 import argparse
 import os
-import sqlite3
 import sys
 import threading
 import time
@@ -26,13 +25,6 @@ from nsysql.loader import raw  # noqa: E402
 from nsysql.loader.source import open_source  # noqa: E402
 
 COLS = ["start", "end", "globalTid", "correlationId", "nameId"]
-
-
-def ranges(src, table, n):
-    lo = src.scalar(f'SELECT min(rowid) FROM "{table}"')
-    hi = src.scalar(f'SELECT max(rowid) FROM "{table}"')
-    step = -(-(hi - lo + 1) // n)
-    return [(lo + i * step, min(hi, lo + (i + 1) * step - 1)) for i in range(n)]
 
 
 def drain(handle):
@@ -70,7 +62,7 @@ def main():
     a = ap.parse_args()
     src = open_source(a.file)
     cols = [c for c in COLS if src.has(a.table, c)]
-    sel = ", ".join(f'"{c}"' for c in cols)
+    sel = ", ".join(raw.q(c) for c in cols)
     rows = src.approx_rows(a.table)
     print(f"{a.file}: {a.table}, {rows} rows, columns {cols}; {os.cpu_count()} CPUs")
     print(f"{'threads':>7} {'sqlite':>8} {'adbc':>8} {'duckdb':>8} {'stage':>8}   (wall s, best of 3)")
@@ -79,11 +71,11 @@ def main():
     except ImportError:
         import polars  # noqa: F401
     for n in [int(x) for x in a.threads.split(",")]:
-        parts = ranges(src, a.table, n)
+        parts = raw.rowid_ranges(src.scalar(f'SELECT min(rowid) FROM "{a.table}"'), rows, n)
 
         def lite(lo, hi):
             con = src.sqlite()
-            con.execute(f'SELECT {" + ".join(f"total({c!r})".replace(chr(39), chr(34)) for c in cols)} '
+            con.execute(f'SELECT {" + ".join(f"total({raw.q(c)})" for c in cols)} '
                         f'FROM "{a.table}" WHERE rowid BETWEEN {lo} AND {hi}').fetchall()
             con.close()
 
@@ -92,7 +84,7 @@ def main():
                 drain(h)
 
         con = duckdb.connect()
-        con.execute(f"CREATE TABLE t ({', '.join(f'{c!r} BIGINT'.replace(chr(39), chr(34)) for c in cols)})")
+        con.execute(f"CREATE TABLE t ({', '.join(f'{raw.q(c)} BIGINT' for c in cols)})")
 
         def duck(lo, hi):
             cur = con.cursor()
@@ -115,7 +107,6 @@ def main():
             c.close()
             best = dt if best is None else min(best, dt)
         print(f"{n:7d} {t_lite:8.3f} {t_adbc:8.3f} {t_duck:8.3f} {best:8.3f}", flush=True)
-    sqlite3.connect(":memory:").close()
 
 
 if __name__ == "__main__":

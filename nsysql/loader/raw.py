@@ -191,14 +191,17 @@ def plan(src: Source, workers: int) -> tuple[dict[str, str], list[Job]]:
         if n <= 1:
             jobs.append(Job(rows, rt, sql, blob_sql, table))
             continue
-        lo, hi = src.scalar(f'SELECT min(rowid) FROM "{table}"'), rows
-        step = -(-(hi - lo + 1) // n)
-        for i in range(n):
-            a, b = lo + i * step, min(hi, lo + (i + 1) * step - 1)
+        for a, b in rowid_ranges(src.scalar(f'SELECT min(rowid) FROM "{table}"'), rows, n):
             where = f" WHERE rowid BETWEEN {a} AND {b}"
             jobs.append(Job(b - a + 1, rt, sql + where, blob_sql + where, table))
     jobs.sort(key=lambda j: -j.rows)
     return used, jobs
+
+
+def rowid_ranges(lo: int, hi: int, n: int) -> list[tuple[int, int]]:
+    """[lo, hi] split into n consecutive rowid ranges of (nearly) equal width, inclusive bounds."""
+    step = -(-(hi - lo + 1) // n)
+    return [(lo + i * step, min(hi, lo + (i + 1) * step - 1)) for i in range(n)]
 
 
 class Readers:
