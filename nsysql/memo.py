@@ -87,8 +87,10 @@ class Answers:
             return self._locks.setdefault(key, threading.RLock())
 
 
-def cached(name: str):
-    """Decorator for Profile methods: serve the stored answer for these arguments, else compute and store it."""
+def cached(name: str, normalize: dict | None = None):
+    """Decorator for Profile methods: serve the stored answer for these arguments, else compute and store it.
+    `normalize`: parameter -> function giving its canonical value, so that spellings of one question share an
+    answer (`gaps(min_ns="1ms")` from the CLI and `gaps(min_ns=1_000_000)` from summary)."""
 
     def wrap(method):
         @functools.wraps(method)
@@ -98,6 +100,8 @@ def cached(name: str):
             bound = inspect.signature(method).bind(self, *args, **kwargs)
             bound.apply_defaults()
             params = {k: v for k, v in bound.arguments.items() if k != "self"}
+            for k, f in (normalize or {}).items():
+                params[k] = f(params[k])
             # this Profile's own answers first (also without a cache entry: summary asks iterations twice)
             answers = self._answers
             key = (name, json.dumps(params, sort_keys=True, default=str))

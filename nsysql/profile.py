@@ -134,21 +134,22 @@ class Profile:
         it = _iter.detect(self.con, range)
         return _iter.stats(self.iterations(range=range, skip=skip), it)  # the (stored) iterations frame
 
-    @cached("gaps")
+    @cached("gaps", normalize={"min_ns": _gaps.parse_duration})
     def gaps(self, range: str | None = None, min_ns: int | str = _gaps.DEFAULT_MIN_NS, by: str | None = None,
              include_warmup: bool = False) -> pl.DataFrame:
         """GPU idle gaps with their causes; `by="cause"` for idle time per cause."""
-        min_ns = _gaps.parse_duration(min_ns)
-        # the gaps first, then the iterations to index them by: a worker asking iterations meanwhile
-        # (nsysql stats, summary) computes them side by side with these queries
-        g = _gaps.find(self.con, range=range, min_ns=min_ns)
-        its = self._iterations_for(range)
-        g = _gaps.with_iterations(g, its)
         if by is None:
-            return g
+            # the gaps first, then the iterations to index them by: a worker asking iterations meanwhile
+            # (nsysql stats, summary) computes them side by side with these queries
+            g = _gaps.find(self.con, range=range, min_ns=_gaps.parse_duration(min_ns))
+            return _gaps.with_iterations(g, self._iterations_for(range))
         if by != "cause":
             raise NsysqlError(f"gaps can be grouped by 'cause' only, not {by!r}")
-        return _gaps.by_cause(self.con, g, range=range, include_warmup=include_warmup, its=its)
+        # from the gaps and iterations answers (stored by an earlier summary or gaps), so a warm run opens no
+        # tables unless the span must be measured (no iterations, or --include-warmup)
+        g = self.gaps(range=range, min_ns=min_ns)
+        con = None if _gaps.steady_only(g, include_warmup) else self.con
+        return _gaps.by_cause(con, g, range=range, include_warmup=include_warmup, its=self._iterations_for(range))
 
     def findings(self) -> pl.DataFrame:
         return self.summary()["findings"]

@@ -171,6 +171,24 @@ def test_answers_are_stored_and_served_again(tmp_path, build_mode):
     assert nsysql.load(src, cache_dir=cdir).iterations(skip=3)["warmup"].sum() == 3
 
 
+def test_gaps_after_summary_are_served_without_opening_the_tables(tmp_path, build_mode):
+    """The CLI asks gaps(min_ns="1ms"), summary asks gaps(min_ns=1_000_000): one question, one stored answer.
+    Idle time by cause is made from the stored gaps and iterations. Neither warm call opens the entry's tables
+    (once, a warm `nsysql gaps` recomputed them: 0.5 s at 500k kernels, 2.4 s at 10M)."""
+    src, cdir = copy(tmp_path), tmp_path / "c"
+    ref = nsysql.load(fixture("train_small"), cache=False)
+    nsysql.load(src, cache_dir=cdir).summary()
+    cache.wait()
+    warm = nsysql.load(src, cache_dir=cdir)
+    assert_frame_equal(warm.gaps(min_ns="1ms"), ref.gaps())
+    assert_frame_equal(warm.gaps(min_ns="1000us", by="cause"), ref.gaps(by="cause"))
+    assert warm._con is None  # answered from the stored frames alone
+    # a question the summary did not ask is still computed from the tables, and agrees
+    assert_frame_equal(warm.gaps(min_ns="2ms", by="cause"), ref.gaps(min_ns=2_000_000, by="cause"))
+    assert warm._con is not None
+    assert_frame_equal(warm.gaps(by="cause", include_warmup=True), ref.gaps(by="cause", include_warmup=True))
+
+
 def test_answers_are_kept_per_profile_without_a_cache_too(tmp_path):
     p = nsysql.load(fixture("train_small"), cache=False)
     a = p.iterations()

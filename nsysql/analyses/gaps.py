@@ -94,8 +94,7 @@ def by_cause(con, gaps_df: pl.DataFrame, range: str | None = None, include_warmu
     with `range`, the summed instances of that range). The `counted` column says which.
     """
     g = gaps_df
-    steady_only = not include_warmup and g["iteration"].is_not_null().any()
-    if steady_only:
+    if steady_only(g, include_warmup):
         g = g.filter(pl.col("iteration").is_not_null() & ~pl.col("warmup"))
         its = its if its is not None else iterations(con)
         span, counted = int(its.filter(~pl.col("warmup"))["cpu_ns"].sum()), "steady-state iterations"
@@ -113,6 +112,12 @@ def by_cause(con, gaps_df: pl.DataFrame, range: str | None = None, include_warmu
         span_ns=pl.lit(span, pl.Int64),
         counted=pl.lit(counted),
     )
+
+
+def steady_only(gaps_df: pl.DataFrame, include_warmup: bool = False) -> bool:
+    """Whether `by_cause` counts only the gaps inside steady-state iterations (then, given the iterations
+    frame, it reads no table)."""
+    return not include_warmup and bool(gaps_df["iteration"].is_not_null().any())
 
 
 def _device_span(con) -> int:
