@@ -21,12 +21,12 @@ WITH ops AS (  -- the ops of gpu_ops (40_gpu_ops.sql), read from the staging tab
 ), last AS (
   SELECT device_id, max(end_ns) AS end_ns FROM o GROUP BY device_id
 ), w AS (  -- one window (one sort) for the stretch's end and the busy time before it: with e_k, s_k the end
-           -- and start of stretch k, the busy time before stretch j is sum(e_k - s_k, k < j) =
-           -- sum(prev_end of stretches 1..j) - sum(s_k, k < j)
+           -- and start of stretch k, e_k is the prev_end of stretch k + 1, so the busy time before stretch j,
+           -- sum(e_k - s_k, k < j), is s_j + sum(prev_end_k - s_k, k <= j) (prev_end_1 taken as 0): one
+           -- running sum
   SELECT device_id, start_ns, prev_end,
          lead(prev_end) OVER d AS next_prev_end,
-         sum(coalesce(prev_end, 0)) OVER (d ROWS UNBOUNDED PRECEDING) AS ends_before,
-         sum(start_ns) OVER (d ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS starts_before
+         start_ns + sum(coalesce(prev_end, 0) - start_ns) OVER (d ROWS UNBOUNDED PRECEDING) AS busy_before
   FROM s
   WINDOW d AS (PARTITION BY device_id ORDER BY start_ns)
 )
@@ -40,7 +40,7 @@ SELECT
   -- busy time on this device before start_ns (sum of the earlier stretches), ns: the busy time inside any
   -- window [a, b) is B(b) - B(a), with B(t) = busy_before_ns + clamp(t - start_ns, 0, end_ns - start_ns) of
   -- the last stretch starting at or before t (an ASOF join)
-  (w.ends_before - coalesce(w.starts_before, 0))::BIGINT AS busy_before_ns,
+  w.busy_before::BIGINT AS busy_before_ns,
   -- end of the previous stretch on this device, ns (NULL for the first): the device sat idle from
   -- prev_end_ns to start_ns
   w.prev_end AS prev_end_ns
