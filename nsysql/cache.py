@@ -287,6 +287,15 @@ def spill_dir() -> str:
     return os.path.join(tempfile.gettempdir(), f"nsysql-spill-{os.getuid() if hasattr(os, 'getuid') else 0}")
 
 
+def remove_spill_files() -> None:
+    """Delete this process's DuckDB spill files (DuckDB names them duckdb_temp_<pid>_*). DuckDB deletes them
+    when its database closes, but the CLI leaves without closing it (cli.run): after a command that failed
+    while its tables were spilled (out of memory), they stayed behind, 188 MB of them for a summary of 500k
+    kernels, until another nsysql process happened to spill."""
+    for f in Path(spill_dir()).glob(f"duckdb_temp_{os.getpid()}_*"):
+        _remove(f)
+
+
 def _remove(p: Path) -> bool:
     try:
         p.unlink()

@@ -80,10 +80,14 @@ def _looks_like_sqlite(p: Path) -> bool:
         return False
 
 
+_loaded: list[str] = []  # the exports this command loaded
+
+
 def _load(file: str | None):
     from ._load import load
 
     path = pick_profile(file)
+    _loaded.append(path)  # for error messages of commands whose FILE is optional (sql)
     opts = _opts()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", _cache.CacheWarning)
@@ -117,6 +121,7 @@ def handled(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        _loaded.clear()
         try:
             return fn(*args, **kwargs)
         except NsysqlError as e:
@@ -133,7 +138,8 @@ def handled(fn):
         except Exception as e:
             if not type(e).__module__.startswith(("duckdb", "_duckdb")):
                 raise
-            files = kwargs.get("file") or ", ".join(map(str, kwargs.get("files") or ())) or "(no file)"
+            files = (kwargs.get("file") or ", ".join(map(str, kwargs.get("files") or ()))
+                     or ", ".join(map(str, _loaded)) or "(no file)")
             click.echo(f"nsysql: error: {files}: query failed: {str(e).splitlines()[0]}", err=True)
             sys.exit(2)
         finally:
@@ -201,7 +207,8 @@ def attribution_option(fn):
 def run() -> None:
     """The `nsysql` executable: main(), then leave at once. Tearing the interpreter down frees DuckDB's and
     polars' objects one by one (~0.1 s per command) for memory the OS takes back anyway; nothing is lost by
-    skipping it: output is flushed here, cache entries are on disk (`cache.wait()`), and the export is read-only.
+    skipping it: output is flushed here, cache entries are on disk (`cache.wait()`), DuckDB's spill files are
+    deleted, and the export is read-only.
     """
     try:
         main()
@@ -217,6 +224,7 @@ def run() -> None:
         except (OSError, ValueError):  # a closed pipe (nsysql ... | head)
             pass
     _cache.wait()
+    _cache.remove_spill_files()
     os._exit(code or 0)
 
 

@@ -107,3 +107,21 @@ def test_bad_option_values_are_one_line(tmp_path):
     res = run(["kernels-by-range", str(fixture("train_small")), "--range", "NoSuchRange"])
     assert res.exit_code == 2 and "no NVTX range matches 'NoSuchRange'" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_out_of_memory_says_so_in_one_line_and_leaves_no_spill_files(tmp_path):
+    """The executable (nsysql.cli.run) leaves without closing DuckDB; a command that ran out of memory while its
+    tables were spilled to disk once left DuckDB's spill files behind (188 MB at 500k kernels)."""
+    import subprocess
+    import sys
+
+    src = fixture("big_step")
+    env = dict(os.environ, TMPDIR=str(tmp_path), NSYSQL_MEMORY_LIMIT="20MB", NSYSQL_THREADS="2")
+    p = subprocess.run([sys.executable, "-m", "nsysql", "--no-cache", "summary", str(src)], env=env,
+                       capture_output=True, text=True, timeout=120)
+    spill = list(tmp_path.glob("nsysql-spill-*"))
+    assert spill, "DuckDB never spilled: the memory limit no longer forces it"
+    assert p.returncode == 2, p.stderr  # 20 MB is too little for the canonical tables of big_step
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(src) in lines[0] and "Out of Memory" in lines[0], p.stderr
+    assert [f.name for f in spill[0].iterdir()] == []

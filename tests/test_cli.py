@@ -100,6 +100,10 @@ def test_file_may_be_left_out(tmp_path, monkeypatch):
 def test_sql_command():
     res = run(["sql", str(TRAIN), "SELECT count(*) AS n FROM gpu_ops WHERE kind = 'kernel'", "-f", "csv"])
     assert res.stdout.splitlines() == ["n", str(loaded(str(TRAIN)).kernels()["count"].sum())]
+    # a query that fails is one line naming the export (FILE is optional for sql: once it said "(no file)")
+    bad = run(["sql", str(TRAIN), "SELECT nope FROM gpu_ops"])
+    assert bad.exit_code == 2 and bad.stderr.count("\n") == 1
+    assert bad.stderr.startswith(f"nsysql: error: {TRAIN}: query failed: Binder Error"), bad.stderr
 
 
 def test_stats_writes_one_file_per_report(tmp_path):
