@@ -91,7 +91,13 @@ class Profile:
 
     @cached("kernels")
     def kernels(self, name: str = "demangled", top: int | None = None) -> pl.DataFrame:
-        return _kernels.kernels(self.con, name=name, top=top)
+        if top is not None:
+            if top < 0:
+                raise NsysqlError(f"--top must be 0 or more, not {top}")
+            # the head of the whole table (ordered by total time, then name; pct is of all kernel time), so the
+            # answer stored for summary's top 10 also serves `nsysql kernels` and any other --top
+            return self.kernels(name=name).head(top)
+        return _kernels.kernels(self.con, name=name)
 
     @cached("ranges")
     def ranges(self, attribution: str = DEFAULT_ATTRIBUTION) -> pl.DataFrame:

@@ -189,6 +189,26 @@ def test_gaps_after_summary_are_served_without_opening_the_tables(tmp_path, buil
     assert_frame_equal(warm.gaps(by="cause", include_warmup=True), ref.gaps(by="cause", include_warmup=True))
 
 
+def test_any_top_of_kernels_is_served_from_the_one_stored_table(tmp_path):
+    """summary stores kernels(top=10); `nsysql kernels` asks top=None, others --top N: all are heads of one
+    stored table, equal to the SQL's own LIMIT, and a warm Profile answers them without opening the tables."""
+    from nsysql.analyses import kernels as _kernels
+
+    src, cdir = copy(tmp_path, "big_step"), tmp_path / "c"
+    ref = nsysql.load(fixture("big_step"), cache=False)
+    nsysql.load(src, cache_dir=cdir).summary()
+    cache.wait()
+    warm = nsysql.load(src, cache_dir=cdir)
+    full = warm.kernels()
+    assert full.height > 10
+    for top in (0, 3, 10, full.height + 5):
+        assert_frame_equal(warm.kernels(top=top), _kernels.kernels(ref.con, top=top))
+    assert_frame_equal(full, _kernels.kernels(ref.con))
+    assert warm._con is None
+    with pytest.raises(nsysql.NsysqlError):
+        warm.kernels(top=-1)
+
+
 def test_answers_are_kept_per_profile_without_a_cache_too(tmp_path):
     p = nsysql.load(fixture("train_small"), cache=False)
     a = p.iterations()
