@@ -123,7 +123,23 @@ def machine_line():
     except OSError:
         pass
     return (f"{platform.node()}: {os.cpu_count()} CPUs ({model}), {mem}, Python {platform.python_version()}, "
-            f"{time.strftime('%Y-%m-%d %H:%M %Z')}, load average {os.getloadavg()[0]:.2f} at start")
+            f"{time.strftime('%Y-%m-%d %H:%M %Z')}, load average {os.getloadavg()[0]:.2f} at start, "
+            f"speed gauge {speed_gauge():.2f} s")
+
+
+def speed_gauge() -> float:
+    """Seconds for a fixed pure-Python loop (10M additions in a function), best of 2. A shared VM's speed moves by
+    as much as a third from hour to hour (the same loop at module level took 0.84 s to 1.28 s on the 2-core dev
+    VM on 2026-11-23, while one cold command took 2.1 s to 3.0 s), so tables taken at different times compare
+    only with this figure beside them."""
+    best = float("inf")
+    for _ in range(2):
+        t = time.perf_counter()
+        s = 0
+        for i in range(10_000_000):
+            s += i
+        best = min(best, time.perf_counter() - t)
+    return best
 
 
 def nsysql_argv(args):
