@@ -79,6 +79,7 @@ class Answers:
 
     def __init__(self):
         self.frames: dict = {}
+        self.detected: dict = {}  # iteration ranges found (Profile._detect), by --range
         self._locks: dict = {}
         self._guard = threading.Lock()
 
