@@ -90,8 +90,9 @@ class Answers:
 
 def cached(name: str, normalize: dict | None = None):
     """Decorator for Profile methods: serve the stored answer for these arguments, else compute and store it.
-    `normalize`: parameter -> function giving its canonical value, so that spellings of one question share an
-    answer (`gaps(min_ns="1ms")` from the CLI and `gaps(min_ns=1_000_000)` from summary)."""
+    `normalize`: parameter -> function giving its canonical value, which both the key and the method get, so
+    that spellings of one question share an answer (`gaps(min_ns="1ms")` from the CLI and
+    `gaps(min_ns=1_000_000)` from summary)."""
 
     def wrap(method):
         @functools.wraps(method)
@@ -100,9 +101,9 @@ def cached(name: str, normalize: dict | None = None):
 
             bound = inspect.signature(method).bind(self, *args, **kwargs)
             bound.apply_defaults()
-            params = {k: v for k, v in bound.arguments.items() if k != "self"}
             for k, f in (normalize or {}).items():
-                params[k] = f(params[k])
+                bound.arguments[k] = f(bound.arguments[k])
+            params = {k: v for k, v in bound.arguments.items() if k != "self"}
             # this Profile's own answers first (also without a cache entry: summary asks iterations twice)
             answers = self._answers
             key = (name, json.dumps(params, sort_keys=True, default=str))
@@ -112,7 +113,7 @@ def cached(name: str, normalize: dict | None = None):
                 if key not in answers.frames:
                     hit = get(self.cache_entry, name, params)
                     if hit is None:
-                        hit = method(self, *args, **kwargs)
+                        hit = method(*bound.args, **bound.kwargs)
                         put(self.cache_entry, name, params, hit)
                     answers.frames[key] = hit
             return _copy(answers.frames[key])

@@ -155,7 +155,7 @@ class Profile:
         if by is None:
             # the gaps first, then the iterations to index them by: a worker asking iterations meanwhile
             # (nsysql stats, summary) computes them side by side with these queries
-            g = _gaps.find(self.con, range=range, min_ns=_gaps.parse_duration(min_ns))
+            g = _gaps.find(self.con, range=range, min_ns=min_ns)  # in ns: see normalize above
             return _gaps.with_iterations(g, self._iterations_for(range))
         if by != "cause":
             raise NsysqlError(f"gaps can be grouped by 'cause' only, not {by!r}")
