@@ -1,23 +1,24 @@
--- nsysql canonical schema v1: CPU-side calls (CUDA API, OS runtime).
+-- nsysql canonical schema v1: CPU-side calls (CUDA API, OS runtime). api_calls stores the staging view
+-- _calls of 25_calls.sql, which gpu_ops joins too.
 
 -- One row per CUDA runtime or driver API call (nsys CUPTI_ACTIVITY_KIND_RUNTIME).
 CREATE OR REPLACE TABLE api_calls AS
 SELECT
   -- the call's SQLite rowid in the export: unique and stable across loads; gpu_ops.api_call_id points here
-  r.row_id AS call_id,
+  call_id,
   -- process id
-  (r.globalTid >> 24) & 16777215 AS pid,
+  pid,
   -- thread that made the call
-  r.globalTid & 16777215 AS tid,
+  tid,
   -- call start, ns on the export's clock
-  r.start AS start_ns,
+  start_ns,
   -- call end, ns
-  r."end" AS end_ns,
+  end_ns,
   -- strings.id of the API function's name, e.g. `cudaLaunchKernel_v7000`, `cudaMemcpyAsync_v3020`
-  r.nameId AS name_id,
+  name_id,
   -- CUPTI correlation id: unique per process, joins the call to the GPU work it started
-  r.correlationId AS correlation_id
-FROM raw_runtime r;
+  correlation_id
+FROM _calls;
 
 -- One row per OS runtime call traced with `-t osrt` (nsys OSRT_API): sleeps, polls, futex waits, reads.
 CREATE OR REPLACE TABLE os_calls AS

@@ -101,13 +101,9 @@ SELECT g.row_id + (SELECT coalesce(max(row_id), 0) FROM raw_kernel) + (SELECT co
        coalesce(-1000 - g.graphId, -999), NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM raw_graph g
 ) o
--- the launching calls: api_calls' rows (30_api_calls.sql), read from the staging table so that this file need
--- not wait for api_calls to be written (both start as soon as the export is read)
-LEFT JOIN (
-  SELECT r.row_id AS call_id, (r.globalTid >> 24) & 16777215 AS pid, r.globalTid & 16777215 AS tid,
-         r.start AS start_ns, r."end" AS end_ns, r.nameId AS name_id, r.correlationId AS correlation_id
-  FROM raw_runtime r
-) a ON a.pid = (o.globalPid >> 24) & 16777215 AND a.correlation_id = o.correlationId
+-- the launching calls: api_calls' rows, from the staging view 25_calls.sql (not from api_calls, which this file
+-- would then wait for)
+LEFT JOIN _calls a ON a.pid = (o.globalPid >> 24) & 16777215 AND a.correlation_id = o.correlationId
 WHERE o.start IS NOT NULL AND o."end" IS NOT NULL;
 
 -- Some exports hold a runtime call and the driver call inside it under one correlation id, so the join above

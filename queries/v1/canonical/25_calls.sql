@@ -1,0 +1,8 @@
+-- nsysql canonical schema v1: the CUDA API calls as api_calls has them, nsys's globalTid decoded into pid and
+-- tid. A view in the staging database (gone when loading ends): api_calls (30_api_calls.sql) stores it, and
+-- gpu_ops (40_gpu_ops.sql) joins it without waiting for api_calls to be written, so both start as soon as the
+-- export is read.
+CREATE OR REPLACE VIEW nsysql_stage._calls AS
+SELECT r.row_id AS call_id, (r.globalTid >> 24) & 16777215 AS pid, r.globalTid & 16777215 AS tid,
+       r.start AS start_ns, r."end" AS end_ns, r.nameId AS name_id, r.correlationId AS correlation_id
+FROM raw_runtime r;
