@@ -38,7 +38,7 @@ class RawTable:
         return pa.schema([(c, pa.string() if t == S else pa.int64()) for c, t in self.columns])
 
 
-STAGE = "nsysql_stage"
+STAGE = "nsysql_stage"  # also named by canonical SQL that makes staging views (queries/v1/canonical/25_calls.sql)
 
 
 def unstage(con: duckdb.DuckDBPyConnection) -> None:
