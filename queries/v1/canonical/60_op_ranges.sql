@@ -70,6 +70,7 @@ SELECT
   -- nvtx_ranges.range_id of a range enclosing the op's launch
   m.range_id,
   -- `thread`: the range was open on the launching thread (nsys's rule); `process`: inherited from another
-  -- thread of the process because the launching thread had none open (nsysql's process rule)
-  m.via
+  -- thread of the process because the launching thread had none open (nsysql's process rule); an ENUM,
+  -- compared like a string (`via = 'thread'`), as gpu_ops.kind
+  m.via::ENUM('thread', 'process') AS via
 FROM m;
