@@ -1,8 +1,9 @@
 -- nsysql canonical schema v1: work the GPU did.
 -- GPU work = kernels, memcpy, memset and CUDA graph launches that nsys recorded only as whole graphs
 -- (`--cuda-graph-trace=graph`, CUPTI_ACTIVITY_KIND_GRAPH_TRACE), so a graph replay is GPU time, never idle.
--- `kind` is an ENUM, not a string: one byte a row through the analyses' sorts and joins and no string
--- compression when the entry is written (a cold 500k-kernel `summary`: 5% less CPU, BENCHMARKS.md).
+-- `kind` and the memory-copy labels are ENUMs, not strings: one byte a row through the analyses' sorts and
+-- joins and no string compression when the entry is written (a cold 500k-kernel `summary`: 5% less CPU,
+-- BENCHMARKS.md). An ENUM compares with a string literal as a string does (`kind = 'kernel'`).
 
 CREATE OR REPLACE TEMP TABLE _copy_kind AS
 SELECT * FROM (VALUES
@@ -30,8 +31,7 @@ SELECT
   -- unique id, stable across loads of the same export: the kernel's SQLite rowid in the export; memcpy, memset
   -- and graph rows follow, offset by the largest rowid of the kinds before them. op_ranges.op_id points here
   o.op_id,
-  -- `kernel`, `memcpy`, `memset` or `graph` (a whole CUDA graph replay recorded with --cuda-graph-trace=graph);
-  -- an ENUM, compared like a string (`kind = 'kernel'`)
+  -- `kernel`, `memcpy`, `memset` or `graph` (a whole CUDA graph replay recorded with --cuda-graph-trace=graph)
   o.kind::ENUM('kernel', 'memcpy', 'memset', 'graph') AS kind,
   -- CUDA device id (devices.device_id)
   o.deviceId AS device_id,
@@ -55,11 +55,13 @@ SELECT
   -- bytes copied or set; NULL for kernels
   o.bytes,
   -- memcpy direction, e.g. `Host-to-Device`; NULL for other kinds
-  o.copy_kind,
+  o.copy_kind::ENUM('Unknown', 'Host-to-Device', 'Device-to-Host', 'Host-to-Array', 'Array-to-Host',
+                    'Array-to-Array', 'Array-to-Device', 'Device-to-Array', 'Device-to-Device', 'Host-to-Host',
+                    'Peer-to-Peer', 'Unified Host-to-Device', 'Unified Device-to-Host', 'Unified Device-to-Device') AS copy_kind,
   -- memcpy source memory: `Pageable`, `Pinned`, `Device`, `Managed`, `Array`, `Unknown`
-  o.src_kind,
+  o.src_kind::ENUM('Pageable', 'Pinned', 'Device', 'Managed', 'Array', 'Unknown') AS src_kind,
   -- memcpy destination memory, or memset target memory
-  o.dst_kind,
+  o.dst_kind::ENUM('Pageable', 'Pinned', 'Device', 'Managed', 'Array', 'Unknown') AS dst_kind,
   -- CUDA graph node id when the op ran as part of a graph (--cuda-graph-trace=node), else NULL
   o.graphNodeId AS graph_node_id,
   -- CUPTI correlation id (unique per process)
