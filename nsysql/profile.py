@@ -124,10 +124,11 @@ class Profile:
             except NsysqlError:
                 return None
 
-        (its, st), g, k, r = self.parallel(loop, gaps, lambda p: p.kernels(top=top),
-                                           lambda p: p.ranges(attribution=attribution))
+        (its, st), g, k, r, read = self.parallel(loop, gaps, lambda p: p.kernels(top=top),
+                                                 lambda p: p.ranges(attribution=attribution),
+                                                 lambda p: _summary.tables(p.con))
         return _summary.summary(self.con, attribution=attribution, top=top, its=its, st=st, gaps_df=g,
-                                kernels_df=k, ranges_df=r)
+                                kernels_df=k, ranges_df=r, read=read)
 
     @cached("iterations")
     def iterations(self, range: str | None = None, skip: int | None = None) -> pl.DataFrame:

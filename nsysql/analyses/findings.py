@@ -35,7 +35,17 @@ def _ms(ns) -> str:
     return f"{ns / 1e6:,.1f} ms"
 
 
-def findings(con, iteration_stats: pl.DataFrame | None, causes: pl.DataFrame | None) -> pl.DataFrame:
+def tables(con) -> dict[str, pl.DataFrame]:
+    """The tables findings reads besides the iteration stats and idle causes (summary asks them beside its
+    other answers)."""
+    return {"kernel_size": run(con, "kernel_size", short_ns=SHORT_KERNEL_NS),
+            "pageable_copies": run(con, "pageable_copies")}
+
+
+def findings(con, iteration_stats: pl.DataFrame | None, causes: pl.DataFrame | None,
+             read: dict[str, pl.DataFrame] | None = None) -> pl.DataFrame:
+    """`read`: what tables(con) returns, when the caller has it already."""
+    read = read or tables(con)
     rows: list[tuple[str, str]] = []
     busy = None
     if iteration_stats is not None and iteration_stats.height:
@@ -62,7 +72,7 @@ def findings(con, iteration_stats: pl.DataFrame | None, causes: pl.DataFrame | N
             if c.height and idle and c["idle_ns"][0] / idle >= limit:
                 rows.append((label, f"{c['idle_ns'][0] / idle:.0%} of idle GPU time ({_ms(c['idle_ns'][0])}): "
                                     f"{advice}"))
-    ks = run(con, "kernel_size", short_ns=SHORT_KERNEL_NS).row(0, named=True)
+    ks = read["kernel_size"].row(0, named=True)
     if busy is not None and ks["kernels"]:
         short = ks["short_kernels"] / ks["kernels"]
         host_explained = any(r[0] in ("data-loader bound", "host bound") for r in rows)
@@ -71,7 +81,7 @@ def findings(con, iteration_stats: pl.DataFrame | None, causes: pl.DataFrame | N
                                          f"is busy {busy:.0f}% of a steady-state iteration (median)"))
         if busy < IDLE_BUSY_PCT:
             rows.append(("GPU mostly idle", f"busy {busy:.0f}% of a steady-state iteration (median)"))
-    pc = run(con, "pageable_copies").row(0, named=True)
+    pc = read["pageable_copies"].row(0, named=True)
     if pc["copies"]:
         rows.append(("pageable host-to-device copies",
                      f"{pc['copies']:,} copies, {pc['bytes'] / 2**20:,.1f} MiB, {_ms(pc['ns'])} on the GPU: "

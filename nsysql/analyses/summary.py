@@ -9,20 +9,30 @@ from . import gaps as _gaps
 from . import iterations as _iter
 from ._sql import facts, run
 from .findings import findings
+from .findings import tables as findings_tables
 from .kernels import kernels
 from .ranges import DEFAULT_ATTRIBUTION, ranges
 
 
+def tables(con) -> dict[str, pl.DataFrame]:
+    """The small tables summary reads besides its main answers (Profile.summary asks them on a thread of their
+    own, beside iterations and gaps, so that they fill a core instead of following them)."""
+    return {"gpus": run(con, "gpu_utilization"), "memory": run(con, "memory"), **findings_tables(con)}
+
+
 def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10, *, its: pl.DataFrame | None = None,
             st: pl.DataFrame | None = None, gaps_df: pl.DataFrame | None = None,
-            kernels_df: pl.DataFrame | None = None, ranges_df: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:
+            kernels_df: pl.DataFrame | None = None, ranges_df: pl.DataFrame | None = None,
+            read: dict[str, pl.DataFrame] | None = None) -> dict[str, pl.DataFrame]:
     """Sections as DataFrames: facts, gpus, findings, idle (by cause), kernels (top), ranges (top), memory.
 
     `its`, `st`, `gaps_df`, `kernels_df` and `ranges_df` (iterations, their stats, gaps, the top kernels and all
-    ranges), when the caller already has them, are used as they are instead of being computed again."""
+    ranges) and `read` (what tables(con) returns), when the caller already has them, are used as they are
+    instead of being computed again."""
+    read = read or tables(con)
     f = facts(con)
     one = lambda k, d=None: (f.get(k) or [d])[0]  # noqa: E731
-    gpus = run(con, "gpu_utilization")
+    gpus = read["gpus"]
     span_ns = int(one("span_ns") or 0)
     rows = [
         ("file", one("source_path")),
@@ -64,11 +74,11 @@ def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10, *, its: 
     for msg in f.get("missing", []):
         rows.append(("lacks", msg))
     out = {"facts": pl.DataFrame(rows, schema=["item", "value"], orient="row"), "gpus": gpus}
-    out["findings"] = findings(con, st, causes)
+    out["findings"] = findings(con, st, causes, read)
     if causes is not None:
         out["idle by cause"] = causes.select("cause", "gaps", "idle_ns", "pct_of_idle", "pct_of_span")
     out["kernels"] = kernels_df if kernels_df is not None else kernels(con, top=top)
     rg = ranges_df if ranges_df is not None else ranges(con, attribution=attribution)
     out["ranges"] = rg.filter(pl.col("gpu_ops") > 0).sort("gpu_total_ns", descending=True).head(top)
-    out["memory"] = run(con, "memory")
+    out["memory"] = read["memory"]
     return out
