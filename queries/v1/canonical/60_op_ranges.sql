@@ -20,23 +20,25 @@ SELECT range_id, anc_id FROM a;
 CREATE OR REPLACE TEMP VIEW _launched AS
 SELECT op_id, pid, api_tid, api_start_ns FROM gpu_ops WHERE api_start_ns IS NOT NULL;
 
-CREATE OR REPLACE TEMP TABLE _thread_match AS
-WITH inner_pp AS (
-  SELECT l.op_id, s.range_id
-  FROM _launched l
-  ASOF JOIN nvtx_open s ON l.pid = s.pid AND l.api_tid = s.tid AND l.api_start_ns >= s.ts_ns
-  WHERE s.range_id IS NOT NULL
-)
-SELECT i.op_id, a.anc_id AS range_id FROM inner_pp i JOIN _ancestors a ON a.range_id = i.range_id
-UNION ALL  -- no duplicates: push/pop ancestors here, start/end ranges below, each (op, range) once
+-- Each launched op with the innermost push/pop range open on its launching thread when the call started
+-- (NULL: none was open).
+CREATE OR REPLACE TEMP TABLE _inner AS
+SELECT l.op_id, l.pid, l.api_tid, l.api_start_ns, s.range_id
+FROM _launched l
+ASOF LEFT JOIN nvtx_open s ON l.pid = s.pid AND l.api_tid = s.tid AND l.api_start_ns >= s.ts_ns;
+
+-- Start/end ranges open on the launching thread (the thread that opened the range, or the one that closed it).
+CREATE OR REPLACE TEMP TABLE _start_end AS
 SELECT l.op_id, r.range_id
 FROM _launched l
 JOIN nvtx_ranges r
   ON r.style = 'StartEnd' AND r.pid = l.pid AND l.api_start_ns >= r.start_ns AND l.api_start_ns < r.end_ns
  AND (l.api_tid = r.tid OR l.api_tid = r.end_tid);
 
+-- Ops whose launching thread had no range open at all: the process rule's candidates.
 CREATE OR REPLACE TEMP TABLE _orphans AS
-SELECT l.* FROM _launched l ANTI JOIN _thread_match t ON t.op_id = l.op_id;
+SELECT op_id, pid, api_tid, api_start_ns FROM _inner i
+WHERE range_id IS NULL AND NOT EXISTS (SELECT 1 FROM _start_end e WHERE e.op_id = i.op_id);
 
 CREATE OR REPLACE TEMP TABLE _process_match AS
 WITH range_threads AS (
@@ -59,8 +61,10 @@ JOIN nvtx_ranges r
 
 -- One row per (GPU op, enclosing NVTX range).
 CREATE OR REPLACE TABLE op_ranges AS
-WITH m AS (
-  SELECT op_id, range_id, 'thread' AS via FROM _thread_match
+WITH m AS (  -- no duplicates: push/pop ancestors, start/end ranges, then the process rule's, each (op, range) once
+  SELECT i.op_id, a.anc_id AS range_id, 'thread' AS via FROM _inner i JOIN _ancestors a ON a.range_id = i.range_id
+  UNION ALL
+  SELECT op_id, range_id, 'thread' FROM _start_end
   UNION ALL
   SELECT op_id, range_id, 'process' FROM _process_match
 )
