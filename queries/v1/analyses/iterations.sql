@@ -14,18 +14,17 @@ WITH coll AS (  -- collective communication kernels (NCCL)
   -- ops ordered by (iteration, start) instead of a window per iteration (much slower in DuckDB): the running
   -- max of iteration * 2^64 + end_ns is the max end within the current iteration while it decodes to that
   -- iteration, and comes from an earlier iteration (so, no predecessor) otherwise.
-  SELECT iteration, start_ns, end_ns,
+  SELECT iteration, kind, start_ns, end_ns, duration_ns, is_coll,
          CASE WHEN m >= (iteration::HUGEINT << 64) - (1::HUGEINT << 63)
               THEN (m - (iteration::HUGEINT << 64))::BIGINT END AS prev_end
-  FROM (SELECT iteration, start_ns, end_ns,
+  FROM (SELECT *,
                max((iteration::HUGEINT << 64) + end_ns) OVER (ORDER BY iteration, start_ns, end_ns
                                                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS m
         FROM ops)
-), busy AS (  -- length of the union: each op adds its part after the latest end of the ops started before it
-  SELECT iteration, sum(greatest(end_ns - greatest(start_ns, coalesce(prev_end, start_ns)), 0))::BIGINT AS gpu_busy_ns
-  FROM merged GROUP BY iteration
-), per AS (
+), per AS (  -- gpu_busy_ns: the length of the union (each op adds its part after the latest end of the ops
+             -- started before it); the rest per kind
   SELECT iteration,
+         sum(greatest(end_ns - greatest(start_ns, coalesce(prev_end, start_ns)), 0))::BIGINT AS gpu_busy_ns,
          (max(end_ns) - min(start_ns))::BIGINT AS gpu_span_ns,
          coalesce(sum(duration_ns) FILTER (WHERE kind = 'kernel'), 0)::BIGINT AS kernel_ns,
          coalesce(sum(duration_ns) FILTER (WHERE kind = 'memcpy'), 0)::BIGINT AS memcpy_ns,
@@ -34,7 +33,7 @@ WITH coll AS (  -- collective communication kernels (NCCL)
          coalesce(sum(duration_ns) FILTER (WHERE is_coll), 0)::BIGINT AS collective_ns,
          count(*) FILTER (WHERE kind = 'kernel') AS kernels,
          count(*) AS gpu_ops
-  FROM ops GROUP BY iteration
+  FROM merged GROUP BY iteration
 ), dev_busy AS (
   SELECT start_ns, end_ns, busy_before_ns FROM gpu_busy WHERE device_id = $device
 ), edges AS (  -- device busy time before each window start and end (see gpu_busy.busy_before_ns), one ASOF join
@@ -55,7 +54,7 @@ SELECT
   -- wall time of the iteration window (the range's own time for a wrapper range)
   (i.end_ns - i.start_ns)::BIGINT AS cpu_ns,
   -- union of the intervals of the GPU ops launched in the iteration, across streams
-  coalesce(b.gpu_busy_ns, 0) AS gpu_busy_ns,
+  coalesce(p.gpu_busy_ns, 0) AS gpu_busy_ns,
   coalesce(p.gpu_span_ns, 0) AS gpu_span_ns,
   coalesce(p.kernel_ns, 0) AS kernel_ns,
   coalesce(p.memcpy_ns, 0) AS memcpy_ns,
@@ -68,7 +67,6 @@ SELECT
   coalesce(p.kernels, 0) AS kernels,
   coalesce(p.gpu_ops, 0) AS gpu_ops
 FROM _iterations i
-LEFT JOIN busy b USING (iteration)
 LEFT JOIN per p USING (iteration)
 LEFT JOIN covered c USING (iteration)
 ORDER BY i.iteration;
