@@ -68,26 +68,28 @@ WITH gaps AS (  -- the device's idle stretches: from the end of one busy stretch
               WHEN value ILIKE '%launch%' THEN 2
               ELSE 0 END::UTINYINT AS kind
   FROM strings WHERE id IN (SELECT DISTINCT name_id FROM api_calls)
-), calls AS (
-  SELECT a.start_ns, a.end_ns, a.name_id, k.kind
+), calls AS (  -- the process's calls of a kind
+  SELECT a.start_ns, a.end_ns, k.kind
   FROM api_calls a JOIN call_kind k USING (name_id)
-  WHERE a.pid = $pid
+  WHERE a.pid = $pid AND k.kind > 0
 ), in_gap AS (  -- calls starting inside a gap, clipped to it
   SELECT g.gap_id, c.kind, least(c.end_ns, g.end_ns) - c.start_ns AS ov
-  FROM (SELECT * FROM calls WHERE kind > 0) c ASOF JOIN g ON c.start_ns >= g.start_ns
+  FROM calls c ASOF JOIN g ON c.start_ns >= g.start_ns
   WHERE c.start_ns < g.end_ns
 ), spanning AS (  -- per kind, the last call started before the gap, if it is still running when the gap opens
   SELECT p.gap_id, p.kind, least(c.end_ns, p.end_ns) - p.start_ns AS ov
   FROM (SELECT g.gap_id, g.start_ns, g.end_ns, k.kind
         FROM g, (SELECT DISTINCT kind FROM call_kind WHERE kind > 0) k) p
-  ASOF JOIN (SELECT * FROM calls WHERE kind > 0) c ON p.kind = c.kind AND p.start_ns > c.start_ns
+  ASOF JOIN calls c ON p.kind = c.kind AND p.start_ns > c.start_ns
   WHERE c.end_ns > p.start_ns
 ), api_kind AS (
   SELECT gap_id, kind, sum(ov) AS cover FROM (SELECT * FROM in_gap UNION ALL SELECT * FROM spanning)
   GROUP BY gap_id, kind
   QUALIFY row_number() OVER (PARTITION BY gap_id ORDER BY sum(ov) DESC, kind) = 1
-), long_calls AS (
-  SELECT * FROM calls WHERE end_ns - start_ns >= greatest($min_ns // 10, 10000)
+), long_calls AS (  -- any named call of the process (call_kind has every name), of a kind or not
+  SELECT start_ns, end_ns, name_id FROM api_calls
+  WHERE pid = $pid AND end_ns - start_ns >= greatest($min_ns // 10, 10000)
+    AND name_id IN (SELECT name_id FROM call_kind)
 ), api_top AS (
   SELECT g.gap_id, s.value AS name
   FROM g ASOF JOIN long_calls c ON g.mid_ns >= c.start_ns
