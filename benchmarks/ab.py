@@ -6,7 +6,9 @@
 Runs every COMMAND once per round, in the order given, for N rounds, so that a slow stretch of a shared VM
 hits every variant alike; before each run, `--reset` runs (default: nothing), e.g. `rm -rf /tmp/c_ab` so that
 every run is cold. Prints, per label, the fastest and the median wall seconds, CPU seconds (user + sys of the
-command and its waited-for children, from os.wait4, as bench.py measures) and the largest peak RSS. The
+command and its waited-for children, from os.wait4, as bench.py measures), the largest peak RSS, and, against the
+first variant, the median of each round's ratio and how many rounds were faster (the figure to trust on a VM
+whose speed drifts: a drift hits both runs of a round alike). The
 commands run through `/bin/sh -c` with their output discarded; one that exits non-zero stops the comparison.
 BENCHMARKS.md quotes it as e.g.
 
@@ -53,8 +55,17 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"ab.py: {label} exited {r['rc']}: {cmd}", file=sys.stderr)
                     return 1
                 runs[label].append(r)
-    rows = [(label, [r["wall"] for r in rs], [r["cpu"] for r in rs], max(r["rss_mb"] for r in rs))
-            for label, rs in runs.items()]
+    first = variants[0][0]
+
+    def paired(label, key):
+        # each round's ratio to the first variant's run of the same round: a slow stretch of the VM that hits a
+        # whole round cancels out (medians of separate runs moved by 10% between batches of the same code)
+        if label == first:
+            return []
+        return [a[key] / b[key] for a, b in zip(runs[label], runs[first]) if b[key]]
+
+    rows = [(label, [r["wall"] for r in rs], [r["cpu"] for r in rs], max(r["rss_mb"] for r in rs),
+             paired(label, "wall"), paired(label, "cpu")) for label, rs in runs.items()]
     print(table(rows, [
         ("variant", lambda r: r[0]),
         ("runs", lambda r: len(r[1])),
@@ -63,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         ("CPU min s", lambda r: fmt(min(r[2]))),
         ("CPU median s", lambda r: fmt(statistics.median(r[2]))),
         ("peak RSS MiB", lambda r: fmt(r[3], 0)),
+        (f"wall / {first}, median of rounds", lambda r: fmt(statistics.median(r[4]), 3) if r[4] else ""),
+        (f"CPU / {first}", lambda r: fmt(statistics.median(r[5]), 3) if r[5] else ""),
+        (f"rounds faster than {first}", lambda r: f"{sum(x < 1 for x in r[4])} of {len(r[4])}" if r[4] else ""),
     ]))
     return 0
 
