@@ -2,7 +2,7 @@
 -- GPU work = kernels, memcpy, memset and CUDA graph launches that nsys recorded only as whole graphs
 -- (`--cuda-graph-trace=graph`, CUPTI_ACTIVITY_KIND_GRAPH_TRACE), so a graph replay is GPU time, never idle.
 -- `kind` and the memory-copy labels are ENUMs, not strings: one byte a row through the analyses' sorts and
--- joins and no string compression when the entry is written (a cold 500k-kernel `summary`: 5% less CPU,
+-- joins and no string compression when the entry is written (a cold 500k-kernel `summary`: about 5% less CPU,
 -- BENCHMARKS.md). An ENUM compares with a string literal as a string does (`kind = 'kernel'`).
 
 CREATE OR REPLACE TEMP TABLE _copy_kind AS
@@ -57,7 +57,8 @@ SELECT
   -- memcpy direction, e.g. `Host-to-Device`; NULL for other kinds
   o.copy_kind::ENUM('Unknown', 'Host-to-Device', 'Device-to-Host', 'Host-to-Array', 'Array-to-Host',
                     'Array-to-Array', 'Array-to-Device', 'Device-to-Array', 'Device-to-Device', 'Host-to-Host',
-                    'Peer-to-Peer', 'Unified Host-to-Device', 'Unified Device-to-Host', 'Unified Device-to-Device') AS copy_kind,
+                    'Peer-to-Peer', 'Unified Host-to-Device', 'Unified Device-to-Host',
+                    'Unified Device-to-Device') AS copy_kind,
   -- memcpy source memory: `Pageable`, `Pinned`, `Device`, `Managed`, `Array`, `Unknown`
   o.src_kind::ENUM('Pageable', 'Pinned', 'Device', 'Managed', 'Array', 'Unknown') AS src_kind,
   -- memcpy destination memory, or memset target memory
