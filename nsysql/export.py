@@ -88,6 +88,10 @@ def _columns(lines: list[str], create_at: int) -> dict[str, str]:
     return out
 
 
+# Tables stored in no particular order that read best sorted: a file of gpu_busy is each device's timeline.
+EXPORT_ORDER = {"gpu_busy": "device_id, start_ns"}
+
+
 def export(con: duckdb.DuckDBPyConnection, to: Path, format: str = "parquet") -> pl.DataFrame:
     """Write every canonical table to `to/<table>.<format>` plus `to/README.md`; one row per table written."""
     if format not in EXPORT_FORMATS:
@@ -100,7 +104,8 @@ def export(con: duckdb.DuckDBPyConnection, to: Path, format: str = "parquet") ->
     rows = []
     for t in CANONICAL_TABLES:
         path = to / f"{t}.{format}"
-        con.execute(f"COPY (SELECT * FROM {t}) TO '{_quote(path)}' ({opts})")
+        order = f" ORDER BY {EXPORT_ORDER[t]}" if t in EXPORT_ORDER else ""
+        con.execute(f"COPY (SELECT * FROM {t}{order}) TO '{_quote(path)}' ({opts})")
         n = con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
         rows.append((t, n, str(path)))
     (to / "README.md").write_text(readme(con, format), encoding="utf-8")

@@ -50,3 +50,12 @@ def test_readme_lists_every_column(tmp_path):
             assert f"| `{col}` |" in readme
     assert "| `api_tid` | BIGINT | thread that launched it |" in readme
     assert "CUDA stream id" in readme
+
+
+def test_gpu_busy_is_exported_in_device_and_time_order(tmp_path):
+    """gpu_busy is stored unsorted (canonical/80_gpu_busy.sql); its exported file lists each device's stretches in
+    time order, as nsys users read a timeline."""
+    path = fixture("big_step")
+    loaded(str(path)).export(tmp_path, format="csv")
+    rows = duckdb.sql(f"SELECT device_id, start_ns FROM read_csv_auto('{tmp_path / 'gpu_busy.csv'}')").fetchall()
+    assert len(rows) > 5000 and rows == sorted(rows)
