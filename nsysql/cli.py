@@ -81,9 +81,13 @@ def _looks_like_sqlite(p: Path) -> bool:
 
 
 _loaded: list[str] = []  # the exports this command loaded
+# run() sets this to a list: the Profiles loaded then stay referenced until its os._exit, so that none is closed
+# on the way out. Closing a cold load's DuckDB database frees its buffers one by one: ~55 ms at 500k kernels,
+# on one core, after the output is written (BENCHMARKS.md). None (CliRunner, main() called directly): not kept.
+_keep: list | None = None
 
 
-def _load(file: str | None):
+def _load(file: str | None, keep: bool = True):
     from ._load import load
 
     path = pick_profile(file)
@@ -98,6 +102,8 @@ def _load(file: str | None):
     for w in caught:
         click.echo(f"nsysql: warning: {w.message}", err=True)
     _remember(prof.path)
+    if keep and _keep is not None:
+        _keep.append(prof)
     return prof
 
 
@@ -208,8 +214,11 @@ def run() -> None:
     """The `nsysql` executable: main(), then leave at once. Tearing the interpreter down frees DuckDB's and
     polars' objects one by one (~0.1 s per command) for memory the OS takes back anyway; nothing is lost by
     skipping it: output is flushed here, cache entries are on disk (`cache.wait()`), DuckDB's spill files are
-    deleted, and the export is read-only.
+    deleted, and the export is read-only. The Profiles loaded stay open until then (see _keep): answers write
+    no table into a cache entry (their tables are TEMP), so closing them would only free memory.
     """
+    global _keep
+    _keep = []
     try:
         main()
         code = 0
@@ -597,7 +606,8 @@ def sql_(args, fmt, output):
     if len(args) > 2:
         raise NsysqlError("give FILE and one QUERY (quote the query)")
     file, query = (None, args[0]) if len(args) == 1 else args
-    _emit(_load(file).sql(query), fmt, output)
+    # not kept open to the end: the query may write (on a cold load, into the cache entry), which closing commits
+    _emit(_load(file, keep=False).sql(query), fmt, output)
 
 
 if __name__ == "__main__":
