@@ -10,6 +10,8 @@ command and its waited-for children, from os.wait4, as bench.py measures), the l
 first variant, the median of each round's ratio and how many rounds were faster (the figure to trust on a VM
 whose speed drifts: a drift hits both runs of a round alike). The
 commands run through `/bin/sh -c` with their output discarded; one that exits non-zero stops the comparison.
+Compile each tree's bytecode first (`python -m compileall -q TREE/nsysql`, with PYTHONDONTWRITEBYTECODE unset),
+as an install has it: bench.py does so itself, this script runs commands as given.
 BENCHMARKS.md quotes it as e.g.
 
     python benchmarks/ab.py 8 --reset 'rm -rf /tmp/c_ab' \\
