@@ -83,3 +83,32 @@ def test_counts_match_index():
         assert int(item(df, "contents", "CUDA API calls")) == want_r, m.group(1)
         checked += 1
     assert checked >= 20
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name[:40])
+def test_each_gpu_op_is_one_row_with_its_earliest_launching_call(path):
+    """Two of these exports (extra-p ex-gpu.s10: 6 ops, pipit saxpy-mpi: 20 ops) hold two runtime calls under one
+    (process, correlation id): each op is still one row of gpu_ops, launched by the earlier call. Counted here with
+    Python's sqlite3, straight from the export."""
+    import sqlite3
+
+    import nsysql
+
+    prof = nsysql.load(path, cache=False)
+    rows, ops, launched_at = prof.sql("SELECT count(*), count(DISTINCT op_id), sum(api_start_ns) FROM gpu_ops").row(0)
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    want_ops = want_launched_at = 0
+    for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+              "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"):
+        if t not in tables:
+            continue
+        valid = f'SELECT correlationId, globalPid FROM {t} WHERE start IS NOT NULL AND "end" IS NOT NULL'
+        want_ops += con.execute(f"SELECT count(*) FROM ({valid})").fetchone()[0]
+        if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
+            want_launched_at += con.execute(
+                f"SELECT coalesce(sum(first), 0) FROM ({valid}) o JOIN (SELECT globalTid >> 24 AS p, correlationId, "
+                "min(start) AS first FROM CUPTI_ACTIVITY_KIND_RUNTIME GROUP BY 1, 2) r "
+                "ON r.p = o.globalPid >> 24 AND r.correlationId = o.correlationId").fetchone()[0]
+    assert rows == ops == want_ops
+    assert (launched_at or 0) == want_launched_at
