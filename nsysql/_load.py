@@ -90,9 +90,11 @@ def _cold(src, entry, opener, staged) -> Profile:
 
     with ThreadPoolExecutor(1, thread_name_prefix="nsysql-load") as pool:
         built = pool.submit(opener)
-        # Import the facade once every reader has registered its Arrow stream with DuckDB, while the export is
-        # read and the canonical SQL runs. Not sooner: registering a stream makes DuckDB look polars and pyarrow
-        # up, and while this thread is halfway through importing them the readers would wait on the import lock.
+        # Import the facade once every reader has registered its Arrow stream with DuckDB and a core is free of
+        # readers (raw.stage says when), while the export is read and the canonical SQL runs. Not sooner:
+        # registering a stream makes DuckDB look polars and pyarrow up, and while this thread is halfway through
+        # importing them the readers would wait on the import lock; and on 2 cores the import would slow the
+        # readers that fill both.
         while not staged.wait(0.005) and not built.done():
             pass
         # Importing holds the GIL; the build's threads need it briefly between DuckDB calls, and by default wait

@@ -126,30 +126,51 @@ def test_gpu_busy_prev_end_is_the_previous_stretch_end():
     assert bad["bad_prev"][0] == 0 and bad["bad_before"][0] == 0
 
 
-def test_ready_once_every_stream_is_open(monkeypatch):
-    """raw.stage calls ready() once, after every reader has opened (and registered) its stream and before the
-    reading is over, so the caller's imports (nsysql._load imports polars then) overlap the reading but never
-    meet a reader registering."""
+def _stage_recording(monkeypatch, workers):
     import duckdb
+
+    from nsysql.loader.source import open_source
 
     monkeypatch.setattr(raw, "CHUNK_ROWS", 500)  # several chunk jobs per big table
     events = []
     stream = Source.stream
+    finished = raw.Readers._finished
 
     def recording_stream(self, sql):
         events.append("open")
         return stream(self, sql)
 
-    monkeypatch.setattr(Source, "stream", recording_stream)
-    con = duckdb.connect()
-    from nsysql.loader.source import open_source
+    def recording_finished(self):
+        events.append("done")
+        return finished(self)
 
-    raw.stage(open_source(fixture("big_step")), con, workers=4, ready=lambda: events.append("ready"),
-              progress=lambda table: events.append("scan"))
+    monkeypatch.setattr(Source, "stream", recording_stream)
+    monkeypatch.setattr(raw.Readers, "_finished", recording_finished)
+    raw.stage(open_source(fixture("big_step")), duckdb.connect(), workers=workers,
+              ready=lambda: events.append("ready"), progress=lambda table: events.append("scan"))
     assert events.count("ready") == 1 and events.count("open") >= 8
     at = events.index("ready")
     assert "open" not in events[at:]  # every stream was open (and registered) before it
-    assert "scan" in events[at:]  # and it came while reading, not after
+    assert "done" in events[at:]  # and it came while reading, not after
+    return events, at
+
+
+def test_ready_once_every_stream_is_open(monkeypatch):
+    """With more cores than readers, raw.stage calls ready() once, as soon as every reader has opened (and
+    registered) its stream, so the caller's imports (nsysql._load imports polars then) overlap the reading on a
+    free core but never meet a reader registering."""
+    monkeypatch.setattr(raw.os, "cpu_count", lambda: 8)
+    events, at = _stage_recording(monkeypatch, workers=4)
+    assert "scan" in events[at:]  # no reader had to finish first: some had not even started scanning
+
+
+def test_ready_waits_for_a_core_free_of_readers(monkeypatch):
+    """With as many readers as cores (2 and 2), ready() comes only once a reader has finished its last job, so
+    the caller's import fills the core it leaves instead of slowing readers that fill both."""
+    monkeypatch.setattr(raw.os, "cpu_count", lambda: 2)
+    events, at = _stage_recording(monkeypatch, workers=2)
+    jobs = events.count("scan")
+    assert events[:at].count("done") == jobs - 1  # all but the last job had been read
 
 
 def test_gpu_busy_is_the_union_of_gpu_ops():

@@ -219,7 +219,9 @@ class Readers:
         self._con = None
         self._cancelled = False
         self._errors: list[BaseException] = []
-        self._pending = len(self.jobs)
+        self._pending = len(self.jobs)  # jobs whose stream is not yet registered with DuckDB
+        self._unfinished = len(self.jobs)  # jobs not yet read to their end
+        self._told = False
         self._lock = threading.Lock()
         self._gate = threading.BoundedSemaphore(max(1, self.workers))
         self._progress = self._ready = None
@@ -264,8 +266,21 @@ class Readers:
     def _registered(self) -> None:
         with self._lock:
             self._pending -= 1
-            last = self._pending == 0
-        if last and self._ready:
+        self._maybe_ready()
+
+    def _finished(self) -> None:
+        with self._lock:
+            self._unfinished -= 1
+        self._maybe_ready()
+
+    def _maybe_ready(self) -> None:
+        """Call `ready()` once, when every stream is registered and the readers leave a core free: fewer jobs
+        are left, or fewer may scan at once, than there are cores (see `stage`)."""
+        with self._lock:
+            tell = (not self._told and self._pending == 0
+                    and min(self._unfinished, self.workers) < (os.cpu_count() or 1))
+            self._told = self._told or tell
+        if tell and self._ready:
             self._ready()
 
     def _run(self, job: Job) -> None:
@@ -281,6 +296,7 @@ class Readers:
             self._go.wait()
             if not self._cancelled:
                 self._ingest(job, handle, stack)
+                self._finished()
         except BaseException as e:  # noqa: BLE001 - re-raised by read_into, on the loading thread
             self._errors.append(e)
         finally:
@@ -335,9 +351,13 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
     `readers`: already started (see Readers), else made here.
 
     Every job opens and registers its stream at once; at most `workers` of them scan at a time. `ready()` is
-    called once all are registered: registering makes DuckDB look polars and pyarrow up (what kind of object
-    is this?), so a caller importing them meanwhile would hold the readers on Python's import lock, while the
-    scans themselves need no import and may run beside it.
+    called once all are registered and a core is free of readers. Registered: registering makes DuckDB look
+    polars and pyarrow up (what kind of object is this?), so a caller importing them meanwhile would hold the
+    readers on Python's import lock, while the scans themselves need no import and may run beside it. A core
+    free: the caller's import (nsysql._load imports polars then, ~0.2 s on one core) then fills the core that
+    the first reader to finish leaves, rather than taking one from readers that fill every core (2 cores, cold
+    500k `summary`: 3.6% less wall time, paired over 12 rounds, BENCHMARKS.md). With more cores than workers,
+    one is free from the start.
     """
     readers = readers or Readers(src, workers)
     try:
