@@ -13,12 +13,13 @@ WITH coll AS (  -- collective communication kernels (NCCL)
   -- prev_end: the latest end among the iteration's ops that started before this one. One window over all
   -- ops ordered by (iteration, start) instead of a window per iteration (much slower in DuckDB): the running
   -- max of iteration * 2^64 + end_ns is the max end within the current iteration while it decodes to that
-  -- iteration, and comes from an earlier iteration (so, no predecessor) otherwise.
+  -- iteration, and comes from an earlier iteration (so, no predecessor) otherwise. Ops that start together
+  -- may come in any order: the union's length below is the same (and one sort key less to sort on).
   SELECT iteration, kind, start_ns, end_ns, duration_ns, is_coll,
          CASE WHEN m >= (iteration::HUGEINT << 64) - (1::HUGEINT << 63)
               THEN (m - (iteration::HUGEINT << 64))::BIGINT END AS prev_end
   FROM (SELECT *,
-               max((iteration::HUGEINT << 64) + end_ns) OVER (ORDER BY iteration, start_ns, end_ns
+               max((iteration::HUGEINT << 64) + end_ns) OVER (ORDER BY iteration, start_ns
                                                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS m
         FROM ops)
 ), per AS (  -- gpu_busy_ns: the length of the union (each op adds its part after the latest end of the ops

@@ -13,9 +13,11 @@ WITH ops AS (  -- the ops of gpu_ops (40_gpu_ops.sql), read from the staging tab
   UNION ALL SELECT deviceId, start, "end" FROM raw_memcpy
   UNION ALL SELECT deviceId, start, "end" FROM raw_memset
   UNION ALL SELECT deviceId, start, "end" FROM raw_graph
-), o AS (  -- each op with the latest end among the ops that started before it (in start order)
+), o AS (  -- each op with the latest end among the ops that started before it (in start order; ops that
+            -- start together may come in any order: one of them starts the stretch, with the same prev_end,
+            -- whichever it is, and the others follow it within the stretch, so the table is the same)
   SELECT device_id, start_ns, end_ns,
-         max(end_ns) OVER (PARTITION BY device_id ORDER BY start_ns, end_ns
+         max(end_ns) OVER (PARTITION BY device_id ORDER BY start_ns
                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_end
   FROM ops WHERE start_ns IS NOT NULL AND end_ns IS NOT NULL
 ), s AS (  -- ops that start a stretch: every earlier op has ended before they start. Their prev_end is the
