@@ -254,6 +254,13 @@ def main(ctx, cache_dir, no_cache):
     # 0.3 s of a 16-core machine's start-up for a library nsysql never calls. This process only, never the
     # shell's environment, and a setting the user made wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # On 2 cores, DuckDB's allocator (its own jemalloc, which reads this before DuckDB is imported) with one
+    # arena instead of 4 per core: memory one of nsysql's threads frees (a reader, a canonical SQL file, an
+    # answer) is then reused by the next instead of each touching fresh pages (cold 500k `summary`: peak RSS 552
+    # -> 517 MiB, ~4% fewer page faults, paired wall ratio 0.973). Not with more cores: on 16, one arena cost
+    # 6% more CPU for no gain in wall time (BENCHMARKS.md).
+    if (os.cpu_count() or 1) <= 2:
+        os.environ.setdefault("DUCKDB_JE_MALLOC_CONF", "narenas:1")
 
     def one_line(message, category, *args, **kwargs):  # warnings raised later than the load, e.g. a rebuild
         click.echo(f"nsysql: warning: {message}", err=True)
