@@ -256,9 +256,9 @@ def main(ctx, cache_dir, no_cache):
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     # On 2 cores, DuckDB's allocator (its own jemalloc, which reads this before DuckDB is imported) with one
     # arena instead of 4 per core: memory one of nsysql's threads frees (a reader, a canonical SQL file, an
-    # answer) is then reused by the next instead of each touching fresh pages (cold 500k `summary`: peak RSS 552
-    # -> 517 MiB, ~4% fewer page faults, paired wall ratio 0.973). Not with more cores: on 16, one arena cost
-    # 6% more CPU for no gain in wall time (BENCHMARKS.md).
+    # answer) is then reused by the next instead of each touching fresh pages (cold 500k `summary`: peak RSS 568
+    # -> 541 MiB, CPU ratio 0.97 paired over 16 rounds, wall time within the VM's noise). Not with more cores:
+    # on 16, one arena cost 6% more CPU for no gain in wall time (BENCHMARKS.md).
     if (os.cpu_count() or 1) <= 2:
         os.environ.setdefault("DUCKDB_JE_MALLOC_CONF", "narenas:1")
 
