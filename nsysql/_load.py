@@ -38,7 +38,13 @@ def load(
     import threading
 
     src = open_source(path)
-    config = _duckdb_config(memory_limit, threads)
+    config: dict = {}  # DuckDB's settings: made once reading has begun (cold) or when DuckDB opens (warm)
+
+    def settings() -> dict:
+        if not config:
+            config.update(_duckdb_config(memory_limit, threads))
+        return config
+
     staged = threading.Event()
     readers = []  # the cold load's reader threads, started before DuckDB is imported
 
@@ -54,7 +60,7 @@ def load(
         _cache.wait(entry)  # this process may be writing it right now (an earlier load of the same file)
 
         def opener():
-            con = _cache.open_entry(entry, config)
+            con = _cache.open_entry(entry, settings())
             if con is None and not entry.exists():
                 con = _cache.build_entry(entry, build, config, background=_in_memory_first(src, config))
             if con is None:  # the cache cannot be written: in memory, as with cache=False
@@ -69,12 +75,13 @@ def load(
     else:
 
         def opener():
-            return build(_cache.connect(":memory:", config))
+            return build(_cache.connect(":memory:", settings()))
 
     # cold: the readers open their SQLite streams (and read the first batch of each) while DuckDB is imported
     from .loader import raw
 
     readers.append(raw.Readers(src).start())
+    settings()  # here, on this thread, once reading has begun (it imports tempfile, for the spill directory)
     try:
         return _cold(src, entry, opener, staged)
     finally:

@@ -18,9 +18,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import tempfile
 import threading
-import uuid
 import warnings
 from pathlib import Path
 
@@ -117,6 +115,8 @@ def build_entry(file: Path, build, config: dict, background: bool = False) -> du
     copy before it exits; `wait()` waits sooner.
     """
     import duckdb
+
+    import uuid  # here, not at import: the CLI imports this module before it starts reading the export
 
     tmp = file.with_name(f".{file.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     if background:
@@ -284,6 +284,8 @@ def clear(cache_dir: Path) -> int:
 
 
 def spill_dir() -> str:
+    import tempfile  # here, not at import (see build_entry)
+
     return os.path.join(tempfile.gettempdir(), f"nsysql-spill-{os.getuid() if hasattr(os, 'getuid') else 0}")
 
 
