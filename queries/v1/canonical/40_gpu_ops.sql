@@ -25,6 +25,37 @@ FROM (SELECT id, label FROM raw_enum_memkind
                             (5, 'Managed'), (6, 'Device'), (7, 'Managed')) v(id, label)
       WHERE NOT EXISTS (SELECT 1 FROM raw_enum_memkind));
 
+-- The ops of every kind, as the export has them: gpu_ops below, and the duplicate check after it, read them.
+CREATE OR REPLACE TEMP VIEW _ops AS
+SELECT k.row_id AS op_id,
+       'kernel' AS kind, k.start, k."end", k.deviceId, k.streamId, k.correlationId, k.globalPid,
+       k.demangledName AS name_id, coalesce(k.shortName, k.demangledName) AS short_name_id,
+       coalesce(k.mangledName, k.demangledName) AS mangled_name_id,
+       NULL::BIGINT AS bytes, NULL::VARCHAR AS copy_kind, NULL::VARCHAR AS src_kind, NULL::VARCHAR AS dst_kind,
+       k.graphNodeId
+FROM raw_kernel k
+UNION ALL
+SELECT m.row_id + (SELECT coalesce(max(row_id), 0) FROM raw_kernel),
+       'memcpy', m.start, m."end", m.deviceId, m.streamId, m.correlationId, m.globalPid,
+       -1 - coalesce(ck.id, 0), NULL, NULL,
+       m.bytes, coalesce(ck.label, 'Unknown'), sk.label, dk.label, m.graphNodeId
+FROM raw_memcpy m
+LEFT JOIN _copy_kind ck ON ck.id = m.copyKind
+LEFT JOIN _mem_kind sk ON sk.id = m.srcKind
+LEFT JOIN _mem_kind dk ON dk.id = m.dstKind
+UNION ALL
+SELECT s.row_id + (SELECT coalesce(max(row_id), 0) FROM raw_kernel) + (SELECT coalesce(max(row_id), 0) FROM raw_memcpy),
+       'memset', s.start, s."end", s.deviceId, s.streamId, s.correlationId, s.globalPid,
+       -100, NULL, NULL, s.bytes, NULL, NULL, mk.label, s.graphNodeId
+FROM raw_memset s
+LEFT JOIN _mem_kind mk ON mk.id = s.memKind
+UNION ALL
+SELECT g.row_id + (SELECT coalesce(max(row_id), 0) FROM raw_kernel) + (SELECT coalesce(max(row_id), 0) FROM raw_memcpy)
+         + (SELECT coalesce(max(row_id), 0) FROM raw_memset),
+       'graph', g.start, g."end", g.deviceId, g.streamId, g.correlationId, g.globalPid,
+       coalesce(-1000 - g.graphId, -999), NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM raw_graph g;
+
 -- One row per GPU operation, whatever its kind.
 CREATE OR REPLACE TABLE gpu_ops AS
 SELECT
@@ -77,36 +108,7 @@ SELECT
   a.end_ns AS api_end_ns,
   -- strings.id of the launch call's name, e.g. `cudaLaunchKernel_v7000`, `cudaGraphLaunch_v10000`
   a.name_id AS api_name_id
-FROM (
-SELECT k.row_id AS op_id,
-       'kernel' AS kind, k.start, k."end", k.deviceId, k.streamId, k.correlationId, k.globalPid,
-       k.demangledName AS name_id, coalesce(k.shortName, k.demangledName) AS short_name_id,
-       coalesce(k.mangledName, k.demangledName) AS mangled_name_id,
-       NULL::BIGINT AS bytes, NULL::VARCHAR AS copy_kind, NULL::VARCHAR AS src_kind, NULL::VARCHAR AS dst_kind,
-       k.graphNodeId
-FROM raw_kernel k
-UNION ALL
-SELECT m.row_id + (SELECT coalesce(max(row_id), 0) FROM raw_kernel),
-       'memcpy', m.start, m."end", m.deviceId, m.streamId, m.correlationId, m.globalPid,
-       -1 - coalesce(ck.id, 0), NULL, NULL,
-       m.bytes, coalesce(ck.label, 'Unknown'), sk.label, dk.label, m.graphNodeId
-FROM raw_memcpy m
-LEFT JOIN _copy_kind ck ON ck.id = m.copyKind
-LEFT JOIN _mem_kind sk ON sk.id = m.srcKind
-LEFT JOIN _mem_kind dk ON dk.id = m.dstKind
-UNION ALL
-SELECT s.row_id + (SELECT coalesce(max(row_id), 0) FROM raw_kernel) + (SELECT coalesce(max(row_id), 0) FROM raw_memcpy),
-       'memset', s.start, s."end", s.deviceId, s.streamId, s.correlationId, s.globalPid,
-       -100, NULL, NULL, s.bytes, NULL, NULL, mk.label, s.graphNodeId
-FROM raw_memset s
-LEFT JOIN _mem_kind mk ON mk.id = s.memKind
-UNION ALL
-SELECT g.row_id + (SELECT coalesce(max(row_id), 0) FROM raw_kernel) + (SELECT coalesce(max(row_id), 0) FROM raw_memcpy)
-         + (SELECT coalesce(max(row_id), 0) FROM raw_memset),
-       'graph', g.start, g."end", g.deviceId, g.streamId, g.correlationId, g.globalPid,
-       coalesce(-1000 - g.graphId, -999), NULL, NULL, NULL, NULL, NULL, NULL, NULL
-FROM raw_graph g
-) o
+FROM _ops o
 -- the launching calls: api_calls' rows, from the staging view 25_calls.sql (not from api_calls, which this file
 -- would then wait for)
 LEFT JOIN _calls a ON a.pid = (o.globalPid >> 24) & 16777215 AND a.correlation_id = o.correlationId
@@ -114,18 +116,14 @@ WHERE o.start IS NOT NULL AND o."end" IS NOT NULL;
 
 -- Some exports hold a runtime call and the driver call inside it under one correlation id, so the join above
 -- gives such an op twice: keep the outer (earliest) call. Most exports have none, which shows as gpu_ops having
--- no more rows than the ops above: four counts (~3 ms CPU at 500k kernels) instead of grouping every op_id
--- (~50 ms, on the way to op_ranges).
+-- no more rows than _ops: two counts (a few ms CPU at 500k kernels) instead of grouping every op_id (~50 ms, on
+-- the way to op_ranges).
 DELETE FROM gpu_ops WHERE rowid IN (
   SELECT rowid FROM (
     SELECT rowid, row_number() OVER (PARTITION BY op_id ORDER BY api_start_ns, api_call_id) AS n
     FROM gpu_ops WHERE op_id IN (
       SELECT op_id FROM gpu_ops
-      WHERE (SELECT count(*) FROM gpu_ops)
-            > (SELECT count(*) FROM raw_kernel WHERE start IS NOT NULL AND "end" IS NOT NULL)
-              + (SELECT count(*) FROM raw_memcpy WHERE start IS NOT NULL AND "end" IS NOT NULL)
-              + (SELECT count(*) FROM raw_memset WHERE start IS NOT NULL AND "end" IS NOT NULL)
-              + (SELECT count(*) FROM raw_graph WHERE start IS NOT NULL AND "end" IS NOT NULL)
+      WHERE (SELECT count(*) FROM gpu_ops) > (SELECT count(*) FROM _ops WHERE start IS NOT NULL AND "end" IS NOT NULL)
       GROUP BY op_id HAVING count(*) > 1)
   ) WHERE n > 1
 );
