@@ -60,11 +60,12 @@ def load(
         _cache.wait(entry)  # this process may be writing it right now (an earlier load of the same file)
 
         def opener():
-            con = _cache.open_entry(entry, settings())
+            cfg = settings()
+            con = _cache.open_entry(entry, cfg)
             if con is None and not entry.exists():
-                con = _cache.build_entry(entry, build, config, background=_in_memory_first(src, config))
+                con = _cache.build_entry(entry, build, cfg, background=_in_memory_first(src, cfg))
             if con is None:  # the cache cannot be written: in memory, as with cache=False
-                con = build(_cache.connect(":memory:", config))
+                con = build(_cache.connect(":memory:", cfg))
             return con
 
         if entry.exists():
