@@ -157,7 +157,7 @@ def compile_bytecode(argv) -> None:
         return  # an `nsysql` executable: installed, so already compiled
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     code = "import compileall, os, nsysql; compileall.compile_dir(os.path.dirname(nsysql.__file__), quiet=1)"
-    subprocess.run([argv[0], *argv[1:-2], "-c", code], env=env, stdout=subprocess.DEVNULL,
+    subprocess.run([argv[0], "-c", code], env=env, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, check=False)
 
 
