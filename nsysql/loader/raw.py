@@ -180,12 +180,14 @@ def plan(src: Source, workers: int) -> tuple[dict[str, str], list[Job]]:
     SQLite only: no DuckDB needed yet."""
     used: dict[str, str] = {}
     jobs = []
+    selects = {rt: _select(src, rt) for rt in RAW_TABLES}
+    sizes = src.approx_rows_of({table for sql, table in selects.values() if sql is not None})
     for rt in RAW_TABLES:
-        sql, table = _select(src, rt)
+        sql, table = selects[rt]
         if sql is None:
             continue
         used[rt.name] = table
-        rows = src.approx_rows(table)
+        rows = sizes[table]
         n = min(workers, -(-rows // CHUNK_ROWS)) if workers > 2 else 1
         blob_sql = _select(src, rt, text_as_blob=True)[0]
         if n <= 1:

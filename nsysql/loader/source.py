@@ -69,10 +69,21 @@ class Source:
 
     def approx_rows(self, table: str) -> int:
         """max(rowid): the row count of an nsys table without scanning it."""
+        return self.approx_rows_of([table])[table]
+
+    def approx_rows_of(self, tables) -> dict[str, int]:
+        """approx_rows of each table, on one connection (each connection parses the export's schema again)."""
+        out = {}
+        con = self.sqlite()
         try:
-            return int(self.scalar(f'SELECT max(rowid) FROM "{table}"') or 0)
-        except NsysqlError:
-            return 0
+            for table in tables:
+                try:
+                    out[table] = int(con.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()[0] or 0)
+                except sqlite3.DatabaseError:
+                    out[table] = 0
+        finally:
+            con.close()
+        return out
 
     @contextlib.contextmanager
     def stream(self, sql: str) -> Iterator[object]:
