@@ -54,6 +54,16 @@ def fixture(name: str) -> Path:
     return FIXTURES / name / f"{name}.sqlite"
 
 
+def gpu_busy_by_construction(prof) -> list[tuple[int, int, int, int, int | None]]:
+    """gpu_busy's rows as they must be, made here in Python from gpu_ops: (device_id, start_ns, end_ns,
+    busy_before_ns, prev_end_ns), in device and time order."""
+    out = []
+    for dev, start, end in union_of_gpu_ops(prof):
+        same = out and out[-1][0] == dev
+        out.append((dev, start, end, out[-1][3] + out[-1][2] - out[-1][1] if same else 0, out[-1][2] if same else None))
+    return out
+
+
 def union_of_gpu_ops(prof) -> list[tuple[int, int, int]]:
     """(device_id, start_ns, end_ns) of the union of the profile's gpu_ops intervals per device, merged here in
     Python where they overlap or touch: what gpu_busy must hold, row for row."""

@@ -53,7 +53,7 @@ def test_readme_lists_every_column(tmp_path):
 
 
 def test_gpu_busy_is_exported_in_device_and_time_order(tmp_path):
-    """gpu_busy is stored unsorted (canonical/80_gpu_busy.sql); its exported file lists each device's stretches in
+    """gpu_busy promises no stored order (canonical/80_gpu_busy.sql); its exported file lists each device's stretches in
     time order, as nsys users read a timeline."""
     path = fixture("big_step")
     loaded(str(path)).export(tmp_path, format="csv")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from conftest import PUBLIC, public_exports, union_of_gpu_ops
+from conftest import PUBLIC, public_exports, gpu_busy_by_construction
 from nsysql.cli import main
 
 FILES = public_exports()
@@ -21,14 +21,15 @@ def test_info_and_summary_work(path, cmd):
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name[:40])
-def test_gpu_busy_is_the_union_of_gpu_ops(path):
+def test_gpu_busy_is_the_union_of_gpu_ops_with_busy_time_before(path):
     """Whatever the export holds (memsets, graphs, several devices, 2020 to 2026 schemas), gpu_busy is the union of
     gpu_ops' intervals per device, though the two are built side by side from the staging tables."""
     import nsysql
 
     prof = nsysql.load(path, cache=False)
-    busy = prof.sql("SELECT device_id, start_ns, end_ns FROM gpu_busy ORDER BY device_id NULLS FIRST, start_ns")
-    assert list(busy.iter_rows()) == union_of_gpu_ops(prof)
+    busy = prof.sql("SELECT device_id, start_ns, end_ns, busy_before_ns, prev_end_ns FROM gpu_busy "
+                    "ORDER BY device_id NULLS FIRST, start_ns")
+    assert list(busy.iter_rows()) == gpu_busy_by_construction(prof)
 
 
 def facts(path):
