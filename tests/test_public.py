@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from conftest import PUBLIC, public_exports, gpu_busy_by_construction
+from conftest import PUBLIC, gpu_busy_by_construction, h200_exports, own_exports, public_exports
 from nsysql.cli import main
 
 FILES = public_exports()
@@ -113,3 +113,22 @@ def test_each_gpu_op_is_one_row_with_its_earliest_launching_call(path):
                 "ON r.p = o.globalPid >> 24 AND r.correlationId = o.correlationId").fetchone()[0]
     assert rows == ops == want_ops
     assert (launched_at or 0) == want_launched_at
+
+
+@pytest.mark.parametrize("path", FILES + h200_exports() + own_exports(), ids=lambda p: p.name[:40])
+def test_main_thread_encloses_the_most_gpu_ops(path):
+    """process_roles.main_tid is the thread whose NVTX ranges (push/pop or start/end) enclose the most distinct
+    GPU ops of the process (ties: the lowest tid), counted here plainly from op_ranges; the launching thread
+    when no range encloses any. The h200 `threads` export has start/end ranges too."""
+    import nsysql
+
+    prof = nsysql.load(path)
+    want = prof.sql("""
+        WITH ranged AS (
+          SELECT r.pid, r.tid, count(DISTINCT x.op_id) AS n FROM op_ranges x JOIN nvtx_ranges r USING (range_id)
+          GROUP BY ALL
+        ), launcher AS (SELECT pid, api_tid AS tid, count(*) AS n FROM gpu_ops WHERE api_tid IS NOT NULL GROUP BY ALL)
+        SELECT pid, tid FROM (SELECT *, 1 AS pri FROM ranged UNION ALL SELECT *, 2 FROM launcher)
+        QUALIFY row_number() OVER (PARTITION BY pid ORDER BY pri, n DESC, tid) = 1 ORDER BY pid""")
+    got = prof.sql("SELECT pid, main_tid AS tid FROM process_roles WHERE main_tid IS NOT NULL ORDER BY pid")
+    assert got.rows() == want.filter(want["pid"].is_in(got["pid"].to_list())).rows()

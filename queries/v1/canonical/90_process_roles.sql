@@ -7,9 +7,21 @@ CREATE OR REPLACE TABLE process_roles AS
 WITH dev AS (
   SELECT pid, device_id, count(*) AS ops FROM gpu_ops GROUP BY pid, device_id
   QUALIFY row_number() OVER (PARTITION BY pid ORDER BY count(*) DESC, device_id) = 1
-), ranged AS (
-  SELECT r.pid, r.tid, count(DISTINCT x.op_id) AS n FROM op_ranges x JOIN nvtx_ranges r USING (range_id)
-  GROUP BY r.pid, r.tid
+), roots AS (  -- the ops inside push/pop ranges of a thread, each once: an op's push/pop ranges on one thread
+               -- are a range and all its ancestors (op_ranges' thread and process rules), so exactly one of them
+               -- is outermost
+  SELECT r.pid, r.tid, x.op_id FROM op_ranges x JOIN nvtx_ranges r USING (range_id)
+  WHERE r.style = 'PushPop' AND r.parent_id IS NULL
+), start_end AS (  -- the ops inside start/end ranges of a thread, each once (an op may be in several)
+  SELECT DISTINCT r.pid, r.tid, x.op_id FROM op_ranges x JOIN nvtx_ranges r USING (range_id) WHERE r.style = 'StartEnd'
+), ranged AS (  -- ops inside any range of the thread: the two sets above, less the ops in both. The same count as
+                -- count(DISTINCT op_id) over op_ranges joined to nvtx_ranges, without hashing every (op, range) row
+                -- (500k kernels: 0.11 -> 0.02 CPU s, on the way from op_ranges to every answer)
+  SELECT pid, tid, sum(n)::BIGINT AS n FROM (
+    SELECT pid, tid, count(*) AS n FROM roots GROUP BY pid, tid
+    UNION ALL SELECT pid, tid, count(*) FROM start_end GROUP BY pid, tid
+    UNION ALL SELECT pid, tid, -count(*) FROM roots JOIN start_end USING (pid, tid, op_id) GROUP BY pid, tid)
+  GROUP BY pid, tid
 ), launcher AS (
   SELECT pid, api_tid AS tid, count(*) AS n FROM gpu_ops WHERE api_tid IS NOT NULL GROUP BY pid, api_tid
 ), main_thread AS (
