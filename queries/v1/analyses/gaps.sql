@@ -72,16 +72,33 @@ WITH gaps AS (  -- the device's idle stretches: from the end of one busy stretch
   SELECT a.start_ns, a.end_ns, k.kind
   FROM api_calls a JOIN call_kind k USING (name_id)
   WHERE a.pid = $pid AND k.kind > 0
+), stream AS (  -- the calls and the gaps' openings in time order (a gap before the calls that start with it).
+  -- One sort, then one streaming pass (a window with an empty OVER clause keeps its input's order, DuckDB's
+  -- order-preservation rules), instead of two ASOF joins that each sorted every call of the process (500k
+  -- kernels: this query 0.21 -> 0.16 CPU s on one thread, same rows on every export here). Calls of one kind
+  -- that start together are taken in end order, so the latest of them is the one that runs longest
+  SELECT * FROM (
+    SELECT start_ns, end_ns, kind, NULL::BIGINT AS gap_id FROM calls
+    UNION ALL
+    SELECT start_ns, end_ns, 0::UTINYINT, gap_id FROM g)
+  ORDER BY start_ns, kind, end_ns
+), latest AS (  -- at each row: the latest gap opened so far, and per kind the end of the latest call started
+  SELECT start_ns, end_ns, kind, gap_id,
+         last_value(gap_id IGNORE NULLS) OVER w AS cur_gap,
+         last_value(CASE WHEN kind = 0 THEN end_ns END IGNORE NULLS) OVER w AS cur_gap_end,
+         last_value(CASE WHEN kind = 1 THEN end_ns END IGNORE NULLS) OVER w AS end1,
+         last_value(CASE WHEN kind = 2 THEN end_ns END IGNORE NULLS) OVER w AS end2,
+         last_value(CASE WHEN kind = 3 THEN end_ns END IGNORE NULLS) OVER w AS end3,
+         last_value(CASE WHEN kind = 4 THEN end_ns END IGNORE NULLS) OVER w AS end4
+  FROM stream WINDOW w AS (ROWS UNBOUNDED PRECEDING)
 ), in_gap AS (  -- calls starting inside a gap, clipped to it
-  SELECT g.gap_id, c.kind, least(c.end_ns, g.end_ns) - c.start_ns AS ov
-  FROM calls c ASOF JOIN g ON c.start_ns >= g.start_ns
-  WHERE c.start_ns < g.end_ns
+  SELECT cur_gap AS gap_id, kind, least(end_ns, cur_gap_end) - start_ns AS ov
+  FROM latest WHERE kind > 0 AND start_ns < cur_gap_end
 ), spanning AS (  -- per kind, the last call started before the gap, if it is still running when the gap opens
-  SELECT p.gap_id, p.kind, least(c.end_ns, p.end_ns) - p.start_ns AS ov
-  FROM (SELECT g.gap_id, g.start_ns, g.end_ns, k.kind
-        FROM g, (SELECT DISTINCT kind FROM call_kind WHERE kind > 0) k) p
-  ASOF JOIN calls c ON p.kind = c.kind AND p.start_ns > c.start_ns
-  WHERE c.end_ns > p.start_ns
+  SELECT gap_id, kind, least(e, end_ns) - start_ns AS ov
+  FROM (SELECT gap_id, start_ns, end_ns, unnest([end1, end2, end3, end4]) AS e, unnest([1, 2, 3, 4])::UTINYINT AS kind
+        FROM latest WHERE kind = 0)
+  WHERE e > start_ns
 ), api_kind AS (
   SELECT gap_id, kind, sum(ov) AS cover FROM (SELECT * FROM in_gap UNION ALL SELECT * FROM spanning)
   GROUP BY gap_id, kind
