@@ -10,18 +10,19 @@ WITH coll AS (  -- collective communication kernels (NCCL)
   ASOF JOIN _iterations i ON o.t >= i.start_ns
   WHERE o.t < i.end_ns
 ), merged AS (
-  -- prev_end: the latest end among the iteration's ops that started before this one. One window over all
-  -- ops ordered by (iteration, start) instead of a window per iteration (much slower in DuckDB): the running
-  -- max of iteration * 2^64 + end_ns is the max end within the current iteration while it decodes to that
-  -- iteration, and comes from an earlier iteration (so, no predecessor) otherwise. Ops that start together
-  -- may come in any order: the union's length below is the same (and one sort key less to sort on).
+  -- prev_end: the latest end among the iteration's ops that started before this one. One sort of all ops by
+  -- (iteration, start), then a running max in a streaming window (an empty OVER clause keeps its input's order,
+  -- DuckDB's order-preservation rules), not a window per iteration nor one ordered window (a segment tree):
+  -- 500k kernels, this query 0.33 -> 0.25 CPU s on two threads, 0.23 -> 0.19 on one, the same wall time. The
+  -- running max of iteration * 2^64 + end_ns up to the op before is the max end within the current iteration
+  -- while it decodes to that iteration, and comes from an earlier iteration (so, no predecessor) otherwise.
+  -- Ops that start together may come in any order: the union's length below is the same.
   SELECT iteration, kind, start_ns, end_ns, duration_ns, is_coll,
-         CASE WHEN m >= (iteration::HUGEINT << 64) - (1::HUGEINT << 63)
-              THEN (m - (iteration::HUGEINT << 64))::BIGINT END AS prev_end
-  FROM (SELECT *,
-               max((iteration::HUGEINT << 64) + end_ns) OVER (ORDER BY iteration, start_ns
-                                                              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS m
-        FROM ops)
+         CASE WHEN pm >= (iteration::HUGEINT << 64) - (1::HUGEINT << 63)
+              THEN (pm - (iteration::HUGEINT << 64))::BIGINT END AS prev_end
+  FROM (SELECT *, lag(m) OVER () AS pm
+        FROM (SELECT *, max((iteration::HUGEINT << 64) + end_ns) OVER (ROWS UNBOUNDED PRECEDING) AS m
+              FROM (SELECT * FROM ops ORDER BY iteration, start_ns)))
 ), per AS (  -- gpu_busy_ns: the length of the union (each op adds its part after the latest end of the ops
              -- started before it); the rest per kind
   SELECT iteration,
