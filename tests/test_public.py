@@ -23,7 +23,8 @@ def test_info_and_summary_work(path, cmd):
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name[:40])
 def test_gpu_busy_is_the_union_of_gpu_ops_with_busy_time_before(path):
     """Whatever the export holds (memsets, graphs, several devices, 2020 to 2026 schemas), gpu_busy is the union of
-    gpu_ops' intervals per device, though the two are built side by side from the staging tables."""
+    gpu_ops' intervals per device, each stretch with the busy time before it and the previous stretch's end,
+    though the two tables are built side by side from the staging tables."""
     import nsysql
 
     prof = nsysql.load(path, cache=False)
