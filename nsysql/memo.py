@@ -123,6 +123,19 @@ def cached(name: str, normalize: dict | None = None):
     return wrap
 
 
+def peek(profile, name: str, params: dict):
+    """The answer `cached(name)` would serve for `params` without computing it (from this Profile's answers or
+    its cache entry), or None. `params`: every parameter of the method, defaults included."""
+    key = (name, json.dumps(params, sort_keys=True, default=str))
+    frames = profile._answers.frames
+    if key not in frames:
+        hit = get(profile.cache_entry, name, params)
+        if hit is None:
+            return None
+        frames[key] = hit
+    return _copy(frames[key])
+
+
 def _copy(result):
     """The caller's own copy (a polars clone shares the data; it only guards in-place edits like insert_column)."""
     if isinstance(result, dict):

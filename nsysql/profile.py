@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable
 import polars as pl
 
 from . import cache as _cache
-from .memo import Answers, cached
+from .memo import Answers, cached, peek
 from ._load import load  # noqa: F401 (nsysql.profile.load, as before)
 from .loader import cursor as _cursor
 from .analyses import info as _info
@@ -170,12 +170,23 @@ class Profile:
         return self.summary()["findings"]
 
     def _iterations_for(self, range):
+        """The iterations to index gaps by (and to count their steady-state span): the iterations answer when
+        this Profile or its cache entry has it already, else only the windows and their flags (`_spans`: the
+        same iteration, start_ns, end_ns, cpu_ns and warmup, without the GPU work per iteration, which a cold
+        `nsysql gaps` at 500k kernels would spend ~0.25 CPU s on)."""
         for pattern in ([range, None] if range else [None]):
+            known = peek(self, "iterations", {"range": pattern, "skip": None})
+            if known is not None:
+                return known
             try:
-                return self.iterations(range=pattern)
+                return self._spans(range=pattern)
             except NsysqlError:
                 continue
         return None
+
+    @cached("iteration_spans")
+    def _spans(self, range: str | None = None, skip: int | None = None) -> pl.DataFrame:
+        return _iter.spans(self.con, range=range, skip=skip, it=self._detect(range))
 
     def diff(self, other: "Profile") -> dict[str, pl.DataFrame]:
         """This profile (BASE) against `other` (NEW): verdict, iteration time, idle by cause, ranges, kernels,

@@ -158,3 +158,19 @@ def test_gaps_without_file_uses_nsysql_profile(tmp_path, monkeypatch):
     res = CliRunner(env=env).invoke(main, ["gaps", "--range", "Batch", "--by", "cause", "-f", "csv"])
     assert res.exit_code == 0 and "NSYSQL_PROFILE" in res.stderr
     assert res.stdout.splitlines()[1].startswith("host:Load data,")
+
+
+@pytest.mark.parametrize("name", ["train_small", "big_step", "loop_before"])
+@pytest.mark.parametrize("skip", [None, 2])
+def test_spans_are_the_iterations_windows_and_flags(name, skip):
+    """What gaps are indexed by when no iterations answer exists yet (analyses.iterations.spans): the same
+    iteration, name, start_ns, end_ns, cpu_ns, warmup and outlier as iterations() computes with the GPU work."""
+    import nsysql
+    from nsysql.analyses import iterations as it
+
+    prof = nsysql.load(fixture(name), cache=False)
+    full = it.iterations(prof.con, skip=skip)
+    spans = it.spans(prof.con, skip=skip)
+    assert spans.height >= 3
+    assert spans.equals(full.select(spans.columns))
+    assert spans.columns == ["iteration", "name", "start_ns", "end_ns", "cpu_ns", "warmup", "outlier"]

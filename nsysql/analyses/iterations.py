@@ -126,6 +126,15 @@ def iterations(con, range: str | None = None, skip: int | None = None, it: Itera
     return df
 
 
+def spans(con, range: str | None = None, skip: int | None = None, it: IterationRange | None = None) -> pl.DataFrame:
+    """The iteration windows with their flags, without the GPU work per iteration: iteration, name, start_ns,
+    end_ns, cpu_ns, warmup and outlier, the same as in `iterations()` (the flags read cpu_ns only). Enough to
+    index gaps by iteration, for ~0.25 CPU s less than `iterations()` at 500k kernels."""
+    it = it or detect(con, range)
+    windows(con, it)
+    return flag(run(con, "iteration_spans"), skip)
+
+
 def flag(df: pl.DataFrame, skip: int | None) -> pl.DataFrame:
     n = 1 if skip is None else skip
     steady = df.filter(pl.col("iteration") >= n)["cpu_ns"]

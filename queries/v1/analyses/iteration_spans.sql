@@ -1,0 +1,11 @@
+-- The iteration windows alone (rows of _iterations, made by iteration_windows.sql), in order: what gaps need
+-- to be indexed by iteration. iterations.sql gives the same four columns and adds what the GPU did.
+SELECT
+  iteration,
+  name,
+  start_ns,
+  end_ns,
+  -- wall time of the iteration window
+  (end_ns - start_ns)::BIGINT AS cpu_ns
+FROM _iterations
+ORDER BY iteration;
