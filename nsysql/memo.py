@@ -136,6 +136,14 @@ def peek(profile, name: str, params: dict):
     return _copy(frames[key])
 
 
+def asked(profile, name: str, params: dict) -> bool:
+    """Whether `cached(name)` was asked for `params` on this Profile or one of its workers (so the answer is in
+    memory, or being computed by another worker: asking it again waits for that one)."""
+    key = (name, json.dumps(params, sort_keys=True, default=str))
+    with profile._answers._guard:
+        return key in profile._answers._locks
+
+
 def _copy(result):
     """The caller's own copy (a polars clone shares the data; it only guards in-place edits like insert_column)."""
     if isinstance(result, dict):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable
 import polars as pl
 
 from . import cache as _cache
-from .memo import Answers, cached, peek
+from .memo import Answers, asked, cached, peek
 from ._load import load  # noqa: F401 (nsysql.profile.load, as before)
 from .loader import cursor as _cursor
 from .analyses import info as _info
@@ -175,10 +175,13 @@ class Profile:
         same iteration, start_ns, end_ns, cpu_ns and warmup, without the GPU work per iteration, which a cold
         `nsysql gaps` at 500k kernels would spend ~0.25 CPU s on)."""
         for pattern in ([range, None] if range else [None]):
-            known = peek(self, "iterations", {"range": pattern, "skip": None})
+            params = {"range": pattern, "skip": None}
+            known = peek(self, "iterations", params)
             if known is not None:
                 return known
             try:
+                if asked(self, "iterations", params):  # another worker computes them now (summary, stats): wait
+                    return self.iterations(range=pattern)
                 return self._spans(range=pattern)
             except NsysqlError:
                 continue
