@@ -106,7 +106,7 @@ def cached(name: str, normalize: dict | None = None):
             params = {k: v for k, v in bound.arguments.items() if k != "self"}
             # this Profile's own answers first (also without a cache entry: summary asks iterations twice)
             answers = self._answers
-            key = (name, json.dumps(params, sort_keys=True, default=str))
+            key = _key(name, params)
             if key in answers.frames:
                 return _copy(answers.frames[key])
             with answers.lock(key):  # a worker asking the same question meanwhile waits for this answer
@@ -126,7 +126,7 @@ def cached(name: str, normalize: dict | None = None):
 def peek(profile, name: str, params: dict):
     """The answer `cached(name)` would serve for `params` without computing it (from this Profile's answers or
     its cache entry), or None. `params`: every parameter of the method, defaults included."""
-    key = (name, json.dumps(params, sort_keys=True, default=str))
+    key = _key(name, params)
     frames = profile._answers.frames
     if key not in frames:
         hit = get(profile.cache_entry, name, params)
@@ -139,9 +139,14 @@ def peek(profile, name: str, params: dict):
 def asked(profile, name: str, params: dict) -> bool:
     """Whether `cached(name)` was asked for `params` on this Profile or one of its workers (so the answer is in
     memory, or being computed by another worker: asking it again waits for that one)."""
-    key = (name, json.dumps(params, sort_keys=True, default=str))
+    key = _key(name, params)
     with profile._answers._guard:
         return key in profile._answers._locks
+
+
+def _key(name: str, params: dict) -> tuple[str, str]:
+    """An answer's key among a Profile's answers: the question and its parameters, defaults included."""
+    return name, json.dumps(params, sort_keys=True, default=str)
 
 
 def _copy(result):
