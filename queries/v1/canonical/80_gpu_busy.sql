@@ -17,17 +17,17 @@ CREATE OR REPLACE TABLE gpu_busy AS
 WITH ops AS (  -- the ops of gpu_ops (40_gpu_ops.sql), read from the staging tables so that this file need not
                -- wait for gpu_ops and its join with the API calls: the same intervals (gpu_ops drops duplicate
                -- rows of an op, which cannot change a union)
-  SELECT deviceId AS device_id, start AS start_ns, "end" AS end_ns FROM raw_kernel
-  UNION ALL SELECT deviceId, start, "end" FROM raw_memcpy
-  UNION ALL SELECT deviceId, start, "end" FROM raw_memset
-  UNION ALL SELECT deviceId, start, "end" FROM raw_graph
+  SELECT * FROM (
+    SELECT deviceId AS device_id, start AS start_ns, "end" AS end_ns FROM raw_kernel
+    UNION ALL SELECT deviceId, start, "end" FROM raw_memcpy
+    UNION ALL SELECT deviceId, start, "end" FROM raw_memset
+    UNION ALL SELECT deviceId, start, "end" FROM raw_graph)
+  WHERE start_ns IS NOT NULL AND end_ns IS NOT NULL AND device_id IS NOT NULL
 ), sorted AS (  -- plus one sentinel op per device that starts after all others (and has no end): it starts the
                 -- stretch after the device's last, so that every real stretch has a successor (below)
   SELECT device_id, start_ns, end_ns FROM ops
-  WHERE start_ns IS NOT NULL AND end_ns IS NOT NULL AND device_id IS NOT NULL
   UNION ALL
   SELECT DISTINCT device_id, 9223372036854775807, NULL FROM ops
-  WHERE start_ns IS NOT NULL AND end_ns IS NOT NULL AND device_id IS NOT NULL
   ORDER BY device_id, start_ns
 ), upto AS (  -- the latest end among the device's ops up to this one (in the high bits: the device)
   SELECT device_id, start_ns, max((device_id::HUGEINT << 64) + end_ns) OVER (ROWS UNBOUNDED PRECEDING) AS m
