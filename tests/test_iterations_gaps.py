@@ -6,8 +6,9 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from conftest import FIXTURES, fixture, h200, loaded, public_exports
+from conftest import FIXTURES, PUBLIC as SHARED_PUBLIC, fixture, h200, loaded, public_exports
 from nsysql.analyses.gaps import parse_duration
+from nsysql.errors import NsysqlError
 from nsysql.cli import main
 
 
@@ -174,3 +175,71 @@ def test_spans_are_the_iterations_windows_and_flags(name, skip):
     assert spans.height >= 3
     assert spans.equals(full.select(spans.columns))
     assert spans.columns == ["iteration", "name", "start_ns", "end_ns", "cpu_ns", "warmup", "outlier"]
+
+
+@pytest.mark.parametrize("name", ["graph_node.sqlite", "graph_whole.sqlite", "threads.sqlite", "train_osrt.sqlite"])
+def test_gpu_busy_pct_is_the_busy_share_of_the_iteration_windows(name):
+    """GPU busy % is the share of each window the device ran something: at most 100% even where the GPU work
+    launched in an iteration runs after its window (graph_step ranges time only the graph launches)."""
+    prof = loaded(str(h200(name)))
+    df = prof.iterations()
+    steady = df.filter(~pl.col("warmup"))
+    expected = ((steady["cpu_ns"] - steady["idle_ns"]) / steady["cpu_ns"] * 100).median()
+    got = prof.iteration_stats()["median_gpu_busy_pct"][0]
+    assert 0 <= got <= 100 and got == pytest.approx(expected)
+    assert (df["idle_ns"] >= 0).all() and (df["idle_ns"] <= df["cpu_ns"]).all()
+
+
+@pytest.mark.parametrize("name,after", [("graph_node.sqlite", "eager_step"), ("graph_whole.sqlite", "eager_step"),
+                                        ("threads.sqlite", "main/startend")])
+def test_last_delimiter_iteration_ends_with_its_loop(name, after):
+    """Delimiter ranges (no children): the last iteration runs over the siblings that followed the step before
+    it, not over the ranges the program opens after the loop (10 `eager_step`s after 30 `graph_step`s)."""
+    prof = loaded(str(h200(name)))
+    df = prof.iterations()
+    assert prof.iteration_stats()["mode"][0] == "delimiter"
+    later = prof.sql(f"SELECT min(start_ns) AS t FROM nvtx_ranges WHERE name = '{after}'")["t"][0]
+    assert df["start_ns"][-1] < later and df["end_ns"][-1] <= later
+    assert not df["outlier"][-1]
+
+
+def test_last_delimiter_iteration_keeps_its_phases():
+    """loop_after: every step is batch_to_device, forward, backward, optimizer_step; the last keeps all four."""
+    prof = loaded(str(fixture("loop_after")))
+    last = prof.iterations().row(-1, named=True)
+    opt = prof.sql("SELECT max(end_ns) AS e FROM nvtx_ranges WHERE name = 'optimizer_step'")["e"][0]
+    assert last["end_ns"] == opt
+    assert all(last[f"{p} cpu_ns"] > 0 for p in ("forward", "backward", "optimizer_step"))
+
+
+def test_operator_ids_are_not_iteration_numbers():
+    """PyTorch emit_nvtx names each operator call `aten::mul, op_id = N`: the ids are not a counter, so no
+    such family is taken as the iteration (that 1 s capture has no step range at all)."""
+    path = SHARED_PUBLIC / "GindaChen__nsys-ai__h100_2gpu_1s.sqlite"
+    if not path.exists():
+        pytest.skip("public export absent")
+    prof = loaded(str(path))
+    assert prof.sql("SELECT count(*) AS n FROM nvtx_ranges WHERE name LIKE 'aten::mul, op_id = %'")["n"][0] >= 3
+    with pytest.raises(NsysqlError, match="repeats"):
+        prof.iterations()
+
+
+def test_iteration_family_with_gpu_work_wins_a_tie():
+    """pipit saxpy: `MPI_Send` and `saxpy` repeat alike at depth 0; only saxpy launches GPU work."""
+    path = SHARED_PUBLIC / "hpcgroup__pipit__saxpy-mpi-cuda_nsys_perlmutter0.sqlite"
+    if not path.exists():
+        pytest.skip("public export absent")
+    prof = loaded(str(path))
+    st = prof.iteration_stats().row(0, named=True)
+    assert st["range"] == "saxpy" and "encloses GPU work" in st["detected"]
+    assert prof.iterations()["gpu_ops"].sum() > 0
+
+
+@pytest.mark.parametrize("name", ["train_small", "loop_before", "big_step"])
+def test_an_api_call_at_the_edge_of_a_gap_is_not_its_cause(name):
+    """The seconds before training (imports, model set-up) end with one short cudaMemcpy: that copy covers
+    almost none of the gap, so the gap is not `memcpy`."""
+    prof = loaded(str(fixture(name)))
+    g = prof.gaps().sort("duration_ns", descending=True).row(0, named=True)
+    assert g["duration_ns"] > 1_000_000_000 and g["api_cover_pct"] < 20
+    assert g["cause"] not in ("alloc", "launch", "memcpy", "sync")

@@ -4,11 +4,14 @@ Which range is the iteration (`detect`):
 - With a pattern, the ranges it selects (a numbered family like Batch0..Batch59 is one range), on the thread
   that has most of them.
 - Without one, on the thread whose NVTX ranges enclose the most GPU work, the outermost depth at which a range
-  family repeats (>= 3 instances); there, the family with most instances, the earliest on a tie.
+  family repeats (>= 3 instances); there, among the families whose ranges enclose GPU work if any do, the one
+  with most instances, the earliest on a tie. A family's trailing numbers must count (Batch0..Batch59);
+  PyTorch's `aten::mul, op_id = 314339` names are each their own range (iteration_candidates.sql).
 - The range is a *wrapper* when its instances enclose child ranges: each instance is one iteration. Otherwise
   it is a *delimiter* (DLProf's key-node rule): an iteration runs from the start of one instance to the start
   of the next, e.g. `batch_to_device` in a loop of sibling `batch_to_device`, `forward`, `backward`,
-  `optimizer_step` ranges.
+  `optimizer_step` ranges; the last one over the siblings that follow it as they followed the one before
+  (iteration_windows.sql).
 
 Flags (`flag`):
 - `warmup`: the first `skip` iterations. By default (skip=None) the first iteration, extended over the
@@ -86,14 +89,24 @@ def detect(con, range: str | None = None) -> IterationRange:
             raise NsysqlError(
                 f"no NVTX range repeats {MIN_REPEATS}+ times on thread {tid}; name the iteration with --range")
         depth = mine["depth"].min()
-        level = mine.filter(pl.col("depth") == depth).sort(["instances", "first_start_ns"], descending=[True, False])
+        level = mine.filter(pl.col("depth") == depth)
+        if level.height > 1:  # families that enclose GPU work come first
+            names = level["names"].explode().to_list()
+            ops = dict(run(con, "iteration_family_ops", pid=pid, tid=tid, names=names).iter_rows())
+            level = level.with_columns(
+                gpu=pl.col("names").map_elements(lambda ns: sum(ops.get(n, 0) for n in ns) > 0,
+                                                 return_dtype=pl.Boolean))
+        else:
+            level = level.with_columns(gpu=pl.lit(True))
+        level = level.sort(["gpu", "instances", "first_start_ns"], descending=[True, True, False])
         best = level.row(0, named=True)
         names, family, n = best["names"], best["family"], best["instances"]
         delimiter = best["with_children"] == 0
         why = (f"`{family}` repeats {n} times at depth {depth} on thread {tid}, the thread whose NVTX ranges "
                f"enclose the most GPU work")
         if level.height > 1:
-            why += f" ({level.height} range families repeat at that depth; `{family}` comes first)"
+            how = "encloses GPU work and " if best["gpu"] and not level["gpu"].all() else ""
+            why += f" ({level.height} range families repeat at that depth; `{family}` {how}comes first)"
     why += ("; its instances hold no child ranges, so each iteration runs from one start to the next"
             if delimiter else "; each instance is one iteration")
     dev = procs.filter(pl.col("pid") == pid)
@@ -172,7 +185,10 @@ def stats(df: pl.DataFrame, it: IterationRange) -> pl.DataFrame:
         "p90_ns": float(t.quantile(0.9, "linear")) if steady.height else None,
         "max_ns": float(t.max()) if steady.height else None,
         "cv": float(t.std() / t.mean()) if steady.height > 1 and t.mean() else None,
-        "median_gpu_busy_pct": float((steady["gpu_busy_ns"] / steady["cpu_ns"] * 100).median())
+        # the share of each iteration's window in which the device ran something (so at most 100%), not
+        # gpu_busy_ns / cpu_ns: work launched in an iteration may run after its window ends (e.g. a window
+        # that only times the launches of a CUDA graph)
+        "median_gpu_busy_pct": float(((steady["cpu_ns"] - steady["idle_ns"]) / steady["cpu_ns"] * 100).median())
         if steady.height else None,
         "outliers": int(steady["outlier"].sum()),
         "outlier_pattern": pattern(df),

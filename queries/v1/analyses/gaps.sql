@@ -20,7 +20,8 @@
 --      most coverage wins);
 --   2. `host:<range>`: the range above covers at least half the gap (numbered names shown as their family:
 --      Batch17 -> Batch*);
---   3. otherwise the API kind with most coverage, if calls of a kind overlap the gap;
+--   3. otherwise the API kind with most coverage, if its calls cover at least a fifth of the gap (a call that
+--      only touches a gap's edge, a cudaMalloc in the last millisecond of a 178 ms gap, explains nothing);
 --   4. `unknown`.
 WITH gaps AS (  -- the device's idle stretches: from the end of one busy stretch to the start of the next
   SELECT prev_end_ns AS start_ns, start_ns AS end_ns FROM gpu_busy
@@ -128,7 +129,7 @@ SELECT
   CASE WHEN k.cover * 2 >= g.duration_ns THEN ['alloc', 'launch', 'memcpy', 'sync'][k.kind]
        WHEN r.ov * 2 >= g.duration_ns THEN 'host:' || regexp_replace(r.name, '[ _#:-]*[0-9]+$', '')
                                            || CASE WHEN regexp_matches(r.name, '[0-9]$') THEN '*' ELSE '' END
-       WHEN k.kind IS NOT NULL THEN ['alloc', 'launch', 'memcpy', 'sync'][k.kind]
+       WHEN k.cover * 5 >= g.duration_ns THEN ['alloc', 'launch', 'memcpy', 'sync'][k.kind]
        ELSE 'unknown' END AS cause,
   r.name AS range,
   t.name AS api_call,

@@ -2,10 +2,23 @@
 -- Batch0..Batch59 -> Batch) per thread and depth, with how often they repeat, whether their instances
 -- enclose child ranges, and, for the main thread of each process with GPU work (process_roles), that
 -- process's GPU op count (0 on other threads).
-WITH fam AS (
-  SELECT r.*, regexp_replace(r.name, '[ _#:-]*[0-9]+$', '') AS family
+-- A family's numbers must count something: distinct, and spanning at most twice as many values as there are
+-- (Batch0..Batch59, step_1..step_100). Otherwise each name stands alone: PyTorch's emit_nvtx names every
+-- operator call `aten::mul, op_id = 314339`, and those ids are not iterations.
+WITH named AS (
+  SELECT r.*, regexp_replace(r.name, '[ _#:-]*[0-9]+$', '') AS stem,
+         try_cast(regexp_extract(r.name, '([0-9]+)$', 1) AS HUGEINT) AS num
   FROM nvtx_ranges r
   WHERE r.style = 'PushPop'
+), counters AS (  -- stems whose numbers run like a counter
+  SELECT pid, tid, depth, stem
+  FROM named
+  GROUP BY pid, tid, depth, stem
+  HAVING count(num) = 0
+      OR max(num) - min(num) + 1 <= 2 * count(DISTINCT num)
+), fam AS (
+  SELECT n.*, CASE WHEN c.stem IS NOT NULL THEN n.stem ELSE n.name END AS family
+  FROM named n LEFT JOIN counters c USING (pid, tid, depth, stem)
 ), kids AS (
   SELECT parent_id AS range_id, count(*) AS n FROM nvtx_ranges WHERE parent_id IS NOT NULL GROUP BY 1
 ), thread_ops AS (

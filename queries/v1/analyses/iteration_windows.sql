@@ -1,24 +1,40 @@
 -- Iteration windows, one row per instance of the chosen range on its thread, in start order.
 -- $pid, $tid: the thread; $names: the range names (a numbered family counts as one range);
 -- $delimiter: false = each instance is an iteration (wrapper range); true = an iteration runs from the start
--- of one instance to the start of the next (DLProf's key-node rule), the last one to the end of its siblings.
+-- of one instance to the start of the next (DLProf's key-node rule). The last one has no next start: it runs
+-- over the sibling ranges that follow it as they followed the instance before it (at most as many siblings,
+-- each of a name seen there, stopping at the first other name), so a loop's last step keeps its
+-- `forward`/`backward`/`optimizer_step` but not the ranges the program opens after the loop.
 CREATE OR REPLACE TEMP TABLE _iterations AS
 WITH inst AS (
   SELECT range_id, pid, tid, name, depth, parent_id, start_ns, end_ns,
-         lead(start_ns) OVER (ORDER BY start_ns, range_id) AS next_start_ns
+         lead(start_ns) OVER (ORDER BY start_ns, range_id) AS next_start_ns,
+         lag(start_ns) OVER (ORDER BY start_ns, range_id) AS prev_start_ns
   FROM nvtx_ranges
   WHERE pid = $pid AND tid = $tid AND list_contains($names, name)
-), last_sibling AS (
-  SELECT max(s.end_ns) AS end_ns
-  FROM nvtx_ranges s, (SELECT * FROM inst WHERE next_start_ns IS NULL) l
-  WHERE s.pid = l.pid AND s.tid = l.tid AND s.depth = l.depth AND s.start_ns >= l.start_ns
-    AND s.parent_id IS NOT DISTINCT FROM l.parent_id
+), last AS (
+  SELECT * FROM inst WHERE $delimiter AND next_start_ns IS NULL
+), sibs AS (  -- the last instance's siblings: same thread, depth and parent, other than the instances
+  SELECT s.start_ns, s.end_ns, s.name, s.start_ns < l.start_ns AS before_last
+  FROM nvtx_ranges s, last l
+  WHERE s.pid = l.pid AND s.tid = l.tid AND s.depth = l.depth AND s.parent_id IS NOT DISTINCT FROM l.parent_id
+    AND s.start_ns >= l.prev_start_ns AND NOT list_contains($names, s.name)
+), seen AS (  -- what followed the instance before the last one
+  SELECT list(DISTINCT name) AS names, count(*) AS n FROM sibs WHERE before_last
+), after AS (  -- the siblings after the last instance, numbered, and whether each is of a name seen before
+  SELECT s.end_ns, row_number() OVER (ORDER BY s.start_ns, s.end_ns) AS k,
+         list_contains(seen.names, s.name) AS known
+  FROM sibs s, seen WHERE NOT s.before_last
+), last_end AS (
+  SELECT max(a.end_ns) AS end_ns
+  FROM after a, seen
+  WHERE a.k <= seen.n AND a.k < coalesce((SELECT min(k) FROM after WHERE NOT known), seen.n + 1)
 )
 SELECT
   row_number() OVER (ORDER BY i.start_ns, i.range_id) - 1 AS iteration,
   i.range_id, i.pid, i.tid, i.name, i.depth, i.start_ns,
   CASE WHEN NOT $delimiter THEN i.end_ns
        WHEN i.next_start_ns IS NOT NULL THEN i.next_start_ns
-       ELSE greatest(i.end_ns, (SELECT end_ns FROM last_sibling)) END AS end_ns,
+       ELSE greatest(i.end_ns, coalesce((SELECT end_ns FROM last_end), i.end_ns)) END AS end_ns,
   i.end_ns - i.start_ns AS range_ns
 FROM inst i;

@@ -15,7 +15,8 @@ SELECT
   avg(s.cpu_ns) AS mean_ns,
   median(s.cpu_ns) AS median_ns,
   coalesce(stddev_samp(s.cpu_ns), 0) AS stddev_ns,
-  100.0 * sum(s.gpu_busy_ns) / sum(s.cpu_ns) AS gpu_busy_pct,
+  -- the share of the iteration windows in which the rank's device ran something
+  100.0 * sum(s.cpu_ns - s.idle_ns) / sum(s.cpu_ns) AS gpu_busy_pct,
   sum(s.idle_ns)::BIGINT AS idle_ns,
   sum(s.collective_ns)::BIGINT AS collective_ns,
   100.0 * sum(s.collective_ns) / sum(s.cpu_ns) AS collective_pct,
