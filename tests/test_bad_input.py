@@ -107,6 +107,10 @@ def test_bad_option_values_are_one_line(tmp_path):
     res = run(["kernels-by-range", str(fixture("train_small")), "--range", "NoSuchRange"])
     assert res.exit_code == 2 and "no NVTX range matches 'NoSuchRange'" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
+    for cmd in (["kernels", "--top", "-1"], ["iterations", "--skip", "-1"]):
+        res = run([cmd[0], str(fixture("train_small")), *cmd[1:]])
+        assert res.exit_code == 2 and f"{cmd[1]} must be 0 or more" in res.stderr, res.stderr
+        assert len(res.stderr.strip().splitlines()) == 1
 
 
 def test_out_of_memory_says_so_in_one_line_and_leaves_no_spill_files(tmp_path):

@@ -243,3 +243,18 @@ def test_an_api_call_at_the_edge_of_a_gap_is_not_its_cause(name):
     g = prof.gaps().sort("duration_ns", descending=True).row(0, named=True)
     assert g["duration_ns"] > 1_000_000_000 and g["api_cover_pct"] < 20
     assert g["cause"] not in ("alloc", "launch", "memcpy", "sync")
+
+
+def test_pageable_copy_finding_needs_real_volume():
+    """train_small copies each batch (40 MiB in all) from pageable memory: a finding. Jorgedavyd's report4
+    copies a few scalars that way: not worth one."""
+    def findings(path):
+        return loaded(str(path)).summary()["findings"]["finding"].to_list()
+
+    assert "pageable host-to-device copies" in findings(fixture("train_small"))
+    small = SHARED_PUBLIC / "Jorgedavyd__cuda__report4.sqlite"
+    if small.exists():
+        pc = loaded(str(small)).sql(
+            "SELECT count(*) AS n, sum(bytes) AS b FROM gpu_ops WHERE kind = 'memcpy' AND src_kind = 'Pageable'")
+        assert pc["n"][0] >= 1 and pc["b"][0] < 2**20
+        assert "pageable host-to-device copies" not in findings(small)

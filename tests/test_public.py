@@ -133,3 +133,35 @@ def test_main_thread_encloses_the_most_gpu_ops(path):
         QUALIFY row_number() OVER (PARTITION BY pid ORDER BY pri, n DESC, tid) = 1 ORDER BY pid""")
     got = prof.sql("SELECT pid, main_tid AS tid FROM process_roles WHERE main_tid IS NOT NULL ORDER BY pid")
     assert got.rows() == want.filter(want["pid"].is_in(got["pid"].to_list())).rows()
+
+
+OLD_GPU_TABLES = [p for p in FILES if p.name.startswith(("martisu", "extra-p__extrap__ex-gpu"))]
+
+
+@pytest.mark.parametrize("path", OLD_GPU_TABLES, ids=lambda p: p.name[:40])
+def test_devices_take_sms_memory_and_capability_from_target_info_cuda_gpu(path):
+    """2020-2021 exports have a five-column TARGET_INFO_GPU (id, name, bus) beside TARGET_INFO_CUDA_GPU, which
+    alone holds the SM count, memory and compute capability: devices has them as the file gives them."""
+    import sqlite3
+
+    import nsysql
+
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        want = {r[0]: (r[1], r[2], f"{r[3]}.{r[4]}") for r in db.execute(
+            "SELECT deviceId, numMultiprocessors, globalMemorySize, computeCapabilityMajor, computeCapabilityMinor "
+            "FROM TARGET_INFO_CUDA_GPU")}
+    got = nsysql.load(path, cache=False).sql("SELECT * FROM devices")
+    assert want and {r["device_id"]: (r["sm_count"], r["memory_bytes"], r["compute_capability"])
+                     for r in got.iter_rows(named=True)} == want
+
+
+def test_devices_leave_out_adapters_that_are_not_cuda_gpus():
+    """extra-p con_kernel (Windows): TARGET_INFO_GPU lists the GTX 1060 and, with no SMs or compute capability,
+    the Intel iGPU and `Microsoft Basic Render Driver`; only the GTX 1060 ran kernels."""
+    import nsysql
+
+    path = PUBLIC / "extra-p__extrap__con_kernel.sqlite"
+    if not path.exists():
+        pytest.skip("export absent")
+    got = nsysql.load(path, cache=False).sql("SELECT name, compute_capability FROM devices")
+    assert got.rows() == [("GeForce GTX 1060 with Max-Q Design", "6.1")]

@@ -7,8 +7,9 @@ Rules and thresholds (steady state = iterations that are not warm-up, when itera
 - `allocation stalls`: >= 20% of idle time has cause `alloc` (cudaMalloc/cudaFree in the loop).
 - `launch bound`: median steady-state GPU busy < 50% and >= 50% of kernels run under 10 us, unless the idle
   time is already explained by host work (a data-loader/host-bound finding).
-- `pageable host-to-device copies`: any memcpy HtoD from pageable memory (they stage through a bounce buffer
-  and block the CPU; pinned memory makes them asynchronous).
+- `pageable host-to-device copies`: memcpy HtoD from pageable memory, 1 MiB or more in all (they stage through
+  a bounce buffer and block the CPU; pinned memory makes them asynchronous). A few bytes of kernel arguments
+  or scalars copied this way are not worth a finding.
 - `periodic slow iterations`: the iteration outlier pattern, when there is one.
 - `GPU mostly idle`: median steady-state GPU busy < 30%.
 """
@@ -28,6 +29,7 @@ LAUNCH_BUSY_PCT = 50.0
 SHORT_KERNEL_NS = 10_000
 SHORT_KERNEL_SHARE = 0.50
 IDLE_BUSY_PCT = 30.0
+PAGEABLE_MIN_BYTES = 2**20
 DATA_WORDS = re.compile(r"data|load|input|batch|fetch|augment|prefetch|collate", re.I)
 
 
@@ -82,8 +84,8 @@ def findings(con, iteration_stats: pl.DataFrame | None, causes: pl.DataFrame | N
         if busy < IDLE_BUSY_PCT:
             rows.append(("GPU mostly idle", f"busy {busy:.0f}% of a steady-state iteration (median)"))
     pc = read["pageable_copies"].row(0, named=True)
-    if pc["copies"]:
+    if pc["copies"] and (pc["bytes"] or 0) >= PAGEABLE_MIN_BYTES:
         rows.append(("pageable host-to-device copies",
                      f"{pc['copies']:,} copies, {pc['bytes'] / 2**20:,.1f} MiB, {_ms(pc['ns'])} on the GPU: "
-                     "pinned host memory (pin_memory=True) makes them asynchronous"))
+                     "pinned host memory (cudaHostAlloc, or pin_memory=True in PyTorch) makes them asynchronous"))
     return pl.DataFrame(rows, schema=["finding", "evidence"], orient="row")

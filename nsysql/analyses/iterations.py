@@ -149,6 +149,8 @@ def spans(con, range: str | None = None, skip: int | None = None, it: IterationR
 
 
 def flag(df: pl.DataFrame, skip: int | None) -> pl.DataFrame:
+    if skip is not None and skip < 0:
+        raise NsysqlError(f"--skip must be 0 or more, not {skip}")
     n = 1 if skip is None else skip
     steady = df.filter(pl.col("iteration") >= n)["cpu_ns"]
     if steady.len() == 0:

@@ -114,7 +114,8 @@ _WHAT_IT_MEANS = (
     ("raw_nvtx", "NVTX_EVENTS", "captured without -t nvtx, or the program has no NVTX annotations"),
     ("raw_osrt", "OSRT_API", "captured without -t osrt: gap causes cannot name OS calls"),
     ("raw_memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY", "no memory copies traced"),
-    ("raw_meta", "META_DATA_EXPORT", "no export metadata (export older than 2022): nsys version inferred"),
+    ("raw_meta", "META_DATA_EXPORT",
+     "no export metadata (export older than 2022): nsys version read from other tables where they say it"),
     ("raw_gpu_info", "TARGET_INFO_GPU", "GPU models unknown"),
 )
 

@@ -53,6 +53,12 @@ def unstage(con: duckdb.DuckDBPyConnection) -> None:
 ROW_ID = "row_id"
 GPU_COMMON = ((ROW_ID, I), ("start", I), ("end", I), ("deviceId", I), ("streamId", I), ("correlationId", I), ("globalPid", I))
 
+_GPU_COLUMNS = (("id", I), ("name", S), ("smCount", I), ("totalMemory", I), ("computeMajor", I),
+                ("computeMinor", I), ("busLocation", S))
+_GPU_ALIASES = (("id", "deviceId"), ("smCount", "numMultiprocessors"), ("totalMemory", "globalMemorySize"),
+                ("computeMajor", "computeCapabilityMajor"), ("computeMinor", "computeCapabilityMinor"),
+                ("busLocation", "pciBusId"))
+
 RAW_TABLES: tuple[RawTable, ...] = (
     RawTable("raw_strings", ("StringIds",), (("id", I), ("value", S))),
     RawTable("raw_threadnames", ("ThreadNames",), (("nameId", I), ("globalTid", I))),
@@ -98,27 +104,10 @@ RAW_TABLES: tuple[RawTable, ...] = (
         ("OSRT_API",),
         (("start", I), ("end", I), ("globalTid", I), ("nameId", I), ("nestingLevel", I)),
     ),
-    RawTable(
-        "raw_gpu_info",
-        ("TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU"),
-        (
-            ("id", I),
-            ("name", S),
-            ("smCount", I),
-            ("totalMemory", I),
-            ("computeMajor", I),
-            ("computeMinor", I),
-            ("busLocation", S),
-        ),
-        aliases=(
-            ("id", "deviceId"),
-            ("smCount", "numMultiprocessors"),
-            ("totalMemory", "globalMemorySize"),
-            ("computeMajor", "computeCapabilityMajor"),
-            ("computeMinor", "computeCapabilityMinor"),
-            ("busLocation", "pciBusId"),
-        ),
-    ),
+    RawTable("raw_gpu_info", ("TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU"), _GPU_COLUMNS, aliases=_GPU_ALIASES),
+    # 2020-2021 exports have both, and their TARGET_INFO_GPU holds only id, name and bus: the SM count, memory
+    # and compute capability are in TARGET_INFO_CUDA_GPU (devices.sql merges the two)
+    RawTable("raw_cuda_gpu_info", ("TARGET_INFO_CUDA_GPU",), _GPU_COLUMNS, aliases=_GPU_ALIASES),
     RawTable("raw_meta", ("META_DATA_EXPORT", "EXPORT_META_DATA"), (("name", S), ("value", S))),
     RawTable("raw_env", ("TARGET_INFO_SYSTEM_ENV",), (("name", S), ("value", S))),
     # the profiled processes' environment (PROCESS_n:ENVIRONMENT_VARIABLE rows), 2023.3 and later
