@@ -165,3 +165,14 @@ def test_devices_leave_out_adapters_that_are_not_cuda_gpus():
         pytest.skip("export absent")
     got = nsysql.load(path, cache=False).sql("SELECT name, compute_capability FROM devices")
     assert got.rows() == [("GeForce GTX 1060 with Max-Q Design", "6.1")]
+
+
+def test_span_of_an_export_without_timed_events_is_unknown_not_zero():
+    """cardiac-simulation's export holds only string and target tables: no event has a time."""
+    import nsysql
+
+    path = PUBLIC / "mabdullahsoyturk__cardiac-simulation__report1.sqlite"
+    if not path.exists():
+        pytest.skip("export absent")
+    facts = dict(nsysql.load(path, cache=False).summary()["facts"].iter_rows())
+    assert facts["span"].startswith("unknown")

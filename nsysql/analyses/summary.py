@@ -37,7 +37,7 @@ def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10, *, its: 
     rows = [
         ("file", one("source_path")),
         ("nsys version", one("nsys_version", "unknown")),
-        ("span", f"{span_ns / 1e9:.3f} s"),
+        ("span", f"{span_ns / 1e9:.3f} s" if span_ns else "unknown (no timed events)"),
         ("GPUs", ", ".join(f"{r['device_id']}: {r['device'] or 'unnamed'}" for r in gpus.iter_rows(named=True))
          or "none used"),
     ]
