@@ -88,7 +88,7 @@ _loaded: list[str] = []  # the exports this command loaded
 _keep: list | None = None
 
 
-def _load(file: str | None, keep: bool = True):
+def _load(file: str | None):
     from ._load import load
 
     path = pick_profile(file)
@@ -103,7 +103,7 @@ def _load(file: str | None, keep: bool = True):
     for w in caught:
         click.echo(f"nsysql: warning: {w.message}", err=True)
     _remember(prof.path)
-    if keep and _keep is not None:
+    if _keep is not None:
         _keep.append(prof)
     return prof
 
@@ -115,10 +115,19 @@ def _progress(path):
     return show
 
 
+def _write(output: str | Path, text: str) -> None:
+    """Write an output file, never over an export: `-o run.sqlite` by mistake must not destroy the profile."""
+    p = Path(output)
+    if p.suffix == ".nsys-rep" or _looks_like_sqlite(p):
+        raise NsysqlError(f"{output}: is {'an nsys report' if p.suffix == '.nsys-rep' else 'a SQLite database'}; "
+                          "nsysql does not write its output over it (name another -o file)")
+    p.write_text(text, encoding="utf-8")
+
+
 def _emit(result, fmt: str, output: str | None, title: str | None = None) -> None:
     text = render(result, fmt, title)
     if output:
-        Path(output).write_text(text, encoding="utf-8")
+        _write(output, text)
     else:
         click.echo(text, nl=False)
 
@@ -408,7 +417,7 @@ def _narrow(df):
 
 def _emit_text(text: str, output: str | None) -> None:
     if output:
-        Path(output).write_text(text, encoding="utf-8")
+        _write(output, text)
     else:
         click.echo(text, nl=False)
 
@@ -486,7 +495,7 @@ def report(file, output, fmt, baseline, png_dir):
         return
     page, figures = _report.build_diff(base, prof) if base else _report.build(prof)
     out = Path(output or f"{prof.path.stem}.{'diff' if base else 'report'}.html")
-    out.write_text(page, encoding="utf-8")
+    _write(out, page)
     click.echo(f"nsysql: wrote {out} ({len(page) / 2**20:.1f} MiB, {len(figures)} charts)", err=True)
     if png_dir:
         got = _report.write_pngs(figures, Path(png_dir))
@@ -530,7 +539,7 @@ def diff(base, new, fmt, output, fail_above):
             raise NsysqlError("--fail-above needs iterations in both profiles (none detected)")
         if pct > fail_above:
             click.echo(f"nsysql: NEW's mean iteration time is {pct:+.1f}% vs BASE (above --fail-above "
-                       f"{fail_above:g}%)", err=True)
+                       f"{fail_above:g}%, a hard limit: the verdict's noise rule does not apply to it)", err=True)
             sys.exit(1)
 
 
@@ -574,16 +583,18 @@ def stats(file, reports, fmt, prefix, attribution):
         return call
 
     # the reports at once, each on its own cursor (iterations and gaps share one computation of iterations)
+    got = {}
     for name, df in zip(names, prof.parallel(*(ask(n) for n in names))):
         if isinstance(df, NsysqlError):
             click.echo(f"nsysql: {name}: skipped: {df}", err=True)
-            continue
-        if prefix:
+        elif prefix:
             out = f"{prefix}_{name.replace('-', '_')}.{ext}"
-            Path(out).write_text(render(df, fmt), encoding="utf-8")
+            _write(out, render(df, fmt))
             click.echo(f"nsysql: wrote {out}", err=True)
         else:
-            click.echo(render({name: df}, fmt), nl=False)
+            got[name] = df
+    if got:  # on stdout one document: a JSON object of the reports, or the sections one after another
+        click.echo(render(got, fmt), nl=False)
 
 
 @main.command()
@@ -618,8 +629,7 @@ def sql_(args, fmt, output):
     if len(args) > 2:
         raise NsysqlError("give FILE and one QUERY (quote the query)")
     file, query = (None, args[0]) if len(args) == 1 else args
-    # not kept open to the end: the query may write (on a cold load, into the cache entry), which closing commits
-    _emit(_load(file, keep=False).sql(query), fmt, output)
+    _emit(_load(file).sql(query), fmt, output)
 
 
 if __name__ == "__main__":

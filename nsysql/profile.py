@@ -23,6 +23,7 @@ from .analyses import gaps as _gaps
 from .analyses import iterations as _iter
 from .analyses._sql import facts as _facts
 from .analyses._sql import frame as _frame
+from .analyses._sql import user_frame as _user_frame
 from .analyses.patterns import resolve_range
 from .analyses.ranges import DEFAULT_ATTRIBUTION
 from .errors import NsysqlError
@@ -214,5 +215,9 @@ class Profile:
         return resolve_range(self.con, pattern)[0]
 
     def sql(self, query: str) -> pl.DataFrame:
-        """Run your own SQL over the canonical tables (see queries/v1/canonical/)."""
-        return _frame(self.con, query)
+        """Run your own read-only SQL (SELECT, EXPLAIN) over the canonical tables (see queries/v1/canonical/).
+        For writes of your own, use `self.con`."""
+        try:
+            return _user_frame(self.con, query)
+        except NsysqlError as e:
+            raise NsysqlError(f"{self.path}: {e}") from None

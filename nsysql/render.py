@@ -32,12 +32,25 @@ def render(result: pl.DataFrame | dict[str, pl.DataFrame], fmt: str, title: str 
     parts = []
     for name, df in result.items():
         if fmt == "csv":
-            parts.append((f"# {name}\n" if name else "") + df.write_csv(float_precision=3))
+            parts.append((f"# {name}\n" if name else "") + _flat(df).write_csv(float_precision=3))
         elif fmt == "markdown":
             parts.append((f"### {name}\n\n" if name else "") + markdown(df))
         else:
             parts.append((f"== {name} ==\n" if name else "") + table(df))
     return "\n".join(parts)
+
+
+def _flat(df: pl.DataFrame) -> pl.DataFrame:
+    """CSV holds no lists or structs (a user's `nsysql sql` may return them): those cells as JSON text."""
+    nested = [c for c, t in df.schema.items() if t.is_nested()]
+    if not nested:
+        return df
+    import polars as pl
+
+    def text(v):  # a list cell arrives as a Series
+        return json.dumps(v.to_list() if isinstance(v, pl.Series) else v, default=str)
+
+    return df.with_columns(pl.col(c).map_elements(text, return_dtype=pl.String) for c in nested)
 
 
 def _records(df: pl.DataFrame) -> list[dict]:
@@ -54,6 +67,8 @@ def _cell(v, fmt: str, width: int | None) -> str:
     if isinstance(v, float):
         if math.isnan(v):
             return ""
+        if 0 < abs(v) < 1:  # 3 significant digits: 0.0179 ms or -0.04 ms, not 0.0 and -0.0
+            return f"{v:.3g}"
         return f"{v:,.1f}" if fmt == "table" else f"{v:.1f}"
     s = str(v).replace("\n", " ")
     if fmt == "markdown":

@@ -165,3 +165,45 @@ def test_the_executable_flushes_everything_and_keeps_exit_codes(tmp_path):
     assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.count("\n") == 1
     assert nsysql("--version").returncode == 0
     assert nsysql("no-such-command").returncode == 2  # click's usage error
+
+
+def test_sql_only_reads_even_on_a_first_load(tmp_path):
+    """A write through `nsysql sql` on the first load would land in the cache entry being built and change
+    every later answer (kernel times x100 after an UPDATE): refused, one line, and the next answer is right."""
+    env = {"NSYSQL_CACHE_DIR": str(tmp_path / "cache")}
+    copy = tmp_path / "run.sqlite"
+    copy.write_bytes(TRAIN.read_bytes())
+    for q in ("UPDATE gpu_ops SET duration_ns = duration_ns * 100", "DROP TABLE gpu_ops",
+              "SELECT 1; DELETE FROM gpu_ops"):
+        res = run(["sql", str(copy), q], env=env)
+        assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+        assert str(copy) in res.stderr and "only read" in res.stderr
+    k = run(["kernels", str(copy), "-f", "csv"], env=env)
+    assert pl.read_csv(io.StringIO(k.stdout))["total_ns"].to_list() == loaded(str(TRAIN)).kernels()["total_ns"].to_list()
+
+
+def test_sql_results_of_any_type_print_in_every_format():
+    q = "SELECT [1, 2] AS l, {'a': 1} AS s, INTERVAL 1 DAY AS d, 'x' AS t"
+    for fmt in ("csv", "json", "table", "markdown"):
+        res = run(["sql", str(TRAIN), q, "-f", fmt])
+        assert res.exit_code == 0 and "Traceback" not in res.output, res.output
+    assert run(["sql", str(TRAIN), q, "-f", "csv"]).stdout.splitlines()[1] == '"[1, 2]","{""a"": 1}",1 day,x'
+
+
+@pytest.mark.parametrize("cmd", [["kernels"], ["summary"], ["report"], ["stats", "-r", "kernels"]])
+def test_output_never_goes_over_an_export(tmp_path, cmd):
+    copy = tmp_path / "run.sqlite"
+    copy.write_bytes(TRAIN.read_bytes())
+    before = copy.read_bytes()
+    target = str(copy) if cmd[0] != "stats" else str(tmp_path / "run")  # stats writes PREFIX_kernels.csv
+    if cmd[0] == "stats":
+        (tmp_path / "run_kernels.csv").write_bytes(before)
+    res = run([cmd[0], str(copy), *cmd[1:], "-o", target])
+    assert res.exit_code == 2 and "SQLite database" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    assert copy.read_bytes() == before
+
+
+def test_stats_json_on_stdout_is_one_document():
+    res = run(["stats", str(TRAIN), "-r", "kernels,gaps", "-f", "json"])
+    doc = json.loads(res.stdout)
+    assert list(doc) == ["kernels", "gaps"] and len(doc["kernels"]) == loaded(str(TRAIN)).kernels().height

@@ -95,3 +95,15 @@ def test_ranks_command_and_multi_file_commands(tmp_path):
         assert df.columns[0] == "rank" and set(df["rank"]) == {0, 1}
     summ = r.invoke(main, ["--cache-dir", str(tmp_path), "summary", *files, "-f", "json"])
     assert summ.exit_code == 0 and "per rank" in json.loads(summ.stdout)
+
+
+def test_idle_findings_need_idle_time_worth_one():
+    """ddp_pair: rank 1 sleeps in `data` (data-loader bound); rank 0 is busy ~90% of its steps and its few ms of
+    idle also fall in `data`: not a data-loader finding there."""
+    from conftest import loaded
+
+    def found(rank):
+        return loaded(str(FIXTURES / "ddp_pair" / f"{rank}.sqlite")).summary()["findings"]["finding"].to_list()
+
+    assert "data-loader bound" in found("rank1")
+    assert "data-loader bound" not in found("rank0")

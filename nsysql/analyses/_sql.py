@@ -22,6 +22,36 @@ def frame(con: duckdb.DuckDBPyConnection, sql: str, params: dict | None = None) 
     return pl.DataFrame(_Stream(con.sql(sql, params=params or None).__arrow_c_stream__()))
 
 
+# statement kinds a user's query may be: reading only. A write on a first load would land in the cache entry
+# (built in the same database) and change every later answer.
+_READ_ONLY = {"SELECT", "EXPLAIN"}
+# DuckDB types polars cannot hold (INTERVAL: "could not import from month_day_nano_interval"): shown as text
+_AS_TEXT = ("INTERVAL", "BIT", "UNION", "TIME WITH TIME ZONE")
+
+
+def user_frame(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
+    """A user's own query (`nsysql sql`, Profile.sql) as a DataFrame: read-only statements only, and columns of
+    types polars cannot hold cast to text."""
+    from ..errors import NsysqlError
+
+    statements = con.extract_statements(sql)
+    if not statements:
+        raise NsysqlError("the query is empty")
+    for st in statements:
+        kind = str(st.type).rsplit(".", 1)[-1]
+        if kind not in _READ_ONLY:
+            raise NsysqlError(f"queries here only read (SELECT, EXPLAIN); this one is {kind}. For tables of your "
+                              "own, use `nsysql export` or Profile.con in Python")
+    rel = con.sql(sql)
+    if rel is None:
+        return pl.DataFrame()
+    if any(str(t).startswith(_AS_TEXT) for t in rel.types):
+        q = lambda c: '"' + c.replace('"', '""') + '"'  # noqa: E731
+        rel = rel.project(", ".join(f"CAST({q(c)} AS VARCHAR) AS {q(c)}" if str(t).startswith(_AS_TEXT) else q(c)
+                                    for c, t in zip(rel.columns, rel.types)))
+    return pl.DataFrame(_Stream(rel.__arrow_c_stream__()))
+
+
 class _Stream:
     """An Arrow C stream (PyCapsule) for polars to read. Polars is not handed the DuckDB relation itself: it
     probes its argument for `__arrow_c_array__`, and DuckDB 2.0's relation leaks a reference on a failed

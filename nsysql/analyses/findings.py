@@ -1,6 +1,9 @@
 """Findings: short rule-based sentences, each with the number behind it.
 
-Rules and thresholds (steady state = iterations that are not warm-up, when iterations apply):
+Rules and thresholds (steady state = iterations that are not warm-up, when iterations apply). The idle-time
+findings (the first three) need idle time worth a finding: at least 10% of the time counted (the steady-state
+iterations, else the devices' active span). A rank busy 90% of the time whose 4 ms of idle fall in `data` is
+not data-loader bound.
 - `data-loader bound`: >= 50% of steady-state idle time falls under one NVTX range on the main thread
   (cause `host:<range>`); named a data-loader when the range name says data/load/input/batch/fetch/augment.
 - `synchronization bound`: >= 30% of idle time has cause `sync` (the CPU waits in a synchronize call).
@@ -30,6 +33,7 @@ SHORT_KERNEL_NS = 10_000
 SHORT_KERNEL_SHARE = 0.50
 IDLE_BUSY_PCT = 30.0
 PAGEABLE_MIN_BYTES = 2**20
+MIN_IDLE_PCT = 10.0
 DATA_WORDS = re.compile(r"data|load|input|batch|fetch|augment|prefetch|collate", re.I)
 
 
@@ -56,7 +60,8 @@ def findings(con, iteration_stats: pl.DataFrame | None, causes: pl.DataFrame | N
         if st["outlier_pattern"]:
             rows.append(("periodic slow iterations" if "every" in st["outlier_pattern"] else "slow iterations",
                          f"{st['outlier_pattern']} ({_ms(st['median_ns'])} median)"))
-    if causes is not None and causes.height:
+    if causes is not None and causes.height and (
+            not causes["span_ns"][0] or 100.0 * causes["idle_ns"].sum() / causes["span_ns"][0] >= MIN_IDLE_PCT):
         idle = causes["idle_ns"].sum()
         top = causes.row(0, named=True)
         share = top["idle_ns"] / idle if idle else 0

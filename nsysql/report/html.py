@@ -160,7 +160,7 @@ def _facts(prof, summ: dict, stats: pl.DataFrame | None) -> str:
     one = lambda k, d=None: (f.get(k) or [d])[0]  # noqa: E731
     gpus = summ["gpus"]
     cards = [_fact("nsys", one("nsys_version", "unknown")),
-             _fact("span", f"{int(one('span_ns') or 0) / 1e9:,.3f} s")]
+             _fact("span", f"{span / 1e9:,.3f} s" if (span := int(one("span_ns") or 0)) else "unknown")]
     if gpus.height:
         names = sorted(set(n or "GPU" for n in gpus["device"].to_list()))
         cards.append(_fact("GPUs", f"{gpus.height} × {names[0]}" if len(names) == 1 else ", ".join(names)))

@@ -128,9 +128,19 @@ DELETE FROM gpu_ops WHERE rowid IN (
   ) WHERE n > 1
 );
 
--- gpu_ops with its names spelled out: name, short_name, mangled_name, api_name.
+-- gpu_ops with its names spelled out: every gpu_ops column, then name, short_name, mangled_name, api_name.
 CREATE OR REPLACE VIEW gpu_ops_named AS
-SELECT o.*, n.value AS name, sn.value AS short_name, mn.value AS mangled_name, an.value AS api_name
+SELECT
+  -- every column of gpu_ops (op_id, kind, start_ns, ... as documented there)
+  o.*,
+  -- the text of name_id: the demangled kernel name, or `[CUDA memcpy Host-to-Device]`, `[CUDA memset]`, ...
+  n.value AS name,
+  -- the text of short_name_id: the kernel's short (base) name
+  sn.value AS short_name,
+  -- the text of mangled_name_id
+  mn.value AS mangled_name,
+  -- the text of api_name_id: the launching call, e.g. `cudaLaunchKernel_v7000`
+  an.value AS api_name
 FROM gpu_ops o
 LEFT JOIN strings n ON n.id = o.name_id
 LEFT JOIN strings sn ON sn.id = o.short_name_id
