@@ -247,7 +247,32 @@ def run() -> None:
     os._exit(code or 0)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """click's group, with a usage error (an unknown option, a bad choice, -o naming a folder) said in one line
+    on stderr, as every other error is, instead of usage, hint and error on three."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, False, **extra)
+        except click.UsageError as e:
+            if type(e).__name__ == "NoArgsIsHelpError":  # plain `nsysql`: the help, as click shows it
+                e.show()
+                sys.exit(e.exit_code)
+            where = e.ctx.command_path if e.ctx else "nsysql"
+            click.echo(f"nsysql: error: {e.format_message()} (`{where} --help` lists the options)", err=True)
+            sys.exit(e.exit_code)
+        except click.ClickException as e:
+            e.show()
+            sys.exit(e.exit_code)
+        except click.exceptions.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="nsysql")
 @click.option("--cache-dir", type=click.Path(file_okay=False), envvar="NSYSQL_CACHE_DIR",
               help="Where loaded profiles are cached [default: $NSYSQL_CACHE_DIR or ~/.cache/nsysql].")

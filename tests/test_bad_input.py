@@ -107,6 +107,10 @@ def test_bad_option_values_are_one_line(tmp_path):
     res = run(["kernels-by-range", str(fixture("train_small")), "--range", "NoSuchRange"])
     assert res.exit_code == 2 and "no NVTX range matches 'NoSuchRange'" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
+    for args, says in ((["-o", str(tmp_path)], "is a directory"), (["-f", "nope"], "'nope' is not one of"),
+                       (["--no-such-option"], "No such option")):
+        res = run(["kernels", str(fixture("train_small")), *args])
+        assert res.exit_code == 2 and says in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
     for cmd in (["kernels", "--top", "-1"], ["iterations", "--skip", "-1"]):
         res = run([cmd[0], str(fixture("train_small")), *cmd[1:]])
         assert res.exit_code == 2 and f"{cmd[1]} must be 0 or more" in res.stderr, res.stderr
