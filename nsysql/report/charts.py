@@ -110,7 +110,10 @@ def timeline_chart(tl: pl.DataFrame, gaps: pl.DataFrame | None, gpus: pl.DataFra
     t0 = tl["start_ns"].min()
     span = (tl["end_ns"].max() - t0) / 1e9
     unit, scale = ("ms", 1e6) if span < 2 else ("s", 1e9)
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.6, 0.4], vertical_spacing=0.06)
+    has_gaps = gaps is not None and gaps.height > 0
+    rows = 2 if has_gaps else 1  # no idle row to draw: the busy row alone, with the time axis under it
+    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, row_heights=[0.6, 0.4] if has_gaps else None,
+                        vertical_spacing=0.06)
     names = {r["device_id"]: r["device"] or "GPU" for r in gpus.iter_rows(named=True)}
     for i, dev in enumerate(tl["device_id"].unique().sort().to_list()):
         d = tl.filter(pl.col("device_id") == dev)
@@ -119,8 +122,8 @@ def timeline_chart(tl: pl.DataFrame, gaps: pl.DataFrame | None, gpus: pl.DataFra
                         line=dict(width=1, color=PHASE_COLORS[i % len(PHASE_COLORS)], shape="hv"),
                         fill="tozeroy", name=f"GPU {dev} busy", row=1, col=1,
                         hovertemplate=f"GPU {dev} ({names.get(dev, '')}): %{{y:.0f}}% busy<extra>t=%{{x:.3f}} {unit}</extra>")
-    note = ""
-    if gaps is not None and gaps.height:
+    note = "" if has_gaps else "No idle gaps of 1 ms or more."
+    if has_gaps:
         g = gaps
         if g.height > MAX_GAP_BARS:
             note = (f"{g.height:,} gaps of 1 ms or more; the {MAX_GAP_BARS:,} longest are drawn "
@@ -135,12 +138,11 @@ def timeline_chart(tl: pl.DataFrame, gaps: pl.DataFrame | None, gpus: pl.DataFra
                         marker=dict(color=color, line=dict(width=0)), row=2, col=1,
                         customdata=(c["duration_ns"] / 1e6).to_list(),
                         hovertemplate=f"{cause}: %{{customdata:.1f}} ms<extra>from %{{base:.3f}} {unit}</extra>")
-    _layout(fig, "GPU timeline: busy % and idle gaps (≥ 1 ms) by cause", height=380, barmode="overlay",
-            bargap=0.3)
+    _layout(fig, "GPU timeline: busy % and idle gaps (≥ 1 ms) by cause" if has_gaps else "GPU timeline: busy %",
+            height=380 if has_gaps else 260, barmode="overlay", bargap=0.3)
     fig.update_yaxes(title_text="busy %", range=[0, 105], row=1, col=1)
-    fig.update_xaxes(title_text=f"{unit} since {origin}", row=2, col=1)
-    fig.update_xaxes(range=[0, (tl["end_ns"].max() - t0) / scale],
-                     row=2, col=1)
+    fig.update_xaxes(title_text=f"{unit} since {origin}", range=[0, (tl["end_ns"].max() - t0) / scale],
+                     row=rows, col=1)
     return fig, note
 
 
