@@ -69,3 +69,14 @@ def test_diff_markdown_and_json():
     m = CliRunner().invoke(main, ["report", str(fixture("loop_after")), "--baseline", str(fixture("loop_before")),
                                   "-f", "markdown"])
     assert m.exit_code == 0 and "#### nsysql diff: `loop_before.sqlite` → `loop_after.sqlite`" in m.stdout
+
+
+def test_profiles_of_different_programs_are_flagged():
+    """train_small (a PyTorch MLP) against graph_node (a CUDA-graph loop): almost none of the MLP's kernel time
+    is in kernels the other runs. loop_before/loop_after run the same kernels: no such warning."""
+    def warnings(a, b):
+        v = _diff(a, b)["verdict"]
+        return v.filter(pl.col("item") == "warning")["value"].to_list()
+
+    assert any("same program" in w for w in warnings(fixture("train_small"), h200("graph_node.sqlite")))
+    assert not any("same program" in w for w in warnings(fixture("loop_before"), fixture("loop_after")))

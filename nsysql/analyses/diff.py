@@ -40,6 +40,9 @@ from .kernels import kernels as _kernels
 from .ranges import ranges as _ranges
 
 Z = 2.0
+# below this share of either side's kernel time in kernels both run, the verdict warns that the profiles may be of
+# different programs
+SAME_PROGRAM_SHARE = 0.5
 MAD_SIGMA = 1.4826
 MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)
 _FAMILY = r"[ _#:-]*[0-9]+$"
@@ -184,6 +187,11 @@ def _compare_iterations(b: dict, n: dict, bl: str, nl: str) -> dict[str, pl.Data
                             f"({r['delta_ns'] / 1e6:+.2f} ms, {'significant' if r['significant'] else 'within noise'})"))
     if b["it"].family != n["it"].family:
         verdict.append(("warning", f"iterations are `{b['it'].family}` in {bl} but `{n['it'].family}` in {nl}"))
+    named = kern.filter(~pl.col("name").str.starts_with("["))  # kernels, not `[CUDA memcpy ...]` labels
+    shared = [named.filter(pl.col("status") == "both")[c].sum() / (named[c].sum() or 1) for c in ("base_ns", "new_ns")]
+    if named.height and min(shared) < SAME_PROGRAM_SHARE:
+        verdict.append(("warning", f"only {shared[0]:.0%} of {bl}'s kernel time and {shared[1]:.0%} of {nl}'s is in "
+                                   "kernels both run: are they profiles of the same program?"))
     verdict.append(("rule", f"a change counts when |Δ| > {Z:g}·sqrt(se_base² + se_new²), se = standard error of the "
                             "per-iteration mean (sd/√n) or median (1.2533·1.4826·MAD/√n), over steady-state "
                             f"iterations ({nb} in {bl}, {nn} in {nl})"))
