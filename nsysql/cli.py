@@ -366,6 +366,15 @@ def summary(files, fmt, output, attribution, top):
 
 
 @main.command()
+@output_options
+@click.option("--top", type=int, default=None, help="Only the N API functions with most total time.")
+@handled
+def api(file, fmt, output, top):
+    """CUDA API calls by function: calls and CPU time inside them (as `nsys stats -r cuda_api_sum`)."""
+    _emit(_load(file).api(top=top), fmt, output)
+
+
+@main.command()
 @files_options
 @click.option("--name", "name_kind", type=click.Choice(["demangled", "short", "mangled"]), default="demangled",
               show_default=True, help="Which kernel name to group by (nsys's default is demangled).")
@@ -570,6 +579,7 @@ def diff(base, new, fmt, output, fail_above):
 
 STATS_REPORTS = {
     "kernels": lambda p: p.kernels(),
+    "api": lambda p: p.api(),
     "ranges": lambda p: p.ranges(),
     "kernels-by-range": lambda p: p.kernels_by_range(),
     "iterations": lambda p: p.iterations(),

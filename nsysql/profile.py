@@ -14,6 +14,7 @@ from . import cache as _cache
 from .memo import Answers, asked, cached, peek
 from ._load import load  # noqa: F401 (nsysql.profile.load, as before)
 from .loader import cursor as _cursor
+from .analyses import api as _api
 from .analyses import info as _info
 from .analyses import kernels as _kernels
 from .analyses import kernels_by_range as _kbr
@@ -99,6 +100,15 @@ class Profile:
             # answer stored for summary's top 10 also serves `nsysql kernels` and any other --top
             return self.kernels(name=name).head(top)
         return _kernels.kernels(self.con, name=name)
+
+    @cached("api")
+    def api(self, top: int | None = None) -> pl.DataFrame:
+        """CUDA API calls by function (as `nsys stats -r cuda_api_sum`): calls, time inside them, % of API time."""
+        if top is not None:
+            if top < 0:
+                raise NsysqlError(f"--top must be 0 or more, not {top}")
+            return self.api().head(top)  # the head of the whole table, as kernels(top=...)
+        return _api.api(self.con)
 
     @cached("ranges")
     def ranges(self, attribution: str = DEFAULT_ATTRIBUTION) -> pl.DataFrame:

@@ -20,14 +20,14 @@ def run(args, env=None):
     return CliRunner(env=env).invoke(main, args, catch_exceptions=False)
 
 
-@pytest.mark.parametrize("cmd", ["kernels", "ranges", "kernels-by-range", "info"])
+@pytest.mark.parametrize("cmd", ["kernels", "api", "ranges", "kernels-by-range", "info"])
 def test_csv_equals_python_api(cmd):
     res = run([cmd, str(TRAIN), "-f", "csv"])
     assert res.exit_code == 0
     got = pl.read_csv(io.StringIO(res.stdout))
     prof = loaded(str(TRAIN))
-    want = {"kernels": prof.kernels, "ranges": prof.ranges, "kernels-by-range": prof.kernels_by_range,
-            "info": prof.info}[cmd]()
+    want = {"kernels": prof.kernels, "api": prof.api, "ranges": prof.ranges,
+            "kernels-by-range": prof.kernels_by_range, "info": prof.info}[cmd]()
     assert got.columns == want.columns
     assert got.height == want.height
     for c in want.columns:

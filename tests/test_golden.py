@@ -113,3 +113,37 @@ def test_kernels_by_range_match_nvtx_kern_sum(path):
         if w["parts"] == 1:
             assert close(g["med_ns"], w["Med (ns)"]) and close(g["stddev_ns"], w["StdDev (ns)"])
             assert g["min_ns"] == int(w["Min (ns)"]) and g["max_ns"] == int(w["Max (ns)"])
+
+
+@pytest.mark.parametrize("path", EXPORTS, ids=IDS)
+def test_api_matches_cuda_api_sum(path):
+    """`nsysql api` against `nsys stats -r cuda_api_sum`: the same functions (nsys drops four-digit version
+    suffixes, `cudaLaunchKernel_v7000`, and keeps longer ones, `cudaLaunchKernelExC_v11060`), calls and ns."""
+    want = ref(path, "cuda_api_sum")
+    got = loaded(str(path)).api()
+    assert sorted(got["name"].to_list()) == sorted(want["Name"].to_list())
+    by_name = {r["name"]: r for r in got.iter_rows(named=True)}
+    for w in want.iter_rows(named=True):
+        g = by_name[w["Name"]]
+        assert g["count"] == int(w["Num Calls"]) and g["total_ns"] == int(w["Total Time (ns)"])
+        assert g["min_ns"] == int(w["Min (ns)"]) and g["max_ns"] == int(w["Max (ns)"])
+        assert close(g["med_ns"], w["Med (ns)"]) and close(g["stddev_ns"], w["StdDev (ns)"])
+        assert close(g["avg_ns"], w["Avg (ns)"]) and close(g["pct"], w["Time (%)"], 0.06)
+
+
+@pytest.mark.parametrize("path", EXPORTS, ids=IDS)
+def test_memory_matches_cuda_gpu_mem_time_and_size_sum(path):
+    """summary's memory section, per operation (it also splits by memory kind), against `nsys stats -r
+    cuda_gpu_mem_time_sum,cuda_gpu_mem_size_sum`."""
+    want = ref(path, "cuda_gpu_mem_time_sum")
+    mem = loaded(str(path)).summary()["memory"].group_by("operation").agg(
+        pl.col("count").sum(), pl.col("total_ns").sum(), pl.col("bytes").sum())
+    got = {r["operation"]: r for r in mem.iter_rows(named=True)}
+    assert set(got) == set(want["Operation"].to_list())
+    for w in want.iter_rows(named=True):
+        g = got[w["Operation"]]
+        assert g["count"] == int(w["Count"]) and g["total_ns"] == int(w["Total Time (ns)"])
+    size = reference_csv(path, "cuda_gpu_mem_size_sum")
+    if size.exists():
+        for w in pl.read_csv(size, infer_schema_length=0).iter_rows(named=True):
+            assert close(got[w["Operation"]]["bytes"] / 1e6, w["Total (MB)"], 0.0005)
