@@ -197,6 +197,11 @@ def files_options(fn):
     return fn
 
 
+def _several(files: tuple[str, ...]) -> bool:
+    """Several exports: more than one FILE, or a quoted glob (`'rank*.sqlite'`) for nsysql to expand."""
+    return len(files) > 1 or bool(files and any(c in files[0] for c in "*?["))
+
+
 def _each_rank(files: tuple[str, ...], method: str, **kwargs):
     """Run Profile.<method> on each export, stacked with a `rank` column (numbered as `nsysql ranks` does)."""
     import polars as pl
@@ -275,8 +280,9 @@ class _Group(click.Group):
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="nsysql")
 @click.option("--cache-dir", type=click.Path(file_okay=False), envvar="NSYSQL_CACHE_DIR",
-              help="Where loaded profiles are cached [default: $NSYSQL_CACHE_DIR or ~/.cache/nsysql].")
-@click.option("--no-cache", is_flag=True, help="Load the export afresh and store nothing.")
+              help="Where loaded profiles are cached [default: $NSYSQL_CACHE_DIR, $XDG_CACHE_HOME/nsysql or "
+                   "~/.cache/nsysql].")
+@click.option("--no-cache", is_flag=True, help="Load the export afresh and store no cache entry or answer.")
 @click.pass_context
 def main(ctx, cache_dir, no_cache):
     """Answers about Nsight Systems SQLite exports (nsys 2020 to 2026).
@@ -353,7 +359,7 @@ def summary(files, fmt, output, attribution, top):
     """One screen: span, GPUs, busy %, iterations, idle causes, findings, top kernels and ranges, memory.
 
     With several FILEs (one per rank), the cross-rank summary of `nsysql ranks`."""
-    if len(files) > 1 or (files and any(c in files[0] for c in "*?[")):
+    if _several(files):
         _emit(_ranks_result(files, None, None), fmt, output)
         return
     prof = _load(files[0] if files else None)
@@ -382,7 +388,7 @@ def api(file, fmt, output, top):
 @handled
 def kernels(files, fmt, output, name_kind, top):
     """Top kernels by total GPU time (as `nsys stats -r cuda_gpu_kern_sum`); several FILEs add a rank column."""
-    if len(files) > 1:
+    if _several(files):
         _emit(_each_rank(files, "kernels", name=name_kind, top=top), fmt, output)
         return
     _emit(_load(files[0] if files else None).kernels(name=name_kind, top=top), fmt, output)
@@ -421,7 +427,7 @@ def kernels_by_range(file, fmt, output, range_, innermost, attribution):
 @handled
 def iterations(files, fmt, output, range_, skip):
     """Per-iteration breakdown: wall time, GPU busy/idle, per child range, warm-up and outliers."""
-    if len(files) > 1:
+    if _several(files):
         _emit(_each_rank(files, "iterations", range=range_, skip=skip), fmt, output)
         return
     prof = _load(files[0] if files else None)
@@ -468,7 +474,7 @@ def _emit_text(text: str, output: str | None) -> None:
 def gaps(files, fmt, output, range_, min_, by, include_warmup):
     """GPU idle gaps and what the CPU was doing meanwhile (cause: host:<range>, sync, memcpy, alloc, launch)."""
     kwargs = dict(range=range_, min_ns=min_, by=by, include_warmup=include_warmup)
-    if len(files) > 1:
+    if _several(files):
         _emit(_each_rank(files, "gaps", **kwargs), fmt, output)
         return
     _emit(_load(files[0] if files else None).gaps(**kwargs), fmt, output)

@@ -207,3 +207,22 @@ def test_stats_json_on_stdout_is_one_document():
     res = run(["stats", str(TRAIN), "-r", "kernels,gaps", "-f", "json"])
     doc = json.loads(res.stdout)
     assert list(doc) == ["kernels", "gaps"] and len(doc["kernels"]) == loaded(str(TRAIN)).kernels().height
+
+
+@pytest.mark.parametrize("cmd", ["kernels", "iterations", "gaps"])
+def test_a_quoted_glob_is_several_ranks(cmd):
+    """`nsysql kernels 'rank*.sqlite'`: nsysql expands the glob (as summary and ranks do) and adds a rank column."""
+    import glob
+
+    from conftest import FIXTURES
+
+    pattern = str(FIXTURES / "ddp_pair" / "rank*.sqlite")
+    res = run([cmd, pattern, "-f", "csv"])
+    assert res.exit_code == 0, res.stderr
+    got = pl.read_csv(io.StringIO(res.stdout))
+    assert sorted(got["rank"].unique().to_list()) == list(range(len(glob.glob(pattern))))
+
+
+def test_range_counts_the_instances_it_selects():
+    res = run(["iterations", str(TRAIN), "--range", "Batch1", "--skip", "0"])
+    assert res.exit_code == 0 and "selects 1 range name(s) (exact match), 1 instances" in res.stdout

@@ -76,11 +76,12 @@ def detect(con, range: str | None = None) -> IterationRange:
         by_thread = sel.group_by(["pid", "tid"]).agg(pl.col("instances").sum(), pl.col("with_children").sum(),
                                                      pl.col("family").first(), pl.col("depth").min())
         best = by_thread.sort(["instances", "tid"], descending=[True, False]).row(0, named=True)
-        family, n = (range if how != "exact" else names[0]), best["instances"]
-        delimiter = best["with_children"] == 0
-        why = (f"--range {range!r} selects {len(names)} range name(s) ({how} match), {n} instances on thread "
-               f"{best['tid']}")
         pid, tid = best["pid"], best["tid"]
+        # the selected names' own instances (a candidate family's count includes names the pattern left out)
+        family, n = (range if how != "exact" else names[0]), run(con, "range_count", pid=pid, tid=tid,
+                                                                  names=names)["n"][0]
+        delimiter = best["with_children"] == 0
+        why = f"--range {range!r} selects {len(names)} range name(s) ({how} match), {n} instances on thread {tid}"
     else:
         top = cands.row(0, named=True)
         pid, tid = top["pid"], top["tid"]
