@@ -23,7 +23,6 @@ from .analyses import summary as _summary
 from .analyses import gaps as _gaps
 from .analyses import iterations as _iter
 from .analyses._sql import facts as _facts
-from .analyses._sql import frame as _frame
 from .analyses._sql import user_frame as _user_frame
 from .analyses.patterns import resolve_range
 from .analyses.ranges import DEFAULT_ATTRIBUTION
