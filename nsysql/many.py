@@ -26,12 +26,15 @@ from .errors import NsysqlError
 def expand(paths: list[str]) -> list[str]:
     """Paths and globs ('runs/rank*.sqlite') -> existing paths, in the order given, without repeats."""
     out: list[str] = []
+    seen: set[str] = set()  # one file named two ways (`rank0.sqlite`, `./rank0.sqlite`) is one rank
     for p in paths:
         hits = sorted(glob.glob(os.path.expanduser(p))) if any(c in p for c in "*?[") else [p]
         if not hits:
             raise NsysqlError(f"{p}: no file matches")
         for h in hits:
-            if h not in out:
+            real = os.path.realpath(os.path.expanduser(h))
+            if real not in seen:
+                seen.add(real)
                 out.append(h)
     return out
 
@@ -130,9 +133,11 @@ class Ranks:
         return self.tables["iterations"].sort(["rank", "iteration"])
 
 
-def load_many(paths: list[str], *, cache_dir: str | os.PathLike | None = None, cache: bool = True,
+def load_many(paths: list[str] | str, *, cache_dir: str | os.PathLike | None = None, cache: bool = True,
               workers: int | None = None, client=None) -> Ranks:
     """Load several per-rank exports in parallel (processes, or a dask.distributed.Client) into a Ranks."""
+    if isinstance(paths, (str, os.PathLike)):  # one path or glob, not a list of its characters
+        paths = [paths]
     files = expand([str(p) for p in paths])
     if not files:
         raise NsysqlError("no files given")

@@ -99,6 +99,9 @@ def cached(name: str, normalize: dict | None = None):
         def inner(self, *args, **kwargs):
             import inspect
 
+            if self._closed:  # no answers from a closed Profile, remembered or not
+                self.con  # raises NsysqlError
+
             bound = inspect.signature(method).bind(self, *args, **kwargs)
             bound.apply_defaults()
             for k, f in (normalize or {}).items():

@@ -43,27 +43,64 @@ class Profile:
         self._answers = Answers()  # this Profile's answers, shared with its workers
         self.path = path
         self.cache_entry = cache_entry
+        self._owner = threading.get_ident()  # the thread that uses _con itself; others get cursors of it
+        self._local = threading.local()
+        self._cursors: list = []
+        self._where: tuple[str, str] | None = None
+        self._closed = False
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
-        """The DuckDB connection over the canonical tables (opened, or built, on first use)."""
-        if self._con is None:
+        """The DuckDB connection over the canonical tables (opened, or built, on first use). A DuckDB connection
+        runs one query at a time, so another thread gets a cursor of its own (made on its first use), and the
+        same Profile can be asked from several threads at once."""
+        base = self._base()
+        if threading.get_ident() == self._owner:
+            return base
+        cur = getattr(self._local, "cur", None)
+        if cur is None:
+            with self._lock:
+                cur = self._local.cur = _cursor(base, self._where)
+                self._cursors.append(cur)
+        return cur
+
+    def _base(self) -> duckdb.DuckDBPyConnection:
+        """The connection itself, opened on first use, with the database and search path its cursors need
+        (read now, before any query can keep the connection busy)."""
+        if self._closed:
+            raise NsysqlError(f"{self.path}: this Profile is closed; load the export again")
+        if self._where is None:
             with self._lock:
                 if self._con is None:
                     self._con = self._opener()
+                if self._where is None:
+                    self._where = self._con.execute(
+                        "SELECT current_database(), current_setting('search_path')").fetchall()[0]
         return self._con
 
     def close(self) -> None:
-        """Close the DuckDB connection, once the cache entry being written from it (cold load) is in place."""
+        """Close the DuckDB connection, once the cache entry being written from it (cold load) is in place.
+        Afterwards the Profile answers nothing (NsysqlError)."""
         _cache.wait()
-        if self._con is not None:
-            self._con.close()
-            self._con = None
+        with self._lock:
+            for cur in self._cursors:
+                cur.close()
+            self._cursors.clear()
+            if self._con is not None:
+                self._con.close()
+                self._con = None
+            self._closed = True
+
+    def __enter__(self) -> Profile:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def worker(self) -> Profile:
         """This Profile for another thread: the same answers, on a DuckDB cursor of its own (one connection runs
         one query at a time). `nsysql stats` asks its reports on workers at once; so can you."""
-        w = Profile(None, self.path, self.cache_entry, lambda: _cursor(self.con))
+        w = Profile(None, self.path, self.cache_entry, lambda: _cursor(self._base(), self._where))
         w._answers = self._answers
         w._lock = self._lock
         return w

@@ -226,3 +226,41 @@ def test_a_quoted_glob_is_several_ranks(cmd):
 def test_range_counts_the_instances_it_selects():
     res = run(["iterations", str(TRAIN), "--range", "Batch1", "--skip", "0"])
     assert res.exit_code == 0 and "selects 1 range name(s) (exact match), 1 instances" in res.stdout
+
+
+def test_one_profile_answers_several_threads_at_once():
+    """Each thread gets its own DuckDB cursor: the same frames as asked one after another, cold and warm."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import nsysql
+    from polars.testing import assert_frame_equal
+
+    want = loaded(str(TRAIN))
+    for cache in (False, True):
+        with nsysql.load(TRAIN, cache=cache) as p:
+            asks = ("kernels", "api", "ranges", "iterations", "gaps")
+            with ThreadPoolExecutor(len(asks)) as pool:
+                got = [f.result(timeout=120) for f in [pool.submit(getattr(p, a)) for a in asks]]
+            for a, g in zip(asks, got):
+                assert_frame_equal(g, getattr(want, a)())
+        with pytest.raises(nsysql.NsysqlError, match="closed"):
+            p.kernels()
+
+
+def test_python_api_errors_are_nsysql_errors():
+    import nsysql
+
+    p = loaded(str(TRAIN))
+    for call in (lambda: p.sql("SELEC 1"), lambda: p.sql("SELECT * FROM nope"), lambda: p.gaps(min_ns=-1),
+                 lambda: p.timeline(bins=0), lambda: p.timeline(start_ns=5)):
+        with pytest.raises(nsysql.NsysqlError):
+            call()
+
+
+def test_a_file_named_two_ways_is_one_rank():
+    from conftest import FIXTURES
+    from nsysql.many import expand
+
+    r0 = FIXTURES / "ddp_pair" / "rank0.sqlite"
+    assert expand([str(r0), os.path.relpath(r0), str(FIXTURES / "ddp_pair" / "rank*.sqlite")]) == \
+        [str(r0), str(FIXTURES / "ddp_pair" / "rank1.sqlite")]

@@ -32,6 +32,17 @@ _AS_TEXT = ("INTERVAL", "BIT", "UNION", "TIME WITH TIME ZONE")
 def user_frame(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
     """A user's own query (`nsysql sql`, Profile.sql) as a DataFrame: read-only statements only, and columns of
     types polars cannot hold cast to text."""
+    import duckdb
+
+    from ..errors import NsysqlError
+
+    try:
+        return _user_frame(con, sql)
+    except duckdb.Error as e:  # a typo in the user's SQL is their input's problem: one line, as the CLI says it
+        raise NsysqlError(f"query failed: {str(e).splitlines()[0]}") from None
+
+
+def _user_frame(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
     from ..errors import NsysqlError
 
     statements = con.extract_statements(sql)

@@ -21,7 +21,9 @@ _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_00
 
 def parse_duration(text: str | int) -> int:
     """'500us', '2ms', '1s', '1.5ms' or a number of ns -> ns."""
-    if isinstance(text, int):
+    if isinstance(text, int) and not isinstance(text, bool):
+        if text < 0:
+            raise NsysqlError(f"a duration is 0 or more, not {text} ns")
         return text
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ns|us|µs|ms|s)?\s*", str(text))
     if not m:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..errors import NsysqlError
 from ._sql import run
 
 DEFAULT_BINS = 1500
@@ -15,6 +16,10 @@ def timeline(con, bins: int = DEFAULT_BINS, start_ns: int | None = None, end_ns:
 
     The cost is O(bins) ASOF lookups per device, whatever the number of GPU ops, so big profiles stay cheap.
     """
+    if not isinstance(bins, int) or bins < 1:
+        raise NsysqlError(f"bins is a whole number of 1 or more, not {bins!r}")
+    if (start_ns is None) != (end_ns is None) or (start_ns is not None and end_ns <= start_ns):
+        raise NsysqlError(f"give start_ns and end_ns together, end after start (got {start_ns!r}, {end_ns!r})")
     frames = []
     for dev in run(con, "gpu_utilization")["device_id"].to_list():
         t0, t1 = run(con, "device_span", device=dev).row(0)

@@ -215,7 +215,7 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
         except NsysqlError:
             g = None
         window = None
-        if its is not None and its.height:
+        if its is not None and its.height and its["end_ns"].max() > its["start_ns"].min():
             window = (int(its["start_ns"].min()), int(its["end_ns"].max()))
         tl = prof.timeline(start_ns=window[0], end_ns=window[1]) if window else prof.timeline()
         if window and g is not None:
