@@ -55,6 +55,10 @@ class Profile:
         runs one query at a time, so another thread gets a cursor of its own (made on its first use), and the
         same Profile can be asked from several threads at once."""
         base = self._base()
+        if self._owner is None:  # a worker belongs to the thread that first asks it
+            with self._lock:
+                if self._owner is None:
+                    self._owner = threading.get_ident()
         if threading.get_ident() == self._owner:
             return base
         cur = getattr(self._local, "cur", None)
@@ -103,6 +107,7 @@ class Profile:
         w = Profile(None, self.path, self.cache_entry, lambda: _cursor(self._base(), self._where))
         w._answers = self._answers
         w._lock = self._lock
+        w._owner = None
         return w
 
     def parallel(self, *calls: Callable[[Profile], object]) -> list:
