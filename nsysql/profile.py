@@ -32,6 +32,14 @@ if TYPE_CHECKING:
     import duckdb
 
 
+def _head(whole: pl.DataFrame, top: int) -> pl.DataFrame:
+    """The first `top` rows of a whole ranked table (ordered by total time, then name; pct is of the whole), so
+    the one stored answer serves summary's top 10, `--top N` and everything."""
+    if top < 0:
+        raise NsysqlError(f"--top must be 0 or more, not {top}")
+    return whole.head(top)
+
+
 class Profile:
     """An nsys export loaded into DuckDB's canonical tables. `con` is the DuckDB connection, for your own SQL."""
 
@@ -135,20 +143,14 @@ class Profile:
     @cached("kernels")
     def kernels(self, name: str = "demangled", top: int | None = None) -> pl.DataFrame:
         if top is not None:
-            if top < 0:
-                raise NsysqlError(f"--top must be 0 or more, not {top}")
-            # the head of the whole table (ordered by total time, then name; pct is of all kernel time), so the
-            # answer stored for summary's top 10 also serves `nsysql kernels` and any other --top
-            return self.kernels(name=name).head(top)
+            return _head(self.kernels(name=name), top)
         return _kernels.kernels(self.con, name=name)
 
     @cached("api")
     def api(self, top: int | None = None) -> pl.DataFrame:
         """CUDA API calls by function (as `nsys stats -r cuda_api_sum`): calls, time inside them, % of API time."""
         if top is not None:
-            if top < 0:
-                raise NsysqlError(f"--top must be 0 or more, not {top}")
-            return self.api().head(top)  # the head of the whole table, as kernels(top=...)
+            return _head(self.api(), top)
         return _api.api(self.con)
 
     @cached("ranges")
