@@ -219,3 +219,5 @@ def test_no_busy_share_of_a_gpu_that_ran_one_memset():
     assert (int(prof.facts["span_start_ns"][0]), int(prof.facts["span_end_ns"][0])) == (start, end)
     busy = dict(prof.summary()["facts"].iter_rows())["GPU 0 busy"]
     assert "%" not in busy and busy.startswith("1.5 us of GPU time in 1 op: too little for a busy share")
+    md = CliRunner().invoke(main, ["report", "-f", "markdown", str(path)])
+    assert md.exit_code == 0 and "**GPU busy** 1.5 us in all, too little for a share" in md.stdout
