@@ -480,6 +480,12 @@ def gaps(files, fmt, output, range_, min_, by, include_warmup):
     _emit(_load(files[0] if files else None).gaps(**kwargs), fmt, output)
 
 
+def _ranks_rule() -> str:
+    from .analyses.ranks import RULE
+
+    return RULE
+
+
 def _ranks_result(files, dask, workers):
     from .many import connect_dask, load_many
 
@@ -492,6 +498,7 @@ def _ranks_result(files, dask, workers):
         if client is not None:
             client.close()
     click.echo(f"nsysql: {r.files.height} ranks; {r.numbering}", err=True)
+    click.echo(f"nsysql: straggler rule: {_ranks_rule()}", err=True)
     return {"files": r.files.select("rank", "path", "rank_source"), "per rank": r.per_rank(),
             "stragglers": r.findings().select("rank", "sentence"),
             "straggler evidence": r.stragglers(),

@@ -99,3 +99,70 @@ def test_range_pattern_forms():
     assert len(prof.resolve_range("Batch")) == 20
     assert set(prof.resolve_range("Batch1")) == {"Batch1"}
     assert set(prof.resolve_range("^(Forward|Backward) Pass$")) == {"Forward Pass", "Backward Pass"}
+
+
+def _with_ranges(tmp_path, ranges):
+    """train_small with extra NVTX push/pop ranges on the autograd thread, each enclosing the launch of one backward
+    kernel of Batch5: `ranges` is a list of (name, domain or None). Returns the copy's path and, per added range,
+    the correlation id of the kernel whose launch it encloses (read here with Python's sqlite3)."""
+    import shutil
+    import sqlite3
+
+    path = tmp_path / "train_small_ranges.sqlite"
+    shutil.copyfile(fixture("train_small"), path)
+    db = sqlite3.connect(path)
+    main_tid, bstart, bend = db.execute("SELECT globalTid, start, \"end\" FROM NVTX_EVENTS WHERE text = 'Backward Pass' "
+                                        "ORDER BY start LIMIT 1 OFFSET 5").fetchone()
+    launches = db.execute(
+        "SELECT r.globalTid, r.start, r.\"end\", r.correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
+        "JOIN CUPTI_ACTIVITY_KIND_KERNEL k USING (correlationId) "
+        "WHERE r.globalTid <> ? AND r.start >= ? AND r.start < ? ORDER BY r.start", (main_tid, bstart, bend)).fetchall()
+    assert len(launches) >= len(ranges)
+    out = []
+    for i, ((name, domain), (tid, start, end, corr)) in enumerate(zip(ranges, launches[::2])):
+        dom = 0
+        if domain:
+            dom = 100 + i
+            db.execute("INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid, domainId) VALUES (?, 75, ?, ?, ?)",
+                       (bstart, domain, tid, dom))
+        db.execute("INSERT INTO NVTX_EVENTS (start, \"end\", eventType, text, globalTid, domainId) "
+                   "VALUES (?, ?, 59, ?, ?, ?)", (start - 1, end + 1, name, tid, dom))
+        out.append(corr)
+    db.commit()
+    db.close()
+    return path, out
+
+
+def _credited(prof, corr):
+    return dict(prof.sql(f"""SELECT r.name, x.via::VARCHAR AS via FROM op_ranges x JOIN gpu_ops o USING (op_id)
+                             JOIN nvtx_ranges r USING (range_id) WHERE o.correlation_id = {corr}""").rows())
+
+
+def test_library_range_on_the_launching_thread_keeps_the_main_threads_ranges(tmp_path):
+    """A kernel the autograd thread launches inside a library's range (CCCL, NCCL) is credited to that range (its
+    own thread's) and, under the process rule, to the user's `Backward Pass` and `Batch5` open on the main thread;
+    a range of the user's own (default domain) on the autograd thread stands for the user's phase there instead."""
+    import nsysql
+
+    path, (lib, nccl, user) = _with_ranges(tmp_path, [("cub::DeviceRadixSort::SortPairs", "CCCL"),
+                                                      ("ncclAllReduce", "NCCL"), ("my_helper", None)])
+    prof, base = nsysql.load(path, cache=False), loaded(str(fixture("train_small")))
+    assert _credited(prof, lib) == {"cub::DeviceRadixSort::SortPairs": "thread", "Backward Pass": "process",
+                                    "Batch5": "process"}
+    assert _credited(prof, nccl) == {"ncclAllReduce": "thread", "Backward Pass": "process", "Batch5": "process"}
+    assert _credited(prof, user) == {"my_helper": "thread"}
+    # kernels-by-range, ranges and iterations read the same op_ranges: Backward Pass and Batch5 lose only the
+    # kernel under the user's own range
+    for attribution, lost in (("process", 1), ("thread", 0)):
+        got, was = (kernels_in(p, "Backward Pass", attribution)["count"].sum() for p in (prof, base))
+        assert got == was - lost
+        got, was = (p.ranges(attribution=attribution).filter(pl.col("name") == "Batch5")["gpu_ops"][0]
+                    for p in (prof, base))
+        assert got == was - lost
+    assert kernels_in(prof, "cub::DeviceRadixSort::SortPairs", "thread")["count"].sum() == 1
+    # iterations: a kernel belongs to the step it was launched in, whatever its thread; the per-phase GPU time
+    # reads op_ranges, so `Backward Pass` of Batch5 loses the one kernel under the user's own range
+    dur = prof.sql(f"SELECT duration_ns FROM gpu_ops WHERE correlation_id = {user}")["duration_ns"][0]
+    got, was = (p.iterations().filter(pl.col("name") == "Batch5").row(0, named=True) for p in (prof, base))
+    assert got["kernels"] == was["kernels"]
+    assert got["Backward Pass gpu_ns"] == was["Backward Pass gpu_ns"] - dur

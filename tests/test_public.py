@@ -176,3 +176,48 @@ def test_span_of_an_export_without_timed_events_is_unknown_not_zero():
         pytest.skip("export absent")
     facts = dict(nsysql.load(path, cache=False).summary()["facts"].iter_rows())
     assert facts["span"].startswith("unknown")
+
+
+def _extent(path, tables: dict[str, tuple[str, str]]) -> tuple[int, int]:
+    """min(start) and max(end) over the export's rows of `tables` (name -> start column, end column), read here with
+    Python's sqlite3: the span by construction."""
+    import sqlite3
+
+    db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    have = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    ext = [db.execute(f'SELECT min("{a}"), max("{b}") FROM "{t}"').fetchone() for t, (a, b) in tables.items()
+           if t in have]
+    return min(r[0] for r in ext if r[0] is not None), max(r[1] for r in ext if r[1] is not None)
+
+
+def test_span_of_a_cpu_only_capture_is_its_scheduling_and_sample_events():
+    """JACC.jl cg_trace: no CUDA, no NVTX range, but 11k scheduling events and CPU samples: those are its span."""
+    import nsysql
+
+    path = PUBLIC / "D-W-Chiang__JACC.jl__cg_trace.sqlite"
+    if not path.exists():
+        pytest.skip("export absent")
+    prof = nsysql.load(path, cache=False)
+    start, end = _extent(path, {"SCHED_EVENTS": ("start", "start"), "COMPOSITE_EVENTS": ("start", "start")})
+    assert int(prof.facts["span_start_ns"][0]) == start and int(prof.facts["span_end_ns"][0]) == end
+    assert prof.facts["span_from"] == ["scheduling events, CPU samples"]
+    facts = dict(prof.summary()["facts"].iter_rows())
+    assert facts["span"] == f"{(end - start) / 1e9:.3f} s"
+    assert "SCHED_EVENTS" in prof.facts["tables_read"][0].split(",")
+
+
+def test_no_busy_share_of_a_gpu_that_ran_one_memset():
+    """WeatherBench2: one 1.5 us memset is all the GPU work; the span is every timed table's extent."""
+    import nsysql
+
+    path = PUBLIC / "frasertajima__WeatherBench2__report1.sqlite"
+    if not path.exists():
+        pytest.skip("export absent")
+    prof = nsysql.load(path, cache=False)
+    timed = {t: ("start", "end") for t in ("CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_RUNTIME", "OSRT_API")}
+    start, end = _extent(path, {**timed, "SCHED_EVENTS": ("start", "start"), "COMPOSITE_EVENTS": ("start", "start")})
+    assert (int(prof.facts["span_start_ns"][0]), int(prof.facts["span_end_ns"][0])) == (start, end)
+    busy = dict(prof.summary()["facts"].iter_rows())["GPU 0 busy"]
+    assert "%" not in busy and busy.startswith("1.5 us of GPU time in 1 op: too little for a busy share")
+    md = CliRunner().invoke(main, ["report", "-f", "markdown", str(path)])
+    assert md.exit_code == 0 and "**GPU busy** 1.5 us in all, too little for a share" in md.stdout

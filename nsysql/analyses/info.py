@@ -24,7 +24,7 @@ def info(con) -> pl.DataFrame:
         rows.append(("file", "captured with", one("capture_version")))
     if one("schema_version"):
         rows.append(("file", "export schema", one("schema_version")))
-    rows.append(("file", "span", _fmt_ns(one("span_ns"))))
+    rows.append(("file", "span", _fmt_ns(one("span_ns")) + (f" (from {one('span_from')})" if one("span_from") else "")))
     if one("rank"):
         rows.append(("file", "rank", one("rank")))
     for d in run(con, "devices").iter_rows():

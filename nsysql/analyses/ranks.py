@@ -5,12 +5,17 @@ reduced to what the cross-rank analysis needs, idle time by cause, and NCCL time
 (a few KB per rank) travel; the reduction (`per_rank`, `by_iteration`, `stragglers`) runs in DuckDB over all
 ranks' frames at once.
 
-Straggler rule: rank r is a straggler in iteration i when
-- its own GPU idle time in i exceeds its steady-state median by at least max(1 ms, 25% of the median
-  steady-state iteration time over all ranks), i.e. its GPU waited on its own CPU side, and
+Straggler rule (RULE, printed with the answer): with T = max(1 ms, 25% of the median steady-state iteration
+time over all ranks), rank r is a straggler in iteration i when
+- its iteration time in i exceeds its own steady-state median by at least max(T, 5 x the median absolute
+  deviation (MAD) of its own steady-state iteration times): it was slow beyond its own noise,
+- its own GPU idle time in i exceeds its steady-state median by at least T: its GPU waited on its CPU side, and
 - some other rank's collective (NCCL) kernel time grows over its own median, in iteration i or i+1, by at
-  least half that excess: the others waited for r inside the collective.
+  least max(half that excess idle, 5 x the MAD of its own collective time): the others waited for r inside the
+  collective, beyond their own noise.
 The CPU-side cause is the cause of r's largest idle gap in i (e.g. `host:data`, with the OS call in flight).
+What a straggler cost the job is the others' extra time in collectives it caused, summed over its iterations;
+the sentences come in that order, costliest first.
 """
 
 from __future__ import annotations
@@ -26,6 +31,12 @@ from .. import queries
 MIN_EXCESS_NS = 1_000_000
 EXCESS_SHARE = 0.25
 WAIT_SHARE = 0.5
+NOISE_K = 5  # x the median absolute deviation of the rank's own steady-state iterations
+RULE = (f"with T = max({MIN_EXCESS_NS / 1e6:g} ms, {EXCESS_SHARE:.0%} of the median step), a rank straggles in a "
+        f"step that is longer than its own median step by at least max(T, {NOISE_K} x the MAD of its own steps), "
+        "in which its GPU idles at least T more than its median, and in which (or in the next) another rank's "
+        f"collective time grows by at least max({WAIT_SHARE:.0%} of that idle, {NOISE_K} x the MAD of its own); "
+        "stragglers are listed by the wait they cost the others")
 
 
 def rank_tables(con, path: str) -> dict[str, pl.DataFrame]:
@@ -96,7 +107,8 @@ def reduce(con, tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
     if nccl is None or nccl.height == 0:
         nccl = pl.DataFrame(schema={"rank": pl.Int64, "instances": pl.Int64, "total_ns": pl.Int64})
     con.register("rank_nccl", nccl.to_arrow())
-    params = {"min_excess": MIN_EXCESS_NS, "excess_share": EXCESS_SHARE, "wait_share": WAIT_SHARE}
+    params = {"min_excess": MIN_EXCESS_NS, "excess_share": EXCESS_SHARE, "wait_share": WAIT_SHARE,
+              "noise_k": NOISE_K}
     per_rank = run(con, "ranks_per_rank")
     by_iter = run(con, "ranks_by_iteration")
     strag = run(con, "ranks_stragglers", **params)
@@ -106,10 +118,12 @@ def reduce(con, tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
 
 
 def straggler_sentences(strag: pl.DataFrame) -> pl.DataFrame:
-    """One sentence per straggling rank: which iterations, the CPU-side cause, and the wait it imposed."""
+    """One sentence per straggling rank: which iterations, the CPU-side cause, and the wait it imposed; costliest
+    first (the others' extra time in collectives, summed over its iterations: `cost_ns`)."""
     rows = []
     for (rank,), g in strag.group_by(["rank"], maintain_order=True):
-        its = g["iteration"].to_list()
+        cost = int(g.group_by("iteration").agg(pl.col("wait_ns").max())["wait_ns"].sum())
+        its = sorted(set(g["iteration"].to_list()))
         causes = g["top_cause"].drop_nulls().value_counts(sort=True)
         cause = causes["top_cause"][0] if causes.height else "unknown"
         os_calls = g["os_call"].drop_nulls().unique().to_list()
@@ -119,8 +133,10 @@ def straggler_sentences(strag: pl.DataFrame) -> pl.DataFrame:
         rows.append({
             "rank": rank,
             "iterations": ", ".join(map(str, its)),
+            "cost_ns": cost,
             "sentence": (
-                f"rank {rank} straggles in iterations {', '.join(map(str, its))}: its GPU idles "
+                f"rank {rank} straggles in iterations {', '.join(map(str, its))} (costing the job about "
+                f"{cost / 1e6:.1f} ms): its GPU idles "
                 f"{g['excess_idle_ns'].median() / 1e6:.1f} ms more than usual while its CPU is in {cause}"
                 + (f" ({', '.join(os_calls)})" if os_calls else "")
                 + f"; {waits} then spend{'s' if ',' not in waits else ''} "
@@ -128,4 +144,6 @@ def straggler_sentences(strag: pl.DataFrame) -> pl.DataFrame:
                 f"{' or '.join(lag[w] for w in when)}"
             ),
         })
-    return pl.DataFrame(rows, schema={"rank": pl.Int64, "iterations": pl.String, "sentence": pl.String})
+    return (pl.DataFrame(rows, schema={"rank": pl.Int64, "iterations": pl.String, "cost_ns": pl.Int64,
+                                       "sentence": pl.String})
+            .sort(["cost_ns", "rank"], descending=[True, False]))

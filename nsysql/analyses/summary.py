@@ -42,9 +42,7 @@ def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10, *, its: 
          or "none used"),
     ]
     for r in gpus.iter_rows(named=True):
-        rows.append((f"GPU {r['device_id']} busy",
-                     f"{r['busy_pct_active']:.1f}% of its active span ({r['busy_ns'] / 1e6:.1f} ms of "
-                     f"{r['active_ns'] / 1e6:.1f} ms), {r['busy_pct_span']:.1f}% of the profile span"))
+        rows.append((f"GPU {r['device_id']} busy", _busy(r)))
     causes = None
     try:
         if its is None or st is None:
@@ -82,3 +80,21 @@ def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10, *, its: 
     out["ranges"] = rg.filter(pl.col("gpu_ops") > 0).sort("gpu_total_ns", descending=True).head(top)
     out["memory"] = read["memory"]
     return out
+
+
+MIN_ACTIVE_NS = 1_000_000  # a busy share of a shorter active span (one memset, say) says nothing
+
+
+def _busy(r: dict) -> str:
+    """The GPU-busy sentence of one device: no share where there is no GPU time, or too little to share."""
+    if not r["busy_ns"]:
+        return f"no GPU time ({r['ops']} ops of no duration)"
+    if r["active_ns"] < MIN_ACTIVE_NS:
+        return (f"{_dur(r['busy_ns'])} of GPU time in {r['ops']} op{'s' if r['ops'] != 1 else ''}: too little for "
+                f"a busy share (active span {_dur(r['active_ns'])})")
+    return (f"{r['busy_pct_active']:.1f}% of its active span ({r['busy_ns'] / 1e6:.1f} ms of "
+            f"{r['active_ns'] / 1e6:.1f} ms), {r['busy_pct_span']:.1f}% of the profile span")
+
+
+def _dur(ns: int) -> str:
+    return f"{ns / 1e3:.1f} us" if ns < 1_000_000 else f"{ns / 1e6:.1f} ms"

@@ -38,7 +38,7 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=Non
         ("source_bytes", str(src.path.stat().st_size)),
         ("canonical_schema", SCHEMA_VERSION),
         ("nsysql_version", __version__),
-        ("tables_read", ",".join(sorted(set(used.values())))),
+        ("tables_read", ",".join(sorted({t for read in used.values() for t in read.split(",")}))),
         ("tables_in_file", ",".join(sorted(src.tables))),
     ]
     facts += [("missing", msg) for msg in _missing(src, con)]

@@ -30,6 +30,10 @@ class RawTable:
     sources: tuple[str, ...]  # nsys tables to try, first present wins
     columns: tuple[tuple[str, str], ...]  # nsys column name, type in staging
     aliases: tuple[tuple[str, str], ...] = ()  # (staging column, other nsys name for it in older schemas)
+    # extent: (nsys start column, nsys end column). No rows are read, only the first and last timestamp of each
+    # present source, aggregated in SQLite: one row per source table (its name, min of start, max of end). For
+    # timed tables that only widen the profile's span: scheduling events, CPU samples.
+    extent: tuple[str, str] | None = None
 
     def schema(self) -> pa.Schema:
         """The Arrow schema of the staging table (for the fallback reader only: the fast path needs no pyarrow)."""
@@ -114,12 +118,28 @@ RAW_TABLES: tuple[RawTable, ...] = (
     RawTable("raw_capture", ("META_DATA_CAPTURE",), (("name", S), ("value", S))),
     RawTable("raw_analysis", ("ANALYSIS_DETAILS",), (("startTime", I), ("stopTime", I), ("duration", I))),
     RawTable("raw_enum_memkind", ("ENUM_CUDA_MEM_KIND",), (("id", I), ("label", S))),
+    # instants (no end column): the extent is min(start) to max(start)
+    RawTable("raw_extents", ("SCHED_EVENTS", "COMPOSITE_EVENTS"), (("source", S), ("start", I), ("end", I)),
+             extent=("start", "start")),
 )
+
+
+def _extent_select(src: Source, rt: RawTable, text_as_blob: bool) -> tuple[str | None, str]:
+    """One aggregate row per present source table of an extent RawTable (see RawTable.extent)."""
+    lo, hi = rt.extent
+    parts = []
+    for t in rt.sources:
+        if src.has(t, lo) and src.has(t, hi):
+            name = f"CAST('{t}' AS BLOB)" if text_as_blob else f"'{t}'"
+            parts.append(f'SELECT {name} AS "source", min("{lo}") AS "start", max("{hi}") AS "end" FROM "{t}"')
+    return (" UNION ALL ".join(parts) or None), ",".join(t for t in rt.sources if src.has(t))
 
 
 def _select(src: Source, rt: RawTable, text_as_blob: bool = False) -> tuple[str | None, str]:
     """The SELECT that reads `rt` from the export (None if no source table), and the table used. Text columns
     come as TEXT (DuckDB checks their UTF-8), or as BLOB for the fallback reader, which decodes them itself."""
+    if rt.extent is not None:
+        return _extent_select(src, rt, text_as_blob)
     table = next((t for t in rt.sources if src.has(t)), None)
     if table is None:
         return None, ""
@@ -170,13 +190,13 @@ def plan(src: Source, workers: int) -> tuple[dict[str, str], list[Job]]:
     used: dict[str, str] = {}
     jobs = []
     selects = {rt: _select(src, rt) for rt in RAW_TABLES}
-    sizes = src.approx_rows_of({table for sql, table in selects.values() if sql is not None})
+    sizes = src.approx_rows_of({table for rt, (sql, table) in selects.items() if sql is not None and not rt.extent})
     for rt in RAW_TABLES:
         sql, table = selects[rt]
         if sql is None:
             continue
         used[rt.name] = table
-        rows = sizes[table]
+        rows = 1 if rt.extent else sizes[table]  # one row per source table
         n = min(workers, -(-rows // CHUNK_ROWS)) if workers > 2 else 1
         blob_sql = _select(src, rt, text_as_blob=True)[0]
         if n <= 1:

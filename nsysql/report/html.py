@@ -156,6 +156,8 @@ def _fact(k: str, v: str, d: str = "") -> str:
 
 
 def _facts(prof, summ: dict, stats: pl.DataFrame | None) -> str:
+    from ..analyses.summary import MIN_ACTIVE_NS
+
     f = prof.facts
     one = lambda k, d=None: (f.get(k) or [d])[0]  # noqa: E731
     gpus = summ["gpus"]
@@ -165,7 +167,10 @@ def _facts(prof, summ: dict, stats: pl.DataFrame | None) -> str:
         names = sorted(set(n or "GPU" for n in gpus["device"].to_list()))
         cards.append(_fact("GPUs", f"{gpus.height} × {names[0]}" if len(names) == 1 else ", ".join(names)))
         busy = gpus["busy_ns"].sum() / max(gpus["active_ns"].sum(), 1) * 100
-        cards.append(_fact("GPU busy", f"{busy:.1f}%", "of the GPUs' active span"))
+        if gpus["active_ns"].sum() < MIN_ACTIVE_NS:
+            cards.append(_fact("GPU busy", "—", f"{gpus['busy_ns'].sum() / 1e3:.1f} us of GPU time: too little for a share"))
+        else:
+            cards.append(_fact("GPU busy", f"{busy:.1f}%", "of the GPUs' active span"))
     else:
         cards.append(_fact("GPUs", "none used"))
     if stats is not None and stats["steady"][0]:

@@ -19,8 +19,12 @@ def snippet(prof, top: int = 10) -> str:
     out = [f"#### nsysql: `{prof.path.name}`", ""]
     line = f"- **nsys** {facts.get('nsys version', 'unknown')} · **span** {facts.get('span', '?')}"
     if gpus.height:
+        from ..analyses.summary import MIN_ACTIVE_NS
+
         busy = 100 * gpus["busy_ns"].sum() / max(gpus["active_ns"].sum(), 1)
-        line += f" · **GPUs** {facts.get('GPUs')} · **GPU busy** {busy:.1f}% of the active span"
+        line += f" · **GPUs** {facts.get('GPUs')} · **GPU busy** " + (
+            f"{busy:.1f}% of the active span" if gpus["active_ns"].sum() >= MIN_ACTIVE_NS
+            else f"{gpus['busy_ns'].sum() / 1e3:.1f} us in all, too little for a share")
     out.append(line)
     out.append(f"- **iterations**: {facts.get('iterations', 'none')}")
     if facts.get("outliers"):

@@ -3,10 +3,12 @@
 -- Thread rule (exactly nsys's): an op belongs to every range that was open on the thread that launched it
 -- when the launching API call started (range start <= call start < range end). A start/end range counts on
 -- the thread that opened it and on the thread that closed it.
--- Process rule (nsysql's addition, on top of the thread rule): an op whose launching thread had no range open
--- then inherits the ranges open at that instant on the other threads of the same process. PyTorch launches
--- backward kernels from its autograd thread, which has no ranges: under the process rule they land in the
--- `Backward Pass` (and `Batch`) range the main thread has open.
+-- Process rule (nsysql's addition, on top of the thread rule): an op whose launching thread had no user range
+-- open then (none, or only library ranges: see _library_ranges) also inherits the user ranges open at that
+-- instant on the other threads of the same process. PyTorch launches backward kernels from its autograd thread,
+-- which has no ranges of its own, or only a library's (CCCL's `cub::DeviceRadixSort` around a sort, NCCL's
+-- `ncclAllReduce`): under the process rule they land in the `Backward Pass` (and `Batch`) range the main thread
+-- has open, and in the library's range too.
 
 -- Every push/pop range with itself and all its enclosing ranges.
 CREATE OR REPLACE TEMP TABLE _ancestors AS
@@ -35,10 +37,27 @@ JOIN nvtx_ranges r
   ON r.style = 'StartEnd' AND r.pid = l.pid AND l.api_start_ns >= r.start_ns AND l.api_start_ns < r.end_ns
  AND (l.api_tid = r.tid OR l.api_tid = r.end_tid);
 
--- Ops whose launching thread had no range open at all: the process rule's candidates.
+-- Library ranges: the NVTX domains of libraries, which open ranges on whatever thread calls them; such a range
+-- names the library's work, never the user's phase (a domain is the one thing that tells them apart).
+CREATE OR REPLACE TEMP TABLE _library_ranges AS
+SELECT range_id FROM nvtx_ranges
+WHERE lower(domain) IN ('cccl', 'nccl', 'cublas', 'cublaslt', 'cudnn', 'cufft', 'cusparse', 'cusolver', 'curand',
+                        'cutensor', 'tensorrt', 'myelin-exec', 'mpi', 'nvshmem', 'ucx', 'libcudf', 'rmm', 'dali');
+
+-- Push/pop ranges whose every enclosing range (itself included) is a library's: innermost on the launching
+-- thread, such a range leaves the op without a user range.
+CREATE OR REPLACE TEMP TABLE _library_only AS
+SELECT range_id FROM _ancestors
+WHERE range_id IN (SELECT range_id FROM _library_ranges)
+GROUP BY range_id
+HAVING bool_and(anc_id IN (SELECT range_id FROM _library_ranges));
+
+-- Ops whose launching thread had no user range open: the process rule's candidates.
 CREATE OR REPLACE TEMP TABLE _orphans AS
 SELECT op_id, pid, api_tid, api_start_ns FROM _inner i
-WHERE range_id IS NULL AND NOT EXISTS (SELECT 1 FROM _start_end e WHERE e.op_id = i.op_id);
+WHERE (range_id IS NULL OR range_id IN (SELECT range_id FROM _library_only))
+  AND NOT EXISTS (SELECT 1 FROM _start_end e WHERE e.op_id = i.op_id
+                  AND e.range_id NOT IN (SELECT range_id FROM _library_ranges));
 
 CREATE OR REPLACE TEMP TABLE _process_match AS
 WITH range_threads AS (
@@ -52,12 +71,15 @@ WITH range_threads AS (
   ASOF JOIN nvtx_open s ON p.pid = s.pid AND p.tid = s.tid AND p.api_start_ns >= s.ts_ns
   WHERE s.range_id IS NOT NULL
 )
+-- only user ranges are inherited, so none is also a thread-rule range of the op: each (op, range) once
 SELECT i.op_id, a.anc_id AS range_id FROM inner_pp i JOIN _ancestors a ON a.range_id = i.range_id
+WHERE a.anc_id NOT IN (SELECT range_id FROM _library_ranges)
 UNION ALL  -- no duplicates: push/pop ancestors here, start/end ranges below, each (op, range) once
 SELECT o.op_id, r.range_id
 FROM _orphans o
 JOIN nvtx_ranges r
-  ON r.style = 'StartEnd' AND r.pid = o.pid AND o.api_start_ns >= r.start_ns AND o.api_start_ns < r.end_ns;
+  ON r.style = 'StartEnd' AND r.pid = o.pid AND o.api_start_ns >= r.start_ns AND o.api_start_ns < r.end_ns
+WHERE r.range_id NOT IN (SELECT range_id FROM _library_ranges);
 
 -- One row per (GPU op, enclosing NVTX range).
 CREATE OR REPLACE TABLE op_ranges AS
@@ -74,7 +96,8 @@ SELECT
   -- nvtx_ranges.range_id of a range enclosing the op's launch
   m.range_id,
   -- `thread`: the range was open on the launching thread (nsys's rule); `process`: inherited from another
-  -- thread of the process because the launching thread had none open (nsysql's process rule); an ENUM,
+  -- thread of the process because the launching thread had no user range open, only library ranges or none
+  -- (nsysql's process rule); an ENUM,
   -- compared like a string (`via = 'thread'`), as gpu_ops.kind
   m.via::ENUM('thread', 'process') AS via
 FROM m;

@@ -38,19 +38,26 @@ WHERE var IN ('RANK', 'OMPI_COMM_WORLD_RANK', 'PMI_RANK', 'SLURM_PROCID') AND v 
 ORDER BY pri, CASE var WHEN 'RANK' THEN 0 WHEN 'OMPI_COMM_WORLD_RANK' THEN 1 WHEN 'PMI_RANK' THEN 2 ELSE 3 END
 LIMIT 1;
 
+-- The span is the extent of every timed table the export has; `span_from` names those that have events.
+-- Scheduling events and CPU samples are staged as their first and last timestamp only (raw_extents).
+CREATE OR REPLACE TEMP TABLE _extents AS
+SELECT 1 AS ord, 'GPU ops' AS what, min(start_ns) AS s, max(end_ns) AS e FROM gpu_ops
+UNION ALL SELECT 2, 'CUDA API calls', min(start_ns), max(end_ns) FROM api_calls
+UNION ALL SELECT 3, 'NVTX ranges', min(start_ns), max(end_ns) FROM nvtx_ranges
+UNION ALL SELECT 4, 'NVTX marks', min(ts_ns), max(ts_ns) FROM nvtx_marks
+UNION ALL SELECT 5, 'OS runtime calls', min(start_ns), max(end_ns) FROM os_calls
+UNION ALL SELECT 6, 'scheduling events', min(start), max("end") FROM raw_extents WHERE source = 'SCHED_EVENTS'
+UNION ALL SELECT 7, 'CPU samples', min(start), max("end") FROM raw_extents WHERE source = 'COMPOSITE_EVENTS';
+
 CREATE OR REPLACE TEMP TABLE _span AS
-SELECT min(s) AS start_ns, max(e) AS end_ns FROM (
-  SELECT min(start_ns) s, max(end_ns) e FROM gpu_ops
-  UNION ALL SELECT min(start_ns), max(end_ns) FROM api_calls
-  UNION ALL SELECT min(start_ns), max(end_ns) FROM nvtx_ranges
-  UNION ALL SELECT min(start_ns), max(end_ns) FROM os_calls
-);
+SELECT min(s) AS start_ns, max(e) AS end_ns, string_agg(what, ', ' ORDER BY ord) AS span_from
+FROM _extents WHERE s IS NOT NULL;
 
 -- Key/value facts; every value is text.
 CREATE OR REPLACE TABLE profile_facts AS
 SELECT
   -- fact name: source_path, source_bytes, nsys_version, version_source, capture_version, schema_version,
-  -- span_start_ns, span_end_ns, span_ns, canonical_schema, nsysql_version, tables_read, and others
+  -- span_start_ns, span_end_ns, span_ns, span_from, canonical_schema, nsysql_version, tables_read, and others
   key,
   -- fact value, as text
   value
@@ -63,6 +70,7 @@ FROM (
   UNION ALL SELECT 'span_start_ns', start_ns::VARCHAR FROM _span
   UNION ALL SELECT 'span_end_ns', end_ns::VARCHAR FROM _span
   UNION ALL SELECT 'span_ns', (end_ns - start_ns)::VARCHAR FROM _span
+  UNION ALL SELECT 'span_from', span_from FROM _span
   UNION ALL SELECT 'rank', rank FROM _rank
   UNION ALL SELECT 'rank_source', source FROM _rank
 )
