@@ -107,8 +107,22 @@ def detect(con, range: str | None = None) -> IterationRange:
     if cands.height == 0:
         raise NsysqlError(f"no repeating loop found: no NVTX range repeats {MIN_REPEATS}+ times at one depth on "
                           f"{where}; name the loop with --range PATTERN")
+    cands = cands.head(MAX_CANDIDATES)
+    screen = None
     rejected: list[tuple[dict, str]] = []
-    for row in cands.head(MAX_CANDIDATES).iter_rows(named=True):
+    for i, row in enumerate(cands.iter_rows(named=True)):
+        if i == 1:  # the first failed (and is told in full): tests 1 and 3 for the rest at once, as upper
+            # bounds (iteration_screen.sql); a family that fails them there fails them on its own windows too
+            rest = cands.slice(1)
+            screen = run(con, "iteration_screen", pid=rest["pid"].to_list(), tid=rest["tid"].to_list(),
+                         depth=rest["depth"].to_list(), names=rest["names"].to_list(),
+                         delimiter=(rest["with_children"] == 0).to_list())
+        bound = screen.row(i - 1, named=True) if screen is not None else None
+        if bound and bound["work_share"] is not None:
+            failed = _failed_test({**bound, "work": "GPU work", "resemblance": 1.0, "wall_share": None})
+            if failed:
+                rejected.append((row, failed))
+                continue
         dev = procs.filter(pl.col("pid") == row["pid"])
         it = IterationRange(list(row["names"]), row["family"], row["pid"], row["tid"],
                             dev["device_id"][0] if dev.height else None, row["with_children"] == 0, "",

@@ -86,6 +86,14 @@ def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10, *, its: 
         out["idle by cause"] = causes.select("cause", "gaps", "idle_ns", "pct_of_idle", "pct_of_span")
     out["kernels"] = kernels_df if kernels_df is not None else kernels(con, top=top)
     rg = ranges_df if ranges_df is not None else ranges(con, attribution=attribution)
-    out["ranges"] = rg.filter(pl.col("gpu_ops") > 0).sort("gpu_total_ns", descending=True).head(top)
+    on_gpu = rg.filter(pl.col("gpu_ops") > 0)
+    if on_gpu.height or rg.height == 0:
+        out["ranges"] = on_gpu.sort("gpu_total_ns", descending=True).head(top)
+    else:  # NVTX without GPU work under it (an NVTX-only profile): the ranges that took the CPU's time
+        out["ranges"] = rg.sort(["total_ns", "name"], descending=[True, False]).head(top)
+        note = ("no NVTX range encloses GPU work, so `ranges` lists the "
+                f"{out['ranges'].height} of {rg.height} with most CPU time")
+        out["facts"] = pl.concat([out["facts"], pl.DataFrame([("ranges", note)], schema=["item", "value"],
+                                                              orient="row")])
     out["memory"] = read["memory"]
     return out
