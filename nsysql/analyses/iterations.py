@@ -168,13 +168,13 @@ def _failed_test(ev: dict) -> str | None:
 
 
 def _held(work: str | None) -> str:
-    return "kernel and child range names" if work == "kernels" else \
-        "GPU op and child range names" if work else "child range names"
+    return {"kernels": "kernel and child range names", "kernels or CUDA graphs": "kernel, graph and child range "
+            "names", "GPU ops": "GPU op and child range names"}.get(work or "", "child range names")
 
 
 def _whole(work: str | None) -> str:
-    return "the process's kernel time" if work == "kernels" else \
-        "the process's GPU op time" if work else "the thread's NVTX time"
+    return {"kernels": "the process's kernel time", "kernels or CUDA graphs": "the process's kernel and graph "
+            "time", "GPU ops": "the process's GPU op time"}.get(work or "", "the thread's NVTX time")
 
 
 def _passed(ev: dict) -> str:

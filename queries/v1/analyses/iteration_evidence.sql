@@ -7,7 +7,9 @@
 WITH proc AS (
   SELECT kind, name_id, duration_ns, coalesce(api_start_ns, start_ns) AS t FROM gpu_ops WHERE pid = $pid
 ), compute AS (
-  SELECT count(*) FILTER (WHERE kind IN ('kernel', 'graph')) > 0 AS has_compute FROM proc
+  SELECT count(*) FILTER (WHERE kind IN ('kernel', 'graph')) > 0 AS has_compute,
+         count(*) FILTER (WHERE kind = 'graph') > 0 AS has_graphs
+  FROM proc
 ), work AS (
   SELECT p.* FROM proc p, compute c WHERE p.kind IN ('kernel', 'graph') OR NOT c.has_compute
 ), placed AS (
@@ -43,6 +45,7 @@ WITH proc AS (
   FROM pairs
 ), totals AS (
   SELECT (SELECT count(*) FROM proc) AS ops, (SELECT has_compute FROM compute) AS has_compute,
+         (SELECT has_graphs FROM compute) AS has_graphs,
          (SELECT sum(duration_ns) FROM work) AS work_ns,
          (SELECT max(end_ns) - min(start_ns) FROM nvtx_ranges
           WHERE pid = $pid AND tid = $tid AND style = 'PushPop') AS extent_ns
@@ -50,8 +53,10 @@ WITH proc AS (
 SELECT
   -- rows of _iterations: the iterations a table of this family has
   count(*) AS iterations,
-  -- what counts as work: 'kernels' (kernels and graph launches), 'GPU ops', or NULL (the process has none)
-  CASE WHEN any_value(t.ops) = 0 THEN NULL WHEN any_value(t.has_compute) THEN 'kernels' ELSE 'GPU ops' END AS work,
+  -- what counts as work: 'kernels', 'kernels or CUDA graphs', 'GPU ops', or NULL (the process has none)
+  CASE WHEN any_value(t.ops) = 0 THEN NULL
+       WHEN any_value(t.has_graphs) THEN 'kernels or CUDA graphs'
+       WHEN any_value(t.has_compute) THEN 'kernels' ELSE 'GPU ops' END AS work,
   -- iterations that launch some of that work
   count(*) FILTER (WHERE s.ops > 0) AS with_work,
   -- median Jaccard similarity of consecutive iterations' kernel and child range names
