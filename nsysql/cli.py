@@ -442,7 +442,8 @@ def iterations(files, fmt, output, range_, skip):
         note = (f"\nrange: {s['detected']}\nsteady state ({s['steady']} of {s['iterations']}): median "
                 f"{s['median_ns'] / 1e6:.2f} ms, mean {s['mean_ns'] / 1e6:.2f} ms, p90 {s['p90_ns'] / 1e6:.2f} ms, "
                 f"max {s['max_ns'] / 1e6:.2f} ms, CV {s['cv'] or 0:.2f}, "
-                f"GPU busy {s['median_gpu_busy_pct']:.0f}% (median)\n") if s["steady"] else (
+                + (f"GPU busy {s['median_gpu_busy_pct']:.0f}% (median)\n" if s["median_gpu_busy_pct"] is not None
+                   else "no GPU work in the process\n")) if s["steady"] else (
                 f"\nrange: {s['detected']}\nsteady state: none (all {s['iterations']} iterations are warm-up)\n")
         if s["outlier_pattern"]:
             note += f"outliers: {s['outlier_pattern']}\n"

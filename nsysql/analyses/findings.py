@@ -9,7 +9,8 @@ not data-loader bound.
 - `synchronization bound`: >= 30% of idle time has cause `sync` (the CPU waits in a synchronize call).
 - `allocation stalls`: >= 20% of idle time has cause `alloc` (cudaMalloc/cudaFree in the loop).
 - `launch bound`: median steady-state GPU busy < 50% and >= 50% of kernels run under 10 us, unless the idle
-  time is already explained by host work (a data-loader/host-bound finding).
+  time is already explained by host work (a data-loader/host-bound finding). Only where the steady-state
+  iterations launch kernels: iterations that launch none say nothing about launches.
 - `pageable host-to-device copies`: memcpy HtoD from pageable memory, 1 MiB or more in all (they stage through
   a bounce buffer and block the CPU; pinned memory makes them asynchronous). A few bytes of kernel arguments
   or scalars copied this way are not worth a finding.
@@ -54,9 +55,11 @@ def findings(con, iteration_stats: pl.DataFrame | None, causes: pl.DataFrame | N
     read = read or tables(con)
     rows: list[tuple[str, str]] = []
     busy = None
+    steady, steady_kernels = 0, 0
     if iteration_stats is not None and iteration_stats.height:
         st = iteration_stats.row(0, named=True)
         busy = st["median_gpu_busy_pct"]
+        steady, steady_kernels = st["steady"], st.get("steady_kernels") or 0
         if st["outlier_pattern"]:
             rows.append(("periodic slow iterations" if "every" in st["outlier_pattern"] else "slow iterations",
                          f"{st['outlier_pattern']} ({_ms(st['median_ns'])} median)"))
@@ -80,14 +83,16 @@ def findings(con, iteration_stats: pl.DataFrame | None, causes: pl.DataFrame | N
                 rows.append((label, f"{c['idle_ns'][0] / idle:.0%} of idle GPU time ({_ms(c['idle_ns'][0])}): "
                                     f"{advice}"))
     ks = read["kernel_size"].row(0, named=True)
-    if busy is not None and ks["kernels"]:
+    # launch bound rests on the kernels of the loop: none when its steady-state iterations launch no kernel
+    if busy is not None and ks["kernels"] and steady_kernels:
         short = ks["short_kernels"] / ks["kernels"]
         host_explained = any(r[0] in ("data-loader bound", "host bound") for r in rows)
         if busy < LAUNCH_BUSY_PCT and short >= SHORT_KERNEL_SHARE and not host_explained:
             rows.append(("launch bound", f"{short:.0%} of {ks['kernels']:,} kernels run under 10 us and the GPU "
-                                         f"is busy {busy:.0f}% of a steady-state iteration (median)"))
-        if busy < IDLE_BUSY_PCT:
-            rows.append(("GPU mostly idle", f"busy {busy:.0f}% of a steady-state iteration (median)"))
+                                         f"is busy {busy:.0f}% of a steady-state iteration (median of {steady}, "
+                                         f"which launch {steady_kernels:,} kernels)"))
+    if busy is not None and busy < IDLE_BUSY_PCT:
+        rows.append(("GPU mostly idle", f"busy {busy:.0f}% of a steady-state iteration (median of {steady})"))
     pc = read["pageable_copies"].row(0, named=True)
     if pc["copies"] and (pc["bytes"] or 0) >= PAGEABLE_MIN_BYTES:
         rows.append(("pageable host-to-device copies",

@@ -1,17 +1,32 @@
 """Per-iteration breakdown of a training or inference loop, with warm-up and outlier flags.
 
 Which range is the iteration (`detect`):
-- With a pattern, the ranges it selects (a numbered family like Batch0..Batch59 is one range), on the thread
-  that has most of them.
-- Without one, on the thread whose NVTX ranges enclose the most GPU work, the outermost depth at which a range
-  family repeats (>= 3 instances); there, among the families whose ranges enclose GPU work if any do, the one
-  with most instances, the earliest on a tie. A family's trailing numbers must count (Batch0..Batch59);
-  PyTorch's `aten::mul, op_id = 314339` names are each their own range (iteration_candidates.sql).
+- With a pattern (`--range`), the ranges it selects (a numbered family like Batch0..Batch59 is one range), on
+  the thread that has most of them, at the depth where that thread has most of them (the outermost on a tie):
+  one depth, so the sentence counts exactly the rows of the table. Taken as given, GPU work or not.
+- Without one, range families (names with a counting trailing number stripped, see iteration_candidates.sql)
+  that repeat at least MIN_REPEATS times at one depth on one thread are tried in this order: the main thread
+  of each process with GPU work (process_roles), busiest process first (every thread when the profile has no
+  GPU work), then the outermost depth, then the most instances, the earliest on a tie. The first family that
+  passes every test below is the loop; at most MAX_CANDIDATES are tried. When none passes, there is no loop:
+  `detect` says so, names the first candidate tried and the test it failed, and suggests --range.
+  The tests, on the iteration windows the family would give (iteration_evidence.sql):
+  1. work: where the process launched GPU work, at least MIN_WORK_SHARE of the iterations launch some: kernels
+     or CUDA graphs when the process launched any, else any GPU op. A loop that copies 10 parameters to the GPU
+     before a forward pass is not the work of the profile.
+  2. resemblance: consecutive iterations hold mostly the same things: the median over consecutive pairs of the
+     Jaccard similarity of their sets of kernel names and child range names is at least MIN_RESEMBLANCE. The
+     steps of a loop run the same kernels; the numbered layers of one forward pass do not.
+  3. coverage: the iterations launch at least MIN_COVERAGE of the process's GPU work time (of the thread's
+     NVTX extent when the profile has no GPU work): a loop of 16 copy layers holding 0.3% of the kernel time
+     is not the loop of the profile.
 - The range is a *wrapper* when its instances enclose child ranges: each instance is one iteration. Otherwise
   it is a *delimiter* (DLProf's key-node rule): an iteration runs from the start of one instance to the start
   of the next, e.g. `batch_to_device` in a loop of sibling `batch_to_device`, `forward`, `backward`,
   `optimizer_step` ranges; the last one over the siblings that follow it as they followed the one before
   (iteration_windows.sql).
+- Without GPU work in the process (an NVTX-only profile), the GPU columns of the iterations are null; the CPU
+  time per child range is there as always.
 
 Flags (`flag`):
 - `warmup`: the first `skip` iterations. By default (skip=None) the first iteration, extended over the
@@ -36,10 +51,22 @@ from ._sql import run
 from .patterns import resolve_range
 
 MIN_REPEATS = 3
+"""A family must repeat at least this many times at one depth on one thread to be tried as the loop."""
+MAX_CANDIDATES = 20
+"""At most this many families are tried (in the order of iteration_candidates.sql) before detect abstains."""
+MIN_WORK_SHARE = 0.5
+"""Test 1: the share of iterations that must launch GPU work where the process launched some."""
+MIN_RESEMBLANCE = 0.5
+"""Test 2: the median Jaccard similarity of consecutive iterations' kernel and child range names."""
+MIN_COVERAGE = 0.10
+"""Test 3: the share of the process's GPU work time (or of the thread's NVTX extent) the iterations hold."""
 MAD_SIGMA = 1.4826
 OUTLIER_SIGMAS = 3.0
 OUTLIER_FLOOR = 0.25
 MAX_AUTO_WARMUP_FRACTION = 0.10
+# the per-iteration columns that describe GPU work: null where the process launched none
+GPU_COLUMNS = ("gpu_busy_ns", "gpu_span_ns", "kernel_ns", "memcpy_ns", "memset_ns", "graph_ns", "collective_ns",
+               "idle_ns", "kernels", "gpu_ops")
 
 
 @dataclass
@@ -50,15 +77,20 @@ class IterationRange:
     family: str
     pid: int
     tid: int
-    device_id: int
+    device_id: int | None  # None: the process launched no GPU work
     delimiter: bool
     why: str
     instances: int = 0
     extra: dict = field(default_factory=dict)
+    depth: int = 0
 
     @property
     def mode(self) -> str:
         return "delimiter" if self.delimiter else "wrapper"
+
+
+def _short(name: str, n: int = 60) -> str:
+    return name if len(name) <= n else name[: n - 1] + "…"
 
 
 def detect(con, range: str | None = None) -> IterationRange:
@@ -66,59 +98,122 @@ def detect(con, range: str | None = None) -> IterationRange:
     procs = run(con, "process_devices")
     if cands.height == 0:
         raise NsysqlError("no NVTX push/pop ranges, so iterations cannot be found (profile with -t nvtx)")
-    if procs.height == 0:
-        raise NsysqlError("no GPU work in this profile, so there are no iterations to break down")
     if range:
-        names, how = resolve_range(con, range)
-        sel = cands.filter(pl.col("names").list.eval(pl.element().is_in(names)).list.any())
-        if sel.height == 0:
-            raise NsysqlError(f"--range {range!r} selects only start/end ranges; iterations need push/pop ranges")
-        by_thread = sel.group_by(["pid", "tid"]).agg(pl.col("instances").sum(), pl.col("with_children").sum(),
-                                                     pl.col("family").first(), pl.col("depth").min())
-        best = by_thread.sort(["instances", "tid"], descending=[True, False]).row(0, named=True)
-        pid, tid = best["pid"], best["tid"]
-        # the selected names' own instances (a candidate family's count includes names the pattern left out)
-        family, n = (range if how != "exact" else names[0]), run(con, "range_count", pid=pid, tid=tid,
-                                                                  names=names)["n"][0]
-        delimiter = best["with_children"] == 0
-        why = f"--range {range!r} selects {len(names)} range name(s) ({how} match), {n} instances on thread {tid}"
-    else:
-        top = cands.row(0, named=True)
-        pid, tid = top["pid"], top["tid"]
-        mine = cands.filter((pl.col("pid") == pid) & (pl.col("tid") == tid) & (pl.col("instances") >= MIN_REPEATS))
-        if mine.height == 0:
-            raise NsysqlError(
-                f"no NVTX range repeats {MIN_REPEATS}+ times on thread {tid}; name the iteration with --range")
-        depth = mine["depth"].min()
-        level = mine.filter(pl.col("depth") == depth)
-        if level.height > 1:  # families that enclose GPU work come first
-            names = level["names"].explode().to_list()
-            ops = dict(run(con, "iteration_family_ops", pid=pid, tid=tid, names=names).iter_rows())
-            level = level.with_columns(
-                gpu=pl.col("names").map_elements(lambda ns: sum(ops.get(n, 0) for n in ns) > 0,
-                                                 return_dtype=pl.Boolean))
-        else:
-            level = level.with_columns(gpu=pl.lit(True))
-        level = level.sort(["gpu", "instances", "first_start_ns"], descending=[True, True, False])
-        best = level.row(0, named=True)
-        names, family, n = best["names"], best["family"], best["instances"]
-        delimiter = best["with_children"] == 0
-        why = (f"`{family}` repeats {n} times at depth {depth} on thread {tid}, the thread whose NVTX ranges "
-               f"enclose the most GPU work")
-        if level.height > 1:
-            how = "encloses GPU work and " if best["gpu"] and not level["gpu"].all() else ""
-            why += f" ({level.height} range families repeat at that depth; `{family}` {how}comes first)"
-    why += ("; its instances hold no child ranges, so each iteration runs from one start to the next"
-            if delimiter else "; each instance is one iteration")
+        return _named(con, range, procs)
+    if procs.height:  # the main thread of each process with GPU work (thread_ops > 0 there only)
+        cands = cands.filter(pl.col("thread_ops") > 0)
+    where = "the main thread of a process with GPU work" if procs.height else "any thread"
+    cands = cands.filter(pl.col("instances") >= MIN_REPEATS)
+    if cands.height == 0:
+        raise NsysqlError(f"no repeating loop found: no NVTX range repeats {MIN_REPEATS}+ times at one depth on "
+                          f"{where}; name the loop with --range PATTERN")
+    cands = cands.head(MAX_CANDIDATES)
+    screen = None
+    rejected: list[tuple[dict, str]] = []
+    for i, row in enumerate(cands.iter_rows(named=True)):
+        if i == 1:  # the first failed (and is told in full): tests 1 and 3 for the rest at once, as upper
+            # bounds (iteration_screen.sql); a family that fails them there fails them on its own windows too
+            rest = cands.slice(1)
+            screen = run(con, "iteration_screen", pid=rest["pid"].to_list(), tid=rest["tid"].to_list(),
+                         depth=rest["depth"].to_list(), names=rest["names"].to_list(),
+                         delimiter=(rest["with_children"] == 0).to_list())
+        bound = screen.row(i - 1, named=True) if screen is not None else None
+        if bound and bound["work_share"] is not None:
+            failed = _failed_test({**bound, "work": "GPU work", "resemblance": 1.0, "wall_share": None})
+            if failed:
+                rejected.append((row, failed))
+                continue
+        dev = procs.filter(pl.col("pid") == row["pid"])
+        it = IterationRange(list(row["names"]), row["family"], row["pid"], row["tid"],
+                            dev["device_id"][0] if dev.height else None, row["with_children"] == 0, "",
+                            row["instances"], depth=row["depth"])
+        windows(con, it)
+        ev = run(con, "iteration_evidence", pid=it.pid, tid=it.tid, delimiter=it.delimiter).row(0, named=True)
+        failed = _failed_test(ev)
+        if failed:
+            rejected.append((row, failed))
+            continue
+        it.instances = ev["iterations"]
+        it.extra["evidence"] = ev
+        it.why = (f"`{it.family}` repeats {it.instances} times at depth {it.depth} on thread {it.tid}, "
+                  f"{'the main thread of its process' if procs.height else 'in a profile without GPU work'}; "
+                  f"taken as the loop because {_passed(ev)}")
+        if rejected:
+            it.why += (f" (tried after {len(rejected)} range famil{'y' if len(rejected) == 1 else 'ies'} that failed "
+                       "these tests)")
+        it.why += ("; its instances hold no child ranges, so each iteration runs from one start to the next"
+                   if it.delimiter else "; each instance is one iteration")
+        return it
+    row, failed = rejected[0]
+    more = len(rejected) - 1
+    raise NsysqlError(
+        f"no repeating loop found: `{_short(row['family'])}` ({row['instances']} instances at depth "
+        f"{row['depth']} on thread {row['tid']}, the first candidate) is not the loop: {failed}"
+        + (f"; {more} other range famil{'y' if more == 1 else 'ies'} failed too" if more else "")
+        + "; name the loop with --range PATTERN")
+
+
+def _failed_test(ev: dict) -> str | None:
+    """The first test of the module docstring the evidence fails, said as a clause, or None."""
+    n, work = ev["iterations"], ev["work"]
+    if work is not None and ev["with_work"] < MIN_WORK_SHARE * n:
+        return f"{ev['with_work']} of its {n} iterations launch {work} (at least {MIN_WORK_SHARE:.0%} must)"
+    if (ev["resemblance"] or 0) < MIN_RESEMBLANCE:
+        return (f"consecutive iterations share {ev['resemblance'] or 0:.0%} of their {_held(work)} (median; at "
+                f"least {MIN_RESEMBLANCE:.0%} for a loop)")
+    share = ev["work_share"] if work is not None else ev["wall_share"]
+    if (share or 0) < MIN_COVERAGE:
+        return f"its iterations hold {share or 0:.1%} of {_whole(work)} (at least {MIN_COVERAGE:.0%} for the loop)"
+    return None
+
+
+def _held(work: str | None) -> str:
+    return {"kernels": "kernel and child range names", "kernels or CUDA graphs": "kernel, graph and child range "
+            "names", "GPU ops": "GPU op and child range names"}.get(work or "", "child range names")
+
+
+def _whole(work: str | None) -> str:
+    return {"kernels": "the process's kernel time", "kernels or CUDA graphs": "the process's kernel and graph "
+            "time", "GPU ops": "the process's GPU op time"}.get(work or "", "the thread's NVTX time")
+
+
+def _passed(ev: dict) -> str:
+    n, work = ev["iterations"], ev["work"]
+    parts = [f"{ev['with_work']} of {n} iterations launch {work}"] if work is not None else []
+    parts.append(f"consecutive iterations share {ev['resemblance']:.0%} of their {_held(work)} (median)")
+    share = ev["work_share"] if work is not None else ev["wall_share"]
+    parts.append(f"they hold {share:.0%} of {_whole(work)}")
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _named(con, range: str, procs: pl.DataFrame) -> IterationRange:
+    """The iteration range a --range pattern names (see the module docstring)."""
+    names, how = resolve_range(con, range)
+    found = run(con, "range_count", names=names)
+    if found.height == 0:
+        raise NsysqlError(f"--range {range!r} selects only start/end ranges; iterations need push/pop ranges")
+    per_thread = found.group_by(["pid", "tid"]).agg(pl.col("n").sum()).sort(["n", "tid"], descending=[True, False])
+    pid, tid, total = per_thread.row(0)
+    mine = found.filter((pl.col("pid") == pid) & (pl.col("tid") == tid))  # most instances first, outermost on a tie
+    depth, n, with_children = mine.select("depth", "n", "with_children").row(0)
+    family = range if how != "exact" else names[0]
+    why = f"--range {range!r} selects {len(names)} range name(s) ({how} match), {n} instances on thread {tid}"
+    if total > n:
+        why += (f" at depth {depth} (of its {total}; the {total - n} at other depths are left out: one depth, so "
+                "that no iteration holds another)")
     dev = procs.filter(pl.col("pid") == pid)
-    device = dev["device_id"][0] if dev.height else procs["device_id"][0]
-    return IterationRange(list(names), family, pid, tid, device, delimiter, why, n)
+    why += ("; its instances hold no child ranges, so each iteration runs from one start to the next"
+            if with_children == 0 else "; each instance is one iteration")
+    if dev.height == 0:
+        why += "; the process launched no GPU work, so the GPU columns are empty"
+    return IterationRange(list(names), family, pid, tid, dev["device_id"][0] if dev.height else None,
+                          with_children == 0, why, n, depth=depth)
 
 
 def windows(con, it: IterationRange) -> None:
     """(Re)build the temp table _iterations for `it`."""
     con.execute(queries.read("analyses/iteration_windows.sql"),
-                {"pid": it.pid, "tid": it.tid, "names": it.names, "delimiter": it.delimiter})
+                {"pid": it.pid, "tid": it.tid, "depth": it.depth, "names": it.names, "delimiter": it.delimiter})
 
 
 def iterations(con, range: str | None = None, skip: int | None = None, it: IterationRange | None = None) -> pl.DataFrame:
@@ -137,6 +232,9 @@ def iterations(con, range: str | None = None, skip: int | None = None, it: Itera
                 src = f"{v}_{p}" if f"{v}_{p}" in wide.columns else p
                 cols.append(pl.col(src).fill_null(0).alias(f"{p} {v}"))
         df = df.join(wide.select("iteration", *cols), on="iteration", how="left")
+    if it.device_id is None:  # no GPU work in the process: nothing to say about it, not 0 ns busy
+        gpu = [c for c in df.columns if c in GPU_COLUMNS or c.endswith(" gpu_ns")]
+        df = df.with_columns([pl.lit(None, dtype=df.schema[c]).alias(c) for c in gpu])
     return df
 
 
@@ -192,7 +290,10 @@ def stats(df: pl.DataFrame, it: IterationRange) -> pl.DataFrame:
         # gpu_busy_ns / cpu_ns: work launched in an iteration may run after its window ends (e.g. a window
         # that only times the launches of a CUDA graph)
         "median_gpu_busy_pct": float(((steady["cpu_ns"] - steady["idle_ns"]) / steady["cpu_ns"] * 100).median())
-        if steady.height else None,
+        if steady.height and steady["idle_ns"].null_count() == 0 else None,
+        # kernels launched in the steady-state iterations (null without GPU work): what a finding about kernel
+        # launches in the loop rests on
+        "steady_kernels": int(steady["kernels"].sum()) if steady["kernels"].null_count() == 0 else None,
         "outliers": int(steady["outlier"].sum()),
         "outlier_pattern": pattern(df),
         "detected": it.why,

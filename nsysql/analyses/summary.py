@@ -20,6 +20,13 @@ def tables(con) -> dict[str, pl.DataFrame]:
     return {"gpus": run(con, "gpu_utilization"), "memory": run(con, "memory"), **findings_tables(con)}
 
 
+def _steady_busy(s: dict) -> str:
+    """The steady-state GPU busy clause of the iterations line; none without GPU work in the process."""
+    if s["median_gpu_busy_pct"] is None:
+        return "no GPU work in the process"
+    return f"GPU busy {s['median_gpu_busy_pct']:.0f}% (median)"
+
+
 def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10, *, its: pl.DataFrame | None = None,
             st: pl.DataFrame | None = None, gaps_df: pl.DataFrame | None = None,
             kernels_df: pl.DataFrame | None = None, ranges_df: pl.DataFrame | None = None,
@@ -42,7 +49,7 @@ def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10, *, its: 
          or "none used"),
     ]
     for r in gpus.iter_rows(named=True):
-        rows.append((f"GPU {r['device_id']} busy", _busy(r)))
+        rows.append((f"GPU {r['device_id']} busy", _device_busy(r)))
     causes = None
     try:
         if its is None or st is None:
@@ -52,8 +59,8 @@ def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10, *, its: 
         s = st.row(0, named=True)
         line = (f"{s['iterations']} x `{s['range']}` ({s['mode']}), {s['warmup']} warm-up; steady state: "
                 f"median {s['median_ns'] / 1e6:.2f} ms, mean {s['mean_ns'] / 1e6:.2f} ms, "
-                f"p90 {s['p90_ns'] / 1e6:.2f} ms, CV {s['cv'] or 0:.2f}, GPU busy {s['median_gpu_busy_pct']:.0f}% "
-                "(median)") if s["steady"] else f"{s['iterations']} x `{s['range']}`, all warm-up"
+                f"p90 {s['p90_ns'] / 1e6:.2f} ms, CV {s['cv'] or 0:.2f}, " + _steady_busy(s)) if s["steady"] \
+            else f"{s['iterations']} x `{s['range']}`, all warm-up"
         rows.append(("iterations", line))
         if s["outlier_pattern"]:
             rows.append(("outliers", s["outlier_pattern"]))
@@ -77,7 +84,15 @@ def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10, *, its: 
         out["idle by cause"] = causes.select("cause", "gaps", "idle_ns", "pct_of_idle", "pct_of_span")
     out["kernels"] = kernels_df if kernels_df is not None else kernels(con, top=top)
     rg = ranges_df if ranges_df is not None else ranges(con, attribution=attribution)
-    out["ranges"] = rg.filter(pl.col("gpu_ops") > 0).sort("gpu_total_ns", descending=True).head(top)
+    on_gpu = rg.filter(pl.col("gpu_ops") > 0)
+    if on_gpu.height or rg.height == 0:
+        out["ranges"] = on_gpu.sort("gpu_total_ns", descending=True).head(top)
+    else:  # NVTX without GPU work under it (an NVTX-only profile): the ranges that took the CPU's time
+        out["ranges"] = rg.sort(["total_ns", "name"], descending=[True, False]).head(top)
+        note = ("no NVTX range encloses GPU work, so `ranges` lists the "
+                f"{out['ranges'].height} of {rg.height} with most CPU time")
+        out["facts"] = pl.concat([out["facts"], pl.DataFrame([("ranges", note)], schema=["item", "value"],
+                                                              orient="row")])
     out["memory"] = read["memory"]
     return out
 
@@ -85,7 +100,7 @@ def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10, *, its: 
 MIN_ACTIVE_NS = 1_000_000  # a busy share of a shorter active span (one memset, say) says nothing
 
 
-def _busy(r: dict) -> str:
+def _device_busy(r: dict) -> str:
     """The GPU-busy sentence of one device: no share where there is no GPU time, or too little to share."""
     if not r["busy_ns"]:
         return f"no GPU time ({r['ops']} ops of no duration)"

@@ -68,9 +68,9 @@ def iterations_chart(its: pl.DataFrame) -> tuple[go.Figure, str]:
     for i, p in enumerate(shown):
         fig.add_bar(x=x, y=ms(f"{p} cpu_ns"), name=short(p, 30), marker_color=PHASE_COLORS[i % len(PHASE_COLORS)],
                     hovertemplate=f"{p}: %{{y:.2f}} ms<extra>iteration %{{x}}</extra>")
-    other = df["other"].cast(pl.Float64)
-    if rest:
-        other = other + pl.sum_horizontal([df[f"{p} cpu_ns"] for p in rest]).cast(pl.Float64)
+    # the phases past MAX_PHASES join the rest (a Series: pl.sum_horizontal over Series is an expression)
+    other = df.select(pl.sum_horizontal(pl.col("other"), *[pl.col(f"{p} cpu_ns") for p in rest])
+                      .cast(pl.Float64)).to_series()
     if other.sum() > 0:
         fig.add_bar(x=x, y=(other / 1e6).to_list(), name="other ranges / no range" if rest else "outside child ranges",
                     marker_color="#D9D9D9", hovertemplate="rest: %{y:.2f} ms<extra>iteration %{x}</extra>")

@@ -177,7 +177,8 @@ def _facts(prof, summ: dict, stats: pl.DataFrame | None) -> str:
         s = stats.row(0, named=True)
         cards.append(_fact("iteration", f"{s['median_ns'] / 1e6:.2f} ms",
                            f"median of {s['steady']}; mean {s['mean_ns'] / 1e6:.2f} ms"))
-        cards.append(_fact("GPU busy / iteration", f"{s['median_gpu_busy_pct']:.0f}%", "median, steady state"))
+        if s["median_gpu_busy_pct"] is not None:
+            cards.append(_fact("GPU busy / iteration", f"{s['median_gpu_busy_pct']:.0f}%", "median, steady state"))
     return '<div class="facts">' + "".join(cards) + "</div>"
 
 

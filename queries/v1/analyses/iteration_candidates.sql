@@ -1,7 +1,8 @@
 -- Candidates for the iteration range: push/pop range families (names with trailing numbers stripped:
 -- Batch0..Batch59 -> Batch) per thread and depth, with how often they repeat, whether their instances
 -- enclose child ranges, and, for the main thread of each process with GPU work (process_roles), that
--- process's GPU op count (0 on other threads).
+-- process's GPU op count (0 on other threads); thread_ranges: the push/pop ranges of the thread. In the order
+-- iterations.detect tries them: main threads of the busiest processes first, then outermost, most repeated.
 -- A family's numbers must count something: distinct, and spanning at most twice as many values as there are
 -- (Batch0..Batch59, step_1..step_100). Otherwise each name stands alone: PyTorch's emit_nvtx names every
 -- operator call `aten::mul, op_id = 314339`, and those ids are not iterations.
@@ -23,6 +24,8 @@ WITH named AS (
   SELECT parent_id AS range_id, count(*) AS n FROM nvtx_ranges WHERE parent_id IS NOT NULL GROUP BY 1
 ), thread_ops AS (
   SELECT pid, main_tid AS tid, ops FROM process_roles
+), thread_ranges AS (
+  SELECT pid, tid, count(*) AS n FROM named GROUP BY pid, tid
 )
 SELECT
   f.pid, f.tid, f.depth, f.family,
@@ -30,9 +33,11 @@ SELECT
   list(DISTINCT f.name ORDER BY f.name) AS names,
   min(f.start_ns) AS first_start_ns,
   count(k.range_id) AS with_children,
-  coalesce(any_value(t.ops), 0) AS thread_ops
+  coalesce(any_value(t.ops), 0) AS thread_ops,
+  any_value(n.n) AS thread_ranges
 FROM fam f
 LEFT JOIN kids k USING (range_id)
 LEFT JOIN thread_ops t ON t.pid = f.pid AND t.tid = f.tid
+JOIN thread_ranges n ON n.pid = f.pid AND n.tid = f.tid
 GROUP BY f.pid, f.tid, f.depth, f.family
-ORDER BY thread_ops DESC, f.depth, instances DESC, first_start_ns;
+ORDER BY thread_ops DESC, thread_ranges DESC, f.pid, f.tid, f.depth, instances DESC, first_start_ns, f.family;

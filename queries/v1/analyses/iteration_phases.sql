@@ -4,7 +4,8 @@
 -- $delimiter as in iteration_windows.sql.
 WITH cand AS (
   SELECT r.* FROM nvtx_ranges r
-  WHERE r.pid = (SELECT any_value(pid) FROM _iterations) AND r.tid = (SELECT any_value(tid) FROM _iterations)
+  WHERE r.style = 'PushPop'  -- start/end ranges have depth 0 but no place among the thread's push/pop ranges
+    AND r.pid = (SELECT any_value(pid) FROM _iterations) AND r.tid = (SELECT any_value(tid) FROM _iterations)
     AND r.depth = (SELECT any_value(depth) FROM _iterations) + CASE WHEN $delimiter THEN 0 ELSE 1 END
 ), placed AS (
   SELECT i.iteration, i.range_id AS iter_range_id, c.range_id, c.name, c.parent_id, c.start_ns, c.end_ns

@@ -1,5 +1,5 @@
--- Iteration windows, one row per instance of the chosen range on its thread, in start order.
--- $pid, $tid: the thread; $names: the range names (a numbered family counts as one range);
+-- Iteration windows, one row per push/pop instance of the chosen range at one depth on its thread, in start order.
+-- $pid, $tid, $depth: the thread and depth; $names: the range names (a numbered family counts as one range);
 -- $delimiter: false = each instance is an iteration (wrapper range); true = an iteration runs from the start
 -- of one instance to the start of the next (DLProf's key-node rule). The last one has no next start: it runs
 -- over the sibling ranges that follow it as they followed the instance before it (at most as many siblings,
@@ -11,7 +11,7 @@ WITH inst AS (
          lead(start_ns) OVER (ORDER BY start_ns, range_id) AS next_start_ns,
          lag(start_ns) OVER (ORDER BY start_ns, range_id) AS prev_start_ns
   FROM nvtx_ranges
-  WHERE pid = $pid AND tid = $tid AND list_contains($names, name)
+  WHERE pid = $pid AND tid = $tid AND depth = $depth AND style = 'PushPop' AND list_contains($names, name)
 ), last AS (
   SELECT * FROM inst WHERE $delimiter AND next_start_ns IS NULL
 ), sibs AS (  -- the last instance's siblings: same thread, depth and parent, other than the instances

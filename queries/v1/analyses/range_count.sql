@@ -1,3 +1,9 @@
--- Push/pop instances of the named ranges on one thread ($pid, $tid, $names): how many iterations a --range gives.
-SELECT count(*) AS n FROM nvtx_ranges
-WHERE pid = $pid AND tid = $tid AND style = 'PushPop' AND list_contains($names, name);
+-- Push/pop instances of the named ranges ($names) per thread and depth: where a --range finds its iterations.
+-- with_children: how many of them enclose a child range (none: the range is a delimiter).
+SELECT r.pid, r.tid, r.depth, count(*) AS n,
+       count(*) FILTER (WHERE r.range_id IN (SELECT parent_id FROM nvtx_ranges WHERE parent_id IS NOT NULL))
+         AS with_children
+FROM nvtx_ranges r
+WHERE r.style = 'PushPop' AND list_contains($names, r.name)
+GROUP BY r.pid, r.tid, r.depth
+ORDER BY n DESC, r.depth, r.tid;

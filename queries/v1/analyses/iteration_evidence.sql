@@ -1,0 +1,68 @@
+-- What iterations.detect tests before it takes a range family as the loop, measured on the windows in
+-- _iterations (iteration_windows.sql): one row. $pid, $tid: the thread of the windows; $delimiter as in
+-- iteration_windows.sql.
+-- The work: kernels and CUDA graph launches when process $pid launched any, else every GPU op it launched (a
+-- copy benchmark); nothing when it launched none (an NVTX-only profile). An op belongs to the window in which
+-- it was launched, as in iterations.sql.
+WITH proc AS (
+  SELECT kind, name_id, duration_ns, coalesce(api_start_ns, start_ns) AS t FROM gpu_ops WHERE pid = $pid
+), compute AS (
+  SELECT count(*) FILTER (WHERE kind IN ('kernel', 'graph')) > 0 AS has_compute,
+         count(*) FILTER (WHERE kind = 'graph') > 0 AS has_graphs
+  FROM proc
+), work AS (
+  SELECT p.* FROM proc p, compute c WHERE p.kind IN ('kernel', 'graph') OR NOT c.has_compute
+), placed AS (
+  SELECT i.iteration, w.name_id, w.duration_ns
+  FROM work w ASOF JOIN _iterations i ON w.t >= i.start_ns
+  WHERE w.t < i.end_ns
+), by_name AS (
+  SELECT iteration, name_id, count(*) AS n, sum(duration_ns) AS ns FROM placed GROUP BY iteration, name_id
+), ops AS (
+  SELECT iteration, sum(n) AS n, sum(ns) AS ns, list(name_id) AS names FROM by_name GROUP BY iteration
+), cand AS (  -- the child ranges of iteration_phases.sql: a wrapper's direct children, a delimiter's siblings
+  SELECT r.range_id, r.name, r.parent_id, r.start_ns FROM nvtx_ranges r
+  WHERE r.pid = $pid AND r.tid = $tid AND r.style = 'PushPop'
+    AND r.depth = (SELECT any_value(depth) FROM _iterations) + CASE WHEN $delimiter THEN 0 ELSE 1 END
+    AND r.range_id NOT IN (SELECT range_id FROM _iterations)
+), kids AS (
+  SELECT i.iteration, list(DISTINCT regexp_replace(c.name, '[ _#:-]*[0-9]+$', '')) AS names
+  FROM cand c ASOF JOIN _iterations i ON c.start_ns >= i.start_ns
+  WHERE c.start_ns < i.end_ns AND (CASE WHEN $delimiter THEN true ELSE c.parent_id = i.range_id END)
+  GROUP BY i.iteration
+), per AS (  -- what the iteration holds: the names of its work ops (ids) and of its child ranges
+  SELECT w.iteration, w.end_ns - w.start_ns AS wall_ns, coalesce(o.n, 0) AS ops, coalesce(o.ns, 0) AS ns,
+         coalesce(o.names, []) AS kn, coalesce(k.names, []) AS rn
+  FROM _iterations w LEFT JOIN ops o USING (iteration) LEFT JOIN kids k USING (iteration)
+), pairs AS (
+  SELECT *, lag(kn) OVER (ORDER BY iteration) AS pkn, lag(rn) OVER (ORDER BY iteration) AS prn FROM per
+), sim AS (  -- j: Jaccard similarity of an iteration's names (both kinds) and the previous one's; two that hold
+             -- nothing are alike
+  SELECT *, CASE WHEN pkn IS NULL THEN NULL
+                 WHEN len(kn) + len(rn) + len(pkn) + len(prn) = 0 THEN 1.0
+                 ELSE (len(list_intersect(kn, pkn)) + len(list_intersect(rn, prn)))
+                      / (len(list_distinct(list_concat(kn, pkn))) + len(list_distinct(list_concat(rn, prn)))) END AS j
+  FROM pairs
+), totals AS (
+  SELECT (SELECT count(*) FROM proc) AS ops, (SELECT has_compute FROM compute) AS has_compute,
+         (SELECT has_graphs FROM compute) AS has_graphs,
+         (SELECT sum(duration_ns) FROM work) AS work_ns,
+         (SELECT max(end_ns) - min(start_ns) FROM nvtx_ranges
+          WHERE pid = $pid AND tid = $tid AND style = 'PushPop') AS extent_ns
+)
+SELECT
+  -- rows of _iterations: the iterations a table of this family has
+  count(*) AS iterations,
+  -- what counts as work: 'kernels', 'kernels or CUDA graphs', 'GPU ops', or NULL (the process has none)
+  CASE WHEN any_value(t.ops) = 0 THEN NULL
+       WHEN any_value(t.has_graphs) THEN 'kernels or CUDA graphs'
+       WHEN any_value(t.has_compute) THEN 'kernels' ELSE 'GPU ops' END AS work,
+  -- iterations that launch some of that work
+  count(*) FILTER (WHERE s.ops > 0) AS with_work,
+  -- median Jaccard similarity of consecutive iterations' kernel and child range names
+  median(s.j)::DOUBLE AS resemblance,
+  -- the share of the process's work time launched inside the iterations
+  (sum(s.ns) / nullif(any_value(t.work_ns), 0))::DOUBLE AS work_share,
+  -- the share of the thread's NVTX extent (first push to last pop) that the iterations cover
+  (sum(s.wall_ns) / nullif(any_value(t.extent_ns), 0))::DOUBLE AS wall_share
+FROM sim s, totals t;
