@@ -72,7 +72,7 @@ def load(
             from .profile import Profile
 
             # warm: answers may come from the stored results; DuckDB opens only when a question needs it
-            return Profile(None, src.path, entry, opener)
+            return Profile(None, src.path, entry, opener, settings)
     else:
 
         def opener():
@@ -84,13 +84,13 @@ def load(
     readers.append(raw.Readers(src).start())
     settings()  # here, on this thread, once reading has begun (it imports tempfile, for the spill directory)
     try:
-        return _cold(src, entry, opener, staged)
+        return _cold(src, entry, opener, staged, settings)
     finally:
         for r in readers:  # started but not used: the entry was written by another process meanwhile
             r.close()
 
 
-def _cold(src, entry, opener, staged) -> Profile:
+def _cold(src, entry, opener, staged, settings) -> Profile:
     # everything the build thread imports is imported here first (no two threads importing one module)
     from concurrent.futures import ThreadPoolExecutor
 
@@ -116,7 +116,7 @@ def _cold(src, entry, opener, staged) -> Profile:
             sys.setswitchinterval(interval)
 
         con = built.result()
-    return Profile(con, src.path, entry)
+    return Profile(con, src.path, entry, settings=settings)
 
 
 SWITCH_INTERVAL = 0.0001  # s, while importing beside the build (16 cores: 0.1 ms 1.45 s, 0.5 ms 1.48, 2 ms 1.54)
