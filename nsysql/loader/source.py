@@ -3,6 +3,12 @@
 Nothing here writes: the file is opened with SQLite's `mode=ro&immutable=1`, which takes no locks and creates
 no journal, WAL or shm file beside it. Rows travel as Arrow record batches (ADBC's SQLite driver, or the
 standard library's sqlite3 when that driver is missing), never as a whole table of Python objects.
+
+`immutable=1` also tells SQLite that nothing else writes the file, so SQLite itself would not see a file that
+is being written, nor changes still in a `-wal` log or a `-journal` beside it. So `open_source` refuses such
+a file (one line naming it and what to do), and `Source.unchanged()`, called once every row is read, refuses
+one that changed meanwhile. Reading those files properly without immutable would need SQLite to create a
+`-shm` beside the export (WAL) or to roll a journal back into it, both writes beside or into the input.
 """
 
 from __future__ import annotations
@@ -40,6 +46,16 @@ class Source:
 
     path: Path
     tables: dict[str, list[str]] = field(default_factory=dict)
+    stamp: tuple = ()  # what `unchanged()` compares: see _stamp
+
+    def unchanged(self) -> None:
+        """Raise NsysqlError if the file, or a log beside it, changed since `open_source` (another program
+        writes it): what was read may be torn, and must not be answered from nor cached."""
+        now = _stamp(self.path)
+        if self.stamp and now != self.stamp:
+            what = [name for name, a, b in zip(_STAMP_FIELDS, self.stamp, now) if a != b]
+            raise NsysqlError(f"changed while nsysql read it ({', '.join(what)}): another program is writing it; "
+                              "run again once it has finished", str(self.path))
 
     def has(self, table: str, column: str | None = None) -> bool:
         cols = self.tables.get(table)
@@ -228,7 +244,8 @@ def open_source(path: str | os.PathLike) -> Source:
         raise NsysqlError(
             f"is truncated ({size} bytes on disk, the SQLite header says {page_size * page_count})", shown
         )
-    src = Source(path=p.resolve())
+    _refuse_unfinished(p, shown)
+    src = Source(path=p.resolve(), stamp=_stamp(p.resolve()))
     con = src.sqlite()
     try:
         names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
@@ -242,3 +259,77 @@ def open_source(path: str | os.PathLike) -> Source:
         listed = ", ".join(sorted(src.tables)[:5]) or "no tables"
         raise NsysqlError(f"is a SQLite file but not an nsys export (it has {listed}; no StringIds table)", shown)
     return src
+
+
+# -- files being written -----------------------------------------------------------------------------------
+
+_STAMP_FIELDS = ("size", "mtime", "ctime", "inode", "-wal size", "-journal size")
+# SQLite's lock bytes (https://sqlite.org/lockingv3.html, os_unix.c): a writer holds a write lock on the
+# RESERVED byte, then PENDING, then the SHARED range (EXCLUSIVE); readers hold read locks on the SHARED range.
+PENDING_BYTE = 0x40000000
+LOCK_BYTES = 2 + 510  # PENDING, RESERVED and the SHARED range
+
+
+def _stamp(p: Path) -> tuple:
+    """What changes when a program writes the export: its size, mtime, ctime and inode, and the size of each
+    log beside it (-1: none). ctime and the inode cannot be set back by hand (`touch -d` can set mtime)."""
+    st = p.stat()
+    logs = (_size(_beside(p, suffix)) for suffix in ("-wal", "-journal"))
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, *logs)
+
+
+def _beside(p: Path, suffix: str) -> Path:
+    return p.with_name(p.name + suffix)
+
+
+def _size(p: Path) -> int:
+    try:
+        return p.stat().st_size
+    except OSError:
+        return -1
+
+
+def _refuse_unfinished(p: Path, shown: str) -> None:
+    """Refuse an export that another program is writing, or whose last write did not finish: its rows are
+    (also) in a log beside it, which `immutable=1` reading does not see. Reads and tests locks; writes nothing."""
+    import shlex
+
+    for where in dict.fromkeys([p, p.resolve()]):  # SQLite names the logs after the path it was given
+        wal = _beside(where, "-wal")
+        if _size(wal) > 0:
+            raise NsysqlError(
+                f"has a write-ahead log beside it ({wal.name}, {_size(wal)} bytes), which may hold rows the file does "
+                "not; nsysql reads finished exports only: once nothing writes it, copy it whole with "
+                f"`sqlite3 {shlex.quote(shown)} \".backup copy.sqlite\"` and analyse the copy", shown)
+        journal = _beside(where, "-journal")
+        if _size(journal) > 0:
+            raise NsysqlError(
+                f"has a rollback journal beside it ({journal.name}): a write to it is under way or did not finish;"
+                " nsysql reads finished exports only: run again once the program writing it has finished (or, if "
+                "it crashed, open the file once with sqlite3 to roll the journal back)", shown)
+    if _write_locked(p):
+        raise NsysqlError("is being written by another program (it holds SQLite's write lock on the file); run "
+                          "again once it has finished", shown)
+
+
+def _write_locked(p: Path) -> bool:
+    """Whether another process holds a write lock on the export's SQLite lock bytes (a writer in its RESERVED,
+    PENDING or EXCLUSIVE state). Tested by taking, and at once releasing, the read lock any SQLite reader takes
+    there (never a write lock). False on platforms without fcntl."""
+    try:
+        import fcntl
+    except ImportError:
+        return False
+    try:
+        fd = os.open(p, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, LOCK_BYTES, PENDING_BYTE)
+    except OSError:
+        return True
+    else:
+        fcntl.lockf(fd, fcntl.LOCK_UN, LOCK_BYTES, PENDING_BYTE)
+        return False
+    finally:
+        os.close(fd)
