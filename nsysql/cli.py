@@ -15,7 +15,7 @@ import click
 
 from . import __version__
 from . import cache as _cache
-from .errors import NsysqlError
+from .errors import NsysqlError, one_line
 from .loader import driver
 from .render import FORMATS, render
 
@@ -156,7 +156,7 @@ def handled(fn):
                 raise
             files = (kwargs.get("file") or ", ".join(map(str, kwargs.get("files") or ()))
                      or ", ".join(map(str, _loaded)) or "(no file)")
-            click.echo(f"nsysql: error: {files}: query failed: {str(e).splitlines()[0]}", err=True)
+            click.echo(f"nsysql: error: {files}: query failed: {one_line(e)}", err=True)
             sys.exit(2)
         finally:
             # the answer is out; a cold load's cache entry may still be on its way to disk: wait for it here

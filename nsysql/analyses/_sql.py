@@ -31,12 +31,12 @@ def user_frame(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
     only, and columns of types polars cannot hold cast to text."""
     import duckdb
 
-    from ..errors import NsysqlError
+    from ..errors import NsysqlError, one_line
 
     try:
         return _user_frame(con, sql)
     except duckdb.Error as e:  # a typo in the user's SQL is their input's problem: one line, as the CLI says it
-        raise NsysqlError(f"query failed: {str(e).splitlines()[0]}") from None
+        raise NsysqlError(f"query failed: {one_line(e)}") from None
 
 
 def _user_frame(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:

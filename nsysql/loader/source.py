@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 
-from ..errors import NsysqlError
+from ..errors import NsysqlError, one_line
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -47,6 +47,7 @@ class Source:
     path: Path
     tables: dict[str, list[str]] = field(default_factory=dict)
     stamp: tuple = ()  # what `unchanged()` compares: see _stamp
+    failures: list = field(default_factory=list, repr=False, compare=False)  # errors `read`'s batches raised
 
     def unchanged(self) -> None:
         """Raise NsysqlError if the file, or a log beside it, changed since `open_source` (another program
@@ -94,7 +95,7 @@ class Source:
         try:
             for table in tables:
                 try:
-                    out[table] = int(con.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()[0] or 0)
+                    out[table] = int(con.execute(f"SELECT max(rowid) FROM {q(table)}").fetchone()[0] or 0)
                 except sqlite3.DatabaseError:
                     out[table] = 0
         finally:
@@ -137,7 +138,14 @@ class Source:
             batches = self._stream_batches(sql)
         except ImportError:
             batches = _read_sqlite3(self, sql, schema)
-        return pa.RecordBatchReader.from_batches(schema, _conform(batches, schema, self.path))
+        return pa.RecordBatchReader.from_batches(schema, _conform(batches, schema, self.path, self.failures))
+
+    def read_error(self, e: BaseException) -> NsysqlError:
+        """The error to say when scanning `read`'s batches failed with `e`: the reader's own error (which names
+        the file) if it raised one, not DuckDB's wrapping of it (which appends a Python traceback)."""
+        if self.failures:
+            return self.failures[-1]
+        return NsysqlError(f"cannot read the export ({one_line(e)})", str(self.path))
 
     def _stream_batches(self, sql: str) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
@@ -167,7 +175,8 @@ def _read_sqlite3(source: Source, sql: str, schema: pa.Schema) -> Iterator[pa.Re
         con.close()
 
 
-def _conform(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path) -> Iterator[pa.RecordBatch]:
+def _conform(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path,
+             failures: list) -> Iterator[pa.RecordBatch]:
     import pyarrow as pa
 
     try:
@@ -181,10 +190,12 @@ def _conform(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path) -
                     a = a.cast(f.type, safe=False) if not pa.types.is_null(a.type) else pa.nulls(len(a), f.type)
                 arrays.append(a)
             yield pa.RecordBatch.from_arrays(arrays, schema=schema)
-    except NsysqlError:
+    except NsysqlError as e:
+        failures.append(e)
         raise
     except Exception as e:  # noqa: BLE001 - any driver error means the file cannot be read
-        raise NsysqlError(f"cannot read the export ({str(e).splitlines()[0]})", str(path)) from None
+        failures.append(NsysqlError(f"cannot read the export ({one_line(e)})", str(path)))
+        raise failures[-1] from None
 
 
 def _to_utf8(a: pa.Array) -> pa.Array:
@@ -250,7 +261,12 @@ def open_source(path: str | os.PathLike) -> Source:
     try:
         names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
         for t in names:
-            src.tables[t] = [r[1] for r in con.execute(f'PRAGMA table_info("{t}")')]
+            try:  # the name bound as a value: any table name, quotes included
+                src.tables[t] = [r[0] for r in con.execute("SELECT name FROM pragma_table_info(?)", (t,))]
+            except sqlite3.DatabaseError:
+                if t in NSYS_MARKER_TABLES:
+                    raise
+                src.tables[t] = []  # a table nsysql does not read (a virtual table of an unknown module)
     except sqlite3.DatabaseError as e:
         raise NsysqlError(f"is not a readable SQLite database ({e})", shown) from None
     finally:
@@ -333,3 +349,8 @@ def _write_locked(p: Path) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def q(name: str) -> str:
+    """A SQL identifier, quoted (for SQLite and DuckDB alike)."""
+    return '"' + name.replace('"', '""') + '"'
