@@ -50,7 +50,7 @@ def test_extra_tables_and_columns_with_odd_names_do_not_make_an_export_unreadabl
         assert p.kernels().equals(loaded(str(TRAIN)).kernels())
         listed = p.sql("SELECT value FROM profile_facts WHERE key = 'tables_in_file'")["value"][0].split(",")
         assert set(ODD) <= set(listed)
-    res = CliRunner(env={"NSYSQL_CACHE_DIR": str(tmp_path / "cache2")}).invoke(main, ["info", str(copy)],
+    res = CliRunner(env={"NSYSQL_CACHE_DIR": str(tmp_path / "cache")}).invoke(main, ["info", str(copy)],
                                                                              catch_exceptions=False)
     assert res.exit_code == 0, res.output
     assert stamp(copy) == before
