@@ -9,7 +9,6 @@ Errors still surface from `load()`.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -105,21 +104,10 @@ def _cold(src, entry, opener, staged, settings) -> Profile:
         # readers that fill both.
         while not staged.wait(0.005) and not built.done():
             pass
-        # Importing holds the GIL; the build's threads need it briefly between DuckDB calls, and by default wait
-        # up to 5 ms for it each time. Hand it over sooner while both run (16 cores, together with registering
-        # every stream before the import starts: 1.61 -> 1.45 s, 2.10 -> 1.91 s on a slower instance).
-        interval = sys.getswitchinterval()
-        sys.setswitchinterval(min(interval, SWITCH_INTERVAL))
-        try:
-            from .profile import Profile  # polars and the analyses (pyarrow is not needed: see analyses._sql)
-        finally:
-            sys.setswitchinterval(interval)
+        from .profile import Profile  # polars and the analyses (pyarrow is not needed: see analyses._sql)
 
         con = built.result()
     return Profile(con, src.path, entry, settings=settings)
-
-
-SWITCH_INTERVAL = 0.0001  # s, while importing beside the build (16 cores: 0.1 ms 1.45 s, 0.5 ms 1.48, 2 ms 1.54)
 
 
 def _in_memory_first(src, config: dict) -> bool:

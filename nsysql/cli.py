@@ -16,7 +16,6 @@ import click
 from . import __version__
 from . import cache as _cache
 from .errors import NsysqlError, one_line
-from .loader import driver
 from .render import FORMATS, render
 
 ATTRIBUTION_HELP = (
@@ -302,9 +301,6 @@ def main(ctx, cache_dir, no_cache):
     # on 16, one arena cost 6% more CPU for no gain in wall time (BENCHMARKS.md).
     if (os.cpu_count() or 1) <= 2:
         os.environ.setdefault("DUCKDB_JE_MALLOC_CONF", "narenas:1")
-    # The SQLite inside ADBC's driver without its per-value mutexes: this process's readers never share a
-    # connection between threads (see loader/driver.py). The CLI's choice, as it owns the process.
-    driver.want_multithread()
 
     def one_line(message, category, *args, **kwargs):  # warnings raised later than the load, e.g. a rebuild
         click.echo(f"nsysql: warning: {message}", err=True)

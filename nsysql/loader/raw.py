@@ -224,10 +224,6 @@ class Readers:
             import adbc_driver_sqlite  # noqa: F401
         except ImportError:
             pass
-        else:
-            from . import driver
-
-            driver.prepare()  # before any reader opens a database (the CLI's choice: see driver.py)
         self._threads = [threading.Thread(target=self._run, args=(job,), name="nsysql-read", daemon=True)
                          for job in self.jobs]
         for t in self._threads:
