@@ -129,10 +129,12 @@ class Sandbox:
             con.execute(f"ATTACH '{str(self._entry).replace(chr(39), chr(39) * 2)}' AS {CATALOG} (READ_ONLY)")
         except duckdb.Error:
             return False
-        complete = con.execute(f"SELECT count(*) FROM {CATALOG}.profile_facts WHERE key = 'complete'").fetchall()
-        if complete[0][0]:
-            return True
-        con.execute(f"DETACH {CATALOG}")
+        try:
+            if con.execute(f"SELECT count(*) FROM {CATALOG}.profile_facts WHERE key = 'complete'").fetchall()[0][0]:
+                return True
+        except duckdb.Error:
+            pass
+        con.execute(f"DETACH {CATALOG}")  # not a whole entry: the profile's own connection rebuilds it
         return False
 
     def stream(self, table: str):
