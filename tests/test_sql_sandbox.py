@@ -109,6 +109,8 @@ READS_THAT_REACH = [
     "SELECT * FROM read_text('{victim}')",
     "SELECT * FROM sqlite_scan('{victim}', 'StringIds')",
     "SELECT * FROM glob('{victim_dir}/*')",
+    "SELECT * FROM read_blob('{victim}')",
+    "SELECT * FROM query('DELETE FROM gpu_ops')",  # a SELECT that runs SQL text: DuckDB takes only a SELECT
 ]
 
 

@@ -342,8 +342,10 @@ def _write_locked(p: Path) -> bool:
         return False
     try:
         fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, LOCK_BYTES, PENDING_BYTE)
-    except OSError:
-        return True
+    except OSError as e:  # another's lock in the way; any other error (no locks on this file system): cannot tell
+        import errno
+
+        return e.errno in (errno.EACCES, errno.EAGAIN)
     else:
         fcntl.lockf(fd, fcntl.LOCK_UN, LOCK_BYTES, PENDING_BYTE)
         return False
