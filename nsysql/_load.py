@@ -9,7 +9,6 @@ Errors still surface from `load()`.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -72,7 +71,7 @@ def load(
             from .profile import Profile
 
             # warm: answers may come from the stored results; DuckDB opens only when a question needs it
-            return Profile(None, src.path, entry, opener)
+            return Profile(None, src.path, entry, opener, settings)
     else:
 
         def opener():
@@ -84,13 +83,13 @@ def load(
     readers.append(raw.Readers(src).start())
     settings()  # here, on this thread, once reading has begun (it imports tempfile, for the spill directory)
     try:
-        return _cold(src, entry, opener, staged)
+        return _cold(src, entry, opener, staged, settings)
     finally:
         for r in readers:  # started but not used: the entry was written by another process meanwhile
             r.close()
 
 
-def _cold(src, entry, opener, staged) -> Profile:
+def _cold(src, entry, opener, staged, settings) -> Profile:
     # everything the build thread imports is imported here first (no two threads importing one module)
     from concurrent.futures import ThreadPoolExecutor
 
@@ -105,21 +104,10 @@ def _cold(src, entry, opener, staged) -> Profile:
         # readers that fill both.
         while not staged.wait(0.005) and not built.done():
             pass
-        # Importing holds the GIL; the build's threads need it briefly between DuckDB calls, and by default wait
-        # up to 5 ms for it each time. Hand it over sooner while both run (16 cores, together with registering
-        # every stream before the import starts: 1.61 -> 1.45 s, 2.10 -> 1.91 s on a slower instance).
-        interval = sys.getswitchinterval()
-        sys.setswitchinterval(min(interval, SWITCH_INTERVAL))
-        try:
-            from .profile import Profile  # polars and the analyses (pyarrow is not needed: see analyses._sql)
-        finally:
-            sys.setswitchinterval(interval)
+        from .profile import Profile  # polars and the analyses (pyarrow is not needed: see analyses._sql)
 
         con = built.result()
-    return Profile(con, src.path, entry)
-
-
-SWITCH_INTERVAL = 0.0001  # s, while importing beside the build (16 cores: 0.1 ms 1.45 s, 0.5 ms 1.48, 2 ms 1.54)
+    return Profile(con, src.path, entry, settings=settings)
 
 
 def _in_memory_first(src, config: dict) -> bool:

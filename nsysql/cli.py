@@ -15,8 +15,7 @@ import click
 
 from . import __version__
 from . import cache as _cache
-from .errors import NsysqlError
-from .loader import driver
+from .errors import NsysqlError, one_line
 from .render import FORMATS, render
 
 ATTRIBUTION_HELP = (
@@ -156,7 +155,7 @@ def handled(fn):
                 raise
             files = (kwargs.get("file") or ", ".join(map(str, kwargs.get("files") or ()))
                      or ", ".join(map(str, _loaded)) or "(no file)")
-            click.echo(f"nsysql: error: {files}: query failed: {str(e).splitlines()[0]}", err=True)
+            click.echo(f"nsysql: error: {files}: query failed: {one_line(e)}", err=True)
             sys.exit(2)
         finally:
             # the answer is out; a cold load's cache entry may still be on its way to disk: wait for it here
@@ -302,9 +301,6 @@ def main(ctx, cache_dir, no_cache):
     # on 16, one arena cost 6% more CPU for no gain in wall time (BENCHMARKS.md).
     if (os.cpu_count() or 1) <= 2:
         os.environ.setdefault("DUCKDB_JE_MALLOC_CONF", "narenas:1")
-    # The SQLite inside ADBC's driver without its per-value mutexes: this process's readers never share a
-    # connection between threads (see loader/driver.py). The CLI's choice, as it owns the process.
-    driver.want_multithread()
 
     def one_line(message, category, *args, **kwargs):  # warnings raised later than the load, e.g. a rebuild
         click.echo(f"nsysql: warning: {message}", err=True)

@@ -11,3 +11,16 @@ class NsysqlError(Exception):
     def __init__(self, message: str, path: str | None = None):
         self.path = path
         super().__init__(f"{path}: {message}" if path else message)
+
+
+# where DuckDB, wrapping an exception raised by a Python object it scans (an Arrow stream), appends its traceback
+_PYTHON_DETAIL = (" Detail: Python exception", "Traceback (most recent call last)")
+
+
+def one_line(e: BaseException) -> str:
+    """An error's message as one line: its first line, without the Python traceback DuckDB appends to an
+    exception it caught from a Python object it was scanning."""
+    text = (str(e).splitlines() or [type(e).__name__])[0]
+    for marker in _PYTHON_DETAIL:
+        text = text.split(marker, 1)[0]
+    return text.rstrip(" .:") or type(e).__name__

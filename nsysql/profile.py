@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Callable
 import polars as pl
 
 from . import cache as _cache
+from . import sandbox as _sandbox
 from .memo import Answers, asked, cached, peek
 from ._load import load  # noqa: F401 (nsysql.profile.load, as before)
 from .loader import cursor as _cursor
@@ -32,6 +33,12 @@ if TYPE_CHECKING:
     import duckdb
 
 
+def _default_settings() -> dict:
+    from ._load import _duckdb_config
+
+    return _duckdb_config(None, None)
+
+
 def _head(whole: pl.DataFrame, top: int) -> pl.DataFrame:
     """The first `top` rows of a whole ranked table (ordered by total time, then name; pct is of the whole), so
     the one stored answer serves summary's top 10, `--top N` and everything."""
@@ -44,7 +51,8 @@ class Profile:
     """An nsys export loaded into DuckDB's canonical tables. `con` is the DuckDB connection, for your own SQL."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection | None, path: Path, cache_entry: Path | None = None,
-                 opener: Callable[[], duckdb.DuckDBPyConnection] | None = None):
+                 opener: Callable[[], duckdb.DuckDBPyConnection] | None = None,
+                 settings: Callable[[], dict] | None = None):
         self._con = con
         self._opener = opener
         self._lock = threading.RLock()
@@ -56,6 +64,10 @@ class Profile:
         self._cursors: list = []
         self._where: tuple[str, str] | None = None
         self._closed = False
+        # where sql() runs: a database of its own that reads the canonical tables only (see nsysql.sandbox)
+        self._user = _sandbox.Sandbox(cache_entry, self._base, lambda: self._where,
+                                      settings or (lambda: _default_settings()))
+        self._user_own = True
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -98,6 +110,8 @@ class Profile:
             for cur in self._cursors:
                 cur.close()
             self._cursors.clear()
+            if self._user_own:
+                self._user.close()
             if self._con is not None:
                 self._con.close()
                 self._con = None
@@ -114,6 +128,7 @@ class Profile:
         one query at a time). `nsysql stats` asks its reports on workers at once; so can you."""
         w = Profile(None, self.path, self.cache_entry, lambda: _cursor(self._base(), self._where))
         w._answers = self._answers
+        w._user, w._user_own = self._user, False
         w._lock = self._lock
         w._owner = None
         return w
@@ -268,9 +283,12 @@ class Profile:
         return resolve_range(self.con, pattern)[0]
 
     def sql(self, query: str) -> pl.DataFrame:
-        """Run your own read-only SQL (SELECT, EXPLAIN) over the canonical tables (see queries/v1/canonical/).
-        For writes of your own, use `self.con`."""
+        """Run your own read-only SQL (SELECT, EXPLAIN of a SELECT) over the canonical tables (see
+        queries/v1/canonical/), in a DuckDB database of its own that can write nothing and read no file, URL or
+        extension (nsysql.sandbox). For tables and writes of your own, use `self.con`."""
+        if self._closed:
+            raise NsysqlError(f"{self.path}: this Profile is closed; load the export again")
         try:
-            return _user_frame(self.con, query)
+            return _user_frame(self._user.cursor(), query)
         except NsysqlError as e:
             raise NsysqlError(f"{self.path}: {e}") from None

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 
 import nsysql
 from conftest import fixture, union_of_gpu_ops
-from nsysql.loader import driver, raw
+from nsysql.loader import raw
 from nsysql.loader.source import Source
 
 TABLES = {
@@ -183,53 +180,3 @@ def test_gpu_busy_is_the_union_of_gpu_ops():
     busy = prof.sql("SELECT device_id, start_ns, end_ns FROM gpu_busy ORDER BY device_id, start_ns")
     assert prof.sql("SELECT count(*) AS n FROM gpu_ops")["n"][0] > 5000 and len(merged) > 1000
     assert list(busy.iter_rows()) == merged
-
-
-_TABLE_DIGESTS = """
-import hashlib, json, sys
-import nsysql
-from nsysql.loader import driver
-if sys.argv[2] == "before":
-    driver.want_multithread()
-prof = nsysql.load(sys.argv[1], cache=False)
-prof.con
-if sys.argv[2] == "after":
-    driver.want_multithread()
-digests = {t: hashlib.sha256(prof.sql(f"SELECT * FROM {t} ORDER BY {key}").write_csv().encode()).hexdigest()
-           for t, key in json.loads(sys.argv[3]).items()}
-print(json.dumps({"switched": driver.prepare(), "tables": digests}))
-"""
-
-
-@pytest.mark.skipif(not hasattr(os, "uname") or os.uname().machine not in driver._ELF_MACHINE
-                    or sys.platform != "linux", reason="the driver's SQLite is switched on Linux ELF only")
-@pytest.mark.parametrize("name", ["train_small", "big_step"])
-def test_multithread_sqlite_driver_reads_the_same_tables(name):
-    """The CLI's switch of ADBC's SQLite to multi-thread mode (loader/driver.py) happens when asked before the
-    first read of a process, not after one (SQLite is initialised then), and the tables are the same."""
-    import json
-    import subprocess
-
-    def run(when):
-        p = subprocess.run([sys.executable, "-c", _TABLE_DIGESTS, str(fixture(name)), when, json.dumps(TABLES)],
-                           capture_output=True, text=True, timeout=120)
-        assert p.returncode == 0, p.stderr
-        return json.loads(p.stdout)
-
-    never, before, after = run("never"), run("before"), run("after")
-    assert (never["switched"], before["switched"], after["switched"]) == (None, True, False)
-    assert never["tables"] == before["tables"] == after["tables"]
-
-
-def test_elf_functions_finds_only_defined_functions():
-    """The symbol lookup: the driver's two functions that loader/driver.py calls, not a name it lacks, and
-    nothing in a file that is not an ELF shared object."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("adbc_driver_sqlite")
-    lib = os.path.join(list(spec.submodule_search_locations)[0], "libadbc_driver_sqlite.so") if spec else ""
-    if not os.path.isfile(lib) or os.uname().machine not in driver._ELF_MACHINE:
-        pytest.skip("no Linux build of ADBC's SQLite driver")
-    found = driver.elf_functions(lib, ("sqlite3_config", "AdbcDriverInit", "no_such_function_here"))
-    assert sorted(found) == ["AdbcDriverInit", "sqlite3_config"] and all(v > 0 for v in found.values())
-    assert driver.elf_functions(str(fixture("train_small")), ("sqlite3_config",)) == {}

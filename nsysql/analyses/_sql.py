@@ -22,37 +22,27 @@ def frame(con: duckdb.DuckDBPyConnection, sql: str, params: dict | None = None) 
     return pl.DataFrame(_Stream(con.sql(sql, params=params or None).__arrow_c_stream__()))
 
 
-# statement kinds a user's query may be: reading only. A write on a first load would land in the cache entry
-# (built in the same database) and change every later answer.
-_READ_ONLY = {"SELECT", "EXPLAIN"}
 # DuckDB types polars cannot hold (INTERVAL: "could not import from month_day_nano_interval"): shown as text
 _AS_TEXT = ("INTERVAL", "BIT", "UNION", "TIME WITH TIME ZONE")
 
 
 def user_frame(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
-    """A user's own query (`nsysql sql`, Profile.sql) as a DataFrame: read-only statements only, and columns of
-    types polars cannot hold cast to text."""
+    """A user's own query (`nsysql sql`, Profile.sql) on a sandbox's cursor as a DataFrame: read-only statements
+    only, and columns of types polars cannot hold cast to text."""
     import duckdb
 
-    from ..errors import NsysqlError
+    from ..errors import NsysqlError, one_line
 
     try:
         return _user_frame(con, sql)
     except duckdb.Error as e:  # a typo in the user's SQL is their input's problem: one line, as the CLI says it
-        raise NsysqlError(f"query failed: {str(e).splitlines()[0]}") from None
+        raise NsysqlError(f"query failed: {one_line(e)}") from None
 
 
 def _user_frame(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
-    from ..errors import NsysqlError
+    from ..sandbox import check
 
-    statements = con.extract_statements(sql)
-    if not statements:
-        raise NsysqlError("the query is empty")
-    for st in statements:
-        kind = str(st.type).rsplit(".", 1)[-1]
-        if kind not in _READ_ONLY:
-            raise NsysqlError(f"queries here only read (SELECT, EXPLAIN); this one is {kind}. For tables of your "
-                              "own, use `nsysql export` or Profile.con in Python")
+    check(con, sql)  # and `con` is a sandbox's (see nsysql.sandbox): what the check lets through cannot write
     rel = con.sql(sql)
     if rel is None:
         return pl.DataFrame()

@@ -33,6 +33,7 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=Non
     from .raw import STAGE, stage, unstage
 
     used = stage(src, con, progress, ready=staged, readers=readers)
+    src.unchanged()  # every row is read: refuse a file written meanwhile (before anything is cached)
     facts = [
         ("source_path", str(src.path)),
         ("source_bytes", str(src.path.stat().st_size)),

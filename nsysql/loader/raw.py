@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .source import Source
+from .source import Source, q
 
 if TYPE_CHECKING:
     import duckdb
@@ -148,18 +148,17 @@ def _select(src: Source, rt: RawTable, text_as_blob: bool = False) -> tuple[str 
     present = 0
     for col, typ in rt.columns:
         if col == ROW_ID:
-            exprs.append(f'rowid AS "{ROW_ID}"')
+            exprs.append(f"rowid AS {q(ROW_ID)}")
             continue
         name = col if src.has(table, col) else alias.get(col) if src.has(table, alias.get(col, "")) else None
         if name is None:
-            exprs.append(f"NULL AS \"{col}\"")
+            exprs.append(f"NULL AS {q(col)}")
             continue
         present += 1
-        ident = f'"{name}"'
-        exprs.append(f'CAST({ident} AS BLOB) AS "{col}"' if typ == S and text_as_blob else f'{ident} AS "{col}"')
+        exprs.append(f"CAST({q(name)} AS BLOB) AS {q(col)}" if typ == S and text_as_blob else f"{q(name)} AS {q(col)}")
     if present == 0:
         return None, table
-    return f'SELECT {", ".join(exprs)} FROM "{table}"', table
+    return f'SELECT {", ".join(exprs)} FROM {q(table)}', table
 
 
 # A table with more rows than this is read in rowid-range chunks, one per worker, when there are more than two
@@ -202,7 +201,7 @@ def plan(src: Source, workers: int) -> tuple[dict[str, str], list[Job]]:
         if n <= 1:
             jobs.append(Job(rows, rt, sql, blob_sql, table))
             continue
-        for a, b in rowid_ranges(src.scalar(f'SELECT min(rowid) FROM "{table}"'), rows, n):
+        for a, b in rowid_ranges(src.scalar(f"SELECT min(rowid) FROM {q(table)}"), rows, n):
             where = f" WHERE rowid BETWEEN {a} AND {b}"
             jobs.append(Job(b - a + 1, rt, sql + where, blob_sql + where, table))
     jobs.sort(key=lambda j: -j.rows)
@@ -245,10 +244,6 @@ class Readers:
             import adbc_driver_sqlite  # noqa: F401
         except ImportError:
             pass
-        else:
-            from . import driver
-
-            driver.prepare()  # before any reader opens a database (the CLI's choice: see driver.py)
         self._threads = [threading.Thread(target=self._run, args=(job,), name="nsysql-read", daemon=True)
                          for job in self.jobs]
         for t in self._threads:
@@ -348,8 +343,12 @@ class Readers:
             # fallback: batches through pyarrow, text decoded with U+FFFD for bad bytes; errors name the file
             with self._gate:
                 cur.register("_reader", self.src.read(job.blob_sql, rt.schema()))
-                cur.execute(f"{target} * FROM _reader")
-                cur.unregister("_reader")
+                try:
+                    cur.execute(f"{target} * FROM _reader")
+                except duckdb.Error as e:
+                    raise self.src.read_error(e) from None
+                finally:
+                    cur.unregister("_reader")
         finally:
             cur.close()
             if not told:
@@ -389,6 +388,3 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
         readers.close()  # if reading never began
     return readers.used
 
-
-def q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'

@@ -3,6 +3,12 @@
 Nothing here writes: the file is opened with SQLite's `mode=ro&immutable=1`, which takes no locks and creates
 no journal, WAL or shm file beside it. Rows travel as Arrow record batches (ADBC's SQLite driver, or the
 standard library's sqlite3 when that driver is missing), never as a whole table of Python objects.
+
+`immutable=1` also tells SQLite that nothing else writes the file, so SQLite itself would not see a file that
+is being written, nor changes still in a `-wal` log or a `-journal` beside it. So `open_source` refuses such
+a file (one line naming it and what to do), and `Source.unchanged()`, called once every row is read, refuses
+one that changed meanwhile. Reading those files properly without immutable would need SQLite to create a
+`-shm` beside the export (WAL) or to roll a journal back into it, both writes beside or into the input.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 
-from ..errors import NsysqlError
+from ..errors import NsysqlError, one_line
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -40,6 +46,17 @@ class Source:
 
     path: Path
     tables: dict[str, list[str]] = field(default_factory=dict)
+    stamp: tuple = ()  # what `unchanged()` compares: see _stamp
+    failures: list = field(default_factory=list, repr=False, compare=False)  # errors `read`'s batches raised
+
+    def unchanged(self) -> None:
+        """Raise NsysqlError if the file, or a log beside it, changed since `open_source` (another program
+        writes it): what was read may be torn, and must not be answered from nor cached."""
+        now = _stamp(self.path)
+        if self.stamp and now != self.stamp:
+            what = [name for name, a, b in zip(_STAMP_FIELDS, self.stamp, now) if a != b]
+            raise NsysqlError(f"changed while nsysql read it ({', '.join(what)}): another program is writing it; "
+                              "run again once it has finished", str(self.path))
 
     def has(self, table: str, column: str | None = None) -> bool:
         cols = self.tables.get(table)
@@ -78,7 +95,7 @@ class Source:
         try:
             for table in tables:
                 try:
-                    out[table] = int(con.execute(f'SELECT max(rowid) FROM "{table}"').fetchone()[0] or 0)
+                    out[table] = int(con.execute(f"SELECT max(rowid) FROM {q(table)}").fetchone()[0] or 0)
                 except sqlite3.DatabaseError:
                     out[table] = 0
         finally:
@@ -121,7 +138,14 @@ class Source:
             batches = self._stream_batches(sql)
         except ImportError:
             batches = _read_sqlite3(self, sql, schema)
-        return pa.RecordBatchReader.from_batches(schema, _conform(batches, schema, self.path))
+        return pa.RecordBatchReader.from_batches(schema, _conform(batches, schema, self.path, self.failures))
+
+    def read_error(self, e: BaseException) -> NsysqlError:
+        """The error to say when scanning `read`'s batches failed with `e`: the reader's own error (which names
+        the file) if it raised one, not DuckDB's wrapping of it (which appends a Python traceback)."""
+        if self.failures:
+            return self.failures[-1]
+        return NsysqlError(f"cannot read the export ({one_line(e)})", str(self.path))
 
     def _stream_batches(self, sql: str) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
@@ -151,7 +175,8 @@ def _read_sqlite3(source: Source, sql: str, schema: pa.Schema) -> Iterator[pa.Re
         con.close()
 
 
-def _conform(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path) -> Iterator[pa.RecordBatch]:
+def _conform(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path,
+             failures: list) -> Iterator[pa.RecordBatch]:
     import pyarrow as pa
 
     try:
@@ -165,10 +190,12 @@ def _conform(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path) -
                     a = a.cast(f.type, safe=False) if not pa.types.is_null(a.type) else pa.nulls(len(a), f.type)
                 arrays.append(a)
             yield pa.RecordBatch.from_arrays(arrays, schema=schema)
-    except NsysqlError:
+    except NsysqlError as e:
+        failures.append(e)
         raise
     except Exception as e:  # noqa: BLE001 - any driver error means the file cannot be read
-        raise NsysqlError(f"cannot read the export ({str(e).splitlines()[0]})", str(path)) from None
+        failures.append(NsysqlError(f"cannot read the export ({one_line(e)})", str(path)))
+        raise failures[-1] from None
 
 
 def _to_utf8(a: pa.Array) -> pa.Array:
@@ -228,12 +255,18 @@ def open_source(path: str | os.PathLike) -> Source:
         raise NsysqlError(
             f"is truncated ({size} bytes on disk, the SQLite header says {page_size * page_count})", shown
         )
-    src = Source(path=p.resolve())
+    _refuse_unfinished(p, shown)
+    src = Source(path=p.resolve(), stamp=_stamp(p.resolve()))
     con = src.sqlite()
     try:
         names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
         for t in names:
-            src.tables[t] = [r[1] for r in con.execute(f'PRAGMA table_info("{t}")')]
+            try:  # the name bound as a value: any table name, quotes included
+                src.tables[t] = [r[0] for r in con.execute("SELECT name FROM pragma_table_info(?)", (t,))]
+            except sqlite3.DatabaseError:
+                if t in NSYS_MARKER_TABLES:
+                    raise
+                src.tables[t] = []  # a table nsysql does not read (a virtual table of an unknown module)
     except sqlite3.DatabaseError as e:
         raise NsysqlError(f"is not a readable SQLite database ({e})", shown) from None
     finally:
@@ -242,3 +275,84 @@ def open_source(path: str | os.PathLike) -> Source:
         listed = ", ".join(sorted(src.tables)[:5]) or "no tables"
         raise NsysqlError(f"is a SQLite file but not an nsys export (it has {listed}; no StringIds table)", shown)
     return src
+
+
+# -- files being written -----------------------------------------------------------------------------------
+
+_STAMP_FIELDS = ("size", "mtime", "ctime", "inode", "-wal size", "-journal size")
+# SQLite's lock bytes (https://sqlite.org/lockingv3.html, os_unix.c): a writer holds a write lock on the
+# RESERVED byte, then PENDING, then the SHARED range (EXCLUSIVE); readers hold read locks on the SHARED range.
+PENDING_BYTE = 0x40000000
+LOCK_BYTES = 2 + 510  # PENDING, RESERVED and the SHARED range
+
+
+def _stamp(p: Path) -> tuple:
+    """What changes when a program writes the export: its size, mtime, ctime and inode, and the size of each
+    log beside it (-1: none). ctime and the inode cannot be set back by hand (`touch -d` can set mtime)."""
+    st = p.stat()
+    logs = (_size(_beside(p, suffix)) for suffix in ("-wal", "-journal"))
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, *logs)
+
+
+def _beside(p: Path, suffix: str) -> Path:
+    return p.with_name(p.name + suffix)
+
+
+def _size(p: Path) -> int:
+    try:
+        return p.stat().st_size
+    except OSError:
+        return -1
+
+
+def _refuse_unfinished(p: Path, shown: str) -> None:
+    """Refuse an export that another program is writing, or whose last write did not finish: its rows are
+    (also) in a log beside it, which `immutable=1` reading does not see. Reads and tests locks; writes nothing."""
+    import shlex
+
+    for where in dict.fromkeys([p, p.resolve()]):  # SQLite names the logs after the path it was given
+        wal = _beside(where, "-wal")
+        if _size(wal) > 0:
+            raise NsysqlError(
+                f"has a write-ahead log beside it ({wal.name}, {_size(wal)} bytes), which may hold rows the file does "
+                "not; nsysql reads finished exports only: once nothing writes it, copy it whole with "
+                f"`sqlite3 {shlex.quote(shown)} \".backup copy.sqlite\"` and analyse the copy", shown)
+        journal = _beside(where, "-journal")
+        if _size(journal) > 0:
+            raise NsysqlError(
+                f"has a rollback journal beside it ({journal.name}): a write to it is under way or did not finish;"
+                " nsysql reads finished exports only: run again once the program writing it has finished (or, if "
+                "it crashed, open the file once with sqlite3 to roll the journal back)", shown)
+    if _write_locked(p):
+        raise NsysqlError("is being written by another program (it holds SQLite's write lock on the file); run "
+                          "again once it has finished", shown)
+
+
+def _write_locked(p: Path) -> bool:
+    """Whether another process holds a write lock on the export's SQLite lock bytes (a writer in its RESERVED,
+    PENDING or EXCLUSIVE state). Tested by taking, and at once releasing, the read lock any SQLite reader takes
+    there (never a write lock). False on platforms without fcntl."""
+    try:
+        import fcntl
+    except ImportError:
+        return False
+    try:
+        fd = os.open(p, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, LOCK_BYTES, PENDING_BYTE)
+    except OSError as e:  # another's lock in the way; any other error (no locks on this file system): cannot tell
+        import errno
+
+        return e.errno in (errno.EACCES, errno.EAGAIN)
+    else:
+        fcntl.lockf(fd, fcntl.LOCK_UN, LOCK_BYTES, PENDING_BYTE)
+        return False
+    finally:
+        os.close(fd)
+
+
+def q(name: str) -> str:
+    """A SQL identifier, quoted (for SQLite and DuckDB alike)."""
+    return '"' + name.replace('"', '""') + '"'
