@@ -2,7 +2,8 @@
 
 Engine: each export is loaded where it is (a local process pool sized to the cores, or Dask workers that
 share the files' filesystem), into the cache, and reduced there to the small per-rank frames of
-`nsysql.analyses.ranks.rank_tables`, which are cached too (Parquet beside the cache entry); only those frames
+`nsysql.analyses.ranks.rank_tables`, which are stored too (Parquet beside the cache entry, under the store's
+key: nsysql.store); only those frames
 travel back. The cross-rank analysis then runs in one in-memory DuckDB over all ranks' frames. A warm run
 reads the cached frames directly and starts no worker.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import polars as pl
 
-from . import cache as _cache
+from . import store
 from .analyses import ranks as _ranks
 from .errors import NsysqlError
 
@@ -40,17 +41,16 @@ def expand(paths: list[str]) -> list[str]:
 
 
 RANK_TABLES = ("info", "iterations", "causes", "nccl")
-RANK_TABLES_VERSION = "r1"
 
 
 def _sidecars(path: str, cache_dir: str | None) -> dict[str, Path] | None:
     """Where the per-rank frames of `path` are cached: beside its cache entry, one Parquet file each."""
     try:
-        entry = _cache.entry(Path(cache_dir).expanduser() if cache_dir else _cache.default_dir(),
-                             Path(os.path.expanduser(path)))
+        stem = store.stem(Path(cache_dir).expanduser() if cache_dir else store.default_dir(),
+                          Path(os.path.expanduser(path)))
     except OSError:
         return None
-    return {t: entry.with_name(f"{entry.stem}.{RANK_TABLES_VERSION}.{t}.parquet") for t in RANK_TABLES}
+    return {t: Path(f"{stem}.{t}.parquet") for t in RANK_TABLES}
 
 
 def _cached(path: str, cache_dir: str | None) -> dict[str, pl.DataFrame] | None:
@@ -69,11 +69,9 @@ def _store(path: str, cache_dir: str | None, tables: dict[str, pl.DataFrame]) ->
         return
     try:
         for t in sorted(tables, key=lambda t: t == "info"):  # info last: its presence marks a complete set
-            tmp = files[t].with_name(f".{files[t].name}.{os.getpid()}.tmp")
-            tables[t].write_parquet(tmp)
-            os.replace(tmp, files[t])
-    except OSError:
-        pass  # the cache is an optimisation; load() already warned if it cannot be written
+            store.write(files[t], tables[t].write_parquet)
+    except (OSError, pl.exceptions.PolarsError) as e:  # a full disk: answered anyway, recomputed next time
+        store.failed(e, files["info"].parent)
 
 
 def _job(path: str, cache_dir: str | None, cache: bool) -> tuple[str, dict[str, pl.DataFrame]]:
