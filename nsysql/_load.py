@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import cache as _cache
+from . import store
 from .loader.source import open_source
 
 if TYPE_CHECKING:
@@ -48,9 +49,12 @@ def load(
     staged = threading.Event()
     readers = []  # the cold load's reader threads, started before DuckDB is imported
 
+    building = []  # the connections being built (interrupted if the user presses Ctrl-C meanwhile)
+
     def build(con):
         from .loader import build as build_tables
 
+        building.append(con)
         build_tables(src, con, progress, staged=staged.set, readers=readers.pop() if readers else None)
         return con
 
@@ -84,19 +88,20 @@ def load(
     readers.append(raw.Readers(src).start())
     settings()  # here, on this thread, once reading has begun (it imports tempfile, for the spill directory)
     try:
-        return _cold(src, entry, opener, staged)
+        return _cold(src, entry, opener, staged, building)
     finally:
         for r in readers:  # started but not used: the entry was written by another process meanwhile
             r.close()
 
 
-def _cold(src, entry, opener, staged) -> Profile:
+def _cold(src, entry, opener, staged, building) -> Profile:
     # everything the build thread imports is imported here first (no two threads importing one module)
     from concurrent.futures import ThreadPoolExecutor
 
     import duckdb  # noqa: F401
 
-    with ThreadPoolExecutor(1, thread_name_prefix="nsysql-load") as pool:
+    pool = ThreadPoolExecutor(1, thread_name_prefix="nsysql-load")
+    try:
         built = pool.submit(opener)
         # Import the facade once every reader has registered its Arrow stream with DuckDB and a core is free of
         # readers (raw.stage says when), while the export is read and the canonical SQL runs. Not sooner:
@@ -116,6 +121,19 @@ def _cold(src, entry, opener, staged) -> Profile:
             sys.setswitchinterval(interval)
 
         con = built.result()
+    except BaseException:
+        # Ctrl-C (or an error here) while the build runs: leave now, not once the build is done. Its temporary
+        # entry goes (the build, if it goes on, finds it gone and stores nothing) and its DuckDB work is
+        # interrupted; the process may end at once (the CLI leaves through os._exit).
+        store.remove_own_temps()
+        for con in building:
+            try:
+                con.interrupt()
+            except Exception:  # noqa: BLE001 - closed meanwhile
+                pass
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     return Profile(con, src.path, entry)
 
 

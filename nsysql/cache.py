@@ -60,10 +60,12 @@ def _locked(e: Exception) -> bool:
     return "lock" in str(e).lower()
 
 
-def build_entry(file: Path, build, config: dict, background: bool = False) -> duckdb.DuckDBPyConnection | None:
-    """Run `build(con)` and store the result as the entry `file`; returns the connection to ask questions on,
-    or None (with a warning) if the directory cannot take an entry. The entry is built under a temporary name
-    unique to this process and renamed into place once whole, so no reader ever sees half an entry.
+def build_entry(file: Path, build, config: dict, background: bool = False) -> duckdb.DuckDBPyConnection:
+    """Run `build(con)` and store the result as the entry `file`; returns the connection to ask questions on.
+    The entry is built under a temporary name unique to this process and renamed into place once whole, so no
+    reader ever sees half an entry. If it cannot be written, at any step (a read-only directory, a full disk
+    when the tables are written, at the checkpoint, or in the background copy), the answers come from memory
+    and the store warns once (store.failed).
 
     In the file (default): the tables are built straight into the entry, checkpointed and renamed, and the
     connection stays open on it (its tables still in DuckDB's buffers). Another process that tries to open it
@@ -74,6 +76,23 @@ def build_entry(file: Path, build, config: dict, background: bool = False) -> du
     with cores to spare and memory for a second copy (nsysql._load decides). The interpreter waits for the
     copy before it exits; `wait()` waits sooner.
     """
+    try:
+        return _build_entry(file, build, config, background)
+    except _NotStored as e:
+        # Built again in memory. A failure of the load itself (a malformed export: DuckDB's errors do not
+        # always say whether reading or writing failed) fails here too, and is the command's to report.
+        con = build(connect(":memory:", config))
+        store.failed(e.__cause__, file.parent)
+        return con
+
+
+class _NotStored(Exception):
+    """The entry could not be written (the cause is the error)."""
+
+
+def _build_entry(file: Path, build, config: dict, background: bool) -> duckdb.DuckDBPyConnection:
+    import duckdb
+
     tmp = store.temp_path(file)
     if background:
         try:  # can the directory take it at all? (read-only, no permission): say so now, not later
@@ -82,8 +101,7 @@ def build_entry(file: Path, build, config: dict, background: bool = False) -> du
                 pass
             store.remove(tmp)
         except OSError as e:
-            store.failed(e, file.parent)
-            return None
+            raise _NotStored() from e
         con = connect(":memory:", config)
         build(con)
         con.execute("INSERT INTO profile_facts VALUES ('complete', 'yes')")  # the entry is renamed in only whole
@@ -108,26 +126,23 @@ def build_entry(file: Path, build, config: dict, background: bool = False) -> du
             store.commit(tmp, file)
             return open_entry(file, config)
         return con
-    except _write_errors() as e:  # the disk filled up, or the directory cannot be written
-        if con is not None:
-            try:
-                con.close()
-            except Exception:  # noqa: BLE001 - a database DuckDB invalidated after a failed write
-                pass
-        store.failed(e, file.parent)
-        return None
+    except (duckdb.InterruptException, duckdb.OutOfMemoryException):
+        _close(con)
+        raise
+    except (OSError, duckdb.Error) as e:  # a write that failed (File too large, No space left: a commit, the
+        _close(con)                       # WAL, a checkpoint), or the load's own error (see build_entry)
+        raise _NotStored() from e
     finally:
         store.remove(tmp)
         store.remove(Path(f"{tmp}.wal"))
 
 
-def _write_errors() -> tuple[type[BaseException], ...]:
-    """What failing to write the cache raises: OSError from Python, and from DuckDB an I/O or permission error,
-    or a fatal one (a failed checkpoint or WAL write invalidates the database). Errors of the load itself (a
-    malformed export, out of memory, an interrupt) are not among them: those are the command's to report."""
-    import duckdb
-
-    return (OSError, duckdb.IOException, duckdb.PermissionException, duckdb.FatalException)
+def _close(con) -> None:
+    if con is not None:
+        try:
+            con.close()
+        except Exception:  # noqa: BLE001 - a database DuckDB invalidated after a failed write
+            pass
 
 
 _PENDING: dict[Path, threading.Thread] = {}

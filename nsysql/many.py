@@ -74,19 +74,25 @@ def _store(path: str, cache_dir: str | None, tables: dict[str, pl.DataFrame]) ->
         store.failed(e, files["info"].parent)
 
 
-def _job(path: str, cache_dir: str | None, cache: bool) -> tuple[str, dict[str, pl.DataFrame]]:
+def _job(path: str, cache_dir: str | None, cache: bool) -> tuple[str, dict[str, pl.DataFrame], list[str]]:
+    """Load one rank and reduce it; with the store's warnings (a full cache disk), which the caller repeats:
+    a worker process's own would reach stderr once per worker, and not in the CLI's one-line form."""
+    import warnings
+
     from ._load import load
 
     if cache:
         hit = _cached(path, cache_dir)
         if hit is not None:
-            return path, hit
-    prof = load(path, cache=cache, cache_dir=cache_dir)
-    tables = _ranks.rank_tables(prof.con, str(prof.path))
-    prof.close()
-    if cache and prof.cache_entry is not None:
-        _store(path, cache_dir, tables)
-    return path, tables
+            return path, hit, []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", store.CacheWarning)
+        prof = load(path, cache=cache, cache_dir=cache_dir)
+        tables = _ranks.rank_tables(prof.con, str(prof.path))
+        prof.close()
+        if cache and prof.cache_entry is not None:
+            _store(path, cache_dir, tables)
+    return path, tables, [str(w.message) for w in caught if issubclass(w.category, store.CacheWarning)]
 
 
 class Ranks:
@@ -141,8 +147,8 @@ def load_many(paths: list[str] | str, *, cache_dir: str | os.PathLike | None = N
         raise NsysqlError("no files given")
     cdir = str(cache_dir) if cache_dir else None
     # warm: ranks whose frames are cached are read here, without starting workers
-    results = [(f, hit) for f in files if cache and (hit := _cached(f, cdir)) is not None]
-    todo = [f for f in files if f not in dict(results)]
+    results = [(f, hit, []) for f in files if cache and (hit := _cached(f, cdir)) is not None]
+    todo = [f for f in files if f not in {r[0] for r in results}]
     if todo and client is not None:
         futures = client.map(_job, todo, cache_dir=cdir, cache=cache, pure=False)
         results += client.gather(futures)
@@ -153,7 +159,9 @@ def load_many(paths: list[str] | str, *, cache_dir: str | os.PathLike | None = N
         # spawn, not fork: a forked child can inherit a DuckDB or Arrow lock held by another thread
         with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) as pool:
             results += list(pool.map(_job, todo, [cdir] * len(todo), [cache] * len(todo)))
-    by_path = dict(results)
+    for said in dict.fromkeys(w for r in results for w in r[2]):  # each once, in order
+        store.warn(said)
+    by_path = {r[0]: r[1] for r in results}
     infos = [by_path[f]["info"].row(0, named=True) for f in files]
     numbers, why = _ranks.number_ranks(infos)
     tables = _ranks.combine([(r, by_path[f]) for r, f in zip(numbers, files)])

@@ -100,7 +100,20 @@ def temp_path(final: Path) -> Path:
     process: `.<final name>.<pid>.<random>.tmp`."""
     import uuid  # here, not at import: the CLI imports this module before it starts reading the export
 
-    return final.with_name(f".{final.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{TEMP_SUFFIX}")
+    tmp = final.with_name(f".{final.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{TEMP_SUFFIX}")
+    _own.add(tmp)
+    return tmp
+
+
+_own: set[Path] = set()  # this process's temporary files not yet renamed or removed
+
+
+def remove_own_temps() -> None:
+    """Remove this process's temporary files (and DuckDB's `.wal` beside one): a load interrupted by the user
+    leaves none, even if the process ends before the load's own clean-up runs."""
+    for tmp in list(_own):
+        remove(tmp)
+        remove(Path(f"{tmp}.wal"))
 
 
 def commit(tmp: Path, final: Path) -> None:
@@ -112,6 +125,7 @@ def commit(tmp: Path, final: Path) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, final)
+    _own.discard(tmp)
 
 
 def write(final: Path, fill: Callable[[Path], object]) -> None:
@@ -166,24 +180,36 @@ _warned: set[str] = set()
 
 
 def failed(e: BaseException, cache_dir: Path) -> None:
-    """The store could not write in `cache_dir`: say so once per process and directory, as a CacheWarning (the
-    CLI prints it as one line, however many steps fail after it); the caller answers from memory."""
-    if str(cache_dir) in _warned:
+    """The store could not write in `cache_dir`: say so once per process and directory, as a
+    CacheWarning (the CLI prints it as one line, however many steps fail after it); the caller answers from
+    memory."""
+    warn(f"cache disabled ({why(e)} in {cache_dir}); answering without it", key=str(cache_dir))
+
+
+def warn(message: str, key: str | None = None) -> None:
+    """Warn `message` as a CacheWarning, unless this process did already (for `key`, default the message)."""
+    key = key or message
+    if key in _warned:
         return
-    _warned.add(str(cache_dir))
-    warnings.warn(f"cache disabled ({why(e)} in {cache_dir}); answering without it", CacheWarning, stacklevel=3)
+    _warned.add(key)
+    warnings.warn(message, CacheWarning, stacklevel=3)
 
 
 def why(e: BaseException) -> str:
+    """The reason in a few words: the OS's, where DuckDB or polars quote it within their own message."""
+    import errno
+
     if isinstance(e, OSError) and e.strerror:
         return e.strerror.lower()
-    text = str(e).splitlines()[0] if str(e) else type(e).__name__
-    for lead in ("FATAL Error: ", "IO Error: ", "Permission Error: "):
-        text = text.removeprefix(lead)
-    return text[:80]
+    text = str(e)
+    for code in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.ENOTDIR, errno.EIO):
+        if os.strerror(code).lower() in text.lower():
+            return os.strerror(code).lower()
+    return (text.splitlines()[0] if text else type(e).__name__)[:80]
 
 
 def remove(p: Path) -> bool:
+    _own.discard(p)
     try:
         p.unlink()
         return True
