@@ -125,7 +125,8 @@ def _cold(src, entry, opener, staged, building) -> Profile:
         # Ctrl-C (or an error here) while the build runs: leave now, not once the build is done. Its temporary
         # entry goes (the build, if it goes on, finds it gone and stores nothing) and its DuckDB work is
         # interrupted; the process may end at once (the CLI leaves through os._exit).
-        store.remove_own_temps()
+        if entry is not None:
+            store.remove_temps_of(entry)
         for con in building:
             try:
                 con.interrupt()

@@ -3,9 +3,8 @@
 Engine: each export is loaded where it is (a local process pool sized to the cores, or Dask workers that
 share the files' filesystem), into the cache, and reduced there to the small per-rank frames of
 `nsysql.analyses.ranks.rank_tables`, which are stored too (Parquet beside the cache entry, under the store's
-key: nsysql.store); only those frames
-travel back. The cross-rank analysis then runs in one in-memory DuckDB over all ranks' frames. A warm run
-reads the cached frames directly and starts no worker.
+key: nsysql.store); only those frames travel back. The cross-rank analysis then runs in one in-memory DuckDB
+over all ranks' frames. A warm run reads the cached frames directly and starts no worker.
 """
 
 from __future__ import annotations

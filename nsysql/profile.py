@@ -243,7 +243,7 @@ class Profile:
             if known is not None:
                 return known
             try:
-                if self._answers.asked("iterations", params):  # another worker computes them now (summary, stats): wait
+                if self._answers.asked("iterations", params):  # another worker computes them now: wait
                     return self.iterations(range=pattern)
                 return self._spans(range=pattern)
             except NsysqlError:

@@ -108,10 +108,10 @@ def temp_path(final: Path) -> Path:
 _own: set[Path] = set()  # this process's temporary files not yet renamed or removed
 
 
-def remove_own_temps() -> None:
-    """Remove this process's temporary files (and DuckDB's `.wal` beside one): a load interrupted by the user
-    leaves none, even if the process ends before the load's own clean-up runs."""
-    for tmp in list(_own):
+def remove_temps_of(final: Path) -> None:
+    """Remove this process's temporary files for `final` (and DuckDB's `.wal` beside one): a load interrupted by
+    the user leaves none, even if the process ends before the load's own clean-up runs."""
+    for tmp in [t for t in _own if t.parent == final.parent and t.name.startswith(f".{final.name}.")]:
         remove(tmp)
         remove(Path(f"{tmp}.wal"))
 
