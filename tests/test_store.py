@@ -287,3 +287,18 @@ def test_ctrl_c_during_a_load_leaves_at_once_and_leaves_nothing(tmp_path, larger
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 1 and err.strip() == "Aborted!" and out == ""
     assert files(cdir) == set()
+
+
+def test_a_stored_answer_of_the_wrong_shape_is_recomputed(tmp_path):
+    """An index.json that is valid JSON of another shape (a list, sections that are not a list) is a damaged
+    answer like any other: recomputed and stored again, not an error on every later run."""
+    src, cdir = copy(tmp_path, fixture("train_small")), tmp_path / "cache"
+    r = CliRunner()
+    args = ["--cache-dir", str(cdir), "kernels", str(src), "-f", "csv"]
+    want = r.invoke(main, args).stdout
+    (index,) = cdir.glob("*.results/kernels-*/index.json")
+    for bad in ("[1, 2]", '{"sections": 3}', '{"sections": [7], "single": true}', "null"):
+        index.write_text(bad)
+        got = r.invoke(main, args)
+        assert got.exit_code == 0 and got.stdout == want, (bad, got.output)
+        assert index.read_text() != bad  # stored again
