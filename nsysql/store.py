@@ -25,8 +25,8 @@ import functools
 import hashlib
 import os
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from . import __version__
 
@@ -167,7 +167,7 @@ def abandoned(temp: Path) -> bool:
 
 def _temp_pid(p: Path) -> int | None:
     """The process that writes the temporary file `p` (or its `.wal`), or None if `p` is not one."""
-    name = p.name[:-4] if p.name.endswith(".wal") else p.name
+    name = p.name.removesuffix(".wal")
     if not name.endswith(TEMP_SUFFIX):
         return None
     parts = name.split(".")
