@@ -196,10 +196,12 @@ def test_a_full_cache_disk_answers_from_memory_with_one_warning(tmp_path, summar
 def test_storing_answers_on_a_full_disk_warns_once(tmp_path, summary_answer):
     """The entry is in place (an earlier command); the answers of this one cannot be stored."""
     src, cdir = copy(tmp_path, fixture("big_step")), tmp_path / "cache"
+    before = digest(src)
     nsysql("info", src, cdir=cdir)
     proc = nsysql("summary", src, cdir=cdir, limit=4)
     assert proc.stdout == summary_answer.replace(str(fixture("big_step")), str(src))
     one_warning(proc, cdir)
+    assert digest(src) == before
 
 
 def test_ranks_on_a_full_disk_warns_once(tmp_path):
@@ -207,6 +209,7 @@ def test_ranks_on_a_full_disk_warns_once(tmp_path):
     written now (one process: a process pool needs files of its own)."""
     cdir = tmp_path / "cache"
     ranks = [copy(tmp_path, FIXTURES / "ddp_pair" / f"rank{i}.sqlite") for i in (0, 1)]
+    before = [digest(r) for r in ranks]
     want = nsysql("ranks", *ranks, "--workers", "1", "-f", "csv", cdir=cdir).stdout
     for frame in cdir.glob("*.parquet"):
         frame.unlink()
@@ -214,17 +217,26 @@ def test_ranks_on_a_full_disk_warns_once(tmp_path):
     assert proc.stdout == want
     one_warning(proc, cdir)
     assert not list(cdir.glob("*.parquet")) and not list(cdir.glob(".*.tmp*"))
+    assert [digest(r) for r in ranks] == before
 
 
 # --- killed loads and `cache clear` during a load --------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def larger(tmp_path_factory) -> Path:
-    """train_small scaled to 100k kernels (benchmarks/gen_scaled.py): a cold load long enough to act during."""
+def larger_export(tmp_path_factory) -> tuple[Path, tuple[str, int]]:
     out = tmp_path_factory.mktemp("larger") / "larger.sqlite"
     subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gen_scaled.py"), str(fixture("train_small")),
                     str(out), "--kernels", "100000"], check=True, capture_output=True, timeout=120)
-    return out
+    return out, digest(out)
+
+
+@pytest.fixture
+def larger(larger_export):
+    """train_small scaled to 100k kernels (benchmarks/gen_scaled.py): a cold load long enough to act during;
+    unchanged by the test (asserted after it)."""
+    path, before = larger_export
+    yield path
+    assert digest(path) == before
 
 
 def start_load(src: Path, cdir: Path) -> subprocess.Popen:
