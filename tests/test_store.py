@@ -32,8 +32,9 @@ def nsysql(*args, cdir: Path, pythonpath: Path | None = None, limit: int | None 
            check: bool = True) -> subprocess.CompletedProcess:
     """`python -m nsysql ARGS` with the cache in `cdir`; from the package copy `pythonpath`; with writes of
     files capped at `limit` bytes (RLIMIT_FSIZE: a write past it fails with EFBIG, as on a full disk)."""
-    e = {k: v for k, v in os.environ.items() if k not in ("NSYSQL_NO_CACHE", "NSYSQL_THREADS")}
-    e.update(NSYSQL_CACHE_DIR=str(cdir), **(env or {}))
+    e = {k: v for k, v in os.environ.items() if k != "NSYSQL_NO_CACHE"}
+    # 2 threads: the entry is built in its file, whatever the machine's cores (4 or more: in memory first)
+    e.update({"NSYSQL_CACHE_DIR": str(cdir), "NSYSQL_THREADS": "2", **(env or {})})
     if pythonpath is not None:
         e["PYTHONPATH"] = str(pythonpath)
 
@@ -240,10 +241,10 @@ def larger(larger_export):
 
 
 def start_load(src: Path, cdir: Path) -> subprocess.Popen:
-    """A cold `nsysql summary` of `src`, returned once its entry is being written (its temporary file and the
+    """A cold `nsysql summary` of `src`, returned while its entry is being built (its temporary file and the
     file's `.wal` exist)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("NSYSQL_NO_CACHE", "NSYSQL_THREADS")}
-    env["NSYSQL_CACHE_DIR"] = str(cdir)
+    env = {k: v for k, v in os.environ.items() if k != "NSYSQL_NO_CACHE"}
+    env.update(NSYSQL_CACHE_DIR=str(cdir), NSYSQL_THREADS="2")  # built in its file (see nsysql())
     proc = subprocess.Popen([sys.executable, "-m", "nsysql", "summary", str(src)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
