@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import cache as _cache
+from . import store
 from .loader.source import open_source
 
 if TYPE_CHECKING:
@@ -47,9 +48,12 @@ def load(
     staged = threading.Event()
     readers = []  # the cold load's reader threads, started before DuckDB is imported
 
+    building = []  # the connections being built (interrupted if the user presses Ctrl-C meanwhile)
+
     def build(con):
         from .loader import build as build_tables
 
+        building.append(con)
         build_tables(src, con, progress, staged=staged.set, readers=readers.pop() if readers else None)
         return con
 
@@ -83,19 +87,20 @@ def load(
     readers.append(raw.Readers(src).start())
     settings()  # here, on this thread, once reading has begun (it imports tempfile, for the spill directory)
     try:
-        return _cold(src, entry, opener, staged, settings)
+        return _cold(src, entry, opener, staged, settings, building)
     finally:
         for r in readers:  # started but not used: the entry was written by another process meanwhile
             r.close()
 
 
-def _cold(src, entry, opener, staged, settings) -> Profile:
+def _cold(src, entry, opener, staged, settings, building) -> Profile:
     # everything the build thread imports is imported here first (no two threads importing one module)
     from concurrent.futures import ThreadPoolExecutor
 
     import duckdb  # noqa: F401
 
-    with ThreadPoolExecutor(1, thread_name_prefix="nsysql-load") as pool:
+    pool = ThreadPoolExecutor(1, thread_name_prefix="nsysql-load")
+    try:
         built = pool.submit(opener)
         # Import the facade once every reader has registered its Arrow stream with DuckDB and a core is free of
         # readers (raw.stage says when), while the export is read and the canonical SQL runs. Not sooner:
@@ -107,6 +112,20 @@ def _cold(src, entry, opener, staged, settings) -> Profile:
         from .profile import Profile  # polars and the analyses (pyarrow is not needed: see analyses._sql)
 
         con = built.result()
+    except BaseException:
+        # Ctrl-C (or an error here) while the build runs: leave now, not once the build is done. Its temporary
+        # entry goes (the build, if it goes on, finds it gone and stores nothing) and its DuckDB work is
+        # interrupted; the process may end at once (the CLI leaves through os._exit).
+        if entry is not None:
+            store.remove_temps_of(entry)
+        for con in building:
+            try:
+                con.interrupt()
+            except Exception:  # noqa: BLE001 - closed meanwhile
+                pass
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     return Profile(con, src.path, entry, settings=settings)
 
 

@@ -1,25 +1,21 @@
 """Cache of canonical tables: one DuckDB file per export, so a second command on the same file skips the load.
 
 Where: `cache_dir` argument, else $NSYSQL_CACHE_DIR, else $XDG_CACHE_HOME/nsysql, else ~/.cache/nsysql.
-Key: the export's resolved path, size, mtime and a hash of its first 1 MiB, plus the canonical schema version,
-nsysql's version and a hash of the canonical SQL files and the loader's code: a changed export or a new nsysql
-never reads a stale entry.
-Written atomically: built under a temporary name unique to the process (straight into the file, or in memory and
-copied there by a background thread while the builder answers), then renamed into place once whole. Two processes
+Named, keyed and written as every value of the store is (nsysql.store): the export's identity and the hash of
+nsysql's code, so a changed export or an edited or new nsysql never reads a stale entry.
+Built under a temporary name unique to the process (straight into the file, or in memory and copied there by a
+background thread while the builder answers), then flushed and renamed into place once whole. Two processes
 on the same export both succeed (the last rename wins; readers see a whole file either way; one that meets DuckDB's
 file lock loads without the cache that once). An entry that cannot be opened, or lacks the `complete` fact
-written last, is deleted and rebuilt. A cache directory that cannot be written (read-only, full) degrades to an
-in-memory load with one warning. Answers to questions asked of a
-profile are stored beside its entry by nsysql.memo.
+written last, is deleted and rebuilt. A cache directory that cannot be written (read-only, full), at any step,
+degrades to an in-memory load with one warning. Answers to questions asked of a profile are stored beside its
+entry by nsysql.memo.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import os
 import threading
-import warnings
 from pathlib import Path
 
 from typing import TYPE_CHECKING
@@ -27,51 +23,15 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import duckdb
 
-from . import __version__
-from .queries import SCHEMA_VERSION, canonical_files
+from . import store
+from .store import CacheWarning, default_dir  # noqa: F401 (nsysql.cache.CacheWarning, as before)
 
-HEAD_BYTES = 1 << 20
 SUFFIX = ".duckdb"
 
 
-class CacheWarning(UserWarning):
-    """The cache could not be used; nsysql carried on without it."""
-
-
-def default_dir() -> Path:
-    env = os.environ.get("NSYSQL_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return Path(base) / "nsysql"
-
-
-@functools.lru_cache(maxsize=1)
-def _schema_hash() -> str:
-    """Hash of what decides an entry's content: the canonical SQL files and the loader's own code."""
-    h = hashlib.sha256()
-    loader_dir = Path(__file__).resolve().parent / "loader"
-    for f in [*canonical_files(), *sorted(loader_dir.glob("*.py"))]:
-        h.update(f.name.encode() + b"\0" + f.read_bytes())
-    return h.hexdigest()[:16]
-
-
-def key(path: Path) -> str:
-    st = path.stat()
-    h = hashlib.sha256()
-    h.update(f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0{SCHEMA_VERSION}\0{__version__}\0"
-             f"{_schema_hash()}\0".encode())
-    with open(path, "rb") as f:
-        h.update(f.read(HEAD_BYTES))
-    return h.hexdigest()[:32]
-
-
 def entry(cache_dir: Path, path: Path) -> Path:
-    """The entry's file: the export's name (for people listing the directory) and its key. Only letters, digits,
-    `.`, `_` and `-` of the name are kept: DuckDB names the attached database after the file, and a quote in it
-    broke the SQL that names that database (`o'brien.sqlite` failed to load with the cache)."""
-    name = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in path.stem[:40])
-    return cache_dir / f"{name}-{key(path)}{SUFFIX}"
+    """The entry's file: the export's name (for people listing the directory) and the store's key."""
+    return Path(f"{store.stem(cache_dir, path)}{SUFFIX}")
 
 
 def open_entry(file: Path, config: dict) -> duckdb.DuckDBPyConnection | None:
@@ -92,7 +52,7 @@ def open_entry(file: Path, config: dict) -> duckdb.DuckDBPyConnection | None:
             con.close()
             return None
     con.close()
-    _remove(file)  # corrupt or half-written: rebuild
+    store.remove(file)  # corrupt or half-written: rebuild
     return None
 
 
@@ -100,10 +60,12 @@ def _locked(e: Exception) -> bool:
     return "lock" in str(e).lower()
 
 
-def build_entry(file: Path, build, config: dict, background: bool = False) -> duckdb.DuckDBPyConnection | None:
-    """Run `build(con)` and store the result as the entry `file`; returns the connection to ask questions on,
-    or None (with a warning) if the directory cannot take an entry. The entry is built under a temporary name
-    unique to this process and renamed into place once whole, so no reader ever sees half an entry.
+def build_entry(file: Path, build, config: dict, background: bool = False) -> duckdb.DuckDBPyConnection:
+    """Run `build(con)` and store the result as the entry `file`; returns the connection to ask questions on.
+    The entry is built under a temporary name unique to this process and renamed into place once whole, so no
+    reader ever sees half an entry. If it cannot be written, at any step (a read-only directory, a full disk
+    when the tables are written, at the checkpoint, or in the background copy), the answers come from memory
+    and the store warns once (store.failed).
 
     In the file (default): the tables are built straight into the entry, checkpointed and renamed, and the
     connection stays open on it (its tables still in DuckDB's buffers). Another process that tries to open it
@@ -114,20 +76,32 @@ def build_entry(file: Path, build, config: dict, background: bool = False) -> du
     with cores to spare and memory for a second copy (nsysql._load decides). The interpreter waits for the
     copy before it exits; `wait()` waits sooner.
     """
+    try:
+        return _build_entry(file, build, config, background)
+    except _NotStored as e:
+        # Built again in memory. A failure of the load itself (a malformed export: DuckDB's errors do not
+        # always say whether reading or writing failed) fails here too, and is the command's to report.
+        con = build(connect(":memory:", config))
+        store.failed(e.__cause__, file.parent)
+        return con
+
+
+class _NotStored(Exception):
+    """The entry could not be written (the cause is the error)."""
+
+
+def _build_entry(file: Path, build, config: dict, background: bool) -> duckdb.DuckDBPyConnection:
     import duckdb
 
-    import uuid  # here, not at import: the CLI imports this module before it starts reading the export
-
-    tmp = file.with_name(f".{file.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp = store.temp_path(file)
     if background:
         try:  # can the directory take it at all? (read-only, no permission): say so now, not later
             file.parent.mkdir(parents=True, exist_ok=True)
             with open(tmp, "xb"):
                 pass
-            _remove(tmp)
+            store.remove(tmp)
         except OSError as e:
-            _cache_disabled(e, file.parent)
-            return None
+            raise _NotStored() from e
         con = connect(":memory:", config)
         build(con)
         con.execute("INSERT INTO profile_facts VALUES ('complete', 'yes')")  # the entry is renamed in only whole
@@ -142,22 +116,33 @@ def build_entry(file: Path, build, config: dict, background: bool = False) -> du
         build(con)
         con.execute("INSERT INTO profile_facts VALUES ('complete', 'yes')")
         con.execute("CHECKPOINT")
+        if not tmp.exists():  # `nsysql cache clear` meanwhile, from another process: answer, store nothing
+            return con
         try:
-            os.replace(tmp, file)
-        except OSError:  # a platform that cannot rename an open file: close, rename, reopen
+            store.commit(tmp, file)
+        except PermissionError:  # a platform that cannot rename an open file: close, rename, reopen
             con.close()
             con = None
-            os.replace(tmp, file)
+            store.commit(tmp, file)
             return open_entry(file, config)
         return con
-    except (OSError, duckdb.IOException, duckdb.PermissionException) as e:
-        if con is not None:
-            con.close()
-        _cache_disabled(e, file.parent)
-        return None
+    except (duckdb.InterruptException, duckdb.OutOfMemoryException):
+        _close(con)
+        raise
+    except (OSError, duckdb.Error) as e:  # a write that failed (File too large, No space left: a commit, the
+        _close(con)                       # WAL, a checkpoint), or the load's own error (see build_entry)
+        raise _NotStored() from e
     finally:
-        _remove(tmp)
-        _remove(Path(str(tmp) + ".wal"))
+        store.remove(tmp)
+        store.remove(Path(f"{tmp}.wal"))
+
+
+def _close(con) -> None:
+    if con is not None:
+        try:
+            con.close()
+        except Exception:  # noqa: BLE001 - a database DuckDB invalidated after a failed write
+            pass
 
 
 _PENDING: dict[Path, threading.Thread] = {}
@@ -208,13 +193,14 @@ def _persist(cur, tmp: Path, file: Path) -> None:
                 raise errors[0]
         finally:
             cur.execute(f"DETACH {PERSIST}")
-        os.replace(tmp, file)
+        if tmp.exists():  # else `nsysql cache clear` from another process removed it: store nothing
+            store.commit(tmp, file)
     except (OSError, duckdb.Error) as e:  # full disk, or the directory went away
-        _cache_disabled(e, file.parent)
+        store.failed(e, file.parent)
     finally:
         cur.close()
-        _remove(tmp)
-        _remove(Path(str(tmp) + ".wal"))
+        store.remove(tmp)
+        store.remove(Path(f"{tmp}.wal"))
 
 
 def wait(file: Path | None = None) -> None:
@@ -224,10 +210,6 @@ def wait(file: Path | None = None) -> None:
         if t is not None:
             t.join()
             _PENDING.pop(f, None)
-
-
-def _cache_disabled(e: Exception, where: Path) -> None:
-    warnings.warn(f"cache disabled ({_why(e)} in {where}); loading without it", CacheWarning, stacklevel=4)
 
 
 def connect(database: str, config: dict) -> duckdb.DuckDBPyConnection:
@@ -269,15 +251,41 @@ def describe(file: Path) -> dict:
     return info
 
 
+def unfinished(cache_dir: Path) -> list[dict]:
+    """The store's temporary files in `cache_dir` (see store.temps): name, size, and whether the process
+    writing it still runs (else it was killed, and `clear` deletes the file)."""
+    out = []
+    for f in store.temps(cache_dir):
+        try:
+            nbytes = f.stat().st_size
+        except OSError:  # renamed into place or removed meanwhile
+            continue
+        out.append({"entry": str(f.relative_to(cache_dir)), "bytes": nbytes, "running": not store.abandoned(f)})
+    return out
+
+
+def size(cache_dir: Path) -> int:
+    """Bytes of everything in the cache directory: entries, stored answers, per-rank frames, temporary files."""
+    total = 0
+    for f in cache_dir.rglob("*") if cache_dir.is_dir() else []:
+        try:
+            total += f.stat().st_size if f.is_file() else 0
+        except OSError:
+            pass
+    return total
+
+
 def clear(cache_dir: Path) -> int:
-    """Delete every entry (with its stored answers and per-rank frames); returns the number of entries."""
+    """Delete every entry (with its stored answers and per-rank frames) and the temporary files that killed
+    processes left; returns the number of entries. A load still running keeps its temporary file (and puts its
+    entry in place when done): deleting it from under the load would only make that load warn."""
     import shutil
 
     if not cache_dir.is_dir():
         return 0
-    n = sum(1 for f in entries(cache_dir) if _remove(f))
-    for f in list(cache_dir.glob(".*.tmp")) + list(cache_dir.glob("*.parquet")):
-        _remove(f)
+    n = sum(1 for f in entries(cache_dir) if store.remove(f))
+    for f in [t for t in store.temps(cache_dir) if store.abandoned(t)] + list(cache_dir.glob("*.parquet")):
+        store.remove(f)
     for d in cache_dir.glob("*.results"):
         shutil.rmtree(d, ignore_errors=True)
     return n
@@ -295,21 +303,7 @@ def remove_spill_files() -> None:
     while its tables were spilled (out of memory), they stayed behind, 188 MB of them for a summary of 500k
     kernels, until another nsysql process happened to spill."""
     for f in Path(spill_dir()).glob(f"duckdb_temp_{os.getpid()}_*"):
-        _remove(f)
-
-
-def _remove(p: Path) -> bool:
-    try:
-        p.unlink()
-        return True
-    except OSError:
-        return False
-
-
-def _why(e: Exception) -> str:
-    if isinstance(e, OSError) and e.strerror:
-        return e.strerror.lower()
-    return str(e).splitlines()[0][:80]
+        store.remove(f)
 
 
 def _sql_str(p: Path) -> str:

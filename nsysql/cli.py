@@ -15,6 +15,7 @@ import click
 
 from . import __version__
 from . import cache as _cache
+from . import store
 from .errors import NsysqlError, one_line
 from .render import FORMATS, render
 
@@ -40,9 +41,7 @@ def _remember(path: Path) -> None:
     try:
         d = _state_dir()
         d.mkdir(parents=True, exist_ok=True)
-        tmp = d / f".last_profile.{os.getpid()}"
-        tmp.write_text(str(path))
-        os.replace(tmp, d / "last_profile")
+        store.write(d / "last_profile", lambda tmp: tmp.write_text(str(path)))
     except OSError:
         pass
 
@@ -322,10 +321,16 @@ def cache_info(fmt):
 
     d = _state_dir()
     rows = [_cache.describe(f) for f in _cache.entries(d)]
+    temps = _cache.unfinished(d)  # a load still writing, or killed while it did (`cache clear` removes those)
+    rows += [{"entry": t["entry"], "bytes": t["bytes"], "source_path": None, "complete": False,
+              "source_exists": None} for t in temps]
     df = pl.DataFrame(rows, schema={"entry": pl.String, "bytes": pl.Int64, "source_path": pl.String,
                                     "complete": pl.Boolean, "source_exists": pl.Boolean}, orient="row") \
         if rows else pl.DataFrame(schema={"entry": pl.String, "bytes": pl.Int64, "source_path": pl.String})
-    click.echo(f"cache: {d} ({len(rows)} entries, {sum(r['bytes'] for r in rows) / 2**20:.1f} MiB)", err=True)
+    left = sum(not t["running"] for t in temps)
+    extra = f", {len(temps)} temporary files ({left} left by killed loads)" if temps else ""
+    click.echo(f"cache: {d} ({len(rows) - len(temps)} entries{extra}, {_cache.size(d) / 2**20:.1f} MiB in all)",
+               err=True)
     click.echo(render(df, fmt), nl=False)
 
 

@@ -2,9 +2,9 @@
 
 Engine: each export is loaded where it is (a local process pool sized to the cores, or Dask workers that
 share the files' filesystem), into the cache, and reduced there to the small per-rank frames of
-`nsysql.analyses.ranks.rank_tables`, which are cached too (Parquet beside the cache entry); only those frames
-travel back. The cross-rank analysis then runs in one in-memory DuckDB over all ranks' frames. A warm run
-reads the cached frames directly and starts no worker.
+`nsysql.analyses.ranks.rank_tables`, which are stored too (Parquet beside the cache entry, under the store's
+key: nsysql.store); only those frames travel back. The cross-rank analysis then runs in one in-memory DuckDB
+over all ranks' frames. A warm run reads the cached frames directly and starts no worker.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import polars as pl
 
-from . import cache as _cache
+from . import store
 from .analyses import ranks as _ranks
 from .errors import NsysqlError
 
@@ -40,17 +40,16 @@ def expand(paths: list[str]) -> list[str]:
 
 
 RANK_TABLES = ("info", "iterations", "causes", "nccl")
-RANK_TABLES_VERSION = "r1"
 
 
 def _sidecars(path: str, cache_dir: str | None) -> dict[str, Path] | None:
     """Where the per-rank frames of `path` are cached: beside its cache entry, one Parquet file each."""
     try:
-        entry = _cache.entry(Path(cache_dir).expanduser() if cache_dir else _cache.default_dir(),
-                             Path(os.path.expanduser(path)))
+        stem = store.stem(Path(cache_dir).expanduser() if cache_dir else store.default_dir(),
+                          Path(os.path.expanduser(path)))
     except OSError:
         return None
-    return {t: entry.with_name(f"{entry.stem}.{RANK_TABLES_VERSION}.{t}.parquet") for t in RANK_TABLES}
+    return {t: Path(f"{stem}.{t}.parquet") for t in RANK_TABLES}
 
 
 def _cached(path: str, cache_dir: str | None) -> dict[str, pl.DataFrame] | None:
@@ -69,26 +68,30 @@ def _store(path: str, cache_dir: str | None, tables: dict[str, pl.DataFrame]) ->
         return
     try:
         for t in sorted(tables, key=lambda t: t == "info"):  # info last: its presence marks a complete set
-            tmp = files[t].with_name(f".{files[t].name}.{os.getpid()}.tmp")
-            tables[t].write_parquet(tmp)
-            os.replace(tmp, files[t])
-    except OSError:
-        pass  # the cache is an optimisation; load() already warned if it cannot be written
+            store.write(files[t], tables[t].write_parquet)
+    except (OSError, pl.exceptions.PolarsError) as e:  # a full disk: answered anyway, recomputed next time
+        store.failed(e, files["info"].parent)
 
 
-def _job(path: str, cache_dir: str | None, cache: bool) -> tuple[str, dict[str, pl.DataFrame]]:
+def _job(path: str, cache_dir: str | None, cache: bool) -> tuple[str, dict[str, pl.DataFrame], list[str]]:
+    """Load one rank and reduce it; with the store's warnings (a full cache disk), which the caller repeats:
+    a worker process's own would reach stderr once per worker, and not in the CLI's one-line form."""
+    import warnings
+
     from ._load import load
 
     if cache:
         hit = _cached(path, cache_dir)
         if hit is not None:
-            return path, hit
-    prof = load(path, cache=cache, cache_dir=cache_dir)
-    tables = _ranks.rank_tables(prof.con, str(prof.path))
-    prof.close()
-    if cache and prof.cache_entry is not None:
-        _store(path, cache_dir, tables)
-    return path, tables
+            return path, hit, []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", store.CacheWarning)
+        prof = load(path, cache=cache, cache_dir=cache_dir)
+        tables = _ranks.rank_tables(prof.con, str(prof.path))
+        prof.close()
+        if cache and prof.cache_entry is not None:
+            _store(path, cache_dir, tables)
+    return path, tables, [str(w.message) for w in caught if issubclass(w.category, store.CacheWarning)]
 
 
 class Ranks:
@@ -143,8 +146,8 @@ def load_many(paths: list[str] | str, *, cache_dir: str | os.PathLike | None = N
         raise NsysqlError("no files given")
     cdir = str(cache_dir) if cache_dir else None
     # warm: ranks whose frames are cached are read here, without starting workers
-    results = [(f, hit) for f in files if cache and (hit := _cached(f, cdir)) is not None]
-    todo = [f for f in files if f not in dict(results)]
+    results = [(f, hit, []) for f in files if cache and (hit := _cached(f, cdir)) is not None]
+    todo = [f for f in files if f not in {r[0] for r in results}]
     if todo and client is not None:
         futures = client.map(_job, todo, cache_dir=cdir, cache=cache, pure=False)
         results += client.gather(futures)
@@ -155,7 +158,9 @@ def load_many(paths: list[str] | str, *, cache_dir: str | os.PathLike | None = N
         # spawn, not fork: a forked child can inherit a DuckDB or Arrow lock held by another thread
         with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) as pool:
             results += list(pool.map(_job, todo, [cdir] * len(todo), [cache] * len(todo)))
-    by_path = dict(results)
+    for said in dict.fromkeys(w for r in results for w in r[2]):  # each once, in order
+        store.warn(said)
+    by_path = {r[0]: r[1] for r in results}
     infos = [by_path[f]["info"].row(0, named=True) for f in files]
     numbers, why = _ranks.number_ranks(infos)
     tables = _ranks.combine([(r, by_path[f]) for r, f in zip(numbers, files)])

@@ -1,11 +1,11 @@
 """Cached answers: the frames an analysis returned, stored beside the profile's cache entry.
 
-Users re-run the same commands on the same file. An answer depends only on the export (already covered by the
-cache entry's key), the call's parameters, and the analysis code; so the frames are stored as Parquet under
-`<entry>.results/`, keyed by a hash of the analysis name, its parameters and the text of nsysql's analysis code
-(queries/v1/analyses/*.sql and nsysql/analyses/*.py): editing an analysis never serves a stale answer.
-Writing is best effort (temporary names, then rename; the index file last); a damaged or partial answer is
-recomputed. Within one Profile the answers are also kept in memory, with or without a cache entry.
+Users re-run the same commands on the same file. An answer depends only on the export and nsysql's code (both
+in the store's key, which names the entry: see nsysql.store) and on the call's parameters; so the frames are
+stored as Parquet under `<entry>.results/<question>-<hash of its parameters>/`, written as every file of the
+store is (store.write; the index file last): editing nsysql never serves a stale answer. A damaged or partial
+answer is recomputed; one that cannot be written (a full disk) gives the store's one warning. Within one
+Profile the answers are also kept in memory (`Answers`), with or without a cache entry.
 """
 
 from __future__ import annotations
@@ -13,30 +13,18 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import threading
 from pathlib import Path
 
 import polars as pl
 
-from .queries import queries_dir
+from . import store
 
 INDEX = "index.json"
 
 
-@functools.lru_cache(maxsize=1)
-def code_hash() -> str:
-    h = hashlib.sha256()
-    roots = [queries_dir() / "analyses", Path(__file__).resolve().parent / "analyses"]
-    for root in roots:
-        for f in sorted(root.glob("*.*")):
-            if f.suffix in (".sql", ".py"):
-                h.update(f.name.encode() + b"\0" + f.read_bytes())
-    return h.hexdigest()[:16]
-
-
 def _dir(entry: Path, name: str, params: dict) -> Path:
-    blob = json.dumps({"name": name, "params": params, "code": code_hash()}, sort_keys=True, default=str)
+    blob = json.dumps({"name": name, "params": params}, sort_keys=True, default=str)
     return entry.with_name(entry.stem + ".results") / f"{name}-{hashlib.sha256(blob.encode()).hexdigest()[:20]}"
 
 
@@ -48,9 +36,9 @@ def get(entry: Path | None, name: str, params: dict):
     try:
         index = json.loads((d / INDEX).read_text())
         frames = {k: pl.read_parquet(d / f"{i}.parquet") for i, k in enumerate(index["sections"])}
-    except (OSError, ValueError, KeyError, pl.exceptions.PolarsError):
-        return None
-    return frames[""] if index.get("single") else frames
+        return frames[""] if index.get("single") else frames
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, pl.exceptions.PolarsError):
+        return None  # missing, damaged, or of another shape: recomputed (and stored again)
 
 
 def put(entry: Path | None, name: str, params: dict, result) -> None:
@@ -59,67 +47,83 @@ def put(entry: Path | None, name: str, params: dict, result) -> None:
     single = isinstance(result, pl.DataFrame)
     frames = {"": result} if single else result
     d = _dir(entry, name, params)
-    tag = f".{os.getpid()}.tmp"
+    index = json.dumps({"sections": list(frames), "single": single})
     try:
         d.mkdir(parents=True, exist_ok=True)
         for i, df in enumerate(frames.values()):
-            tmp = d / f"{i}.parquet{tag}"
-            df.write_parquet(tmp)
-            os.replace(tmp, d / f"{i}.parquet")
-        tmp = d / (INDEX + tag)
-        tmp.write_text(json.dumps({"sections": list(frames), "single": single}))
-        os.replace(tmp, d / INDEX)
-    except (OSError, pl.exceptions.PolarsError):
-        pass  # an answer we cannot store is only recomputed next time
+            store.write(d / f"{i}.parquet", df.write_parquet)
+        store.write(d / INDEX, lambda p: p.write_text(index))
+    except FileNotFoundError:
+        pass  # `nsysql cache clear` from another process removed the directory meanwhile: store nothing
+    except (OSError, pl.exceptions.PolarsError) as e:  # a full disk: answered anyway, recomputed next time
+        store.failed(e, entry.parent)
 
 
 class Answers:
-    """A Profile's answers in memory, shared with its workers (Profile.worker): each question is computed once,
-    however many threads ask it at the same time."""
+    """A Profile's answers: in memory, and stored beside its cache entry `entry` (None: in memory only). Shared
+    with its workers (Profile.worker): each question is computed once, however many threads ask it at once."""
 
-    def __init__(self):
+    def __init__(self, entry: Path | None = None):
+        self.entry = entry
         self.frames: dict = {}
         self.detected: dict = {}  # iteration ranges found (Profile._detect), by --range
         self._locks: dict = {}
         self._guard = threading.Lock()
 
-    def lock(self, key) -> threading.RLock:
+    def ask(self, name: str, params: dict, compute):
+        """The answer to `name(**params)`: remembered, else stored, else `compute()` (then remembered and
+        stored). `params`: every parameter of the question, defaults included."""
+        key = _key(name, params)
+        if key not in self.frames:
+            with self._lock(key):  # a worker asking the same question meanwhile waits for this answer
+                if key not in self.frames:
+                    hit = get(self.entry, name, params)
+                    if hit is None:
+                        hit = compute()
+                        put(self.entry, name, params, hit)
+                    self.frames[key] = hit
+        return _copy(self.frames[key])
+
+    def peek(self, name: str, params: dict):
+        """The answer `ask` would give without computing it (remembered or stored), or None."""
+        key = _key(name, params)
+        if key not in self.frames:
+            hit = get(self.entry, name, params)
+            if hit is None:
+                return None
+            self.frames[key] = hit
+        return _copy(self.frames[key])
+
+    def asked(self, name: str, params: dict) -> bool:
+        """Whether `name(**params)` was asked (so the answer is remembered, or being computed by another worker:
+        asking it again waits for that one)."""
+        key = _key(name, params)
+        with self._guard:
+            return key in self._locks
+
+    def _lock(self, key) -> threading.RLock:
         with self._guard:
             return self._locks.setdefault(key, threading.RLock())
 
 
 def cached(name: str, normalize: dict | None = None):
-    """Decorator for Profile methods: serve the stored answer for these arguments, else compute and store it.
-    `normalize`: parameter -> function giving its canonical value, which both the key and the method get, so
-    that spellings of one question share an answer (`gaps(min_ns="1ms")` from the CLI and
-    `gaps(min_ns=1_000_000)` from summary)."""
+    """Decorator for Profile methods: serve the stored answer for these arguments, else compute and store it,
+    through the Profile's `answers`. `normalize`: parameter -> function giving its canonical value, which both
+    the key and the method get, so that spellings of one question share an answer (`gaps(min_ns="1ms")` from
+    the CLI and `gaps(min_ns=1_000_000)` from summary)."""
 
     def wrap(method):
         @functools.wraps(method)
         def inner(self, *args, **kwargs):
             import inspect
 
-            if self._closed:  # no answers from a closed Profile, remembered or not
-                self.con  # raises NsysqlError
-
+            self.check_open()  # no answers from a closed Profile, remembered or not
             bound = inspect.signature(method).bind(self, *args, **kwargs)
             bound.apply_defaults()
             for k, f in (normalize or {}).items():
                 bound.arguments[k] = f(bound.arguments[k])
             params = {k: v for k, v in bound.arguments.items() if k != "self"}
-            # this Profile's own answers first (also without a cache entry: summary asks iterations twice)
-            answers = self._answers
-            key = _key(name, params)
-            if key in answers.frames:
-                return _copy(answers.frames[key])
-            with answers.lock(key):  # a worker asking the same question meanwhile waits for this answer
-                if key not in answers.frames:
-                    hit = get(self.cache_entry, name, params)
-                    if hit is None:
-                        hit = method(*bound.args, **bound.kwargs)
-                        put(self.cache_entry, name, params, hit)
-                    answers.frames[key] = hit
-            return _copy(answers.frames[key])
+            return self.answers.ask(name, params, lambda: method(*bound.args, **bound.kwargs))
 
         return inner
 
@@ -127,24 +131,13 @@ def cached(name: str, normalize: dict | None = None):
 
 
 def peek(profile, name: str, params: dict):
-    """The answer `cached(name)` would serve for `params` without computing it (from this Profile's answers or
-    its cache entry), or None. `params`: every parameter of the method, defaults included."""
-    key = _key(name, params)
-    frames = profile._answers.frames
-    if key not in frames:
-        hit = get(profile.cache_entry, name, params)
-        if hit is None:
-            return None
-        frames[key] = hit
-    return _copy(frames[key])
+    """`profile.answers.peek(name, params)`."""
+    return profile.answers.peek(name, params)
 
 
 def asked(profile, name: str, params: dict) -> bool:
-    """Whether `cached(name)` was asked for `params` on this Profile or one of its workers (so the answer is in
-    memory, or being computed by another worker: asking it again waits for that one)."""
-    key = _key(name, params)
-    with profile._answers._guard:
-        return key in profile._answers._locks
+    """`profile.answers.asked(name, params)`."""
+    return profile.answers.asked(name, params)
 
 
 def _key(name: str, params: dict) -> tuple[str, str]:

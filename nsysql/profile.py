@@ -12,7 +12,7 @@ import polars as pl
 
 from . import cache as _cache
 from . import sandbox as _sandbox
-from .memo import Answers, asked, cached, peek
+from .memo import Answers, cached
 from ._load import load  # noqa: F401 (nsysql.profile.load, as before)
 from .loader import cursor as _cursor
 from .analyses import api as _api
@@ -56,7 +56,7 @@ class Profile:
         self._con = con
         self._opener = opener
         self._lock = threading.RLock()
-        self._answers = Answers()  # this Profile's answers, shared with its workers
+        self._answers = Answers(cache_entry)  # this Profile's answers, shared with its workers
         self.path = path
         self.cache_entry = cache_entry
         self._owner = threading.get_ident()  # the thread that uses _con itself; others get cursors of it
@@ -88,11 +88,20 @@ class Profile:
                 self._cursors.append(cur)
         return cur
 
+    @property
+    def answers(self) -> Answers:
+        """This Profile's answers (see nsysql.memo): remembered, and stored beside its cache entry."""
+        return self._answers
+
+    def check_open(self) -> None:
+        """Raise NsysqlError if this Profile was closed."""
+        if self._closed:
+            raise NsysqlError(f"{self.path}: this Profile is closed; load the export again")
+
     def _base(self) -> duckdb.DuckDBPyConnection:
         """The connection itself, opened on first use, with the database and search path its cursors need
         (read now, before any query can keep the connection busy)."""
-        if self._closed:
-            raise NsysqlError(f"{self.path}: this Profile is closed; load the export again")
+        self.check_open()
         if self._where is None:
             with self._lock:
                 if self._con is None:
@@ -245,11 +254,11 @@ class Profile:
         `nsysql gaps` at 500k kernels would spend ~0.25 CPU s on)."""
         for pattern in ([range, None] if range else [None]):
             params = {"range": pattern, "skip": None}
-            known = peek(self, "iterations", params)
+            known = self._answers.peek("iterations", params)
             if known is not None:
                 return known
             try:
-                if asked(self, "iterations", params):  # another worker computes them now (summary, stats): wait
+                if self._answers.asked("iterations", params):  # another worker computes them now: wait
                     return self.iterations(range=pattern)
                 return self._spans(range=pattern)
             except NsysqlError:

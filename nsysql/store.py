@@ -1,0 +1,217 @@
+"""The store: everything nsysql keeps between runs, under one key and one way of writing.
+
+Three kinds of value live in the cache directory, all named after one key (`key`):
+- `<name>-<key>.duckdb`: the export's canonical tables (nsysql.cache);
+- `<name>-<key>.results/<question>-<hash>/`: answers, as Parquet (nsysql.memo);
+- `<name>-<key>.<table>.parquet`: the per-rank frames of `nsysql ranks` (nsysql.many).
+
+The key is the export's identity (`export_id`) and the hash of every file of code and SQL that could have made
+the value (`code_hash`: all of nsysql's .py files and queries' .sql files, and nsysql's version). No finer rule
+(which analysis reads which file) has to be kept right by hand: any edit to nsysql, or a new version, starts a
+fresh set of values, and a value in the store is always one this code would compute for this export.
+
+Every file is written by `write` (or `commit`, for DuckDB, which writes its own file): to a temporary file in
+the same directory, named by `temp_path`, flushed to disk, then renamed into place. A reader sees the whole
+file or none. A process killed meanwhile leaves only files that `temps` finds (`cache info` counts them and
+`cache clear` deletes them, except those of a process still running).
+
+Writing is never a reason to fail: `failed` turns an error into one warning per process (`CacheWarning`) and the
+caller answers from memory.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+from . import __version__
+
+HEAD_BYTES = 1 << 20  # the export's first and last MiB go into its identity
+TEMP_SUFFIX = ".tmp"
+
+
+class CacheWarning(UserWarning):
+    """The cache could not be used; nsysql carried on without it."""
+
+
+def default_dir() -> Path:
+    env = os.environ.get("NSYSQL_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return Path(base) / "nsysql"
+
+
+@functools.lru_cache(maxsize=1)
+def code_hash() -> str:
+    """Hash of nsysql's version and of every .py file of the package and .sql file of its queries (beside the
+    package in a checkout, inside it in a wheel), by path relative to their root. Read once per process."""
+    from .queries import queries_dir
+
+    package = Path(__file__).resolve().parent
+    queries = queries_dir().parent
+    h = hashlib.sha256(f"nsysql {__version__}\0".encode())
+    for root, pattern in ((package, "*.py"), (queries, "*.sql")):
+        for f in sorted(root.rglob(pattern)):
+            if "__pycache__" in f.parts:
+                continue
+            h.update(f"{root.name}/{f.relative_to(root).as_posix()}\0".encode())
+            h.update(f.read_bytes())
+            h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def export_id(path: Path) -> str:
+    """What tells this export from any other file at the same path: where it is (resolved path, device,
+    inode), its size, mtime and ctime, and a hash of its first and last MiB. A file copied or written over
+    the old one gets a new inode or ctime, whatever mtime it is given (`touch -d` sets mtime, and sets ctime
+    to now)."""
+    st = path.stat()
+    h = hashlib.sha256()
+    h.update(f"{path.resolve()}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0"
+             .encode())
+    with open(path, "rb") as f:
+        h.update(f.read(HEAD_BYTES))
+        if st.st_size > HEAD_BYTES:
+            f.seek(max(HEAD_BYTES, st.st_size - HEAD_BYTES))
+            h.update(f.read(HEAD_BYTES))
+    return h.hexdigest()
+
+
+def key(path: Path) -> str:
+    """The one key of every value stored for the export `path`: its identity and the code that computes."""
+    return hashlib.sha256(f"{export_id(path)}\0{code_hash()}".encode()).hexdigest()[:32]
+
+
+def stem(cache_dir: Path, path: Path) -> Path:
+    """`<cache_dir>/<name>-<key>`, where every value stored for `path` is named. Only letters, digits, `.`,
+    `_` and `-` of the export's name are kept: DuckDB names the attached database after the file, and a quote
+    in it broke the SQL that names that database (`o'brien.sqlite` failed to load with the cache)."""
+    name = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in path.stem[:40])
+    return cache_dir / f"{name}-{key(path)}"
+
+
+def temp_path(final: Path) -> Path:
+    """A temporary name for `final`, in its directory (so the rename stays on one filesystem), unique to this
+    process: `.<final name>.<pid>.<random>.tmp`."""
+    import uuid  # here, not at import: the CLI imports this module before it starts reading the export
+
+    tmp = final.with_name(f".{final.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{TEMP_SUFFIX}")
+    _own.add(tmp)
+    return tmp
+
+
+_own: set[Path] = set()  # this process's temporary files not yet renamed or removed
+
+
+def remove_temps_of(final: Path) -> None:
+    """Remove this process's temporary files for `final` (and DuckDB's `.wal` beside one): a load interrupted by
+    the user leaves none, even if the process ends before the load's own clean-up runs."""
+    for tmp in [t for t in _own if t.parent == final.parent and t.name.startswith(f".{final.name}.")]:
+        remove(tmp)
+        remove(Path(f"{tmp}.wal"))
+
+
+def commit(tmp: Path, final: Path) -> None:
+    """Flush the whole file `tmp` to disk and rename it to `final` (so no reader, nor a crash, can leave half a
+    file under `final`)."""
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, final)
+    _own.discard(tmp)
+
+
+def write(final: Path, fill: Callable[[Path], object]) -> None:
+    """Atomically write `final`: `fill(path)` writes the content to a temporary file, then `commit`. The
+    temporary file is removed if anything fails; the error is the caller's (see `failed`)."""
+    tmp = temp_path(final)
+    try:
+        fill(tmp)
+        commit(tmp, final)
+    finally:
+        remove(tmp)
+
+
+def temps(cache_dir: Path) -> list[Path]:
+    """Temporary files of the store in `cache_dir` (and DuckDB's `.wal` beside one): being written by a process
+    that runs, or left by one that was killed (`abandoned`)."""
+    if not cache_dir.is_dir():
+        return []
+    found = [p for p in cache_dir.glob(".*") if _temp_pid(p) is not None]
+    found += [p for p in cache_dir.glob("*.results/*/*") if _temp_pid(p) is not None]
+    return sorted(found)
+
+
+def abandoned(temp: Path) -> bool:
+    """Whether the process that wrote the temporary file `temp` has ended (so no one will finish it). A
+    process of another user counts as running; so does one of another machine sharing the directory with the
+    same pid as one here (the file then stays until that pid is gone here too)."""
+    pid = _temp_pid(temp)
+    if pid is None or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # another user's process
+        return False
+    return False
+
+
+def _temp_pid(p: Path) -> int | None:
+    """The process that writes the temporary file `p` (or its `.wal`), or None if `p` is not one."""
+    name = p.name.removesuffix(".wal")
+    if not name.endswith(TEMP_SUFFIX):
+        return None
+    parts = name.split(".")
+    if len(parts) >= 4 and len(parts[-2]) == 8 and parts[-3].isdigit():  # <pid>.<random>.tmp (temp_path)
+        return int(parts[-3])
+    return int(parts[-2]) if len(parts) >= 3 and parts[-2].isdigit() else None  # <pid>.tmp (before it)
+
+
+_warned: set[str] = set()
+
+
+def failed(e: BaseException, cache_dir: Path) -> None:
+    """The store could not write in `cache_dir`: say so once per process and directory, as a
+    CacheWarning (the CLI prints it as one line, however many steps fail after it); the caller answers from
+    memory."""
+    warn(f"cache disabled ({why(e)} in {cache_dir}); answering without it", key=str(cache_dir))
+
+
+def warn(message: str, key: str | None = None) -> None:
+    """Warn `message` as a CacheWarning, unless this process did already (for `key`, default the message)."""
+    key = key or message
+    if key in _warned:
+        return
+    _warned.add(key)
+    warnings.warn(message, CacheWarning, stacklevel=3)
+
+
+def why(e: BaseException) -> str:
+    """The reason in a few words: the OS's, where DuckDB or polars quote it within their own message."""
+    import errno
+
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror.lower()
+    text = str(e)
+    for code in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.ENOTDIR, errno.EIO):
+        if os.strerror(code).lower() in text.lower():
+            return os.strerror(code).lower()
+    return (text.splitlines()[0] if text else type(e).__name__)[:80]
+
+
+def remove(p: Path) -> bool:
+    _own.discard(p)
+    try:
+        p.unlink()
+        return True
+    except OSError:
+        return False
