@@ -6,6 +6,7 @@ Problems with the input end in one line on stderr and exit code 2, never a trace
 from __future__ import annotations
 
 import functools
+import math
 import os
 import sys
 import warnings
@@ -17,7 +18,7 @@ from . import __version__
 from . import cache as _cache
 from .errors import NsysqlError
 from .loader import driver
-from .render import FORMATS, render
+from .render import FORMATS, one_line, render
 
 ATTRIBUTION_HELP = (
     "How GPU work is tied to NVTX ranges: 'thread' = the launching thread's open ranges (exactly nsys); "
@@ -101,7 +102,7 @@ def _load(file: str | None):
     if sys.stderr.isatty():
         click.echo("\r\033[K", err=True, nl=False)
     for w in caught:
-        click.echo(f"nsysql: warning: {w.message}", err=True)
+        click.echo(f"nsysql: warning: {one_line(str(w.message))}", err=True)
     _remember(prof.path)
     if _keep is not None:
         _keep.append(prof)
@@ -140,8 +141,8 @@ def handled(fn):
         _loaded.clear()
         try:
             return fn(*args, **kwargs)
-        except NsysqlError as e:
-            click.echo(f"nsysql: error: {e}", err=True)
+        except NsysqlError as e:  # its text may quote the export's names: control characters shown, one line
+            click.echo(f"nsysql: error: {one_line(str(e))}", err=True)
             sys.exit(2)
         except MemoryError:
             click.echo("nsysql: error: out of memory (set NSYSQL_MEMORY_LIMIT, e.g. 4GB, or NSYSQL_THREADS lower)", err=True)
@@ -156,7 +157,7 @@ def handled(fn):
                 raise
             files = (kwargs.get("file") or ", ".join(map(str, kwargs.get("files") or ()))
                      or ", ".join(map(str, _loaded)) or "(no file)")
-            click.echo(f"nsysql: error: {files}: query failed: {str(e).splitlines()[0]}", err=True)
+            click.echo(f"nsysql: error: {one_line(files)}: query failed: {one_line(str(e).splitlines()[0])}", err=True)
             sys.exit(2)
         finally:
             # the answer is out; a cold load's cache entry may still be on its way to disk: wait for it here
@@ -307,7 +308,7 @@ def main(ctx, cache_dir, no_cache):
     driver.want_multithread()
 
     def one_line(message, category, *args, **kwargs):  # warnings raised later than the load, e.g. a rebuild
-        click.echo(f"nsysql: warning: {message}", err=True)
+        click.echo(f"nsysql: warning: {one_line(str(message))}", err=True)
 
     warnings.showwarning = one_line
 
@@ -439,13 +440,13 @@ def iterations(files, fmt, output, range_, skip):
         _emit(df, fmt, output)
     else:
         s = st.row(0, named=True)
-        note = (f"\nrange: {s['detected']}\nsteady state ({s['steady']} of {s['iterations']}): median "
+        note = (f"\nrange: {one_line(s['detected'])}\nsteady state ({s['steady']} of {s['iterations']}): median "
                 f"{s['median_ns'] / 1e6:.2f} ms, mean {s['mean_ns'] / 1e6:.2f} ms, p90 {s['p90_ns'] / 1e6:.2f} ms, "
                 f"max {s['max_ns'] / 1e6:.2f} ms, CV {s['cv'] or 0:.2f}, "
                 f"GPU busy {s['median_gpu_busy_pct']:.0f}% (median)\n") if s["steady"] else (
-                f"\nrange: {s['detected']}\nsteady state: none (all {s['iterations']} iterations are warm-up)\n")
+                f"\nrange: {one_line(s['detected'])}\nsteady state: none (all {s['iterations']} iterations are warm-up)\n")
         if s["outlier_pattern"]:
-            note += f"outliers: {s['outlier_pattern']}\n"
+            note += f"outliers: {one_line(s['outlier_pattern'])}\n"
         _emit_text(render(_narrow(df), "table") + note, output)
 
 
@@ -504,7 +505,7 @@ def _ranks_result(files, dask, workers):
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")
 @click.option("--dask", metavar="ADDRESS", help="Run the per-file loads on a Dask cluster (tcp://host:8786); "
               "needs pip install 'nsysql[dask]'.")
-@click.option("--workers", type=int, default=None, help="Local processes for the loads [default: the cores].")
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Local processes for the loads [default: the cores].")
 @handled
 def ranks(files, fmt, output, dask, workers):
     """Compare per-rank exports (paths or globs like 'runs/rank*.sqlite'): step time, idle, collectives, and
@@ -570,6 +571,8 @@ def diff(base, new, fmt, output, fail_above):
     """Compare two profiles (BASE, then NEW): iteration time, GPU busy, idle causes, ranges, kernels, verdict."""
     from .analyses.diff import mean_change_pct
 
+    if fail_above is not None and not math.isfinite(fail_above):
+        raise NsysqlError(f"--fail-above must be a finite percentage, not {fail_above}")
     b, n = _load(base), _load(new)
     res = b.diff(n)
     _emit(res, fmt, output)

@@ -79,6 +79,6 @@ def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10, *, its: 
         out["idle by cause"] = causes.select("cause", "gaps", "idle_ns", "pct_of_idle", "pct_of_span")
     out["kernels"] = kernels_df if kernels_df is not None else kernels(con, top=top)
     rg = ranges_df if ranges_df is not None else ranges(con, attribution=attribution)
-    out["ranges"] = rg.filter(pl.col("gpu_ops") > 0).sort("gpu_total_ns", descending=True).head(top)
+    out["ranges"] = rg.filter(pl.col("gpu_ops") > 0).sort("gpu_total_ns", descending=True).head(min(top, rg.height))
     out["memory"] = read["memory"]
     return out
