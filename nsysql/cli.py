@@ -119,10 +119,31 @@ def _progress(path):
 def _write(output: str | Path, text: str) -> None:
     """Write an output file, never over an export: `-o run.sqlite` by mistake must not destroy the profile."""
     p = Path(output)
-    if p.suffix == ".nsys-rep" or _looks_like_sqlite(p):
-        raise NsysqlError(f"{output}: is {'an nsys report' if p.suffix == '.nsys-rep' else 'a SQLite database'}; "
-                          "nsysql does not write its output over it (name another -o file)")
+    what = _precious(p)
+    if what:
+        raise NsysqlError(f"{output}: is {what}; nsysql does not write its output over it (name another -o file)")
     p.write_text(text, encoding="utf-8")
+
+
+REPORT_SUFFIXES = (".nsys-rep", ".qdrep", ".qdstrm")
+
+
+def _precious(p: Path) -> str | None:
+    """What `p` is when nsysql must not write over it: an Nsight Systems report, by its name in any case
+    (`rep.NSYS-REP`) or by its first bytes, or a SQLite database (an export) by its header. None otherwise."""
+    if p.suffix.lower() in REPORT_SUFFIXES:
+        return "an Nsight Systems report"
+    try:
+        with open(p, "rb") as f:
+            head = f.read(64)
+    except OSError:  # not there yet (or unreadable: the write says why)
+        return None
+    if head.startswith(b"SQLite format 3\x00"):
+        return "a SQLite database"
+    # a zip or a QDSTRM stream: how reports begin (no text output of nsysql does)
+    if head.startswith(b"PK\x03\x04") or b"QDSTRM" in head:
+        return "an Nsight Systems report"
+    return None
 
 
 def _emit(result, fmt: str, output: str | None, title: str | None = None) -> None:
@@ -200,7 +221,13 @@ def files_options(fn):
 
 def _several(files: tuple[str, ...]) -> bool:
     """Several exports: more than one FILE, or a quoted glob (`'rank*.sqlite'`) for nsysql to expand."""
-    return len(files) > 1 or bool(files and any(c in files[0] for c in "*?["))
+    return len(files) > 1 or bool(files and _is_glob(files[0]))
+
+
+def _is_glob(path: str) -> bool:
+    """many.is_glob, without importing polars before the load (see _load.py): an existing path is that path,
+    whatever it is called (`run[1].sqlite`, `what?.sqlite`)."""
+    return any(c in path for c in "*?[") and not os.path.lexists(os.path.expanduser(path))
 
 
 def _each_rank(files: tuple[str, ...], method: str, **kwargs):
