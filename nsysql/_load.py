@@ -40,6 +40,8 @@ def load(
     import threading
 
     src = open_source(path)
+    # the settings checked now, warm or cold: a typo in one is said on every run, not only when DuckDB opens
+    memory_limit, threads = _checked(memory_limit, threads)
     config: dict = {}  # DuckDB's settings: made once reading has begun (cold) or when DuckDB opens (warm)
 
     def settings() -> dict:
@@ -145,12 +147,22 @@ def _bytes(size: str) -> int:
     return int(float(m.group(1)) * 1024 ** " KMGT".index(unit or " ")) if unit in ("", "K", "M", "G", "T") else 0
 
 
-def _duckdb_config(memory_limit: str | None, threads: int | None) -> dict:
+def _checked(memory_limit: str | None, threads: int | None) -> tuple[str | None, int | None]:
+    """load()'s memory_limit and threads, else $NSYSQL_MEMORY_LIMIT and $NSYSQL_THREADS, checked (NsysqlError
+    naming the setting); $NSYSQL_READERS is checked too."""
+    from .loader.raw import default_workers
+
     threads = _threads(threads if threads is not None else os.environ.get("NSYSQL_THREADS", "").strip() or None)
     memory_limit = memory_limit or os.environ.get("NSYSQL_MEMORY_LIMIT", "").strip() or None
     if memory_limit is not None and not _MEMORY.fullmatch(str(memory_limit)):
         raise NsysqlError(f"NSYSQL_MEMORY_LIMIT (memory_limit) must be a size such as 4GB or 512MB, not "
                           f"{str(memory_limit)[:40]!r}")
+    default_workers()
+    return memory_limit, threads
+
+
+def _duckdb_config(memory_limit: str | None, threads: int | None) -> dict:
+    """DuckDB's settings from _checked()'s values."""
     cfg = {
         "memory_limit": memory_limit or default_memory_limit(threads),
         "temp_directory": _cache.spill_dir(),

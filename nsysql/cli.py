@@ -151,7 +151,9 @@ def _emit(result, fmt: str, output: str | None, title: str | None = None) -> Non
     if output:
         _write(output, text)
     else:
-        click.echo(text, nl=False)
+        # color=True: as written, never with click's ANSI stripping (off a terminal it would take escape sequences
+        # out of a name in CSV or JSON; table output has shown them as text already)
+        click.echo(text, nl=False, color=True)
 
 
 def handled(fn):
@@ -163,7 +165,7 @@ def handled(fn):
         try:
             return fn(*args, **kwargs)
         except NsysqlError as e:  # its text may quote the export's names: control characters shown, one line
-            click.echo(f"nsysql: error: {one_line(str(e))}", err=True)
+            click.echo(f"nsysql: error: {one_line(_naming_files(str(e)))}", err=True)
             sys.exit(2)
         except MemoryError:
             click.echo("nsysql: error: out of memory (set NSYSQL_MEMORY_LIMIT, e.g. 4GB, or NSYSQL_THREADS lower)", err=True)
@@ -190,6 +192,14 @@ def handled(fn):
             _cache.wait()
 
     return wrapper
+
+
+def _naming_files(message: str) -> str:
+    """An error about the exports loaded (an analysis that does not apply, a --range that matches nothing) with
+    their paths in front, unless it names them already."""
+    if not _loaded or any(str(p) in message or os.path.basename(str(p)) in message for p in _loaded):
+        return message
+    return f"{', '.join(dict.fromkeys(map(str, _loaded)))}: {message}"
 
 
 def format_option(default: str = "table", choices=FORMATS):
@@ -487,7 +497,7 @@ def _emit_text(text: str, output: str | None) -> None:
     if output:
         _write(output, text)
     else:
-        click.echo(text, nl=False)
+        click.echo(text, nl=False, color=True)  # as written (see _emit)
 
 
 @main.command()
@@ -665,7 +675,7 @@ def stats(file, reports, fmt, prefix, attribution):
         else:
             got[name] = df
     if got:  # on stdout one document: a JSON object of the reports, or the sections one after another
-        click.echo(render(got, fmt), nl=False)
+        click.echo(render(got, fmt), nl=False, color=True)  # as written (see _emit)
 
 
 @main.command()
