@@ -53,8 +53,9 @@ def quality(con) -> list[tuple[str, str, str]]:
     found = pl.concat([run(con, "data_quality"), run(con, "row_checks")], how="vertical_relaxed")
     rows = [("data quality", f"{source}: {problem}", f"{n:,} row{'s' if n != 1 else ''}; {effect} (in {canonical})")
             for source, canonical, problem, n, effect in found.iter_rows() if n]
-    return rows or [("data quality", "flawed rows", "none found: no row without a start or end, ending before it "
-                                                    "starts, missing a link or a name, or repeated")]
+    none = ("none found: no row without a start or end, ending before it starts, missing a link or a name, "
+            "or repeated")
+    return rows or [("data quality", "flawed rows", none)]
 
 
 def supports(counts: dict[str, int]) -> list[tuple[str, bool, str]]:
