@@ -18,7 +18,8 @@ from . import __version__
 from . import cache as _cache
 from .errors import NsysqlError
 from .loader import driver
-from .render import FORMATS, one_line, render
+from .render import FORMATS, render
+from .render import one_line as _line
 
 ATTRIBUTION_HELP = (
     "How GPU work is tied to NVTX ranges: 'thread' = the launching thread's open ranges (exactly nsys); "
@@ -102,7 +103,7 @@ def _load(file: str | None):
     if sys.stderr.isatty():
         click.echo("\r\033[K", err=True, nl=False)
     for w in caught:
-        click.echo(f"nsysql: warning: {one_line(str(w.message))}", err=True)
+        click.echo(f"nsysql: warning: {_line(str(w.message))}", err=True)
     _remember(prof.path)
     if _keep is not None:
         _keep.append(prof)
@@ -165,7 +166,7 @@ def handled(fn):
         try:
             return fn(*args, **kwargs)
         except NsysqlError as e:  # its text may quote the export's names: control characters shown, one line
-            click.echo(f"nsysql: error: {one_line(_naming_files(str(e)))}", err=True)
+            click.echo(f"nsysql: error: {_line(_naming_files(str(e)))}", err=True)
             sys.exit(2)
         except MemoryError:
             click.echo("nsysql: error: out of memory (set NSYSQL_MEMORY_LIMIT, e.g. 4GB, or NSYSQL_THREADS lower)", err=True)
@@ -180,7 +181,7 @@ def handled(fn):
                 raise
             files = (kwargs.get("file") or ", ".join(map(str, kwargs.get("files") or ()))
                      or ", ".join(map(str, _loaded)) or "(no file)")
-            click.echo(f"nsysql: error: {one_line(files)}: query failed: {one_line(str(e).splitlines()[0])}", err=True)
+            click.echo(f"nsysql: error: {_line(files)}: query failed: {_line(str(e).splitlines()[0])}", err=True)
             sys.exit(2)
         finally:
             # the answer is out; a cold load's cache entry may still be on its way to disk: wait for it here
@@ -345,7 +346,7 @@ def main(ctx, cache_dir, no_cache):
     driver.want_multithread()
 
     def one_line(message, category, *args, **kwargs):  # warnings raised later than the load, e.g. a rebuild
-        click.echo(f"nsysql: warning: {one_line(str(message))}", err=True)
+        click.echo(f"nsysql: warning: {_line(str(message))}", err=True)
 
     warnings.showwarning = one_line
 
@@ -477,13 +478,13 @@ def iterations(files, fmt, output, range_, skip):
         _emit(df, fmt, output)
     else:
         s = st.row(0, named=True)
-        note = (f"\nrange: {one_line(s['detected'])}\nsteady state ({s['steady']} of {s['iterations']}): median "
+        note = (f"\nrange: {_line(s['detected'])}\nsteady state ({s['steady']} of {s['iterations']}): median "
                 f"{s['median_ns'] / 1e6:.2f} ms, mean {s['mean_ns'] / 1e6:.2f} ms, p90 {s['p90_ns'] / 1e6:.2f} ms, "
                 f"max {s['max_ns'] / 1e6:.2f} ms, CV {s['cv'] or 0:.2f}, "
                 f"GPU busy {s['median_gpu_busy_pct']:.0f}% (median)\n") if s["steady"] else (
-                f"\nrange: {one_line(s['detected'])}\nsteady state: none (all {s['iterations']} iterations are warm-up)\n")
+                f"\nrange: {_line(s['detected'])}\nsteady state: none (all {s['iterations']} iterations are warm-up)\n")
         if s["outlier_pattern"]:
-            note += f"outliers: {one_line(s['outlier_pattern'])}\n"
+            note += f"outliers: {_line(s['outlier_pattern'])}\n"
         _emit_text(render(_narrow(df), "table") + note, output)
 
 
