@@ -71,6 +71,7 @@ def exports(tmp_path_factory):
         "bait": craft(d / "bait.sqlite", ("UPDATE NVTX_EVENTS SET text = ? WHERE text = 'Load data'", (REGEX_BAIT,))),
     }
     out["evil_id"] = evil_id
+    out["source"] = fixture("train_small")  # read in place by test_info_counts_what_was_dropped_and_kept
     before = {name: digest(p) for name, p in out.items() if name != "evil_id"}
     yield out
     for name, p in out.items():
@@ -241,8 +242,8 @@ def flawed(tmp_path_factory):
     assert digest(p) == before
 
 
-def test_info_counts_what_was_dropped_and_kept(flawed):
-    assert "none found" in run(["info", str(fixture("train_small"))]).stdout  # the fixture itself is clean
+def test_info_counts_what_was_dropped_and_kept(flawed, exports):
+    assert "none found" in run(["info", str(exports["source"])]).stdout  # the fixture itself is clean
     rows = {r["item"]: r["value"] for r in json.loads(run(["info", str(flawed), "-f", "json"]).stdout)
             if r["section"] == "data quality"}
     assert rows == {
