@@ -9,11 +9,13 @@ Errors still surface from `load()`.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import cache as _cache
 from . import store
+from .errors import NsysqlError
 from .loader.source import open_source
 
 if TYPE_CHECKING:
@@ -38,6 +40,8 @@ def load(
     import threading
 
     src = open_source(path)
+    # the settings checked now, warm or cold: a typo in one is said on every run, not only when DuckDB opens
+    memory_limit, threads = _checked(memory_limit, threads)
     config: dict = {}  # DuckDB's settings: made once reading has begun (cold) or when DuckDB opens (warm)
 
     def settings() -> dict:
@@ -150,15 +154,54 @@ def _bytes(size: str) -> int:
     return int(float(m.group(1)) * 1024 ** " KMGT".index(unit or " ")) if unit in ("", "K", "M", "G", "T") else 0
 
 
+def _checked(memory_limit: str | None, threads: int | None) -> tuple[str | None, int | None]:
+    """load()'s memory_limit and threads, else $NSYSQL_MEMORY_LIMIT and $NSYSQL_THREADS, checked (NsysqlError
+    naming the setting); $NSYSQL_READERS is checked too."""
+    from .loader.raw import default_workers
+
+    threads = _threads(threads if threads is not None else os.environ.get("NSYSQL_THREADS", "").strip() or None)
+    memory_limit = memory_limit or os.environ.get("NSYSQL_MEMORY_LIMIT", "").strip() or None
+    if memory_limit is not None and not _MEMORY.fullmatch(str(memory_limit)):
+        raise NsysqlError(f"NSYSQL_MEMORY_LIMIT (memory_limit) must be a size such as 4GB or 512MB, not "
+                          f"{str(memory_limit)[:40]!r}")
+    default_workers()
+    return memory_limit, threads
+
+
 def _duckdb_config(memory_limit: str | None, threads: int | None) -> dict:
-    threads = threads or int(os.environ.get("NSYSQL_THREADS", "0") or 0)
+    """DuckDB's settings from _checked()'s values."""
     cfg = {
-        "memory_limit": memory_limit or os.environ.get("NSYSQL_MEMORY_LIMIT") or default_memory_limit(threads),
+        "memory_limit": memory_limit or default_memory_limit(threads),
         "temp_directory": _cache.spill_dir(),
     }
     if threads:
         cfg["threads"] = threads
     return cfg
+
+
+# the memory limits DuckDB reads (4GB, 1.5 GiB, 512 megabytes, 80%, -1 or none for no limit), checked here so that
+# a typo is said as the setting's problem, not as a failed query
+_MEMORY = re.compile(r"\s*(?:-1|none|(?:\d+(?:\.\d*)?|\.\d+)\s*(?:%|b|bytes|[kmgt]i?b|"
+                     r"(?:kilo|mega|giga|tera|kibi|mebi|gibi|tebi)bytes))\s*", re.IGNORECASE)
+MAX_THREADS_PER_CPU = 4  # DuckDB threads beyond the CPUs only wait; thousands would take minutes to start
+
+
+def _threads(value) -> int | None:
+    """$NSYSQL_THREADS (or load(threads=)) checked: a whole number from 1 up, at most MAX_THREADS_PER_CPU per CPU
+    (more is said on stderr and cut down); None: DuckDB's default (one per CPU)."""
+    if value is None or value == 0:  # 0: DuckDB's default, as before
+        return None
+    text = str(value).strip()
+    if not text.isdigit() or int(text) < 1:
+        raise NsysqlError(f"NSYSQL_THREADS (threads) must be a whole number of threads, 1 or more, not {text[:40]!r}")
+    n, most = int(text), MAX_THREADS_PER_CPU * (os.cpu_count() or 1)
+    if n > most:
+        import warnings
+
+        warnings.warn(f"NSYSQL_THREADS={n} is more than {MAX_THREADS_PER_CPU} per CPU of this machine: using {most}",
+                      stacklevel=2)
+        n = most
+    return n
 
 
 def default_memory_limit(threads: int | None = None, ram_mb: int | None = None) -> str:

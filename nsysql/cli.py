@@ -6,6 +6,7 @@ Problems with the input end in one line on stderr and exit code 2, never a trace
 from __future__ import annotations
 
 import functools
+import math
 import os
 import sys
 import warnings
@@ -18,6 +19,7 @@ from . import cache as _cache
 from . import store
 from .errors import NsysqlError, one_line
 from .render import FORMATS, render
+from .render import one_line as _line
 
 ATTRIBUTION_HELP = (
     "How GPU work is tied to NVTX ranges: 'thread' = the launching thread's open ranges (exactly nsys); "
@@ -99,7 +101,7 @@ def _load(file: str | None):
     if sys.stderr.isatty():
         click.echo("\r\033[K", err=True, nl=False)
     for w in caught:
-        click.echo(f"nsysql: warning: {w.message}", err=True)
+        click.echo(f"nsysql: warning: {_line(str(w.message))}", err=True)
     _remember(prof.path)
     if _keep is not None:
         _keep.append(prof)
@@ -116,10 +118,31 @@ def _progress(path):
 def _write(output: str | Path, text: str) -> None:
     """Write an output file, never over an export: `-o run.sqlite` by mistake must not destroy the profile."""
     p = Path(output)
-    if p.suffix == ".nsys-rep" or _looks_like_sqlite(p):
-        raise NsysqlError(f"{output}: is {'an nsys report' if p.suffix == '.nsys-rep' else 'a SQLite database'}; "
-                          "nsysql does not write its output over it (name another -o file)")
+    what = _precious(p)
+    if what:
+        raise NsysqlError(f"{output}: is {what}; nsysql does not write its output over it (name another -o file)")
     p.write_text(text, encoding="utf-8")
+
+
+REPORT_SUFFIXES = (".nsys-rep", ".qdrep", ".qdstrm")
+
+
+def _precious(p: Path) -> str | None:
+    """What `p` is when nsysql must not write over it: an Nsight Systems report, by its name in any case
+    (`rep.NSYS-REP`) or by its first bytes, or a SQLite database (an export) by its header. None otherwise."""
+    if p.suffix.lower() in REPORT_SUFFIXES:
+        return "an Nsight Systems report"
+    try:
+        with open(p, "rb") as f:
+            head = f.read(64)
+    except OSError:  # not there yet (or unreadable: the write says why)
+        return None
+    if head.startswith(b"SQLite format 3\x00"):
+        return "a SQLite database"
+    # a zip or a QDSTRM stream: how reports begin (no text output of nsysql does)
+    if head.startswith(b"PK\x03\x04") or b"QDSTRM" in head:
+        return "an Nsight Systems report"
+    return None
 
 
 def _emit(result, fmt: str, output: str | None, title: str | None = None) -> None:
@@ -127,7 +150,9 @@ def _emit(result, fmt: str, output: str | None, title: str | None = None) -> Non
     if output:
         _write(output, text)
     else:
-        click.echo(text, nl=False)
+        # color=True: as written, never with click's ANSI stripping (off a terminal it would take escape sequences
+        # out of a name in CSV or JSON; table output has shown them as text already)
+        click.echo(text, nl=False, color=True)
 
 
 def handled(fn):
@@ -138,8 +163,8 @@ def handled(fn):
         _loaded.clear()
         try:
             return fn(*args, **kwargs)
-        except NsysqlError as e:
-            click.echo(f"nsysql: error: {e}", err=True)
+        except NsysqlError as e:  # its text may quote the export's names: control characters shown, one line
+            click.echo(f"nsysql: error: {_line(_naming_files(str(e)))}", err=True)
             sys.exit(2)
         except MemoryError:
             click.echo("nsysql: error: out of memory (set NSYSQL_MEMORY_LIMIT, e.g. 4GB, or NSYSQL_THREADS lower)", err=True)
@@ -154,7 +179,7 @@ def handled(fn):
                 raise
             files = (kwargs.get("file") or ", ".join(map(str, kwargs.get("files") or ()))
                      or ", ".join(map(str, _loaded)) or "(no file)")
-            click.echo(f"nsysql: error: {files}: query failed: {one_line(e)}", err=True)
+            click.echo(f"nsysql: error: {_line(files)}: query failed: {_line(one_line(e))}", err=True)
             sys.exit(2)
         finally:
             # the answer is out; a cold load's cache entry may still be on its way to disk: wait for it here
@@ -166,6 +191,14 @@ def handled(fn):
             _cache.wait()
 
     return wrapper
+
+
+def _naming_files(message: str) -> str:
+    """An error about the exports loaded (an analysis that does not apply, a --range that matches nothing) with
+    their paths in front, unless it names them already."""
+    if not _loaded or any(str(p) in message or os.path.basename(str(p)) in message for p in _loaded):
+        return message
+    return f"{', '.join(dict.fromkeys(map(str, _loaded)))}: {message}"
 
 
 def format_option(default: str = "table", choices=FORMATS):
@@ -197,7 +230,13 @@ def files_options(fn):
 
 def _several(files: tuple[str, ...]) -> bool:
     """Several exports: more than one FILE, or a quoted glob (`'rank*.sqlite'`) for nsysql to expand."""
-    return len(files) > 1 or bool(files and any(c in files[0] for c in "*?["))
+    return len(files) > 1 or bool(files and _is_glob(files[0]))
+
+
+def _is_glob(path: str) -> bool:
+    """many.is_glob, without importing polars before the load (see _load.py): an existing path is that path,
+    whatever it is called (`run[1].sqlite`, `what?.sqlite`)."""
+    return any(c in path for c in "*?[") and not os.path.lexists(os.path.expanduser(path))
 
 
 def _each_rank(files: tuple[str, ...], method: str, **kwargs):
@@ -302,7 +341,7 @@ def main(ctx, cache_dir, no_cache):
         os.environ.setdefault("DUCKDB_JE_MALLOC_CONF", "narenas:1")
 
     def one_line(message, category, *args, **kwargs):  # warnings raised later than the load, e.g. a rebuild
-        click.echo(f"nsysql: warning: {message}", err=True)
+        click.echo(f"nsysql: warning: {_line(str(message))}", err=True)
 
     warnings.showwarning = one_line
 
@@ -440,14 +479,14 @@ def iterations(files, fmt, output, range_, skip):
         _emit(df, fmt, output)
     else:
         s = st.row(0, named=True)
-        note = (f"\nrange: {s['detected']}\nsteady state ({s['steady']} of {s['iterations']}): median "
+        note = (f"\nrange: {_line(s['detected'])}\nsteady state ({s['steady']} of {s['iterations']}): median "
                 f"{s['median_ns'] / 1e6:.2f} ms, mean {s['mean_ns'] / 1e6:.2f} ms, p90 {s['p90_ns'] / 1e6:.2f} ms, "
                 f"max {s['max_ns'] / 1e6:.2f} ms, CV {s['cv'] or 0:.2f}, "
                 + (f"GPU busy {s['median_gpu_busy_pct']:.0f}% (median)\n" if s["median_gpu_busy_pct"] is not None
                    else "no GPU work in the process\n")) if s["steady"] else (
-                f"\nrange: {s['detected']}\nsteady state: none (all {s['iterations']} iterations are warm-up)\n")
+                f"\nrange: {_line(s['detected'])}\nsteady state: none (all {s['iterations']} iterations are warm-up)\n")
         if s["outlier_pattern"]:
-            note += f"outliers: {s['outlier_pattern']}\n"
+            note += f"outliers: {_line(s['outlier_pattern'])}\n"
         _emit_text(render(_narrow(df), "table") + note, output)
 
 
@@ -461,7 +500,7 @@ def _emit_text(text: str, output: str | None) -> None:
     if output:
         _write(output, text)
     else:
-        click.echo(text, nl=False)
+        click.echo(text, nl=False, color=True)  # as written (see _emit)
 
 
 @main.command()
@@ -513,7 +552,7 @@ def _ranks_result(files, dask, workers):
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")
 @click.option("--dask", metavar="ADDRESS", help="Run the per-file loads on a Dask cluster (tcp://host:8786); "
               "needs pip install 'nsysql[dask]'.")
-@click.option("--workers", type=int, default=None, help="Local processes for the loads [default: the cores].")
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Local processes for the loads [default: the cores].")
 @handled
 def ranks(files, fmt, output, dask, workers):
     """Compare per-rank exports (paths or globs like 'runs/rank*.sqlite'): step time, idle, collectives, and
@@ -579,6 +618,8 @@ def diff(base, new, fmt, output, fail_above):
     """Compare two profiles (BASE, then NEW): iteration time, GPU busy, idle causes, ranges, kernels, verdict."""
     from .analyses.diff import mean_change_pct
 
+    if fail_above is not None and not math.isfinite(fail_above):
+        raise NsysqlError(f"--fail-above must be a finite percentage, not {fail_above}")
     b, n = _load(base), _load(new)
     res = b.diff(n)
     _emit(res, fmt, output)
@@ -644,7 +685,7 @@ def stats(file, reports, fmt, prefix, attribution):
         else:
             got[name] = df
     if got:  # on stdout one document: a JSON object of the reports, or the sections one after another
-        click.echo(render(got, fmt), nl=False)
+        click.echo(render(got, fmt), nl=False, color=True)  # as written (see _emit)
 
 
 @main.command()

@@ -7,6 +7,7 @@ queries/v1/canonical/*.sql (and the table descriptions from the comment lines ju
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -99,6 +100,14 @@ def export(con: duckdb.DuckDBPyConnection, to: Path, format: str = "parquet") ->
     to = Path(to)
     if to.exists() and not to.is_dir():
         raise NsysqlError(f"{to} exists and is not a directory")
+    # Files already there under the names written here are replaced only when they are an earlier export's
+    # (README.md says so): a user's own strings.csv in that directory is never overwritten.
+    there = [p.name for p in [to / f"{t}.{format}" for t in CANONICAL_TABLES] + [to / "README.md"]
+             if os.path.lexists(p)]
+    if there and not _earlier_export(to):
+        more = f" and {len(there) - 1} more" if len(there) > 1 else ""
+        raise NsysqlError(f"{to}: already holds {there[0]}{more}, which no nsysql export wrote; export replaces "
+                          "only the files of an earlier export (name another --to DIR)")
     to.mkdir(parents=True, exist_ok=True)
     opts = "FORMAT parquet, COMPRESSION zstd" if format == "parquet" else "FORMAT csv, HEADER true"
     rows = []
@@ -112,6 +121,18 @@ def export(con: duckdb.DuckDBPyConnection, to: Path, format: str = "parquet") ->
     return pl.DataFrame(rows, schema=["table", "rows", "file"], orient="row")
 
 
+README_TITLE = "# nsysql canonical tables"
+
+
+def _earlier_export(to: Path) -> bool:
+    """Whether `to` holds what an earlier export wrote: its README.md, beginning as readme() begins."""
+    try:
+        with open(to / "README.md", encoding="utf-8", errors="replace") as f:
+            return f.readline().rstrip("\n") == README_TITLE
+    except OSError:
+        return False
+
+
 def _quote(p: Path) -> str:
     return str(p.resolve()).replace("'", "''")
 
@@ -121,7 +142,7 @@ def readme(con: duckdb.DuckDBPyConnection, format: str) -> str:
     facts = dict(con.execute("SELECT key, value FROM profile_facts WHERE key IN "
                              "('source_path', 'nsys_version')").fetchall())
     out = [
-        "# nsysql canonical tables",
+        README_TITLE,
         "",
         f"Exported by nsysql {__version__} (canonical schema `{SCHEMA_VERSION}`) from "
         f"`{facts.get('source_path', '?')}` (nsys {facts.get('nsys_version', 'unknown')}). One "

@@ -23,12 +23,18 @@ from .analyses import ranks as _ranks
 from .errors import NsysqlError
 
 
+def is_glob(path: str) -> bool:
+    """Whether nsysql expands `path` as a glob: it has a wildcard and names no file as it is (a file may be
+    called `run[1].sqlite` or `what?.sqlite`; an existing path is always that path)."""
+    return any(c in path for c in "*?[") and not os.path.lexists(os.path.expanduser(path))
+
+
 def expand(paths: list[str]) -> list[str]:
     """Paths and globs ('runs/rank*.sqlite') -> existing paths, in the order given, without repeats."""
     out: list[str] = []
     seen: set[str] = set()  # one file named two ways (`rank0.sqlite`, `./rank0.sqlite`) is one rank
     for p in paths:
-        hits = sorted(glob.glob(os.path.expanduser(p))) if any(c in p for c in "*?[") else [p]
+        hits = sorted(glob.glob(os.path.expanduser(p))) if is_glob(p) else [p]
         if not hits:
             raise NsysqlError(f"{p}: no file matches")
         for h in hits:

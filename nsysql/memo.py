@@ -35,10 +35,14 @@ def get(entry: Path | None, name: str, params: dict):
     d = _dir(entry, name, params)
     try:
         index = json.loads((d / INDEX).read_text())
-        frames = {k: pl.read_parquet(d / f"{i}.parquet") for i, k in enumerate(index["sections"])}
-        return frames[""] if index.get("single") else frames
+        single, sections = index["single"], index["sections"]
+        if not (sections == [""] if single is True else single is False and isinstance(sections, list)
+                and sections and all(isinstance(k, str) and k for k in sections)):
+            return None
+        frames = {k: pl.read_parquet(d / f"{i}.parquet") for i, k in enumerate(sections)}
     except (OSError, ValueError, KeyError, TypeError, AttributeError, pl.exceptions.PolarsError):
-        return None  # missing, damaged, or of another shape: recomputed (and stored again)
+        return None  # missing, damaged or of another shape (valid JSON, not our index): recomputed and rewritten
+    return frames[""] if single else frames
 
 
 def put(entry: Path | None, name: str, params: dict, result) -> None:

@@ -44,7 +44,7 @@ def _head(whole: pl.DataFrame, top: int) -> pl.DataFrame:
     the one stored answer serves summary's top 10, `--top N` and everything."""
     if top < 0:
         raise NsysqlError(f"--top must be 0 or more, not {top}")
-    return whole.head(top)
+    return whole.head(min(top, whole.height))  # polars takes no count beyond 64 bits: --top 10**30 is all rows
 
 
 class Profile:

@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from conftest import PUBLIC, fixture, h200_exports, loaded, own_exports
+from conftest import PUBLIC, h200_exports, loaded, own_exports
 from nsysql.cli import main
 from nsysql.errors import NsysqlError
 

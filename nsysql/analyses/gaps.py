@@ -17,6 +17,7 @@ from .patterns import resolve_range
 
 DEFAULT_MIN_NS = 1_000_000
 _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+MAX_NS = 2**63 - 1
 
 
 def parse_duration(text: str | int) -> int:
@@ -24,11 +25,16 @@ def parse_duration(text: str | int) -> int:
     if isinstance(text, int) and not isinstance(text, bool):
         if text < 0:
             raise NsysqlError(f"a duration is 0 or more, not {text} ns")
-        return text
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ns|us|µs|ms|s)?\s*", str(text))
-    if not m:
-        raise NsysqlError(f"cannot read duration {text!r}: use e.g. 500us, 2ms, 1s")
-    return int(round(float(m.group(1)) * _UNITS[m.group(2) or "ns"]))
+        ns = text
+    else:
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ns|us|µs|ms|s)?\s*", str(text))
+        if not m:
+            raise NsysqlError(f"cannot read duration {text!r}: use e.g. 500us, 2ms, 1s")
+        ns = float(m.group(1)) * _UNITS[m.group(2) or "ns"]  # inf for a number too long for a float
+    if ns > MAX_NS:  # the export's clock is a 64-bit count of ns: no gap can be longer
+        raise NsysqlError(f"duration {str(text)[:40]!r} is longer than any gap can be (at most {MAX_NS} ns, "
+                          "292 years)")
+    return int(round(ns))
 
 
 def gaps(con, range: str | None = None, min_ns: int = DEFAULT_MIN_NS,

@@ -41,9 +41,21 @@ def info(con) -> pl.DataFrame:
         rows.append(("contents", what, str(n)))
     for msg in f.get("missing", []):
         rows.append(("lacks", msg.split(":")[0], msg.split(":", 1)[1].strip() if ":" in msg else msg))
+    rows += quality(con)
     for name, ok, why in supports(counts):
         rows.append(("analyses", name, ("yes" if ok else "no") + (f": {why}" if why else "")))
     return pl.DataFrame(rows, schema=["section", "item", "value"], orient="row")
+
+
+def quality(con) -> list[tuple[str, str, str]]:
+    """The export's flawed rows, what each problem is and what nsysql did with them: the data_quality table
+    (rows the load dropped or kept) and the checks the load leaves to this question (row_checks.sql)."""
+    found = pl.concat([run(con, "data_quality"), run(con, "row_checks")], how="vertical_relaxed")
+    rows = [("data quality", f"{source}: {problem}", f"{n:,} row{'s' if n != 1 else ''}; {effect} (in {canonical})")
+            for source, canonical, problem, n, effect in found.iter_rows() if n]
+    none = ("none found: no row without a start or end, ending before it starts, missing a link or a name, "
+            "or repeated")
+    return rows or [("data quality", "flawed rows", none)]
 
 
 def supports(counts: dict[str, int]) -> list[tuple[str, bool, str]]:

@@ -86,9 +86,9 @@ def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10, *, its: 
     rg = ranges_df if ranges_df is not None else ranges(con, attribution=attribution)
     on_gpu = rg.filter(pl.col("gpu_ops") > 0)
     if on_gpu.height or rg.height == 0:
-        out["ranges"] = on_gpu.sort("gpu_total_ns", descending=True).head(top)
+        out["ranges"] = on_gpu.sort("gpu_total_ns", descending=True).head(min(top, rg.height))
     else:  # NVTX without GPU work under it (an NVTX-only profile): the ranges that took the CPU's time
-        out["ranges"] = rg.sort(["total_ns", "name"], descending=[True, False]).head(top)
+        out["ranges"] = rg.sort(["total_ns", "name"], descending=[True, False]).head(min(top, rg.height))
         note = ("no NVTX range encloses GPU work, so `ranges` lists the "
                 f"{out['ranges'].height} of {rg.height} with most CPU time")
         out["facts"] = pl.concat([out["facts"], pl.DataFrame([("ranges", note)], schema=["item", "value"],

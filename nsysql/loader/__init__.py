@@ -20,7 +20,7 @@ from .source import Source, open_source
 
 CANONICAL_TABLES = (
     "profile_facts", "devices", "processes", "threads", "strings", "api_calls", "os_calls", "gpu_ops",
-    "nvtx_ranges", "nvtx_open", "nvtx_marks", "op_ranges", "gpu_busy", "process_roles",
+    "nvtx_ranges", "nvtx_open", "nvtx_marks", "op_ranges", "gpu_busy", "process_roles", "data_quality",
 )
 
 __all__ = ["build", "open_source", "Source", "CANONICAL_TABLES", "RAW_TABLES"]

@@ -167,9 +167,15 @@ CHUNK_ROWS = 200_000
 
 
 def default_workers() -> int:
-    """Reader threads: $NSYSQL_READERS, else the number of CPUs, between 2 and 8."""
-    env = os.environ.get("NSYSQL_READERS", "")
-    return int(env) if env.isdigit() and int(env) > 0 else max(2, min(8, os.cpu_count() or 2))
+    """Reader threads: $NSYSQL_READERS (1 up to 4 per CPU), else the number of CPUs, between 2 and 8."""
+    env = os.environ.get("NSYSQL_READERS", "").strip()
+    if not env:
+        return max(2, min(8, os.cpu_count() or 2))
+    if not env.isdigit() or int(env) < 1:
+        from ..errors import NsysqlError
+
+        raise NsysqlError(f"NSYSQL_READERS must be a whole number of threads, 1 or more, not {env[:40]!r}")
+    return min(int(env), 4 * (os.cpu_count() or 2))  # more readers than that only wait for a core
 
 
 @dataclass(frozen=True)

@@ -41,8 +41,22 @@ def _layout(fig: go.Figure, title: str, height: int = 360, **kw) -> go.Figure:
     return fig
 
 
-def short(name: str, n: int = 60) -> str:
+# The longest name a report shows, in a hover or a table cell: CUDA template names run to a few thousand
+# characters; an export can hold a name of megabytes, which repeated per chart and table row made reports of
+# hundreds of MiB. Longer names are cut (with …): `nsysql kernels -f csv` has them whole.
+NAME_MAX = 2000
+NO_NAME = "(no name)"  # a name id the export's StringIds lacks
+
+
+def short(name: str | None, n: int = 60) -> str:
+    if name is None:
+        return NO_NAME
     return name if len(name) <= n else name[: n - 1] + "…"
+
+
+def bounded(name: str | None) -> str:
+    """A name as the report shows it in full: at most NAME_MAX characters."""
+    return short(name, NAME_MAX)
 
 
 def iterations_chart(its: pl.DataFrame) -> tuple[go.Figure, str]:
@@ -67,7 +81,7 @@ def iterations_chart(its: pl.DataFrame) -> tuple[go.Figure, str]:
     fig = go.Figure()
     for i, p in enumerate(shown):
         fig.add_bar(x=x, y=ms(f"{p} cpu_ns"), name=short(p, 30), marker_color=PHASE_COLORS[i % len(PHASE_COLORS)],
-                    hovertemplate=f"{p}: %{{y:.2f}} ms<extra>iteration %{{x}}</extra>")
+                    hovertemplate=f"{bounded(p)}: %{{y:.2f}} ms<extra>iteration %{{x}}</extra>")
     # the phases past MAX_PHASES join the rest (a Series: pl.sum_horizontal over Series is an expression)
     other = df.select(pl.sum_horizontal(pl.col("other"), *[pl.col(f"{p} cpu_ns") for p in rest])
                       .cast(pl.Float64)).to_series()
@@ -134,10 +148,10 @@ def timeline_chart(tl: pl.DataFrame, gaps: pl.DataFrame | None, gpus: pl.DataFra
         for cause, color in colors.items():
             c = g.filter(pl.col("cause") == cause)
             fig.add_bar(base=((c["start_ns"] - t0) / scale).to_list(), x=(c["duration_ns"] / scale).to_list(),
-                        y=[f"GPU {d} idle" for d in c["device_id"].to_list()], orientation="h", name=cause,
+                        y=[f"GPU {d} idle" for d in c["device_id"].to_list()], orientation="h", name=short(cause, 80),
                         marker=dict(color=color, line=dict(width=0)), row=2, col=1,
                         customdata=(c["duration_ns"] / 1e6).to_list(),
-                        hovertemplate=f"{cause}: %{{customdata:.1f}} ms<extra>from %{{base:.3f}} {unit}</extra>")
+                        hovertemplate=f"{bounded(cause)}: %{{customdata:.1f}} ms<extra>from %{{base:.3f}} {unit}</extra>")
     _layout(fig, "GPU timeline: busy % and idle gaps (≥ 1 ms) by cause" if has_gaps else "GPU timeline: busy %",
             height=380 if has_gaps else 260, barmode="overlay", bargap=0.3)
     fig.update_yaxes(title_text="busy %", range=[0, 105], row=1, col=1)
@@ -150,7 +164,7 @@ def kernels_chart(k: pl.DataFrame, top: int = 15) -> go.Figure:
     k = k.head(top).reverse()
     fig = go.Figure(go.Bar(
         x=(k["total_ns"] / 1e6).to_list(), y=[f"{k.height - i}. {short(n, 44)}" for i, n in enumerate(k["name"].to_list())], orientation="h",
-        marker_color="#4C78A8", customdata=list(zip(k["name"].to_list(), k["count"].to_list(), k["pct"].to_list())),
+        marker_color="#4C78A8", customdata=list(zip(map(bounded, k["name"].to_list()), k["count"].to_list(), k["pct"].to_list())),
         text=[f"{p:.1f}%" for p in k["pct"].to_list()], textposition="outside", cliponaxis=False,
         hovertemplate="%{customdata[0]}<br>%{x:.2f} ms in %{customdata[1]} launches (%{customdata[2]:.1f}%)<extra></extra>"))
     _layout(fig, f"Top {k.height} kernels by total GPU time", height=max(260, 90 + 30 * k.height))
@@ -165,7 +179,7 @@ def idle_chart(causes: pl.DataFrame) -> go.Figure:
     c = causes.reverse()
     colors = cause_colors(causes["cause"].to_list())
     fig = go.Figure(go.Bar(
-        x=(c["idle_ns"] / 1e6).to_list(), y=c["cause"].to_list(), orientation="h",
+        x=(c["idle_ns"] / 1e6).to_list(), y=[short(x, 80) for x in c["cause"].to_list()], orientation="h",
         marker_color=[colors[x] for x in c["cause"].to_list()],
         text=[f"{p:.0f}% of idle" for p in c["pct_of_idle"].to_list()], textposition="outside", cliponaxis=False,
         customdata=c["gaps"].to_list(),
@@ -207,7 +221,7 @@ def delta_chart(result: dict[str, pl.DataFrame], top: int = 15) -> go.Figure | N
     fig = go.Figure(go.Bar(
         x=(d["delta_ns"] / 1e6).to_list(), y=[short(w, 70) for w in d["what"].to_list()], orientation="h",
         marker_color=colors,
-        customdata=list(zip(d["what"].to_list(), (d["base_ns"] / 1e6).to_list(), (d["new_ns"] / 1e6).to_list(),
+        customdata=list(zip(map(bounded, d["what"].to_list()), (d["base_ns"] / 1e6).to_list(), (d["new_ns"] / 1e6).to_list(),
                             ["significant" if s else "within noise" for s in sig], d["status"].to_list())),
         hovertemplate="%{customdata[0]}<br>%{customdata[1]:.3f} → %{customdata[2]:.3f} ms per iteration "
                       "(%{x:+.3f} ms, %{customdata[3]}, %{customdata[4]})<extra></extra>"))

@@ -105,7 +105,7 @@ def table(df: pl.DataFrame, name_cols: tuple[str, ...] = ("name", "kernel", "cau
         for c, v in zip(cols, r):
             text, num = fmt_value(c, v)
             cls = "num" if num else ("name" if c in name_cols else "")
-            cells.append(f'<td class="{cls}">{esc(text)}</td>')
+            cells.append(f'<td class="{cls}">{esc(text if num else charts.bounded(text))}</td>')
         rows.append("<tr>" + "".join(cells) + "</tr>")
     more = f'<p class="note">First {limit} of {df.height:,} rows.</p>' if df.height > limit else ""
     t = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
@@ -151,6 +151,7 @@ class Page:
 
 
 def _fact(k: str, v: str, d: str = "") -> str:
+    v = charts.bounded(v)
     return (f'<div class="fact"><div class="k">{esc(k)}</div><div class="v" title="{esc(v)}">{esc(v)}</div>'
             + (f'<div class="d">{esc(d)}</div>' if d else "") + "</div>")
 
@@ -186,7 +187,8 @@ def _findings(df: pl.DataFrame) -> str:
     if df.height == 0:
         return '<p class="why">No finding: none of the rules fired (see nsysql.analyses.findings).</p>'
     return '<ul class="findings">' + "".join(
-        f"<li><b>{esc(r['finding'])}</b>{esc(r['evidence'])}</li>" for r in df.iter_rows(named=True)) + "</ul>"
+        f"<li><b>{esc(r['finding'])}</b>{esc(charts.bounded(r['evidence']))}</li>"
+        for r in df.iter_rows(named=True)) + "</ul>"
 
 
 def _iterations(prof):
@@ -210,9 +212,9 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
                 + (f"Outliers: {s['outlier_pattern']}. " if s["outlier_pattern"] else "No outliers. ")
                 + f"Detected: {s['detected']}.")
         page.add(page.section("Iterations", page.chart(prefix + "iterations", fig, note)
-                              + f'<p class="note">{esc(line)}</p>'))
+                              + f'<p class="note">{esc(charts.short(line, 3 * charts.NAME_MAX))}</p>'))
     else:
-        page.add(page.section("Iterations", f'<p class="why">No iteration breakdown: {esc(why)}.</p>'))
+        page.add(page.section("Iterations", f'<p class="why">No iteration breakdown: {esc(charts.bounded(why))}.</p>'))
 
     gpus = summ["gpus"]
     if gpus.height:

@@ -6,6 +6,7 @@ import polars as pl
 
 from ..errors import NsysqlError
 from ..render import markdown as md_table
+from ..render import one_line
 
 
 def _ms(ns) -> str:
@@ -47,7 +48,13 @@ def snippet(prof, top: int = 10) -> str:
     out.append("**Findings**")
     out.append("")
     out += [f"- **{r['finding']}**: {r['evidence']}" for r in f.iter_rows(named=True)] or ["- none"]
-    return "\n".join(out) + "\n"
+    return _lines(out)
+
+
+def _lines(out: list[str]) -> str:
+    """The snippet's lines, each shown safely: names from the export (a file's, a range's in a finding) may hold
+    control characters or run to megabytes."""
+    return "\n".join(one_line(line, 4000) for part in out for line in part.split("\n")) + "\n"
 
 
 def diff_snippet(base, new, top: int = 10) -> str:
@@ -74,7 +81,7 @@ def diff_snippet(base, new, top: int = 10) -> str:
             pl.col("delta_pct").round(1), "significant")), ""]
     if rule:
         out.append(f"<sub>{rule}</sub>")
-    return "\n".join(out) + "\n"
+    return _lines(out)
 
 
 __all__ = ["snippet", "diff_snippet", "NsysqlError"]

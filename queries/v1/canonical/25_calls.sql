@@ -5,4 +5,6 @@
 CREATE OR REPLACE VIEW nsysql_stage._calls AS
 SELECT r.row_id AS call_id, (r.globalTid >> 24) & 16777215 AS pid, r.globalTid & 16777215 AS tid,
        r.start AS start_ns, r."end" AS end_ns, r.nameId AS name_id, r.correlationId AS correlation_id
-FROM raw_runtime r;
+FROM raw_runtime r
+-- a call without a start or an end, or ending before it starts, is dropped (data_quality counts them)
+WHERE r.start IS NOT NULL AND r."end" IS NOT NULL AND r."end" >= r.start;

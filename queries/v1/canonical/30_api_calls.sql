@@ -35,4 +35,6 @@ SELECT
   o.nameId AS name_id,
   -- nesting level nsys records for calls made inside other traced calls (0 = outermost)
   coalesce(o.nestingLevel, 0) AS nesting_level
-FROM raw_osrt o;
+FROM raw_osrt o
+-- a call without a start or an end, or ending before it starts, is dropped (data_quality counts them)
+WHERE o.start IS NOT NULL AND o."end" IS NOT NULL AND o."end" >= o.start;

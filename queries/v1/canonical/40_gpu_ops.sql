@@ -112,7 +112,9 @@ FROM _ops o
 -- the launching calls: api_calls' rows, from the staging view 25_calls.sql (not from api_calls, which this file
 -- would then wait for)
 LEFT JOIN _calls a ON a.pid = (o.globalPid >> 24) & 16777215 AND a.correlation_id = o.correlationId
-WHERE o.start IS NOT NULL AND o."end" IS NOT NULL;
+-- an op without a start or an end, or ending before it starts, is no interval of GPU time: dropped (data_quality
+-- counts them, 95_data_quality.sql), so that no duration and no busy time is ever negative
+WHERE o.start IS NOT NULL AND o."end" IS NOT NULL AND o."end" >= o.start;
 
 -- Some exports hold a runtime call and the driver call inside it under one correlation id, so the join above
 -- gives such an op twice: keep the outer (earliest) call. Most exports have none, which shows as gpu_ops having
@@ -123,7 +125,8 @@ DELETE FROM gpu_ops WHERE rowid IN (
     SELECT rowid, row_number() OVER (PARTITION BY op_id ORDER BY api_start_ns, api_call_id) AS n
     FROM gpu_ops WHERE op_id IN (
       SELECT op_id FROM gpu_ops
-      WHERE (SELECT count(*) FROM gpu_ops) > (SELECT count(*) FROM _ops WHERE start IS NOT NULL AND "end" IS NOT NULL)
+      WHERE (SELECT count(*) FROM gpu_ops)
+            > (SELECT count(*) FROM _ops WHERE start IS NOT NULL AND "end" IS NOT NULL AND "end" >= start)
       GROUP BY op_id HAVING count(*) > 1)
   ) WHERE n > 1
 );

@@ -22,7 +22,7 @@ WITH ops AS (  -- the ops of gpu_ops (40_gpu_ops.sql), read from the staging tab
     UNION ALL SELECT deviceId, start, "end" FROM raw_memcpy
     UNION ALL SELECT deviceId, start, "end" FROM raw_memset
     UNION ALL SELECT deviceId, start, "end" FROM raw_graph)
-  WHERE start_ns IS NOT NULL AND end_ns IS NOT NULL AND device_id IS NOT NULL
+  WHERE start_ns IS NOT NULL AND end_ns IS NOT NULL AND end_ns >= start_ns AND device_id IS NOT NULL
 ), sorted AS (  -- plus one sentinel op per device that starts after all others (and has no end): it starts the
                 -- stretch after the device's last, so that every real stretch has a successor (below)
   SELECT device_id, start_ns, end_ns FROM ops
