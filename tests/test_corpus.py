@@ -29,17 +29,10 @@ COMMANDS = {
     "export": ["export", "--to", "{out}/export"],
 }
 
-# Crashes that issue 20's iteration-detection half fixes (charts.py's iterations_chart on an iteration with more than
-# 8 child range names); the lead removes the mark once that half is merged.
-KNOWN = {("MohanadOdema__DLProf__nsys_profile.sqlite", "report-html"):
-         "issue 20: report's iterations chart crashes on more than 8 child range names (fixed with the iteration half)"}
-
-
 def _cases():
     for path in FILES:
         for cmd in COMMANDS:
-            marks = [pytest.mark.xfail(reason=KNOWN[(path.name, cmd)], strict=False)] if (path.name, cmd) in KNOWN else []
-            yield pytest.param(path, cmd, id=f"{path.stem[:40]}-{cmd}", marks=marks)
+            yield pytest.param(path, cmd, id=f"{path.stem[:40]}-{cmd}")
 
 
 @pytest.fixture(scope="module")
