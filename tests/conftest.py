@@ -75,3 +75,26 @@ def union_of_gpu_ops(prof) -> list[tuple[int, int, int]]:
         else:
             merged.append((dev, start, end))
     return merged
+
+
+def _fingerprint(paths: list[Path]) -> dict[str, tuple[str, int, int]]:
+    import hashlib
+
+    out = {}
+    for p in paths:
+        st = p.stat()
+        out[str(p)] = (hashlib.sha256(p.read_bytes()).hexdigest(), st.st_size, st.st_mtime_ns)
+    return out
+
+
+@pytest.fixture(scope="session", autouse=True)
+def exports_are_never_written():
+    """Every export the suite reads in place (fixtures/, ../shared) has the same sha256, size and mtime after the
+    whole run as before it, and nothing new appears beside it (no -wal, -shm or -journal)."""
+    paths = own_exports() + h200_exports() + public_exports()
+    dirs = {p.parent for p in paths}
+    before = _fingerprint(paths)
+    listing = {d: sorted(x.name for x in d.iterdir()) for d in dirs}
+    yield
+    assert _fingerprint(paths) == before, "an export read by the tests was modified"
+    assert {d: sorted(x.name for x in d.iterdir()) for d in dirs} == listing, "a file appeared beside an export"
