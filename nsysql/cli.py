@@ -82,10 +82,6 @@ def _looks_like_sqlite(p: Path) -> bool:
 
 
 _loaded: list[str] = []  # the exports this command loaded
-# run() sets this to a list: the Profiles loaded then stay referenced until its os._exit, so that none is closed
-# on the way out. Closing a cold load's DuckDB database frees its buffers one by one: ~55 ms at 500k kernels,
-# on one core, after the output is written (BENCHMARKS.md). None (CliRunner, main() called directly): not kept.
-_keep: list | None = None
 
 
 def _load(file: str | None):
@@ -103,8 +99,6 @@ def _load(file: str | None):
     for w in caught:
         click.echo(f"nsysql: warning: {_line(str(w.message))}", err=True)
     _remember(prof.path)
-    if _keep is not None:
-        _keep.append(prof)
     return prof
 
 
@@ -161,36 +155,48 @@ def handled(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         _loaded.clear()
-        try:
-            return fn(*args, **kwargs)
-        except NsysqlError as e:  # its text may quote the export's names: control characters shown, one line
-            click.echo(f"nsysql: error: {_line(_naming_files(str(e)))}", err=True)
-            sys.exit(2)
-        except MemoryError:
-            click.echo("nsysql: error: out of memory (set NSYSQL_MEMORY_LIMIT, e.g. 4GB, or NSYSQL_THREADS lower)", err=True)
-            sys.exit(2)
-        except BrokenPipeError:
-            sys.exit(0)
-        except OSError as e:  # writing -o/--to somewhere impossible
-            click.echo(f"nsysql: error: {e.filename or ''}: {e.strerror or e}", err=True)
-            sys.exit(2)
-        except Exception as e:
-            if not type(e).__module__.startswith(("duckdb", "_duckdb")):
-                raise
-            files = (kwargs.get("file") or ", ".join(map(str, kwargs.get("files") or ()))
-                     or ", ".join(map(str, _loaded)) or "(no file)")
-            click.echo(f"nsysql: error: {_line(files)}: query failed: {_line(one_line(e))}", err=True)
-            sys.exit(2)
-        finally:
-            # the answer is out; a cold load's cache entry may still be on its way to disk: wait for it here
-            # (the process would at exit anyway), so a command always leaves its entry in place
+        # a warning raised while the command runs (a cache write that fails after the load, in the background
+        # copy, NSYSQL_THREADS cut down) is said in one line, as errors are, once the command is done
+        with warnings.catch_warnings(record=True) as caught:
             try:
-                sys.stdout.flush()
-            except (OSError, ValueError):
-                pass
-            _cache.wait()
+                return _run(fn, args, kwargs)
+            finally:
+                for w in caught:
+                    click.echo(f"nsysql: warning: {_line(str(w.message))}", err=True)
 
     return wrapper
+
+
+def _run(fn, args, kwargs):
+    """fn(*args, **kwargs), its NsysqlError (and database errors) said in one stderr line, exit code 2."""
+    try:
+        return fn(*args, **kwargs)
+    except NsysqlError as e:  # its text may quote the export's names: control characters shown, one line
+        click.echo(f"nsysql: error: {_line(_naming_files(str(e)))}", err=True)
+        sys.exit(2)
+    except MemoryError:
+        click.echo("nsysql: error: out of memory (set NSYSQL_MEMORY_LIMIT, e.g. 4GB, or NSYSQL_THREADS lower)", err=True)
+        sys.exit(2)
+    except BrokenPipeError:
+        sys.exit(0)
+    except OSError as e:  # writing -o/--to somewhere impossible
+        click.echo(f"nsysql: error: {e.filename or ''}: {e.strerror or e}", err=True)
+        sys.exit(2)
+    except Exception as e:
+        if not type(e).__module__.startswith(("duckdb", "_duckdb")):
+            raise
+        files = (kwargs.get("file") or ", ".join(map(str, kwargs.get("files") or ()))
+                 or ", ".join(map(str, _loaded)) or "(no file)")
+        click.echo(f"nsysql: error: {_line(files)}: query failed: {_line(one_line(e))}", err=True)
+        sys.exit(2)
+    finally:
+        # the answer is out; a cold load's cache entry may still be on its way to disk: wait for it here
+        # (the process would at exit anyway), so a command always leaves its entry in place
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+        _cache.wait()
 
 
 def _naming_files(message: str) -> str:
@@ -263,14 +269,9 @@ def attribution_option(fn):
 
 
 def run() -> None:
-    """The `nsysql` executable: main(), then leave at once. Tearing the interpreter down frees DuckDB's and
-    polars' objects one by one (~0.1 s per command) for memory the OS takes back anyway; nothing is lost by
-    skipping it: output is flushed here, cache entries are on disk (`cache.wait()`), DuckDB's spill files are
-    deleted, and the export is read-only. The Profiles loaded stay open until then (see _keep): answers write
-    no table into a cache entry (their tables are TEMP), so closing them would only free memory.
-    """
-    global _keep
-    _keep = []
+    """The `nsysql` executable: main(), then leave as _process says (at once, unless NSYSQL_NO_TUNING=1)."""
+    from . import _process
+
     try:
         main()
         code = 0
@@ -279,14 +280,7 @@ def run() -> None:
     if isinstance(code, str):
         click.echo(code, err=True)
         code = 1
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe (nsysql ... | head)
-            pass
-    _cache.wait()
-    _cache.remove_spill_files()
-    os._exit(code or 0)
+    _process.leave(code or 0)
 
 
 class _Group(click.Group):
@@ -328,22 +322,6 @@ def main(ctx, cache_dir, no_cache):
     left out: $NSYSQL_PROFILE, else the only .sqlite file here, else the profile analysed last.
     """
     ctx.obj = {"cache_dir": cache_dir, "no_cache": no_cache}
-    # pyarrow imports numpy where it is installed, and numpy's OpenBLAS then starts one busy thread per core:
-    # 0.3 s of a 16-core machine's start-up for a library nsysql never calls. This process only, never the
-    # shell's environment, and a setting the user made wins.
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    # On 2 cores, DuckDB's allocator (its own jemalloc, which reads this before DuckDB is imported) with one
-    # arena instead of 4 per core: memory one of nsysql's threads frees (a reader, a canonical SQL file, an
-    # answer) is then reused by the next instead of each touching fresh pages (cold 500k `summary`: peak RSS 568
-    # -> 541 MiB, CPU ratio 0.97 paired over 16 rounds, wall time within the VM's noise). Not with more cores:
-    # on 16, one arena cost 6% more CPU for no gain in wall time (BENCHMARKS.md).
-    if (os.cpu_count() or 1) <= 2:
-        os.environ.setdefault("DUCKDB_JE_MALLOC_CONF", "narenas:1")
-
-    def one_line(message, category, *args, **kwargs):  # warnings raised later than the load, e.g. a rebuild
-        click.echo(f"nsysql: warning: {_line(str(message))}", err=True)
-
-    warnings.showwarning = one_line
 
 
 @main.group()
