@@ -17,7 +17,6 @@ import os
 import sys
 import time
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the CLI sets for itself (see nsysql/cli.py)
 T0, C0 = time.perf_counter(), time.process_time()
 marks = []
 

@@ -299,7 +299,7 @@ def spill_dir() -> str:
 
 def remove_spill_files() -> None:
     """Delete this process's DuckDB spill files (DuckDB names them duckdb_temp_<pid>_*). DuckDB deletes them
-    when its database closes, but the CLI leaves without closing it (cli.run): after a command that failed
+    when its database closes, but the CLI leaves without closing it (_process.leave): after a command that failed
     while its tables were spilled (out of memory), they stayed behind, 188 MB of them for a summary of 500k
     kernels, until another nsysql process happened to spill."""
     for f in Path(spill_dir()).glob(f"duckdb_temp_{os.getpid()}_*"):

@@ -16,7 +16,7 @@ import click
 
 from . import __version__
 from . import cache as _cache
-from . import store
+from . import stats as _stats
 from .errors import NsysqlError, one_line
 from .render import FORMATS, render
 from .render import one_line as _line
@@ -28,70 +28,28 @@ ATTRIBUTION_HELP = (
 )
 
 
-def _state_dir() -> Path:
-    opts = _opts()
-    return Path(opts["cache_dir"]).expanduser() if opts.get("cache_dir") else _cache.default_dir()
-
-
 def _opts() -> dict:
     ctx = click.get_current_context(silent=True)
     root = ctx.find_root() if ctx else None
     return (root.obj or {}) if root else {}
 
 
-def _remember(path: Path) -> None:
-    try:
-        d = _state_dir()
-        d.mkdir(parents=True, exist_ok=True)
-        store.write(d / "last_profile", lambda tmp: tmp.write_text(str(path)))
-    except OSError:
-        pass
+def _state_dir() -> Path:
+    from . import discover
 
-
-def pick_profile(file: str | None) -> str:
-    """FILE, else $NSYSQL_PROFILE, else the only nsys export here, else the last one analysed."""
-    if file:
-        return file
-    env = os.environ.get("NSYSQL_PROFILE")
-    if env:
-        click.echo(f"nsysql: using {env} ($NSYSQL_PROFILE)", err=True)
-        return env
-    here = sorted(p for p in Path(".").glob("*.sqlite") if _looks_like_sqlite(p))
-    if len(here) == 1:
-        click.echo(f"nsysql: using {here[0]} (the only .sqlite file in this directory)", err=True)
-        return str(here[0])
-    last = _state_dir() / "last_profile"
-    if len(here) == 0 and last.exists():
-        p = last.read_text().strip()
-        if p and Path(p).exists():
-            click.echo(f"nsysql: using {p} (the profile analysed last)", err=True)
-            return p
-    if len(here) > 1:
-        raise NsysqlError(
-            f"no FILE given and {len(here)} .sqlite files here ({', '.join(map(str, here[:4]))}): name one"
-        )
-    raise NsysqlError("no FILE given, $NSYSQL_PROFILE unset, no .sqlite export here and none analysed before")
-
-
-def _looks_like_sqlite(p: Path) -> bool:
-    try:
-        with open(p, "rb") as f:
-            return f.read(16) == b"SQLite format 3\x00"
-    except OSError:
-        return False
+    return discover.state_dir(_opts().get("cache_dir"))
 
 
 _loaded: list[str] = []  # the exports this command loaded
-# run() sets this to a list: the Profiles loaded then stay referenced until its os._exit, so that none is closed
-# on the way out. Closing a cold load's DuckDB database frees its buffers one by one: ~55 ms at 500k kernels,
-# on one core, after the output is written (BENCHMARKS.md). None (CliRunner, main() called directly): not kept.
-_keep: list | None = None
 
 
 def _load(file: str | None):
+    from . import discover
     from ._load import load
 
-    path = pick_profile(file)
+    path, why = discover.pick_profile(file, _opts().get("cache_dir"))
+    if why:
+        click.echo(f"nsysql: using {path} ({why})", err=True)
     _loaded.append(path)  # for error messages of commands whose FILE is optional (sql)
     opts = _opts()
     with warnings.catch_warnings(record=True) as caught:
@@ -102,9 +60,7 @@ def _load(file: str | None):
         click.echo("\r\033[K", err=True, nl=False)
     for w in caught:
         click.echo(f"nsysql: warning: {_line(str(w.message))}", err=True)
-    _remember(prof.path)
-    if _keep is not None:
-        _keep.append(prof)
+    discover.remember(prof.path, opts.get("cache_dir"))
     return prof
 
 
@@ -130,6 +86,8 @@ REPORT_SUFFIXES = (".nsys-rep", ".qdrep", ".qdstrm")
 def _precious(p: Path) -> str | None:
     """What `p` is when nsysql must not write over it: an Nsight Systems report, by its name in any case
     (`rep.NSYS-REP`) or by its first bytes, or a SQLite database (an export) by its header. None otherwise."""
+    from .loader.source import SQLITE_MAGIC
+
     if p.suffix.lower() in REPORT_SUFFIXES:
         return "an Nsight Systems report"
     try:
@@ -137,7 +95,7 @@ def _precious(p: Path) -> str | None:
             head = f.read(64)
     except OSError:  # not there yet (or unreadable: the write says why)
         return None
-    if head.startswith(b"SQLite format 3\x00"):
+    if head.startswith(SQLITE_MAGIC):
         return "a SQLite database"
     # a zip or a QDSTRM stream: how reports begin (no text output of nsysql does)
     if head.startswith(b"PK\x03\x04") or b"QDSTRM" in head:
@@ -161,36 +119,48 @@ def handled(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         _loaded.clear()
-        try:
-            return fn(*args, **kwargs)
-        except NsysqlError as e:  # its text may quote the export's names: control characters shown, one line
-            click.echo(f"nsysql: error: {_line(_naming_files(str(e)))}", err=True)
-            sys.exit(2)
-        except MemoryError:
-            click.echo("nsysql: error: out of memory (set NSYSQL_MEMORY_LIMIT, e.g. 4GB, or NSYSQL_THREADS lower)", err=True)
-            sys.exit(2)
-        except BrokenPipeError:
-            sys.exit(0)
-        except OSError as e:  # writing -o/--to somewhere impossible
-            click.echo(f"nsysql: error: {e.filename or ''}: {e.strerror or e}", err=True)
-            sys.exit(2)
-        except Exception as e:
-            if not type(e).__module__.startswith(("duckdb", "_duckdb")):
-                raise
-            files = (kwargs.get("file") or ", ".join(map(str, kwargs.get("files") or ()))
-                     or ", ".join(map(str, _loaded)) or "(no file)")
-            click.echo(f"nsysql: error: {_line(files)}: query failed: {_line(one_line(e))}", err=True)
-            sys.exit(2)
-        finally:
-            # the answer is out; a cold load's cache entry may still be on its way to disk: wait for it here
-            # (the process would at exit anyway), so a command always leaves its entry in place
+        # a warning raised while the command runs (a cache write that fails after the load, in the background
+        # copy, NSYSQL_THREADS cut down) is said in one line, as errors are, once the command is done
+        with warnings.catch_warnings(record=True) as caught:
             try:
-                sys.stdout.flush()
-            except (OSError, ValueError):
-                pass
-            _cache.wait()
+                return _run(fn, args, kwargs)
+            finally:
+                for w in caught:
+                    click.echo(f"nsysql: warning: {_line(str(w.message))}", err=True)
 
     return wrapper
+
+
+def _run(fn, args, kwargs):
+    """fn(*args, **kwargs), its NsysqlError (and database errors) said in one stderr line, exit code 2."""
+    try:
+        return fn(*args, **kwargs)
+    except NsysqlError as e:  # its text may quote the export's names: control characters shown, one line
+        click.echo(f"nsysql: error: {_line(_naming_files(str(e)))}", err=True)
+        sys.exit(2)
+    except MemoryError:
+        click.echo("nsysql: error: out of memory (set NSYSQL_MEMORY_LIMIT, e.g. 4GB, or NSYSQL_THREADS lower)", err=True)
+        sys.exit(2)
+    except BrokenPipeError:
+        sys.exit(0)
+    except OSError as e:  # writing -o/--to somewhere impossible
+        click.echo(f"nsysql: error: {e.filename or ''}: {e.strerror or e}", err=True)
+        sys.exit(2)
+    except Exception as e:
+        if not type(e).__module__.startswith(("duckdb", "_duckdb")):
+            raise
+        files = (kwargs.get("file") or ", ".join(map(str, kwargs.get("files") or ()))
+                 or ", ".join(map(str, _loaded)) or "(no file)")
+        click.echo(f"nsysql: error: {_line(files)}: query failed: {_line(one_line(e))}", err=True)
+        sys.exit(2)
+    finally:
+        # the answer is out; a cold load's cache entry may still be on its way to disk: wait for it here
+        # (the process would at exit anyway), so a command always leaves its entry in place
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+        _cache.wait()
 
 
 def _naming_files(message: str) -> str:
@@ -241,20 +211,13 @@ def _is_glob(path: str) -> bool:
 
 def _each_rank(files: tuple[str, ...], method: str, **kwargs):
     """Run Profile.<method> on each export, stacked with a `rank` column (numbered as `nsysql ranks` does)."""
-    import polars as pl
-
-    from .analyses.ranks import number_ranks
-    from .many import expand
+    from .many import expand, number, stack
 
     paths = expand(list(files))
     profs = [_load(p) for p in paths]
-    infos = [{"path": str(p.path), "rank_in_file": int(p.facts["rank"][0]) if p.facts.get("rank") else None,
-              "rank_source": (p.facts.get("rank_source") or [None])[0]} for p in profs]
-    ranks, why = number_ranks(infos)
+    ranks, why = number(profs)
     click.echo(f"nsysql: {len(paths)} files; {why}", err=True)
-    frames = [getattr(p, method)(**kwargs).with_columns(pl.lit(r, pl.Int64).alias("rank")) for p, r in zip(profs, ranks)]
-    out = pl.concat(frames, how="diagonal_relaxed")
-    return out.select("rank", *[c for c in out.columns if c != "rank"]).sort("rank", maintain_order=True)
+    return stack(profs, ranks, method, **kwargs)
 
 
 def attribution_option(fn):
@@ -263,14 +226,9 @@ def attribution_option(fn):
 
 
 def run() -> None:
-    """The `nsysql` executable: main(), then leave at once. Tearing the interpreter down frees DuckDB's and
-    polars' objects one by one (~0.1 s per command) for memory the OS takes back anyway; nothing is lost by
-    skipping it: output is flushed here, cache entries are on disk (`cache.wait()`), DuckDB's spill files are
-    deleted, and the export is read-only. The Profiles loaded stay open until then (see _keep): answers write
-    no table into a cache entry (their tables are TEMP), so closing them would only free memory.
-    """
-    global _keep
-    _keep = []
+    """The `nsysql` executable: main(), then leave as _process says (at once, unless NSYSQL_NO_TUNING=1)."""
+    from . import _process
+
     try:
         main()
         code = 0
@@ -279,14 +237,7 @@ def run() -> None:
     if isinstance(code, str):
         click.echo(code, err=True)
         code = 1
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe (nsysql ... | head)
-            pass
-    _cache.wait()
-    _cache.remove_spill_files()
-    os._exit(code or 0)
+    _process.leave(code or 0)
 
 
 class _Group(click.Group):
@@ -328,22 +279,6 @@ def main(ctx, cache_dir, no_cache):
     left out: $NSYSQL_PROFILE, else the only .sqlite file here, else the profile analysed last.
     """
     ctx.obj = {"cache_dir": cache_dir, "no_cache": no_cache}
-    # pyarrow imports numpy where it is installed, and numpy's OpenBLAS then starts one busy thread per core:
-    # 0.3 s of a 16-core machine's start-up for a library nsysql never calls. This process only, never the
-    # shell's environment, and a setting the user made wins.
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    # On 2 cores, DuckDB's allocator (its own jemalloc, which reads this before DuckDB is imported) with one
-    # arena instead of 4 per core: memory one of nsysql's threads frees (a reader, a canonical SQL file, an
-    # answer) is then reused by the next instead of each touching fresh pages (cold 500k `summary`: peak RSS 568
-    # -> 541 MiB, CPU ratio 0.97 paired over 16 rounds, wall time within the VM's noise). Not with more cores:
-    # on 16, one arena cost 6% more CPU for no gain in wall time (BENCHMARKS.md).
-    if (os.cpu_count() or 1) <= 2:
-        os.environ.setdefault("DUCKDB_JE_MALLOC_CONF", "narenas:1")
-
-    def one_line(message, category, *args, **kwargs):  # warnings raised later than the load, e.g. a rebuild
-        click.echo(f"nsysql: warning: {_line(str(message))}", err=True)
-
-    warnings.showwarning = one_line
 
 
 @main.group()
@@ -633,21 +568,10 @@ def diff(base, new, fmt, output, fail_above):
             sys.exit(1)
 
 
-STATS_REPORTS = {
-    "kernels": lambda p: p.kernels(),
-    "api": lambda p: p.api(),
-    "ranges": lambda p: p.ranges(),
-    "kernels-by-range": lambda p: p.kernels_by_range(),
-    "iterations": lambda p: p.iterations(),
-    "gaps": lambda p: p.gaps(),
-    "gaps-by-cause": lambda p: p.gaps(by="cause"),
-}
-
-
 @main.command()
 @click.argument("file", required=False)
 @click.option("-r", "--report", "reports", default="kernels,ranges,kernels-by-range,iterations,gaps",
-              show_default=True, help=f"Comma-separated: {', '.join(STATS_REPORTS)}.")
+              show_default=True, help=f"Comma-separated: {', '.join(_stats.REPORTS)}.")
 @format_option(default="csv")
 @click.option("-o", "--output", "prefix", metavar="PREFIX",
               help="Write each report to PREFIX_<report>.<ext> (as `nsys stats -o`); default stdout.")
@@ -657,25 +581,11 @@ STATS_REPORTS = {
 def stats(file, reports, fmt, prefix, attribution):
     """Several reports from one load, like `nsys stats -r ...`: one process, one read of the export."""
     names = [r.strip() for r in reports.split(",") if r.strip()]
-    unknown = [r for r in names if r not in STATS_REPORTS]
-    if unknown:
-        raise NsysqlError(f"unknown report {unknown[0]!r}; choose from {', '.join(STATS_REPORTS)}")
+    _stats.check(names)
     prof = _load(file)
-    calls = {**STATS_REPORTS, "ranges": lambda p: p.ranges(attribution=attribution),
-             "kernels-by-range": lambda p: p.kernels_by_range(attribution=attribution)}
     ext = {"table": "txt", "csv": "csv", "json": "json", "markdown": "md"}[fmt]
-
-    def ask(name):
-        def call(p):
-            try:
-                return calls[name](p)
-            except NsysqlError as e:
-                return e
-        return call
-
-    # the reports at once, each on its own cursor (iterations and gaps share one computation of iterations)
     got = {}
-    for name, df in zip(names, prof.parallel(*(ask(n) for n in names))):
+    for name, df in _stats.stats(prof, names, attribution):
         if isinstance(df, NsysqlError):
             click.echo(f"nsysql: {name}: skipped: {df}", err=True)
         elif prefix:

@@ -173,6 +173,20 @@ def load_many(paths: list[str] | str, *, cache_dir: str | os.PathLike | None = N
     return Ranks(tables, why)
 
 
+def number(profiles: list) -> tuple[list[int], str]:
+    """Rank numbers of loaded exports as load_many numbers them (RANK in each file, else sorted file names),
+    and the sentence saying which."""
+    return _ranks.number_ranks([_ranks.rank_info(str(p.path), p.facts) for p in profiles])
+
+
+def stack(profiles: list, ranks: list[int], method: str, **kwargs) -> pl.DataFrame:
+    """`Profile.<method>(**kwargs)` of each loaded export, stacked with a leading `rank` column."""
+    frames = [getattr(p, method)(**kwargs).with_columns(pl.lit(r, pl.Int64).alias("rank"))
+              for p, r in zip(profiles, ranks)]
+    out = pl.concat(frames, how="diagonal_relaxed")
+    return out.select("rank", *[c for c in out.columns if c != "rank"]).sort("rank", maintain_order=True)
+
+
 def connect_dask(address: str):
     try:
         from dask.distributed import Client

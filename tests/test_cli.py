@@ -145,13 +145,15 @@ def test_schema_lists_every_canonical_table_with_documented_columns():
     assert cols["description"].str.len_chars().min() > 5
 
 
-def test_the_executable_flushes_everything_and_keeps_exit_codes(tmp_path):
-    """`python -m nsysql` (as the `nsysql` script) leaves without interpreter teardown: its output must still be
-    whole, its exit codes those of the commands, and a cold load's cache entry on disk when it returns."""
+@pytest.mark.parametrize("no_tuning", ["", "1"], ids=["os_exit", "NSYSQL_NO_TUNING"])
+def test_the_executable_flushes_everything_and_keeps_exit_codes(tmp_path, no_tuning):
+    """`python -m nsysql` (as the `nsysql` script) leaves without interpreter teardown, or through sys.exit with
+    NSYSQL_NO_TUNING=1: either way its output must be whole, its exit codes those of the commands, and a cold
+    load's cache entry on disk when it returns."""
     import subprocess
     import sys
 
-    env = {**os.environ, "NSYSQL_CACHE_DIR": str(tmp_path / "c")}
+    env = {**os.environ, "NSYSQL_CACHE_DIR": str(tmp_path / "c"), "NSYSQL_NO_TUNING": no_tuning}
 
     def nsysql(*args):
         return subprocess.run([sys.executable, "-m", "nsysql", *args], capture_output=True, text=True, env=env,

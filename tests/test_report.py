@@ -107,3 +107,24 @@ def test_png_with_kaleido_writes_every_chart(tmp_path):
     pngs = sorted(p.name for p in (tmp_path / "p").glob("*.png"))
     assert pngs == ["idle.png", "iterations.png", "kernels.png", "timeline.png"]
     assert all((tmp_path / "p" / n).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for n in pngs)
+
+
+def test_each_report_chooses_its_own_cause_colours():
+    """Colours of host:<range> causes are chosen per report: a report built earlier in the same process does not
+    move the colours of the next one (two processes: one builds B alone, one builds A and then B)."""
+    import subprocess
+
+    script = """
+import sys
+import nsysql
+from nsysql.report import build
+for path in sys.argv[1:-1]:
+    build(nsysql.load(path))
+figures = build(nsysql.load(sys.argv[-1]))[1]
+for key in ("timeline", "idle"):
+    print(key, [(t.name, t.marker.color) for t in figures[key].data if t.type == "bar"])
+"""
+    a, b = str(ROOT / "fixtures" / "ddp_pair" / "rank0.sqlite"), str(fixture("loop_before"))
+    alone, after = (subprocess.run([sys.executable, "-c", script, *paths], capture_output=True, text=True, check=True)
+                    .stdout for paths in ([b], [a, b]))
+    assert "host:" in alone and alone == after

@@ -39,16 +39,20 @@ RULE = (f"with T = max({MIN_EXCESS_NS / 1e6:g} ms, {EXCESS_SHARE:.0%} of the med
         "stragglers are listed by the wait they cost the others")
 
 
-def rank_tables(con, path: str) -> dict[str, pl.DataFrame]:
-    """The small per-rank frames the cross-rank analysis reads."""
-    f = facts(con)
+def rank_info(path: str, f: dict[str, list[str]]) -> dict:
+    """What number_ranks reads of one export: its path and the RANK its facts `f` name (and where from)."""
     rank = (f.get("rank") or [None])[0]
-    info = pl.DataFrame([{
+    return {
         "path": path,
         "rank_in_file": int(rank) if rank is not None else None,
         "rank_source": (f.get("rank_source") or [None])[0],
         "nsys_version": (f.get("nsys_version") or [None])[0],
-    }])
+    }
+
+
+def rank_tables(con, path: str) -> dict[str, pl.DataFrame]:
+    """The small per-rank frames the cross-rank analysis reads."""
+    info = pl.DataFrame([rank_info(path, facts(con))])
     out = {"info": info}
     try:
         it = _iter.detect(con)

@@ -28,6 +28,17 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def looks_like_sqlite(path: str | Path) -> bool:
+    """Whether `path` begins with the SQLite header (False when it cannot be read): the check the loader makes
+    first, for callers that only pick among files."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
+
 BATCH_ROWS = 65536  # rows per batch of Python's sqlite3 (the fallback without the ADBC driver)
 # Rows per Arrow batch of the ADBC driver. The driver reads the first batch when the query starts, on the reader
 # thread and without the GIL, and a cold load starts its readers before importing DuckDB (see raw.Readers), so

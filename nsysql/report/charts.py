@@ -15,19 +15,19 @@ CAUSE_COLORS = {"sync": "#E45756", "memcpy": "#F58518", "alloc": "#B279A2", "lau
                 "unknown": "#BAB0AC", "outside iterations": "#D3D3D3"}
 HOST_COLORS = ["#4C78A8", "#54A24B", "#EECA3B", "#9D755D", "#FF9DA6", "#17BECF", "#8C564B", "#BCBD22",
                "#1F77B4", "#E377C2", "#2CA02C", "#9467BD"]
-_assigned: dict[str, str] = {}
 MAX_ITERATION_BARS = 600
 MAX_GAP_BARS = 1500
 MAX_PHASES = 8
 
 
-def cause_colors(causes: list[str]) -> dict[str, str]:
+def cause_colors(causes: list[str], palette: dict[str, str]) -> dict[str, str]:
     """The same colour for a cause in every chart of a report: fixed for sync/memcpy/alloc/launch, host:<range>
-    causes take the next free colour the first time they are seen."""
+    causes take the next free colour the first time they are seen. `palette` holds those choices; one report
+    owns one (a new dict per report), so a report's colours never depend on the reports built before it."""
     for c in causes:
-        if c not in CAUSE_COLORS and c not in _assigned:
-            _assigned[c] = HOST_COLORS[len(_assigned) % len(HOST_COLORS)]
-    return {c: CAUSE_COLORS.get(c) or _assigned[c] for c in causes}
+        if c not in CAUSE_COLORS and c not in palette:
+            palette[c] = HOST_COLORS[len(palette) % len(HOST_COLORS)]
+    return {c: CAUSE_COLORS.get(c) or palette[c] for c in causes}
 
 
 def _layout(fig: go.Figure, title: str, height: int = 360, **kw) -> go.Figure:
@@ -118,9 +118,10 @@ def iterations_chart(its: pl.DataFrame) -> tuple[go.Figure, str]:
     return fig, note
 
 
-def timeline_chart(tl: pl.DataFrame, gaps: pl.DataFrame | None, gpus: pl.DataFrame,
+def timeline_chart(tl: pl.DataFrame, gaps: pl.DataFrame | None, gpus: pl.DataFrame, palette: dict[str, str],
                    origin: str = "the first GPU op") -> tuple[go.Figure, str]:
-    """Top: GPU busy % per time bin, per device. Bottom: idle gaps >= 1 ms as bars coloured by cause."""
+    """Top: GPU busy % per time bin, per device. Bottom: idle gaps >= 1 ms as bars coloured by cause (colours
+    from the report's `palette`, see cause_colors)."""
     t0 = tl["start_ns"].min()
     span = (tl["end_ns"].max() - t0) / 1e9
     unit, scale = ("ms", 1e6) if span < 2 else ("s", 1e9)
@@ -144,7 +145,7 @@ def timeline_chart(tl: pl.DataFrame, gaps: pl.DataFrame | None, gpus: pl.DataFra
                     f"({g.sort('duration_ns', descending=True).head(MAX_GAP_BARS)['duration_ns'].sum() / g['duration_ns'].sum():.0%} of the idle time).")
             g = g.sort("duration_ns", descending=True).head(MAX_GAP_BARS)
         colors = cause_colors(g.group_by("cause").agg(pl.col("duration_ns").sum()).sort("duration_ns", descending=True)
-                              ["cause"].to_list())
+                              ["cause"].to_list(), palette)
         for cause, color in colors.items():
             c = g.filter(pl.col("cause") == cause)
             fig.add_bar(base=((c["start_ns"] - t0) / scale).to_list(), x=(c["duration_ns"] / scale).to_list(),
@@ -175,9 +176,9 @@ def kernels_chart(k: pl.DataFrame, top: int = 15) -> go.Figure:
     return fig
 
 
-def idle_chart(causes: pl.DataFrame) -> go.Figure:
+def idle_chart(causes: pl.DataFrame, palette: dict[str, str]) -> go.Figure:
     c = causes.reverse()
-    colors = cause_colors(causes["cause"].to_list())
+    colors = cause_colors(causes["cause"].to_list(), palette)
     fig = go.Figure(go.Bar(
         x=(c["idle_ns"] / 1e6).to_list(), y=[short(x, 80) for x in c["cause"].to_list()], orientation="h",
         marker_color=[colors[x] for x in c["cause"].to_list()],

@@ -202,6 +202,7 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
     """Every section of the single-profile report."""
     summ = prof.summary()
     its, stats, why = _iterations(prof)
+    palette: dict[str, str] = {}  # this report's cause colours, shared by its timeline and idle charts
     page.add(_facts(prof, summ, stats))
     page.add(page.section("Findings", _findings(summ["findings"])))
 
@@ -231,7 +232,7 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
                 start_ns=pl.col("start_ns").clip(lower_bound=window[0]),
                 end_ns=pl.col("end_ns").clip(upper_bound=window[1]))
             g = g.with_columns(duration_ns=pl.col("end_ns") - pl.col("start_ns"))
-        fig, note = charts.timeline_chart(tl, g, gpus, "the first iteration" if window else "the first GPU op")
+        fig, note = charts.timeline_chart(tl, g, gpus, palette, "the first iteration" if window else "the first GPU op")
         if window:
             active = gpus["active_ns"].max() / 1e9
             note = (f"Shown: the {its.height} iterations ({(window[1] - window[0]) / 1e9:.3f} s of the GPU's "
@@ -249,7 +250,7 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
         left.append(page.section("Top kernels", '<p class="why">No kernels in this profile.</p>'))
     idle = summ.get("idle by cause")
     if idle is not None and idle.height:
-        right.append(page.section("Idle time by cause", page.chart(prefix + "idle", charts.idle_chart(idle))
+        right.append(page.section("Idle time by cause", page.chart(prefix + "idle", charts.idle_chart(idle, palette))
                                   + table(idle, scroll=False)))
     else:
         why_idle = "no GPU work" if not gpus.height else "no gap of 1 ms or more"

@@ -1,0 +1,43 @@
+"""The one process-wide shortcut of the `nsysql` executable, kept here so that it is found in one place.
+
+How the executable leaves: once a command is done (its output flushed, a cold load's cache entry on disk,
+DuckDB's spill files of this process deleted), `leave` ends the process with `os._exit`, skipping the
+interpreter's teardown. That teardown frees DuckDB's and polars' objects one by one for memory the operating
+system takes back anyway, and it is a large part of a command answered from the cache; nothing is lost by
+skipping it, because everything a command leaves behind is written before `leave` is called, and the export is
+only ever read.
+
+NSYSQL_NO_TUNING=1 turns it off: the process then leaves through `sys.exit`, as any Python program does (the
+way to rule the shortcut out when something at exit looks wrong). Library use (`nsysql.load`, click's
+CliRunner) never goes through here.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import NoReturn
+
+
+def tuned() -> bool:
+    """Whether the shortcut is on: NSYSQL_NO_TUNING unset, empty or 0."""
+    return os.environ.get("NSYSQL_NO_TUNING", "").strip() in ("", "0")
+
+
+def leave(code: int) -> NoReturn:
+    """End the `nsysql` process with exit status `code`, once its output and cache entries are complete."""
+    from . import cache
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (nsysql ... | head): what is left unwritten goes nowhere,
+            try:  # not into a second error when the interpreter flushes it again on the way out
+                os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+            except (OSError, ValueError):
+                pass
+    cache.wait()  # a cold load's entry still on its way to disk
+    cache.remove_spill_files()
+    if tuned():
+        os._exit(code)
+    sys.exit(code)

@@ -1,0 +1,49 @@
+"""Which export a command means when it names none: FILE, else $NSYSQL_PROFILE, else the only nsys export in
+the current directory, else the one analysed last (remembered in the cache directory's `last_profile`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from . import store
+from .errors import NsysqlError
+from .loader.source import looks_like_sqlite
+
+
+def state_dir(cache_dir: str | os.PathLike | None = None) -> Path:
+    """The cache directory: `cache_dir` when given, else the store's default."""
+    return Path(cache_dir).expanduser() if cache_dir else store.default_dir()
+
+
+def remember(path: str | os.PathLike, cache_dir: str | os.PathLike | None = None) -> None:
+    """Note `path` as the profile analysed last; a cache directory that cannot be written is no error."""
+    try:
+        d = state_dir(cache_dir)
+        d.mkdir(parents=True, exist_ok=True)
+        store.write(d / "last_profile", lambda tmp: tmp.write_text(str(path)))
+    except OSError:
+        pass
+
+
+def pick_profile(file: str | None, cache_dir: str | os.PathLike | None = None) -> tuple[str, str | None]:
+    """The export meant, and why it was chosen when `file` is None (a few words, for stderr); NsysqlError when
+    nothing is found or the choice is ambiguous."""
+    if file:
+        return file, None
+    env = os.environ.get("NSYSQL_PROFILE")
+    if env:
+        return env, "$NSYSQL_PROFILE"
+    here = sorted(p for p in Path(".").glob("*.sqlite") if looks_like_sqlite(p))
+    if len(here) == 1:
+        return str(here[0]), "the only .sqlite file in this directory"
+    last = state_dir(cache_dir) / "last_profile"
+    if len(here) == 0 and last.exists():
+        p = last.read_text().strip()
+        if p and Path(p).exists():
+            return p, "the profile analysed last"
+    if len(here) > 1:
+        raise NsysqlError(
+            f"no FILE given and {len(here)} .sqlite files here ({', '.join(map(str, here[:4]))}): name one"
+        )
+    raise NsysqlError("no FILE given, $NSYSQL_PROFILE unset, no .sqlite export here and none analysed before")
