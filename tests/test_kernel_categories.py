@@ -95,9 +95,10 @@ def test_rules_first_match_by_priority():
             "gemm", "unknown"),
         "some_custom_kernel": (None, None),
     }
+    assert prof.sql("SELECT count(*) FROM kernel_rules WHERE pattern <> lower(pattern)").item() == 0
     for name, want in cases.items():
-        got = prof.sql(f"SELECT category, tensor_cores FROM kernel_rules WHERE regexp_matches('{name}', pattern, 'i') "
-                       "ORDER BY priority LIMIT 1").rows()
+        got = prof.sql(f"SELECT category, tensor_cores FROM kernel_rules WHERE regexp_matches(lower('{name}'), "
+                       "pattern) ORDER BY priority LIMIT 1").rows()
         assert (got[0] if got else (None, None)) == want, name
 
 

@@ -1,8 +1,8 @@
 -- nsysql canonical schema v1: rules that name what a kernel does and whether it runs on tensor cores.
 --
 -- Data, not code: one row per rule. A kernel takes the first rule, by `priority`, whose `pattern` (an RE2
--- regular expression, matched case-insensitively anywhere in the kernel's demangled name) matches; a kernel no
--- rule matches is `other` / `unknown` (45_kernel_classes.sql). Categories: gemm, conv, attention, norm, softmax,
+-- regular expression in lowercase, matched anywhere in the kernel's lowercased demangled name) matches; a
+-- kernel no rule matches is `other` / `unknown` (45_kernel_classes.sql). Categories: gemm, conv, attention, norm, softmax,
 -- elementwise, reduction, optimizer, copy, communication, sort_scan, other. tensor_cores: yes, no, unknown.
 --
 -- Names lie in both directions, hence the order: instruction tokens that exist only on tensor cores (HMMA,
