@@ -360,13 +360,16 @@ def api(file, fmt, output, top):
 @click.option("--name", "name_kind", type=click.Choice(["demangled", "short", "mangled"]), default="demangled",
               show_default=True, help="Which kernel name to group by (nsys's default is demangled).")
 @click.option("--top", type=int, default=None, help="Only the N kernels with most total time.")
+@click.option("--by", type=click.Choice(["name", "category"]), default="name", show_default=True,
+              help="Group by kernel name, or by category and tensor-core use (rules: queries/v1/canonical/"
+                   "44_kernel_rules.sql).")
 @handled
-def kernels(files, fmt, output, name_kind, top):
+def kernels(files, fmt, output, name_kind, top, by):
     """Top kernels by total GPU time (as `nsys stats -r cuda_gpu_kern_sum`); several FILEs add a rank column."""
     if _several(files):
-        _emit(_each_rank(files, "kernels", name=name_kind, top=top), fmt, output)
+        _emit(_each_rank(files, "kernels", name=name_kind, top=top, by=by), fmt, output)
         return
-    _emit(_load(files[0] if files else None).kernels(name=name_kind, top=top), fmt, output)
+    _emit(_load(files[0] if files else None).kernels(name=name_kind, top=top, by=by), fmt, output)
 
 
 @main.command()

@@ -165,10 +165,12 @@ class Profile:
         return _info.info(self.con)
 
     @cached("kernels")
-    def kernels(self, name: str = "demangled", top: int | None = None) -> pl.DataFrame:
+    def kernels(self, name: str = "demangled", top: int | None = None, by: str = "name") -> pl.DataFrame:
+        """Per kernel name (nsys's cuda_gpu_kern_sum, then category and tensor_cores); by="category": per
+        category and tensor_cores, `category, tensor_cores, count, total_ns, pct`."""
         if top is not None:
-            return _head(self.kernels(name=name), top)
-        return _kernels.kernels(self.con, name=name)
+            return _head(self.kernels(name=name, by=by), top)
+        return _kernels.kernels(self.con, name=name, by=by)
 
     @cached("api")
     def api(self, top: int | None = None) -> pl.DataFrame:

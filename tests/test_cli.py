@@ -47,7 +47,7 @@ def test_every_format_and_output_file(tmp_path):
         elif fmt == "markdown":
             assert text.startswith("| name | count |") and text.count("\n") == 5
         elif fmt == "csv":
-            assert text.splitlines()[0] == "name,count,total_ns,avg_ns,med_ns,min_ns,max_ns,stddev_ns,pct"
+            assert text.splitlines()[0] == "name,count,total_ns,avg_ns,med_ns,min_ns,max_ns,stddev_ns,pct,category,tensor_cores"
         else:
             assert "total_ns" in text.splitlines()[0]
 

@@ -31,8 +31,9 @@ def test_html_is_self_contained(tmp_path):
     out = _report(tmp_path, fixture("train_small"))
     text = out.read_text()
     assert "<script src=" not in text and 'src="http' not in text  # plotly.js is embedded, no CDN
-    assert 'data-expected="4"' in text          # iterations, timeline, kernels, idle
-    for heading in ("Findings", "Iterations", "GPU timeline", "Top kernels", "Idle time by cause", "NVTX ranges",
+    assert 'data-expected="5"' in text          # iterations, timeline, kernels, categories, idle
+    for heading in ("Findings", "Iterations", "GPU timeline", "Top kernels", "Kernel categories",
+                    "Idle time by cause", "NVTX ranges",
                     "Kernels by range", "data-loader bound", "2025.3.2.0"):
         assert heading in text
 
@@ -105,7 +106,7 @@ def test_png_with_kaleido_writes_every_chart(tmp_path):
     r = CliRunner().invoke(main, ["report", str(fixture("train_small")), "-o", str(out), "--png", str(tmp_path / "p")])
     assert r.exit_code == 0, r.stderr
     pngs = sorted(p.name for p in (tmp_path / "p").glob("*.png"))
-    assert pngs == ["idle.png", "iterations.png", "kernels.png", "timeline.png"]
+    assert pngs == ["categories.png", "idle.png", "iterations.png", "kernels.png", "timeline.png"]
     assert all((tmp_path / "p" / n).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for n in pngs)
 
 

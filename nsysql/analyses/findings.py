@@ -16,6 +16,9 @@ not data-loader bound.
   or scalars copied this way are not worth a finding.
 - `periodic slow iterations`: the iteration outlier pattern, when there is one.
 - `GPU mostly idle`: median steady-state GPU busy < 30%.
+- `matrix math without tensor cores`: matrix kernels (category gemm or conv) whose names say they run on CUDA
+  cores (tensor_cores `no`, by the rules of queries/v1/canonical/44_kernel_rules.sql) hold >= 10% of all kernel
+  time. Kernels whose names say nothing (`unknown`) are never counted.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ SHORT_KERNEL_SHARE = 0.50
 IDLE_BUSY_PCT = 30.0
 PAGEABLE_MIN_BYTES = 2**20
 MIN_IDLE_PCT = 10.0
+NO_TENSOR_CORE_PCT = 10.0
+MATRIX_CATEGORIES = ("gemm", "conv")
 DATA_WORDS = re.compile(r"data|load|input|batch|fetch|augment|prefetch|collate", re.I)
 
 
@@ -46,7 +51,8 @@ def tables(con) -> dict[str, pl.DataFrame]:
     """The tables findings reads besides the iteration stats and idle causes (summary asks them beside its
     other answers)."""
     return {"kernel_size": run(con, "kernel_size", short_ns=SHORT_KERNEL_NS),
-            "pageable_copies": run(con, "pageable_copies")}
+            "pageable_copies": run(con, "pageable_copies"),
+            "kernel_categories": run(con, "kernels_by_category")}
 
 
 def findings(con, iteration_stats: pl.DataFrame | None, causes: pl.DataFrame | None,
@@ -98,4 +104,14 @@ def findings(con, iteration_stats: pl.DataFrame | None, causes: pl.DataFrame | N
         rows.append(("pageable host-to-device copies",
                      f"{pc['copies']:,} copies, {pc['bytes'] / 2**20:,.1f} MiB, {_ms(pc['ns'])} on the GPU: "
                      "pinned host memory (cudaHostAlloc, or pin_memory=True in PyTorch) makes them asynchronous"))
+    cats = read.get("kernel_categories")
+    if cats is not None and cats.height:
+        simt = cats.filter(pl.col("category").is_in(MATRIX_CATEGORIES) & (pl.col("tensor_cores") == "no"))
+        pct = simt["pct"].sum() if simt.height else 0.0
+        if pct >= NO_TENSOR_CORE_PCT:
+            rows.append(("matrix math without tensor cores",
+                         f"{pct:.0f}% of kernel time ({_ms(simt['total_ns'].sum())}) is in "
+                         f"{'/'.join(sorted(simt['category'].unique()))} kernels on CUDA cores by name; TF32 "
+                         "(torch.backends.cuda.matmul.allow_tf32 = True, or "
+                         "torch.set_float32_matmul_precision(\"high\")) or bf16 autocast moves them to tensor cores"))
     return pl.DataFrame(rows, schema=["finding", "evidence"], orient="row")

@@ -8,10 +8,17 @@ from ..errors import NsysqlError
 from ._sql import run
 
 NAME_KINDS = ("demangled", "short", "mangled")
+GROUPINGS = ("name", "category")
 
 
-def kernels(con, name: str = "demangled", top: int | None = None) -> pl.DataFrame:
-    """Per kernel name: count, total/avg/median/min/max/stddev duration (ns) and % of all kernel time."""
+def kernels(con, name: str = "demangled", top: int | None = None, by: str = "name") -> pl.DataFrame:
+    """Per kernel name: count, total/avg/median/min/max/stddev duration (ns), % of all kernel time, category
+    and tensor_cores (queries/v1/canonical/44_kernel_rules.sql). by="category": per category and tensor_cores,
+    count, total_ns and pct (`name` and `top` do not apply)."""
+    if by not in GROUPINGS:
+        raise NsysqlError(f"--by must be one of {', '.join(GROUPINGS)}, not {by!r}")
+    if by == "category":
+        return run(con, "kernels_by_category")
     if name not in NAME_KINDS:
         raise NsysqlError(f"--name must be one of {', '.join(NAME_KINDS)}, not {name!r}")
     return run(con, "kernels", name_kind=name, top=top)

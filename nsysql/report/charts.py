@@ -176,6 +176,29 @@ def kernels_chart(k: pl.DataFrame, top: int = 15) -> go.Figure:
     return fig
 
 
+TENSOR_CORE_COLORS = {"yes": "#54A24B", "no": "#F58518", "unknown": "#BAB0AC"}
+
+
+def categories_chart(c: pl.DataFrame) -> go.Figure:
+    """Kernel time per category (Profile.kernels(by="category")), each bar split by tensor-core use."""
+    order = c.group_by("category").agg(pl.col("total_ns").sum()).sort("total_ns")["category"].to_list()
+    fig = go.Figure()
+    for tc, color in TENSOR_CORE_COLORS.items():
+        part = c.filter(pl.col("tensor_cores") == tc)
+        if not part.height:
+            continue
+        fig.add_trace(go.Bar(
+            x=(part["total_ns"] / 1e6).to_list(), y=part["category"].to_list(), orientation="h", name=f"tensor cores: {tc}",
+            marker_color=color, customdata=list(zip(part["count"].to_list(), part["pct"].to_list())),
+            hovertemplate="%{y}, tensor cores " + tc + ": %{x:.2f} ms in %{customdata[0]} launches "
+                          "(%{customdata[1]:.1f}% of kernel time)<extra></extra>"))
+    _layout(fig, "Kernel time by category and tensor-core use", height=max(220, 100 + 30 * len(order)))
+    fig.update_layout(barmode="stack", margin=dict(l=10, r=30), legend=dict(orientation="h", y=-0.25))
+    fig.update_yaxes(automargin=True, categoryorder="array", categoryarray=order)
+    fig.update_xaxes(title_text="ms")
+    return fig
+
+
 def idle_chart(causes: pl.DataFrame, palette: dict[str, str]) -> go.Figure:
     c = causes.reverse()
     colors = cause_colors(causes["cause"].to_list(), palette)

@@ -246,6 +246,9 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
     k = summ["kernels"]
     if k.height:
         left.append(page.section("Top kernels", page.chart(prefix + "kernels", charts.kernels_chart(k))))
+        left.append(page.section("Kernel categories", page.chart(
+            prefix + "categories", charts.categories_chart(prof.kernels(by="category")),
+            "Categories and tensor-core use by kernel name (rules: queries/v1/canonical/44_kernel_rules.sql).")))
     else:
         left.append(page.section("Top kernels", '<p class="why">No kernels in this profile.</p>'))
     idle = summ.get("idle by cause")

@@ -1,8 +1,11 @@
 -- Top kernels: per kernel name, the same quantity as `nsys stats -r cuda_gpu_kern_sum`.
 -- $name_kind: 'demangled' (nsys's default), 'short' or 'mangled'. $top: row limit, NULL for all.
+-- After nsys's columns: category and tensor_cores (kernel_classes, by the rules of kernel_rules), which belong
+-- to demangled names; a short name over demangled names of several categories lists them all ('copy|elementwise').
 WITH k AS (
   SELECT CASE $name_kind WHEN 'short' THEN short_name_id WHEN 'mangled' THEN mangled_name_id ELSE name_id END
            AS name_id,
+         name_id AS class_id,
          duration_ns AS d
   FROM gpu_ops
   WHERE kind = 'kernel'
@@ -18,13 +21,24 @@ WITH k AS (
     coalesce(stddev_samp(d), 0) AS stddev_ns
   FROM k
   GROUP BY name_id
+), classes AS (
+  SELECT p.name_id,
+         string_agg(DISTINCT coalesce(c.category, 'other'), '|' ORDER BY coalesce(c.category, 'other')) AS category,
+         string_agg(DISTINCT coalesce(c.tensor_cores, 'unknown'), '|' ORDER BY coalesce(c.tensor_cores, 'unknown'))
+           AS tensor_cores
+  FROM (SELECT DISTINCT name_id, class_id FROM k) p
+  LEFT JOIN kernel_classes c ON c.name_id = p.class_id
+  GROUP BY p.name_id
 )
 SELECT
   s.value AS name,
   a.* EXCLUDE (name_id),
   -- share of all kernel time, %
-  100.0 * a.total_ns / sum(a.total_ns) OVER () AS pct
+  100.0 * a.total_ns / sum(a.total_ns) OVER () AS pct,
+  c.category,
+  c.tensor_cores
 FROM agg a
 LEFT JOIN strings s ON s.id = a.name_id
+LEFT JOIN classes c ON c.name_id IS NOT DISTINCT FROM a.name_id
 ORDER BY a.total_ns DESC, name
 LIMIT $top;

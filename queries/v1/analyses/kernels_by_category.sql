@@ -1,0 +1,19 @@
+-- Kernel time per category and tensor-core use (kernel_classes, by the rules of kernel_rules): the kernels
+-- table summed by its category and tensor_cores columns, counted per launch from gpu_ops.
+WITH k AS (
+  SELECT name_id, count(*) AS n, sum(duration_ns) AS t
+  FROM gpu_ops
+  WHERE kind = 'kernel'
+  GROUP BY name_id
+)
+SELECT
+  coalesce(c.category, 'other') AS category,
+  coalesce(c.tensor_cores, 'unknown') AS tensor_cores,
+  sum(k.n)::BIGINT AS count,
+  sum(k.t)::BIGINT AS total_ns,
+  -- share of all kernel time, %
+  100.0 * sum(k.t) / sum(sum(k.t)) OVER () AS pct
+FROM k
+LEFT JOIN kernel_classes c ON c.name_id = k.name_id
+GROUP BY ALL
+ORDER BY total_ns DESC, category, tensor_cores;
