@@ -33,19 +33,17 @@ import math
 import polars as pl
 
 from ..errors import NsysqlError
+from ..rules import MAD_SIGMA
 from . import gaps as _gaps
 from . import iterations as _iter
 from ._sql import run
 from .kernels import kernels as _kernels
-from .ranges import ranges as _ranges
 
 Z = 2.0
 # below this share of either side's kernel time in kernels both run, the verdict warns that the profiles may be of
 # different programs
 SAME_PROGRAM_SHARE = 0.5
-MAD_SIGMA = 1.4826
 MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)
-_FAMILY = r"[ _#:-]*[0-9]+$"
 
 
 def collect(con) -> dict:
@@ -215,9 +213,8 @@ def collect_totals(con, d: dict) -> dict:
     """Whole-profile kernel and range totals, for profiles compared without iterations."""
     k = _kernels(con).select("name", pl.col("total_ns").cast(pl.Float64).alias("mean"),
                              pl.lit(0.0).alias("se"))
-    r = _ranges(con).with_columns(name=pl.col("name").str.replace(_FAMILY, "")) \
-        .group_by("name").agg(pl.col("total_ns").sum().cast(pl.Float64).alias("mean")) \
-        .with_columns(se=pl.lit(0.0))
+    r = run(con, "range_family_totals").select("name", pl.col("total_ns").cast(pl.Float64).alias("mean"),
+                                              pl.lit(0.0).alias("se"))
     d["_k"], d["_r"] = k, r
     return d
 

@@ -47,6 +47,7 @@ import polars as pl
 
 from ..errors import NsysqlError
 from .. import queries
+from ..rules import MAD_SIGMA
 from ._sql import run
 from .patterns import resolve_range
 
@@ -60,7 +61,6 @@ MIN_RESEMBLANCE = 0.5
 """Test 2: the median Jaccard similarity of consecutive iterations' kernel and child range names."""
 MIN_COVERAGE = 0.10
 """Test 3: the share of the process's GPU work time (or of the thread's NVTX extent) the iterations hold."""
-MAD_SIGMA = 1.4826
 OUTLIER_SIGMAS = 3.0
 OUTLIER_FLOOR = 0.25
 MAX_AUTO_WARMUP_FRACTION = 0.10
