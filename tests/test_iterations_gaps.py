@@ -260,3 +260,24 @@ def test_pageable_copy_finding_needs_real_volume():
             "SELECT count(*) AS n, sum(bytes) AS b FROM gpu_ops WHERE kind = 'memcpy' AND src_kind = 'Pageable'")
         assert pc["n"][0] >= 1 and pc["b"][0] < 2**20
         assert "pageable host-to-device copies" not in findings(small)
+
+
+def test_steady_state_sentence_is_the_same_everywhere(tmp_path):
+    """The steady-state figures, computed here from the iterations table (the non-warm-up rows), read the same in
+    `nsysql iterations`, in the summary's iterations fact and in the HTML report's Iterations note."""
+    path = fixture("train_small")
+    prof = loaded(str(path))
+    df = prof.iterations()
+    steady = df.filter(~pl.col("warmup"))
+    t = steady["cpu_ns"].cast(pl.Float64)
+    busy = ((steady["cpu_ns"] - steady["idle_ns"]) / steady["cpu_ns"] * 100).median()
+    sentence = (f"steady state ({steady.height} of {df.height}): median {t.median() / 1e6:.2f} ms, "
+                f"mean {t.mean() / 1e6:.2f} ms, p90 {t.quantile(0.9, 'linear') / 1e6:.2f} ms, "
+                f"max {t.max() / 1e6:.2f} ms, CV {t.std() / t.mean():.2f}, GPU busy {busy:.0f}% (median)")
+    cli = CliRunner().invoke(main, ["iterations", str(path)])
+    assert cli.exit_code == 0 and f"\n{sentence}\n" in cli.output, cli.output
+    facts = dict(prof.summary()["facts"].rows())
+    assert facts["iterations"].endswith(f"warm-up; {sentence}"), facts["iterations"]
+    out = tmp_path / "r.html"
+    r = CliRunner().invoke(main, ["report", str(path), "-o", str(out)])
+    assert r.exit_code == 0 and f"(shaded); {sentence}. " in out.read_text(), r.output

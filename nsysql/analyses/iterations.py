@@ -301,6 +301,18 @@ def stats(df: pl.DataFrame, it: IterationRange) -> pl.DataFrame:
     return pl.DataFrame([row])
 
 
+def steady_sentence(s: dict) -> str:
+    """One row of stats() as the sentence every front end prints: how many iterations the steady state holds,
+    their median, mean, p90 and max time, CV and median GPU busy share; or that every iteration is warm-up."""
+    if not s["steady"]:
+        return f"steady state: none (all {s['iterations']} iterations are warm-up)"
+    busy = (f"GPU busy {s['median_gpu_busy_pct']:.0f}% (median)" if s["median_gpu_busy_pct"] is not None
+            else "no GPU work in the process")
+    return (f"steady state ({s['steady']} of {s['iterations']}): median {s['median_ns'] / 1e6:.2f} ms, "
+            f"mean {s['mean_ns'] / 1e6:.2f} ms, p90 {s['p90_ns'] / 1e6:.2f} ms, max {s['max_ns'] / 1e6:.2f} ms, "
+            f"CV {s['cv'] or 0:.2f}, {busy}")
+
+
 def pattern(df: pl.DataFrame) -> str | None:
     """"iterations 9, 19, 29, … (every 10th) are 9.2x slower than the median", or None.
 
