@@ -126,12 +126,12 @@ def compare(b: dict, n: dict, base_label: str = "BASE", new_label: str = "NEW") 
 
 def _compare_iterations(b: dict, n: dict, bl: str, nl: str) -> dict[str, pl.DataFrame]:
     nb, nn = b["steady"].height, n["steady"].height
-    tb = b["steady"]["cpu_ns"].cast(pl.Float64) / 1e6
-    tn = n["steady"]["cpu_ns"].cast(pl.Float64) / 1e6
+    tb = b["steady"]["wall_ns"].cast(pl.Float64) / 1e6
+    tn = n["steady"]["wall_ns"].cast(pl.Float64) / 1e6
     mb, smb, db, sdb = _robust(tb)
     mn, smn, dn, sdn = _robust(tn)
-    busy_b = 100.0 * (1 - b["steady"]["idle_ns"] / b["steady"]["cpu_ns"])
-    busy_n = 100.0 * (1 - n["steady"]["idle_ns"] / n["steady"]["cpu_ns"])
+    busy_b = 100.0 * (1 - b["steady"]["idle_ns"] / b["steady"]["wall_ns"])
+    busy_n = 100.0 * (1 - n["steady"]["idle_ns"] / n["steady"]["wall_ns"])
     bb, sbb, _, _ = _robust(busy_b)
     bn, sbn, _, _ = _robust(busy_n)
     idle_b = b["steady"]["idle_ns"].cast(pl.Float64) / 1e6

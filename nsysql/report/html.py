@@ -313,7 +313,7 @@ def _steady(prof) -> pl.Series | None:
         its = prof.iterations()
     except NsysqlError:
         return None
-    return its.filter(~pl.col("warmup"))["cpu_ns"]
+    return its.filter(~pl.col("warmup"))["wall_ns"]
 
 
 def write_pngs(figures: dict, directory: Path) -> list[Path] | str:
