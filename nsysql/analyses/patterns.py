@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from ..errors import NsysqlError
 from ._sql import run
 
