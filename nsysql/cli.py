@@ -416,13 +416,10 @@ def iterations(files, fmt, output, range_, skip):
     elif fmt == "csv":
         _emit(df, fmt, output)
     else:
+        from .analyses.iterations import steady_sentence
+
         s = st.row(0, named=True)
-        note = (f"\nrange: {_line(s['detected'])}\nsteady state ({s['steady']} of {s['iterations']}): median "
-                f"{s['median_ns'] / 1e6:.2f} ms, mean {s['mean_ns'] / 1e6:.2f} ms, p90 {s['p90_ns'] / 1e6:.2f} ms, "
-                f"max {s['max_ns'] / 1e6:.2f} ms, CV {s['cv'] or 0:.2f}, "
-                + (f"GPU busy {s['median_gpu_busy_pct']:.0f}% (median)\n" if s["median_gpu_busy_pct"] is not None
-                   else "no GPU work in the process\n")) if s["steady"] else (
-                f"\nrange: {_line(s['detected'])}\nsteady state: none (all {s['iterations']} iterations are warm-up)\n")
+        note = f"\nrange: {_line(s['detected'])}\n{steady_sentence(s)}\n"
         if s["outlier_pattern"]:
             note += f"outliers: {_line(s['outlier_pattern'])}\n"
         _emit_text(render(_narrow(df), "table") + note, output)

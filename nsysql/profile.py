@@ -252,7 +252,7 @@ class Profile:
     def _iterations_for(self, range):
         """The iterations to index gaps by (and to count their steady-state span): the iterations answer when
         this Profile or its cache entry has it already, else only the windows and their flags (`_spans`: the
-        same iteration, start_ns, end_ns, cpu_ns and warmup, without the GPU work per iteration, which a cold
+        same iteration, start_ns, end_ns, wall_ns and warmup, without the GPU work per iteration, which a cold
         `nsysql gaps` at 500k kernels would spend ~0.25 CPU s on)."""
         for pattern in ([range, None] if range else [None]):
             params = {"range": pattern, "skip": None}

@@ -17,7 +17,8 @@ It sees the canonical tables in one of two ways:
 - the cache entry, attached READ_ONLY (a DuckDB file: DuckDB refuses any write to it);
 - without an entry (`cache=False`, or a cache that could not be written), the profile's own tables, each
   registered as a stream that reads the table afresh from the profile's connection for every scan (no copy
-  kept; nothing in the sandbox can write back through a stream).
+  kept; nothing in the sandbox can write back through a stream), and the shared macros of
+  queries/v1/canonical/00_macros.sql created afresh, so user SQL calls the same ones either way.
 
 Before it runs, every statement is judged by DuckDB's parser: only SELECT (and the statements DuckDB parses as
 one: FROM, DESCRIBE, SUMMARIZE, VALUES) and EXPLAIN [ANALYZE] of a SELECT.
@@ -31,12 +32,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import queries
 from .errors import NsysqlError
 
 if TYPE_CHECKING:
     import duckdb
 
 CATALOG = "nsysql"  # the attached cache entry's name in the sandbox
+MACROS = "canonical/00_macros.sql"  # created in the entry; created here too where the tables are streamed
 
 # fixed at connect: the sandbox loads and fetches nothing, and reads no Python variable as a table
 CONNECT_SETTINGS = {
@@ -107,6 +110,7 @@ class Sandbox:
                     "SELECT table_name FROM duckdb_tables() WHERE database_name = $db AND schema_name = 'main' "
                     "UNION SELECT view_name FROM duckdb_views() WHERE database_name = $db AND schema_name = 'main' "
                     "AND NOT internal ORDER BY 1", {"db": db}).fetchall()]
+                con.execute(queries.read(MACROS))  # the shared macros, as an attached entry holds them
             for name, value in LOCKED_SETTINGS:
                 con.execute(f"SET {name} = {value}")
         except BaseException:

@@ -165,7 +165,7 @@ def test_gaps_without_file_uses_nsysql_profile(tmp_path, monkeypatch):
 @pytest.mark.parametrize("skip", [None, 2])
 def test_spans_are_the_iterations_windows_and_flags(name, skip):
     """What gaps are indexed by when no iterations answer exists yet (analyses.iterations.spans): the same
-    iteration, name, start_ns, end_ns, cpu_ns, warmup and outlier as iterations() computes with the GPU work."""
+    iteration, name, start_ns, end_ns, wall_ns, warmup and outlier as iterations() computes with the GPU work."""
     import nsysql
     from nsysql.analyses import iterations as it
 
@@ -174,7 +174,7 @@ def test_spans_are_the_iterations_windows_and_flags(name, skip):
     spans = it.spans(prof.con, skip=skip)
     assert spans.height >= 3
     assert spans.equals(full.select(spans.columns))
-    assert spans.columns == ["iteration", "name", "start_ns", "end_ns", "cpu_ns", "warmup", "outlier"]
+    assert spans.columns == ["iteration", "name", "start_ns", "end_ns", "wall_ns", "warmup", "outlier"]
 
 
 @pytest.mark.parametrize("name", ["graph_node.sqlite", "graph_whole.sqlite", "threads.sqlite", "train_osrt.sqlite"])
@@ -184,10 +184,10 @@ def test_gpu_busy_pct_is_the_busy_share_of_the_iteration_windows(name):
     prof = loaded(str(h200(name)))
     df = prof.iterations()
     steady = df.filter(~pl.col("warmup"))
-    expected = ((steady["cpu_ns"] - steady["idle_ns"]) / steady["cpu_ns"] * 100).median()
+    expected = ((steady["wall_ns"] - steady["idle_ns"]) / steady["wall_ns"] * 100).median()
     got = prof.iteration_stats()["median_gpu_busy_pct"][0]
     assert 0 <= got <= 100 and got == pytest.approx(expected)
-    assert (df["idle_ns"] >= 0).all() and (df["idle_ns"] <= df["cpu_ns"]).all()
+    assert (df["idle_ns"] >= 0).all() and (df["idle_ns"] <= df["wall_ns"]).all()
 
 
 @pytest.mark.parametrize("name,after", [("graph_node.sqlite", "eager_step"), ("graph_whole.sqlite", "eager_step"),
@@ -260,3 +260,24 @@ def test_pageable_copy_finding_needs_real_volume():
             "SELECT count(*) AS n, sum(bytes) AS b FROM gpu_ops WHERE kind = 'memcpy' AND src_kind = 'Pageable'")
         assert pc["n"][0] >= 1 and pc["b"][0] < 2**20
         assert "pageable host-to-device copies" not in findings(small)
+
+
+def test_steady_state_sentence_is_the_same_everywhere(tmp_path):
+    """The steady-state figures, computed here from the iterations table (the non-warm-up rows), read the same in
+    `nsysql iterations`, in the summary's iterations fact and in the HTML report's Iterations note."""
+    path = fixture("train_small")
+    prof = loaded(str(path))
+    df = prof.iterations()
+    steady = df.filter(~pl.col("warmup"))
+    t = steady["wall_ns"].cast(pl.Float64)
+    busy = ((steady["wall_ns"] - steady["idle_ns"]) / steady["wall_ns"] * 100).median()
+    sentence = (f"steady state ({steady.height} of {df.height}): median {t.median() / 1e6:.2f} ms, "
+                f"mean {t.mean() / 1e6:.2f} ms, p90 {t.quantile(0.9, 'linear') / 1e6:.2f} ms, "
+                f"max {t.max() / 1e6:.2f} ms, CV {t.std() / t.mean():.2f}, GPU busy {busy:.0f}% (median)")
+    cli = CliRunner().invoke(main, ["iterations", str(path)])
+    assert cli.exit_code == 0 and f"\n{sentence}\n" in cli.output, cli.output
+    facts = dict(prof.summary()["facts"].rows())
+    assert facts["iterations"].endswith(f"warm-up; {sentence}"), facts["iterations"]
+    out = tmp_path / "r.html"
+    r = CliRunner().invoke(main, ["report", str(path), "-o", str(out)])
+    assert r.exit_code == 0 and f"(shaded); {sentence}. " in out.read_text(), r.output

@@ -190,3 +190,24 @@ def test_profile_sql_sees_the_canonical_tables_and_threads_share_it(prof):
     want = prof.con.execute(q).fetchall()
     got = prof.parallel(*[lambda w: w.sql(q).rows() for _ in range(4)])
     assert got == [want] * 4
+
+
+def test_profile_sql_calls_the_shared_macros(prof, victim):
+    """The rules of queries/v1/canonical/00_macros.sql, in user SQL on each way the tables are held; their
+    answers are true by construction of each macro's documented rule, and every memcpy's name agrees with its
+    copy_kind (the one list of directions) for every memcpy the export holds."""
+    row = prof.sql("SELECT family_name('Batch_12') AS fam, family_number('Batch_12') AS num, "
+                   "family_label('Batch#3') AS label, family_label('Forward') AS plain, "
+                   "in_family('Batch_12', 'Batch') AS member, in_family('Batch_12', 'Bat') AS not_member, "
+                   "in_family('Batch', 'Batch') AS itself").row(0, named=True)
+    assert row == {"fam": "Batch", "num": 12, "label": "Batch*", "plain": "Forward", "member": True,
+                   "not_member": False, "itself": False}
+    con = sqlite3.connect(f"file:{victim}?mode=ro&immutable=1", uri=True)
+    try:
+        memcpys = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY").fetchone()[0]
+    finally:
+        con.close()
+    named = prof.sql("SELECT count(*) AS n FROM gpu_ops o JOIN strings s ON s.id = o.name_id "
+                     "JOIN copy_kinds() k ON k.label = o.copy_kind::VARCHAR "
+                     "WHERE o.kind = 'memcpy' AND s.value = '[CUDA memcpy ' || k.label || ']'")["n"][0]
+    assert memcpys > 0 and named == memcpys

@@ -33,19 +33,17 @@ import math
 import polars as pl
 
 from ..errors import NsysqlError
+from ..rules import MAD_SIGMA
 from . import gaps as _gaps
 from . import iterations as _iter
 from ._sql import run
 from .kernels import kernels as _kernels
-from .ranges import ranges as _ranges
 
 Z = 2.0
 # below this share of either side's kernel time in kernels both run, the verdict warns that the profiles may be of
 # different programs
 SAME_PROGRAM_SHARE = 0.5
-MAD_SIGMA = 1.4826
 MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)
-_FAMILY = r"[ _#:-]*[0-9]+$"
 
 
 def collect(con) -> dict:
@@ -128,12 +126,12 @@ def compare(b: dict, n: dict, base_label: str = "BASE", new_label: str = "NEW") 
 
 def _compare_iterations(b: dict, n: dict, bl: str, nl: str) -> dict[str, pl.DataFrame]:
     nb, nn = b["steady"].height, n["steady"].height
-    tb = b["steady"]["cpu_ns"].cast(pl.Float64) / 1e6
-    tn = n["steady"]["cpu_ns"].cast(pl.Float64) / 1e6
+    tb = b["steady"]["wall_ns"].cast(pl.Float64) / 1e6
+    tn = n["steady"]["wall_ns"].cast(pl.Float64) / 1e6
     mb, smb, db, sdb = _robust(tb)
     mn, smn, dn, sdn = _robust(tn)
-    busy_b = 100.0 * (1 - b["steady"]["idle_ns"] / b["steady"]["cpu_ns"])
-    busy_n = 100.0 * (1 - n["steady"]["idle_ns"] / n["steady"]["cpu_ns"])
+    busy_b = 100.0 * (1 - b["steady"]["idle_ns"] / b["steady"]["wall_ns"])
+    busy_n = 100.0 * (1 - n["steady"]["idle_ns"] / n["steady"]["wall_ns"])
     bb, sbb, _, _ = _robust(busy_b)
     bn, sbn, _, _ = _robust(busy_n)
     idle_b = b["steady"]["idle_ns"].cast(pl.Float64) / 1e6
@@ -215,9 +213,8 @@ def collect_totals(con, d: dict) -> dict:
     """Whole-profile kernel and range totals, for profiles compared without iterations."""
     k = _kernels(con).select("name", pl.col("total_ns").cast(pl.Float64).alias("mean"),
                              pl.lit(0.0).alias("se"))
-    r = _ranges(con).with_columns(name=pl.col("name").str.replace(_FAMILY, "")) \
-        .group_by("name").agg(pl.col("total_ns").sum().cast(pl.Float64).alias("mean")) \
-        .with_columns(se=pl.lit(0.0))
+    r = run(con, "range_family_totals").select("name", pl.col("total_ns").cast(pl.Float64).alias("mean"),
+                                              pl.lit(0.0).alias("se"))
     d["_k"], d["_r"] = k, r
     return d
 

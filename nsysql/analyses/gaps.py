@@ -105,7 +105,7 @@ def by_cause(con, gaps_df: pl.DataFrame, range: str | None = None, include_warmu
     if steady_only(g, include_warmup):
         g = g.filter(pl.col("iteration").is_not_null() & ~pl.col("warmup"))
         its = its if its is not None else iterations(con)
-        span, counted = int(its.filter(~pl.col("warmup"))["cpu_ns"].sum()), "steady-state iterations"
+        span, counted = int(its.filter(~pl.col("warmup"))["wall_ns"].sum()), "steady-state iterations"
     elif range:
         names = resolve_range(con, range)[0]
         span, counted = int(run(con, "range_time", names=names)["ns"][0] or 0), f"instances of {range}"

@@ -47,6 +47,7 @@ import polars as pl
 
 from ..errors import NsysqlError
 from .. import queries
+from ..rules import MAD_SIGMA
 from ._sql import run
 from .patterns import resolve_range
 
@@ -60,7 +61,6 @@ MIN_RESEMBLANCE = 0.5
 """Test 2: the median Jaccard similarity of consecutive iterations' kernel and child range names."""
 MIN_COVERAGE = 0.10
 """Test 3: the share of the process's GPU work time (or of the thread's NVTX extent) the iterations hold."""
-MAD_SIGMA = 1.4826
 OUTLIER_SIGMAS = 3.0
 OUTLIER_FLOOR = 0.25
 MAX_AUTO_WARMUP_FRACTION = 0.10
@@ -240,7 +240,7 @@ def iterations(con, range: str | None = None, skip: int | None = None, it: Itera
 
 def spans(con, range: str | None = None, skip: int | None = None, it: IterationRange | None = None) -> pl.DataFrame:
     """The iteration windows with their flags, without the GPU work per iteration: iteration, name, start_ns,
-    end_ns, cpu_ns, warmup and outlier, the same as in `iterations()` (the flags read cpu_ns only). Enough to
+    end_ns, wall_ns, warmup and outlier, the same as in `iterations()` (the flags read wall_ns only). Enough to
     index gaps by iteration, for ~0.25 CPU s less than `iterations()` at 500k kernels."""
     it = it or detect(con, range)
     windows(con, it)
@@ -251,18 +251,18 @@ def flag(df: pl.DataFrame, skip: int | None) -> pl.DataFrame:
     if skip is not None and skip < 0:
         raise NsysqlError(f"--skip must be 0 or more, not {skip}")
     n = 1 if skip is None else skip
-    steady = df.filter(pl.col("iteration") >= n)["cpu_ns"]
+    steady = df.filter(pl.col("iteration") >= n)["wall_ns"]
     if steady.len() == 0:
         return df.with_columns(warmup=pl.col("iteration") < n, outlier=pl.lit(False))
     thr = outlier_threshold(steady)
     if skip is None:
-        times = df.sort("iteration")["cpu_ns"].to_list()
+        times = df.sort("iteration")["wall_ns"].to_list()
         cap = max(2, int(MAX_AUTO_WARMUP_FRACTION * len(times)))
         while n < min(cap, len(times) - 1) and times[n] > thr:
             n += 1
-        thr = outlier_threshold(df.filter(pl.col("iteration") >= n)["cpu_ns"])
+        thr = outlier_threshold(df.filter(pl.col("iteration") >= n)["wall_ns"])
     df = df.with_columns(warmup=pl.col("iteration") < n)
-    return df.with_columns(outlier=(~pl.col("warmup")) & (pl.col("cpu_ns") > thr))
+    return df.with_columns(outlier=(~pl.col("warmup")) & (pl.col("wall_ns") > thr))
 
 
 def outlier_threshold(times: pl.Series) -> float:
@@ -274,7 +274,7 @@ def outlier_threshold(times: pl.Series) -> float:
 def stats(df: pl.DataFrame, it: IterationRange) -> pl.DataFrame:
     """Steady-state summary: count, median, p90, max, CV of iteration time, median GPU busy %, outlier pattern."""
     steady = df.filter(~pl.col("warmup"))
-    t = steady["cpu_ns"].cast(pl.Float64)
+    t = steady["wall_ns"].cast(pl.Float64)
     row = {
         "range": it.family,
         "mode": it.mode,
@@ -287,9 +287,9 @@ def stats(df: pl.DataFrame, it: IterationRange) -> pl.DataFrame:
         "max_ns": float(t.max()) if steady.height else None,
         "cv": float(t.std() / t.mean()) if steady.height > 1 and t.mean() else None,
         # the share of each iteration's window in which the device ran something (so at most 100%), not
-        # gpu_busy_ns / cpu_ns: work launched in an iteration may run after its window ends (e.g. a window
+        # gpu_busy_ns / wall_ns: work launched in an iteration may run after its window ends (e.g. a window
         # that only times the launches of a CUDA graph)
-        "median_gpu_busy_pct": float(((steady["cpu_ns"] - steady["idle_ns"]) / steady["cpu_ns"] * 100).median())
+        "median_gpu_busy_pct": float(((steady["wall_ns"] - steady["idle_ns"]) / steady["wall_ns"] * 100).median())
         if steady.height and steady["idle_ns"].null_count() == 0 else None,
         # kernels launched in the steady-state iterations (null without GPU work): what a finding about kernel
         # launches in the loop rests on
@@ -299,6 +299,18 @@ def stats(df: pl.DataFrame, it: IterationRange) -> pl.DataFrame:
         "detected": it.why,
     }
     return pl.DataFrame([row])
+
+
+def steady_sentence(s: dict) -> str:
+    """One row of stats() as the sentence every front end prints: how many iterations the steady state holds,
+    their median, mean, p90 and max time, CV and median GPU busy share; or that every iteration is warm-up."""
+    if not s["steady"]:
+        return f"steady state: none (all {s['iterations']} iterations are warm-up)"
+    busy = (f"GPU busy {s['median_gpu_busy_pct']:.0f}% (median)" if s["median_gpu_busy_pct"] is not None
+            else "no GPU work in the process")
+    return (f"steady state ({s['steady']} of {s['iterations']}): median {s['median_ns'] / 1e6:.2f} ms, "
+            f"mean {s['mean_ns'] / 1e6:.2f} ms, p90 {s['p90_ns'] / 1e6:.2f} ms, max {s['max_ns'] / 1e6:.2f} ms, "
+            f"CV {s['cv'] or 0:.2f}, {busy}")
 
 
 def pattern(df: pl.DataFrame) -> str | None:
@@ -311,9 +323,9 @@ def pattern(df: pl.DataFrame) -> str | None:
     out = steady.filter(pl.col("outlier"))
     if out.height == 0:
         return None
-    med = float(steady.filter(~pl.col("outlier"))["cpu_ns"].median() or steady["cpu_ns"].median())
+    med = float(steady.filter(~pl.col("outlier"))["wall_ns"].median() or steady["wall_ns"].median())
     idx = out["iteration"].to_list()
-    cpu = dict(zip(idx, out["cpu_ns"].to_list()))
+    cpu = dict(zip(idx, out["wall_ns"].to_list()))
     period, members = periodic(idx)
     main = members or idx
     ratio = sorted(cpu[i] for i in main)[len(main) // 2] / med if med else float("nan")

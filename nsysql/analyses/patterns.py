@@ -2,15 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 from ..errors import NsysqlError
 from ._sql import run
-
-
-def numbered_family(names: list[str], pattern: str) -> list[str]:
-    rx = re.compile(re.escape(pattern) + r"[\s_#:-]*\d+")
-    return [n for n in names if rx.fullmatch(n)]
 
 
 def resolve_range(con, pattern: str) -> tuple[list[str], str]:
@@ -23,7 +16,7 @@ def resolve_range(con, pattern: str) -> tuple[list[str], str]:
         raise NsysqlError("the profile has no NVTX ranges, so --range cannot select any")
     if pattern in names:
         return [pattern], "exact"
-    fam = numbered_family(names, pattern)
+    fam = run(con, "range_family", stem=pattern)["name"].to_list()
     if fam:
         return fam, "numbered"
     pre = [n for n in names if n.startswith(pattern)]
@@ -32,7 +25,7 @@ def resolve_range(con, pattern: str) -> tuple[list[str], str]:
     found = _regex(con, pattern)
     if found:
         return found, "regex"
-    some = ", ".join(sorted(set(_family(n) for n in names))[:8])
+    some = ", ".join(run(con, "range_family_labels")["label"].to_list()[:8])
     raise NsysqlError(f"no NVTX range matches {pattern!r} (ranges here: {some})")
 
 
@@ -45,8 +38,3 @@ def _regex(con, pattern: str) -> list[str]:
         return run(con, "range_regex", pattern=pattern)["name"].to_list()
     except duckdb.Error:
         return []
-
-
-def _family(name: str) -> str:
-    m = re.fullmatch(r"(.*?\D)[\s_#:-]*\d+", name)
-    return (m.group(1) + "*") if m else name

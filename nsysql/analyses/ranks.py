@@ -65,7 +65,7 @@ def rank_tables(con, path: str) -> dict[str, pl.DataFrame]:
            .group_by("iteration", maintain_order=True).first()
            .select("iteration", pl.col("cause").alias("top_cause"), pl.col("duration_ns").alias("top_gap_ns"),
                    "os_call"))
-    out["iterations"] = (its.select("iteration", "name", "start_ns", "end_ns", "cpu_ns", "gpu_busy_ns", "idle_ns",
+    out["iterations"] = (its.select("iteration", "name", "start_ns", "end_ns", "wall_ns", "gpu_busy_ns", "idle_ns",
                                     "collective_ns", "kernel_ns", "warmup", "outlier")
                          .join(top, on="iteration", how="left")
                          .with_columns(range=pl.lit(it.family)))

@@ -20,13 +20,6 @@ def tables(con) -> dict[str, pl.DataFrame]:
     return {"gpus": run(con, "gpu_utilization"), "memory": run(con, "memory"), **findings_tables(con)}
 
 
-def _steady_busy(s: dict) -> str:
-    """The steady-state GPU busy clause of the iterations line; none without GPU work in the process."""
-    if s["median_gpu_busy_pct"] is None:
-        return "no GPU work in the process"
-    return f"GPU busy {s['median_gpu_busy_pct']:.0f}% (median)"
-
-
 def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10, *, its: pl.DataFrame | None = None,
             st: pl.DataFrame | None = None, gaps_df: pl.DataFrame | None = None,
             kernels_df: pl.DataFrame | None = None, ranges_df: pl.DataFrame | None = None,
@@ -57,10 +50,7 @@ def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10, *, its: 
             its = _iter.iterations(con, it=it)
             st = _iter.stats(its, it)
         s = st.row(0, named=True)
-        line = (f"{s['iterations']} x `{s['range']}` ({s['mode']}), {s['warmup']} warm-up; steady state: "
-                f"median {s['median_ns'] / 1e6:.2f} ms, mean {s['mean_ns'] / 1e6:.2f} ms, "
-                f"p90 {s['p90_ns'] / 1e6:.2f} ms, CV {s['cv'] or 0:.2f}, " + _steady_busy(s)) if s["steady"] \
-            else f"{s['iterations']} x `{s['range']}`, all warm-up"
+        line = f"{s['iterations']} x `{s['range']}` ({s['mode']}), {s['warmup']} warm-up; " + _iter.steady_sentence(s)
         rows.append(("iterations", line))
         if s["outlier_pattern"]:
             rows.append(("outliers", s["outlier_pattern"]))

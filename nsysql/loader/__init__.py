@@ -97,7 +97,7 @@ def cursor(con: duckdb.DuckDBPyConnection, where: tuple[str, str] | None = None)
     return cur
 
 
-_DEFINES = re.compile(r"create\s+(?:or\s+replace\s+)?(?:temp\s+|temporary\s+)?(?:table|view|macro)\s+"
+_DEFINES = re.compile(r"create\s+(?:or\s+replace\s+)?(?:temp\s+|temporary\s+)?(?:table|view|macro|type)\s+"
                       r"(?:if\s+not\s+exists\s+)?(?:[a-z_][a-z0-9_]*\.)?([a-z_][a-z0-9_]*)")
 _WORD = re.compile(r"[a-z_][a-z0-9_]*")
 

@@ -66,7 +66,7 @@ def iterations_chart(its: pl.DataFrame) -> tuple[go.Figure, str]:
     totals = sorted(phases, key=lambda p: -its[f"{p} cpu_ns"].sum())
     shown, rest = totals[:MAX_PHASES], totals[MAX_PHASES:]
     df = its.with_columns(
-        other=(pl.col("cpu_ns") - pl.sum_horizontal([pl.col(f"{p} cpu_ns") for p in phases] or [pl.lit(0)]))
+        other=(pl.col("wall_ns") - pl.sum_horizontal([pl.col(f"{p} cpu_ns") for p in phases] or [pl.lit(0)]))
         .clip(lower_bound=0),
     )
     note = ""
@@ -93,7 +93,7 @@ def iterations_chart(its: pl.DataFrame) -> tuple[go.Figure, str]:
                     hovertemplate="GPU idle: %{y:.2f} ms<extra>iteration %{x}</extra>")
     out = df.filter(pl.col("outlier"))
     if out.height:
-        fig.add_scatter(x=out["iteration"].to_list(), y=(out["cpu_ns"].cast(pl.Float64) / 1e6 * 1.04).to_list(),
+        fig.add_scatter(x=out["iteration"].to_list(), y=(out["wall_ns"].cast(pl.Float64) / 1e6 * 1.04).to_list(),
                         mode="markers", name="outlier", marker=dict(symbol="triangle-down", size=10, color="#222"),
                         hovertemplate="outlier: %{y:.2f} ms<extra>iteration %{x}</extra>")
     warm = df.filter(pl.col("warmup"))
@@ -105,13 +105,13 @@ def iterations_chart(its: pl.DataFrame) -> tuple[go.Figure, str]:
     fig.update_xaxes(title_text="iteration")
     fig.update_yaxes(title_text="ms", rangemode="tozero")
     steady = df.filter(~pl.col("warmup"))
-    top = float(steady["cpu_ns"].max() or 0) / 1e6
-    tallest = float(df["cpu_ns"].max() or 0) / 1e6
+    top = float(steady["wall_ns"].max() or 0) / 1e6
+    tallest = float(df["wall_ns"].max() or 0) / 1e6
     if steady.height and tallest > 1.5 * top > 0:
         # warm-up dwarfs the loop: scale to the steady state, label the clipped bars
         fig.update_yaxes(range=[0, top * 1.15])
-        for r in df.filter(pl.col("cpu_ns") / 1e6 > top * 1.15).iter_rows(named=True):
-            fig.add_annotation(x=r["iteration"], y=top * 1.12, text=f"{r['cpu_ns'] / 1e6:,.0f} ms ↑",
+        for r in df.filter(pl.col("wall_ns") / 1e6 > top * 1.15).iter_rows(named=True):
+            fig.add_annotation(x=r["iteration"], y=top * 1.12, text=f"{r['wall_ns'] / 1e6:,.0f} ms ↑",
                                showarrow=False, font=dict(size=10, color="#444"), bgcolor="rgba(255,255,255,.8)")
         note = (note + " " if note else "") + "The y axis is scaled to the steady state; taller warm-up bars are " \
             "clipped (their time is written on them)."

@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from .. import __version__
+from ..analyses.iterations import steady_sentence
 from ..errors import NsysqlError
 from . import charts
 
@@ -176,8 +177,7 @@ def _facts(prof, summ: dict, stats: pl.DataFrame | None) -> str:
         cards.append(_fact("GPUs", "none used"))
     if stats is not None and stats["steady"][0]:
         s = stats.row(0, named=True)
-        cards.append(_fact("iteration", f"{s['median_ns'] / 1e6:.2f} ms",
-                           f"median of {s['steady']}; mean {s['mean_ns'] / 1e6:.2f} ms"))
+        cards.append(_fact("iteration", f"{s['median_ns'] / 1e6:.2f} ms", "median, steady state"))
         if s["median_gpu_busy_pct"] is not None:
             cards.append(_fact("GPU busy / iteration", f"{s['median_gpu_busy_pct']:.0f}%", "median, steady state"))
     return '<div class="facts">' + "".join(cards) + "</div>"
@@ -209,7 +209,8 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
     if its is not None:
         fig, note = charts.iterations_chart(its)
         s = stats.row(0, named=True)
-        line = (f"{s['iterations']} iterations of `{s['range']}` ({s['mode']}), {s['warmup']} warm-up (shaded). "
+        line = (f"{s['iterations']} iterations of `{s['range']}` ({s['mode']}), {s['warmup']} warm-up (shaded); "
+                + steady_sentence(s) + ". "
                 + (f"Outliers: {s['outlier_pattern']}. " if s["outlier_pattern"] else "No outliers. ")
                 + f"Detected: {s['detected']}.")
         page.add(page.section("Iterations", page.chart(prefix + "iterations", fig, note)
@@ -316,7 +317,7 @@ def _steady(prof) -> pl.Series | None:
         its = prof.iterations()
     except NsysqlError:
         return None
-    return its.filter(~pl.col("warmup"))["cpu_ns"]
+    return its.filter(~pl.col("warmup"))["wall_ns"]
 
 
 def write_pngs(figures: dict, directory: Path) -> list[Path] | str:

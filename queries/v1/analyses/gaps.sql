@@ -127,8 +127,7 @@ SELECT
   g.end_ns,
   g.duration_ns,
   CASE WHEN k.cover * 2 >= g.duration_ns THEN ['alloc', 'launch', 'memcpy', 'sync'][k.kind]
-       WHEN r.ov * 2 >= g.duration_ns THEN 'host:' || regexp_replace(r.name, '[ _#:-]*[0-9]+$', '')
-                                           || CASE WHEN regexp_matches(r.name, '[0-9]$') THEN '*' ELSE '' END
+       WHEN r.ov * 2 >= g.duration_ns THEN 'host:' || family_label(r.name)
        WHEN k.cover * 5 >= g.duration_ns THEN ['alloc', 'launch', 'memcpy', 'sync'][k.kind]
        ELSE 'unknown' END AS cause,
   r.name AS range,

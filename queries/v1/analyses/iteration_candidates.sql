@@ -7,8 +7,8 @@
 -- (Batch0..Batch59, step_1..step_100). Otherwise each name stands alone: PyTorch's emit_nvtx names every
 -- operator call `aten::mul, op_id = 314339`, and those ids are not iterations.
 WITH named AS (
-  SELECT r.*, regexp_replace(r.name, '[ _#:-]*[0-9]+$', '') AS stem,
-         try_cast(regexp_extract(r.name, '([0-9]+)$', 1) AS HUGEINT) AS num
+  SELECT r.*, family_name(r.name) AS stem,
+         family_number(r.name) AS num
   FROM nvtx_ranges r
   WHERE r.style = 'PushPop'
 ), counters AS (  -- stems whose numbers run like a counter

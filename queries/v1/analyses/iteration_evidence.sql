@@ -26,7 +26,7 @@ WITH proc AS (
     AND r.depth = (SELECT any_value(depth) FROM _iterations) + CASE WHEN $delimiter THEN 0 ELSE 1 END
     AND r.range_id NOT IN (SELECT range_id FROM _iterations)
 ), kids AS (
-  SELECT i.iteration, list(DISTINCT regexp_replace(c.name, '[ _#:-]*[0-9]+$', '')) AS names
+  SELECT i.iteration, list(DISTINCT family_name(c.name)) AS names
   FROM cand c ASOF JOIN _iterations i ON c.start_ns >= i.start_ns
   WHERE c.start_ns < i.end_ns AND (CASE WHEN $delimiter THEN true ELSE c.parent_id = i.range_id END)
   GROUP BY i.iteration

@@ -19,7 +19,7 @@ WITH cand AS (
   WHERE x.range_id IN (SELECT range_id FROM kept)
   GROUP BY x.range_id
 )
-SELECT k.iteration, regexp_replace(k.name, '[ _#:-]*[0-9]+$', '') AS phase,
+SELECT k.iteration, family_name(k.name) AS phase,
        sum(k.end_ns - k.start_ns)::BIGINT AS cpu_ns, coalesce(sum(g.gpu_ns), 0)::BIGINT AS gpu_ns
 FROM kept k LEFT JOIN gpu g USING (range_id)
 GROUP BY ALL

@@ -3,7 +3,7 @@
 -- (process rule, see op_ranges). A numbered family (`Batch0`, `Batch1`, ...) counts as one name (`Batch`).
 -- The iteration ranges themselves are left out: their time is the iteration time.
 WITH r AS (
-  SELECT i.iteration, x.range_id, regexp_replace(x.name, '[ _#:-]*[0-9]+$', '') AS name, x.duration_ns
+  SELECT i.iteration, x.range_id, family_name(x.name) AS name, x.duration_ns
   FROM (SELECT * FROM nvtx_ranges WHERE pid = $pid
           AND range_id NOT IN (SELECT range_id FROM _iterations)) x
   ASOF JOIN _iterations i ON x.start_ns >= i.start_ns

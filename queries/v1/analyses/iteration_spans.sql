@@ -6,6 +6,6 @@ SELECT
   start_ns,
   end_ns,
   -- wall time of the iteration window
-  (end_ns - start_ns)::BIGINT AS cpu_ns
+  (end_ns - start_ns)::BIGINT AS wall_ns
 FROM _iterations
 ORDER BY iteration;

@@ -54,7 +54,7 @@ SELECT
   i.start_ns,
   i.end_ns,
   -- wall time of the iteration window (the range's own time for a wrapper range)
-  (i.end_ns - i.start_ns)::BIGINT AS cpu_ns,
+  (i.end_ns - i.start_ns)::BIGINT AS wall_ns,
   -- union of the intervals of the GPU ops launched in the iteration, across streams
   coalesce(p.gpu_busy_ns, 0) AS gpu_busy_ns,
   coalesce(p.gpu_span_ns, 0) AS gpu_span_ns,

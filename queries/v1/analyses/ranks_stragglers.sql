@@ -6,20 +6,20 @@
 -- - another rank's collective time exceeds that rank's own median, in i or i+1, by >= max($wait_share x r's
 --   excess idle, $noise_k x the MAD of that rank's own collective time): it waited for r, beyond its noise.
 WITH med AS (
-  SELECT rank, median(cpu_ns) AS step_med, median(idle_ns) AS idle_med, median(collective_ns) AS coll_med
+  SELECT rank, median(wall_ns) AS step_med, median(idle_ns) AS idle_med, median(collective_ns) AS coll_med
   FROM rank_iterations WHERE NOT warmup GROUP BY rank
 ), base AS (
   SELECT m.rank, m.step_med, m.idle_med, m.coll_med,
-         median(abs(i.cpu_ns - m.step_med)) AS step_mad, median(abs(i.collective_ns - m.coll_med)) AS coll_mad
+         median(abs(i.wall_ns - m.step_med)) AS step_mad, median(abs(i.collective_ns - m.coll_med)) AS coll_mad
   FROM rank_iterations i JOIN med m USING (rank)
   WHERE NOT i.warmup
   GROUP BY ALL
 ), threshold AS (
-  SELECT greatest($min_excess, $excess_share * median(cpu_ns)) AS t FROM rank_iterations WHERE NOT warmup
+  SELECT greatest($min_excess, $excess_share * median(wall_ns)) AS t FROM rank_iterations WHERE NOT warmup
 ), x AS (
-  SELECT i.rank, i.iteration, i.cpu_ns - b.step_med AS excess_step_ns, b.step_mad,
+  SELECT i.rank, i.iteration, i.wall_ns - b.step_med AS excess_step_ns, b.step_mad,
          i.idle_ns - b.idle_med AS excess_idle_ns, i.collective_ns - b.coll_med AS excess_coll_ns, b.coll_mad,
-         i.top_cause, i.os_call, i.cpu_ns
+         i.top_cause, i.os_call, i.wall_ns
   FROM rank_iterations i JOIN base b USING (rank)
   WHERE NOT i.warmup
 ), late AS (

@@ -13,12 +13,7 @@ SELECT
   value
 FROM raw_strings
 UNION ALL
-SELECT -1 - k, '[CUDA memcpy ' || label || ']' FROM (VALUES
-  (0, 'Unknown'), (1, 'Host-to-Device'), (2, 'Device-to-Host'), (3, 'Host-to-Array'), (4, 'Array-to-Host'),
-  (5, 'Array-to-Array'), (6, 'Array-to-Device'), (7, 'Device-to-Array'), (8, 'Device-to-Device'),
-  (9, 'Host-to-Host'), (10, 'Peer-to-Peer'), (11, 'Unified Host-to-Device'), (12, 'Unified Device-to-Host'),
-  (13, 'Unified Device-to-Device')
-) t(k, label)
+SELECT -1 - id, '[CUDA memcpy ' || label || ']' FROM copy_kinds()
 UNION ALL SELECT -100, '[CUDA memset]'
 UNION ALL SELECT DISTINCT -1000 - graphId, '[CUDA graph ' || graphId || ']' FROM raw_graph WHERE graphId IS NOT NULL
 UNION ALL SELECT -999, '[CUDA graph]';

@@ -5,14 +5,6 @@
 -- joins and no string compression when the entry is written (a cold 500k-kernel `summary`: about 5% less CPU,
 -- BENCHMARKS.md). An ENUM compares with a string literal as a string does (`kind = 'kernel'`).
 
-CREATE OR REPLACE TEMP TABLE _copy_kind AS
-SELECT * FROM (VALUES
-  (0, 'Unknown'), (1, 'Host-to-Device'), (2, 'Device-to-Host'), (3, 'Host-to-Array'), (4, 'Array-to-Host'),
-  (5, 'Array-to-Array'), (6, 'Array-to-Device'), (7, 'Device-to-Array'), (8, 'Device-to-Device'),
-  (9, 'Host-to-Host'), (10, 'Peer-to-Peer'), (11, 'Unified Host-to-Device'), (12, 'Unified Device-to-Host'),
-  (13, 'Unified Device-to-Device')
-) t(id, label);
-
 -- Memory kinds: the export's own ENUM_CUDA_MEM_KIND when it has one (2022.4 and later), else CUPTI's
 -- numbering, which older exports store.
 CREATE OR REPLACE TEMP TABLE _mem_kind AS
@@ -40,7 +32,7 @@ SELECT m.row_id + (SELECT coalesce(max(row_id), 0) FROM raw_kernel),
        -1 - coalesce(ck.id, 0), NULL, NULL,
        m.bytes, coalesce(ck.label, 'Unknown'), sk.label, dk.label, m.graphNodeId
 FROM raw_memcpy m
-LEFT JOIN _copy_kind ck ON ck.id = m.copyKind
+LEFT JOIN copy_kinds() ck ON ck.id = m.copyKind
 LEFT JOIN _mem_kind sk ON sk.id = m.srcKind
 LEFT JOIN _mem_kind dk ON dk.id = m.dstKind
 UNION ALL
@@ -86,10 +78,7 @@ SELECT
   -- bytes copied or set; NULL for kernels
   o.bytes,
   -- memcpy direction, e.g. `Host-to-Device`; NULL for other kinds
-  o.copy_kind::ENUM('Unknown', 'Host-to-Device', 'Device-to-Host', 'Host-to-Array', 'Array-to-Host',
-                    'Array-to-Array', 'Array-to-Device', 'Device-to-Array', 'Device-to-Device', 'Host-to-Host',
-                    'Peer-to-Peer', 'Unified Host-to-Device', 'Unified Device-to-Host',
-                    'Unified Device-to-Device') AS copy_kind,
+  o.copy_kind::copy_kind_enum AS copy_kind,
   -- memcpy source memory: `Pageable`, `Pinned`, `Device`, `Managed`, `Array`, `Unknown`
   o.src_kind::ENUM('Pageable', 'Pinned', 'Device', 'Managed', 'Array', 'Unknown') AS src_kind,
   -- memcpy destination memory, or memset target memory
