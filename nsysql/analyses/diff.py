@@ -57,9 +57,9 @@ def collect(con) -> dict:
     except NsysqlError as e:
         out["why_no_iterations"] = str(e)
         return out
-    # _iterations (the temp table) now holds this profile's windows: read the per-iteration breakdowns
-    kern = run(con, "iteration_kernels", pid=it.pid)
-    rng = run(con, "iteration_ranges", pid=it.pid)
+    win = _iter.windows(con, it)  # the per-iteration breakdowns, over the windows of these iterations
+    kern = win.run("iteration_kernels", pid=it.pid)
+    rng = win.run("iteration_ranges", pid=it.pid)
     steady = its.filter(~pl.col("warmup"))
     if steady.height == 0:
         out["why_no_iterations"] = f"all {its.height} iterations of `{it.family}` are warm-up"
