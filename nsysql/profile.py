@@ -193,20 +193,19 @@ class Profile:
         def loop(p):
             try:
                 return p.iterations(), p.iteration_stats()
-            except NsysqlError:
-                return None, None
+            except NsysqlError as e:  # no loop: the summary says why
+                return e
 
         def gaps(p):
             try:
                 return p.gaps()
-            except NsysqlError:
-                return None
+            except NsysqlError as e:
+                return e
 
-        (its, st), g, k, r, read = self.parallel(loop, gaps, lambda p: p.kernels(top=top),
-                                                 lambda p: p.ranges(attribution=attribution),
-                                                 lambda p: _summary.tables(p.con))
-        return _summary.summary(self.con, attribution=attribution, top=top, its=its, st=st, gaps_df=g,
-                                kernels_df=k, ranges_df=r, read=read)
+        its, g, k, r, read = self.parallel(loop, gaps, lambda p: p.kernels(top=top),
+                                           lambda p: p.ranges(attribution=attribution),
+                                           lambda p: _summary.tables(p.con))
+        return _summary.summary(self.con, loop=its, gaps_df=g, kernels_df=k, ranges_df=r, read=read, top=top)
 
     @cached("iterations")
     def iterations(self, range: str | None = None, skip: int | None = None) -> pl.DataFrame:

@@ -65,7 +65,7 @@ def collect(con) -> dict:
         out["why_no_iterations"] = f"all {its.height} iterations of `{it.family}` are warm-up"
         return out
     idx = steady["iteration"]
-    g = _gaps.gaps(con, its=its) if out["gpus"].height else None
+    g = _gaps.gaps(con, its) if out["gpus"].height else None
     out.update(
         it=it, its=its, steady=steady, stats=_iter.stats(its, it),
         kernels=kern.filter(pl.col("iteration").is_in(idx.implode())),

@@ -56,7 +56,7 @@ def rank_tables(con, path: str) -> dict[str, pl.DataFrame]:
     except NsysqlError as e:
         out["info"] = info.with_columns(problem=pl.lit(str(e)))
         return out
-    g = _gaps.gaps(con, its=its)
+    g = _gaps.gaps(con, its)
     top = (g.filter(pl.col("iteration").is_not_null()).sort("duration_ns", descending=True)
            .group_by("iteration", maintain_order=True).first()
            .select("iteration", pl.col("cause").alias("top_cause"), pl.col("duration_ns").alias("top_gap_ns"),
