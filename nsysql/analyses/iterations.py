@@ -258,6 +258,13 @@ def iterations(con, range: str | None = None, skip: int | None = None, it: Itera
     return df
 
 
+def breakdown(con, it: IterationRange) -> dict[str, pl.DataFrame]:
+    """Per iteration of `it`: the GPU time of each op name launched in it (`kernels`, iteration_kernels.sql) and
+    the CPU time of each NVTX range family that starts in it (`ranges`, iteration_ranges.sql)."""
+    win = windows(con, it)
+    return {"kernels": win.run("iteration_kernels", pid=it.pid), "ranges": win.run("iteration_ranges", pid=it.pid)}
+
+
 def spans(con, range: str | None = None, skip: int | None = None, it: IterationRange | None = None) -> pl.DataFrame:
     """The iteration windows with their flags, without the GPU work per iteration: iteration, name, start_ns,
     end_ns, cpu_ns, warmup and outlier, the same as in `iterations()` (the flags read cpu_ns only). Enough to

@@ -17,6 +17,11 @@ def tables(con) -> dict[str, pl.DataFrame]:
     return {"gpus": run(con, "gpu_utilization"), "memory": run(con, "memory"), **findings_tables(con)}
 
 
+def gpus(con) -> pl.DataFrame:
+    """Per device: its busy time, share of its active span and of the profile span (gpu_utilization.sql)."""
+    return run(con, "gpu_utilization")
+
+
 def _steady_busy(s: dict) -> str:
     """The steady-state GPU busy clause of the iterations line; none without GPU work in the process."""
     if s["median_gpu_busy_pct"] is None:
