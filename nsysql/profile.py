@@ -290,6 +290,13 @@ class Profile:
             return _diff.Side(gpus, str(e))
         return _diff.side(gpus, its, st, parts["kernels"], parts["ranges"], self.gaps() if gpus.height else None)
 
+    @cached("nccl_ranges")
+    def _nccl_ranges(self) -> pl.DataFrame:
+        """NCCL range time: instances and total time of the NCCL NVTX ranges (for nsysql.many)."""
+        from .analyses import ranks as _ranks
+
+        return _ranks.nccl(self.con)
+
     @cached("gpus")
     def _gpus(self) -> pl.DataFrame:
         return _summary.gpus(self.con)

@@ -23,9 +23,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..errors import NsysqlError
-from . import gaps as _gaps
-from . import iterations as _iter
-from ._sql import facts, frame, run
+from ._sql import frame, run
 from .. import queries
 
 MIN_EXCESS_NS = 1_000_000
@@ -39,9 +37,18 @@ RULE = (f"with T = max({MIN_EXCESS_NS / 1e6:g} ms, {EXCESS_SHARE:.0%} of the med
         "stragglers are listed by the wait they cost the others")
 
 
-def rank_tables(con, path: str) -> dict[str, pl.DataFrame]:
-    """The small per-rank frames the cross-rank analysis reads."""
-    f = facts(con)
+def nccl(con) -> pl.DataFrame:
+    """The profile's NCCL range time (nccl_ranges.sql)."""
+    return frame(con, queries.read("analyses/nccl_ranges.sql"))
+
+
+def rank_tables(path: str, f: dict[str, list[str]], its: pl.DataFrame | NsysqlError, family: str | None = None,
+                gaps: pl.DataFrame | None = None, causes: pl.DataFrame | None = None,
+                nccl: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:
+    """The small per-rank frames the cross-rank analysis reads, from one profile's answers (the driver,
+    nsysql.many, asks them of its Profile): `f`, its facts; `its`, its iterations, or why it has none; with
+    iterations, `family` (the iteration range's name), the gaps indexed by them, idle time by cause
+    (Profile.gaps(by="cause")) and `nccl`."""
     rank = (f.get("rank") or [None])[0]
     info = pl.DataFrame([{
         "path": path,
@@ -50,23 +57,19 @@ def rank_tables(con, path: str) -> dict[str, pl.DataFrame]:
         "nsys_version": (f.get("nsys_version") or [None])[0],
     }])
     out = {"info": info}
-    try:
-        it = _iter.detect(con)
-        its = _iter.iterations(con, it=it)
-    except NsysqlError as e:
-        out["info"] = info.with_columns(problem=pl.lit(str(e)))
+    if isinstance(its, NsysqlError):
+        out["info"] = info.with_columns(problem=pl.lit(str(its)))
         return out
-    g = _gaps.gaps(con, its)
-    top = (g.filter(pl.col("iteration").is_not_null()).sort("duration_ns", descending=True)
+    top = (gaps.filter(pl.col("iteration").is_not_null()).sort("duration_ns", descending=True)
            .group_by("iteration", maintain_order=True).first()
            .select("iteration", pl.col("cause").alias("top_cause"), pl.col("duration_ns").alias("top_gap_ns"),
                    "os_call"))
     out["iterations"] = (its.select("iteration", "name", "start_ns", "end_ns", "cpu_ns", "gpu_busy_ns", "idle_ns",
                                     "collective_ns", "kernel_ns", "warmup", "outlier")
                          .join(top, on="iteration", how="left")
-                         .with_columns(range=pl.lit(it.family)))
-    out["causes"] = _gaps.by_cause(con, g, its=its).select("cause", "gaps", "idle_ns")
-    out["nccl"] = frame(con, queries.read("analyses/nccl_ranges.sql"))
+                         .with_columns(range=pl.lit(family)))
+    out["causes"] = causes.select("cause", "gaps", "idle_ns")
+    out["nccl"] = nccl
     return out
 
 
