@@ -79,6 +79,16 @@ def _store(path: str, cache_dir: str | None, tables: dict[str, pl.DataFrame]) ->
         store.failed(e, files["info"].parent)
 
 
+def _rank_tables(prof) -> dict[str, pl.DataFrame]:
+    """One rank's frames (nsysql.analyses.ranks.rank_tables), from its Profile's (stored) answers."""
+    try:
+        its = prof.iterations()
+    except NsysqlError as e:
+        return _ranks.rank_tables(str(prof.path), prof.facts, e)
+    return _ranks.rank_tables(str(prof.path), prof.facts, its, family=prof.iteration_stats()["range"][0],
+                              gaps=prof.gaps(), causes=prof.gaps(by="cause"), nccl=prof._nccl_ranges())
+
+
 def _job(path: str, cache_dir: str | None, cache: bool) -> tuple[str, dict[str, pl.DataFrame], list[str]]:
     """Load one rank and reduce it; with the store's warnings (a full cache disk), which the caller repeats:
     a worker process's own would reach stderr once per worker, and not in the CLI's one-line form."""
@@ -93,7 +103,7 @@ def _job(path: str, cache_dir: str | None, cache: bool) -> tuple[str, dict[str, 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", store.CacheWarning)
         prof = load(path, cache=cache, cache_dir=cache_dir)
-        tables = _ranks.rank_tables(prof.con, str(prof.path))
+        tables = _rank_tables(prof)
         prof.close()
         if cache and prof.cache_entry is not None:
             _store(path, cache_dir, tables)

@@ -134,16 +134,6 @@ def cached(name: str, normalize: dict | None = None):
     return wrap
 
 
-def peek(profile, name: str, params: dict):
-    """`profile.answers.peek(name, params)`."""
-    return profile.answers.peek(name, params)
-
-
-def asked(profile, name: str, params: dict) -> bool:
-    """`profile.answers.asked(name, params)`."""
-    return profile.answers.asked(name, params)
-
-
 def _key(name: str, params: dict) -> tuple[str, str]:
     """An answer's key among a Profile's answers: the question and its parameters, defaults included."""
     return name, json.dumps(params, sort_keys=True, default=str)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from typing import TYPE_CHECKING, Callable
@@ -195,20 +196,19 @@ class Profile:
         def loop(p):
             try:
                 return p.iterations(), p.iteration_stats()
-            except NsysqlError:
-                return None, None
+            except NsysqlError as e:  # no loop: the summary says why
+                return e
 
         def gaps(p):
             try:
                 return p.gaps()
-            except NsysqlError:
-                return None
+            except NsysqlError as e:
+                return e
 
-        (its, st), g, k, r, read = self.parallel(loop, gaps, lambda p: p.kernels(top=top),
-                                                 lambda p: p.ranges(attribution=attribution),
-                                                 lambda p: _summary.tables(p.con))
-        return _summary.summary(self.con, attribution=attribution, top=top, its=its, st=st, gaps_df=g,
-                                kernels_df=k, ranges_df=r, read=read)
+        its, g, k, r, read = self.parallel(loop, gaps, lambda p: p.kernels(top=top),
+                                           lambda p: p.ranges(attribution=attribution),
+                                           lambda p: _summary.tables(p.con))
+        return _summary.summary(self.con, loop=its, gaps_df=g, kernels_df=k, ranges_df=r, read=read, top=top)
 
     @cached("iterations")
     def iterations(self, range: str | None = None, skip: int | None = None) -> pl.DataFrame:
@@ -276,7 +276,36 @@ class Profile:
         per steady-state iteration (rules in nsysql.analyses.diff)."""
         from .analyses import diff as _diff
 
-        return _diff.diff(self.con, other.con, base_label=self.path.name, new_label=other.path.name)
+        b, n = self._diff_side(), other._diff_side()
+        if _diff.needs_totals(b, n):
+            b, n = (replace(s, totals=_diff.totals(p.kernels(), _diff.family_totals(p.con))) for s, p in ((b, self), (n, other)))
+        return _diff.diff(b, n, base_label=self.path.name, new_label=other.path.name)
+
+    def _diff_side(self):
+        """What diff reads of this profile, from its (stored) answers."""
+        from .analyses import diff as _diff
+
+        gpus = self._gpus()
+        try:
+            its, st, parts = self.iterations(), self.iteration_stats(), self._breakdown()
+        except NsysqlError as e:
+            return _diff.Side(gpus, str(e))
+        return _diff.side(gpus, its, st, parts["kernels"], parts["ranges"], self.gaps() if gpus.height else None)
+
+    @cached("nccl_ranges")
+    def _nccl_ranges(self) -> pl.DataFrame:
+        """NCCL range time: instances and total time of the NCCL NVTX ranges (for nsysql.many)."""
+        from .analyses import ranks as _ranks
+
+        return _ranks.nccl(self.con)
+
+    @cached("gpus")
+    def _gpus(self) -> pl.DataFrame:
+        return _summary.gpus(self.con)
+
+    @cached("iteration_breakdown")
+    def _breakdown(self, range: str | None = None) -> dict[str, pl.DataFrame]:
+        return _iter.breakdown(self.con, self._detect(range))
 
     def timeline(self, bins: int = 1500, start_ns: int | None = None, end_ns: int | None = None) -> pl.DataFrame:
         """GPU busy time per device in `bins` equal bins of its active span (or of [start_ns, end_ns))."""

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import polars as pl
+import pytest
 from click.testing import CliRunner
 
-from conftest import fixture, h200, loaded
+from conftest import PUBLIC, fixture, h200, loaded
 from nsysql.analyses.diff import mean_change_pct
 from nsysql.cli import main
 
@@ -80,3 +81,21 @@ def test_profiles_of_different_programs_are_flagged():
 
     assert any("same program" in w for w in warnings(fixture("train_small"), h200("graph_node.sqlite")))
     assert not any("same program" in w for w in warnings(fixture("loop_before"), fixture("loop_after")))
+
+
+def test_without_iterations_totals_are_each_profiles_kernel_totals():
+    """p4arth's sandbox has no NVTX loop: the diff compares whole-profile totals, which are each profile's own
+    kernels answer, and judges none of them (no spread to judge by)."""
+    sandbox = PUBLIC / "p4arth__cuda-perf-sandbox__report1.sqlite"
+    if not sandbox.exists():
+        pytest.skip(f"{sandbox} not present")
+    base, new = loaded(str(h200("syncmem.sqlite"))), loaded(str(sandbox))
+    res = base.diff(new)
+    assert res["verdict"]["value"][0].startswith("no iteration-time verdict")
+    assert "iteration time" not in res
+    k = res["kernels"]
+    assert k["significant"].null_count() == k.height
+    for prof, col, gone in ((base, "base_ns", "new"), (new, "new_ns", "vanished")):
+        own = dict(prof.kernels().select("name", "total_ns").iter_rows())
+        mine = k.filter(pl.col("status") != gone)
+        assert dict(zip(mine["name"], mine[col])) == {n: float(t) for n, t in own.items()}

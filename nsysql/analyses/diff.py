@@ -29,15 +29,12 @@ change is marked significant (there is no spread to judge it by).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import polars as pl
 
-from ..errors import NsysqlError
 from ..rules import MAD_SIGMA
-from . import gaps as _gaps
-from . import iterations as _iter
 from ._sql import run
-from .kernels import kernels as _kernels
 
 Z = 2.0
 # below this share of either side's kernel time in kernels both run, the verdict warns that the profiles may be of
@@ -46,31 +43,58 @@ SAME_PROGRAM_SHARE = 0.5
 MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)
 
 
-def collect(con) -> dict:
-    """Everything the diff needs from one profile, per steady-state iteration where there are iterations."""
-    out: dict = {"gpus": run(con, "gpu_utilization")}
-    try:
-        it = _iter.detect(con)
-        its = _iter.iterations(con, it=it)
-    except NsysqlError as e:
-        out["why_no_iterations"] = str(e)
-        return out
-    # _iterations (the temp table) now holds this profile's windows: read the per-iteration breakdowns
-    kern = run(con, "iteration_kernels", pid=it.pid)
-    rng = run(con, "iteration_ranges", pid=it.pid)
+@dataclass(frozen=True)
+class Side:
+    """What the diff reads of one profile, gathered by the caller (Profile.diff, from its stored answers).
+
+    `why_no_iterations` is None when the profile has steady-state iterations; then `steady` (those iterations),
+    `stats` (iteration_stats), and the per-iteration `kernels`, `ranges` (iteration_breakdown) and `gaps` of the
+    steady-state iterations are set. `totals`: whole-profile kernel and range totals (`totals()`), needed only
+    when either profile lacks iterations (`needs_totals`)."""
+
+    gpus: pl.DataFrame
+    why_no_iterations: str | None = None
+    steady: pl.DataFrame | None = None
+    stats: pl.DataFrame | None = None
+    kernels: pl.DataFrame | None = None
+    ranges: pl.DataFrame | None = None
+    gaps: pl.DataFrame | None = None
+    totals: tuple[pl.DataFrame, pl.DataFrame] | None = None
+
+    @property
+    def family(self) -> str:
+        return self.stats["range"][0]
+
+
+def side(gpus: pl.DataFrame, its: pl.DataFrame, stats: pl.DataFrame, kernels: pl.DataFrame,
+         ranges: pl.DataFrame, gaps: pl.DataFrame | None) -> Side:
+    """One profile's Side from its iterations (all of them, flagged), their stats, the per-iteration kernels and
+    ranges (iteration_breakdown) and its gaps indexed by those iterations (None without GPUs)."""
     steady = its.filter(~pl.col("warmup"))
     if steady.height == 0:
-        out["why_no_iterations"] = f"all {its.height} iterations of `{it.family}` are warm-up"
-        return out
-    idx = steady["iteration"]
-    g = _gaps.gaps(con, its=its) if out["gpus"].height else None
-    out.update(
-        it=it, its=its, steady=steady, stats=_iter.stats(its, it),
-        kernels=kern.filter(pl.col("iteration").is_in(idx.implode())),
-        ranges=rng.filter(pl.col("iteration").is_in(idx.implode())),
-        gaps=g.filter(pl.col("iteration").is_in(idx.implode())) if g is not None and g.height else None,
-    )
-    return out
+        return Side(gpus, f"all {its.height} iterations of `{stats['range'][0]}` are warm-up")
+    idx = steady["iteration"].implode()
+    return Side(gpus, None, steady, stats, kernels.filter(pl.col("iteration").is_in(idx)),
+                ranges.filter(pl.col("iteration").is_in(idx)),
+                gaps.filter(pl.col("iteration").is_in(idx)) if gaps is not None and gaps.height else None)
+
+
+def needs_totals(b: Side, n: Side) -> bool:
+    """Whether the two profiles are compared by whole-profile totals (one of them has no steady state)."""
+    return b.why_no_iterations is not None or n.why_no_iterations is not None
+
+
+def family_totals(con) -> pl.DataFrame:
+    """Time in NVTX ranges per numbered family (range_family_totals.sql: `Batch0`, `Batch1` ... are `Batch`)."""
+    return run(con, "range_family_totals")
+
+
+def totals(kernels: pl.DataFrame, families: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Whole-profile kernel and range totals (all kernels; family_totals), for profiles compared without
+    iterations."""
+    k = kernels.select("name", pl.col("total_ns").cast(pl.Float64).alias("mean"), pl.lit(0.0).alias("se"))
+    r = families.select("name", pl.col("total_ns").cast(pl.Float64).alias("mean"), pl.lit(0.0).alias("se"))
+    return k, r
 
 
 def _per_iteration(df: pl.DataFrame | None, key: str, value: str, n: int) -> pl.DataFrame:
@@ -118,24 +142,26 @@ def _metric(name: str, b: float, bse: float, n: float, nse: float, unit: str = "
             "delta_pct": 100.0 * d / b if b else None, "noise": noise, "significant": abs(d) > noise}
 
 
-def compare(b: dict, n: dict, base_label: str = "BASE", new_label: str = "NEW") -> dict[str, pl.DataFrame]:
-    if "steady" in b and "steady" in n:
+def diff(b: Side, n: Side, base_label: str = "BASE", new_label: str = "NEW") -> dict[str, pl.DataFrame]:
+    """Sections: verdict, iteration time, idle by cause, ranges, kernels (see the module doc for the rules).
+    Without iterations in either, both Sides need their `totals`."""
+    if not needs_totals(b, n):
         return _compare_iterations(b, n, base_label, new_label)
     return _compare_totals(b, n, base_label, new_label)
 
 
-def _compare_iterations(b: dict, n: dict, bl: str, nl: str) -> dict[str, pl.DataFrame]:
-    nb, nn = b["steady"].height, n["steady"].height
-    tb = b["steady"]["wall_ns"].cast(pl.Float64) / 1e6
-    tn = n["steady"]["wall_ns"].cast(pl.Float64) / 1e6
+def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> dict[str, pl.DataFrame]:
+    nb, nn = b.steady.height, n.steady.height
+    tb = b.steady["wall_ns"].cast(pl.Float64) / 1e6
+    tn = n.steady["wall_ns"].cast(pl.Float64) / 1e6
     mb, smb, db, sdb = _robust(tb)
     mn, smn, dn, sdn = _robust(tn)
-    busy_b = 100.0 * (1 - b["steady"]["idle_ns"] / b["steady"]["wall_ns"])
-    busy_n = 100.0 * (1 - n["steady"]["idle_ns"] / n["steady"]["wall_ns"])
+    busy_b = 100.0 * (1 - b.steady["idle_ns"] / b.steady["wall_ns"])
+    busy_n = 100.0 * (1 - n.steady["idle_ns"] / n.steady["wall_ns"])
     bb, sbb, _, _ = _robust(busy_b)
     bn, sbn, _, _ = _robust(busy_n)
-    idle_b = b["steady"]["idle_ns"].cast(pl.Float64) / 1e6
-    idle_n = n["steady"]["idle_ns"].cast(pl.Float64) / 1e6
+    idle_b = b.steady["idle_ns"].cast(pl.Float64) / 1e6
+    idle_n = n.steady["idle_ns"].cast(pl.Float64) / 1e6
     ib, sib, _, _ = _robust(idle_b)
     inn, sin_, _, _ = _robust(idle_n)
     rows = [
@@ -150,12 +176,12 @@ def _compare_iterations(b: dict, n: dict, bl: str, nl: str) -> dict[str, pl.Data
         "new_se": None, "delta": float(nn - nb), "delta_pct": None, "noise": None, "significant": None}],
         schema=itime.schema)])
 
-    idle = _compare(_per_iteration(b["gaps"], "cause", "duration_ns", nb),
-                    _per_iteration(n["gaps"], "cause", "duration_ns", nn), "cause")
-    rng = _compare(_per_iteration(b["ranges"], "name", "cpu_ns", nb),
-                   _per_iteration(n["ranges"], "name", "cpu_ns", nn), "name")
-    kern = _compare(_per_iteration(b["kernels"], "name", "ns", nb),
-                    _per_iteration(n["kernels"], "name", "ns", nn), "name")
+    idle = _compare(_per_iteration(b.gaps, "cause", "duration_ns", nb),
+                    _per_iteration(n.gaps, "cause", "duration_ns", nn), "cause")
+    rng = _compare(_per_iteration(b.ranges, "name", "cpu_ns", nb),
+                   _per_iteration(n.ranges, "name", "cpu_ns", nn), "name")
+    kern = _compare(_per_iteration(b.kernels, "name", "ns", nb),
+                    _per_iteration(n.kernels, "name", "ns", nn), "name")
 
     m = rows[0]
     faster = m["delta"] < 0
@@ -173,7 +199,7 @@ def _compare_iterations(b: dict, n: dict, bl: str, nl: str) -> dict[str, pl.Data
                    + ("significant" if md["significant"] else "within noise") + f" (threshold {md['noise']:.2f} ms)"),
         ("GPU busy", f"{bb:.1f}% -> {bn:.1f}% of an iteration (mean)"),
     ]
-    pb, pn = b["stats"]["outlier_pattern"][0], n["stats"]["outlier_pattern"][0]
+    pb, pn = b.stats["outlier_pattern"][0], n.stats["outlier_pattern"][0]
     if pb or pn:
         verdict.append(("slow iterations", f"{bl}: {pb or 'none'}; {nl}: {pn or 'none'}"))
     for label, df, key in (("idle cause", idle, "cause"), ("range", rng, "name"), ("kernel", kern, "name")):
@@ -183,8 +209,8 @@ def _compare_iterations(b: dict, n: dict, bl: str, nl: str) -> dict[str, pl.Data
             verdict.append((f"largest {label} change",
                             f"{r[key]}{what}: {r['base_ns'] / 1e6:.2f} -> {r['new_ns'] / 1e6:.2f} ms per iteration "
                             f"({r['delta_ns'] / 1e6:+.2f} ms, {'significant' if r['significant'] else 'within noise'})"))
-    if b["it"].family != n["it"].family:
-        verdict.append(("warning", f"iterations are `{b['it'].family}` in {bl} but `{n['it'].family}` in {nl}"))
+    if b.family != n.family:
+        verdict.append(("warning", f"iterations are `{b.family}` in {bl} but `{n.family}` in {nl}"))
     named = kern.filter(~pl.col("name").str.starts_with("["))  # kernels, not `[CUDA memcpy ...]` labels
     shared = [named.filter(pl.col("status") == "both")[c].sum() / (named[c].sum() or 1) for c in ("base_ns", "new_ns")]
     if named.height and min(shared) < SAME_PROGRAM_SHARE:
@@ -197,35 +223,16 @@ def _compare_iterations(b: dict, n: dict, bl: str, nl: str) -> dict[str, pl.Data
             "iteration time": itime, "idle by cause": idle, "ranges": rng, "kernels": kern}
 
 
-def _compare_totals(b: dict, n: dict, bl: str, nl: str) -> dict[str, pl.DataFrame]:
-    why = "; ".join(f"{lab}: {d['why_no_iterations']}" for lab, d in ((bl, b), (nl, n)) if "why_no_iterations" in d)
+def _compare_totals(b: Side, n: Side, bl: str, nl: str) -> dict[str, pl.DataFrame]:
+    why = "; ".join(f"{lab}: {d.why_no_iterations}" for lab, d in ((bl, b), (nl, n)) if d.why_no_iterations)
     verdict = [("verdict", f"no iteration-time verdict: {why}"),
                ("compared", "totals over each whole profile (no noise estimate: nothing marked significant)")]
     for lab, d in ((bl, b), (nl, n)):
-        for r in d["gpus"].iter_rows(named=True):
+        for r in d.gpus.iter_rows(named=True):
             verdict.append((f"{lab} GPU {r['device_id']} busy", f"{r['busy_pct_active']:.1f}% of its active span"))
     return {"verdict": pl.DataFrame(verdict, schema=["item", "value"], orient="row"),
-            "kernels": _compare(b["_k"], n["_k"], "name", judged=False),
-            "ranges": _compare(b["_r"], n["_r"], "name", judged=False)}
-
-
-def collect_totals(con, d: dict) -> dict:
-    """Whole-profile kernel and range totals, for profiles compared without iterations."""
-    k = _kernels(con).select("name", pl.col("total_ns").cast(pl.Float64).alias("mean"),
-                             pl.lit(0.0).alias("se"))
-    r = run(con, "range_family_totals").select("name", pl.col("total_ns").cast(pl.Float64).alias("mean"),
-                                              pl.lit(0.0).alias("se"))
-    d["_k"], d["_r"] = k, r
-    return d
-
-
-def diff(base_con, new_con, base_label: str = "BASE", new_label: str = "NEW") -> dict[str, pl.DataFrame]:
-    """Sections: verdict, iteration time, idle by cause, ranges, kernels (see the module doc for the rules)."""
-    b, n = collect(base_con), collect(new_con)
-    if not ("steady" in b and "steady" in n):
-        collect_totals(base_con, b)
-        collect_totals(new_con, n)
-    return compare(b, n, base_label, new_label)
+            "kernels": _compare(b.totals[0], n.totals[0], "name", judged=False),
+            "ranges": _compare(b.totals[1], n.totals[1], "name", judged=False)}
 
 
 def mean_change_pct(result: dict[str, pl.DataFrame]) -> float | None:

@@ -12,7 +12,6 @@ import polars as pl
 
 from ..errors import NsysqlError
 from ._sql import run
-from .iterations import iterations
 from .patterns import resolve_range
 
 DEFAULT_MIN_NS = 1_000_000
@@ -37,16 +36,12 @@ def parse_duration(text: str | int) -> int:
     return int(round(ns))
 
 
-def gaps(con, range: str | None = None, min_ns: int = DEFAULT_MIN_NS,
-         its: pl.DataFrame | None | bool = None) -> pl.DataFrame:
+def gaps(con, its: pl.DataFrame | None, range: str | None = None, min_ns: int = DEFAULT_MIN_NS) -> pl.DataFrame:
     """One row per idle gap of at least `min_ns`: device, pid, start/end/duration, iteration, cause and evidence.
 
-    `its`: the iterations frame to index gaps by (detected when None; False for no iteration column).
+    `its`: the iterations frame to index gaps by (None: no iterations, so a null iteration column).
     """
-    out = find(con, range=range, min_ns=min_ns)
-    if its is None:
-        its = _iterations_or_none(con)
-    return with_iterations(out, its)
+    return with_iterations(find(con, range=range, min_ns=min_ns), its)
 
 
 def find(con, range: str | None = None, min_ns: int = DEFAULT_MIN_NS) -> pl.DataFrame:
@@ -63,22 +58,15 @@ def find(con, range: str | None = None, min_ns: int = DEFAULT_MIN_NS) -> pl.Data
     return pl.concat(frames)
 
 
-def with_iterations(gaps_df: pl.DataFrame, its: pl.DataFrame | None | bool) -> pl.DataFrame:
-    """The gaps of `find` indexed by the iterations frame `its` (None or False: no iterations, so null
-    iteration and warmup), in the columns `gaps` returns."""
-    if its is not False and its is not None and gaps_df.height:
+def with_iterations(gaps_df: pl.DataFrame, its: pl.DataFrame | None) -> pl.DataFrame:
+    """The gaps of `find` indexed by the iterations frame `its` (None: no iterations, so null iteration and
+    warmup), in the columns `gaps` returns."""
+    if its is not None and gaps_df.height:
         out = _index_by_iteration(gaps_df, its.select("iteration", "start_ns", "end_ns", "warmup"))
     else:
         out = gaps_df.with_columns(iteration=pl.lit(None, pl.Int64), warmup=pl.lit(None, pl.Boolean))
     return out.select("device_id", "pid", "start_ns", "end_ns", "duration_ns", "iteration", "warmup", "cause",
                       "range", "api_call", "api_cover_pct", "os_call")
-
-
-def _iterations_or_none(con) -> pl.DataFrame | None:
-    try:
-        return iterations(con)
-    except NsysqlError:
-        return None
 
 
 def _index_by_iteration(gaps_df: pl.DataFrame, its: pl.DataFrame) -> pl.DataFrame:
@@ -97,14 +85,14 @@ def by_cause(con, gaps_df: pl.DataFrame, range: str | None = None, include_warmu
              its: pl.DataFrame | None = None) -> pl.DataFrame:
     """Idle time per cause, largest first: ns, % of the idle time counted, % of the time span counted.
 
-    When the gaps carry iterations, only gaps inside steady-state iterations count unless `include_warmup`, and
-    the span is the summed steady-state iteration time. Otherwise the span is the devices' active spans (or,
+    When the gaps carry iterations (those of `its`, the frame they were indexed by), only gaps inside
+    steady-state iterations count unless `include_warmup`, and the span is the summed steady-state iteration
+    time. Otherwise the span is the devices' active spans (or,
     with `range`, the summed instances of that range). The `counted` column says which.
     """
     g = gaps_df
     if steady_only(g, include_warmup):
         g = g.filter(pl.col("iteration").is_not_null() & ~pl.col("warmup"))
-        its = its if its is not None else iterations(con)
         span, counted = int(its.filter(~pl.col("warmup"))["wall_ns"].sum()), "steady-state iterations"
     elif range:
         names = resolve_range(con, range)[0]

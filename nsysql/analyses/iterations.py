@@ -41,6 +41,8 @@ Flags (`flag`):
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -127,8 +129,7 @@ def detect(con, range: str | None = None) -> IterationRange:
         it = IterationRange(list(row["names"]), row["family"], row["pid"], row["tid"],
                             dev["device_id"][0] if dev.height else None, row["with_children"] == 0, "",
                             row["instances"], depth=row["depth"])
-        windows(con, it)
-        ev = run(con, "iteration_evidence", pid=it.pid, tid=it.tid, delimiter=it.delimiter).row(0, named=True)
+        ev = windows(con, it).run("iteration_evidence", pid=it.pid, tid=it.tid, delimiter=it.delimiter).row(0, named=True)
         failed = _failed_test(ev)
         if failed:
             rejected.append((row, failed))
@@ -210,18 +211,37 @@ def _named(con, range: str, procs: pl.DataFrame) -> IterationRange:
                           with_children == 0, why, n, depth=depth)
 
 
-def windows(con, it: IterationRange) -> None:
-    """(Re)build the temp table _iterations for `it`."""
-    con.execute(queries.read("analyses/iteration_windows.sql"),
+@dataclass(frozen=True)
+class Windows:
+    """The iteration windows of a range (iteration_windows.sql), held as a temp table on `con`: the input of
+    every per-iteration query, which reads it as `query_table($windows)` and gets it only through `run`. Made
+    by `windows()`; the table is named for the range it holds, so the windows of two ranges (detect tries
+    several) never replace each other, and a query cannot read windows that nobody built for it (DuckDB says
+    the table does not exist)."""
+
+    con: object
+    table: str
+
+    def run(self, name: str, **params) -> pl.DataFrame:
+        """The result of queries/v1/analyses/`name`.sql over these windows."""
+        return run(self.con, name, windows=self.table, **params)
+
+
+def windows(con, it: IterationRange) -> Windows:
+    """Build the windows of `it` on `con` (a temp table: one per connection, so each worker builds its own)."""
+    key = json.dumps([it.pid, it.tid, it.depth, it.names, it.delimiter])
+    table = "_iterations_" + hashlib.sha256(key.encode()).hexdigest()[:16]
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS " + queries.read("analyses/iteration_windows.sql"),
                 {"pid": it.pid, "tid": it.tid, "depth": it.depth, "names": it.names, "delimiter": it.delimiter})
+    return Windows(con, table)
 
 
 def iterations(con, range: str | None = None, skip: int | None = None, it: IterationRange | None = None) -> pl.DataFrame:
     """One row per iteration: times, GPU busy/idle, per-kind GPU time, flags, and per child range CPU/GPU time."""
     it = it or detect(con, range)
-    windows(con, it)
-    df = run(con, "iterations", pid=it.pid, device=it.device_id)
-    phases = run(con, "iteration_phases", delimiter=it.delimiter)
+    win = windows(con, it)
+    df = win.run("iterations", pid=it.pid, device=it.device_id)
+    phases = win.run("iteration_phases", delimiter=it.delimiter)
     df = flag(df, skip)
     if phases.height:
         order = phases.group_by("phase", maintain_order=True).agg(pl.col("cpu_ns").sum())["phase"].to_list()
@@ -238,13 +258,19 @@ def iterations(con, range: str | None = None, skip: int | None = None, it: Itera
     return df
 
 
+def breakdown(con, it: IterationRange) -> dict[str, pl.DataFrame]:
+    """Per iteration of `it`: the GPU time of each op name launched in it (`kernels`, iteration_kernels.sql) and
+    the CPU time of each NVTX range family that starts in it (`ranges`, iteration_ranges.sql)."""
+    win = windows(con, it)
+    return {"kernels": win.run("iteration_kernels", pid=it.pid), "ranges": win.run("iteration_ranges", pid=it.pid)}
+
+
 def spans(con, range: str | None = None, skip: int | None = None, it: IterationRange | None = None) -> pl.DataFrame:
     """The iteration windows with their flags, without the GPU work per iteration: iteration, name, start_ns,
     end_ns, wall_ns, warmup and outlier, the same as in `iterations()` (the flags read wall_ns only). Enough to
     index gaps by iteration, for ~0.25 CPU s less than `iterations()` at 500k kernels."""
     it = it or detect(con, range)
-    windows(con, it)
-    return flag(run(con, "iteration_spans"), skip)
+    return flag(windows(con, it).run("iteration_spans"), skip)
 
 
 def flag(df: pl.DataFrame, skip: int | None) -> pl.DataFrame:

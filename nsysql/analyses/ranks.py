@@ -23,9 +23,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..errors import NsysqlError
-from . import gaps as _gaps
-from . import iterations as _iter
-from ._sql import facts, frame, run
+from ._sql import frame, run
 from .. import queries
 
 MIN_EXCESS_NS = 1_000_000
@@ -50,27 +48,33 @@ def rank_info(path: str, f: dict[str, list[str]]) -> dict:
     }
 
 
-def rank_tables(con, path: str) -> dict[str, pl.DataFrame]:
-    """The small per-rank frames the cross-rank analysis reads."""
-    info = pl.DataFrame([rank_info(path, facts(con))])
+def nccl(con) -> pl.DataFrame:
+    """The profile's NCCL range time (nccl_ranges.sql)."""
+    return frame(con, queries.read("analyses/nccl_ranges.sql"))
+
+
+def rank_tables(path: str, f: dict[str, list[str]], its: pl.DataFrame | NsysqlError, family: str | None = None,
+                gaps: pl.DataFrame | None = None, causes: pl.DataFrame | None = None,
+                nccl: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:
+    """The small per-rank frames the cross-rank analysis reads, from one profile's answers (the driver,
+    nsysql.many, asks them of its Profile): `f`, its facts; `its`, its iterations, or why it has none; with
+    iterations, `family` (the iteration range's name), the gaps indexed by them, idle time by cause
+    (Profile.gaps(by="cause")) and `nccl`."""
+    info = pl.DataFrame([rank_info(path, f)])
     out = {"info": info}
-    try:
-        it = _iter.detect(con)
-        its = _iter.iterations(con, it=it)
-    except NsysqlError as e:
-        out["info"] = info.with_columns(problem=pl.lit(str(e)))
+    if isinstance(its, NsysqlError):
+        out["info"] = info.with_columns(problem=pl.lit(str(its)))
         return out
-    g = _gaps.gaps(con, its=its)
-    top = (g.filter(pl.col("iteration").is_not_null()).sort("duration_ns", descending=True)
+    top = (gaps.filter(pl.col("iteration").is_not_null()).sort("duration_ns", descending=True)
            .group_by("iteration", maintain_order=True).first()
            .select("iteration", pl.col("cause").alias("top_cause"), pl.col("duration_ns").alias("top_gap_ns"),
                    "os_call"))
     out["iterations"] = (its.select("iteration", "name", "start_ns", "end_ns", "wall_ns", "gpu_busy_ns", "idle_ns",
                                     "collective_ns", "kernel_ns", "warmup", "outlier")
                          .join(top, on="iteration", how="left")
-                         .with_columns(range=pl.lit(it.family)))
-    out["causes"] = _gaps.by_cause(con, g, its=its).select("cause", "gaps", "idle_ns")
-    out["nccl"] = frame(con, queries.read("analyses/nccl_ranges.sql"))
+                         .with_columns(range=pl.lit(family)))
+    out["causes"] = causes.select("cause", "gaps", "idle_ns")
+    out["nccl"] = nccl
     return out
 
 

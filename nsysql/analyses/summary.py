@@ -10,8 +10,6 @@ from . import iterations as _iter
 from ._sql import facts, run
 from .findings import findings
 from .findings import tables as findings_tables
-from .kernels import kernels
-from .ranges import DEFAULT_ATTRIBUTION, ranges
 
 
 def tables(con) -> dict[str, pl.DataFrame]:
@@ -20,16 +18,22 @@ def tables(con) -> dict[str, pl.DataFrame]:
     return {"gpus": run(con, "gpu_utilization"), "memory": run(con, "memory"), **findings_tables(con)}
 
 
-def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10, *, its: pl.DataFrame | None = None,
-            st: pl.DataFrame | None = None, gaps_df: pl.DataFrame | None = None,
-            kernels_df: pl.DataFrame | None = None, ranges_df: pl.DataFrame | None = None,
-            read: dict[str, pl.DataFrame] | None = None) -> dict[str, pl.DataFrame]:
+def gpus(con) -> pl.DataFrame:
+    """Per device: its busy time, share of its active span and of the profile span (gpu_utilization.sql)."""
+    return run(con, "gpu_utilization")
+
+
+def summary(con, *, loop: tuple[pl.DataFrame, pl.DataFrame] | NsysqlError,
+            gaps_df: pl.DataFrame | NsysqlError, kernels_df: pl.DataFrame, ranges_df: pl.DataFrame,
+            read: dict[str, pl.DataFrame], top: int = 10) -> dict[str, pl.DataFrame]:
     """Sections as DataFrames: facts, gpus, findings, idle (by cause), kernels (top), ranges (top), memory.
 
-    `its`, `st`, `gaps_df`, `kernels_df` and `ranges_df` (iterations, their stats, gaps, the top kernels and all
-    ranges) and `read` (what tables(con) returns), when the caller already has them, are used as they are
-    instead of being computed again."""
-    read = read or tables(con)
+    From the answers the caller gathered (Profile.summary: stored answers, asked side by side): `loop`, the
+    iterations and their stats, or why there are none; `gaps_df`, the gaps indexed by those iterations, or why
+    there are none (raised if the profile has GPUs: then it had to have gaps to count); `kernels_df`, the top
+    kernels; `ranges_df`, all ranges; `read`, what tables(con) returns. Only facts and idle time by cause are
+    read here."""
+    its, st = loop if not isinstance(loop, NsysqlError) else (None, None)
     f = facts(con)
     one = lambda k, d=None: (f.get(k) or [d])[0]  # noqa: E731
     gpus = read["gpus"]
@@ -44,21 +48,18 @@ def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10, *, its: 
     for r in gpus.iter_rows(named=True):
         rows.append((f"GPU {r['device_id']} busy", _device_busy(r)))
     causes = None
-    try:
-        if its is None or st is None:
-            it = _iter.detect(con)
-            its = _iter.iterations(con, it=it)
-            st = _iter.stats(its, it)
+    if isinstance(loop, NsysqlError):
+        rows.append(("iterations", f"none: {loop}"))
+    else:
         s = st.row(0, named=True)
         line = f"{s['iterations']} x `{s['range']}` ({s['mode']}), {s['warmup']} warm-up; " + _iter.steady_sentence(s)
         rows.append(("iterations", line))
         if s["outlier_pattern"]:
             rows.append(("outliers", s["outlier_pattern"]))
-    except NsysqlError as e:
-        rows.append(("iterations", f"none: {e}"))
     if gpus.height:
-        g = gaps_df if gaps_df is not None else _gaps.gaps(con, its=its if its is not None else False)
-        causes = _gaps.by_cause(con, g, its=its)
+        if isinstance(gaps_df, NsysqlError):
+            raise gaps_df
+        causes = _gaps.by_cause(con, gaps_df, its=its)
         if causes.height:
             idle = causes["idle_ns"].sum()
             c = causes.row(0, named=True)
@@ -72,8 +73,8 @@ def summary(con, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10, *, its: 
     out["findings"] = findings(con, st, causes, read)
     if causes is not None:
         out["idle by cause"] = causes.select("cause", "gaps", "idle_ns", "pct_of_idle", "pct_of_span")
-    out["kernels"] = kernels_df if kernels_df is not None else kernels(con, top=top)
-    rg = ranges_df if ranges_df is not None else ranges(con, attribution=attribution)
+    out["kernels"] = kernels_df
+    rg = ranges_df
     on_gpu = rg.filter(pl.col("gpu_ops") > 0)
     if on_gpu.height or rg.height == 0:
         out["ranges"] = on_gpu.sort("gpu_total_ns", descending=True).head(min(top, rg.height))

@@ -1,6 +1,6 @@
--- What iterations.detect tests before it takes a range family as the loop, measured on the windows in
--- _iterations (iteration_windows.sql): one row. $pid, $tid: the thread of the windows; $delimiter as in
--- iteration_windows.sql.
+-- What iterations.detect tests before it takes a range family as the loop, measured on the windows in the
+-- table named $windows (iteration_windows.sql, through iterations.Windows): one row. $pid, $tid: the thread
+-- of the windows; $delimiter as in iteration_windows.sql.
 -- The work: kernels and CUDA graph launches when process $pid launched any, else every GPU op it launched (a
 -- copy benchmark); nothing when it launched none (an NVTX-only profile). An op belongs to the window in which
 -- it was launched, as in iterations.sql.
@@ -14,7 +14,7 @@ WITH proc AS (
   SELECT p.* FROM proc p, compute c WHERE p.kind IN ('kernel', 'graph') OR NOT c.has_compute
 ), placed AS (
   SELECT i.iteration, w.name_id, w.duration_ns
-  FROM work w ASOF JOIN _iterations i ON w.t >= i.start_ns
+  FROM work w ASOF JOIN query_table($windows) i ON w.t >= i.start_ns
   WHERE w.t < i.end_ns
 ), by_name AS (
   SELECT iteration, name_id, count(*) AS n, sum(duration_ns) AS ns FROM placed GROUP BY iteration, name_id
@@ -23,17 +23,18 @@ WITH proc AS (
 ), cand AS (  -- the child ranges of iteration_phases.sql: a wrapper's direct children, a delimiter's siblings
   SELECT r.range_id, r.name, r.parent_id, r.start_ns FROM nvtx_ranges r
   WHERE r.pid = $pid AND r.tid = $tid AND r.style = 'PushPop'
-    AND r.depth = (SELECT any_value(depth) FROM _iterations) + CASE WHEN $delimiter THEN 0 ELSE 1 END
-    AND r.range_id NOT IN (SELECT range_id FROM _iterations)
+    AND r.depth = (SELECT any_value(depth) FROM query_table($windows))
+                  + CASE WHEN $delimiter THEN 0 ELSE 1 END
+    AND r.range_id NOT IN (SELECT range_id FROM query_table($windows))
 ), kids AS (
   SELECT i.iteration, list(DISTINCT family_name(c.name)) AS names
-  FROM cand c ASOF JOIN _iterations i ON c.start_ns >= i.start_ns
+  FROM cand c ASOF JOIN query_table($windows) i ON c.start_ns >= i.start_ns
   WHERE c.start_ns < i.end_ns AND (CASE WHEN $delimiter THEN true ELSE c.parent_id = i.range_id END)
   GROUP BY i.iteration
 ), per AS (  -- what the iteration holds: the names of its work ops (ids) and of its child ranges
   SELECT w.iteration, w.end_ns - w.start_ns AS wall_ns, coalesce(o.n, 0) AS ops, coalesce(o.ns, 0) AS ns,
          coalesce(o.names, []) AS kn, coalesce(k.names, []) AS rn
-  FROM _iterations w LEFT JOIN ops o USING (iteration) LEFT JOIN kids k USING (iteration)
+  FROM query_table($windows) w LEFT JOIN ops o USING (iteration) LEFT JOIN kids k USING (iteration)
 ), pairs AS (
   SELECT *, lag(kn) OVER (ORDER BY iteration) AS pkn, lag(rn) OVER (ORDER BY iteration) AS prn FROM per
 ), sim AS (  -- j: Jaccard similarity of an iteration's names (both kinds) and the previous one's; two that hold
@@ -51,7 +52,7 @@ WITH proc AS (
           WHERE pid = $pid AND tid = $tid AND style = 'PushPop') AS extent_ns
 )
 SELECT
-  -- rows of _iterations: the iterations a table of this family has
+  -- rows of the windows: the iterations a table of this family has
   count(*) AS iterations,
   -- what counts as work: 'kernels', 'kernels or CUDA graphs', 'GPU ops', or NULL (the process has none)
   CASE WHEN any_value(t.ops) = 0 THEN NULL

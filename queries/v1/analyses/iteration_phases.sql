@@ -1,15 +1,17 @@
 -- Per iteration and child range (for a wrapper range: its direct children, e.g. `Forward Pass`; for a
 -- delimiter range: the sibling ranges of the same thread and level that start inside the window, e.g.
 -- `forward`, `backward`): CPU time and the summed duration of the GPU ops attributed to it (process rule).
--- $delimiter as in iteration_windows.sql.
+-- $windows: the table of the iteration windows (iteration_windows.sql); $delimiter as in iteration_windows.sql.
 WITH cand AS (
   SELECT r.* FROM nvtx_ranges r
   WHERE r.style = 'PushPop'  -- start/end ranges have depth 0 but no place among the thread's push/pop ranges
-    AND r.pid = (SELECT any_value(pid) FROM _iterations) AND r.tid = (SELECT any_value(tid) FROM _iterations)
-    AND r.depth = (SELECT any_value(depth) FROM _iterations) + CASE WHEN $delimiter THEN 0 ELSE 1 END
+    AND r.pid = (SELECT any_value(pid) FROM query_table($windows))
+    AND r.tid = (SELECT any_value(tid) FROM query_table($windows))
+    AND r.depth = (SELECT any_value(depth) FROM query_table($windows))
+                  + CASE WHEN $delimiter THEN 0 ELSE 1 END
 ), placed AS (
   SELECT i.iteration, i.range_id AS iter_range_id, c.range_id, c.name, c.parent_id, c.start_ns, c.end_ns
-  FROM cand c ASOF JOIN _iterations i ON c.start_ns >= i.start_ns
+  FROM cand c ASOF JOIN query_table($windows) i ON c.start_ns >= i.start_ns
   WHERE c.start_ns < i.end_ns
 ), kept AS (
   SELECT * FROM placed WHERE CASE WHEN $delimiter THEN true ELSE parent_id = iter_range_id END

@@ -1,12 +1,13 @@
--- Per iteration (rows of _iterations) and NVTX range family: CPU time of the ranges of process $pid (any
--- thread) that start inside the iteration window, and the summed duration of the GPU ops attributed to them
--- (process rule, see op_ranges). A numbered family (`Batch0`, `Batch1`, ...) counts as one name (`Batch`).
+-- Per iteration (rows of the table named $windows, made by iteration_windows.sql) and NVTX range family: CPU
+-- time of the ranges of process $pid (any thread) that start inside the iteration window, and the summed
+-- duration of the GPU ops attributed to them (process rule, see op_ranges). A numbered family (`Batch0`,
+-- `Batch1`, ...) counts as one name (`Batch`).
 -- The iteration ranges themselves are left out: their time is the iteration time.
 WITH r AS (
   SELECT i.iteration, x.range_id, family_name(x.name) AS name, x.duration_ns
   FROM (SELECT * FROM nvtx_ranges WHERE pid = $pid
-          AND range_id NOT IN (SELECT range_id FROM _iterations)) x
-  ASOF JOIN _iterations i ON x.start_ns >= i.start_ns
+          AND range_id NOT IN (SELECT range_id FROM query_table($windows))) x
+  ASOF JOIN query_table($windows) i ON x.start_ns >= i.start_ns
   WHERE x.start_ns < i.end_ns
 ), gpu AS (
   SELECT m.range_id, sum(o.duration_ns)::BIGINT AS gpu_ns

@@ -1,5 +1,5 @@
--- The iteration windows alone (rows of _iterations, made by iteration_windows.sql), in order: what gaps need
--- to be indexed by iteration. iterations.sql gives the same four columns and adds what the GPU did.
+-- The iteration windows alone (rows of the table named $windows, made by iteration_windows.sql), in order:
+-- what gaps need to be indexed by iteration. iterations.sql gives the same four columns and adds what the GPU did.
 SELECT
   iteration,
   name,
@@ -7,5 +7,5 @@ SELECT
   end_ns,
   -- wall time of the iteration window
   (end_ns - start_ns)::BIGINT AS wall_ns
-FROM _iterations
+FROM query_table($windows)
 ORDER BY iteration;

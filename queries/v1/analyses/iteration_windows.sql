@@ -5,7 +5,8 @@
 -- over the sibling ranges that follow it as they followed the instance before it (at most as many siblings,
 -- each of a name seen there, stopping at the first other name), so a loop's last step keeps its
 -- `forward`/`backward`/`optimizer_step` but not the ranges the program opens after the loop.
-CREATE OR REPLACE TEMP TABLE _iterations AS
+-- The SELECT alone: iterations.windows() stores it as a temp table named for the range (iterations.Windows),
+-- which the per-iteration queries read as query_table($windows).
 WITH inst AS (
   SELECT range_id, pid, tid, name, depth, parent_id, start_ns, end_ns,
          lead(start_ns) OVER (ORDER BY start_ns, range_id) AS next_start_ns,

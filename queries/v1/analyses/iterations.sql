@@ -1,4 +1,5 @@
--- Per iteration (rows of _iterations, made by iteration_windows.sql): wall time and what the GPU did.
+-- Per iteration (rows of the table named $windows, made by iteration_windows.sql): wall time and what the GPU
+-- did.
 -- GPU work belongs to the iteration in which it was launched (the launching API call's start, or the op's own
 -- start when no call was traced), whichever thread of the process launched it: PyTorch's autograd thread
 -- launches the backward pass. $device: the device whose idle time is measured (the process's busiest).
@@ -7,7 +8,7 @@ WITH coll AS (  -- collective communication kernels (NCCL)
 ), ops AS (
   SELECT i.iteration, o.kind, o.start_ns, o.end_ns, o.duration_ns, o.name_id IN (SELECT id FROM coll) AS is_coll
   FROM (SELECT *, coalesce(api_start_ns, start_ns) AS t FROM gpu_ops WHERE pid = $pid) o
-  ASOF JOIN _iterations i ON o.t >= i.start_ns
+  ASOF JOIN query_table($windows) i ON o.t >= i.start_ns
   WHERE o.t < i.end_ns
 ), merged AS (
   -- prev_end: the latest end among the iteration's ops that started before this one. One sort of all ops by
@@ -41,8 +42,8 @@ WITH coll AS (  -- collective communication kernels (NCCL)
 ), edges AS (  -- device busy time before each window start and end (see gpu_busy.busy_before_ns), one ASOF join
   SELECT e.iteration, e.is_end,
          coalesce(b.busy_before_ns + least(greatest(e.t - b.start_ns, 0), b.end_ns - b.start_ns), 0) AS busy_before
-  FROM (SELECT iteration, false AS is_end, start_ns AS t FROM _iterations
-        UNION ALL SELECT iteration, true, end_ns FROM _iterations) e
+  FROM (SELECT iteration, false AS is_end, start_ns AS t FROM query_table($windows)
+        UNION ALL SELECT iteration, true, end_ns FROM query_table($windows)) e
   ASOF LEFT JOIN dev_busy b ON e.t >= b.start_ns
 ), covered AS (
   SELECT iteration, (max(busy_before) FILTER (WHERE is_end) - max(busy_before) FILTER (WHERE NOT is_end))::BIGINT AS ns
@@ -68,7 +69,7 @@ SELECT
   (i.end_ns - i.start_ns - coalesce(c.ns, 0))::BIGINT AS idle_ns,
   coalesce(p.kernels, 0) AS kernels,
   coalesce(p.gpu_ops, 0) AS gpu_ops
-FROM _iterations i
+FROM query_table($windows) i
 LEFT JOIN per p USING (iteration)
 LEFT JOIN covered c USING (iteration)
 ORDER BY i.iteration;
