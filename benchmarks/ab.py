@@ -51,8 +51,11 @@ def main(argv: list[str] | None = None) -> int:
                 if args.reset:
                     subprocess.run(args.reset, shell=True, check=False)
                 r = run_measured(["/bin/sh", "-c", cmd], Path(scratch) / "out")
-                print(f"  round {i + 1} {label}: {fmt(r['wall'])} s wall, {fmt(r['cpu'])} s CPU, "
-                      f"{fmt(r['rss_mb'], 0)} MiB, rc {r['rc']}", file=sys.stderr)
+                print(
+                    f"  round {i + 1} {label}: {fmt(r['wall'])} s wall, {fmt(r['cpu'])} s CPU, "
+                    f"{fmt(r['rss_mb'], 0)} MiB, rc {r['rc']}",
+                    file=sys.stderr,
+                )
                 if r["rc"] != 0:
                     print(f"ab.py: {label} exited {r['rc']}: {cmd}", file=sys.stderr)
                     return 1
@@ -66,21 +69,35 @@ def main(argv: list[str] | None = None) -> int:
             return []
         return [a[key] / b[key] for a, b in zip(runs[label], runs[first]) if b[key]]
 
-    rows = [(label, [r["wall"] for r in rs], [r["cpu"] for r in rs], max(r["rss_mb"] for r in rs),
-             paired(label, "wall"), paired(label, "cpu")) for label, rs in runs.items()]
-    print(table(rows, [
-        ("variant", lambda r: r[0]),
-        ("runs", lambda r: len(r[1])),
-        ("wall min s", lambda r: fmt(min(r[1]))),
-        ("wall median s", lambda r: fmt(statistics.median(r[1]))),
-        ("CPU min s", lambda r: fmt(min(r[2]))),
-        ("CPU median s", lambda r: fmt(statistics.median(r[2]))),
-        ("peak RSS MiB", lambda r: fmt(r[3], 0)),
-        (f"wall / {first}, median of rounds", lambda r: fmt(statistics.median(r[4]), 3) if r[4] else ""),
-        (f"CPU / {first}", lambda r: fmt(statistics.median(r[5]), 3) if r[5] else ""),
-        (f"rounds faster than {first}", lambda r: f"{sum(x < 1 for x in r[4])} of {len(r[4])}" if r[4] else ""),
-        ("sign test p", lambda r: fmt(sign_test(sum(x < 1 for x in r[4]), len(r[4])), 3) if r[4] else ""),
-    ]))
+    rows = [
+        (
+            label,
+            [r["wall"] for r in rs],
+            [r["cpu"] for r in rs],
+            max(r["rss_mb"] for r in rs),
+            paired(label, "wall"),
+            paired(label, "cpu"),
+        )
+        for label, rs in runs.items()
+    ]
+    print(
+        table(
+            rows,
+            [
+                ("variant", lambda r: r[0]),
+                ("runs", lambda r: len(r[1])),
+                ("wall min s", lambda r: fmt(min(r[1]))),
+                ("wall median s", lambda r: fmt(statistics.median(r[1]))),
+                ("CPU min s", lambda r: fmt(min(r[2]))),
+                ("CPU median s", lambda r: fmt(statistics.median(r[2]))),
+                ("peak RSS MiB", lambda r: fmt(r[3], 0)),
+                (f"wall / {first}, median of rounds", lambda r: fmt(statistics.median(r[4]), 3) if r[4] else ""),
+                (f"CPU / {first}", lambda r: fmt(statistics.median(r[5]), 3) if r[5] else ""),
+                (f"rounds faster than {first}", lambda r: f"{sum(x < 1 for x in r[4])} of {len(r[4])}" if r[4] else ""),
+                ("sign test p", lambda r: fmt(sign_test(sum(x < 1 for x in r[4]), len(r[4])), 3) if r[4] else ""),
+            ],
+        )
+    )
     return 0
 
 
@@ -91,7 +108,7 @@ def sign_test(k: int, n: int) -> float:
     from math import comb
 
     extreme = max(k, n - k)
-    return min(1.0, 2 * sum(comb(n, i) for i in range(extreme, n + 1)) / 2 ** n)
+    return min(1.0, 2 * sum(comb(n, i) for i in range(extreme, n + 1)) / 2**n)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ Each command runs as a child process; wall time is measured around it, CPU time
 includes its waited-for descendants. Output goes to files in a scratch directory;
 its size in lines is reported. Prints a markdown table.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -122,9 +123,11 @@ def machine_line():
                 break
     except OSError:
         pass
-    return (f"{platform.node()}: {os.cpu_count()} CPUs ({model}), {mem}, Python {platform.python_version()}, "
-            f"{time.strftime('%Y-%m-%d %H:%M %Z')}, load average {os.getloadavg()[0]:.2f} at start, "
-            f"speed gauge {speed_gauge():.2f} s")
+    return (
+        f"{platform.node()}: {os.cpu_count()} CPUs ({model}), {mem}, Python {platform.python_version()}, "
+        f"{time.strftime('%Y-%m-%d %H:%M %Z')}, load average {os.getloadavg()[0]:.2f} at start, "
+        f"speed gauge {speed_gauge():.2f} s"
+    )
 
 
 def speed_gauge() -> float:
@@ -157,8 +160,7 @@ def compile_bytecode(argv) -> None:
         return  # an `nsysql` executable: installed, so already compiled
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     code = "import compileall, os, nsysql; compileall.compile_dir(os.path.dirname(nsysql.__file__), quiet=1)"
-    subprocess.run([argv[0], "-c", code], env=env, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, check=False)
+    subprocess.run([argv[0], "-c", code], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 
 
 COLS = [
@@ -212,8 +214,11 @@ def mode_here(args):
                     r = run_measured(argv, scratch / f"out-{fi}-{c}-{i}.txt", timeout=args.timeout)
                     r.update(file=tag, tool="nsysql", command=" ".join(NSYSQL_COMMANDS[c]), run=run)
                     rows.append(r)
-                    print(f"  {tag} nsysql {c} {run}: {fmt(r['wall'])} s wall, {fmt(r['cpu'])} s CPU, {fmt(r['rss_mb'], 0)} MiB, rc {r['rc']} {r['err'] if r['rc'] else ''}",
-                          file=sys.stderr, flush=True)
+                    print(
+                        f"  {tag} nsysql {c} {run}: {fmt(r['wall'])} s wall, {fmt(r['cpu'])} s CPU, {fmt(r['rss_mb'], 0)} MiB, rc {r['rc']} {r['err'] if r['rc'] else ''}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                 shutil.rmtree(cache, ignore_errors=True)
             for label, exe in nsysai:
                 d = scratch / f"ai-{fi}-{label}"
@@ -223,12 +228,20 @@ def mode_here(args):
                 env = dict(os.environ, NO_COLOR="1")
                 runs = ["cold", "warm"] + ["warm"] * (args.repeat - 1)
                 for i, run in enumerate(runs):
-                    r = run_measured([exe, "summary", str(link)], scratch / f"ai-{fi}-{label}-{i}.txt",
-                                     timeout=args.timeout, cwd=d, env=env)
+                    r = run_measured(
+                        [exe, "summary", str(link)],
+                        scratch / f"ai-{fi}-{label}-{i}.txt",
+                        timeout=args.timeout,
+                        cwd=d,
+                        env=env,
+                    )
                     r.update(file=tag, tool=f"nsys-ai 0.3.0 ({label})", command="summary", run=run)
                     rows.append(r)
-                    print(f"  {tag} nsys-ai[{label}] {run}: {fmt(r['wall'])} s wall, {fmt(r['cpu'])} s CPU, {fmt(r['rss_mb'], 0)} MiB, rc {r['rc']} {r['err'] if r['rc'] else ''}",
-                          file=sys.stderr, flush=True)
+                    print(
+                        f"  {tag} nsys-ai[{label}] {run}: {fmt(r['wall'])} s wall, {fmt(r['cpu'])} s CPU, {fmt(r['rss_mb'], 0)} MiB, rc {r['rc']} {r['err'] if r['rc'] else ''}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                 cached = any(p.name.endswith(".nsys-cache") and p.is_dir() for p in d.iterdir())
                 rows[-1]["command"] += "" if cached else " (no cache built)"
                 shutil.rmtree(d, ignore_errors=True)
@@ -251,7 +264,7 @@ def mode_device(args):
     emit(f"\n<!-- {machine_line()} -->", args)
     # nsys stats has no cache of its own; run it twice (second run: page cache warm).
     nsys_walls = []
-    for i, run in enumerate(["1st", "2nd"][:args.nsys_runs]):
+    for i, run in enumerate(["1st", "2nd"][: args.nsys_runs]):
         od = scratch / f"stats{i}"
         od.mkdir()
         argv = [args.nsys, "stats", "-q", "-f", "csv", "-r", NSYS_REPORTS, "-o", str(od / "r"), f]
@@ -269,53 +282,77 @@ def mode_device(args):
             r = run_measured(argv, scratch / f"{label}-{c}.txt", timeout=args.timeout)
             r.update(file=tag, tool="nsysql", command=" ".join(NSYSQL_COMMANDS[c]), run=label)
             rows.append(r)
-            print(f"  nsysql {c} {label}: {fmt(r['wall'])} s rc {r['rc']} {r['err'] if r['rc'] else ''}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"  nsysql {c} {label}: {fmt(r['wall'])} s rc {r['rc']} {r['err'] if r['rc'] else ''}",
+                file=sys.stderr,
+                flush=True,
+            )
             for k in ("wall", "cpu"):
                 total[k] += r[k] or 0.0
             total["rss_mb"] = max(total["rss_mb"], r["rss_mb"] or 0.0)
             total["lines"] += r["lines"]
             total["rc"] = total["rc"] or r["rc"]
-        total.update(file=tag, tool="nsysql", command="all 5 (" + ", ".join(DEVICE_COMMANDS) + ")",
-                     run=f"**{label} total**")
+        total.update(
+            file=tag, tool="nsysql", command="all 5 (" + ", ".join(DEVICE_COMMANDS) + ")", run=f"**{label} total**"
+        )
         rows.append(total)
         return total
 
     # one process answering all of them (`nsysql stats`, the way nsys stats runs its reports)
     single = {}
     one_cache = scratch / "one-cache"
-    for label, extra in (("cold", ["--cache-dir", str(one_cache)]), ("warm", ["--cache-dir", str(one_cache)]),
-                         ("no-cache", ["--no-cache"])):
-        argv = base + extra + ["stats", "-r", "kernels,ranges,kernels-by-range,iterations,gaps", "-o",
-                               str(scratch / f"one-{label}"), f]
+    for label, extra in (
+        ("cold", ["--cache-dir", str(one_cache)]),
+        ("warm", ["--cache-dir", str(one_cache)]),
+        ("no-cache", ["--no-cache"]),
+    ):
+        argv = (
+            base
+            + extra
+            + ["stats", "-r", "kernels,ranges,kernels-by-range,iterations,gaps", "-o", str(scratch / f"one-{label}"), f]
+        )
         r = run_measured(argv, scratch / f"one-{label}.txt", timeout=args.timeout)
-        r.update(file=tag, tool="nsysql", command="stats -r kernels,ranges,kernels-by-range,iterations,gaps",
-                 run=f"one process, {label}")
+        r.update(
+            file=tag,
+            tool="nsysql",
+            command="stats -r kernels,ranges,kernels-by-range,iterations,gaps",
+            run=f"one process, {label}",
+        )
         r["lines"] = sum(sum(1 for _ in open(p, "rb")) for p in scratch.glob(f"one-{label}_*.csv"))
         rows.append(r)
         single[label] = r
-        print(f"  nsysql stats {label}: {fmt(r['wall'])} s rc {r['rc']} {r['err'] if r['rc'] else ''}",
-              file=sys.stderr, flush=True)
+        print(
+            f"  nsysql stats {label}: {fmt(r['wall'])} s rc {r['rc']} {r['err'] if r['rc'] else ''}",
+            file=sys.stderr,
+            flush=True,
+        )
     sequences = []
     if not args.single:
         cache = scratch / "cache"
         cache.mkdir()
-        sequences = [("cold, then cached (a user's first session)",
-                      sequence("cold→cached", ["--cache-dir", str(cache)])),
-                     ("warm (cache present)", sequence("warm", ["--cache-dir", str(cache)])),
-                     ("--no-cache every command", sequence("no-cache", ["--no-cache"]))]
+        sequences = [
+            ("cold, then cached (a user's first session)", sequence("cold→cached", ["--cache-dir", str(cache)])),
+            ("warm (cache present)", sequence("warm", ["--cache-dir", str(cache)])),
+            ("--no-cache every command", sequence("no-cache", ["--no-cache"])),
+        ]
     emit(table(rows, COLS), args)
     ref = min(w for w in nsys_walls if w is not None) if any(nsys_walls) else None
     best = f"best of {len(nsys_walls)}" if len(nsys_walls) > 1 else "one run"
     lines = []
     if sequences:
-        lines += ["", f"| nsysql sequence (5 commands) | wall s | nsys stats (4 reports) wall s, {best} | speed-up |",
-                  "|---|---|---|---|"]
+        lines += [
+            "",
+            f"| nsysql sequence (5 commands) | wall s | nsys stats (4 reports) wall s, {best} | speed-up |",
+            "|---|---|---|---|",
+        ]
     for label, t in sequences:
         ratio = (ref / t["wall"]) if ref and t["wall"] else None
         lines.append(f"| {label} | {fmt(t['wall'])} | {fmt(ref)} | {fmt(ratio, 1)}× |")
-    lines += ["", f"| `nsysql stats` (5 reports, one process) | wall s | nsys stats (4 reports) wall s, {best} | "
-              "speed-up |", "|---|---|---|---|"]
+    lines += [
+        "",
+        f"| `nsysql stats` (5 reports, one process) | wall s | nsys stats (4 reports) wall s, {best} | speed-up |",
+        "|---|---|---|---|",
+    ]
     for label, t in single.items():
         ratio = (ref / t["wall"]) if ref and t["wall"] else None
         lines.append(f"| {label} | {fmt(t['wall'])} | {fmt(ref)} | {fmt(ratio, 1)}× |")
@@ -340,16 +377,26 @@ def mode_generate(args):
         if dst.exists() and not args.force:
             print(f"{dst} exists (use --force to rebuild)", file=sys.stderr)
         else:
-            subprocess.run([sys.executable, str(HERE / "gen_scaled.py"), args.src, str(dst),
-                            "--kernels", str(n)], check=True)
+            subprocess.run(
+                [sys.executable, str(HERE / "gen_scaled.py"), args.src, str(dst), "--kernels", str(n)], check=True
+            )
         made.append(dst)
     if args.deep:
         dst = out / "deep_50k.sqlite"
         if dst.exists() and not args.force:
             print(f"{dst} exists (use --force to rebuild)", file=sys.stderr)
         else:
-            cmd = [sys.executable, str(HERE / "gen_deep_nvtx.py"), str(dst), "--ranges", "50000",
-                   "--depth", "6", "--kernels", "10000"]
+            cmd = [
+                sys.executable,
+                str(HERE / "gen_deep_nvtx.py"),
+                str(dst),
+                "--ranges",
+                "50000",
+                "--depth",
+                "6",
+                "--kernels",
+                "10000",
+            ]
             if args.deep_src:
                 cmd += ["--src", args.deep_src]
             subprocess.run(cmd, check=True)
@@ -365,12 +412,19 @@ def main(argv=None):
     g.add_argument("--here", nargs="+", metavar="FILE", help="nsysql (cold/warm) vs nsys-ai summary")
     g.add_argument("--device", metavar="FILE", help="nsysql vs nsys stats (on the GPU machine)")
     g.add_argument("--generate", action="store_true", help="make the scaled inputs")
-    ap.add_argument("--commands", default="summary,kbr-innermost,iterations,gaps",
-                    help=f"nsysql commands for --here (from {', '.join(NSYSQL_COMMANDS)})")
+    ap.add_argument(
+        "--commands",
+        default="summary,kbr-innermost,iterations,gaps",
+        help=f"nsysql commands for --here (from {', '.join(NSYSQL_COMMANDS)})",
+    )
     ap.add_argument("--quick", action="store_true", help="--here: summary only, one warm run (smoke test)")
     ap.add_argument("--repeat", type=int, default=1, help="warm runs per command (default 1)")
-    ap.add_argument("--nsysai", action="append", metavar="[LABEL=]PATH",
-                    help="an nsys-ai executable to compare (repeatable); missing ones are skipped")
+    ap.add_argument(
+        "--nsysai",
+        action="append",
+        metavar="[LABEL=]PATH",
+        help="an nsys-ai executable to compare (repeatable); missing ones are skipped",
+    )
     ap.add_argument("--nsysql", help="how to run nsysql (default: this python -m nsysql)")
     ap.add_argument("--nsys", default="nsys", help="--device: the nsys executable")
     ap.add_argument("--timeout", type=float, default=900, help="seconds per command before it is killed")
@@ -378,11 +432,17 @@ def main(argv=None):
     ap.add_argument("--out", help="also append the tables to this file")
     ap.add_argument("--keep", action="store_true", help="--here: keep the command outputs")
     ap.add_argument("--keep-csv", help="--device: copy nsys stats CSVs here")
-    ap.add_argument("--single", action="store_true",
-                    help="--device: only the one-process `nsysql stats` runs, not the five separate commands")
+    ap.add_argument(
+        "--single",
+        action="store_true",
+        help="--device: only the one-process `nsysql stats` runs, not the five separate commands",
+    )
     ap.add_argument("--nsys-runs", type=int, default=2, choices=(1, 2), help="--device: nsys stats runs (default 2)")
-    ap.add_argument("--src", default=str(ROOT / "fixtures/big_step/big_step.sqlite"),
-                    help="--generate: export to scale (default: the big_step fixture, ~1,490 kernels a step)")
+    ap.add_argument(
+        "--src",
+        default=str(ROOT / "fixtures/big_step/big_step.sqlite"),
+        help="--generate: export to scale (default: the big_step fixture, ~1,490 kernels a step)",
+    )
     ap.add_argument("--deep-src", help="--generate: --src for gen_deep_nvtx.py")
     ap.add_argument("--outdir", default="/tmp/bench", help="--generate: output folder")
     ap.add_argument("--kernels", default="500000", help="--generate: comma-separated kernel counts")

@@ -29,9 +29,24 @@ def generate(src: Path, workdir: Path, ranks: int, kernels: int) -> list[Path]:
     for r in range(ranks):
         p = workdir / f"rank{r:04d}.sqlite"
         if not p.exists():
-            subprocess.run([sys.executable, str(HERE / "gen_scaled.py"), str(src), str(p), "--kernels", str(kernels),
-                            "--jitter", "5", "--rank", str(r), "--seed", str(r)], check=True,
-                           stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [
+                    sys.executable,
+                    str(HERE / "gen_scaled.py"),
+                    str(src),
+                    str(p),
+                    "--kernels",
+                    str(kernels),
+                    "--jitter",
+                    "5",
+                    "--rank",
+                    str(r),
+                    "--seed",
+                    str(r),
+                ],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
         out.append(p)
     return out
 
@@ -41,8 +56,12 @@ def timed(fn):
     r0 = os.times()
     result = fn()
     r1 = os.times()
-    cpu = (r1.user - r0.user) + (r1.system - r0.system) + (r1.children_user - r0.children_user) + \
-        (r1.children_system - r0.children_system)
+    cpu = (
+        (r1.user - r0.user)
+        + (r1.system - r0.system)
+        + (r1.children_user - r0.children_user)
+        + (r1.children_system - r0.children_system)
+    )
     return result, time.perf_counter() - t, cpu
 
 
@@ -55,8 +74,9 @@ def main() -> int:
     ap.add_argument("--no-dask", action="store_true")
     a = ap.parse_args()
 
-    import nsysql
     from polars.testing import assert_frame_equal
+
+    import nsysql
 
     work = Path(a.workdir or f"/tmp/nsysql-ranks-{a.ranks}x{a.kernels}")
     files, gen_s, _ = timed(lambda: generate(Path(a.src), work, a.ranks, a.kernels))
@@ -82,8 +102,10 @@ def main() -> int:
     if not a.no_dask:
         from dask.distributed import Client, LocalCluster
 
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl, \
-                Client(cl) as client:
+        with (
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl,
+            Client(cl) as client,
+        ):
             dask_res, t, cpu = timed(lambda: nsysql.load_many([glob], cache_dir=fresh("dask"), client=client))
         rows.append(("Dask cold (LocalCluster, 2 workers)", t, cpu))
         results.append(dask_res)
@@ -92,9 +114,11 @@ def main() -> int:
         assert_frame_equal(results[0].stragglers(), other.stragglers())
         assert_frame_equal(results[0].by_iteration(), other.by_iteration(), rel_tol=1e-9)
     payload = sum(df.estimated_size() for df in warm.tables.values())
-    print(f"\n{a.ranks} ranks x {a.kernels:,} kernels ({size / 2**30:.2f} GiB of exports, generated in {gen_s:.0f} s); "
-          f"per-rank frames shipped to the reduction: {payload / 2**20:.1f} MiB in all; "
-          f"all paths give identical answers\n")
+    print(
+        f"\n{a.ranks} ranks x {a.kernels:,} kernels ({size / 2**30:.2f} GiB of exports, generated in {gen_s:.0f} s); "
+        f"per-rank frames shipped to the reduction: {payload / 2**20:.1f} MiB in all; "
+        f"all paths give identical answers\n"
+    )
     print("| path | wall s | CPU s (this process + children) |\n|---|---:|---:|")
     for name, t, cpu in rows:
         print(f"| {name} | {t:.1f} | {cpu:.1f} |")

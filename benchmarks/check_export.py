@@ -16,18 +16,22 @@ Checks (all read-only):
     compared against the source file's iterations
 Exit status 1 if a hard check fails.
 """
+
 from __future__ import annotations
 
 import argparse
+import bisect
 import collections
 import re
 import sqlite3
 import sys
 
-import bisect
-
-GPU_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
-              "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")
+GPU_TABLES = (
+    "CUPTI_ACTIVITY_KIND_KERNEL",
+    "CUPTI_ACTIVITY_KIND_MEMCPY",
+    "CUPTI_ACTIVITY_KIND_MEMSET",
+    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+)
 
 
 def connect(path):
@@ -45,12 +49,19 @@ def cols(con, t):
 def iteration_kernel_counts(con, regex):
     """{iteration name: kernels launched from inside it} (launch-call start in range)."""
     rx = re.compile(regex)
-    names = [t for (t,) in con.execute(
-        "SELECT DISTINCT text FROM NVTX_EVENTS WHERE text IS NOT NULL AND eventType IN (59,60)")
-        if rx.fullmatch(t)]
-    names += [v for (v,) in con.execute(
-        "SELECT value FROM StringIds WHERE id IN (SELECT DISTINCT textId FROM NVTX_EVENTS "
-        "WHERE textId IS NOT NULL AND eventType IN (59,60))") if rx.fullmatch(v)]
+    names = [
+        t
+        for (t,) in con.execute("SELECT DISTINCT text FROM NVTX_EVENTS WHERE text IS NOT NULL AND eventType IN (59,60)")
+        if rx.fullmatch(t)
+    ]
+    names += [
+        v
+        for (v,) in con.execute(
+            "SELECT value FROM StringIds WHERE id IN (SELECT DISTINCT textId FROM NVTX_EVENTS "
+            "WHERE textId IS NOT NULL AND eventType IN (59,60))"
+        )
+        if rx.fullmatch(v)
+    ]
     if not names:
         return {}
     con.execute("CREATE TEMP TABLE IF NOT EXISTS _it (name TEXT PRIMARY KEY)")
@@ -60,13 +71,15 @@ def iteration_kernel_counts(con, regex):
         "SELECT coalesce(n.text, s.value), n.start, n.end, n.globalTid FROM NVTX_EVENTS n "
         "LEFT JOIN StringIds s ON s.id = n.textId AND n.text IS NULL "
         "WHERE n.eventType IN (59,60) AND n.end IS NOT NULL "
-        "AND coalesce(n.text, s.value) IN (SELECT name FROM _it) ORDER BY n.start").fetchall()
+        "AND coalesce(n.text, s.value) IN (SELECT name FROM _it) ORDER BY n.start"
+    ).fetchall()
     # launch-call start of every kernel, per process (backward kernels are
     # launched from the autograd thread, not the thread that owns the range)
     launches = con.execute(
         "SELECT r.globalTid >> 24, r.start FROM CUPTI_ACTIVITY_KIND_KERNEL k "
         "JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId "
-        "AND (r.globalTid >> 24) = (k.globalPid >> 24)").fetchall()
+        "AND (r.globalTid >> 24) = (k.globalPid >> 24)"
+    ).fetchall()
     by_tid = collections.defaultdict(list)
     for tid, s in launches:
         by_tid[tid].append(s)
@@ -100,34 +113,39 @@ def main(argv=None):
     for t in T:
         c = cols(con, t)
         if "start" in c and "end" in c:
-            bad, eq, n = con.execute(
-                f'SELECT sum("end" < start), sum("end" = start), count(*) FROM "{t}"').fetchone()
+            bad, eq, n = con.execute(f'SELECT sum("end" < start), sum("end" = start), count(*) FROM "{t}"').fetchone()
             if n:
                 check(not bad, f"{t}: {n:,d} rows, end<start {bad or 0}, end=start {eq or 0}")
 
     # ---- correlation
     if "CUPTI_ACTIVITY_KIND_RUNTIME" in T:
-        dup = con.execute("SELECT count(*) FROM (SELECT 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME "
-                          "WHERE correlationId IS NOT NULL GROUP BY globalTid >> 24, correlationId "
-                          "HAVING count(*) > 1)").fetchone()[0]
+        dup = con.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME "
+            "WHERE correlationId IS NOT NULL GROUP BY globalTid >> 24, correlationId "
+            "HAVING count(*) > 1)"
+        ).fetchone()[0]
         check(dup == 0, f"runtime correlationIds unique per process (duplicates: {dup})")
-        con.execute("CREATE TEMP TABLE _rt AS SELECT globalTid >> 24 AS p, correlationId AS c, "
-                    "count(*) AS n FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId IS NOT NULL "
-                    "GROUP BY 1, 2")
+        con.execute(
+            "CREATE TEMP TABLE _rt AS SELECT globalTid >> 24 AS p, correlationId AS c, "
+            "count(*) AS n FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId IS NOT NULL "
+            "GROUP BY 1, 2"
+        )
         con.execute("CREATE INDEX _rt_i ON _rt (p, c)")
         for t in GPU_TABLES:
             if t not in T:
                 continue
             n, bad = con.execute(
                 f'SELECT count(*), sum(coalesce(r.n, 0) != 1) FROM "{t}" g '
-                f'LEFT JOIN _rt r ON r.p = (g.globalPid >> 24) AND r.c = g.correlationId').fetchone()
+                f"LEFT JOIN _rt r ON r.p = (g.globalPid >> 24) AND r.c = g.correlationId"
+            ).fetchone()
             check(not bad, f"{t}: {n:,d} rows, correlationId without exactly one runtime row: {bad or 0}")
     if "CUPTI_ACTIVITY_KIND_KERNEL" in T:
         n, d = con.execute("SELECT count(*), count(DISTINCT gridId) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
         check(n == d, f"kernel gridIds unique ({d:,d} distinct of {n:,d})")
         ov, prev = 0, (None, None, None)
-        for d, st, s, e in con.execute("SELECT deviceId, streamId, start, \"end\" FROM "
-                                       "CUPTI_ACTIVITY_KIND_KERNEL ORDER BY deviceId, streamId, start"):
+        for d, st, s, e in con.execute(
+            'SELECT deviceId, streamId, start, "end" FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY deviceId, streamId, start'
+        ):
             if prev[0] == d and prev[1] == st and s < prev[2]:
                 ov += 1
             prev = (d, st, e if prev[0] != d or prev[1] != st or prev[2] is None else max(prev[2], e))
@@ -141,7 +159,9 @@ def main(argv=None):
             c = cols(con, t)
             if "start" in c:
                 endc = '"end"' if "end" in c else "start"
-                mn, mx, n = con.execute(f'SELECT min(start), max(coalesce({endc}, start)), count(*) FROM "{t}"').fetchone()
+                mn, mx, n = con.execute(
+                    f'SELECT min(start), max(coalesce({endc}, start)), count(*) FROM "{t}"'
+                ).fetchone()
                 if not n:
                     continue
                 msg = f"{t} inside span [{t0}, {t1}]: min start {mn}, max end {mx}"
@@ -155,8 +175,10 @@ def main(argv=None):
                     check(True, msg)
     # ---- NVTX nesting
     if "NVTX_EVENTS" in T:
-        rows = con.execute("SELECT globalTid, start, \"end\" FROM NVTX_EVENTS WHERE eventType = 59 "
-                           "AND \"end\" IS NOT NULL ORDER BY globalTid, start, \"end\" DESC").fetchall()
+        rows = con.execute(
+            'SELECT globalTid, start, "end" FROM NVTX_EVENTS WHERE eventType = 59 '
+            'AND "end" IS NOT NULL ORDER BY globalTid, start, "end" DESC'
+        ).fetchall()
         bad, stack, cur, depth_max = 0, [], None, 0
         for tid, s, e in rows:
             if tid != cur:
@@ -167,22 +189,29 @@ def main(argv=None):
                 bad += 1
             stack.append(e)
             depth_max = max(depth_max, len(stack))
-        check(bad == 0, f"NVTX push/pop ranges nest per thread ({len(rows):,d} ranges, "
-                        f"max depth {depth_max}, crossing: {bad})")
+        check(
+            bad == 0,
+            f"NVTX push/pop ranges nest per thread ({len(rows):,d} ranges, max depth {depth_max}, crossing: {bad})",
+        )
 
     # ---- per-iteration kernel counts
     if "NVTX_EVENTS" in T and "CUPTI_ACTIVITY_KIND_KERNEL" in T:
         cnt = iteration_kernel_counts(con, a.iter_regex)
         if cnt:
             vals = collections.Counter(cnt.values())
-            print(f"  info  {len(cnt):,d} iteration ranges; kernels per iteration -> #iterations: "
-                  f"{dict(sorted(vals.items()))}")
+            print(
+                f"  info  {len(cnt):,d} iteration ranges; kernels per iteration -> #iterations: "
+                f"{dict(sorted(vals.items()))}"
+            )
             if a.src:
                 scon = connect(a.src)
                 scnt = iteration_kernel_counts(scon, a.iter_regex)
-                num = lambda s: int(re.findall(r"\d+", s)[-1])
+
+                def num(s):
+                    return int(re.findall(r"\d+", s)[-1])
+
                 src_items = sorted(scnt.items(), key=lambda kv: num(kv[0]))
-                win = [v for _, v in src_items[a.skip_iters:]]
+                win = [v for _, v in src_items[a.skip_iters :]]
                 nwin = len(win)
                 first = num(src_items[a.skip_iters][0])
                 mism = 0
@@ -193,9 +222,12 @@ def main(argv=None):
                             mism += 1
                     elif scnt.get(name) != v:
                         mism += 1
-                check(mism == 0, f"per-iteration kernel counts equal the source iteration "
-                                 f"they were copied from (source window: {dict(collections.Counter(win))}; "
-                                 f"mismatches {mism})")
+                check(
+                    mism == 0,
+                    f"per-iteration kernel counts equal the source iteration "
+                    f"they were copied from (source window: {dict(collections.Counter(win))}; "
+                    f"mismatches {mism})",
+                )
     print("RESULT:", "FAIL" if fails else "all checks passed")
     return 1 if fails else 0
 

@@ -23,6 +23,7 @@ copied; kernel launch configurations / names are sampled from the real kernels.
 globalPid / globalTid reuse the real CUDA process:  nsys serialises them as
 ``(vmId << 48) | (pid << 24) | tid`` (globalPid has tid = 0).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,27 +38,84 @@ KERNEL_T = "CUPTI_ACTIVITY_KIND_KERNEL"
 RUNTIME_T = "CUPTI_ACTIVITY_KIND_RUNTIME"
 NVTX_T = "NVTX_EVENTS"
 FILLED = ("StringIds", NVTX_T, KERNEL_T, RUNTIME_T, "ANALYSIS_DETAILS")
-COPIED = ("ThreadNames", "PROCESSES", "TARGET_INFO_GPU", "TARGET_INFO_CUDA_DEVICE",
-          "TARGET_INFO_CUDA_CONTEXT_INFO", "TARGET_INFO_CUDA_STREAM", "TARGET_INFO_SYSTEM_ENV",
-          "TARGET_INFO_SESSION_START_TIME", "META_DATA_EXPORT", "META_DATA_CAPTURE")
+COPIED = (
+    "ThreadNames",
+    "PROCESSES",
+    "TARGET_INFO_GPU",
+    "TARGET_INFO_CUDA_DEVICE",
+    "TARGET_INFO_CUDA_CONTEXT_INFO",
+    "TARGET_INFO_CUDA_STREAM",
+    "TARGET_INFO_SYSTEM_ENV",
+    "TARGET_INFO_SESSION_START_TIME",
+    "META_DATA_EXPORT",
+    "META_DATA_CAPTURE",
+)
 LAUNCH_API = "cudaLaunchKernel_v7000"
 DEVICE, STREAM = 0, 7
 
-TOP_OPS = ["aten::linear", "aten::conv2d", "aten::layer_norm", "aten::scaled_dot_product_attention",
-           "aten::cross_entropy_loss", "aten::embedding", "aten::batch_norm", "aten::gelu",
-           "autograd::engine::evaluate_function: AddmmBackward0",
-           "autograd::engine::evaluate_function: NativeLayerNormBackward0",
-           "Optimizer.step#SGD.step"]
-MID_OPS = ["aten::matmul", "aten::addmm", "aten::mm", "aten::native_layer_norm", "aten::_softmax",
-           "aten::dropout", "aten::to", "aten::_to_copy", "aten::convolution", "aten::_convolution",
-           "aten::cudnn_convolution", "aten::log_softmax", "aten::nll_loss_nd", "aten::nll_loss",
-           "aten::sum", "aten::mean", "AddmmBackward0", "aten::_foreach_add_", "aten::zero_"]
-KERNEL_LEAF_OPS = ["aten::addmm", "aten::mm", "aten::copy_", "aten::add_", "aten::mul", "aten::relu",
-                   "aten::fill_", "aten::_softmax", "aten::nll_loss_forward", "aten::sum",
-                   "aten::threshold_backward", "aten::_foreach_add_", "aten::bmm", "aten::gelu"]
-VIEW_LEAF_OPS = ["aten::view", "aten::t", "aten::transpose", "aten::as_strided", "aten::empty",
-                 "aten::empty_strided", "aten::reshape", "aten::expand", "aten::resolve_conj",
-                 "aten::detach", "aten::unsqueeze"]
+TOP_OPS = [
+    "aten::linear",
+    "aten::conv2d",
+    "aten::layer_norm",
+    "aten::scaled_dot_product_attention",
+    "aten::cross_entropy_loss",
+    "aten::embedding",
+    "aten::batch_norm",
+    "aten::gelu",
+    "autograd::engine::evaluate_function: AddmmBackward0",
+    "autograd::engine::evaluate_function: NativeLayerNormBackward0",
+    "Optimizer.step#SGD.step",
+]
+MID_OPS = [
+    "aten::matmul",
+    "aten::addmm",
+    "aten::mm",
+    "aten::native_layer_norm",
+    "aten::_softmax",
+    "aten::dropout",
+    "aten::to",
+    "aten::_to_copy",
+    "aten::convolution",
+    "aten::_convolution",
+    "aten::cudnn_convolution",
+    "aten::log_softmax",
+    "aten::nll_loss_nd",
+    "aten::nll_loss",
+    "aten::sum",
+    "aten::mean",
+    "AddmmBackward0",
+    "aten::_foreach_add_",
+    "aten::zero_",
+]
+KERNEL_LEAF_OPS = [
+    "aten::addmm",
+    "aten::mm",
+    "aten::copy_",
+    "aten::add_",
+    "aten::mul",
+    "aten::relu",
+    "aten::fill_",
+    "aten::_softmax",
+    "aten::nll_loss_forward",
+    "aten::sum",
+    "aten::threshold_backward",
+    "aten::_foreach_add_",
+    "aten::bmm",
+    "aten::gelu",
+]
+VIEW_LEAF_OPS = [
+    "aten::view",
+    "aten::t",
+    "aten::transpose",
+    "aten::as_strided",
+    "aten::empty",
+    "aten::empty_strided",
+    "aten::reshape",
+    "aten::expand",
+    "aten::resolve_conj",
+    "aten::detach",
+    "aten::unsqueeze",
+]
 
 
 def q(n):
@@ -69,8 +127,7 @@ def build_tree(rng, n_ranges, depth):
     depths, parents, children = [], [], []
     remaining = n_ranges
     # child-count distributions per level; deeper levels are more often leaves
-    dist = {1: [1, 1, 2, 2, 3, 4], 2: [0, 1, 1, 2, 2, 3], 3: [0, 1, 1, 1, 2, 3],
-            4: [0, 0, 1, 1, 2, 2]}
+    dist = {1: [1, 1, 2, 2, 3, 4], 2: [0, 1, 1, 2, 2, 3], 3: [0, 1, 1, 1, 2, 3], 4: [0, 0, 1, 1, 2, 2]}
 
     def node(d, parent):
         nonlocal remaining
@@ -122,13 +179,13 @@ def main(argv=None):
     for p in ("journal_mode=OFF", "synchronous=OFF", "locking_mode=EXCLUSIVE"):
         con.execute("PRAGMA " + p)
     con.execute("ATTACH DATABASE ? AS src", ("file:" + os.path.abspath(a.src) + "?mode=ro",))
-    src_tables = {n: s for n, s in con.execute(
-        "SELECT name, sql FROM src.sqlite_master WHERE type='table'")}
+    src_tables = {n: s for n, s in con.execute("SELECT name, sql FROM src.sqlite_master WHERE type='table'")}
     missing = [t for t in FILLED if t not in src_tables]
     if missing:
         sys.exit(f"{a.src} lacks tables {missing}")
-    wanted = list(FILLED) + [t for t in COPIED if t in src_tables] + \
-        sorted(t for t in src_tables if t.startswith("ENUM_"))
+    wanted = (
+        list(FILLED) + [t for t in COPIED if t in src_tables] + sorted(t for t in src_tables if t.startswith("ENUM_"))
+    )
     con.execute("BEGIN")
     for t in wanted:
         con.execute(src_tables[t])
@@ -138,12 +195,13 @@ def main(argv=None):
     cols = {t: [r[1] for r in con.execute(f"PRAGMA main.table_info({q(t)})")] for t in wanted}
 
     # ---------------------------------------------------- identities from the real file
-    gpid = con.execute(f"SELECT globalPid FROM src.{KERNEL_T} GROUP BY 1 ORDER BY count(*) DESC "
-                       f"LIMIT 1").fetchone()[0]
+    gpid = con.execute(f"SELECT globalPid FROM src.{KERNEL_T} GROUP BY 1 ORDER BY count(*) DESC LIMIT 1").fetchone()[0]
     pid = (gpid >> 24) & 0xFFFFFF
     # main thread: the thread of that process with the most runtime calls
-    gtid = con.execute(f"SELECT globalTid FROM src.{RUNTIME_T} WHERE globalTid >> 24 = ? "
-                       f"GROUP BY 1 ORDER BY count(*) DESC LIMIT 1", (gpid >> 24,)).fetchone()[0]
+    gtid = con.execute(
+        f"SELECT globalTid FROM src.{RUNTIME_T} WHERE globalTid >> 24 = ? GROUP BY 1 ORDER BY count(*) DESC LIMIT 1",
+        (gpid >> 24,),
+    ).fetchone()[0]
     vm, tid = gpid >> 48, gtid & 0xFFFFFF
     assert gtid == (vm << 48) | (pid << 24) | tid, "unexpected GlobalId layout"
     row = con.execute("SELECT id FROM StringIds WHERE value = ?", (LAUNCH_API,)).fetchone()
@@ -154,14 +212,21 @@ def main(argv=None):
         launch_id = next_sid
         con.execute("INSERT INTO StringIds VALUES (?, ?)", (launch_id, LAUNCH_API))
         next_sid += 1
-    ctx = con.execute("SELECT contextId FROM src.TARGET_INFO_CUDA_STREAM WHERE streamId = ?",
-                      (STREAM,)).fetchone() if "TARGET_INFO_CUDA_STREAM" in src_tables else None
+    ctx = (
+        con.execute("SELECT contextId FROM src.TARGET_INFO_CUDA_STREAM WHERE streamId = ?", (STREAM,)).fetchone()
+        if "TARGET_INFO_CUDA_STREAM" in src_tables
+        else None
+    )
     ctx = ctx[0] if ctx else 1
     # kernel templates: one real kernel row per distinct name/launch configuration
     kcols = cols[KERNEL_T]
-    templates = [dict(zip(kcols, r)) for r in con.execute(
-        f"SELECT * FROM src.{KERNEL_T} WHERE rowid IN (SELECT min(rowid) FROM src.{KERNEL_T} "
-        f"GROUP BY demangledName, gridX, gridY, gridZ, blockX, blockY, blockZ) ORDER BY rowid")]
+    templates = [
+        dict(zip(kcols, r))
+        for r in con.execute(
+            f"SELECT * FROM src.{KERNEL_T} WHERE rowid IN (SELECT min(rowid) FROM src.{KERNEL_T} "
+            f"GROUP BY demangledName, gridX, gridY, gridZ, blockX, blockY, blockZ) ORDER BY rowid"
+        )
+    ]
     t_base = con.execute("SELECT startTime FROM src.ANALYSIS_DETAILS").fetchone()[0] + 1_000_000_000
 
     # ---------------------------------------------------------------- tree
@@ -221,11 +286,30 @@ def main(argv=None):
             ks = max(rs + rng.randint(1_500, 4_000), gpu_free + rng.randint(200, 1_000))
             ke = ks + rng.randint(1_500, 12_000)
             gpu_free = ke
-            rt_rows.append(dict(start=rs, end=re_, eventClass=0, globalTid=gtid, correlationId=corr,
-                                nameId=launch_id, returnValue=0, callchainId=None))
+            rt_rows.append(
+                dict(
+                    start=rs,
+                    end=re_,
+                    eventClass=0,
+                    globalTid=gtid,
+                    correlationId=corr,
+                    nameId=launch_id,
+                    returnValue=0,
+                    callchainId=None,
+                )
+            )
             k = dict(tmpl)
-            k.update(start=ks, end=ke, deviceId=DEVICE, contextId=ctx, streamId=STREAM,
-                     correlationId=corr, globalPid=gpid, gridId=grid, graphNodeId=None)
+            k.update(
+                start=ks,
+                end=ke,
+                deviceId=DEVICE,
+                contextId=ctx,
+                streamId=STREAM,
+                correlationId=corr,
+                globalPid=gpid,
+                gridId=grid,
+                graphNodeId=None,
+            )
             grid += 1
             k_rows.append(k)
             t = re_
@@ -239,14 +323,15 @@ def main(argv=None):
     def tuples(rows, cl):
         return (tuple(r.get(c) for c in cl) for r in rows)
 
-    ph = lambda cl: ",".join("?" * len(cl))
+    def ph(cl):
+        return ",".join("?" * len(cl))
+
     con.executemany(f"INSERT INTO {NVTX_T} VALUES ({ph(ncol)})", tuples(nvtx_rows, ncol))
     con.executemany(f"INSERT INTO {RUNTIME_T} VALUES ({ph(rcol)})", tuples(rt_rows, rcol))
     con.executemany(f"INSERT INTO {KERNEL_T} VALUES ({ph(kcols)})", tuples(k_rows, kcols))
     t0 = t_base - 1_000_000
     t1 = max(t, gpu_free) + 1_000_000
-    con.execute("UPDATE ANALYSIS_DETAILS SET startTime = ?, stopTime = ?, duration = ?",
-                (t0, t1, t1 - t0))
+    con.execute("UPDATE ANALYSIS_DETAILS SET startTime = ?, stopTime = ?, duration = ?", (t0, t1, t1 - t0))
     con.execute("COMMIT")
     con.execute("DETACH DATABASE src")
     con.close()
@@ -257,12 +342,15 @@ def main(argv=None):
         hist[d] = hist.get(d, 0) + 1
     size = os.path.getsize(a.out)
     print(f"output        {a.out}  (schema/static rows from {a.src})")
-    print(f"process       globalPid {gpid} = vm {vm} << 48 | pid {pid} << 24; "
-          f"main thread globalTid {gtid} (tid {tid})")
-    print(f"NVTX ranges   {len(depths):,d} (eventType 59), per depth {dict(sorted(hist.items()))}, "
-          f"leaves {len(leaves):,d}, launching leaves {len(per_leaf):,d}")
-    print(f"kernels       {len(k_rows):,d} (device {DEVICE}, stream {STREAM}, {len(templates)} "
-          f"real kernel templates); runtime launches {len(rt_rows):,d}")
+    print(f"process       globalPid {gpid} = vm {vm} << 48 | pid {pid} << 24; main thread globalTid {gtid} (tid {tid})")
+    print(
+        f"NVTX ranges   {len(depths):,d} (eventType 59), per depth {dict(sorted(hist.items()))}, "
+        f"leaves {len(leaves):,d}, launching leaves {len(per_leaf):,d}"
+    )
+    print(
+        f"kernels       {len(k_rows):,d} (device {DEVICE}, stream {STREAM}, {len(templates)} "
+        f"real kernel templates); runtime launches {len(rt_rows):,d}"
+    )
     print(f"time span     {(t1 - t0) / 1e6:.1f} ms")
     print(f"file size     {size / 2**20:.1f} MiB ({size:,d} B)")
     print(f"elapsed       {elapsed:.2f} s")

@@ -47,6 +47,7 @@ grid ids by (K-1) blocks), so ids stay unique and roughly time ordered.
 Everything runs as INSERT ... SELECT inside SQLite against the source ATTACHed
 read-only; Python never loops over event rows.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,26 +76,34 @@ def q(name: str) -> str:
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("src", help="source nsys SQLite export (opened read-only)")
     p.add_argument("out", help="output SQLite file (overwritten)")
-    p.add_argument("--kernels", type=int, required=True,
-                   help="target number of rows in CUPTI_ACTIVITY_KIND_KERNEL")
+    p.add_argument("--kernels", type=int, required=True, help="target number of rows in CUPTI_ACTIVITY_KIND_KERNEL")
     p.add_argument("--seed", type=int, default=0, help="RNG seed for --jitter")
-    p.add_argument("--jitter", type=float, default=0.0, metavar="PCT",
-                   help="scale each copy's durations/gaps by a random factor "
-                        "in [1-PCT/100, 1+PCT/100] (per copy, seeded)")
-    p.add_argument("--rank", type=int, default=None,
-                   help="set RANK=R in TARGET_INFO_SYSTEM_ENV (row 'RANK' and the "
-                        "DeviceEnvironment variable list) if that table exists")
-    p.add_argument("--iter-regex", default=r"Batch\d+",
-                   help="regex (full match) for iteration NVTX range names; "
-                        "the last run of digits is the iteration number")
-    p.add_argument("--skip-iters", type=int, default=1,
-                   help="leading iterations kept out of the window (warm-up)")
-    p.add_argument("--copies", type=int, default=None,
-                   help="force the number of window copies (overrides --kernels)")
+    p.add_argument(
+        "--jitter",
+        type=float,
+        default=0.0,
+        metavar="PCT",
+        help="scale each copy's durations/gaps by a random factor in [1-PCT/100, 1+PCT/100] (per copy, seeded)",
+    )
+    p.add_argument(
+        "--rank",
+        type=int,
+        default=None,
+        help="set RANK=R in TARGET_INFO_SYSTEM_ENV (row 'RANK' and the "
+        "DeviceEnvironment variable list) if that table exists",
+    )
+    p.add_argument(
+        "--iter-regex",
+        default=r"Batch\d+",
+        help="regex (full match) for iteration NVTX range names; the last run of digits is the iteration number",
+    )
+    p.add_argument("--skip-iters", type=int, default=1, help="leading iterations kept out of the window (warm-up)")
+    p.add_argument("--copies", type=int, default=None, help="force the number of window copies (overrides --kernels)")
     return p.parse_args(argv)
 
 
@@ -107,15 +116,14 @@ def find_iterations(con, regex):
     rx = re.compile(regex)
     types = ",".join(map(str, NVTX_RANGE_TYPES))
     names = {}
-    for (t,) in con.execute(
-            f"SELECT DISTINCT text FROM src.{NVTX} WHERE text IS NOT NULL "
-            f"AND eventType IN ({types})"):
+    for (t,) in con.execute(f"SELECT DISTINCT text FROM src.{NVTX} WHERE text IS NOT NULL AND eventType IN ({types})"):
         if rx.fullmatch(t):
             names[("text", t)] = t
     for sid, val in con.execute(
-            f"SELECT id, value FROM src.StringIds WHERE id IN "
-            f"(SELECT DISTINCT textId FROM src.{NVTX} WHERE textId IS NOT NULL "
-            f"AND eventType IN ({types}))"):
+        f"SELECT id, value FROM src.StringIds WHERE id IN "
+        f"(SELECT DISTINCT textId FROM src.{NVTX} WHERE textId IS NOT NULL "
+        f"AND eventType IN ({types}))"
+    ):
         if rx.fullmatch(val):
             names[("textId", sid)] = val
     if not names:
@@ -130,12 +138,13 @@ def find_iterations(con, regex):
     rows = con.execute(
         f"SELECT rowid, start, end, text, textId, globalTid FROM src.{NVTX} "
         f"WHERE end IS NOT NULL AND eventType IN ({types}) AND ({' OR '.join(conds)}) "
-        f"ORDER BY start, end DESC", texts + tids).fetchall()
+        f"ORDER BY start, end DESC",
+        texts + tids,
+    ).fetchall()
     its = []
     for rid, s, e, text, tid, gtid in rows:
         name = text if text is not None else names[("textId", tid)]
-        its.append(dict(rid=rid, start=s, end=e, name=name,
-                        inline=text is not None, textId=tid, gtid=gtid))
+        its.append(dict(rid=rid, start=s, end=e, name=name, inline=text is not None, textId=tid, gtid=gtid))
     # keep only outermost (not contained in another matching range)
     outer, cur_end = [], None
     for it in its:
@@ -149,8 +158,7 @@ def find_iterations(con, regex):
             pass
         if m is None:
             sys.exit(f"iteration name {it['name']!r} has no number to renumber")
-        it["prefix"], it["num"], it["suffix"] = (
-            it["name"][:m.start()], int(m.group()), it["name"][m.end():])
+        it["prefix"], it["num"], it["suffix"] = (it["name"][: m.start()], int(m.group()), it["name"][m.end() :])
     return outer
 
 
@@ -201,9 +209,10 @@ def build(a, tmp, t_start):
     # ---------------------------------------------------------------- window
     its = find_iterations(con, a.iter_regex) if NVTX in tables else []
     if len(its) <= a.skip_iters:
-        sys.exit(f"found {len(its)} iteration ranges matching {a.iter_regex!r}; "
-                 f"need more than --skip-iters={a.skip_iters}")
-    win_its = its[a.skip_iters:]
+        sys.exit(
+            f"found {len(its)} iteration ranges matching {a.iter_regex!r}; need more than --skip-iters={a.skip_iters}"
+        )
+    win_its = its[a.skip_iters :]
     n_iters = len(win_its)
     W0 = win_its[0]["start"]
     last_end = max(it["end"] for it in win_its)
@@ -215,14 +224,15 @@ def build(a, tmp, t_start):
     # ----------------------------------------------- runtime classification
     # class: 0 prefix, 1 window, 2 tail (by runtime call start)
     def tcls(col):
-        return (f"(CASE WHEN {col} < {W0} THEN 0 WHEN {col} < {W1} THEN 1 ELSE 2 END)")
+        return f"(CASE WHEN {col} < {W0} THEN 0 WHEN {col} < {W1} THEN 1 ELSE 2 END)"
 
     has_rt = RUNTIME in tables
     if has_rt:
-        con.execute("CREATE TEMP TABLE rtc (p INTEGER, corr INTEGER, cls INTEGER, "
-                    "PRIMARY KEY (p, corr)) WITHOUT ROWID")
-        con.execute(f"INSERT OR IGNORE INTO rtc SELECT globalTid >> 24, correlationId, "
-                    f"{tcls('start')} FROM src.{RUNTIME} WHERE correlationId IS NOT NULL")
+        con.execute("CREATE TEMP TABLE rtc (p INTEGER, corr INTEGER, cls INTEGER, PRIMARY KEY (p, corr)) WITHOUT ROWID")
+        con.execute(
+            f"INSERT OR IGNORE INTO rtc SELECT globalTid >> 24, correlationId, "
+            f"{tcls('start')} FROM src.{RUNTIME} WHERE correlationId IS NOT NULL"
+        )
 
     def table_kind(t):
         cn = colnames[t]
@@ -243,12 +253,14 @@ def build(a, tmp, t_start):
         kind, timecol = table_kind(t)
         tc = tcls("t." + q(timecol)) if timecol else "0"
         if kind == "gpu":
-            cls = (f"COALESCE(r.cls, {tc})")
+            cls = f"COALESCE(r.cls, {tc})"
             join = "LEFT JOIN rtc r ON r.p = (t.globalPid >> 24) AND r.corr = t.correlationId"
         else:
             cls, join = tc, ""
-        con.execute(f"CREATE TEMP TABLE {q('c_' + t)} AS SELECT t.rowid AS _rid, {cls} AS _cls, t.* "
-                    f"FROM src.{q(t)} t {join} ORDER BY t.rowid")
+        con.execute(
+            f"CREATE TEMP TABLE {q('c_' + t)} AS SELECT t.rowid AS _rid, {cls} AS _cls, t.* "
+            f"FROM src.{q(t)} t {join} ORDER BY t.rowid"
+        )
         counts[t] = dict(con.execute(f"SELECT _cls, count(*) FROM {q('c_' + t)} GROUP BY 1").fetchall())
 
     # ------------------------------------------------------ number of copies
@@ -274,13 +286,14 @@ def build(a, tmp, t_start):
     C = maxof("correlationId", event_tables)
     G = maxof("gridId", event_tables)
     R = maxof("rangeId", [NVTX] if NVTX in tables else [])
-    S = con.execute("SELECT coalesce(max(id), -1) + 1 FROM src.StringIds").fetchone()[0] \
-        if "StringIds" in tables else 0
+    S = con.execute("SELECT coalesce(max(id), -1) + 1 FROM src.StringIds").fetchone()[0] if "StringIds" in tables else 0
 
     rng = random.Random(a.seed)
     p = a.jitter / 100.0
-    con.execute("CREATE TEMP TABLE seq (k INTEGER PRIMARY KEY, base INTEGER, f REAL, "
-                "dt INTEGER, dcorr INTEGER, dgrid INTEGER, drange INTEGER, dstr INTEGER)")
+    con.execute(
+        "CREATE TEMP TABLE seq (k INTEGER PRIMARY KEY, base INTEGER, f REAL, "
+        "dt INTEGER, dcorr INTEGER, dgrid INTEGER, drange INTEGER, dstr INTEGER)"
+    )
     seq, base = [], W0
     for k in range(K):
         f = 1.0 + rng.uniform(-p, p) if p > 0 else 1.0
@@ -291,11 +304,14 @@ def build(a, tmp, t_start):
     tail_corr, tail_grid, tail_range = (K - 1) * C, (K - 1) * G, (K - 1) * R
 
     # iteration ranges to rename, keyed by source NVTX rowid
-    con.execute("CREATE TEMP TABLE iter (rid INTEGER PRIMARY KEY, j INTEGER, prefix TEXT, "
-                "num INTEGER, suffix TEXT, inline INTEGER)")
-    con.executemany("INSERT INTO iter VALUES (?,?,?,?,?,?)",
-                    [(it["rid"], j, it["prefix"], it["num"], it["suffix"], int(it["inline"]))
-                     for j, it in enumerate(win_its)])
+    con.execute(
+        "CREATE TEMP TABLE iter (rid INTEGER PRIMARY KEY, j INTEGER, prefix TEXT, "
+        "num INTEGER, suffix TEXT, inline INTEGER)"
+    )
+    con.executemany(
+        "INSERT INTO iter VALUES (?,?,?,?,?,?)",
+        [(it["rid"], j, it["prefix"], it["num"], it["suffix"], int(it["inline"])) for j, it in enumerate(win_its)],
+    )
     n_textid_iters = sum(1 for it in win_its if not it["inline"])
 
     # -------------------------------------------------------- copy plain tables
@@ -307,10 +323,12 @@ def build(a, tmp, t_start):
 
     # new StringIds rows for renamed registered-string iteration names
     if n_textid_iters and K > 1:
-        con.execute(f"INSERT INTO main.StringIds (id, value) SELECT s.dstr + i.j, "
-                    f"i.prefix || (i.num + s.k * {n_iters}) || i.suffix "
-                    f"FROM seq s CROSS JOIN iter i WHERE s.k >= 1 AND i.inline = 0 "
-                    f"ORDER BY s.k, i.j")
+        con.execute(
+            f"INSERT INTO main.StringIds (id, value) SELECT s.dstr + i.j, "
+            f"i.prefix || (i.num + s.k * {n_iters}) || i.suffix "
+            f"FROM seq s CROSS JOIN iter i WHERE s.k >= 1 AND i.inline = 0 "
+            f"ORDER BY s.k, i.j"
+        )
 
     # ------------------------------------------------------- event tables
     def tmap(col, mode):
@@ -327,7 +345,7 @@ def build(a, tmp, t_start):
         kind, timecol = table_kind(t)
         cn = colnames[t]
         ct = q("c_" + t)
-        replicate = (t not in NO_REPLICATE and not any(pk for _, pk in tcols[t]))
+        replicate = t not in NO_REPLICATE and not any(pk for _, pk in tcols[t])
         nvtx_filter = ""
         if t == NVTX:
             nvtx_filter = " AND w.eventType IN (%s)" % ",".join(map(str, NVTX_REPLICATED_TYPES))
@@ -341,7 +359,7 @@ def build(a, tmp, t_start):
                     e = tmap(c, mode)
                 elif c == "end":
                     if mode == "prefix" and timecol:  # rows spanning the whole window get stretched
-                        e = f"(CASE WHEN w.\"end\" >= {W1} AND w.{q(timecol)} < {W0} THEN w.\"end\" + {tail_dt} ELSE w.\"end\" END)"
+                        e = f'(CASE WHEN w."end" >= {W1} AND w.{q(timecol)} < {W0} THEN w."end" + {tail_dt} ELSE w."end" END)'
                     elif mode != "prefix":
                         e = tmap(c, mode)
                 elif c == "correlationId":
@@ -351,50 +369,68 @@ def build(a, tmp, t_start):
                 elif c == "rangeId" and t == NVTX:
                     e = {"copy": "(w.rangeId + s.drange)", "tail": f"(w.rangeId + {tail_range})"}.get(mode, e)
                 elif c == "text" and t == NVTX and mode == "copy":
-                    e = (f"(CASE WHEN i.rid IS NOT NULL AND w.text IS NOT NULL AND s.k > 0 "
-                         f"THEN i.prefix || (i.num + s.k * {n_iters}) || i.suffix ELSE w.text END)")
+                    e = (
+                        f"(CASE WHEN i.rid IS NOT NULL AND w.text IS NOT NULL AND s.k > 0 "
+                        f"THEN i.prefix || (i.num + s.k * {n_iters}) || i.suffix ELSE w.text END)"
+                    )
                 elif c == "textId" and t == NVTX and mode == "copy":
-                    e = ("(CASE WHEN i.rid IS NOT NULL AND w.text IS NULL AND i.inline = 0 AND s.k > 0 "
-                         "THEN s.dstr + i.j ELSE w.textId END)")
+                    e = (
+                        "(CASE WHEN i.rid IS NOT NULL AND w.text IS NULL AND i.inline = 0 AND s.k > 0 "
+                        "THEN s.dstr + i.j ELSE w.textId END)"
+                    )
                 out.append(e)
             return ",".join(out)
 
         # prefix
-        con.execute(f"INSERT INTO main.{q(t)} ({target_cols}) SELECT {exprs('prefix')} "
-                    f"FROM {ct} w WHERE w._cls = 0 ORDER BY w._rid")
+        con.execute(
+            f"INSERT INTO main.{q(t)} ({target_cols}) SELECT {exprs('prefix')} "
+            f"FROM {ct} w WHERE w._cls = 0 ORDER BY w._rid"
+        )
         # window copies
         ijoin = "LEFT JOIN iter i ON i.rid = w._rid" if t == NVTX else ""
         if replicate:
-            con.execute(f"INSERT INTO main.{q(t)} ({target_cols}) SELECT {exprs('copy')} "
-                        f"FROM seq s CROSS JOIN {ct} w {ijoin} WHERE w._cls = 1{nvtx_filter} "
-                        f"ORDER BY s.k, w._rid")
+            con.execute(
+                f"INSERT INTO main.{q(t)} ({target_cols}) SELECT {exprs('copy')} "
+                f"FROM seq s CROSS JOIN {ct} w {ijoin} WHERE w._cls = 1{nvtx_filter} "
+                f"ORDER BY s.k, w._rid"
+            )
             if nvtx_filter:  # non-replicated NVTX types inside the window: keep once
-                con.execute(f"INSERT INTO main.{q(t)} ({target_cols}) SELECT {exprs('prefix')} "
-                            f"FROM {ct} w WHERE w._cls = 1 AND NOT (1{nvtx_filter}) ORDER BY w._rid")
+                con.execute(
+                    f"INSERT INTO main.{q(t)} ({target_cols}) SELECT {exprs('prefix')} "
+                    f"FROM {ct} w WHERE w._cls = 1 AND NOT (1{nvtx_filter}) ORDER BY w._rid"
+                )
         else:
-            con.execute(f"INSERT INTO main.{q(t)} ({target_cols}) SELECT {exprs('prefix')} "
-                        f"FROM {ct} w WHERE w._cls = 1 ORDER BY w._rid")
+            con.execute(
+                f"INSERT INTO main.{q(t)} ({target_cols}) SELECT {exprs('prefix')} "
+                f"FROM {ct} w WHERE w._cls = 1 ORDER BY w._rid"
+            )
         # tail
-        con.execute(f"INSERT INTO main.{q(t)} ({target_cols}) SELECT {exprs('tail')} "
-                    f"FROM {ct} w WHERE w._cls = 2 ORDER BY w._rid")
+        con.execute(
+            f"INSERT INTO main.{q(t)} ({target_cols}) SELECT {exprs('tail')} "
+            f"FROM {ct} w WHERE w._cls = 2 ORDER BY w._rid"
+        )
         con.execute(f"DROP TABLE {ct}")
 
     # -------------------------------------------------- summary tables / rank
     if "ANALYSIS_DETAILS" in tables:
-        con.execute(f"UPDATE main.ANALYSIS_DETAILS SET stopTime = stopTime + {tail_dt}, "
-                    f"duration = duration + {tail_dt}")
+        con.execute(
+            f"UPDATE main.ANALYSIS_DETAILS SET stopTime = stopTime + {tail_dt}, duration = duration + {tail_dt}"
+        )
     if a.rank is not None and "TARGET_INFO_SYSTEM_ENV" in tables:
         env = "main.TARGET_INFO_SYSTEM_ENV"
         n = con.execute(f"UPDATE {env} SET value = ? WHERE name = 'RANK'", (str(a.rank),)).rowcount
         if n == 0:
-            con.execute(f"INSERT INTO {env} (globalVid, devStateName, name, nameEnum, value) "
-                        f"SELECT globalVid, devStateName, 'RANK', {RANK_NAME_ENUM}, ? "
-                        f"FROM {env} ORDER BY rowid LIMIT 1", (str(a.rank),))
+            con.execute(
+                f"INSERT INTO {env} (globalVid, devStateName, name, nameEnum, value) "
+                f"SELECT globalVid, devStateName, 'RANK', {RANK_NAME_ENUM}, ? "
+                f"FROM {env} ORDER BY rowid LIMIT 1",
+                (str(a.rank),),
+            )
             if con.execute(f"SELECT count(*) FROM {env} WHERE name='RANK'").fetchone()[0] == 0:
-                con.execute(f"INSERT INTO {env} VALUES (NULL, 'Local (CLI)', 'RANK', {RANK_NAME_ENUM}, ?)",
-                            (str(a.rank),))
-        for rowid, val in con.execute(
-                f"SELECT rowid, value FROM {env} WHERE name = 'DeviceEnvironment'").fetchall():
+                con.execute(
+                    f"INSERT INTO {env} VALUES (NULL, 'Local (CLI)', 'RANK', {RANK_NAME_ENUM}, ?)", (str(a.rank),)
+                )
+        for rowid, val in con.execute(f"SELECT rowid, value FROM {env} WHERE name = 'DeviceEnvironment'").fetchall():
             parts = [x for x in val.split(";") if x and not x.startswith("RANK=")]
             parts.append(f"RANK={a.rank}")
             con.execute(f"UPDATE {env} SET value = ? WHERE rowid = ?", (";".join(parts), rowid))
@@ -413,12 +449,17 @@ def build(a, tmp, t_start):
     ro = sqlite3.connect("file:" + os.path.abspath(a.out) + "?mode=ro", uri=True)
     print(f"source         {a.src}")
     print(f"output         {a.out}")
-    print(f"window         [{W0}, {W1}) ns  length {L} ns  ({n_iters} iterations "
-          f"{win_its[0]['name']}..{win_its[-1]['name']}, gap {gap} ns, skipped {a.skip_iters})")
-    print(f"copies         {K}  (kernels/window {k_win}, prefix {k_pre}, tail {k_tail}; "
-          f"jitter {a.jitter}% seed {a.seed})")
-    print(f"id offsets     correlationId +k*{C}  gridId +k*{G}  rangeId +k*{R}  "
-          f"new StringIds {n_textid_iters * (K - 1) if n_textid_iters else 0}")
+    print(
+        f"window         [{W0}, {W1}) ns  length {L} ns  ({n_iters} iterations "
+        f"{win_its[0]['name']}..{win_its[-1]['name']}, gap {gap} ns, skipped {a.skip_iters})"
+    )
+    print(
+        f"copies         {K}  (kernels/window {k_win}, prefix {k_pre}, tail {k_tail}; jitter {a.jitter}% seed {a.seed})"
+    )
+    print(
+        f"id offsets     correlationId +k*{C}  gridId +k*{G}  rangeId +k*{R}  "
+        f"new StringIds {n_textid_iters * (K - 1) if n_textid_iters else 0}"
+    )
     print(f"time added     {tail_dt} ns")
     print("row counts:")
     for t in event_tables + [x for x in ("StringIds",) if x in tables]:
@@ -426,8 +467,9 @@ def build(a, tmp, t_start):
         print(f"  {t:40s} {n:>12,d}")
     if NVTX in tables:
         pat = win_its[0]["prefix"]
-        n = ro.execute(f"SELECT count(*) FROM {NVTX} WHERE eventType IN (59,60) AND "
-                       f"text GLOB ?", (pat + "[0-9]*",)).fetchone()[0]
+        n = ro.execute(
+            f"SELECT count(*) FROM {NVTX} WHERE eventType IN (59,60) AND text GLOB ?", (pat + "[0-9]*",)
+        ).fetchone()[0]
         print(f"  iteration ranges ({pat}*, inline)         {n:>12,d}")
     ro.close()
     size = os.path.getsize(a.out)

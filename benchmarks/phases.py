@@ -13,6 +13,7 @@ how long opening took (SQLite reads the first batch then) and how long it took t
 Unlike the CLI, it imports polars and the analyses before the load (to wrap them), so its "imports" phase is
 not overlapped with reading the export as a plain `nsysql` run's is: time whole commands with bench.py.
 """
+
 import os
 import sys
 import time
@@ -28,10 +29,10 @@ def mark(label):
 import nsysql.cli as cli  # noqa: E402
 
 mark("imports")
-from nsysql import cache  # noqa: E402
 import nsysql.loader as loader  # noqa: E402
-from nsysql.loader import raw  # noqa: E402
 import nsysql.profile as profile  # noqa: E402
+from nsysql import cache  # noqa: E402
+from nsysql.loader import raw  # noqa: E402
 
 
 def wrap(owner, name, label, before=None):

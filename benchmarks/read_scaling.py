@@ -10,6 +10,7 @@ three):
   duckdb   what nsysql does: DuckDB scans each thread's ADBC stream and appends to one in-memory table
 and then nsysql's whole staging step (`raw.stage`) with N readers. Not used by the tests; BENCHMARKS.md quotes it.
 """
+
 import argparse
 import os
 import sys
@@ -75,8 +76,10 @@ def main():
 
         def lite(lo, hi):
             con = src.sqlite()
-            con.execute(f'SELECT {" + ".join(f"total({raw.q(c)})" for c in cols)} '
-                        f'FROM "{a.table}" WHERE rowid BETWEEN {lo} AND {hi}').fetchall()
+            con.execute(
+                f"SELECT {' + '.join(f'total({raw.q(c)})' for c in cols)} "
+                f'FROM "{a.table}" WHERE rowid BETWEEN {lo} AND {hi}'
+            ).fetchall()
             con.close()
 
         def adbc(lo, hi):

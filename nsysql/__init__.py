@@ -1,9 +1,9 @@
 """nsysql: answers about Nsight Systems SQLite exports, as polars DataFrames.
 
-    import nsysql
-    p = nsysql.load("run.sqlite")
-    p.kernels()                 # top kernels, as `nsys stats -r cuda_gpu_kern_sum`
-    p.kernels_by_range("Batch") # kernels per NVTX range
+import nsysql
+p = nsysql.load("run.sqlite")
+p.kernels()                 # top kernels, as `nsys stats -r cuda_gpu_kern_sum`
+p.kernels_by_range("Batch") # kernels per NVTX range
 """
 
 __version__ = "0.1.0"

@@ -162,8 +162,9 @@ def _checked(memory_limit: str | None, threads: int | None) -> tuple[str | None,
     threads = _threads(threads if threads is not None else os.environ.get("NSYSQL_THREADS", "").strip() or None)
     memory_limit = memory_limit or os.environ.get("NSYSQL_MEMORY_LIMIT", "").strip() or None
     if memory_limit is not None and not _MEMORY.fullmatch(str(memory_limit)):
-        raise NsysqlError(f"NSYSQL_MEMORY_LIMIT (memory_limit) must be a size such as 4GB or 512MB, not "
-                          f"{str(memory_limit)[:40]!r}")
+        raise NsysqlError(
+            f"NSYSQL_MEMORY_LIMIT (memory_limit) must be a size such as 4GB or 512MB, not {str(memory_limit)[:40]!r}"
+        )
     default_workers()
     return memory_limit, threads
 
@@ -181,8 +182,11 @@ def _duckdb_config(memory_limit: str | None, threads: int | None) -> dict:
 
 # the memory limits DuckDB reads (4GB, 1.5 GiB, 512 megabytes, 80%, -1 or none for no limit), checked here so that
 # a typo is said as the setting's problem, not as a failed query
-_MEMORY = re.compile(r"\s*(?:-1|none|(?:\d+(?:\.\d*)?|\.\d+)\s*(?:%|b|bytes|[kmgt]i?b|"
-                     r"(?:kilo|mega|giga|tera|kibi|mebi|gibi|tebi)bytes))\s*", re.IGNORECASE)
+_MEMORY = re.compile(
+    r"\s*(?:-1|none|(?:\d+(?:\.\d*)?|\.\d+)\s*(?:%|b|bytes|[kmgt]i?b|"
+    r"(?:kilo|mega|giga|tera|kibi|mebi|gibi|tebi)bytes))\s*",
+    re.IGNORECASE,
+)
 MAX_THREADS_PER_CPU = 4  # DuckDB threads beyond the CPUs only wait; thousands would take minutes to start
 
 
@@ -198,8 +202,9 @@ def _threads(value) -> int | None:
     if n > most:
         import warnings
 
-        warnings.warn(f"NSYSQL_THREADS={n} is more than {MAX_THREADS_PER_CPU} per CPU of this machine: using {most}",
-                      stacklevel=2)
+        warnings.warn(
+            f"NSYSQL_THREADS={n} is more than {MAX_THREADS_PER_CPU} per CPU of this machine: using {most}", stacklevel=2
+        )
         n = most
     return n
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -130,7 +129,7 @@ def _build_entry(file: Path, build, config: dict, background: bool) -> duckdb.Du
         _close(con)
         raise
     except (OSError, duckdb.Error) as e:  # a write that failed (File too large, No space left: a commit, the
-        _close(con)                       # WAL, a checkpoint), or the load's own error (see build_entry)
+        _close(con)  # WAL, a checkpoint), or the load's own error (see build_entry)
         raise _NotStored() from e
     finally:
         store.remove(tmp)
@@ -160,8 +159,11 @@ def _persist(cur, tmp: Path, file: Path) -> None:
             # own cursor: one COPY FROM DATABASE copies one table after another (16 cores: 0.37 s at 500k
             # kernels, the last thing a cold command waited for)
             cur.execute(f'COPY FROM DATABASE "{db}" TO {PERSIST} (SCHEMA)')
-            tables = cur.execute("SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = ? "
-                                 "ORDER BY estimated_size DESC", [db]).fetchall()
+            tables = cur.execute(
+                "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = ? "
+                "ORDER BY estimated_size DESC",
+                [db],
+            ).fetchall()
 
             todo = list(reversed(tables))  # popped from the end: biggest first
             errors: list[BaseException] = []

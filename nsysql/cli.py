@@ -54,8 +54,12 @@ def _load(file: str | None):
     opts = _opts()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", _cache.CacheWarning)
-        prof = load(path, cache=not opts.get("no_cache"), cache_dir=opts.get("cache_dir"),
-                    progress=_progress(path) if sys.stderr.isatty() else None)
+        prof = load(
+            path,
+            cache=not opts.get("no_cache"),
+            cache_dir=opts.get("cache_dir"),
+            progress=_progress(path) if sys.stderr.isatty() else None,
+        )
     if sys.stderr.isatty():
         click.echo("\r\033[K", err=True, nl=False)
     for w in caught:
@@ -139,7 +143,9 @@ def _run(fn, args, kwargs):
         click.echo(f"nsysql: error: {_line(_naming_files(str(e)))}", err=True)
         sys.exit(2)
     except MemoryError:
-        click.echo("nsysql: error: out of memory (set NSYSQL_MEMORY_LIMIT, e.g. 4GB, or NSYSQL_THREADS lower)", err=True)
+        click.echo(
+            "nsysql: error: out of memory (set NSYSQL_MEMORY_LIMIT, e.g. 4GB, or NSYSQL_THREADS lower)", err=True
+        )
         sys.exit(2)
     except BrokenPipeError:
         sys.exit(0)
@@ -149,8 +155,12 @@ def _run(fn, args, kwargs):
     except Exception as e:
         if not type(e).__module__.startswith(("duckdb", "_duckdb")):
             raise
-        files = (kwargs.get("file") or ", ".join(map(str, kwargs.get("files") or ()))
-                 or ", ".join(map(str, _loaded)) or "(no file)")
+        files = (
+            kwargs.get("file")
+            or ", ".join(map(str, kwargs.get("files") or ()))
+            or ", ".join(map(str, _loaded))
+            or "(no file)"
+        )
         click.echo(f"nsysql: error: {_line(files)}: query failed: {_line(one_line(e))}", err=True)
         sys.exit(2)
     finally:
@@ -177,8 +187,15 @@ def format_option(default: str = "table", choices=FORMATS):
     def deco(fn):
         for c in reversed(choices):
             fn = click.option(f"--{c}", "fmt", flag_value=c, help=f"Same as -f {c}.")(fn)
-        return click.option("-f", "--format", "fmt", type=click.Choice(choices), default=default,
-                            show_default=True, help="Output format.")(fn)
+        return click.option(
+            "-f",
+            "--format",
+            "fmt",
+            type=click.Choice(choices),
+            default=default,
+            show_default=True,
+            help="Output format.",
+        )(fn)
 
     return deco
 
@@ -221,8 +238,13 @@ def _each_rank(files: tuple[str, ...], method: str, **kwargs):
 
 
 def attribution_option(fn):
-    return click.option("--attribution", type=click.Choice(["process", "thread"]), default="process",
-                        show_default=True, help=ATTRIBUTION_HELP)(fn)
+    return click.option(
+        "--attribution",
+        type=click.Choice(["process", "thread"]),
+        default="process",
+        show_default=True,
+        help=ATTRIBUTION_HELP,
+    )(fn)
 
 
 def run() -> None:
@@ -267,9 +289,12 @@ class _Group(click.Group):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="nsysql")
-@click.option("--cache-dir", type=click.Path(file_okay=False), envvar="NSYSQL_CACHE_DIR",
-              help="Where loaded profiles are cached [default: $NSYSQL_CACHE_DIR, $XDG_CACHE_HOME/nsysql or "
-                   "~/.cache/nsysql].")
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False),
+    envvar="NSYSQL_CACHE_DIR",
+    help="Where loaded profiles are cached [default: $NSYSQL_CACHE_DIR, $XDG_CACHE_HOME/nsysql or ~/.cache/nsysql].",
+)
 @click.option("--no-cache", is_flag=True, help="Load the export afresh and store no cache entry or answer.")
 @click.pass_context
 def main(ctx, cache_dir, no_cache):
@@ -296,15 +321,30 @@ def cache_info(fmt):
     d = _state_dir()
     rows = [_cache.describe(f) for f in _cache.entries(d)]
     temps = _cache.unfinished(d)  # a load still writing, or killed while it did (`cache clear` removes those)
-    rows += [{"entry": t["entry"], "bytes": t["bytes"], "source_path": None, "complete": False,
-              "source_exists": None} for t in temps]
-    df = pl.DataFrame(rows, schema={"entry": pl.String, "bytes": pl.Int64, "source_path": pl.String,
-                                    "complete": pl.Boolean, "source_exists": pl.Boolean}, orient="row") \
-        if rows else pl.DataFrame(schema={"entry": pl.String, "bytes": pl.Int64, "source_path": pl.String})
+    rows += [
+        {"entry": t["entry"], "bytes": t["bytes"], "source_path": None, "complete": False, "source_exists": None}
+        for t in temps
+    ]
+    df = (
+        pl.DataFrame(
+            rows,
+            schema={
+                "entry": pl.String,
+                "bytes": pl.Int64,
+                "source_path": pl.String,
+                "complete": pl.Boolean,
+                "source_exists": pl.Boolean,
+            },
+            orient="row",
+        )
+        if rows
+        else pl.DataFrame(schema={"entry": pl.String, "bytes": pl.Int64, "source_path": pl.String})
+    )
     left = sum(not t["running"] for t in temps)
     extra = f", {len(temps)} temporary files ({left} left by killed loads)" if temps else ""
-    click.echo(f"cache: {d} ({len(rows) - len(temps)} entries{extra}, {_cache.size(d) / 2**20:.1f} MiB in all)",
-               err=True)
+    click.echo(
+        f"cache: {d} ({len(rows) - len(temps)} entries{extra}, {_cache.size(d) / 2**20:.1f} MiB in all)", err=True
+    )
     click.echo(render(df, fmt), nl=False)
 
 
@@ -357,12 +397,22 @@ def api(file, fmt, output, top):
 
 @main.command()
 @files_options
-@click.option("--name", "name_kind", type=click.Choice(["demangled", "short", "mangled"]), default="demangled",
-              show_default=True, help="Which kernel name to group by (nsys's default is demangled).")
+@click.option(
+    "--name",
+    "name_kind",
+    type=click.Choice(["demangled", "short", "mangled"]),
+    default="demangled",
+    show_default=True,
+    help="Which kernel name to group by (nsys's default is demangled).",
+)
 @click.option("--top", type=int, default=None, help="Only the N kernels with most total time.")
-@click.option("--by", type=click.Choice(["name", "category"]), default="name", show_default=True,
-              help="Group by kernel name, or by category and tensor-core use (rules: queries/v1/canonical/"
-                   "44_kernel_rules.sql).")
+@click.option(
+    "--by",
+    type=click.Choice(["name", "category"]),
+    default="name",
+    show_default=True,
+    help="Group by kernel name, or by category and tensor-core use (rules: queries/v1/canonical/44_kernel_rules.sql).",
+)
 @handled
 def kernels(files, fmt, output, name_kind, top, by):
     """Top kernels by total GPU time (as `nsys stats -r cuda_gpu_kern_sum`); several FILEs add a rank column."""
@@ -383,9 +433,12 @@ def ranges(file, fmt, output, attribution):
 
 @main.command("kernels-by-range")
 @output_options
-@click.option("--range", "range_", metavar="PATTERN",
-              help="Only ranges named PATTERN: exact name, numbered family (Batch -> Batch0..Batch59), prefix, "
-                   "or regex.")
+@click.option(
+    "--range",
+    "range_",
+    metavar="PATTERN",
+    help="Only ranges named PATTERN: exact name, numbered family (Batch -> Batch0..Batch59), prefix, or regex.",
+)
 @click.option("--innermost", is_flag=True, help="Credit each kernel only to its innermost enclosing range.")
 @attribution_option
 @handled
@@ -397,11 +450,19 @@ def kernels_by_range(file, fmt, output, range_, innermost, attribution):
 
 @main.command()
 @files_options
-@click.option("--range", "range_", metavar="PATTERN",
-              help="The iteration range (exact name, numbered family, prefix or regex); detected when left out.")
-@click.option("--skip", type=int, default=None,
-              help="Warm-up iterations to leave out of steady state (default: the first, extended while "
-                   "the next ones are still outliers).")
+@click.option(
+    "--range",
+    "range_",
+    metavar="PATTERN",
+    help="The iteration range (exact name, numbered family, prefix or regex); detected when left out.",
+)
+@click.option(
+    "--skip",
+    type=int,
+    default=None,
+    help="Warm-up iterations to leave out of steady state (default: the first, extended while "
+    "the next ones are still outliers).",
+)
 @handled
 def iterations(files, fmt, output, range_, skip):
     """Per-iteration breakdown: wall time, GPU busy/idle, per child range, warm-up and outliers."""
@@ -441,11 +502,17 @@ def _emit_text(text: str, output: str | None) -> None:
 @main.command()
 @files_options
 @click.option("--range", "range_", metavar="PATTERN", help="Only gaps inside instances of these ranges.")
-@click.option("--min", "min_", default="1ms", show_default=True,
-              help="Shortest gap to report: 500us, 2ms, 1s ... (nsys recipe gpu_gaps uses 500ms).")
+@click.option(
+    "--min",
+    "min_",
+    default="1ms",
+    show_default=True,
+    help="Shortest gap to report: 500us, 2ms, 1s ... (nsys recipe gpu_gaps uses 500ms).",
+)
 @click.option("--by", type=click.Choice(["cause"]), help="Idle time per cause instead of one row per gap.")
-@click.option("--include-warmup", is_flag=True,
-              help="With --by cause: count warm-up iterations and time outside iterations too.")
+@click.option(
+    "--include-warmup", is_flag=True, help="With --by cause: count warm-up iterations and time outside iterations too."
+)
 @handled
 def gaps(files, fmt, output, range_, min_, by, include_warmup):
     """GPU idle gaps and what the CPU was doing meanwhile (cause: host:<range>, sync, memcpy, alloc, launch)."""
@@ -468,26 +535,35 @@ def _ranks_result(files, dask, workers):
     opts = _opts()
     client = connect_dask(dask) if dask else None
     try:
-        r = load_many(list(files), cache_dir=opts.get("cache_dir"), cache=not opts.get("no_cache"),
-                      workers=workers, client=client)
+        r = load_many(
+            list(files), cache_dir=opts.get("cache_dir"), cache=not opts.get("no_cache"), workers=workers, client=client
+        )
     finally:
         if client is not None:
             client.close()
     click.echo(f"nsysql: {r.files.height} ranks; {r.numbering}", err=True)
     click.echo(f"nsysql: straggler rule: {_ranks_rule()}", err=True)
-    return {"files": r.files.select("rank", "path", "rank_source"), "per rank": r.per_rank(),
-            "stragglers": r.findings().select("rank", "sentence"),
-            "straggler evidence": r.stragglers(),
-            "slowest rank per iteration": r.by_iteration()}
+    return {
+        "files": r.files.select("rank", "path", "rank_source"),
+        "per rank": r.per_rank(),
+        "stragglers": r.findings().select("rank", "sentence"),
+        "straggler evidence": r.stragglers(),
+        "slowest rank per iteration": r.by_iteration(),
+    }
 
 
 @main.command()
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @format_option()
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")
-@click.option("--dask", metavar="ADDRESS", help="Run the per-file loads on a Dask cluster (tcp://host:8786); "
-              "needs pip install 'nsysql[dask]'.")
-@click.option("--workers", type=click.IntRange(min=1), default=None, help="Local processes for the loads [default: the cores].")
+@click.option(
+    "--dask",
+    metavar="ADDRESS",
+    help="Run the per-file loads on a Dask cluster (tcp://host:8786); needs pip install 'nsysql[dask]'.",
+)
+@click.option(
+    "--workers", type=click.IntRange(min=1), default=None, help="Local processes for the loads [default: the cores]."
+)
 @handled
 def ranks(files, fmt, output, dask, workers):
     """Compare per-rank exports (paths or globs like 'runs/rank*.sqlite'): step time, idle, collectives, and
@@ -497,14 +573,27 @@ def ranks(files, fmt, output, dask, workers):
 
 @main.command()
 @click.argument("file", required=False)
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Where to write (HTML default: <FILE stem>.report.html, or <NEW stem>.diff.html with "
-                   "--baseline; Markdown default: stdout).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Where to write (HTML default: <FILE stem>.report.html, or <NEW stem>.diff.html with "
+    "--baseline; Markdown default: stdout).",
+)
 @click.option("-f", "--format", "fmt", type=click.Choice(["html", "markdown"]), default="html", show_default=True)
-@click.option("--baseline", type=click.Path(dir_okay=False), metavar="BASE",
-              help="Compare FILE (NEW) against BASE and draw the comparison.")
-@click.option("--png", "png_dir", type=click.Path(file_okay=False), metavar="DIR",
-              help="Also write each chart as DIR/<chart>.png (needs kaleido and Chrome/Chromium).")
+@click.option(
+    "--baseline",
+    type=click.Path(dir_okay=False),
+    metavar="BASE",
+    help="Compare FILE (NEW) against BASE and draw the comparison.",
+)
+@click.option(
+    "--png",
+    "png_dir",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="Also write each chart as DIR/<chart>.png (needs kaleido and Chrome/Chromium).",
+)
 @handled
 def report(file, output, fmt, baseline, png_dir):
     """A self-contained HTML report (works offline), or a PR-ready Markdown snippet with -f markdown."""
@@ -530,8 +619,14 @@ def report(file, output, fmt, baseline, png_dir):
 
 @main.command()
 @click.argument("file", required=False)
-@click.option("--to", "to", required=True, type=click.Path(file_okay=False), metavar="DIR",
-              help="Directory to write the tables and README.md into (created if missing).")
+@click.option(
+    "--to",
+    "to",
+    required=True,
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="Directory to write the tables and README.md into (created if missing).",
+)
 @click.option("-f", "--format", "fmt", type=click.Choice(["parquet", "csv"]), default="parquet", show_default=True)
 @handled
 def export(file, to, fmt):
@@ -546,8 +641,12 @@ def export(file, to, fmt):
 @click.argument("new")
 @format_option()
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")
-@click.option("--fail-above", type=float, metavar="PCT",
-              help="Exit 1 when NEW's mean steady-state iteration time is more than PCT % slower than BASE's.")
+@click.option(
+    "--fail-above",
+    type=float,
+    metavar="PCT",
+    help="Exit 1 when NEW's mean steady-state iteration time is more than PCT % slower than BASE's.",
+)
 @handled
 def diff(base, new, fmt, output, fail_above):
     """Compare two profiles (BASE, then NEW): iteration time, GPU busy, idle causes, ranges, kernels, verdict."""
@@ -563,20 +662,39 @@ def diff(base, new, fmt, output, fail_above):
         if pct is None:
             raise NsysqlError("--fail-above needs iterations in both profiles (none detected)")
         if pct > fail_above:
-            click.echo(f"nsysql: NEW's mean iteration time is {pct:+.1f}% vs BASE (above --fail-above "
-                       f"{fail_above:g}%, a hard limit: the verdict's noise rule does not apply to it)", err=True)
+            click.echo(
+                f"nsysql: NEW's mean iteration time is {pct:+.1f}% vs BASE (above --fail-above "
+                f"{fail_above:g}%, a hard limit: the verdict's noise rule does not apply to it)",
+                err=True,
+            )
             sys.exit(1)
 
 
 @main.command()
 @click.argument("file", required=False)
-@click.option("-r", "--report", "reports", default="kernels,ranges,kernels-by-range,iterations,gaps",
-              show_default=True, help=f"Comma-separated: {', '.join(_stats.REPORTS)}.")
+@click.option(
+    "-r",
+    "--report",
+    "reports",
+    default="kernels,ranges,kernels-by-range,iterations,gaps",
+    show_default=True,
+    help=f"Comma-separated: {', '.join(_stats.REPORTS)}.",
+)
 @format_option(default="csv")
-@click.option("-o", "--output", "prefix", metavar="PREFIX",
-              help="Write each report to PREFIX_<report>.<ext> (as `nsys stats -o`); default stdout.")
-@click.option("--attribution", type=click.Choice(["process", "thread"]), default="process", show_default=True,
-              help=ATTRIBUTION_HELP)
+@click.option(
+    "-o",
+    "--output",
+    "prefix",
+    metavar="PREFIX",
+    help="Write each report to PREFIX_<report>.<ext> (as `nsys stats -o`); default stdout.",
+)
+@click.option(
+    "--attribution",
+    type=click.Choice(["process", "thread"]),
+    default="process",
+    show_default=True,
+    help=ATTRIBUTION_HELP,
+)
 @handled
 def stats(file, reports, fmt, prefix, attribution):
     """Several reports from one load, like `nsys stats -r ...`: one process, one read of the export."""
@@ -611,11 +729,15 @@ def schema(table, fmt):
     docs = schema_docs()
     if table and table not in docs:
         raise NsysqlError(f"no canonical table {table!r}; tables: {', '.join(docs)}")
-    rows = [(t, c, d) for t, info in docs.items() if not table or t == table
-            for c, d in info["columns"].items()]
+    rows = [(t, c, d) for t, info in docs.items() if not table or t == table for c, d in info["columns"].items()]
     if not table:
-        _emit(pl.DataFrame([(t, i["description"]) for t, i in docs.items()], schema=["table", "description"],
-                           orient="row"), fmt, None)
+        _emit(
+            pl.DataFrame(
+                [(t, i["description"]) for t, i in docs.items()], schema=["table", "description"], orient="row"
+            ),
+            fmt,
+            None,
+        )
         return
     _emit(pl.DataFrame(rows, schema=["table", "column", "description"], orient="row"), fmt, None)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -50,16 +49,25 @@ def schema_docs() -> dict[str, dict]:
             while j >= 0 and lines[j].startswith("--"):
                 desc.insert(0, lines[j][2:].strip())
                 j -= 1
-            docs[table] = {"file": f"queries/{SCHEMA_VERSION}/canonical/{f.name}", "description": " ".join(desc),
-                           "columns": _columns(lines, i)}
+            docs[table] = {
+                "file": f"queries/{SCHEMA_VERSION}/canonical/{f.name}",
+                "description": " ".join(desc),
+                "columns": _columns(lines, i),
+            }
     return docs
 
 
 def _columns(lines: list[str], create_at: int) -> dict[str, str]:
     """Comment blocks inside the statement's outer SELECT list, each followed by its column expression."""
-    end = next((k for k in range(create_at, len(lines)) if lines[k].rstrip().endswith(";")
-                and not lines[k].lstrip().startswith("--")), len(lines) - 1)
-    body = lines[create_at + 1:end + 1]
+    end = next(
+        (
+            k
+            for k in range(create_at, len(lines))
+            if lines[k].rstrip().endswith(";") and not lines[k].lstrip().startswith("--")
+        ),
+        len(lines) - 1,
+    )
+    body = lines[create_at + 1 : end + 1]
     # the outer SELECT list: from the last top-level `SELECT` line to the next top-level `FROM` line
     sel = max((k for k, ln in enumerate(body) if ln.strip() == "SELECT" and not ln.startswith(" ")), default=None)
     if sel is None:
@@ -74,7 +82,7 @@ def _columns(lines: list[str], create_at: int) -> dict[str, str]:
             if name:
                 out[name] = " ".join(comment)
 
-    for ln in body[sel + 1:]:
+    for ln in body[sel + 1 :]:
         s = ln.strip()
         if not ln.startswith(" ") and s:  # FROM / WHERE / ORDER BY at column 0 ends the select list
             break
@@ -102,12 +110,15 @@ def export(con: duckdb.DuckDBPyConnection, to: Path, format: str = "parquet") ->
         raise NsysqlError(f"{to} exists and is not a directory")
     # Files already there under the names written here are replaced only when they are an earlier export's
     # (README.md says so): a user's own strings.csv in that directory is never overwritten.
-    there = [p.name for p in [to / f"{t}.{format}" for t in CANONICAL_TABLES] + [to / "README.md"]
-             if os.path.lexists(p)]
+    there = [
+        p.name for p in [to / f"{t}.{format}" for t in CANONICAL_TABLES] + [to / "README.md"] if os.path.lexists(p)
+    ]
     if there and not _earlier_export(to):
         more = f" and {len(there) - 1} more" if len(there) > 1 else ""
-        raise NsysqlError(f"{to}: already holds {there[0]}{more}, which no nsysql export wrote; export replaces "
-                          "only the files of an earlier export (name another --to DIR)")
+        raise NsysqlError(
+            f"{to}: already holds {there[0]}{more}, which no nsysql export wrote; export replaces "
+            "only the files of an earlier export (name another --to DIR)"
+        )
     to.mkdir(parents=True, exist_ok=True)
     opts = "FORMAT parquet, COMPRESSION zstd" if format == "parquet" else "FORMAT csv, HEADER true"
     rows = []
@@ -139,8 +150,9 @@ def _quote(p: Path) -> str:
 
 def readme(con: duckdb.DuckDBPyConnection, format: str) -> str:
     docs = schema_docs()
-    facts = dict(con.execute("SELECT key, value FROM profile_facts WHERE key IN "
-                             "('source_path', 'nsys_version')").fetchall())
+    facts = dict(
+        con.execute("SELECT key, value FROM profile_facts WHERE key IN ('source_path', 'nsys_version')").fetchall()
+    )
     out = [
         README_TITLE,
         "",
@@ -162,9 +174,16 @@ def readme(con: duckdb.DuckDBPyConnection, format: str) -> str:
         out.append(f"| [`{t}`](#{t}) | {counts[t]:,} | {docs.get(t, {}).get('description', '')} |")
     for t in CANONICAL_TABLES:
         d = docs.get(t, {"description": "", "columns": {}, "file": ""})
-        out += ["", f"## {t}", "", f"`{t}.{format}`, {counts[t]:,} rows. {d['description']}"
-                + (f" Defined in `{d['file']}`." if d["file"] else ""), "", "| column | type | description |",
-                "|---|---|---|"]
+        out += [
+            "",
+            f"## {t}",
+            "",
+            f"`{t}.{format}`, {counts[t]:,} rows. {d['description']}"
+            + (f" Defined in `{d['file']}`." if d["file"] else ""),
+            "",
+            "| column | type | description |",
+            "|---|---|---|",
+        ]
         for name, typ in con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {t})").fetchall():
             out.append(f"| `{name}` | {typ} | {d['columns'].get(name, '').replace('|', '&#124;')} |")
     return "\n".join(out) + "\n"

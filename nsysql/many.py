@@ -13,7 +13,6 @@ import glob
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
-
 from pathlib import Path
 
 import polars as pl
@@ -51,8 +50,9 @@ RANK_TABLES = ("info", "iterations", "causes", "nccl")
 def _sidecars(path: str, cache_dir: str | None) -> dict[str, Path] | None:
     """Where the per-rank frames of `path` are cached: beside its cache entry, one Parquet file each."""
     try:
-        stem = store.stem(Path(cache_dir).expanduser() if cache_dir else store.default_dir(),
-                          Path(os.path.expanduser(path)))
+        stem = store.stem(
+            Path(cache_dir).expanduser() if cache_dir else store.default_dir(), Path(os.path.expanduser(path))
+        )
     except OSError:
         return None
     return {t: Path(f"{stem}.{t}.parquet") for t in RANK_TABLES}
@@ -85,8 +85,15 @@ def _rank_tables(prof) -> dict[str, pl.DataFrame]:
         its = prof.iterations()
     except NsysqlError as e:
         return _ranks.rank_tables(str(prof.path), prof.facts, e)
-    return _ranks.rank_tables(str(prof.path), prof.facts, its, family=prof.iteration_stats()["range"][0],
-                              gaps=prof.gaps(), causes=prof.gaps(by="cause"), nccl=prof._nccl_ranges())
+    return _ranks.rank_tables(
+        str(prof.path),
+        prof.facts,
+        its,
+        family=prof.iteration_stats()["range"][0],
+        gaps=prof.gaps(),
+        causes=prof.gaps(by="cause"),
+        nccl=prof._nccl_ranges(),
+    )
 
 
 def _job(path: str, cache_dir: str | None, cache: bool) -> tuple[str, dict[str, pl.DataFrame], list[str]]:
@@ -152,8 +159,14 @@ class Ranks:
         return self.tables["iterations"].sort(["rank", "iteration"])
 
 
-def load_many(paths: list[str] | str, *, cache_dir: str | os.PathLike | None = None, cache: bool = True,
-              workers: int | None = None, client=None) -> Ranks:
+def load_many(
+    paths: list[str] | str,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    cache: bool = True,
+    workers: int | None = None,
+    client=None,
+) -> Ranks:
     """Load several per-rank exports in parallel (processes, or a dask.distributed.Client) into a Ranks."""
     if isinstance(paths, (str, os.PathLike)):  # one path or glob, not a list of its characters
         paths = [paths]
@@ -191,8 +204,9 @@ def number(profiles: list) -> tuple[list[int], str]:
 
 def stack(profiles: list, ranks: list[int], method: str, **kwargs) -> pl.DataFrame:
     """`Profile.<method>(**kwargs)` of each loaded export, stacked with a leading `rank` column."""
-    frames = [getattr(p, method)(**kwargs).with_columns(pl.lit(r, pl.Int64).alias("rank"))
-              for p, r in zip(profiles, ranks)]
+    frames = [
+        getattr(p, method)(**kwargs).with_columns(pl.lit(r, pl.Int64).alias("rank")) for p, r in zip(profiles, ranks)
+    ]
     out = pl.concat(frames, how="diagonal_relaxed")
     return out.select("rank", *[c for c in out.columns if c != "rank"]).sort("rank", maintain_order=True)
 

@@ -36,8 +36,14 @@ def get(entry: Path | None, name: str, params: dict):
     try:
         index = json.loads((d / INDEX).read_text())
         single, sections = index["single"], index["sections"]
-        if not (sections == [""] if single is True else single is False and isinstance(sections, list)
-                and sections and all(isinstance(k, str) and k for k in sections)):
+        if not (
+            sections == [""]
+            if single is True
+            else single is False
+            and isinstance(sections, list)
+            and sections
+            and all(isinstance(k, str) and k for k in sections)
+        ):
             return None
         frames = {k: pl.read_parquet(d / f"{i}.parquet") for i, k in enumerate(sections)}
     except (OSError, ValueError, KeyError, TypeError, AttributeError, pl.exceptions.PolarsError):

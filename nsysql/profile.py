@@ -6,29 +6,28 @@ import os
 import threading
 from dataclasses import replace
 from pathlib import Path
-
 from typing import TYPE_CHECKING, Callable
 
 import polars as pl
 
 from . import cache as _cache
 from . import sandbox as _sandbox
-from .memo import Answers, cached
 from ._load import load  # noqa: F401 (nsysql.profile.load, as before)
-from .loader import cursor as _cursor
 from .analyses import api as _api
+from .analyses import gaps as _gaps
 from .analyses import info as _info
+from .analyses import iterations as _iter
 from .analyses import kernels as _kernels
 from .analyses import kernels_by_range as _kbr
 from .analyses import ranges as _ranges
 from .analyses import summary as _summary
-from .analyses import gaps as _gaps
-from .analyses import iterations as _iter
 from .analyses._sql import facts as _facts
 from .analyses._sql import user_frame as _user_frame
 from .analyses.patterns import resolve_range
 from .analyses.ranges import DEFAULT_ATTRIBUTION
 from .errors import NsysqlError
+from .loader import cursor as _cursor
+from .memo import Answers, cached
 
 if TYPE_CHECKING:
     import duckdb
@@ -51,9 +50,14 @@ def _head(whole: pl.DataFrame, top: int) -> pl.DataFrame:
 class Profile:
     """An nsys export loaded into DuckDB's canonical tables. `con` is the DuckDB connection, for your own SQL."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection | None, path: Path, cache_entry: Path | None = None,
-                 opener: Callable[[], duckdb.DuckDBPyConnection] | None = None,
-                 settings: Callable[[], dict] | None = None):
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection | None,
+        path: Path,
+        cache_entry: Path | None = None,
+        opener: Callable[[], duckdb.DuckDBPyConnection] | None = None,
+        settings: Callable[[], dict] | None = None,
+    ):
         self._con = con
         self._opener = opener
         self._lock = threading.RLock()
@@ -66,8 +70,9 @@ class Profile:
         self._where: tuple[str, str] | None = None
         self._closed = False
         # where sql() runs: a database of its own that reads the canonical tables only (see nsysql.sandbox)
-        self._user = _sandbox.Sandbox(cache_entry, self._base, lambda: self._where,
-                                      settings or (lambda: _default_settings()))
+        self._user = _sandbox.Sandbox(
+            cache_entry, self._base, lambda: self._where, settings or (lambda: _default_settings())
+        )
         self._user_own = True
 
     @property
@@ -109,7 +114,8 @@ class Profile:
                     self._con = self._opener()
                 if self._where is None:
                     self._where = self._con.execute(
-                        "SELECT current_database(), current_setting('search_path')").fetchall()[0]
+                        "SELECT current_database(), current_setting('search_path')"
+                    ).fetchall()[0]
         return self._con
 
     def close(self) -> None:
@@ -205,9 +211,13 @@ class Profile:
             except NsysqlError as e:
                 return e
 
-        its, g, k, r, read = self.parallel(loop, gaps, lambda p: p.kernels(top=top),
-                                           lambda p: p.ranges(attribution=attribution),
-                                           lambda p: _summary.tables(p.con))
+        its, g, k, r, read = self.parallel(
+            loop,
+            gaps,
+            lambda p: p.kernels(top=top),
+            lambda p: p.ranges(attribution=attribution),
+            lambda p: _summary.tables(p.con),
+        )
         return _summary.summary(self.con, loop=its, gaps_df=g, kernels_df=k, ranges_df=r, read=read, top=top)
 
     @cached("iterations")
@@ -230,8 +240,13 @@ class Profile:
         return _iter.stats(self.iterations(range=range, skip=skip), it)  # the (stored) iterations frame
 
     @cached("gaps", normalize={"min_ns": _gaps.parse_duration})
-    def gaps(self, range: str | None = None, min_ns: int | str = _gaps.DEFAULT_MIN_NS, by: str | None = None,
-             include_warmup: bool = False) -> pl.DataFrame:
+    def gaps(
+        self,
+        range: str | None = None,
+        min_ns: int | str = _gaps.DEFAULT_MIN_NS,
+        by: str | None = None,
+        include_warmup: bool = False,
+    ) -> pl.DataFrame:
         """GPU idle gaps with their causes; `by="cause"` for idle time per cause."""
         if by is None:
             # the gaps first, then the iterations to index them by: a worker asking iterations meanwhile
@@ -254,7 +269,7 @@ class Profile:
         this Profile or its cache entry has it already, else only the windows and their flags (`_spans`: the
         same iteration, start_ns, end_ns, wall_ns and warmup, without the GPU work per iteration, which a cold
         `nsysql gaps` at 500k kernels would spend ~0.25 CPU s on)."""
-        for pattern in ([range, None] if range else [None]):
+        for pattern in [range, None] if range else [None]:
             params = {"range": pattern, "skip": None}
             known = self._answers.peek("iterations", params)
             if known is not None:
@@ -278,7 +293,10 @@ class Profile:
 
         b, n = self._diff_side(), other._diff_side()
         if _diff.needs_totals(b, n):
-            b, n = (replace(s, totals=_diff.totals(p.kernels(), _diff.family_totals(p.con))) for s, p in ((b, self), (n, other)))
+            b, n = (
+                replace(s, totals=_diff.totals(p.kernels(), _diff.family_totals(p.con)))
+                for s, p in ((b, self), (n, other))
+            )
         return _diff.diff(b, n, base_label=self.path.name, new_label=other.path.name)
 
     def _diff_side(self):

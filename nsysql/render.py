@@ -53,11 +53,16 @@ def render(result: pl.DataFrame | dict[str, pl.DataFrame], fmt: str, title: str 
         result = {title or "": result}
     result = {k: printable(v) for k, v in result.items()}
     if fmt == "json":
-        return json.dumps(
-            {k: _records(v) for k, v in result.items()} if len(result) > 1 or "" not in result
-            else _records(next(iter(result.values()))),
-            indent=2, default=str,
-        ) + "\n"
+        return (
+            json.dumps(
+                {k: _records(v) for k, v in result.items()}
+                if len(result) > 1 or "" not in result
+                else _records(next(iter(result.values()))),
+                indent=2,
+                default=str,
+            )
+            + "\n"
+        )
     parts = []
     for name, df in result.items():
         if fmt == "csv":
@@ -114,8 +119,10 @@ def _text(s: pl.Series) -> list[str | None]:
     """Each value of `s` as text, built from its physical values (no polars formatting, which panics on dates
     beyond its range): scalars as plain text, nested values as JSON."""
     t = s.dtype
-    return [None if v is None else (_plain(v, t) if not t.is_nested() else json.dumps(_value(v, t), default=str))
-            for v in s.to_physical().to_list()]
+    return [
+        None if v is None else (_plain(v, t) if not t.is_nested() else json.dumps(_value(v, t), default=str))
+        for v in s.to_physical().to_list()
+    ]
 
 
 def _value(v, t):
@@ -222,8 +229,14 @@ def markdown(df: pl.DataFrame, width: int | None = 100) -> str:
         return "_no rows_\n"
     cols = df.columns
     numeric = [df.schema[c].is_numeric() for c in cols]
-    out = ["| " + " | ".join(_cell(c, "markdown", width) for c in cols) + " |", "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
+    out = [
+        "| " + " | ".join(_cell(c, "markdown", width) for c in cols) + " |",
+        "|" + "|".join("---:" if n else "---" for n in numeric) + "|",
+    ]
     for row in df.iter_rows():
-        out.append("| " + " | ".join(_cell(v, "table" if isinstance(v, (int, float)) else "markdown", width)
-                                     for v in row) + " |")
+        out.append(
+            "| "
+            + " | ".join(_cell(v, "table" if isinstance(v, (int, float)) else "markdown", width) for v in row)
+            + " |"
+        )
     return "\n".join(out) + "\n"

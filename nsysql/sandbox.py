@@ -59,8 +59,9 @@ _STATEMENT_START = {"select", "with", "from", "values", "table", "(", "summarize
 class Sandbox:
     """The user-SQL database of one Profile (shared by its workers); each thread gets its own cursor."""
 
-    def __init__(self, entry: Path | None, base: Callable[[], duckdb.DuckDBPyConnection], where,
-                 config: Callable[[], dict]):
+    def __init__(
+        self, entry: Path | None, base: Callable[[], duckdb.DuckDBPyConnection], where, config: Callable[[], dict]
+    ):
         self._entry = entry
         self._base = base  # the profile's own connection (opened on first use), for the streamed tables
         self._where = where  # () -> its (database, search path)
@@ -106,10 +107,15 @@ class Sandbox:
             if not self._attach(con):
                 base = self._base()
                 db = self._where()[0]
-                self._tables = [r[0] for r in base.execute(
-                    "SELECT table_name FROM duckdb_tables() WHERE database_name = $db AND schema_name = 'main' "
-                    "UNION SELECT view_name FROM duckdb_views() WHERE database_name = $db AND schema_name = 'main' "
-                    "AND NOT internal ORDER BY 1", {"db": db}).fetchall()]
+                self._tables = [
+                    r[0]
+                    for r in base.execute(
+                        "SELECT table_name FROM duckdb_tables() WHERE database_name = $db AND schema_name = 'main' "
+                        "UNION SELECT view_name FROM duckdb_views() WHERE database_name = $db AND schema_name = 'main' "
+                        "AND NOT internal ORDER BY 1",
+                        {"db": db},
+                    ).fetchall()
+                ]
                 con.execute(queries.read(MACROS))  # the shared macros, as an attached entry holds them
             for name, value in LOCKED_SETTINGS:
                 con.execute(f"SET {name} = {value}")
@@ -171,12 +177,16 @@ def check(con: duckdb.DuckDBPyConnection, sql: str) -> None:
         if kind == "EXPLAIN":
             inner = _explained(con, st.query)
             if inner != "SELECT":
-                raise NsysqlError(f"queries here only read (SELECT, EXPLAIN of a SELECT); this one explains "
-                                  f"{inner or 'something else'}. For tables of your own, use `nsysql export` or "
-                                  "Profile.con in Python")
+                raise NsysqlError(
+                    f"queries here only read (SELECT, EXPLAIN of a SELECT); this one explains "
+                    f"{inner or 'something else'}. For tables of your own, use `nsysql export` or "
+                    "Profile.con in Python"
+                )
         elif kind != "SELECT":
-            raise NsysqlError(f"queries here only read (SELECT, EXPLAIN of a SELECT); this one is {kind}. For "
-                              "tables of your own, use `nsysql export` or Profile.con in Python")
+            raise NsysqlError(
+                f"queries here only read (SELECT, EXPLAIN of a SELECT); this one is {kind}. For "
+                "tables of your own, use `nsysql export` or Profile.con in Python"
+            )
 
 
 def _kind(st) -> str:
@@ -208,7 +218,7 @@ def _explained(con, text: str) -> str | None:
     if i >= len(tokens):
         return None
     try:
-        inner = con.extract_statements(text[tokens[i]:])
+        inner = con.extract_statements(text[tokens[i] :])
     except duckdb.Error:
         return None
     return _kind(inner[0]) if len(inner) == 1 else None

@@ -72,8 +72,7 @@ def export_id(path: Path) -> str:
     to now)."""
     st = path.stat()
     h = hashlib.sha256()
-    h.update(f"{path.resolve()}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0"
-             .encode())
+    h.update(f"{path.resolve()}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0".encode())
     with open(path, "rb") as f:
         h.update(f.read(HEAD_BYTES))
         if st.st_size > HEAD_BYTES:

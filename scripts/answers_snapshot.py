@@ -20,8 +20,16 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "nsys-exports"
 
 COMMANDS = [
-    ["info"], ["summary"], ["kernels"], ["api"], ["ranges"], ["kernels-by-range"], ["iterations"], ["gaps"],
-    ["gaps", "--by", "cause"], ["report", "-f", "markdown"],
+    ["info"],
+    ["summary"],
+    ["kernels"],
+    ["api"],
+    ["ranges"],
+    ["kernels-by-range"],
+    ["iterations"],
+    ["gaps"],
+    ["gaps", "--by", "cause"],
+    ["report", "-f", "markdown"],
 ]
 
 
@@ -43,7 +51,10 @@ def snapshot(out: Path) -> None:
         for cmd in COMMANDS:
             res = CliRunner().invoke(main, [cmd[0], str(path), *cmd[1:]])
             result[f"{path.relative_to(ROOT.parent)} :: {' '.join(cmd)}"] = {
-                "exit": res.exit_code, "stdout": res.stdout, "stderr": res.stderr}
+                "exit": res.exit_code,
+                "stdout": res.stdout,
+                "stderr": res.stderr,
+            }
     pairs = sorted(ROOT.glob("fixtures/ddp_pair/rank*.sqlite"))
     if pairs:
         res = CliRunner().invoke(main, ["ranks", *map(str, pairs)])
@@ -65,8 +76,9 @@ def diff(a: Path, b: Path) -> int:
         for part in ("exit", "stdout", "stderr"):
             x, y = str((old.get(key) or {}).get(part, "")), str((new.get(key) or {}).get(part, ""))
             if x != y:
-                sys.stdout.writelines(difflib.unified_diff(x.splitlines(True), y.splitlines(True), f"old {part}",
-                                                           f"new {part}", n=1))
+                sys.stdout.writelines(
+                    difflib.unified_diff(x.splitlines(True), y.splitlines(True), f"old {part}", f"new {part}", n=1)
+                )
     print(f"{changed} of {len(set(old) | set(new))} outputs differ", file=sys.stderr)
     return 1 if changed else 0
 

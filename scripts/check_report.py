@@ -21,9 +21,19 @@ import sys
 import tempfile
 from pathlib import Path
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--hide-scrollbars",
+    "--mute-audio",
+]
 
 
 def chromium() -> str | None:
@@ -62,8 +72,12 @@ def check(report: Path, screenshot: Path | None = None, width: int = 1280, heigh
         "main_svg": dom.count('class="main-svg"'),
         "status_found": bool(attrs.get("data-charts")),
     }
-    res["ok"] = (res["status_found"] and res["errors"] == 0 and res["charts"] == res["drawn"]
-                 and (expected is None or res["charts"] == expected))
+    res["ok"] = (
+        res["status_found"]
+        and res["errors"] == 0
+        and res["charts"] == res["drawn"]
+        and (expected is None or res["charts"] == expected)
+    )
     if not res["status_found"]:
         res["stderr"] = p.stderr[-2000:]
     if screenshot:

@@ -32,11 +32,12 @@ PROMPT = "$ "
 def run(command: str, cache_dir: str) -> list[str]:
     """Output lines of one README command; `nsysql` runs as this interpreter's `-m nsysql`."""
     assert command.startswith("nsysql "), command
-    shell = f"{shlex.quote(sys.executable)} -m nsysql --cache-dir {shlex.quote(cache_dir)} {command[len('nsysql '):]}"
+    shell = f"{shlex.quote(sys.executable)} -m nsysql --cache-dir {shlex.quote(cache_dir)} {command[len('nsysql ') :]}"
     env = dict(os.environ, COLUMNS="200", NO_COLOR="1", PYTHONPATH=str(ROOT))
     env.pop("NSYSQL_PROFILE", None)
-    out = subprocess.run(["bash", "-o", "pipefail", "-c", shell + " 2>&1"], cwd=ROOT, env=env,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", shell + " 2>&1"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
     if out.returncode not in (0, 141):  # 141: `| head` closed the pipe early
         raise SystemExit(f"readme_examples: `{command}` exited {out.returncode}:\n{out.stdout}{out.stderr}")
     return [line.rstrip() for line in out.stdout.rstrip("\n").split("\n")]
@@ -56,7 +57,7 @@ def regenerate(text: str, cache_dir: str) -> str:
         commands = []
         while i < len(lines) and not FENCE.match(lines[i]):
             if lines[i].startswith(PROMPT):
-                commands.append(lines[i][len(PROMPT):])
+                commands.append(lines[i][len(PROMPT) :])
             i += 1
         for k, command in enumerate(commands):
             if k:
@@ -76,8 +77,9 @@ def main() -> int:
     if new == old:
         return 0
     if args.check:
-        sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
-                                                   "README.md", "README.md (regenerated)"))
+        sys.stdout.writelines(
+            difflib.unified_diff(old.splitlines(True), new.splitlines(True), "README.md", "README.md (regenerated)")
+        )
         print("README.md's examples are stale: run python scripts/readme_examples.py", file=sys.stderr)
         return 1
     README.write_text(new, encoding="utf-8")

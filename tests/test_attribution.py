@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-
 from conftest import fixture, h200, loaded, reference_csv
 
 
@@ -19,7 +18,8 @@ def test_process_attribution_puts_backward_kernels_in_backward_pass(path):
     # Under nsys's rule Backward Pass gets only what the main thread launched (the grad fill)...
     thread = kernels_in(prof, "Backward Pass", "thread")
     nsys = pl.read_csv(reference_csv(path, "nvtx_kern_sum"), infer_schema_length=0).filter(
-        pl.col("NVTX Range") == ":Backward Pass")
+        pl.col("NVTX Range") == ":Backward Pass"
+    )
     assert thread["count"].sum() == nsys["Kern Inst"].cast(pl.Int64).sum()
     # ...while the backward GEMMs run on the autograd thread, under no range on their own thread.
     autograd = prof.sql("""
@@ -84,8 +84,9 @@ def test_innermost_counts_each_kernel_once():
     prof = loaded(str(fixture("train_small")))
     all_ = prof.kernels_by_range(attribution="process")
     inner = prof.kernels_by_range(innermost=True, attribution="process")
-    n_attributed = prof.sql("SELECT count(DISTINCT op_id) AS n FROM op_ranges x JOIN gpu_ops o USING (op_id) "
-                            "WHERE o.kind = 'kernel'")["n"][0]
+    n_attributed = prof.sql(
+        "SELECT count(DISTINCT op_id) AS n FROM op_ranges x JOIN gpu_ops o USING (op_id) WHERE o.kind = 'kernel'"
+    )["n"][0]
     assert inner["count"].sum() == n_attributed
     assert all_["count"].sum() > inner["count"].sum()  # nested Batch > Forward Pass double counts
     batch = prof.kernels_by_range(range="Batch", innermost=True)
@@ -111,22 +112,29 @@ def _with_ranges(tmp_path, ranges):
     path = tmp_path / "train_small_ranges.sqlite"
     shutil.copyfile(fixture("train_small"), path)
     db = sqlite3.connect(path)
-    main_tid, bstart, bend = db.execute("SELECT globalTid, start, \"end\" FROM NVTX_EVENTS WHERE text = 'Backward Pass' "
-                                        "ORDER BY start LIMIT 1 OFFSET 5").fetchone()
+    main_tid, bstart, bend = db.execute(
+        "SELECT globalTid, start, \"end\" FROM NVTX_EVENTS WHERE text = 'Backward Pass' ORDER BY start LIMIT 1 OFFSET 5"
+    ).fetchone()
     launches = db.execute(
-        "SELECT r.globalTid, r.start, r.\"end\", r.correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
+        'SELECT r.globalTid, r.start, r."end", r.correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME r '
         "JOIN CUPTI_ACTIVITY_KIND_KERNEL k USING (correlationId) "
-        "WHERE r.globalTid <> ? AND r.start >= ? AND r.start < ? ORDER BY r.start", (main_tid, bstart, bend)).fetchall()
+        "WHERE r.globalTid <> ? AND r.start >= ? AND r.start < ? ORDER BY r.start",
+        (main_tid, bstart, bend),
+    ).fetchall()
     assert len(launches) >= len(ranges)
     out = []
     for i, ((name, domain), (tid, start, end, corr)) in enumerate(zip(ranges, launches[::2])):
         dom = 0
         if domain:
             dom = 100 + i
-            db.execute("INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid, domainId) VALUES (?, 75, ?, ?, ?)",
-                       (bstart, domain, tid, dom))
-        db.execute("INSERT INTO NVTX_EVENTS (start, \"end\", eventType, text, globalTid, domainId) "
-                   "VALUES (?, ?, 59, ?, ?, ?)", (start - 1, end + 1, name, tid, dom))
+            db.execute(
+                "INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid, domainId) VALUES (?, 75, ?, ?, ?)",
+                (bstart, domain, tid, dom),
+            )
+        db.execute(
+            'INSERT INTO NVTX_EVENTS (start, "end", eventType, text, globalTid, domainId) VALUES (?, ?, 59, ?, ?, ?)',
+            (start - 1, end + 1, name, tid, dom),
+        )
         out.append(corr)
     db.commit()
     db.close()
@@ -134,8 +142,10 @@ def _with_ranges(tmp_path, ranges):
 
 
 def _credited(prof, corr):
-    return dict(prof.sql(f"""SELECT r.name, x.via::VARCHAR AS via FROM op_ranges x JOIN gpu_ops o USING (op_id)
-                             JOIN nvtx_ranges r USING (range_id) WHERE o.correlation_id = {corr}""").rows())
+    return dict(
+        prof.sql(f"""SELECT r.name, x.via::VARCHAR AS via FROM op_ranges x JOIN gpu_ops o USING (op_id)
+                             JOIN nvtx_ranges r USING (range_id) WHERE o.correlation_id = {corr}""").rows()
+    )
 
 
 def test_library_range_on_the_launching_thread_keeps_the_main_threads_ranges(tmp_path):
@@ -144,11 +154,15 @@ def test_library_range_on_the_launching_thread_keeps_the_main_threads_ranges(tmp
     a range of the user's own (default domain) on the autograd thread stands for the user's phase there instead."""
     import nsysql
 
-    path, (lib, nccl, user) = _with_ranges(tmp_path, [("cub::DeviceRadixSort::SortPairs", "CCCL"),
-                                                      ("ncclAllReduce", "NCCL"), ("my_helper", None)])
+    path, (lib, nccl, user) = _with_ranges(
+        tmp_path, [("cub::DeviceRadixSort::SortPairs", "CCCL"), ("ncclAllReduce", "NCCL"), ("my_helper", None)]
+    )
     prof, base = nsysql.load(path, cache=False), loaded(str(fixture("train_small")))
-    assert _credited(prof, lib) == {"cub::DeviceRadixSort::SortPairs": "thread", "Backward Pass": "process",
-                                    "Batch5": "process"}
+    assert _credited(prof, lib) == {
+        "cub::DeviceRadixSort::SortPairs": "thread",
+        "Backward Pass": "process",
+        "Batch5": "process",
+    }
     assert _credited(prof, nccl) == {"ncclAllReduce": "thread", "Backward Pass": "process", "Batch5": "process"}
     assert _credited(prof, user) == {"my_helper": "thread"}
     # kernels-by-range, ranges and iterations read the same op_ranges: Backward Pass and Batch5 lose only the
@@ -156,8 +170,9 @@ def test_library_range_on_the_launching_thread_keeps_the_main_threads_ranges(tmp
     for attribution, lost in (("process", 1), ("thread", 0)):
         got, was = (kernels_in(p, "Backward Pass", attribution)["count"].sum() for p in (prof, base))
         assert got == was - lost
-        got, was = (p.ranges(attribution=attribution).filter(pl.col("name") == "Batch5")["gpu_ops"][0]
-                    for p in (prof, base))
+        got, was = (
+            p.ranges(attribution=attribution).filter(pl.col("name") == "Batch5")["gpu_ops"][0] for p in (prof, base)
+        )
         assert got == was - lost
     assert kernels_in(prof, "cub::DeviceRadixSort::SortPairs", "thread")["count"].sum() == 1
     # iterations: a kernel belongs to the step it was launched in, whatever its thread; the per-phase GPU time

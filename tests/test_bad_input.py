@@ -9,8 +9,8 @@ import sqlite3
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import fixture
+
 from nsysql.cli import main
 
 COMMANDS = [["info"], ["summary"], ["kernels"], ["ranges"], ["kernels-by-range"]]
@@ -72,8 +72,9 @@ def test_unknown_and_missing_columns_are_tolerated(tmp_path):
     con = sqlite3.connect(path)
     con.execute("CREATE TABLE StringIds(id INTEGER, value TEXT)")
     con.execute("INSERT INTO StringIds VALUES (1, 'k1'), (2, CAST(X'6BE9' AS TEXT))")  # non-UTF-8 bytes
-    con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER, end INTEGER, demangledName INTEGER, "
-                "weirdColumn BLOB)")
+    con.execute(
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER, end INTEGER, demangledName INTEGER, weirdColumn BLOB)"
+    )
     con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (10, 30, 1, x'00'), (40, 45, 2, NULL)")
     con.execute("CREATE TABLE NVTX_EVENTS(start INTEGER, end INTEGER, eventType INTEGER, text TEXT)")
     con.execute("INSERT INTO NVTX_EVENTS VALUES (5, 50, 59, CAST(X'4261746368FF' AS TEXT))")
@@ -107,8 +108,11 @@ def test_bad_option_values_are_one_line(tmp_path):
     res = run(["kernels-by-range", str(fixture("train_small")), "--range", "NoSuchRange"])
     assert res.exit_code == 2 and "no NVTX range matches 'NoSuchRange'" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
-    for args, says in ((["-o", str(tmp_path)], "is a directory"), (["-f", "nope"], "'nope' is not one of"),
-                       (["--no-such-option"], "No such option")):
+    for args, says in (
+        (["-o", str(tmp_path)], "is a directory"),
+        (["-f", "nope"], "'nope' is not one of"),
+        (["--no-such-option"], "No such option"),
+    ):
         res = run(["kernels", str(fixture("train_small")), *args])
         assert res.exit_code == 2 and says in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
     for cmd in (["kernels", "--top", "-1"], ["iterations", "--skip", "-1"]):
@@ -125,8 +129,13 @@ def test_out_of_memory_says_so_in_one_line_and_leaves_no_spill_files(tmp_path):
 
     src = fixture("big_step")
     env = dict(os.environ, TMPDIR=str(tmp_path), NSYSQL_MEMORY_LIMIT="20MB", NSYSQL_THREADS="2")
-    p = subprocess.run([sys.executable, "-m", "nsysql", "--no-cache", "summary", str(src)], env=env,
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "nsysql", "--no-cache", "summary", str(src)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     spill = list(tmp_path.glob("nsysql-spill-*"))
     assert spill, "DuckDB never spilled: the memory limit no longer forces it"
     assert p.returncode == 2, p.stderr  # 20 MB is too little for the canonical tables of big_step

@@ -3,6 +3,7 @@
 No timings are asserted (speed stays out of pass/fail; see BENCHMARKS.md). nsys-ai is
 compared only when $NSYSQL_BENCH_NSYSAI names its executable (it is not a dependency).
 """
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,19 @@ SMALL = ROOT / "fixtures" / "train_small" / "train_small.sqlite"
 
 @pytest.mark.skipif(not SMALL.exists(), reason="fixture train_small missing")
 def test_bench_here_quick_runs(tmp_path):
-    argv = [sys.executable, str(BENCH), "--here", str(SMALL), "--quick",
-            "--scratch", str(tmp_path), "--timeout", "60", "--out", str(tmp_path / "t.md")]
+    argv = [
+        sys.executable,
+        str(BENCH),
+        "--here",
+        str(SMALL),
+        "--quick",
+        "--scratch",
+        str(tmp_path),
+        "--timeout",
+        "60",
+        "--out",
+        str(tmp_path / "t.md"),
+    ]
     ai = os.environ.get("NSYSQL_BENCH_NSYSAI")
     if ai:
         argv += ["--nsysai", ai]
@@ -46,15 +58,23 @@ def test_ab_alternates_and_reports_each_variant(tmp_path):
     per variant; a failing command stops it with a non-zero exit."""
     ab = ROOT / "benchmarks" / "ab.py"
     log = tmp_path / "log"
-    argv = [sys.executable, str(ab), "2", "--reset", f"echo reset >> {log}",
-            f"one=echo one >> {log}", f"two=echo two >> {log}"]
+    argv = [
+        sys.executable,
+        str(ab),
+        "2",
+        "--reset",
+        f"echo reset >> {log}",
+        f"one=echo one >> {log}",
+        f"two=echo two >> {log}",
+    ]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert log.read_text().split() == ["reset", "one", "reset", "two"] * 2
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| one |") or line.startswith("| two |")]
     assert len(rows) == 2 and all("| 2 |" in r for r in rows)
-    bad = subprocess.run([sys.executable, str(ab), "1", "ok=true", "bad=exit 3"], capture_output=True, text=True,
-                         timeout=60)
+    bad = subprocess.run(
+        [sys.executable, str(ab), "1", "ok=true", "bad=exit 3"], capture_output=True, text=True, timeout=60
+    )
     assert bad.returncode == 1 and "bad exited 3" in bad.stderr
 
 

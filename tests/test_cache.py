@@ -10,14 +10,13 @@ import sys
 import duckdb
 import polars as pl
 import pytest
-from polars.testing import assert_frame_equal
 from click.testing import CliRunner
+from conftest import fixture
+from polars.testing import assert_frame_equal
 
 import nsysql
-from conftest import fixture
-from nsysql import cache
+from nsysql import _load, cache
 from nsysql.cli import main
-from nsysql import _load
 
 
 @pytest.fixture(params=["in the file", "in memory, copied in the background"])
@@ -113,8 +112,9 @@ def test_entry_being_written_while_others_read(tmp_path, build_mode):
     src, cdir = copy(tmp_path), tmp_path / "c"
     held = nsysql.load(src, cache_dir=cdir)  # cold: the entry still held open, or on its way
     env = {**os.environ, "NSYSQL_CACHE_DIR": str(cdir)}
-    out = subprocess.run([sys.executable, "-m", "nsysql", "kernels", str(src), "-f", "csv"], env=env,
-                         capture_output=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "nsysql", "kernels", str(src), "-f", "csv"], env=env, capture_output=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     got, mine = pl.read_csv(out.stdout), held.kernels()
     assert got["name"].to_list() == mine["name"].to_list() and got["total_ns"].to_list() == mine["total_ns"].to_list()
@@ -227,7 +227,7 @@ def test_any_file_name_loads_with_the_cache(tmp_path, build_mode):
     """Quotes, spaces and non-ASCII in the export's name: DuckDB names the entry's database after its file,
     and a quote there once broke the load."""
     ref = nsysql.load(fixture("train_small"), cache=False).kernels()
-    for name in ("o'brien \"run\" 1", "été"):
+    for name in ('o\'brien "run" 1', "été"):
         src = tmp_path / "in" / f"{name}.sqlite"
         src.parent.mkdir(exist_ok=True)
         shutil.copy2(fixture("train_small"), src)
@@ -281,7 +281,9 @@ def test_default_memory_limit_per_thread_with_a_floor_and_a_quarter_of_ram_cap()
     assert limit(64, ram_mb=64_000) == "16000MB"  # capped at a quarter of RAM
     assert limit(2, ram_mb=1_024) == "512MB"
     con = duckdb.connect(config={"memory_limit": limit(2, ram_mb=24_000)})
-    assert _load._bytes(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]) > 2.5 * 2**30  # "2.8 GiB"
+    assert (
+        _load._bytes(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]) > 2.5 * 2**30
+    )  # "2.8 GiB"
 
 
 def test_a_script_that_exits_right_after_load_still_gets_its_entry(tmp_path):
@@ -290,11 +292,13 @@ def test_a_script_that_exits_right_after_load_still_gets_its_entry(tmp_path):
     traceback, before it was fixed). NSYSQL_THREADS=8 makes this 2-core machine take the background copy; the
     copy starts 0.3 s late, as on a slow disk, so that the interpreter is surely shutting down when it runs."""
     src, cdir = copy(tmp_path), tmp_path / "c"
-    code = ("import time, nsysql\n"
-            "from nsysql import cache\n"
-            "persist = cache._persist\n"
-            "cache._persist = lambda *a: (time.sleep(0.3), persist(*a))\n"
-            f"nsysql.load({str(src)!r}, cache_dir={str(cdir)!r})\n")
+    code = (
+        "import time, nsysql\n"
+        "from nsysql import cache\n"
+        "persist = cache._persist\n"
+        "cache._persist = lambda *a: (time.sleep(0.3), persist(*a))\n"
+        f"nsysql.load({str(src)!r}, cache_dir={str(cdir)!r})\n"
+    )
     env = dict(os.environ, NSYSQL_THREADS="8")
     env.pop("NSYSQL_NO_CACHE", None)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
@@ -308,7 +312,9 @@ def test_a_script_using_nsysql_exits_silently(tmp_path):
     """Nothing on stderr when a script that asked questions ends: polars reads DuckDB's Arrow stream through a
     capsule, never the DuckDB relation (probing a relation for a missing attribute leaks a reference in DuckDB
     2.0, and nanobind then prints ~40 lines of "leaked instances" at exit)."""
-    code = (f"import nsysql\np = nsysql.load({str(fixture('train_small'))!r}, cache=False)\n"
-            "assert p.kernels().height and p.iterations().height and p.gaps().height\n")
+    code = (
+        f"import nsysql\np = nsysql.load({str(fixture('train_small'))!r}, cache=False)\n"
+        "assert p.kernels().height and p.iterations().height and p.gaps().height\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stderr == ""

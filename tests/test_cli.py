@@ -9,8 +9,8 @@ import os
 import polars as pl
 import pytest
 from click.testing import CliRunner
-
 from conftest import fixture, loaded
+
 from nsysql.cli import main
 
 TRAIN = fixture("train_small")
@@ -26,8 +26,13 @@ def test_csv_equals_python_api(cmd):
     assert res.exit_code == 0
     got = pl.read_csv(io.StringIO(res.stdout))
     prof = loaded(str(TRAIN))
-    want = {"kernels": prof.kernels, "api": prof.api, "ranges": prof.ranges,
-            "kernels-by-range": prof.kernels_by_range, "info": prof.info}[cmd]()
+    want = {
+        "kernels": prof.kernels,
+        "api": prof.api,
+        "ranges": prof.ranges,
+        "kernels-by-range": prof.kernels_by_range,
+        "info": prof.info,
+    }[cmd]()
     assert got.columns == want.columns
     assert got.height == want.height
     for c in want.columns:
@@ -47,7 +52,10 @@ def test_every_format_and_output_file(tmp_path):
         elif fmt == "markdown":
             assert text.startswith("| name | count |") and text.count("\n") == 5
         elif fmt == "csv":
-            assert text.splitlines()[0] == "name,count,total_ns,avg_ns,med_ns,min_ns,max_ns,stddev_ns,pct,category,tensor_cores"
+            assert (
+                text.splitlines()[0]
+                == "name,count,total_ns,avg_ns,med_ns,min_ns,max_ns,stddev_ns,pct,category,tensor_cores"
+            )
         else:
             assert "total_ns" in text.splitlines()[0]
 
@@ -110,8 +118,13 @@ def test_stats_writes_one_file_per_report(tmp_path):
     res = run(["stats", str(TRAIN), "-o", str(tmp_path / "run")])
     assert res.exit_code == 0, res.stderr
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == ["run_gaps.csv", "run_iterations.csv", "run_kernels.csv", "run_kernels_by_range.csv",
-                     "run_ranges.csv"]
+    assert names == [
+        "run_gaps.csv",
+        "run_iterations.csv",
+        "run_kernels.csv",
+        "run_kernels_by_range.csv",
+        "run_ranges.csv",
+    ]
     k = pl.read_csv(tmp_path / "run_kernels.csv")
     assert k["total_ns"].to_list() == loaded(str(TRAIN)).kernels()["total_ns"].to_list()
     bad = run(["stats", str(TRAIN), "-r", "kernels,nope"])
@@ -156,8 +169,9 @@ def test_the_executable_flushes_everything_and_keeps_exit_codes(tmp_path, no_tun
     env = {**os.environ, "NSYSQL_CACHE_DIR": str(tmp_path / "c"), "NSYSQL_NO_TUNING": no_tuning}
 
     def nsysql(*args):
-        return subprocess.run([sys.executable, "-m", "nsysql", *args], capture_output=True, text=True, env=env,
-                              timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "nsysql", *args], capture_output=True, text=True, env=env, timeout=120
+        )
 
     ok = nsysql("kernels-by-range", str(TRAIN), "-f", "csv")
     assert ok.returncode == 0, ok.stderr
@@ -175,13 +189,18 @@ def test_sql_only_reads_even_on_a_first_load(tmp_path):
     env = {"NSYSQL_CACHE_DIR": str(tmp_path / "cache")}
     copy = tmp_path / "run.sqlite"
     copy.write_bytes(TRAIN.read_bytes())
-    for q in ("UPDATE gpu_ops SET duration_ns = duration_ns * 100", "DROP TABLE gpu_ops",
-              "SELECT 1; DELETE FROM gpu_ops"):
+    for q in (
+        "UPDATE gpu_ops SET duration_ns = duration_ns * 100",
+        "DROP TABLE gpu_ops",
+        "SELECT 1; DELETE FROM gpu_ops",
+    ):
         res = run(["sql", str(copy), q], env=env)
         assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
         assert str(copy) in res.stderr and "only read" in res.stderr
     k = run(["kernels", str(copy), "-f", "csv"], env=env)
-    assert pl.read_csv(io.StringIO(k.stdout))["total_ns"].to_list() == loaded(str(TRAIN)).kernels()["total_ns"].to_list()
+    assert (
+        pl.read_csv(io.StringIO(k.stdout))["total_ns"].to_list() == loaded(str(TRAIN)).kernels()["total_ns"].to_list()
+    )
 
 
 def test_sql_results_of_any_type_print_in_every_format():
@@ -234,8 +253,9 @@ def test_one_profile_answers_several_threads_at_once():
     """Each thread gets its own DuckDB cursor: the same frames as asked one after another, cold and warm."""
     from concurrent.futures import ThreadPoolExecutor
 
-    import nsysql
     from polars.testing import assert_frame_equal
+
+    import nsysql
 
     want = loaded(str(TRAIN))
     for cache in (False, True):
@@ -253,16 +273,24 @@ def test_python_api_errors_are_nsysql_errors():
     import nsysql
 
     p = loaded(str(TRAIN))
-    for call in (lambda: p.sql("SELEC 1"), lambda: p.sql("SELECT * FROM nope"), lambda: p.gaps(min_ns=-1),
-                 lambda: p.timeline(bins=0), lambda: p.timeline(start_ns=5)):
+    for call in (
+        lambda: p.sql("SELEC 1"),
+        lambda: p.sql("SELECT * FROM nope"),
+        lambda: p.gaps(min_ns=-1),
+        lambda: p.timeline(bins=0),
+        lambda: p.timeline(start_ns=5),
+    ):
         with pytest.raises(nsysql.NsysqlError):
             call()
 
 
 def test_a_file_named_two_ways_is_one_rank():
     from conftest import FIXTURES
+
     from nsysql.many import expand
 
     r0 = FIXTURES / "ddp_pair" / "rank0.sqlite"
-    assert expand([str(r0), os.path.relpath(r0), str(FIXTURES / "ddp_pair" / "rank*.sqlite")]) == \
-        [str(r0), str(FIXTURES / "ddp_pair" / "rank1.sqlite")]
+    assert expand([str(r0), os.path.relpath(r0), str(FIXTURES / "ddp_pair" / "rank*.sqlite")]) == [
+        str(r0),
+        str(FIXTURES / "ddp_pair" / "rank1.sqlite"),
+    ]

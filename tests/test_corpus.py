@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import h200_exports, own_exports, public_exports
+
 from nsysql.cli import main
 
 FILES = own_exports() + h200_exports() + public_exports()
@@ -28,6 +28,7 @@ COMMANDS = {
     "report-markdown": ["report", "-f", "markdown"],
     "export": ["export", "--to", "{out}/export"],
 }
+
 
 def _cases():
     for path in FILES:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 from click.testing import CliRunner
-
 from conftest import PUBLIC, fixture, h200, loaded
+
 from nsysql.analyses.diff import mean_change_pct
 from nsysql.cli import main
 
@@ -28,8 +28,8 @@ def test_loop_fix_names_cause_and_faster_mean():
     it = res["iteration time"]
     mean = it.filter(pl.col("metric") == "iteration time, mean").row(0, named=True)
     median = it.filter(pl.col("metric") == "iteration time, median").row(0, named=True)
-    assert mean["new"] < mean["base"] and -45 < mean["delta_pct"] < -30      # 6.61 -> 4.09 ms
-    assert median["significant"] is False and abs(median["delta_pct"]) < 3   # the typical step is unchanged
+    assert mean["new"] < mean["base"] and -45 < mean["delta_pct"] < -30  # 6.61 -> 4.09 ms
+    assert median["significant"] is False and abs(median["delta_pct"]) < 3  # the typical step is unchanged
     idle = res["idle by cause"].row(0, named=True)
     assert idle["cause"] == "host:batch_to_device" and idle["delta_ns"] < -2e6  # ~25 ms every 10th step
     v = dict(res["verdict"].iter_rows())
@@ -67,14 +67,16 @@ def test_diff_markdown_and_json():
 
     j = json.loads(r.stdout)
     assert set(j) == {"verdict", "iteration time", "idle by cause", "ranges", "kernels"}
-    m = CliRunner().invoke(main, ["report", str(fixture("loop_after")), "--baseline", str(fixture("loop_before")),
-                                  "-f", "markdown"])
+    m = CliRunner().invoke(
+        main, ["report", str(fixture("loop_after")), "--baseline", str(fixture("loop_before")), "-f", "markdown"]
+    )
     assert m.exit_code == 0 and "#### nsysql diff: `loop_before.sqlite` → `loop_after.sqlite`" in m.stdout
 
 
 def test_profiles_of_different_programs_are_flagged():
     """train_small (a PyTorch MLP) against graph_node (a CUDA-graph loop): almost none of the MLP's kernel time
     is in kernels the other runs. loop_before/loop_after run the same kernels: no such warning."""
+
     def warnings(a, b):
         v = _diff(a, b)["verdict"]
         return v.filter(pl.col("item") == "warning")["value"].to_list()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import duckdb
 import pytest
 from click.testing import CliRunner
-
 from conftest import fixture, loaded
+
 from nsysql.cli import main
 from nsysql.export import schema_docs
 from nsysql.loader import CANONICAL_TABLES
@@ -31,9 +31,12 @@ def test_export_round_trip(tmp_path, fmt):
 def test_parquet_keeps_values(tmp_path):
     path = fixture("train_small")
     loaded(str(path)).export(tmp_path)
-    got = duckdb.sql(f"SELECT sum(duration_ns), count(*) FROM read_parquet('{tmp_path / 'gpu_ops.parquet'}') "
-                     "WHERE kind = 'kernel'").fetchall()[0]
-    want = loaded(str(path)).con.execute("SELECT sum(duration_ns), count(*) FROM gpu_ops WHERE kind = 'kernel'").fetchone()
+    got = duckdb.sql(
+        f"SELECT sum(duration_ns), count(*) FROM read_parquet('{tmp_path / 'gpu_ops.parquet'}') WHERE kind = 'kernel'"
+    ).fetchall()[0]
+    want = (
+        loaded(str(path)).con.execute("SELECT sum(duration_ns), count(*) FROM gpu_ops WHERE kind = 'kernel'").fetchone()
+    )
     assert got == want
 
 
@@ -46,7 +49,7 @@ def test_readme_lists_every_column(tmp_path):
     for t in CANONICAL_TABLES:
         assert f"## {t}" in readme
         for (col,) in con.execute(f"SELECT column_name FROM (DESCRIBE {t})").fetchall():
-            assert col in docs[t]["columns"], (t, col)   # every column has a comment in the SQL
+            assert col in docs[t]["columns"], (t, col)  # every column has a comment in the SQL
             assert f"| `{col}` |" in readme
     assert "| `api_tid` | BIGINT | thread that launched it |" in readme
     assert "CUDA stream id" in readme

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-
 from conftest import h200_exports, loaded, own_exports, reference_csv
 
 EXPORTS = [p for p in h200_exports() + own_exports() if reference_csv(p, "cuda_gpu_kern_sum").exists()]
@@ -96,13 +95,19 @@ def test_kernels_by_range_match_nvtx_kern_sum(path):
     want = want.with_columns(
         pl.col("NVTX Range").map_elements(lambda s: split_range(s)[0], return_dtype=pl.String).alias("domain"),
         pl.col("NVTX Range").map_elements(lambda s: split_range(s)[1], return_dtype=pl.String).alias("range"),
-        pl.col("Kern Inst").cast(pl.Int64), pl.col("Total Time (ns)").cast(pl.Int64),
+        pl.col("Kern Inst").cast(pl.Int64),
+        pl.col("Total Time (ns)").cast(pl.Int64),
         pl.col("NVTX Inst").cast(pl.Int64),
     )
     groups = want.group_by(["domain", "range", "Kernel Name"]).agg(
-        pl.len().alias("parts"), pl.col("Kern Inst").sum(), pl.col("Total Time (ns)").sum(),
-        pl.col("NVTX Inst").sum(), pl.col("Med (ns)").first(), pl.col("StdDev (ns)").first(),
-        pl.col("Min (ns)").first(), pl.col("Max (ns)").first(),
+        pl.len().alias("parts"),
+        pl.col("Kern Inst").sum(),
+        pl.col("Total Time (ns)").sum(),
+        pl.col("NVTX Inst").sum(),
+        pl.col("Med (ns)").first(),
+        pl.col("StdDev (ns)").first(),
+        pl.col("Min (ns)").first(),
+        pl.col("Max (ns)").first(),
     )
     assert got.height == groups.height
     for w in groups.iter_rows(named=True):
@@ -136,8 +141,12 @@ def test_memory_matches_cuda_gpu_mem_time_and_size_sum(path):
     """summary's memory section, per operation (it also splits by memory kind), against `nsys stats -r
     cuda_gpu_mem_time_sum,cuda_gpu_mem_size_sum`."""
     want = ref(path, "cuda_gpu_mem_time_sum")
-    mem = loaded(str(path)).summary()["memory"].group_by("operation").agg(
-        pl.col("count").sum(), pl.col("total_ns").sum(), pl.col("bytes").sum())
+    mem = (
+        loaded(str(path))
+        .summary()["memory"]
+        .group_by("operation")
+        .agg(pl.col("count").sum(), pl.col("total_ns").sum(), pl.col("bytes").sum())
+    )
     got = {r["operation"]: r for r in mem.iter_rows(named=True)}
     assert set(got) == set(want["Operation"].to_list())
     for w in want.iter_rows(named=True):

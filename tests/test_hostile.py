@@ -17,8 +17,8 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import fixture, gpu_busy_by_construction
+
 from nsysql.cli import main
 
 EVIL = "evil\x1b]0;pwned\x07kernel\rX\x9bY\x00Z\u202e"  # OSC title change, CR, C1 CSI, NUL, RTL override
@@ -49,24 +49,35 @@ def craft(path, *statements):
 
 def unconstrained(table):
     """`table` rebuilt without its NOT NULL constraints, rows and rowids kept (so NULLs can be written)."""
-    return [f"CREATE TABLE _t AS SELECT rowid AS _rid, * FROM {table}", f"DROP TABLE {table}",
-            f"CREATE TABLE {table} AS SELECT * FROM _t ORDER BY _rid", f"ALTER TABLE {table} DROP COLUMN _rid",
-            "DROP TABLE _t"]
+    return [
+        f"CREATE TABLE _t AS SELECT rowid AS _rid, * FROM {table}",
+        f"DROP TABLE {table}",
+        f"CREATE TABLE {table} AS SELECT * FROM _t ORDER BY _rid",
+        f"ALTER TABLE {table} DROP COLUMN _rid",
+        "DROP TABLE _t",
+    ]
 
 
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory):
     d = tmp_path_factory.mktemp("hostile")
     k = sqlite3.connect(fixture("train_small"))
-    evil_id = k.execute("SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY 1 ORDER BY count(*) DESC, 1 "
-                        "LIMIT 1").fetchone()[0]
+    evil_id = k.execute(
+        "SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1"
+    ).fetchone()[0]
     k.close()
     out = {
         "plain": craft(d / "plain.sqlite"),
-        "evil": craft(d / "evil.sqlite", ("UPDATE StringIds SET value = ? WHERE id = ?", (EVIL, evil_id)),
-                      ("UPDATE NVTX_EVENTS SET text = ? WHERE text = 'Load data'", (EVIL_RANGE,))),
-        "huge": craft(d / "huge.sqlite", ("UPDATE StringIds SET value = ? WHERE id = ?", (HUGE, evil_id)),
-                      ("UPDATE NVTX_EVENTS SET text = ? WHERE text = 'Load data'", ("R" * 1_000_000,))),
+        "evil": craft(
+            d / "evil.sqlite",
+            ("UPDATE StringIds SET value = ? WHERE id = ?", (EVIL, evil_id)),
+            ("UPDATE NVTX_EVENTS SET text = ? WHERE text = 'Load data'", (EVIL_RANGE,)),
+        ),
+        "huge": craft(
+            d / "huge.sqlite",
+            ("UPDATE StringIds SET value = ? WHERE id = ?", (HUGE, evil_id)),
+            ("UPDATE NVTX_EVENTS SET text = ? WHERE text = 'Load data'", ("R" * 1_000_000,)),
+        ),
         "unnamed": craft(d / "unnamed.sqlite", ("DELETE FROM StringIds WHERE id = ?", (evil_id,))),
         "bait": craft(d / "bait.sqlite", ("UPDATE NVTX_EVENTS SET text = ? WHERE text = 'Load data'", (REGEX_BAIT,))),
     }
@@ -80,6 +91,7 @@ def exports(tmp_path_factory):
 
 
 # -- item 5: control characters ------------------------------------------------------------------------------------
+
 
 def test_control_characters_are_shown_not_sent_to_the_terminal(exports):
     p = str(exports["evil"])
@@ -105,6 +117,7 @@ def test_control_characters_are_shown_not_sent_to_the_terminal(exports):
 
 # -- item 6: size amplification --------------------------------------------------------------------------------------
 
+
 def test_a_megabyte_name_does_not_multiply_in_the_report_or_the_terminal(exports, tmp_path):
     sizes = {}
     for name in ("plain", "huge"):
@@ -125,6 +138,7 @@ def test_a_megabyte_name_does_not_multiply_in_the_report_or_the_terminal(exports
 
 
 # -- item 7: one line, not a traceback ---------------------------------------------------------------------------------
+
 
 def one_line(r, *words):
     assert r.exit_code == 2, r.output
@@ -149,9 +163,12 @@ def test_numbers_beyond_64_bits_are_one_line_or_all_rows(exports):
 
 def test_settings_are_checked_and_clamped(exports):
     p = str(exports["plain"])
-    for env, says in (({"NSYSQL_THREADS": "abc"}, "NSYSQL_THREADS"), ({"NSYSQL_THREADS": "-2"}, "NSYSQL_THREADS"),
-                      ({"NSYSQL_MEMORY_LIMIT": "lots"}, "NSYSQL_MEMORY_LIMIT"),
-                      ({"NSYSQL_READERS": "x"}, "NSYSQL_READERS")):
+    for env, says in (
+        ({"NSYSQL_THREADS": "abc"}, "NSYSQL_THREADS"),
+        ({"NSYSQL_THREADS": "-2"}, "NSYSQL_THREADS"),
+        ({"NSYSQL_MEMORY_LIMIT": "lots"}, "NSYSQL_MEMORY_LIMIT"),
+        ({"NSYSQL_READERS": "x"}, "NSYSQL_READERS"),
+    ):
         for cache in ([], ["--no-cache"]):  # warm (an entry and answers stored) or cold: said either way
             run(["kernels", p])
             one_line(run([*cache, "kernels", p], env=env), p, says)
@@ -164,16 +181,23 @@ def test_settings_are_checked_and_clamped(exports):
 @pytest.mark.parametrize("fmt", ["table", "csv", "json", "markdown"])
 def test_sql_results_of_any_type_in_every_format(exports, fmt):
     p = str(exports["plain"])
-    q = ("SELECT 'infinity'::DATE AS d, '-infinity'::TIMESTAMP AS t, 'infinity'::TIMESTAMP_NS AS tn, "
-         "DATE '2020-01-02' AS ok, MAP{'a': 1} AS m, MAP{1: 'x'} AS m2, 'ab\\x00'::BLOB AS b, "
-         "{'x': 'infinity'::DATE} AS s, [MAP{1: '\\xAA'::BLOB}] AS l")
+    q = (
+        "SELECT 'infinity'::DATE AS d, '-infinity'::TIMESTAMP AS t, 'infinity'::TIMESTAMP_NS AS tn, "
+        "DATE '2020-01-02' AS ok, MAP{'a': 1} AS m, MAP{1: 'x'} AS m2, 'ab\\x00'::BLOB AS b, "
+        "{'x': 'infinity'::DATE} AS s, [MAP{1: '\\xAA'::BLOB}] AS l"
+    )
     r = run(["sql", p, q, "-f", fmt])
     assert r.exit_code == 0, r.output
     assert "Traceback" not in r.output and "panicked" not in r.output
     if fmt == "json":
         row = json.loads(r.stdout)[0]
-        assert (row["d"], row["t"], row["tn"], row["ok"], row["b"]) == ("infinity", "-infinity", "infinity",
-                                                                         "2020-01-02", "ab\\x00")
+        assert (row["d"], row["t"], row["tn"], row["ok"], row["b"]) == (
+            "infinity",
+            "-infinity",
+            "infinity",
+            "2020-01-02",
+            "ab\\x00",
+        )
         assert json.loads(row["m"]) == {"a": 1} and json.loads(row["s"]) == {"x": "infinity"}
         assert json.loads(row["l"]) == [{"1": "\\xAA"}]
     else:
@@ -187,8 +211,16 @@ def test_a_stored_answer_of_another_shape_is_a_miss_and_is_rewritten(exports, tm
     first = run([*cache, "kernels", p, "-f", "csv"])
     assert first.exit_code == 0
     (index,) = [i for i in (tmp_path / "c").rglob("index.json") if i.parent.name.startswith("kernels-")]
-    for shape in ("[]", "{}", "null", '"x"', '{"sections": 5, "single": true}', '{"sections": "ab", "single": false}',
-                  '{"sections": [], "single": true}', '{"sections": ["a", "b"], "single": true}'):
+    for shape in (
+        "[]",
+        "{}",
+        "null",
+        '"x"',
+        '{"sections": 5, "single": true}',
+        '{"sections": "ab", "single": false}',
+        '{"sections": [], "single": true}',
+        '{"sections": ["a", "b"], "single": true}',
+    ):
         index.write_text(shape)
         again = run([*cache, "kernels", p, "-f", "csv"])
         assert again.exit_code == 0, (shape, again.output)
@@ -201,8 +233,9 @@ def test_report_on_an_export_whose_strings_lack_a_name(exports, tmp_path):
     r = run(["report", str(p), "-o", str(tmp_path / "r.html")])
     assert r.exit_code == 0, r.output
     con = sqlite3.connect(f"file:{p}?mode=ro", uri=True)
-    n = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE demangledName = ?",
-                    (exports["evil_id"],)).fetchone()[0]
+    n = con.execute(
+        "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE demangledName = ?", (exports["evil_id"],)
+    ).fetchone()[0]
     con.close()
     info = {r["item"]: r["value"] for r in json.loads(run(["info", str(p), "-f", "json"]).stdout)}
     assert info["CUPTI_ACTIVITY_KIND_KERNEL: name id not in StringIds"] == f"{n} rows; kept, with no name (in gpu_ops)"
@@ -210,8 +243,12 @@ def test_report_on_an_export_whose_strings_lack_a_name(exports, tmp_path):
 
 def test_a_backtracking_regex_is_answered_at_once(exports):
     p = str(exports["bait"])
-    r = subprocess.run([sys.executable, "-m", "nsysql", "kernels-by-range", p, "--range", "(a+)+$"],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "nsysql", "kernels-by-range", p, "--range", "(a+)+$"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2 and "no NVTX range matches '(a+)+$'" in r.stderr, r.stderr
     import csv
     import io
@@ -222,21 +259,29 @@ def test_a_backtracking_regex_is_answered_at_once(exports):
 
 # -- item 8: data quality --------------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def flawed(tmp_path_factory):
     """train_small with flawed rows written into it; the flaws as made, to compare info with."""
     p = tmp_path_factory.mktemp("flawed") / "flawed.sqlite"
     k, r, n = "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"
-    craft(p, *unconstrained(k), *unconstrained(r), *unconstrained(n),
-          f"UPDATE {k} SET start = NULL WHERE rowid = 1", f'UPDATE {k} SET "end" = NULL WHERE rowid = 2',
-          f'UPDATE {k} SET "end" = start - 1000000000 WHERE rowid = 3',  # 1 s backwards: busy went negative
-          f"UPDATE {k} SET correlationId = NULL WHERE rowid = 4",
-          f"INSERT INTO {k} SELECT * FROM {k} WHERE rowid IN (5, 6, 7)",
-          f"UPDATE {r} SET correlationId = NULL WHERE rowid = 1", f"UPDATE {r} SET start = NULL WHERE rowid = 2",
-          f'UPDATE {r} SET "end" = start - 1000 WHERE rowid = 3',
-          f"INSERT INTO {r} SELECT * FROM {r} WHERE rowid IN (4, 5)",
-          f'UPDATE {n} SET "end" = start - 1000 WHERE rowid = (SELECT min(rowid) FROM {n} WHERE text = \'Load data\')',
-          f'UPDATE {n} SET "end" = NULL WHERE rowid = (SELECT max(rowid) FROM {n} WHERE text = \'Load data\')')
+    craft(
+        p,
+        *unconstrained(k),
+        *unconstrained(r),
+        *unconstrained(n),
+        f"UPDATE {k} SET start = NULL WHERE rowid = 1",
+        f'UPDATE {k} SET "end" = NULL WHERE rowid = 2',
+        f'UPDATE {k} SET "end" = start - 1000000000 WHERE rowid = 3',  # 1 s backwards: busy went negative
+        f"UPDATE {k} SET correlationId = NULL WHERE rowid = 4",
+        f"INSERT INTO {k} SELECT * FROM {k} WHERE rowid IN (5, 6, 7)",
+        f"UPDATE {r} SET correlationId = NULL WHERE rowid = 1",
+        f"UPDATE {r} SET start = NULL WHERE rowid = 2",
+        f'UPDATE {r} SET "end" = start - 1000 WHERE rowid = 3',
+        f"INSERT INTO {r} SELECT * FROM {r} WHERE rowid IN (4, 5)",
+        f"UPDATE {n} SET \"end\" = start - 1000 WHERE rowid = (SELECT min(rowid) FROM {n} WHERE text = 'Load data')",
+        f"UPDATE {n} SET \"end\" = NULL WHERE rowid = (SELECT max(rowid) FROM {n} WHERE text = 'Load data')",
+    )
     before = digest(p)
     yield p
     assert digest(p) == before
@@ -244,23 +289,22 @@ def flawed(tmp_path_factory):
 
 def test_info_counts_what_was_dropped_and_kept(flawed, exports):
     assert "none found" in run(["info", str(exports["source"])]).stdout  # the fixture itself is clean
-    rows = {r["item"]: r["value"] for r in json.loads(run(["info", str(flawed), "-f", "json"]).stdout)
-            if r["section"] == "data quality"}
+    rows = {
+        r["item"]: r["value"]
+        for r in json.loads(run(["info", str(flawed), "-f", "json"]).stdout)
+        if r["section"] == "data quality"
+    }
     assert rows == {
         "CUPTI_ACTIVITY_KIND_KERNEL: no start or no end": "2 rows; dropped: not an interval of GPU time (in gpu_ops)",
         "CUPTI_ACTIVITY_KIND_KERNEL: end before start": "1 row; dropped: its duration would be negative (in gpu_ops)",
-        "CUPTI_ACTIVITY_KIND_KERNEL: no correlationId":
-            "1 row; kept: not tied to the call that launched it, nor to its NVTX ranges (in gpu_ops)",
+        "CUPTI_ACTIVITY_KIND_KERNEL: no correlationId": "1 row; kept: not tied to the call that launched it, nor to its NVTX ranges (in gpu_ops)",
         "CUPTI_ACTIVITY_KIND_RUNTIME: no start or no end": "1 row; dropped: not an interval of CPU time (in api_calls)",
-        "CUPTI_ACTIVITY_KIND_RUNTIME: end before start":
-            "1 row; dropped: its duration would be negative (in api_calls)",
+        "CUPTI_ACTIVITY_KIND_RUNTIME: end before start": "1 row; dropped: its duration would be negative (in api_calls)",
         "CUPTI_ACTIVITY_KIND_RUNTIME: no correlationId": "1 row; kept: no GPU work is tied to it (in api_calls)",
         "NVTX_EVENTS: end before start": "1 row; dropped: its duration would be negative (in nvtx_ranges)",
         "NVTX_EVENTS: range never ended (open when the capture stopped)": "1 row; dropped, as nsys does (in nvtx_ranges)",
-        "CUPTI_ACTIVITY_KIND_* (GPU work): exact duplicate rows":
-            "3 rows; kept: counted again in counts and total times, as nsys stats counts them (in gpu_ops)",
-        "CUPTI_ACTIVITY_KIND_RUNTIME: exact duplicate rows":
-            "2 rows; kept: counted again in call counts and times, as nsys stats counts them (in api_calls)",
+        "CUPTI_ACTIVITY_KIND_* (GPU work): exact duplicate rows": "3 rows; kept: counted again in counts and total times, as nsys stats counts them (in gpu_ops)",
+        "CUPTI_ACTIVITY_KIND_RUNTIME: exact duplicate rows": "2 rows; kept: counted again in call counts and times, as nsys stats counts them (in api_calls)",
     }
 
 
@@ -269,20 +313,28 @@ def test_no_figure_goes_negative(flawed):
 
     prof = nsysql.load(flawed)
     for table in ("gpu_ops", "api_calls", "nvtx_ranges", "os_calls"):
-        assert prof.sql(f"SELECT count(*) FILTER (end_ns < start_ns OR start_ns IS NULL OR end_ns IS NULL) "
-                        f"FROM {table}").item() == 0, table
-    assert prof.sql("SELECT device_id, start_ns, end_ns, busy_before_ns, prev_end_ns FROM gpu_busy "
-                    "ORDER BY device_id, start_ns").rows() == gpu_busy_by_construction(prof)
+        assert (
+            prof.sql(
+                f"SELECT count(*) FILTER (end_ns < start_ns OR start_ns IS NULL OR end_ns IS NULL) FROM {table}"
+            ).item()
+            == 0
+        ), table
+    assert prof.sql(
+        "SELECT device_id, start_ns, end_ns, busy_before_ns, prev_end_ns FROM gpu_busy ORDER BY device_id, start_ns"
+    ).rows() == gpu_busy_by_construction(prof)
     gpus = prof.summary()["gpus"]
     assert (gpus["busy_ns"] >= 0).all() and (gpus["busy_pct_span"] >= 0).all()
     con = sqlite3.connect(f"file:{flawed}?mode=ro", uri=True)
-    good = con.execute('SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE start IS NOT NULL AND "end" IS NOT NULL '
-                       'AND "end" >= start').fetchone()[0]
+    good = con.execute(
+        'SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE start IS NOT NULL AND "end" IS NOT NULL '
+        'AND "end" >= start'
+    ).fetchone()[0]
     con.close()
     assert prof.sql("SELECT count(*) FROM gpu_ops WHERE kind = 'kernel'").item() == good
 
 
 # -- item 9: names, outputs and directories ---------------------------------------------------------------------------
+
 
 def test_an_existing_path_is_a_path_whatever_its_name(exports, tmp_path):
     for name in ("run[1].sqlite", "what?.sqlite", "star*.sqlite"):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 from click.testing import CliRunner
-
 from conftest import PUBLIC, h200_exports, loaded, own_exports
+
 from nsysql.cli import main
 from nsysql.errors import NsysqlError
 
@@ -86,8 +86,10 @@ def test_fuser_host_helper_is_not_the_loop():
         assert (df["kernels"] > 0).sum() >= df.height / 2
         assert f"repeats {df.height} times" in st["detected"]
     # named with --range: one depth, the most common; the sentence says what was left out
-    depths = prof.sql("SELECT depth, count(*) AS n FROM nvtx_ranges WHERE name = 'python_frontend::define_vector_fn'"
-                      " GROUP BY depth ORDER BY depth")
+    depths = prof.sql(
+        "SELECT depth, count(*) AS n FROM nvtx_ranges WHERE name = 'python_frontend::define_vector_fn'"
+        " GROUP BY depth ORDER BY depth"
+    )
     assert depths.rows() == [(1, 12), (2, 7)]
     df = prof.iterations(range="python_frontend::define_vector_fn")
     why = prof.iteration_stats(range="python_frontend::define_vector_fn")["detected"][0]
@@ -112,8 +114,9 @@ def test_nvtx_only_profile_range_and_summary():
     # each window runs from one poolformer_forward to the next: they tile the frames
     assert (df["end_ns"].head(187) == df["start_ns"].tail(187)).all()
     assert prof.iteration_stats(range="poolformer_forward")["median_gpu_busy_pct"][0] is None
-    res = CliRunner().invoke(main, ["iterations", str(POOLFORMER), "--range", "poolformer_forward", "-f", "csv"],
-                             catch_exceptions=False)
+    res = CliRunner().invoke(
+        main, ["iterations", str(POOLFORMER), "--range", "poolformer_forward", "-f", "csv"], catch_exceptions=False
+    )
     assert res.exit_code == 0 and len(res.stdout.strip().splitlines()) == 189
     summ = prof.summary()
     rg, every = summ["ranges"], prof.ranges()

@@ -5,11 +5,12 @@ from __future__ import annotations
 import polars as pl
 import pytest
 from click.testing import CliRunner
+from conftest import FIXTURES, fixture, h200, loaded, public_exports
+from conftest import PUBLIC as SHARED_PUBLIC
 
-from conftest import FIXTURES, PUBLIC as SHARED_PUBLIC, fixture, h200, loaded, public_exports
 from nsysql.analyses.gaps import parse_duration
-from nsysql.errors import NsysqlError
 from nsysql.cli import main
+from nsysql.errors import NsysqlError
 
 
 def slow_gaps(prof, its, min_ns=20_000_000):
@@ -92,8 +93,9 @@ def test_wrapper_detection_and_ddp_straggler_steps():
     assert {2, 7, 12, 17} <= set(out)  # rank 1 sleeps 30 ms in `data` at i % 5 == 2
 
 
-REF = [(n, FIXTURES / n / f"{n}.sqlite") for n in ("train_small", "loop_before", "loop_after", "big_step")] + \
-      [(r, FIXTURES / "ddp_pair" / f"{r}.sqlite") for r in ("rank0", "rank1")]
+REF = [(n, FIXTURES / n / f"{n}.sqlite") for n in ("train_small", "loop_before", "loop_after", "big_step")] + [
+    (r, FIXTURES / "ddp_pair" / f"{r}.sqlite") for r in ("rank0", "rank1")
+]
 
 
 @pytest.mark.parametrize("name,path", REF, ids=[r[0] for r in REF])
@@ -112,7 +114,8 @@ def test_no_gap_while_a_graph_runs(name):
     graph_work = prof.sql("SELECT start_ns, end_ns FROM gpu_ops WHERE kind = 'graph' OR graph_node_id IS NOT NULL")
     assert graph_work.height >= 30
     overlapping = g.join(graph_work, how="cross").filter(
-        (pl.col("start_ns") < pl.col("end_ns_right")) & (pl.col("end_ns") > pl.col("start_ns_right")))
+        (pl.col("start_ns") < pl.col("end_ns_right")) & (pl.col("end_ns") > pl.col("start_ns_right"))
+    )
     assert overlapping.height == 0
 
 
@@ -123,7 +126,8 @@ def test_gaps_are_device_wide_not_per_stream():
     g = prof.gaps(min_ns=0)
     ops = prof.sql("SELECT start_ns, end_ns FROM gpu_ops")
     hit = g.join(ops, how="cross").filter(
-        (pl.col("start_ns") < pl.col("end_ns_right")) & (pl.col("end_ns") > pl.col("start_ns_right")))
+        (pl.col("start_ns") < pl.col("end_ns_right")) & (pl.col("end_ns") > pl.col("start_ns_right"))
+    )
     assert hit.height == 0  # a gap on one stream while the other stream runs is not a gap
     assert g["device_id"].n_unique() == 1
 
@@ -190,8 +194,10 @@ def test_gpu_busy_pct_is_the_busy_share_of_the_iteration_windows(name):
     assert (df["idle_ns"] >= 0).all() and (df["idle_ns"] <= df["wall_ns"]).all()
 
 
-@pytest.mark.parametrize("name,after", [("graph_node.sqlite", "eager_step"), ("graph_whole.sqlite", "eager_step"),
-                                        ("threads.sqlite", "main/startend")])
+@pytest.mark.parametrize(
+    "name,after",
+    [("graph_node.sqlite", "eager_step"), ("graph_whole.sqlite", "eager_step"), ("threads.sqlite", "main/startend")],
+)
 def test_last_delimiter_iteration_ends_with_its_loop(name, after):
     """Delimiter ranges (no children): the last iteration runs over the siblings that followed the step before
     it, not over the ranges the program opens after the loop (10 `eager_step`s after 30 `graph_step`s)."""
@@ -250,6 +256,7 @@ def test_an_api_call_at_the_edge_of_a_gap_is_not_its_cause(name):
 def test_pageable_copy_finding_needs_real_volume():
     """train_small copies each batch (40 MiB in all) from pageable memory: a finding. Jorgedavyd's report4
     copies a few scalars that way: not worth one."""
+
     def findings(path):
         return loaded(str(path)).summary()["findings"]["finding"].to_list()
 
@@ -257,7 +264,8 @@ def test_pageable_copy_finding_needs_real_volume():
     small = SHARED_PUBLIC / "Jorgedavyd__cuda__report4.sqlite"
     if small.exists():
         pc = loaded(str(small)).sql(
-            "SELECT count(*) AS n, sum(bytes) AS b FROM gpu_ops WHERE kind = 'memcpy' AND src_kind = 'Pageable'")
+            "SELECT count(*) AS n, sum(bytes) AS b FROM gpu_ops WHERE kind = 'memcpy' AND src_kind = 'Pageable'"
+        )
         assert pc["n"][0] >= 1 and pc["b"][0] < 2**20
         assert "pageable host-to-device copies" not in findings(small)
 
@@ -271,9 +279,11 @@ def test_steady_state_sentence_is_the_same_everywhere(tmp_path):
     steady = df.filter(~pl.col("warmup"))
     t = steady["wall_ns"].cast(pl.Float64)
     busy = ((steady["wall_ns"] - steady["idle_ns"]) / steady["wall_ns"] * 100).median()
-    sentence = (f"steady state ({steady.height} of {df.height}): median {t.median() / 1e6:.2f} ms, "
-                f"mean {t.mean() / 1e6:.2f} ms, p90 {t.quantile(0.9, 'linear') / 1e6:.2f} ms, "
-                f"max {t.max() / 1e6:.2f} ms, CV {t.std() / t.mean():.2f}, GPU busy {busy:.0f}% (median)")
+    sentence = (
+        f"steady state ({steady.height} of {df.height}): median {t.median() / 1e6:.2f} ms, "
+        f"mean {t.mean() / 1e6:.2f} ms, p90 {t.quantile(0.9, 'linear') / 1e6:.2f} ms, "
+        f"max {t.max() / 1e6:.2f} ms, CV {t.std() / t.mean():.2f}, GPU busy {busy:.0f}% (median)"
+    )
     cli = CliRunner().invoke(main, ["iterations", str(path)])
     assert cli.exit_code == 0 and f"\n{sentence}\n" in cli.output, cli.output
     facts = dict(prof.summary()["facts"].rows())

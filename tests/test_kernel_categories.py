@@ -8,10 +8,9 @@ import re
 import polars as pl
 import pytest
 from click.testing import CliRunner
+from conftest import FIXTURES, PUBLIC, fixture, h200, loaded
 
 from nsysql.cli import main
-
-from conftest import FIXTURES, PUBLIC, fixture, h200, loaded
 
 
 def _public(name: str):
@@ -30,10 +29,18 @@ NAMED = [
     ("train_small", "void at::native::reduce_kernel<", "reduction", "no"),
     ("train_small", "void <unnamed>::softmax_warp_forward<", "softmax", "no"),
     ("train_small", "void <unnamed>::softmax_warp_backward<", "softmax", "no"),
-    ("train_small", "void at::native::vectorized_elementwise_kernel<(int)4, at::native::FillFunctor<float>",
-     "copy", "no"),
-    ("train_small", "void at::native::vectorized_elementwise_kernel<(int)4, at::native::GeluCUDAKernelImpl",
-     "elementwise", "no"),
+    (
+        "train_small",
+        "void at::native::vectorized_elementwise_kernel<(int)4, at::native::FillFunctor<float>",
+        "copy",
+        "no",
+    ),
+    (
+        "train_small",
+        "void at::native::vectorized_elementwise_kernel<(int)4, at::native::GeluCUDAKernelImpl",
+        "elementwise",
+        "no",
+    ),
     ("train_small", "void at::native::<unnamed>::nll_loss_forward_reduce_cuda_kernel_2d<", "reduction", "no"),
     ("big_step", "void at::native::<unnamed>::vectorized_layer_norm_kernel<", "norm", "no"),
     ("big_step", "void at::native::<unnamed>::GammaBetaBackwardCUDAKernelTemplate<", "norm", "no"),
@@ -43,11 +50,19 @@ NAMED = [
     ("h200/syncmem", "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda", "copy", "no"),
     ("public/NVIDIA__Fuser__report1", "nvjet_tst_192x192_64x3_1x2_h_bz_coopB_NTN", "gemm", "yes"),
     ("public/NVIDIA__Fuser__report1", "<unnamed>::nvfuser_pointwise_f0_c1_r0_g0", "elementwise", "unknown"),
-    ("public/wenscarl__cutlass_benchmark__report1", "void cutlass::Kernel<cutlass::gemm::kernel::Gemm<", "gemm",
-     "yes"),  # MmaTensorOp in its template arguments
+    (
+        "public/wenscarl__cutlass_benchmark__report1",
+        "void cutlass::Kernel<cutlass::gemm::kernel::Gemm<",
+        "gemm",
+        "yes",
+    ),  # MmaTensorOp in its template arguments
     ("public/LeiWang1999__memfusion_artifact__report1", "trt_ampere_h16816gemm_64x64", "gemm", "yes"),
-    ("public/LeiWang1999__memfusion_artifact__report1", "sm80_xmma_fprop_implicit_gemm_f16f16_f16f16_f16_nhwckrsc",
-     "conv", "yes"),
+    (
+        "public/LeiWang1999__memfusion_artifact__report1",
+        "sm80_xmma_fprop_implicit_gemm_f16f16_f16f16_f16_nhwckrsc",
+        "conv",
+        "yes",
+    ),
     ("public/LeiWang1999__memfusion_artifact__report1", "sm50_xmma_pooling_coalescedC", "reduction", "no"),
     ("public/MohanadOdema__DLProf__nsys_profile", "void cudnn::detail::implicit_convolve_sgemm<", "conv", "no"),
     ("public/MohanadOdema__DLProf__nsys_profile", "volta_sgemm_32x32_sliced1x4_tn", "gemm", "no"),
@@ -80,25 +95,33 @@ def test_rules_first_match_by_priority():
     cases = {
         "triton_poi_fused_add_mul_0": ("elementwise", "unknown"),
         "triton_red_fused_sum_1": ("reduction", "unknown"),
-        "sm80_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x16_stage4_warpsize2x2x1_tensor16x8x8_execute_kernel":
-            ("gemm", "yes"),
+        "sm80_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x16_stage4_warpsize2x2x1_tensor16x8x8_execute_kernel": (
+            "gemm",
+            "yes",
+        ),
         "ampere_sgemm_128x64_tn": ("gemm", "no"),
         "volta_h884gemm_64x64_ldg8_nn": ("gemm", "yes"),
-        "flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t>>":
-            ("attention", "yes"),
+        "flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t>>": (
+            "attention",
+            "yes",
+        ),
         "cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_128x128_32x3_nn_align8": ("gemm", "yes"),
         "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel"
         "__5x_cublas": ("gemm", "yes"),
         "void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false>": ("gemm", "no"),
         "cutlass::Kernel2<cutlass_80_simt_dgemm_128x64_8x5_nn_align1>": ("gemm", "no"),
         "sm80_xmma_gemm_f64f64_f64f64_f64_nn_n_tilesize64x64x16_stage3_warpsize2x2x1_dmma_execute_kernel": (
-            "gemm", "unknown"),
+            "gemm",
+            "unknown",
+        ),
         "some_custom_kernel": (None, None),
     }
     assert prof.sql("SELECT count(*) FROM kernel_rules WHERE pattern <> lower(pattern)").item() == 0
     for name, want in cases.items():
-        got = prof.sql(f"SELECT category, tensor_cores FROM kernel_rules WHERE regexp_matches(lower('{name}'), "
-                       "pattern) ORDER BY priority LIMIT 1").rows()
+        got = prof.sql(
+            f"SELECT category, tensor_cores FROM kernel_rules WHERE regexp_matches(lower('{name}'), "
+            "pattern) ORDER BY priority LIMIT 1"
+        ).rows()
         assert (got[0] if got else (None, None)) == want, name
 
 
@@ -111,18 +134,24 @@ def test_by_category_sums_the_kernels_table(where):
     k = prof.kernels()
     by = prof.kernels(by="category")
     assert by.columns == ["category", "tensor_cores", "count", "total_ns", "pct"]
-    expect = (k.group_by("category", "tensor_cores").agg(pl.col("count").sum(), pl.col("total_ns").sum())
-              .sort("category", "tensor_cores"))
-    assert by.select("category", "tensor_cores", "count", "total_ns").sort("category", "tensor_cores").rows() == \
-        expect.rows()
+    expect = (
+        k.group_by("category", "tensor_cores")
+        .agg(pl.col("count").sum(), pl.col("total_ns").sum())
+        .sort("category", "tensor_cores")
+    )
+    assert (
+        by.select("category", "tensor_cores", "count", "total_ns").sort("category", "tensor_cores").rows()
+        == expect.rows()
+    )
     total = prof.sql("SELECT sum(duration_ns), count(*) FROM gpu_ops WHERE kind = 'kernel'").row(0)
     assert (by["total_ns"].sum(), by["count"].sum()) == total
     assert by["pct"].sum() == pytest.approx(100.0)
 
 
 def test_cli_by_category():
-    r = CliRunner().invoke(main, ["kernels", "--by", "category", "--format", "csv",
-                                         str(fixture("train_small"))], catch_exceptions=False)
+    r = CliRunner().invoke(
+        main, ["kernels", "--by", "category", "--format", "csv", str(fixture("train_small"))], catch_exceptions=False
+    )
     assert r.exit_code == 0, r.output
     lines = r.output.strip().splitlines()
     assert lines[0] == "category,tensor_cores,count,total_ns,pct"

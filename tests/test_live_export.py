@@ -65,8 +65,9 @@ def refused(path, cache_dir, words):
         nsysql.load(path, cache_dir=cache_dir)
     msg = str(e.value)
     assert msg.startswith(f"{path}: ") and "\n" not in msg and any(w in msg for w in words), msg
-    res = CliRunner(env={"NSYSQL_CACHE_DIR": str(cache_dir)}).invoke(main, ["summary", str(path)],
-                                                                      catch_exceptions=False)
+    res = CliRunner(env={"NSYSQL_CACHE_DIR": str(cache_dir)}).invoke(
+        main, ["summary", str(path)], catch_exceptions=False
+    )
     assert res.exit_code == 2, res.output
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"nsysql: error: {path}: ") and "Traceback" not in res.stderr
@@ -145,8 +146,9 @@ def writer_process():
     procs = []
 
     def start(path, *sql):
-        p = subprocess.Popen([sys.executable, "-c", HOLD, str(path), *sql], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
+        p = subprocess.Popen(
+            [sys.executable, "-c", HOLD, str(path), *sql], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
         procs.append(p)
         assert p.stdout.readline().strip() == "holding"
         return p

@@ -40,7 +40,7 @@ def test_extra_tables_and_columns_with_odd_names_do_not_make_an_export_unreadabl
     con = sqlite3.connect(copy)
     for name in ODD:
         ident = '"' + name.replace('"', '""') + '"'
-        con.execute(f"CREATE TABLE {ident} ({ident} INTEGER, \"a\"\"b\" TEXT)")
+        con.execute(f'CREATE TABLE {ident} ({ident} INTEGER, "a""b" TEXT)')
         con.execute(f"INSERT INTO {ident} VALUES (1, 'x')")
     con.execute('ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL ADD COLUMN "odd""col" INTEGER')
     con.commit()
@@ -50,8 +50,9 @@ def test_extra_tables_and_columns_with_odd_names_do_not_make_an_export_unreadabl
         assert p.kernels().equals(loaded(str(TRAIN)).kernels())
         listed = p.sql("SELECT value FROM profile_facts WHERE key = 'tables_in_file'")["value"][0].split(",")
         assert set(ODD) <= set(listed)
-    res = CliRunner(env={"NSYSQL_CACHE_DIR": str(tmp_path / "cache")}).invoke(main, ["info", str(copy)],
-                                                                             catch_exceptions=False)
+    res = CliRunner(env={"NSYSQL_CACHE_DIR": str(tmp_path / "cache")}).invoke(
+        main, ["info", str(copy)], catch_exceptions=False
+    )
     assert res.exit_code == 0, res.output
     assert stamp(copy) == before
 
@@ -62,8 +63,8 @@ def damaged(tmp_path_factory):
     copy = tmp_path_factory.mktemp("damaged") / "damaged.sqlite"
     copy.write_bytes(TRAIN.read_bytes())
     con = sqlite3.connect(f"file:{copy}?mode=ro", uri=True)
-    root, = con.execute("SELECT rootpage FROM sqlite_master WHERE name = 'CUPTI_ACTIVITY_KIND_KERNEL'").fetchone()
-    page, = con.execute("PRAGMA page_size").fetchone()
+    (root,) = con.execute("SELECT rootpage FROM sqlite_master WHERE name = 'CUPTI_ACTIVITY_KIND_KERNEL'").fetchone()
+    (page,) = con.execute("PRAGMA page_size").fetchone()
     con.close()
     with open(copy, "r+b") as f:
         f.seek((root - 1) * page)
@@ -76,7 +77,8 @@ def damaged(tmp_path_factory):
 @pytest.mark.parametrize("flags", [[], ["--no-cache"]])
 def test_a_damaged_export_is_one_line_naming_it_without_a_traceback(damaged, tmp_path, flags):
     res = CliRunner(env={"NSYSQL_CACHE_DIR": str(tmp_path / "cache")}).invoke(
-        main, [*flags, "summary", str(damaged)], catch_exceptions=False)
+        main, [*flags, "summary", str(damaged)], catch_exceptions=False
+    )
     assert res.exit_code == 2, res.output
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"nsysql: error: {damaged}: cannot read the export ("), lines

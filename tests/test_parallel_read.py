@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from conftest import fixture, union_of_gpu_ops
 
 import nsysql
-from conftest import fixture, union_of_gpu_ops
 from nsysql.loader import raw
 from nsysql.loader.source import Source
 
@@ -62,7 +62,7 @@ def test_fallback_reader_equals_fast_reader(monkeypatch):
 def test_canonical_files_wait_for_what_they_read():
     """run_files starts a file once the files defining the tables it reads are done: every canonical table a
     file reads is defined by one of the files it waits for (the dependency scan misses none)."""
-    from nsysql.loader import CANONICAL_TABLES, _DEFINES, _WORD, _code
+    from nsysql.loader import _DEFINES, _WORD, CANONICAL_TABLES, _code
     from nsysql.queries import canonical_files
 
     files = canonical_files()
@@ -151,7 +151,7 @@ def _stage_recording(monkeypatch, workers):
 
     raw.stage(src, duckdb.connect(), ready=ready, readers=readers, progress=lambda table: events.append("scan"))
     assert events.count("ready") == 1 and events.count("open") >= 8
-    assert "open" not in events[events.index("ready"):]  # every stream was open (and registered) before it
+    assert "open" not in events[events.index("ready") :]  # every stream was open (and registered) before it
     return events, unread[0]
 
 
@@ -161,7 +161,7 @@ def test_ready_once_every_stream_is_open(monkeypatch):
     free core but never meet a reader registering."""
     monkeypatch.setattr(raw.os, "cpu_count", lambda: 8)
     events, unread = _stage_recording(monkeypatch, workers=4)
-    assert unread >= 2 and "scan" in events[events.index("ready"):]  # while reading: some had not even started
+    assert unread >= 2 and "scan" in events[events.index("ready") :]  # while reading: some had not even started
 
 
 def test_ready_waits_for_a_core_free_of_readers(monkeypatch):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import PUBLIC, gpu_busy_by_construction, h200_exports, own_exports, public_exports
+
 from nsysql.cli import main
 
 FILES = public_exports()
@@ -28,8 +28,10 @@ def test_gpu_busy_is_the_union_of_gpu_ops_with_busy_time_before(path):
     import nsysql
 
     prof = nsysql.load(path, cache=False)
-    busy = prof.sql("SELECT device_id, start_ns, end_ns, busy_before_ns, prev_end_ns FROM gpu_busy "
-                    "ORDER BY device_id NULLS FIRST, start_ns")
+    busy = prof.sql(
+        "SELECT device_id, start_ns, end_ns, busy_before_ns, prev_end_ns FROM gpu_busy "
+        "ORDER BY device_id NULLS FIRST, start_ns"
+    )
     assert list(busy.iter_rows()) == gpu_busy_by_construction(prof)
 
 
@@ -101,8 +103,12 @@ def test_each_gpu_op_is_one_row_with_its_earliest_launching_call(path):
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     want_ops = want_launched_at = 0
-    for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
-              "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"):
+    for t in (
+        "CUPTI_ACTIVITY_KIND_KERNEL",
+        "CUPTI_ACTIVITY_KIND_MEMCPY",
+        "CUPTI_ACTIVITY_KIND_MEMSET",
+        "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
+    ):
         if t not in tables:
             continue
         valid = f'SELECT correlationId, globalPid FROM {t} WHERE start IS NOT NULL AND "end" IS NOT NULL'
@@ -111,7 +117,8 @@ def test_each_gpu_op_is_one_row_with_its_earliest_launching_call(path):
             want_launched_at += con.execute(
                 f"SELECT coalesce(sum(first), 0) FROM ({valid}) o JOIN (SELECT globalTid >> 24 AS p, correlationId, "
                 "min(start) AS first FROM CUPTI_ACTIVITY_KIND_RUNTIME GROUP BY 1, 2) r "
-                "ON r.p = o.globalPid >> 24 AND r.correlationId = o.correlationId").fetchone()[0]
+                "ON r.p = o.globalPid >> 24 AND r.correlationId = o.correlationId"
+            ).fetchone()[0]
     assert rows == ops == want_ops
     assert (launched_at or 0) == want_launched_at
 
@@ -147,12 +154,22 @@ def test_devices_take_sms_memory_and_capability_from_target_info_cuda_gpu(path):
     import nsysql
 
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-        want = {r[0]: (r[1], r[2], f"{r[3]}.{r[4]}") for r in db.execute(
-            "SELECT deviceId, numMultiprocessors, globalMemorySize, computeCapabilityMajor, computeCapabilityMinor "
-            "FROM TARGET_INFO_CUDA_GPU")}
+        want = {
+            r[0]: (r[1], r[2], f"{r[3]}.{r[4]}")
+            for r in db.execute(
+                "SELECT deviceId, numMultiprocessors, globalMemorySize, computeCapabilityMajor, computeCapabilityMinor "
+                "FROM TARGET_INFO_CUDA_GPU"
+            )
+        }
     got = nsysql.load(path, cache=False).sql("SELECT * FROM devices")
-    assert want and {r["device_id"]: (r["sm_count"], r["memory_bytes"], r["compute_capability"])
-                     for r in got.iter_rows(named=True)} == want
+    assert (
+        want
+        and {
+            r["device_id"]: (r["sm_count"], r["memory_bytes"], r["compute_capability"])
+            for r in got.iter_rows(named=True)
+        }
+        == want
+    )
 
 
 def test_devices_leave_out_adapters_that_are_not_cuda_gpus():
@@ -185,8 +202,9 @@ def _extent(path, tables: dict[str, tuple[str, str]]) -> tuple[int, int]:
 
     db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
     have = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    ext = [db.execute(f'SELECT min("{a}"), max("{b}") FROM "{t}"').fetchone() for t, (a, b) in tables.items()
-           if t in have]
+    ext = [
+        db.execute(f'SELECT min("{a}"), max("{b}") FROM "{t}"').fetchone() for t, (a, b) in tables.items() if t in have
+    ]
     return min(r[0] for r in ext if r[0] is not None), max(r[1] for r in ext if r[1] is not None)
 
 

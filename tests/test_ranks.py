@@ -7,10 +7,10 @@ import sys
 
 import polars as pl
 import pytest
+from conftest import FIXTURES, ROOT, fixture
 from polars.testing import assert_frame_equal
 
 import nsysql
-from conftest import FIXTURES, ROOT, fixture
 
 PAIR = str(FIXTURES / "ddp_pair" / "rank*.sqlite")
 
@@ -46,13 +46,17 @@ def test_a_step_within_its_own_noise_names_no_straggler(tmp_path):
     for r in (0, 1):
         shutil.copyfile(FIXTURES / "ddp_pair" / f"rank{r}.sqlite", tmp_path / f"rank{r}.sqlite")
     db = sqlite3.connect(tmp_path / "rank1.sqlite")
-    (start, end), = db.execute("SELECT start, \"end\" FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId "
-                               "WHERE coalesce(n.text, s.value) = 'step' ORDER BY start LIMIT 1 OFFSET 3").fetchall()
-    n = db.execute("""UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = "end" + 2500000 WHERE rowid = (
+    ((start, end),) = db.execute(
+        'SELECT start, "end" FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId '
+        "WHERE coalesce(n.text, s.value) = 'step' ORDER BY start LIMIT 1 OFFSET 3"
+    ).fetchall()
+    n = db.execute(
+        """UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = "end" + 2500000 WHERE rowid = (
         SELECT k.rowid FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName
         JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId
         WHERE s.value LIKE 'ncclDevKernel_AllReduce%' AND r.start >= ? AND r.start < ? ORDER BY k.start LIMIT 1)""",
-                   (start, end)).rowcount
+        (start, end),
+    ).rowcount
     db.commit()
     db.close()
     assert n == 1
@@ -73,7 +77,8 @@ def test_a_step_within_its_own_noise_names_no_straggler(tmp_path):
     assert f["rank"].to_list() == [1]
     cost = s.group_by("iteration").agg(pl.col("wait_ns").max())["wait_ns"].sum()
     assert f["cost_ns"][0] == int(cost) and f["sentence"][0].startswith(
-        f"rank 1 straggles in iterations 2, 7, 12, 17 (costing the job about {cost / 1e6:.1f} ms)")
+        f"rank 1 straggles in iterations 2, 7, 12, 17 (costing the job about {cost / 1e6:.1f} ms)"
+    )
 
 
 def test_rank_numbering_falls_back_to_file_names(tmp_path):
@@ -89,9 +94,24 @@ def synthetic(tmp_path_factory):
     """Four ranks made from a real export with per-rank jitter (benchmarks/gen_scaled.py)."""
     d = tmp_path_factory.mktemp("ranks")
     for r in range(4):
-        subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gen_scaled.py"), str(fixture("train_small")),
-                        str(d / f"rank{r}.sqlite"), "--kernels", "2000", "--jitter", "5", "--rank", str(r),
-                        "--seed", str(r)], check=True, capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "benchmarks" / "gen_scaled.py"),
+                str(fixture("train_small")),
+                str(d / f"rank{r}.sqlite"),
+                "--kernels",
+                "2000",
+                "--jitter",
+                "5",
+                "--rank",
+                str(r),
+                "--seed",
+                str(r),
+            ],
+            check=True,
+            capture_output=True,
+        )
     return d
 
 
@@ -99,8 +119,10 @@ def test_local_and_dask_engines_agree(synthetic, tmp_path):
     distributed = pytest.importorskip("dask.distributed")
     local = nsysql.load_many([str(synthetic / "rank*.sqlite")], cache_dir=tmp_path / "local")
     assert sorted(local.files["rank"].to_list()) == [0, 1, 2, 3]
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         remote = nsysql.load_many([str(synthetic / "rank*.sqlite")], cache_dir=tmp_path / "dask", client=client)
     assert_frame_equal(local.per_rank(), remote.per_rank(), rel_tol=1e-9)
     assert_frame_equal(local.by_iteration(), remote.by_iteration(), rel_tol=1e-9)

@@ -8,6 +8,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_readme_examples_are_current():
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "readme_examples.py"), "--check"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "readme_examples.py"), "--check"], capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import ROOT, fixture, h200_exports
+
 from nsysql.cli import main
 
 spec = importlib.util.spec_from_file_location("check_report", ROOT / "scripts" / "check_report.py")
@@ -31,16 +31,26 @@ def test_html_is_self_contained(tmp_path):
     out = _report(tmp_path, fixture("train_small"))
     text = out.read_text()
     assert "<script src=" not in text and 'src="http' not in text  # plotly.js is embedded, no CDN
-    assert 'data-expected="5"' in text          # iterations, timeline, kernels, categories, idle
-    for heading in ("Findings", "Iterations", "GPU timeline", "Top kernels", "Kernel categories",
-                    "Idle time by cause", "NVTX ranges",
-                    "Kernels by range", "data-loader bound", "2025.3.2.0"):
+    assert 'data-expected="5"' in text  # iterations, timeline, kernels, categories, idle
+    for heading in (
+        "Findings",
+        "Iterations",
+        "GPU timeline",
+        "Top kernels",
+        "Kernel categories",
+        "Idle time by cause",
+        "NVTX ranges",
+        "Kernels by range",
+        "data-loader bound",
+        "2025.3.2.0",
+    ):
         assert heading in text
 
 
 @needs_chromium
-@pytest.mark.parametrize("path", [fixture("train_small"), fixture("loop_before")] + h200_exports(),
-                         ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path", [fixture("train_small"), fixture("loop_before")] + h200_exports(), ids=lambda p: p.stem
+)
 def test_renders_in_chromium(tmp_path, path):
     out = _report(tmp_path, path)
     res = check_report.check(out, tmp_path / "shot.png", height=1200)
@@ -52,8 +62,9 @@ def test_renders_in_chromium(tmp_path, path):
 @needs_chromium
 def test_diff_report_renders(tmp_path):
     out = tmp_path / "diff.html"
-    r = CliRunner().invoke(main, ["report", str(fixture("loop_after")), "--baseline", str(fixture("loop_before")),
-                                  "-o", str(out)])
+    r = CliRunner().invoke(
+        main, ["report", str(fixture("loop_after")), "--baseline", str(fixture("loop_before")), "-o", str(out)]
+    )
     assert r.exit_code == 0, r.output
     res = check_report.check(out)
     assert res["ok"], res
@@ -97,8 +108,6 @@ def test_png_without_kaleido_says_how(tmp_path):
     assert "pip install kaleido" in r.stderr
 
 
-
-
 def test_png_with_kaleido_writes_every_chart(tmp_path):
     if importlib.util.find_spec("kaleido") is None or not shutil.which("chromium"):
         pytest.skip("kaleido or chromium not installed")
@@ -126,6 +135,8 @@ for key in ("timeline", "idle"):
     print(key, [(t.name, t.marker.color) for t in figures[key].data if t.type == "bar"])
 """
     a, b = str(ROOT / "fixtures" / "ddp_pair" / "rank0.sqlite"), str(fixture("loop_before"))
-    alone, after = (subprocess.run([sys.executable, "-c", script, *paths], capture_output=True, text=True, check=True)
-                    .stdout for paths in ([b], [a, b]))
+    alone, after = (
+        subprocess.run([sys.executable, "-c", script, *paths], capture_output=True, text=True, check=True).stdout
+        for paths in ([b], [a, b])
+    )
     assert "host:" in alone and alone == after

@@ -95,9 +95,11 @@ def test_cli_refuses_the_issues_writes_on_a_cold_cache(victim, tmp_path, flags):
         res = run([*flags, "sql", str(victim), q.format(victim=victim)], env)
         refused_one_line(res, victim)
         assert "only read" in res.stderr, res.stderr
-        for _ in (["warm", "warm again"] if not flags else ["again"]):
-            res = run([*flags, "sql", str(victim), "SELECT count(*) AS n FROM gpu_ops WHERE kind = 'kernel'",
-                       "-f", "csv"], env)
+        for _ in ["warm", "warm again"] if not flags else ["again"]:
+            res = run(
+                [*flags, "sql", str(victim), "SELECT count(*) AS n FROM gpu_ops WHERE kind = 'kernel'", "-f", "csv"],
+                env,
+            )
             assert res.exit_code == 0 and res.stdout.splitlines() == ["n", str(kernels_in(victim))], res.output
     assert sorted(os.listdir(victim.parent)) == ["victim.sqlite"]  # nothing written beside it either
 
@@ -123,22 +125,31 @@ def prof(request, victim, tmp_path_factory):
     kind = request.param
     if kind == "warm-cache":
         nsysql.load(victim, cache_dir=cache_dir).close()
-    p = nsysql.load(victim, cache=kind != "no-cache", cache_dir=cache_dir,
-                    threads=4 if kind == "background-copy" else None)
+    p = nsysql.load(
+        victim, cache=kind != "no-cache", cache_dir=cache_dir, threads=4 if kind == "background-copy" else None
+    )
     yield p
     p.close()
 
 
 def test_profile_sql_settings_cannot_reach_or_change_anything(prof):
     """The sandbox's settings, read through the sandbox itself: true by construction of nsysql.sandbox."""
-    row = prof.sql("SELECT current_setting('enable_external_access') AS ext, "
-                   "current_setting('lock_configuration') AS locked, "
-                   "current_setting('autoinstall_known_extensions') AS install, "
-                   "current_setting('autoload_known_extensions') AS autoload, "
-                   "current_setting('allow_community_extensions') AS community, "
-                   "current_setting('python_enable_replacements') AS python_vars").row(0, named=True)
-    assert row == {"ext": False, "locked": True, "install": False, "autoload": False, "community": False,
-                   "python_vars": False}
+    row = prof.sql(
+        "SELECT current_setting('enable_external_access') AS ext, "
+        "current_setting('lock_configuration') AS locked, "
+        "current_setting('autoinstall_known_extensions') AS install, "
+        "current_setting('autoload_known_extensions') AS autoload, "
+        "current_setting('allow_community_extensions') AS community, "
+        "current_setting('python_enable_replacements') AS python_vars"
+    ).row(0, named=True)
+    assert row == {
+        "ext": False,
+        "locked": True,
+        "install": False,
+        "autoload": False,
+        "community": False,
+        "python_vars": False,
+    }
 
 
 def test_profile_sql_reads_that_reach_outside_fail(prof, victim):
@@ -161,31 +172,39 @@ def test_profile_sql_refuses_writes_and_keeps_every_kernel(prof, victim):
     assert prof.kernels()["count"].sum() == n
 
 
-@pytest.mark.parametrize("q", [
-    "SELECT count(*) FROM gpu_ops",
-    "FROM gpu_ops_named LIMIT 1",
-    "EXPLAIN SELECT count(*) FROM gpu_ops",
-    "EXPLAIN ANALYZE SELECT count(*) FROM gpu_ops",
-    "EXPLAIN (FORMAT json) SELECT count(*) FROM gpu_ops",
-    "EXPLAIN (SELECT 1)",
-    "DESCRIBE gpu_ops",
-    "SUMMARIZE devices",
-    "WITH k AS (SELECT * FROM gpu_ops WHERE kind = 'kernel') SELECT count(*) FROM k, k AS k2 WHERE k.op_id = k2.op_id",
-])
+@pytest.mark.parametrize(
+    "q",
+    [
+        "SELECT count(*) FROM gpu_ops",
+        "FROM gpu_ops_named LIMIT 1",
+        "EXPLAIN SELECT count(*) FROM gpu_ops",
+        "EXPLAIN ANALYZE SELECT count(*) FROM gpu_ops",
+        "EXPLAIN (FORMAT json) SELECT count(*) FROM gpu_ops",
+        "EXPLAIN (SELECT 1)",
+        "DESCRIBE gpu_ops",
+        "SUMMARIZE devices",
+        "WITH k AS (SELECT * FROM gpu_ops WHERE kind = 'kernel') SELECT count(*) FROM k, k AS k2 WHERE k.op_id = k2.op_id",
+    ],
+)
 def test_profile_sql_reads_are_answered(prof, q):
     assert prof.sql(q).height >= 1
 
 
 def test_profile_sql_sees_the_canonical_tables_and_threads_share_it(prof):
     """The same tables as the profile's own connection; several threads at once get the same answers."""
-    own = {r[0] for r in prof.con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
-        "UNION SELECT view_name FROM duckdb_views() WHERE database_name = current_database() AND NOT internal"
-    ).fetchall()}
+    own = {
+        r[0]
+        for r in prof.con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+            "UNION SELECT view_name FROM duckdb_views() WHERE database_name = current_database() AND NOT internal"
+        ).fetchall()
+    }
     assert "gpu_ops" in own and "gpu_ops_named" in own
     for t in sorted(own):
-        assert prof.sql(f'SELECT count(*) AS n FROM "{t}"')["n"][0] == prof.con.execute(
-            f'SELECT count(*) FROM "{t}"').fetchall()[0][0], t
+        assert (
+            prof.sql(f'SELECT count(*) AS n FROM "{t}"')["n"][0]
+            == prof.con.execute(f'SELECT count(*) FROM "{t}"').fetchall()[0][0]
+        ), t
     q = "SELECT kind, count(*) AS n, sum(duration_ns) AS t FROM gpu_ops GROUP BY ALL ORDER BY kind"
     want = prof.con.execute(q).fetchall()
     got = prof.parallel(*[lambda w: w.sql(q).rows() for _ in range(4)])
@@ -196,18 +215,29 @@ def test_profile_sql_calls_the_shared_macros(prof, victim):
     """The rules of queries/v1/canonical/00_macros.sql, in user SQL on each way the tables are held; their
     answers are true by construction of each macro's documented rule, and every memcpy's name agrees with its
     copy_kind (the one list of directions) for every memcpy the export holds."""
-    row = prof.sql("SELECT family_name('Batch_12') AS fam, family_number('Batch_12') AS num, "
-                   "family_label('Batch#3') AS label, family_label('Forward') AS plain, "
-                   "in_family('Batch_12', 'Batch') AS member, in_family('Batch_12', 'Bat') AS not_member, "
-                   "in_family('Batch', 'Batch') AS itself").row(0, named=True)
-    assert row == {"fam": "Batch", "num": 12, "label": "Batch*", "plain": "Forward", "member": True,
-                   "not_member": False, "itself": False}
+    row = prof.sql(
+        "SELECT family_name('Batch_12') AS fam, family_number('Batch_12') AS num, "
+        "family_label('Batch#3') AS label, family_label('Forward') AS plain, "
+        "in_family('Batch_12', 'Batch') AS member, in_family('Batch_12', 'Bat') AS not_member, "
+        "in_family('Batch', 'Batch') AS itself"
+    ).row(0, named=True)
+    assert row == {
+        "fam": "Batch",
+        "num": 12,
+        "label": "Batch*",
+        "plain": "Forward",
+        "member": True,
+        "not_member": False,
+        "itself": False,
+    }
     con = sqlite3.connect(f"file:{victim}?mode=ro&immutable=1", uri=True)
     try:
         memcpys = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY").fetchone()[0]
     finally:
         con.close()
-    named = prof.sql("SELECT count(*) AS n FROM gpu_ops o JOIN strings s ON s.id = o.name_id "
-                     "JOIN copy_kinds() k ON k.label = o.copy_kind::VARCHAR "
-                     "WHERE o.kind = 'memcpy' AND s.value = '[CUDA memcpy ' || k.label || ']'")["n"][0]
+    named = prof.sql(
+        "SELECT count(*) AS n FROM gpu_ops o JOIN strings s ON s.id = o.name_id "
+        "JOIN copy_kinds() k ON k.label = o.copy_kind::VARCHAR "
+        "WHERE o.kind = 'memcpy' AND s.value = '[CUDA memcpy ' || k.label || ']'"
+    )["n"][0]
     assert memcpys > 0 and named == memcpys

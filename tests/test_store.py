@@ -28,8 +28,14 @@ from nsysql.cli import main
 MiB = 1 << 20
 
 
-def nsysql(*args, cdir: Path, pythonpath: Path | None = None, limit: int | None = None, env: dict | None = None,
-           check: bool = True) -> subprocess.CompletedProcess:
+def nsysql(
+    *args,
+    cdir: Path,
+    pythonpath: Path | None = None,
+    limit: int | None = None,
+    env: dict | None = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess:
     """`python -m nsysql ARGS` with the cache in `cdir`; from the package copy `pythonpath`; with writes of
     files capped at `limit` bytes (RLIMIT_FSIZE: a write past it fails with EFBIG, as on a full disk)."""
     e = {k: v for k, v in os.environ.items() if k != "NSYSQL_NO_CACHE"}
@@ -41,9 +47,16 @@ def nsysql(*args, cdir: Path, pythonpath: Path | None = None, limit: int | None 
     def cap():
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    proc = subprocess.run([sys.executable, "-m", "nsysql", *map(str, args)], check=False, env=e,
-                          capture_output=True, text=True, timeout=300,
-                          preexec_fn=cap if limit is not None else None, cwd=cdir.parent)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nsysql", *map(str, args)],
+        check=False,
+        env=e,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=cap if limit is not None else None,
+        cwd=cdir.parent,
+    )
     if check:
         assert proc.returncode == 0, proc.stderr
     return proc
@@ -61,6 +74,7 @@ def copy(tmp_path: Path, src: Path, name: str | None = None) -> Path:
 
 
 # --- one key: editing analysis code invalidates the entry, the stored answers and the per-rank frames ---------
+
 
 def package_copy(dst: Path) -> Path:
     """nsysql's code and SQL as they are here, copied to `dst` (a checkout's layout: the package beside queries/),
@@ -113,6 +127,7 @@ def test_editing_an_analysis_invalidates_every_stored_value(tmp_path):
 
 # --- export identity: what a replacement cannot keep ---------------------------------------------------------
 
+
 def same_head_size_and_mtime(tmp_path: Path) -> tuple[Path, Path]:
     """Two exports of the same size whose first MiB are identical: big_step, and big_step with its last kernel
     one second longer (a change past the first MiB; SQLite's change counter in the header put back)."""
@@ -120,8 +135,10 @@ def same_head_size_and_mtime(tmp_path: Path) -> tuple[Path, Path]:
     b = tmp_path / "b.sqlite"
     shutil.copyfile(a, b)
     con = sqlite3.connect(b)
-    con.execute('UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = "end" + 1000000000 '
-                "WHERE rowid = (SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)")
+    con.execute(
+        'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = "end" + 1000000000 '
+        "WHERE rowid = (SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)"
+    )
     con.commit()
     con.close()
     with open(a, "rb") as f:
@@ -164,9 +181,11 @@ def test_a_replaced_export_with_the_same_head_size_and_mtime_gets_its_own_answer
 
 # --- a cache that cannot be written, at any step --------------------------------------------------------------
 
+
 def one_warning(proc: subprocess.CompletedProcess, cdir: Path) -> None:
-    lines = [line for line in proc.stderr.splitlines()
-             if not line.startswith(("nsysql: 2 ranks", "nsysql: straggler rule"))]
+    lines = [
+        line for line in proc.stderr.splitlines() if not line.startswith(("nsysql: 2 ranks", "nsysql: straggler rule"))
+    ]
     assert len(lines) == 1 and lines[0].startswith("nsysql: warning: cache disabled ("), proc.stderr
     assert str(cdir) in lines[0] and "Traceback" not in proc.stderr
 
@@ -178,11 +197,15 @@ def summary_answer(tmp_path_factory):
     return nsysql("summary", fixture("big_step"), cdir=d / "cache").stdout
 
 
-@pytest.mark.parametrize("limit,background", [
-    (4, False),  # nothing can be written: creating the entry fails
-    (200_000, False),  # the tables are being written into the entry (a commit, the WAL)
-    (1_000_000, True),  # in memory first, the background copy fails (4 threads: _load picks it)
-], ids=["create", "tables", "background-copy"])
+@pytest.mark.parametrize(
+    "limit,background",
+    [
+        (4, False),  # nothing can be written: creating the entry fails
+        (200_000, False),  # the tables are being written into the entry (a commit, the WAL)
+        (1_000_000, True),  # in memory first, the background copy fails (4 threads: _load picks it)
+    ],
+    ids=["create", "tables", "background-copy"],
+)
 def test_a_full_cache_disk_answers_from_memory_with_one_warning(tmp_path, summary_answer, limit, background):
     """Files capped at `limit` bytes (RLIMIT_FSIZE; as root too): every write past it fails, as on a full disk.
     Before, a failed commit or checkpoint ended every command with a DuckDB error."""
@@ -224,11 +247,23 @@ def test_ranks_on_a_full_disk_warns_once(tmp_path):
 
 # --- killed loads and `cache clear` during a load --------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def larger_export(tmp_path_factory) -> tuple[Path, tuple[str, int]]:
     out = tmp_path_factory.mktemp("larger") / "larger.sqlite"
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gen_scaled.py"), str(fixture("train_small")),
-                    str(out), "--kernels", "100000"], check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "gen_scaled.py"),
+            str(fixture("train_small")),
+            str(out),
+            "--kernels",
+            "100000",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     return out, digest(out)
 
 
@@ -246,8 +281,13 @@ def start_load(src: Path, cdir: Path) -> subprocess.Popen:
     file's `.wal` exist)."""
     env = {k: v for k, v in os.environ.items() if k != "NSYSQL_NO_CACHE"}
     env.update(NSYSQL_CACHE_DIR=str(cdir), NSYSQL_THREADS="2")  # built in its file (see nsysql())
-    proc = subprocess.Popen([sys.executable, "-m", "nsysql", "summary", str(src)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nsysql", "summary", str(src)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 120
     while not list(cdir.glob(".*.tmp.wal")):
         assert proc.poll() is None, "the load ended before its entry was being written: " + proc.stderr.read()

@@ -48,8 +48,12 @@ def _user_frame(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
         return pl.DataFrame()
     if any(str(t).startswith(_AS_TEXT) for t in rel.types):
         q = lambda c: '"' + c.replace('"', '""') + '"'  # noqa: E731
-        rel = rel.project(", ".join(f"CAST({q(c)} AS VARCHAR) AS {q(c)}" if str(t).startswith(_AS_TEXT) else q(c)
-                                    for c, t in zip(rel.columns, rel.types)))
+        rel = rel.project(
+            ", ".join(
+                f"CAST({q(c)} AS VARCHAR) AS {q(c)}" if str(t).startswith(_AS_TEXT) else q(c)
+                for c, t in zip(rel.columns, rel.types)
+            )
+        )
     return pl.DataFrame(_Stream(rel.__arrow_c_stream__()))
 
 

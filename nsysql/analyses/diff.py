@@ -66,17 +66,29 @@ class Side:
         return self.stats["range"][0]
 
 
-def side(gpus: pl.DataFrame, its: pl.DataFrame, stats: pl.DataFrame, kernels: pl.DataFrame,
-         ranges: pl.DataFrame, gaps: pl.DataFrame | None) -> Side:
+def side(
+    gpus: pl.DataFrame,
+    its: pl.DataFrame,
+    stats: pl.DataFrame,
+    kernels: pl.DataFrame,
+    ranges: pl.DataFrame,
+    gaps: pl.DataFrame | None,
+) -> Side:
     """One profile's Side from its iterations (all of them, flagged), their stats, the per-iteration kernels and
     ranges (iteration_breakdown) and its gaps indexed by those iterations (None without GPUs)."""
     steady = its.filter(~pl.col("warmup"))
     if steady.height == 0:
         return Side(gpus, f"all {its.height} iterations of `{stats['range'][0]}` are warm-up")
     idx = steady["iteration"].implode()
-    return Side(gpus, None, steady, stats, kernels.filter(pl.col("iteration").is_in(idx)),
-                ranges.filter(pl.col("iteration").is_in(idx)),
-                gaps.filter(pl.col("iteration").is_in(idx)) if gaps is not None and gaps.height else None)
+    return Side(
+        gpus,
+        None,
+        steady,
+        stats,
+        kernels.filter(pl.col("iteration").is_in(idx)),
+        ranges.filter(pl.col("iteration").is_in(idx)),
+        gaps.filter(pl.col("iteration").is_in(idx)) if gaps is not None and gaps.height else None,
+    )
 
 
 def needs_totals(b: Side, n: Side) -> bool:
@@ -104,26 +116,32 @@ def _per_iteration(df: pl.DataFrame | None, key: str, value: str, n: int) -> pl.
     per = df.group_by(key, "iteration").agg(pl.col(value).sum().cast(pl.Float64).alias("v"))
     agg = per.group_by(key).agg(pl.col("v").sum().alias("s"), (pl.col("v") ** 2).sum().alias("s2"))
     mean = pl.col("s") / n
-    var = ((pl.col("s2") - n * mean ** 2) / (n - 1)).clip(lower_bound=0) if n > 1 else pl.lit(0.0)
+    var = ((pl.col("s2") - n * mean**2) / (n - 1)).clip(lower_bound=0) if n > 1 else pl.lit(0.0)
     return agg.select(pl.col(key), mean.alias("mean"), (var.sqrt() / math.sqrt(n)).alias("se"))
 
 
 def _compare(base: pl.DataFrame, new: pl.DataFrame, key: str, judged: bool = True) -> pl.DataFrame:
     j = base.join(new, on=key, how="full", coalesce=True, suffix="_new")
     j = j.with_columns(
-        status=pl.when(pl.col("mean").is_null()).then(pl.lit("new"))
-        .when(pl.col("mean_new").is_null()).then(pl.lit("vanished")).otherwise(pl.lit("both")),
+        status=pl.when(pl.col("mean").is_null())
+        .then(pl.lit("new"))
+        .when(pl.col("mean_new").is_null())
+        .then(pl.lit("vanished"))
+        .otherwise(pl.lit("both")),
         base_ns=pl.col("mean").fill_null(0.0),
         new_ns=pl.col("mean_new").fill_null(0.0),
         _se=(pl.col("se").fill_null(0.0) ** 2 + pl.col("se_new").fill_null(0.0) ** 2).sqrt(),
     ).with_columns(delta_ns=pl.col("new_ns") - pl.col("base_ns"))
     noise = (Z * pl.col("_se")) if judged else pl.lit(None, pl.Float64)
-    return j.with_columns(
-        delta_pct=pl.when(pl.col("base_ns") > 0).then(100.0 * pl.col("delta_ns") / pl.col("base_ns")),
-        noise_ns=noise,
-        significant=(pl.col("delta_ns").abs() > noise) if judged else pl.lit(None, pl.Boolean),
-    ).sort([pl.col("delta_ns").abs(), key], descending=[True, False]).select(
-        key, "status", "base_ns", "new_ns", "delta_ns", "delta_pct", "noise_ns", "significant")
+    return (
+        j.with_columns(
+            delta_pct=pl.when(pl.col("base_ns") > 0).then(100.0 * pl.col("delta_ns") / pl.col("base_ns")),
+            noise_ns=noise,
+            significant=(pl.col("delta_ns").abs() > noise) if judged else pl.lit(None, pl.Boolean),
+        )
+        .sort([pl.col("delta_ns").abs(), key], descending=[True, False])
+        .select(key, "status", "base_ns", "new_ns", "delta_ns", "delta_pct", "noise_ns", "significant")
+    )
 
 
 def _robust(t: pl.Series) -> tuple[float, float, float, float]:
@@ -138,8 +156,18 @@ def _robust(t: pl.Series) -> tuple[float, float, float, float]:
 def _metric(name: str, b: float, bse: float, n: float, nse: float, unit: str = "ms") -> dict:
     noise = Z * math.hypot(bse, nse)
     d = n - b
-    return {"metric": name, "unit": unit, "base": b, "base_se": bse, "new": n, "new_se": nse, "delta": d,
-            "delta_pct": 100.0 * d / b if b else None, "noise": noise, "significant": abs(d) > noise}
+    return {
+        "metric": name,
+        "unit": unit,
+        "base": b,
+        "base_se": bse,
+        "new": n,
+        "new_se": nse,
+        "delta": d,
+        "delta_pct": 100.0 * d / b if b else None,
+        "noise": noise,
+        "significant": abs(d) > noise,
+    }
 
 
 def diff(b: Side, n: Side, base_label: str = "BASE", new_label: str = "NEW") -> dict[str, pl.DataFrame]:
@@ -171,32 +199,59 @@ def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> dict[str, pl.Data
         _metric("GPU idle in an iteration, mean", ib, sib, inn, sin_),
     ]
     itime = pl.DataFrame(rows)
-    itime = pl.concat([itime, pl.DataFrame([{
-        "metric": "steady-state iterations", "unit": "", "base": float(nb), "base_se": None, "new": float(nn),
-        "new_se": None, "delta": float(nn - nb), "delta_pct": None, "noise": None, "significant": None}],
-        schema=itime.schema)])
+    itime = pl.concat(
+        [
+            itime,
+            pl.DataFrame(
+                [
+                    {
+                        "metric": "steady-state iterations",
+                        "unit": "",
+                        "base": float(nb),
+                        "base_se": None,
+                        "new": float(nn),
+                        "new_se": None,
+                        "delta": float(nn - nb),
+                        "delta_pct": None,
+                        "noise": None,
+                        "significant": None,
+                    }
+                ],
+                schema=itime.schema,
+            ),
+        ]
+    )
 
-    idle = _compare(_per_iteration(b.gaps, "cause", "duration_ns", nb),
-                    _per_iteration(n.gaps, "cause", "duration_ns", nn), "cause")
-    rng = _compare(_per_iteration(b.ranges, "name", "cpu_ns", nb),
-                   _per_iteration(n.ranges, "name", "cpu_ns", nn), "name")
-    kern = _compare(_per_iteration(b.kernels, "name", "ns", nb),
-                    _per_iteration(n.kernels, "name", "ns", nn), "name")
+    idle = _compare(
+        _per_iteration(b.gaps, "cause", "duration_ns", nb), _per_iteration(n.gaps, "cause", "duration_ns", nn), "cause"
+    )
+    rng = _compare(
+        _per_iteration(b.ranges, "name", "cpu_ns", nb), _per_iteration(n.ranges, "name", "cpu_ns", nn), "name"
+    )
+    kern = _compare(_per_iteration(b.kernels, "name", "ns", nb), _per_iteration(n.kernels, "name", "ns", nn), "name")
 
     m = rows[0]
     faster = m["delta"] < 0
     if m["significant"]:
-        head = (f"{nl} is {'faster' if faster else 'slower'}: mean steady-state iteration {mb:.2f} -> {mn:.2f} ms "
-                f"({m['delta_pct']:+.1f}%), beyond the noise threshold of {m['noise']:.2f} ms")
+        head = (
+            f"{nl} is {'faster' if faster else 'slower'}: mean steady-state iteration {mb:.2f} -> {mn:.2f} ms "
+            f"({m['delta_pct']:+.1f}%), beyond the noise threshold of {m['noise']:.2f} ms"
+        )
     else:
-        head = (f"no significant change in mean iteration time: {mb:.2f} -> {mn:.2f} ms ({m['delta_pct']:+.1f}%); "
-                f"|change| {abs(m['delta']):.2f} ms is within the noise threshold of {m['noise']:.2f} ms"
-                + ("; more steady-state iterations would decide it" if abs(m["delta_pct"] or 0) >= 10 else ""))
+        head = (
+            f"no significant change in mean iteration time: {mb:.2f} -> {mn:.2f} ms ({m['delta_pct']:+.1f}%); "
+            f"|change| {abs(m['delta']):.2f} ms is within the noise threshold of {m['noise']:.2f} ms"
+            + ("; more steady-state iterations would decide it" if abs(m["delta_pct"] or 0) >= 10 else "")
+        )
     md = rows[1]
     verdict = [
         ("verdict", head),
-        ("median", f"{db:.2f} -> {dn:.2f} ms ({md['delta_pct']:+.1f}%), "
-                   + ("significant" if md["significant"] else "within noise") + f" (threshold {md['noise']:.2f} ms)"),
+        (
+            "median",
+            f"{db:.2f} -> {dn:.2f} ms ({md['delta_pct']:+.1f}%), "
+            + ("significant" if md["significant"] else "within noise")
+            + f" (threshold {md['noise']:.2f} ms)",
+        ),
         ("GPU busy", f"{bb:.1f}% -> {bn:.1f}% of an iteration (mean)"),
     ]
     pb, pn = b.stats["outlier_pattern"][0], n.stats["outlier_pattern"][0]
@@ -206,33 +261,56 @@ def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> dict[str, pl.Data
         if df.height:
             r = df.row(0, named=True)
             what = {"new": " (new)", "vanished": " (vanished)"}.get(r["status"], "")
-            verdict.append((f"largest {label} change",
-                            f"{r[key]}{what}: {r['base_ns'] / 1e6:.2f} -> {r['new_ns'] / 1e6:.2f} ms per iteration "
-                            f"({r['delta_ns'] / 1e6:+.2f} ms, {'significant' if r['significant'] else 'within noise'})"))
+            verdict.append(
+                (
+                    f"largest {label} change",
+                    f"{r[key]}{what}: {r['base_ns'] / 1e6:.2f} -> {r['new_ns'] / 1e6:.2f} ms per iteration "
+                    f"({r['delta_ns'] / 1e6:+.2f} ms, {'significant' if r['significant'] else 'within noise'})",
+                )
+            )
     if b.family != n.family:
         verdict.append(("warning", f"iterations are `{b.family}` in {bl} but `{n.family}` in {nl}"))
     named = kern.filter(~pl.col("name").str.starts_with("["))  # kernels, not `[CUDA memcpy ...]` labels
     shared = [named.filter(pl.col("status") == "both")[c].sum() / (named[c].sum() or 1) for c in ("base_ns", "new_ns")]
     if named.height and min(shared) < SAME_PROGRAM_SHARE:
-        verdict.append(("warning", f"only {shared[0]:.0%} of {bl}'s kernel time and {shared[1]:.0%} of {nl}'s is in "
-                                   "kernels both run: are they profiles of the same program?"))
-    verdict.append(("rule", f"a change counts when |Δ| > {Z:g}·sqrt(se_base² + se_new²), se = standard error of the "
-                            "per-iteration mean (sd/√n) or median (1.2533·1.4826·MAD/√n), over steady-state "
-                            f"iterations ({nb} in {bl}, {nn} in {nl})"))
-    return {"verdict": pl.DataFrame(verdict, schema=["item", "value"], orient="row"),
-            "iteration time": itime, "idle by cause": idle, "ranges": rng, "kernels": kern}
+        verdict.append(
+            (
+                "warning",
+                f"only {shared[0]:.0%} of {bl}'s kernel time and {shared[1]:.0%} of {nl}'s is in "
+                "kernels both run: are they profiles of the same program?",
+            )
+        )
+    verdict.append(
+        (
+            "rule",
+            f"a change counts when |Δ| > {Z:g}·sqrt(se_base² + se_new²), se = standard error of the "
+            "per-iteration mean (sd/√n) or median (1.2533·1.4826·MAD/√n), over steady-state "
+            f"iterations ({nb} in {bl}, {nn} in {nl})",
+        )
+    )
+    return {
+        "verdict": pl.DataFrame(verdict, schema=["item", "value"], orient="row"),
+        "iteration time": itime,
+        "idle by cause": idle,
+        "ranges": rng,
+        "kernels": kern,
+    }
 
 
 def _compare_totals(b: Side, n: Side, bl: str, nl: str) -> dict[str, pl.DataFrame]:
     why = "; ".join(f"{lab}: {d.why_no_iterations}" for lab, d in ((bl, b), (nl, n)) if d.why_no_iterations)
-    verdict = [("verdict", f"no iteration-time verdict: {why}"),
-               ("compared", "totals over each whole profile (no noise estimate: nothing marked significant)")]
+    verdict = [
+        ("verdict", f"no iteration-time verdict: {why}"),
+        ("compared", "totals over each whole profile (no noise estimate: nothing marked significant)"),
+    ]
     for lab, d in ((bl, b), (nl, n)):
         for r in d.gpus.iter_rows(named=True):
             verdict.append((f"{lab} GPU {r['device_id']} busy", f"{r['busy_pct_active']:.1f}% of its active span"))
-    return {"verdict": pl.DataFrame(verdict, schema=["item", "value"], orient="row"),
-            "kernels": _compare(b.totals[0], n.totals[0], "name", judged=False),
-            "ranges": _compare(b.totals[1], n.totals[1], "name", judged=False)}
+    return {
+        "verdict": pl.DataFrame(verdict, schema=["item", "value"], orient="row"),
+        "kernels": _compare(b.totals[0], n.totals[0], "name", judged=False),
+        "ranges": _compare(b.totals[1], n.totals[1], "name", judged=False),
+    }
 
 
 def mean_change_pct(result: dict[str, pl.DataFrame]) -> float | None:

@@ -50,13 +50,16 @@ def _ms(ns) -> str:
 def tables(con) -> dict[str, pl.DataFrame]:
     """The tables findings reads besides the iteration stats and idle causes (summary asks them beside its
     other answers)."""
-    return {"kernel_size": run(con, "kernel_size", short_ns=SHORT_KERNEL_NS),
-            "pageable_copies": run(con, "pageable_copies"),
-            "kernel_categories": run(con, "kernels_by_category")}
+    return {
+        "kernel_size": run(con, "kernel_size", short_ns=SHORT_KERNEL_NS),
+        "pageable_copies": run(con, "pageable_copies"),
+        "kernel_categories": run(con, "kernels_by_category"),
+    }
 
 
-def findings(con, iteration_stats: pl.DataFrame | None, causes: pl.DataFrame | None,
-             read: dict[str, pl.DataFrame] | None = None) -> pl.DataFrame:
+def findings(
+    con, iteration_stats: pl.DataFrame | None, causes: pl.DataFrame | None, read: dict[str, pl.DataFrame] | None = None
+) -> pl.DataFrame:
     """`read`: what tables(con) returns, when the caller has it already."""
     read = read or tables(con)
     rows: list[tuple[str, str]] = []
@@ -67,18 +70,30 @@ def findings(con, iteration_stats: pl.DataFrame | None, causes: pl.DataFrame | N
         busy = st["median_gpu_busy_pct"]
         steady, steady_kernels = st["steady"], st.get("steady_kernels") or 0
         if st["outlier_pattern"]:
-            rows.append(("periodic slow iterations" if "every" in st["outlier_pattern"] else "slow iterations",
-                         f"{st['outlier_pattern']} ({_ms(st['median_ns'])} median)"))
-    if causes is not None and causes.height and (
-            not causes["span_ns"][0] or 100.0 * causes["idle_ns"].sum() / causes["span_ns"][0] >= MIN_IDLE_PCT):
+            rows.append(
+                (
+                    "periodic slow iterations" if "every" in st["outlier_pattern"] else "slow iterations",
+                    f"{st['outlier_pattern']} ({_ms(st['median_ns'])} median)",
+                )
+            )
+    if (
+        causes is not None
+        and causes.height
+        and (not causes["span_ns"][0] or 100.0 * causes["idle_ns"].sum() / causes["span_ns"][0] >= MIN_IDLE_PCT)
+    ):
         idle = causes["idle_ns"].sum()
         top = causes.row(0, named=True)
         share = top["idle_ns"] / idle if idle else 0
         if top["cause"].startswith("host:") and share >= HOST_SHARE:
             rng = top["cause"][5:]
             kind = "data-loader bound" if DATA_WORDS.search(rng) else "host bound"
-            rows.append((kind, f"{share:.0%} of idle GPU time ({_ms(top['idle_ns'])} in {top['gaps']} gaps) is "
-                               f"spent in `{rng}` on the CPU"))
+            rows.append(
+                (
+                    kind,
+                    f"{share:.0%} of idle GPU time ({_ms(top['idle_ns'])} in {top['gaps']} gaps) is "
+                    f"spent in `{rng}` on the CPU",
+                )
+            )
         for cause, limit, label, advice in (
             ("sync", SYNC_SHARE, "synchronization bound", "the CPU waits in synchronize calls"),
             ("alloc", ALLOC_SHARE, "allocation stalls", "cudaMalloc/cudaFree inside the loop"),
@@ -86,32 +101,46 @@ def findings(con, iteration_stats: pl.DataFrame | None, causes: pl.DataFrame | N
         ):
             c = causes.filter(pl.col("cause") == cause)
             if c.height and idle and c["idle_ns"][0] / idle >= limit:
-                rows.append((label, f"{c['idle_ns'][0] / idle:.0%} of idle GPU time ({_ms(c['idle_ns'][0])}): "
-                                    f"{advice}"))
+                rows.append(
+                    (label, f"{c['idle_ns'][0] / idle:.0%} of idle GPU time ({_ms(c['idle_ns'][0])}): {advice}")
+                )
     ks = read["kernel_size"].row(0, named=True)
     # launch bound rests on the kernels of the loop: none when its steady-state iterations launch no kernel
     if busy is not None and ks["kernels"] and steady_kernels:
         short = ks["short_kernels"] / ks["kernels"]
         host_explained = any(r[0] in ("data-loader bound", "host bound") for r in rows)
         if busy < LAUNCH_BUSY_PCT and short >= SHORT_KERNEL_SHARE and not host_explained:
-            rows.append(("launch bound", f"{short:.0%} of {ks['kernels']:,} kernels run under 10 us and the GPU "
-                                         f"is busy {busy:.0f}% of a steady-state iteration (median of {steady}, "
-                                         f"which launch {steady_kernels:,} kernels)"))
+            rows.append(
+                (
+                    "launch bound",
+                    f"{short:.0%} of {ks['kernels']:,} kernels run under 10 us and the GPU "
+                    f"is busy {busy:.0f}% of a steady-state iteration (median of {steady}, "
+                    f"which launch {steady_kernels:,} kernels)",
+                )
+            )
     if busy is not None and busy < IDLE_BUSY_PCT:
         rows.append(("GPU mostly idle", f"busy {busy:.0f}% of a steady-state iteration (median of {steady})"))
     pc = read["pageable_copies"].row(0, named=True)
     if pc["copies"] and (pc["bytes"] or 0) >= PAGEABLE_MIN_BYTES:
-        rows.append(("pageable host-to-device copies",
-                     f"{pc['copies']:,} copies, {pc['bytes'] / 2**20:,.1f} MiB, {_ms(pc['ns'])} on the GPU: "
-                     "pinned host memory (cudaHostAlloc, or pin_memory=True in PyTorch) makes them asynchronous"))
+        rows.append(
+            (
+                "pageable host-to-device copies",
+                f"{pc['copies']:,} copies, {pc['bytes'] / 2**20:,.1f} MiB, {_ms(pc['ns'])} on the GPU: "
+                "pinned host memory (cudaHostAlloc, or pin_memory=True in PyTorch) makes them asynchronous",
+            )
+        )
     cats = read.get("kernel_categories")
     if cats is not None and cats.height:
         simt = cats.filter(pl.col("category").is_in(MATRIX_CATEGORIES) & (pl.col("tensor_cores") == "no"))
         pct = simt["pct"].sum() if simt.height else 0.0
         if pct >= NO_TENSOR_CORE_PCT:
-            rows.append(("matrix math without tensor cores",
-                         f"{pct:.0f}% of kernel time ({_ms(simt['total_ns'].sum())}) is in "
-                         f"{'/'.join(sorted(simt['category'].unique()))} kernels on CUDA cores by name; TF32 "
-                         "(torch.backends.cuda.matmul.allow_tf32 = True, or "
-                         "torch.set_float32_matmul_precision(\"high\")) or bf16 autocast moves them to tensor cores"))
+            rows.append(
+                (
+                    "matrix math without tensor cores",
+                    f"{pct:.0f}% of kernel time ({_ms(simt['total_ns'].sum())}) is in "
+                    f"{'/'.join(sorted(simt['category'].unique()))} kernels on CUDA cores by name; TF32 "
+                    "(torch.backends.cuda.matmul.allow_tf32 = True, or "
+                    'torch.set_float32_matmul_precision("high")) or bf16 autocast moves them to tensor cores',
+                )
+            )
     return pl.DataFrame(rows, schema=["finding", "evidence"], orient="row")

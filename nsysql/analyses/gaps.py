@@ -31,8 +31,7 @@ def parse_duration(text: str | int) -> int:
             raise NsysqlError(f"cannot read duration {text!r}: use e.g. 500us, 2ms, 1s")
         ns = float(m.group(1)) * _UNITS[m.group(2) or "ns"]  # inf for a number too long for a float
     if ns > MAX_NS:  # the export's clock is a 64-bit count of ns: no gap can be longer
-        raise NsysqlError(f"duration {str(text)[:40]!r} is longer than any gap can be (at most {MAX_NS} ns, "
-                          "292 years)")
+        raise NsysqlError(f"duration {str(text)[:40]!r} is longer than any gap can be (at most {MAX_NS} ns, 292 years)")
     return int(round(ns))
 
 
@@ -53,8 +52,7 @@ def find(con, range: str | None = None, min_ns: int = DEFAULT_MIN_NS) -> pl.Data
     frames = []
     for dev in procs["device_id"].unique().sort().to_list():
         owner = procs.filter(pl.col("device_id") == dev).row(0, named=True)
-        frames.append(run(con, "gaps", device=dev, pid=owner["pid"], tid=owner["main_tid"], min_ns=min_ns,
-                          names=names))
+        frames.append(run(con, "gaps", device=dev, pid=owner["pid"], tid=owner["main_tid"], min_ns=min_ns, names=names))
     return pl.concat(frames)
 
 
@@ -65,8 +63,20 @@ def with_iterations(gaps_df: pl.DataFrame, its: pl.DataFrame | None) -> pl.DataF
         out = _index_by_iteration(gaps_df, its.select("iteration", "start_ns", "end_ns", "warmup"))
     else:
         out = gaps_df.with_columns(iteration=pl.lit(None, pl.Int64), warmup=pl.lit(None, pl.Boolean))
-    return out.select("device_id", "pid", "start_ns", "end_ns", "duration_ns", "iteration", "warmup", "cause",
-                      "range", "api_call", "api_cover_pct", "os_call")
+    return out.select(
+        "device_id",
+        "pid",
+        "start_ns",
+        "end_ns",
+        "duration_ns",
+        "iteration",
+        "warmup",
+        "cause",
+        "range",
+        "api_call",
+        "api_cover_pct",
+        "os_call",
+    )
 
 
 def _index_by_iteration(gaps_df: pl.DataFrame, its: pl.DataFrame) -> pl.DataFrame:
@@ -75,14 +85,19 @@ def _index_by_iteration(gaps_df: pl.DataFrame, its: pl.DataFrame) -> pl.DataFram
     w = its.sort("start_ns").rename({"start_ns": "_ws", "end_ns": "_we"})
     j = mid.join_asof(w, left_on="_mid", right_on="_ws", strategy="backward")
     inside = pl.col("_mid") < pl.col("_we")
-    return j.with_columns(
-        iteration=pl.when(inside).then(pl.col("iteration")),
-        warmup=pl.when(inside).then(pl.col("warmup")),
-    ).drop("_mid", "_ws", "_we").sort("start_ns")
+    return (
+        j.with_columns(
+            iteration=pl.when(inside).then(pl.col("iteration")),
+            warmup=pl.when(inside).then(pl.col("warmup")),
+        )
+        .drop("_mid", "_ws", "_we")
+        .sort("start_ns")
+    )
 
 
-def by_cause(con, gaps_df: pl.DataFrame, range: str | None = None, include_warmup: bool = False,
-             its: pl.DataFrame | None = None) -> pl.DataFrame:
+def by_cause(
+    con, gaps_df: pl.DataFrame, range: str | None = None, include_warmup: bool = False, its: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Idle time per cause, largest first: ns, % of the idle time counted, % of the time span counted.
 
     When the gaps carry iterations (those of `its`, the frame they were indexed by), only gaps inside
@@ -100,8 +115,11 @@ def by_cause(con, gaps_df: pl.DataFrame, range: str | None = None, include_warmu
     else:
         span, counted = _device_span(con), "devices' active span"
     total = g["duration_ns"].sum()
-    out = (g.group_by("cause").agg(pl.len().alias("gaps"), pl.col("duration_ns").sum().alias("idle_ns"))
-           .sort(["idle_ns", "cause"], descending=[True, False]))
+    out = (
+        g.group_by("cause")
+        .agg(pl.len().alias("gaps"), pl.col("duration_ns").sum().alias("idle_ns"))
+        .sort(["idle_ns", "cause"], descending=[True, False])
+    )
     return out.with_columns(
         pct_of_idle=(100.0 * pl.col("idle_ns") / total) if total else pl.lit(0.0),
         pct_of_span=(100.0 * pl.col("idle_ns") / span) if span else pl.lit(None, pl.Float64),

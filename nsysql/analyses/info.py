@@ -18,7 +18,11 @@ def info(con) -> pl.DataFrame:
     rows: list[tuple[str, str, str]] = [
         ("file", "path", one("source_path")),
         ("file", "bytes", one("source_bytes")),
-        ("file", "nsys version", f"{one('nsys_version', 'unknown')} (from {one('version_source', 'nothing in the file')})"),
+        (
+            "file",
+            "nsys version",
+            f"{one('nsys_version', 'unknown')} (from {one('version_source', 'nothing in the file')})",
+        ),
     ]
     if one("capture_version") and one("capture_version") != one("nsys_version"):
         rows.append(("file", "captured with", one("capture_version")))
@@ -51,10 +55,12 @@ def quality(con) -> list[tuple[str, str, str]]:
     """The export's flawed rows, what each problem is and what nsysql did with them: the data_quality table
     (rows the load dropped or kept) and the checks the load leaves to this question (row_checks.sql)."""
     found = pl.concat([run(con, "data_quality"), run(con, "row_checks")], how="vertical_relaxed")
-    rows = [("data quality", f"{source}: {problem}", f"{n:,} row{'s' if n != 1 else ''}; {effect} (in {canonical})")
-            for source, canonical, problem, n, effect in found.iter_rows() if n]
-    none = ("none found: no row without a start or end, ending before it starts, missing a link or a name, "
-            "or repeated")
+    rows = [
+        ("data quality", f"{source}: {problem}", f"{n:,} row{'s' if n != 1 else ''}; {effect} (in {canonical})")
+        for source, canonical, problem, n, effect in found.iter_rows()
+        if n
+    ]
+    none = "none found: no row without a start or end, ending before it starts, missing a link or a name, or repeated"
     return rows or [("data quality", "flawed rows", none)]
 
 

@@ -47,8 +47,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from ..errors import NsysqlError
 from .. import queries
+from ..errors import NsysqlError
 from ..rules import MAD_SIGMA
 from ._sql import run
 from .patterns import resolve_range
@@ -67,8 +67,18 @@ OUTLIER_SIGMAS = 3.0
 OUTLIER_FLOOR = 0.25
 MAX_AUTO_WARMUP_FRACTION = 0.10
 # the per-iteration columns that describe GPU work: null where the process launched none
-GPU_COLUMNS = ("gpu_busy_ns", "gpu_span_ns", "kernel_ns", "memcpy_ns", "memset_ns", "graph_ns", "collective_ns",
-               "idle_ns", "kernels", "gpu_ops")
+GPU_COLUMNS = (
+    "gpu_busy_ns",
+    "gpu_span_ns",
+    "kernel_ns",
+    "memcpy_ns",
+    "memset_ns",
+    "graph_ns",
+    "collective_ns",
+    "idle_ns",
+    "kernels",
+    "gpu_ops",
+)
 
 
 @dataclass
@@ -107,8 +117,10 @@ def detect(con, range: str | None = None) -> IterationRange:
     where = "the main thread of a process with GPU work" if procs.height else "any thread"
     cands = cands.filter(pl.col("instances") >= MIN_REPEATS)
     if cands.height == 0:
-        raise NsysqlError(f"no repeating loop found: no NVTX range repeats {MIN_REPEATS}+ times at one depth on "
-                          f"{where}; name the loop with --range PATTERN")
+        raise NsysqlError(
+            f"no repeating loop found: no NVTX range repeats {MIN_REPEATS}+ times at one depth on "
+            f"{where}; name the loop with --range PATTERN"
+        )
     cands = cands.head(MAX_CANDIDATES)
     screen = None
     rejected: list[tuple[dict, str]] = []
@@ -116,9 +128,15 @@ def detect(con, range: str | None = None) -> IterationRange:
         if i == 1:  # the first failed (and is told in full): tests 1 and 3 for the rest at once, as upper
             # bounds (iteration_screen.sql); a family that fails them there fails them on its own windows too
             rest = cands.slice(1)
-            screen = run(con, "iteration_screen", pid=rest["pid"].to_list(), tid=rest["tid"].to_list(),
-                         depth=rest["depth"].to_list(), names=rest["names"].to_list(),
-                         delimiter=(rest["with_children"] == 0).to_list())
+            screen = run(
+                con,
+                "iteration_screen",
+                pid=rest["pid"].to_list(),
+                tid=rest["tid"].to_list(),
+                depth=rest["depth"].to_list(),
+                names=rest["names"].to_list(),
+                delimiter=(rest["with_children"] == 0).to_list(),
+            )
         bound = screen.row(i - 1, named=True) if screen is not None else None
         if bound and bound["work_share"] is not None:
             failed = _failed_test({**bound, "work": "GPU work", "resemblance": 1.0, "wall_share": None})
@@ -126,24 +144,43 @@ def detect(con, range: str | None = None) -> IterationRange:
                 rejected.append((row, failed))
                 continue
         dev = procs.filter(pl.col("pid") == row["pid"])
-        it = IterationRange(list(row["names"]), row["family"], row["pid"], row["tid"],
-                            dev["device_id"][0] if dev.height else None, row["with_children"] == 0, "",
-                            row["instances"], depth=row["depth"])
-        ev = windows(con, it).run("iteration_evidence", pid=it.pid, tid=it.tid, delimiter=it.delimiter).row(0, named=True)
+        it = IterationRange(
+            list(row["names"]),
+            row["family"],
+            row["pid"],
+            row["tid"],
+            dev["device_id"][0] if dev.height else None,
+            row["with_children"] == 0,
+            "",
+            row["instances"],
+            depth=row["depth"],
+        )
+        ev = (
+            windows(con, it)
+            .run("iteration_evidence", pid=it.pid, tid=it.tid, delimiter=it.delimiter)
+            .row(0, named=True)
+        )
         failed = _failed_test(ev)
         if failed:
             rejected.append((row, failed))
             continue
         it.instances = ev["iterations"]
         it.extra["evidence"] = ev
-        it.why = (f"`{it.family}` repeats {it.instances} times at depth {it.depth} on thread {it.tid}, "
-                  f"{'the main thread of its process' if procs.height else 'in a profile without GPU work'}; "
-                  f"taken as the loop because {_passed(ev)}")
+        it.why = (
+            f"`{it.family}` repeats {it.instances} times at depth {it.depth} on thread {it.tid}, "
+            f"{'the main thread of its process' if procs.height else 'in a profile without GPU work'}; "
+            f"taken as the loop because {_passed(ev)}"
+        )
         if rejected:
-            it.why += (f" (tried after {len(rejected)} range famil{'y' if len(rejected) == 1 else 'ies'} that failed "
-                       "these tests)")
-        it.why += ("; its instances hold no child ranges, so each iteration runs from one start to the next"
-                   if it.delimiter else "; each instance is one iteration")
+            it.why += (
+                f" (tried after {len(rejected)} range famil{'y' if len(rejected) == 1 else 'ies'} that failed "
+                "these tests)"
+            )
+        it.why += (
+            "; its instances hold no child ranges, so each iteration runs from one start to the next"
+            if it.delimiter
+            else "; each instance is one iteration"
+        )
         return it
     row, failed = rejected[0]
     more = len(rejected) - 1
@@ -151,7 +188,8 @@ def detect(con, range: str | None = None) -> IterationRange:
         f"no repeating loop found: `{_short(row['family'])}` ({row['instances']} instances at depth "
         f"{row['depth']} on thread {row['tid']}, the first candidate) is not the loop: {failed}"
         + (f"; {more} other range famil{'y' if more == 1 else 'ies'} failed too" if more else "")
-        + "; name the loop with --range PATTERN")
+        + "; name the loop with --range PATTERN"
+    )
 
 
 def _failed_test(ev: dict) -> str | None:
@@ -160,8 +198,10 @@ def _failed_test(ev: dict) -> str | None:
     if work is not None and ev["with_work"] < MIN_WORK_SHARE * n:
         return f"{ev['with_work']} of its {n} iterations launch {work} (at least {MIN_WORK_SHARE:.0%} must)"
     if (ev["resemblance"] or 0) < MIN_RESEMBLANCE:
-        return (f"consecutive iterations share {ev['resemblance'] or 0:.0%} of their {_held(work)} (median; at "
-                f"least {MIN_RESEMBLANCE:.0%} for a loop)")
+        return (
+            f"consecutive iterations share {ev['resemblance'] or 0:.0%} of their {_held(work)} (median; at "
+            f"least {MIN_RESEMBLANCE:.0%} for a loop)"
+        )
     share = ev["work_share"] if work is not None else ev["wall_share"]
     if (share or 0) < MIN_COVERAGE:
         return f"its iterations hold {share or 0:.1%} of {_whole(work)} (at least {MIN_COVERAGE:.0%} for the loop)"
@@ -169,13 +209,19 @@ def _failed_test(ev: dict) -> str | None:
 
 
 def _held(work: str | None) -> str:
-    return {"kernels": "kernel and child range names", "kernels or CUDA graphs": "kernel, graph and child range "
-            "names", "GPU ops": "GPU op and child range names"}.get(work or "", "child range names")
+    return {
+        "kernels": "kernel and child range names",
+        "kernels or CUDA graphs": "kernel, graph and child range names",
+        "GPU ops": "GPU op and child range names",
+    }.get(work or "", "child range names")
 
 
 def _whole(work: str | None) -> str:
-    return {"kernels": "the process's kernel time", "kernels or CUDA graphs": "the process's kernel and graph "
-            "time", "GPU ops": "the process's GPU op time"}.get(work or "", "the thread's NVTX time")
+    return {
+        "kernels": "the process's kernel time",
+        "kernels or CUDA graphs": "the process's kernel and graph time",
+        "GPU ops": "the process's GPU op time",
+    }.get(work or "", "the thread's NVTX time")
 
 
 def _passed(ev: dict) -> str:
@@ -200,15 +246,29 @@ def _named(con, range: str, procs: pl.DataFrame) -> IterationRange:
     family = range if how != "exact" else names[0]
     why = f"--range {range!r} selects {len(names)} range name(s) ({how} match), {n} instances on thread {tid}"
     if total > n:
-        why += (f" at depth {depth} (of its {total}; the {total - n} at other depths are left out: one depth, so "
-                "that no iteration holds another)")
+        why += (
+            f" at depth {depth} (of its {total}; the {total - n} at other depths are left out: one depth, so "
+            "that no iteration holds another)"
+        )
     dev = procs.filter(pl.col("pid") == pid)
-    why += ("; its instances hold no child ranges, so each iteration runs from one start to the next"
-            if with_children == 0 else "; each instance is one iteration")
+    why += (
+        "; its instances hold no child ranges, so each iteration runs from one start to the next"
+        if with_children == 0
+        else "; each instance is one iteration"
+    )
     if dev.height == 0:
         why += "; the process launched no GPU work, so the GPU columns are empty"
-    return IterationRange(list(names), family, pid, tid, dev["device_id"][0] if dev.height else None,
-                          with_children == 0, why, n, depth=depth)
+    return IterationRange(
+        list(names),
+        family,
+        pid,
+        tid,
+        dev["device_id"][0] if dev.height else None,
+        with_children == 0,
+        why,
+        n,
+        depth=depth,
+    )
 
 
 @dataclass(frozen=True)
@@ -231,12 +291,16 @@ def windows(con, it: IterationRange) -> Windows:
     """Build the windows of `it` on `con` (a temp table: one per connection, so each worker builds its own)."""
     key = json.dumps([it.pid, it.tid, it.depth, it.names, it.delimiter])
     table = "_iterations_" + hashlib.sha256(key.encode()).hexdigest()[:16]
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS " + queries.read("analyses/iteration_windows.sql"),
-                {"pid": it.pid, "tid": it.tid, "depth": it.depth, "names": it.names, "delimiter": it.delimiter})
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE {table} AS " + queries.read("analyses/iteration_windows.sql"),
+        {"pid": it.pid, "tid": it.tid, "depth": it.depth, "names": it.names, "delimiter": it.delimiter},
+    )
     return Windows(con, table)
 
 
-def iterations(con, range: str | None = None, skip: int | None = None, it: IterationRange | None = None) -> pl.DataFrame:
+def iterations(
+    con, range: str | None = None, skip: int | None = None, it: IterationRange | None = None
+) -> pl.DataFrame:
     """One row per iteration: times, GPU busy/idle, per-kind GPU time, flags, and per child range CPU/GPU time."""
     it = it or detect(con, range)
     win = windows(con, it)
@@ -316,7 +380,8 @@ def stats(df: pl.DataFrame, it: IterationRange) -> pl.DataFrame:
         # gpu_busy_ns / wall_ns: work launched in an iteration may run after its window ends (e.g. a window
         # that only times the launches of a CUDA graph)
         "median_gpu_busy_pct": float(((steady["wall_ns"] - steady["idle_ns"]) / steady["wall_ns"] * 100).median())
-        if steady.height and steady["idle_ns"].null_count() == 0 else None,
+        if steady.height and steady["idle_ns"].null_count() == 0
+        else None,
         # kernels launched in the steady-state iterations (null without GPU work): what a finding about kernel
         # launches in the loop rests on
         "steady_kernels": int(steady["kernels"].sum()) if steady["kernels"].null_count() == 0 else None,
@@ -332,15 +397,20 @@ def steady_sentence(s: dict) -> str:
     their median, mean, p90 and max time, CV and median GPU busy share; or that every iteration is warm-up."""
     if not s["steady"]:
         return f"steady state: none (all {s['iterations']} iterations are warm-up)"
-    busy = (f"GPU busy {s['median_gpu_busy_pct']:.0f}% (median)" if s["median_gpu_busy_pct"] is not None
-            else "no GPU work in the process")
-    return (f"steady state ({s['steady']} of {s['iterations']}): median {s['median_ns'] / 1e6:.2f} ms, "
-            f"mean {s['mean_ns'] / 1e6:.2f} ms, p90 {s['p90_ns'] / 1e6:.2f} ms, max {s['max_ns'] / 1e6:.2f} ms, "
-            f"CV {s['cv'] or 0:.2f}, {busy}")
+    busy = (
+        f"GPU busy {s['median_gpu_busy_pct']:.0f}% (median)"
+        if s["median_gpu_busy_pct"] is not None
+        else "no GPU work in the process"
+    )
+    return (
+        f"steady state ({s['steady']} of {s['iterations']}): median {s['median_ns'] / 1e6:.2f} ms, "
+        f"mean {s['mean_ns'] / 1e6:.2f} ms, p90 {s['p90_ns'] / 1e6:.2f} ms, max {s['max_ns'] / 1e6:.2f} ms, "
+        f"CV {s['cv'] or 0:.2f}, {busy}"
+    )
 
 
 def pattern(df: pl.DataFrame) -> str | None:
-    """"iterations 9, 19, 29, … (every 10th) are 9.2x slower than the median", or None.
+    """ "iterations 9, 19, 29, … (every 10th) are 9.2x slower than the median", or None.
 
     The period is the step d for which the most outliers fall in one residue class (index mod d), provided that
     class holds at least 3 outliers, most of the outliers, and nearly every d-th iteration across its span.

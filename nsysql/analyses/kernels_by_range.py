@@ -14,6 +14,4 @@ def kernels_by_range(
 ) -> pl.DataFrame:
     """Per (range, kernel): range instances, kernel count and duration stats (ns)."""
     names = resolve_range(con, range)[0] if range else None
-    return run(
-        con, "kernels_by_range", attribution=check_attribution(attribution), names=names, innermost=innermost
-    )
+    return run(con, "kernels_by_range", attribution=check_attribution(attribution), names=names, innermost=innermost)

@@ -22,19 +22,21 @@ from __future__ import annotations
 
 import polars as pl
 
+from .. import queries
 from ..errors import NsysqlError
 from ._sql import frame, run
-from .. import queries
 
 MIN_EXCESS_NS = 1_000_000
 EXCESS_SHARE = 0.25
 WAIT_SHARE = 0.5
 NOISE_K = 5  # x the median absolute deviation of the rank's own steady-state iterations
-RULE = (f"with T = max({MIN_EXCESS_NS / 1e6:g} ms, {EXCESS_SHARE:.0%} of the median step), a rank straggles in a "
-        f"step that is longer than its own median step by at least max(T, {NOISE_K} x the MAD of its own steps), "
-        "in which its GPU idles at least T more than its median, and in which (or in the next) another rank's "
-        f"collective time grows by at least max({WAIT_SHARE:.0%} of that idle, {NOISE_K} x the MAD of its own); "
-        "stragglers are listed by the wait they cost the others")
+RULE = (
+    f"with T = max({MIN_EXCESS_NS / 1e6:g} ms, {EXCESS_SHARE:.0%} of the median step), a rank straggles in a "
+    f"step that is longer than its own median step by at least max(T, {NOISE_K} x the MAD of its own steps), "
+    "in which its GPU idles at least T more than its median, and in which (or in the next) another rank's "
+    f"collective time grows by at least max({WAIT_SHARE:.0%} of that idle, {NOISE_K} x the MAD of its own); "
+    "stragglers are listed by the wait they cost the others"
+)
 
 
 def rank_info(path: str, f: dict[str, list[str]]) -> dict:
@@ -53,9 +55,15 @@ def nccl(con) -> pl.DataFrame:
     return frame(con, queries.read("analyses/nccl_ranges.sql"))
 
 
-def rank_tables(path: str, f: dict[str, list[str]], its: pl.DataFrame | NsysqlError, family: str | None = None,
-                gaps: pl.DataFrame | None = None, causes: pl.DataFrame | None = None,
-                nccl: pl.DataFrame | None = None) -> dict[str, pl.DataFrame]:
+def rank_tables(
+    path: str,
+    f: dict[str, list[str]],
+    its: pl.DataFrame | NsysqlError,
+    family: str | None = None,
+    gaps: pl.DataFrame | None = None,
+    causes: pl.DataFrame | None = None,
+    nccl: pl.DataFrame | None = None,
+) -> dict[str, pl.DataFrame]:
     """The small per-rank frames the cross-rank analysis reads, from one profile's answers (the driver,
     nsysql.many, asks them of its Profile): `f`, its facts; `its`, its iterations, or why it has none; with
     iterations, `family` (the iteration range's name), the gaps indexed by them, idle time by cause
@@ -65,14 +73,30 @@ def rank_tables(path: str, f: dict[str, list[str]], its: pl.DataFrame | NsysqlEr
     if isinstance(its, NsysqlError):
         out["info"] = info.with_columns(problem=pl.lit(str(its)))
         return out
-    top = (gaps.filter(pl.col("iteration").is_not_null()).sort("duration_ns", descending=True)
-           .group_by("iteration", maintain_order=True).first()
-           .select("iteration", pl.col("cause").alias("top_cause"), pl.col("duration_ns").alias("top_gap_ns"),
-                   "os_call"))
-    out["iterations"] = (its.select("iteration", "name", "start_ns", "end_ns", "wall_ns", "gpu_busy_ns", "idle_ns",
-                                    "collective_ns", "kernel_ns", "warmup", "outlier")
-                         .join(top, on="iteration", how="left")
-                         .with_columns(range=pl.lit(family)))
+    top = (
+        gaps.filter(pl.col("iteration").is_not_null())
+        .sort("duration_ns", descending=True)
+        .group_by("iteration", maintain_order=True)
+        .first()
+        .select("iteration", pl.col("cause").alias("top_cause"), pl.col("duration_ns").alias("top_gap_ns"), "os_call")
+    )
+    out["iterations"] = (
+        its.select(
+            "iteration",
+            "name",
+            "start_ns",
+            "end_ns",
+            "wall_ns",
+            "gpu_busy_ns",
+            "idle_ns",
+            "collective_ns",
+            "kernel_ns",
+            "warmup",
+            "outlier",
+        )
+        .join(top, on="iteration", how="left")
+        .with_columns(range=pl.lit(family))
+    )
     out["causes"] = causes.select("cause", "gaps", "idle_ns")
     out["nccl"] = nccl
     return out
@@ -107,16 +131,14 @@ def number_ranks(infos: list[dict]) -> tuple[list[int], str]:
 def reduce(con, tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
     """Cross-rank frames: per rank, per iteration (slowest rank), stragglers."""
     if "iterations" not in tables:
-        raise NsysqlError("no rank has iterations (NVTX ranges around the training step), so ranks cannot be "
-                          "compared")
+        raise NsysqlError("no rank has iterations (NVTX ranges around the training step), so ranks cannot be compared")
     con.register("rank_iterations", tables["iterations"].to_arrow())
     con.register("rank_causes", tables["causes"].to_arrow())
     nccl = tables.get("nccl")
     if nccl is None or nccl.height == 0:
         nccl = pl.DataFrame(schema={"rank": pl.Int64, "instances": pl.Int64, "total_ns": pl.Int64})
     con.register("rank_nccl", nccl.to_arrow())
-    params = {"min_excess": MIN_EXCESS_NS, "excess_share": EXCESS_SHARE, "wait_share": WAIT_SHARE,
-              "noise_k": NOISE_K}
+    params = {"min_excess": MIN_EXCESS_NS, "excess_share": EXCESS_SHARE, "wait_share": WAIT_SHARE, "noise_k": NOISE_K}
     per_rank = run(con, "ranks_per_rank")
     by_iter = run(con, "ranks_by_iteration")
     strag = run(con, "ranks_stragglers", **params)
@@ -138,20 +160,22 @@ def straggler_sentences(strag: pl.DataFrame) -> pl.DataFrame:
         waits = ", ".join(sorted({f"rank {w}" for w in g["waiting_rank"].to_list()}))
         when = sorted(set(g["wait_lag"].to_list()))
         lag = {0: "the same iteration", 1: "the next iteration"}
-        rows.append({
-            "rank": rank,
-            "iterations": ", ".join(map(str, its)),
-            "cost_ns": cost,
-            "sentence": (
-                f"rank {rank} straggles in iterations {', '.join(map(str, its))} (costing the job about "
-                f"{cost / 1e6:.1f} ms): its GPU idles "
-                f"{g['excess_idle_ns'].median() / 1e6:.1f} ms more than usual while its CPU is in {cause}"
-                + (f" ({', '.join(os_calls)})" if os_calls else "")
-                + f"; {waits} then spend{'s' if ',' not in waits else ''} "
-                f"{g['wait_ns'].median() / 1e6:.1f} ms more inside collectives, in "
-                f"{' or '.join(lag[w] for w in when)}"
-            ),
-        })
-    return (pl.DataFrame(rows, schema={"rank": pl.Int64, "iterations": pl.String, "cost_ns": pl.Int64,
-                                       "sentence": pl.String})
-            .sort(["cost_ns", "rank"], descending=[True, False]))
+        rows.append(
+            {
+                "rank": rank,
+                "iterations": ", ".join(map(str, its)),
+                "cost_ns": cost,
+                "sentence": (
+                    f"rank {rank} straggles in iterations {', '.join(map(str, its))} (costing the job about "
+                    f"{cost / 1e6:.1f} ms): its GPU idles "
+                    f"{g['excess_idle_ns'].median() / 1e6:.1f} ms more than usual while its CPU is in {cause}"
+                    + (f" ({', '.join(os_calls)})" if os_calls else "")
+                    + f"; {waits} then spend{'s' if ',' not in waits else ''} "
+                    f"{g['wait_ns'].median() / 1e6:.1f} ms more inside collectives, in "
+                    f"{' or '.join(lag[w] for w in when)}"
+                ),
+            }
+        )
+    return pl.DataFrame(
+        rows, schema={"rank": pl.Int64, "iterations": pl.String, "cost_ns": pl.Int64, "sentence": pl.String}
+    ).sort(["cost_ns", "rank"], descending=[True, False])

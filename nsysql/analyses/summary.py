@@ -23,9 +23,16 @@ def gpus(con) -> pl.DataFrame:
     return run(con, "gpu_utilization")
 
 
-def summary(con, *, loop: tuple[pl.DataFrame, pl.DataFrame] | NsysqlError,
-            gaps_df: pl.DataFrame | NsysqlError, kernels_df: pl.DataFrame, ranges_df: pl.DataFrame,
-            read: dict[str, pl.DataFrame], top: int = 10) -> dict[str, pl.DataFrame]:
+def summary(
+    con,
+    *,
+    loop: tuple[pl.DataFrame, pl.DataFrame] | NsysqlError,
+    gaps_df: pl.DataFrame | NsysqlError,
+    kernels_df: pl.DataFrame,
+    ranges_df: pl.DataFrame,
+    read: dict[str, pl.DataFrame],
+    top: int = 10,
+) -> dict[str, pl.DataFrame]:
     """Sections as DataFrames: facts, gpus, findings, idle (by cause), kernels (top), ranges (top), memory.
 
     From the answers the caller gathered (Profile.summary: stored answers, asked side by side): `loop`, the
@@ -42,8 +49,11 @@ def summary(con, *, loop: tuple[pl.DataFrame, pl.DataFrame] | NsysqlError,
         ("file", one("source_path")),
         ("nsys version", one("nsys_version", "unknown")),
         ("span", f"{span_ns / 1e9:.3f} s" if span_ns else "unknown (no timed events)"),
-        ("GPUs", ", ".join(f"{r['device_id']}: {r['device'] or 'unnamed'}" for r in gpus.iter_rows(named=True))
-         or "none used"),
+        (
+            "GPUs",
+            ", ".join(f"{r['device_id']}: {r['device'] or 'unnamed'}" for r in gpus.iter_rows(named=True))
+            or "none used",
+        ),
     ]
     for r in gpus.iter_rows(named=True):
         rows.append((f"GPU {r['device_id']} busy", _device_busy(r)))
@@ -64,9 +74,15 @@ def summary(con, *, loop: tuple[pl.DataFrame, pl.DataFrame] | NsysqlError,
             idle = causes["idle_ns"].sum()
             c = causes.row(0, named=True)
             top3 = ", ".join(f"{r['cause']} {r['pct_of_idle']:.0f}%" for r in causes.head(3).iter_rows(named=True))
-            rows.append(("idle (gaps >= 1 ms)",
-                         f"{idle / 1e6:.1f} ms = {100 * idle / c['span_ns']:.1f}% of {c['counted']}; top causes "
-                         f"(% of that idle time): {top3}" if c["span_ns"] else f"{idle / 1e6:.1f} ms"))
+            rows.append(
+                (
+                    "idle (gaps >= 1 ms)",
+                    f"{idle / 1e6:.1f} ms = {100 * idle / c['span_ns']:.1f}% of {c['counted']}; top causes "
+                    f"(% of that idle time): {top3}"
+                    if c["span_ns"]
+                    else f"{idle / 1e6:.1f} ms",
+                )
+            )
     for msg in f.get("missing", []):
         rows.append(("lacks", msg))
     out = {"facts": pl.DataFrame(rows, schema=["item", "value"], orient="row"), "gpus": gpus}
@@ -80,10 +96,13 @@ def summary(con, *, loop: tuple[pl.DataFrame, pl.DataFrame] | NsysqlError,
         out["ranges"] = on_gpu.sort("gpu_total_ns", descending=True).head(min(top, rg.height))
     else:  # NVTX without GPU work under it (an NVTX-only profile): the ranges that took the CPU's time
         out["ranges"] = rg.sort(["total_ns", "name"], descending=[True, False]).head(min(top, rg.height))
-        note = ("no NVTX range encloses GPU work, so `ranges` lists the "
-                f"{out['ranges'].height} of {rg.height} with most CPU time")
-        out["facts"] = pl.concat([out["facts"], pl.DataFrame([("ranges", note)], schema=["item", "value"],
-                                                              orient="row")])
+        note = (
+            "no NVTX range encloses GPU work, so `ranges` lists the "
+            f"{out['ranges'].height} of {rg.height} with most CPU time"
+        )
+        out["facts"] = pl.concat(
+            [out["facts"], pl.DataFrame([("ranges", note)], schema=["item", "value"], orient="row")]
+        )
     out["memory"] = read["memory"]
     return out
 
@@ -96,10 +115,14 @@ def _device_busy(r: dict) -> str:
     if not r["busy_ns"]:
         return f"no GPU time ({r['ops']} ops of no duration)"
     if r["active_ns"] < MIN_ACTIVE_NS:
-        return (f"{_dur(r['busy_ns'])} of GPU time in {r['ops']} op{'s' if r['ops'] != 1 else ''}: too little for "
-                f"a busy share (active span {_dur(r['active_ns'])})")
-    return (f"{r['busy_pct_active']:.1f}% of its active span ({r['busy_ns'] / 1e6:.1f} ms of "
-            f"{r['active_ns'] / 1e6:.1f} ms), {r['busy_pct_span']:.1f}% of the profile span")
+        return (
+            f"{_dur(r['busy_ns'])} of GPU time in {r['ops']} op{'s' if r['ops'] != 1 else ''}: too little for "
+            f"a busy share (active span {_dur(r['active_ns'])})"
+        )
+    return (
+        f"{r['busy_pct_active']:.1f}% of its active span ({r['busy_ns'] / 1e6:.1f} ms of "
+        f"{r['active_ns'] / 1e6:.1f} ms), {r['busy_pct_span']:.1f}% of the profile span"
+    )
 
 
 def _dur(ns: int) -> str:

@@ -28,9 +28,18 @@ def timeline(con, bins: int = DEFAULT_BINS, start_ns: int | None = None, end_ns:
         if t0 is None or t1 <= t0:
             continue
         n = max(1, min(bins, t1 - t0))
-        frames.append(run(con, "timeline", device=dev, t0=t0, t1=t1, bins=n)
-                      .with_columns(device_id=pl.lit(dev, pl.Int64)))
+        frames.append(
+            run(con, "timeline", device=dev, t0=t0, t1=t1, bins=n).with_columns(device_id=pl.lit(dev, pl.Int64))
+        )
     if not frames:
-        return pl.DataFrame(schema={"device_id": pl.Int64, "bin": pl.Int64, "start_ns": pl.Int64,
-                                    "end_ns": pl.Int64, "busy_ns": pl.Int64, "busy_pct": pl.Float64})
+        return pl.DataFrame(
+            schema={
+                "device_id": pl.Int64,
+                "bin": pl.Int64,
+                "start_ns": pl.Int64,
+                "end_ns": pl.Int64,
+                "busy_ns": pl.Int64,
+                "busy_pct": pl.Float64,
+            }
+        )
     return pl.concat(frames).select("device_id", "bin", "start_ns", "end_ns", "busy_ns", "busy_pct")

@@ -19,8 +19,21 @@ from ..queries import SCHEMA_VERSION, canonical_files
 from .source import Source, open_source
 
 CANONICAL_TABLES = (
-    "profile_facts", "devices", "processes", "threads", "strings", "api_calls", "os_calls", "gpu_ops",
-    "nvtx_ranges", "nvtx_open", "nvtx_marks", "op_ranges", "gpu_busy", "process_roles", "data_quality",
+    "profile_facts",
+    "devices",
+    "processes",
+    "threads",
+    "strings",
+    "api_calls",
+    "os_calls",
+    "gpu_ops",
+    "nvtx_ranges",
+    "nvtx_open",
+    "nvtx_marks",
+    "op_ranges",
+    "gpu_busy",
+    "process_roles",
+    "data_quality",
 )
 
 __all__ = ["build", "open_source", "Source", "CANONICAL_TABLES", "RAW_TABLES"]
@@ -45,8 +58,10 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=Non
     facts += [("missing", msg) for msg in _missing(src, con)]
     # in the staging database, so that every cursor below sees it (a TEMP table is one connection's own)
     con.execute(f"CREATE OR REPLACE TABLE {STAGE}._load_facts(key VARCHAR, value VARCHAR)")
-    con.execute(f"INSERT INTO {STAGE}._load_facts VALUES " + ", ".join(["(?, ?)"] * len(facts)),
-                [x for fact in facts for x in fact])
+    con.execute(
+        f"INSERT INTO {STAGE}._load_facts VALUES " + ", ".join(["(?, ?)"] * len(facts)),
+        [x for fact in facts for x in fact],
+    )
     run_files(con, canonical_files(), progress)
     unstage(con)
 
@@ -97,8 +112,10 @@ def cursor(con: duckdb.DuckDBPyConnection, where: tuple[str, str] | None = None)
     return cur
 
 
-_DEFINES = re.compile(r"create\s+(?:or\s+replace\s+)?(?:temp\s+|temporary\s+)?(?:table|view|macro|type)\s+"
-                      r"(?:if\s+not\s+exists\s+)?(?:[a-z_][a-z0-9_]*\.)?([a-z_][a-z0-9_]*)")
+_DEFINES = re.compile(
+    r"create\s+(?:or\s+replace\s+)?(?:temp\s+|temporary\s+)?(?:table|view|macro|type)\s+"
+    r"(?:if\s+not\s+exists\s+)?(?:[a-z_][a-z0-9_]*\.)?([a-z_][a-z0-9_]*)"
+)
 _WORD = re.compile(r"[a-z_][a-z0-9_]*")
 
 
@@ -110,13 +127,19 @@ def _code(sql: str) -> str:
 # What a profile lacks, said plainly: (staging table, nsys table(s), what its absence means).
 _WHAT_IT_MEANS = (
     ("raw_kernel", "CUPTI_ACTIVITY_KIND_KERNEL", "no CUDA kernels traced (captured without -t cuda, or none ran)"),
-    ("raw_runtime", "CUPTI_ACTIVITY_KIND_RUNTIME",
-     "no CUDA API calls (captured without -t cuda): GPU work cannot be tied to threads or NVTX ranges"),
+    (
+        "raw_runtime",
+        "CUPTI_ACTIVITY_KIND_RUNTIME",
+        "no CUDA API calls (captured without -t cuda): GPU work cannot be tied to threads or NVTX ranges",
+    ),
     ("raw_nvtx", "NVTX_EVENTS", "captured without -t nvtx, or the program has no NVTX annotations"),
     ("raw_osrt", "OSRT_API", "captured without -t osrt: gap causes cannot name OS calls"),
     ("raw_memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY", "no memory copies traced"),
-    ("raw_meta", "META_DATA_EXPORT",
-     "no export metadata (export older than 2022): nsys version read from other tables where they say it"),
+    (
+        "raw_meta",
+        "META_DATA_EXPORT",
+        "no export metadata (export older than 2022): nsys version read from other tables where they say it",
+    ),
     ("raw_gpu_info", "TARGET_INFO_GPU", "GPU models unknown"),
 )
 
@@ -126,8 +149,9 @@ def _missing(src: Source, con: duckdb.DuckDBPyConnection) -> list[str]:
 
     # one query for all the tables, not one per table (each round trip from this thread needs the GIL, which the
     # main thread's imports may hold at this point)
-    empty = con.execute("SELECT " + ", ".join(f"NOT EXISTS (SELECT 1 FROM {STAGE}.{staging})"
-                                              for staging, _, _ in _WHAT_IT_MEANS)).fetchall()[0]
+    empty = con.execute(
+        "SELECT " + ", ".join(f"NOT EXISTS (SELECT 1 FROM {STAGE}.{staging})" for staging, _, _ in _WHAT_IT_MEANS)
+    ).fetchall()[0]
     out = []
     for (staging, table, meaning), is_empty in zip(_WHAT_IT_MEANS, empty):
         if is_empty:

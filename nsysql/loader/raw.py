@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 # staging column types (DuckDB's names)
-I = "BIGINT"
+I = "BIGINT"  # noqa: E741 (the staging schema reads as a table of types: I, S, ...)
 S = "VARCHAR"
 
 
@@ -48,20 +48,40 @@ STAGE = "nsysql_stage"  # also named by canonical SQL that makes staging views (
 def unstage(con: duckdb.DuckDBPyConnection) -> None:
     """Drop the staging database and its tables."""
     db = con.execute("SELECT current_database()").fetchall()[0][0]
-    con.execute(f"USE \"{db}\"")  # the search path as it was before staging (USE sets it too)
+    con.execute(f'USE "{db}"')  # the search path as it was before staging (USE sets it too)
     con.execute(f"DETACH DATABASE IF EXISTS {STAGE}")
 
 
 # `row_id` is SQLite's rowid of the row: a unique, stable id per table, read at no cost (the b-tree key); it lets
 # large tables be read in rowid-range chunks in parallel and gives GPU ops and API calls ids without a window.
 ROW_ID = "row_id"
-GPU_COMMON = ((ROW_ID, I), ("start", I), ("end", I), ("deviceId", I), ("streamId", I), ("correlationId", I), ("globalPid", I))
+GPU_COMMON = (
+    (ROW_ID, I),
+    ("start", I),
+    ("end", I),
+    ("deviceId", I),
+    ("streamId", I),
+    ("correlationId", I),
+    ("globalPid", I),
+)
 
-_GPU_COLUMNS = (("id", I), ("name", S), ("smCount", I), ("totalMemory", I), ("computeMajor", I),
-                ("computeMinor", I), ("busLocation", S))
-_GPU_ALIASES = (("id", "deviceId"), ("smCount", "numMultiprocessors"), ("totalMemory", "globalMemorySize"),
-                ("computeMajor", "computeCapabilityMajor"), ("computeMinor", "computeCapabilityMinor"),
-                ("busLocation", "pciBusId"))
+_GPU_COLUMNS = (
+    ("id", I),
+    ("name", S),
+    ("smCount", I),
+    ("totalMemory", I),
+    ("computeMajor", I),
+    ("computeMinor", I),
+    ("busLocation", S),
+)
+_GPU_ALIASES = (
+    ("id", "deviceId"),
+    ("smCount", "numMultiprocessors"),
+    ("totalMemory", "globalMemorySize"),
+    ("computeMajor", "computeCapabilityMajor"),
+    ("computeMinor", "computeCapabilityMinor"),
+    ("busLocation", "pciBusId"),
+)
 
 RAW_TABLES: tuple[RawTable, ...] = (
     RawTable("raw_strings", ("StringIds",), (("id", I), ("value", S))),
@@ -119,8 +139,12 @@ RAW_TABLES: tuple[RawTable, ...] = (
     RawTable("raw_analysis", ("ANALYSIS_DETAILS",), (("startTime", I), ("stopTime", I), ("duration", I))),
     RawTable("raw_enum_memkind", ("ENUM_CUDA_MEM_KIND",), (("id", I), ("label", S))),
     # instants (no end column): the extent is min(start) to max(start)
-    RawTable("raw_extents", ("SCHED_EVENTS", "COMPOSITE_EVENTS"), (("source", S), ("start", I), ("end", I)),
-             extent=("start", "start")),
+    RawTable(
+        "raw_extents",
+        ("SCHED_EVENTS", "COMPOSITE_EVENTS"),
+        (("source", S), ("start", I), ("end", I)),
+        extent=("start", "start"),
+    ),
 )
 
 
@@ -158,7 +182,7 @@ def _select(src: Source, rt: RawTable, text_as_blob: bool = False) -> tuple[str 
         exprs.append(f"CAST({q(name)} AS BLOB) AS {q(col)}" if typ == S and text_as_blob else f"{q(name)} AS {q(col)}")
     if present == 0:
         return None, table
-    return f'SELECT {", ".join(exprs)} FROM {q(table)}', table
+    return f"SELECT {', '.join(exprs)} FROM {q(table)}", table
 
 
 # A table with more rows than this is read in rowid-range chunks, one per worker, when there are more than two
@@ -250,8 +274,9 @@ class Readers:
             import adbc_driver_sqlite  # noqa: F401
         except ImportError:
             pass
-        self._threads = [threading.Thread(target=self._run, args=(job,), name="nsysql-read", daemon=True)
-                         for job in self.jobs]
+        self._threads = [
+            threading.Thread(target=self._run, args=(job,), name="nsysql-read", daemon=True) for job in self.jobs
+        ]
         for t in self._threads:
             t.start()
         return self
@@ -293,8 +318,7 @@ class Readers:
         """Call `ready()` once, when every stream is registered and the readers leave a core free: fewer jobs
         are left, or fewer may scan at once, than there are cores (see `stage`)."""
         with self._lock:
-            tell = (not self._told and self._pending == 0
-                    and min(self._unfinished, self.workers) < (os.cpu_count() or 1))
+            tell = not self._told and self._pending == 0 and min(self._unfinished, self.workers) < (os.cpu_count() or 1)
             self._told = self._told or tell
         if tell and self._ready:
             self._ready()
@@ -361,8 +385,14 @@ class Readers:
                 self._registered()
 
 
-def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: int | None = None,
-          ready=None, readers: Readers | None = None) -> dict[str, str]:
+def stage(
+    src: Source,
+    con: duckdb.DuckDBPyConnection,
+    progress=None,
+    workers: int | None = None,
+    ready=None,
+    readers: Readers | None = None,
+) -> dict[str, str]:
     """Copy the needed raw columns into DuckDB `raw_*` tables; returns staging name -> nsys table read.
 
     Tables stream in Arrow batches straight into DuckDB, several at once, each on its own DuckDB cursor: DuckDB
@@ -387,10 +417,13 @@ def stage(src: Source, con: duckdb.DuckDBPyConnection, progress=None, workers: i
         con.execute(f"SET search_path = '{db},{STAGE}'")
         # every staging table exists, empty, before any reading: a table the export lacks stays so, and a large
         # table's rowid-range chunks append to it side by side (DuckDB's appends never conflict)
-        con.execute("; ".join(f"CREATE OR REPLACE TABLE {STAGE}.{rt.name} "
-                              f"({', '.join(f'{q(c)} {t}' for c, t in rt.columns)})" for rt in RAW_TABLES))
+        con.execute(
+            "; ".join(
+                f"CREATE OR REPLACE TABLE {STAGE}.{rt.name} ({', '.join(f'{q(c)} {t}' for c, t in rt.columns)})"
+                for rt in RAW_TABLES
+            )
+        )
         readers.read_into(con, progress, ready)
     finally:
         readers.close()  # if reading never began
     return readers.used
-

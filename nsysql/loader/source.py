@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-
 from ..errors import NsysqlError, one_line
 
 if TYPE_CHECKING:
@@ -38,6 +37,7 @@ def looks_like_sqlite(path: str | Path) -> bool:
             return f.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
     except OSError:
         return False
+
 
 BATCH_ROWS = 65536  # rows per batch of Python's sqlite3 (the fallback without the ADBC driver)
 # Rows per Arrow batch of the ADBC driver. The driver reads the first batch when the query starts, on the reader
@@ -66,8 +66,11 @@ class Source:
         now = _stamp(self.path)
         if self.stamp and now != self.stamp:
             what = [name for name, a, b in zip(_STAMP_FIELDS, self.stamp, now) if a != b]
-            raise NsysqlError(f"changed while nsysql read it ({', '.join(what)}): another program is writing it; "
-                              "run again once it has finished", str(self.path))
+            raise NsysqlError(
+                f"changed while nsysql read it ({', '.join(what)}): another program is writing it; "
+                "run again once it has finished",
+                str(self.path),
+            )
 
     def has(self, table: str, column: str | None = None) -> bool:
         cols = self.tables.get(table)
@@ -186,8 +189,9 @@ def _read_sqlite3(source: Source, sql: str, schema: pa.Schema) -> Iterator[pa.Re
         con.close()
 
 
-def _conform(batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path,
-             failures: list) -> Iterator[pa.RecordBatch]:
+def _conform(
+    batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path, failures: list
+) -> Iterator[pa.RecordBatch]:
     import pyarrow as pa
 
     try:
@@ -327,16 +331,23 @@ def _refuse_unfinished(p: Path, shown: str) -> None:
             raise NsysqlError(
                 f"has a write-ahead log beside it ({wal.name}, {_size(wal)} bytes), which may hold rows the file does "
                 "not; nsysql reads finished exports only: once nothing writes it, copy it whole with "
-                f"`sqlite3 {shlex.quote(shown)} \".backup copy.sqlite\"` and analyse the copy", shown)
+                f'`sqlite3 {shlex.quote(shown)} ".backup copy.sqlite"` and analyse the copy',
+                shown,
+            )
         journal = _beside(where, "-journal")
         if _size(journal) > 0:
             raise NsysqlError(
                 f"has a rollback journal beside it ({journal.name}): a write to it is under way or did not finish;"
                 " nsysql reads finished exports only: run again once the program writing it has finished (or, if "
-                "it crashed, open the file once with sqlite3 to roll the journal back)", shown)
+                "it crashed, open the file once with sqlite3 to roll the journal back)",
+                shown,
+            )
     if _write_locked(p):
-        raise NsysqlError("is being written by another program (it holds SQLite's write lock on the file); run "
-                          "again once it has finished", shown)
+        raise NsysqlError(
+            "is being written by another program (it holds SQLite's write lock on the file); run "
+            "again once it has finished",
+            shown,
+        )
 
 
 def _write_locked(p: Path) -> bool:

@@ -9,12 +9,40 @@ import polars as pl
 from plotly.subplots import make_subplots
 
 FONT = "Inter, -apple-system, Segoe UI, Helvetica, Arial, sans-serif"
-PHASE_COLORS = ["#4C78A8", "#F58518", "#54A24B", "#B279A2", "#72B7B2", "#EECA3B", "#9D755D", "#FF9DA6",
-                "#BAB0AC", "#79706E"]
-CAUSE_COLORS = {"sync": "#E45756", "memcpy": "#F58518", "alloc": "#B279A2", "launch": "#72B7B2",
-                "unknown": "#BAB0AC", "outside iterations": "#D3D3D3"}
-HOST_COLORS = ["#4C78A8", "#54A24B", "#EECA3B", "#9D755D", "#FF9DA6", "#17BECF", "#8C564B", "#BCBD22",
-               "#1F77B4", "#E377C2", "#2CA02C", "#9467BD"]
+PHASE_COLORS = [
+    "#4C78A8",
+    "#F58518",
+    "#54A24B",
+    "#B279A2",
+    "#72B7B2",
+    "#EECA3B",
+    "#9D755D",
+    "#FF9DA6",
+    "#BAB0AC",
+    "#79706E",
+]
+CAUSE_COLORS = {
+    "sync": "#E45756",
+    "memcpy": "#F58518",
+    "alloc": "#B279A2",
+    "launch": "#72B7B2",
+    "unknown": "#BAB0AC",
+    "outside iterations": "#D3D3D3",
+}
+HOST_COLORS = [
+    "#4C78A8",
+    "#54A24B",
+    "#EECA3B",
+    "#9D755D",
+    "#FF9DA6",
+    "#17BECF",
+    "#8C564B",
+    "#BCBD22",
+    "#1F77B4",
+    "#E377C2",
+    "#2CA02C",
+    "#9467BD",
+]
 MAX_ITERATION_BARS = 600
 MAX_GAP_BARS = 1500
 MAX_PHASES = 8
@@ -33,10 +61,13 @@ def cause_colors(causes: list[str], palette: dict[str, str]) -> dict[str, str]:
 def _layout(fig: go.Figure, title: str, height: int = 360, **kw) -> go.Figure:
     fig.update_layout(
         title=dict(text=title, x=0.01, xanchor="left", font=dict(size=15)),
-        height=height, margin=dict(l=60, r=20, t=48, b=44), template="plotly_white",
+        height=height,
+        margin=dict(l=60, r=20, t=48, b=44),
+        template="plotly_white",
         font=dict(family=FONT, size=12, color="#222"),
         legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0, font=dict(size=11)),
-        hoverlabel=dict(font=dict(family=FONT)), **kw,
+        hoverlabel=dict(font=dict(family=FONT)),
+        **kw,
     )
     return fig
 
@@ -66,41 +97,78 @@ def iterations_chart(its: pl.DataFrame) -> tuple[go.Figure, str]:
     totals = sorted(phases, key=lambda p: -its[f"{p} cpu_ns"].sum())
     shown, rest = totals[:MAX_PHASES], totals[MAX_PHASES:]
     df = its.with_columns(
-        other=(pl.col("wall_ns") - pl.sum_horizontal([pl.col(f"{p} cpu_ns") for p in phases] or [pl.lit(0)]))
-        .clip(lower_bound=0),
+        other=(pl.col("wall_ns") - pl.sum_horizontal([pl.col(f"{p} cpu_ns") for p in phases] or [pl.lit(0)])).clip(
+            lower_bound=0
+        ),
     )
     note = ""
     bucket = max(1, math.ceil(df.height / MAX_ITERATION_BARS))
     if bucket > 1:
         note = f"{df.height:,} iterations shown as means of {bucket} consecutive iterations."
-        df = (df.with_columns(b=pl.col("iteration") // bucket).group_by("b", maintain_order=True)
-              .agg(pl.col("iteration").first(), pl.all().exclude("iteration", "warmup", "outlier", "name")
-                   .mean(), pl.col("warmup").any(), pl.col("outlier").any()))
+        df = (
+            df.with_columns(b=pl.col("iteration") // bucket)
+            .group_by("b", maintain_order=True)
+            .agg(
+                pl.col("iteration").first(),
+                pl.all().exclude("iteration", "warmup", "outlier", "name").mean(),
+                pl.col("warmup").any(),
+                pl.col("outlier").any(),
+            )
+        )
     x = df["iteration"].to_list()
     ms = lambda c: (df[c].cast(pl.Float64) / 1e6).to_list()  # noqa: E731
     fig = go.Figure()
     for i, p in enumerate(shown):
-        fig.add_bar(x=x, y=ms(f"{p} cpu_ns"), name=short(p, 30), marker_color=PHASE_COLORS[i % len(PHASE_COLORS)],
-                    hovertemplate=f"{bounded(p)}: %{{y:.2f}} ms<extra>iteration %{{x}}</extra>")
+        fig.add_bar(
+            x=x,
+            y=ms(f"{p} cpu_ns"),
+            name=short(p, 30),
+            marker_color=PHASE_COLORS[i % len(PHASE_COLORS)],
+            hovertemplate=f"{bounded(p)}: %{{y:.2f}} ms<extra>iteration %{{x}}</extra>",
+        )
     # the phases past MAX_PHASES join the rest (a Series: pl.sum_horizontal over Series is an expression)
-    other = df.select(pl.sum_horizontal(pl.col("other"), *[pl.col(f"{p} cpu_ns") for p in rest])
-                      .cast(pl.Float64)).to_series()
+    other = df.select(
+        pl.sum_horizontal(pl.col("other"), *[pl.col(f"{p} cpu_ns") for p in rest]).cast(pl.Float64)
+    ).to_series()
     if other.sum() > 0:
-        fig.add_bar(x=x, y=(other / 1e6).to_list(), name="other ranges / no range" if rest else "outside child ranges",
-                    marker_color="#D9D9D9", hovertemplate="rest: %{y:.2f} ms<extra>iteration %{x}</extra>")
-    fig.add_scatter(x=x, y=ms("idle_ns"), name="GPU idle", mode="lines+markers",
-                    line=dict(color="#E45756", width=1.5), marker=dict(size=4),
-                    hovertemplate="GPU idle: %{y:.2f} ms<extra>iteration %{x}</extra>")
+        fig.add_bar(
+            x=x,
+            y=(other / 1e6).to_list(),
+            name="other ranges / no range" if rest else "outside child ranges",
+            marker_color="#D9D9D9",
+            hovertemplate="rest: %{y:.2f} ms<extra>iteration %{x}</extra>",
+        )
+    fig.add_scatter(
+        x=x,
+        y=ms("idle_ns"),
+        name="GPU idle",
+        mode="lines+markers",
+        line=dict(color="#E45756", width=1.5),
+        marker=dict(size=4),
+        hovertemplate="GPU idle: %{y:.2f} ms<extra>iteration %{x}</extra>",
+    )
     out = df.filter(pl.col("outlier"))
     if out.height:
-        fig.add_scatter(x=out["iteration"].to_list(), y=(out["wall_ns"].cast(pl.Float64) / 1e6 * 1.04).to_list(),
-                        mode="markers", name="outlier", marker=dict(symbol="triangle-down", size=10, color="#222"),
-                        hovertemplate="outlier: %{y:.2f} ms<extra>iteration %{x}</extra>")
+        fig.add_scatter(
+            x=out["iteration"].to_list(),
+            y=(out["wall_ns"].cast(pl.Float64) / 1e6 * 1.04).to_list(),
+            mode="markers",
+            name="outlier",
+            marker=dict(symbol="triangle-down", size=10, color="#222"),
+            hovertemplate="outlier: %{y:.2f} ms<extra>iteration %{x}</extra>",
+        )
     warm = df.filter(pl.col("warmup"))
     if warm.height:
-        fig.add_vrect(x0=min(x) - 0.5 * bucket, x1=warm["iteration"].max() + 0.5 * bucket, fillcolor="#999",
-                      opacity=0.15, line_width=0, annotation_text="warm-up", annotation_position="top left",
-                      annotation_font_size=11)
+        fig.add_vrect(
+            x0=min(x) - 0.5 * bucket,
+            x1=warm["iteration"].max() + 0.5 * bucket,
+            fillcolor="#999",
+            opacity=0.15,
+            line_width=0,
+            annotation_text="warm-up",
+            annotation_position="top left",
+            annotation_font_size=11,
+        )
     _layout(fig, "Iterations: CPU time per phase, GPU idle", barmode="stack", bargap=0.15)
     fig.update_xaxes(title_text="iteration")
     fig.update_yaxes(title_text="ms", rangemode="tozero")
@@ -111,15 +179,27 @@ def iterations_chart(its: pl.DataFrame) -> tuple[go.Figure, str]:
         # warm-up dwarfs the loop: scale to the steady state, label the clipped bars
         fig.update_yaxes(range=[0, top * 1.15])
         for r in df.filter(pl.col("wall_ns") / 1e6 > top * 1.15).iter_rows(named=True):
-            fig.add_annotation(x=r["iteration"], y=top * 1.12, text=f"{r['wall_ns'] / 1e6:,.0f} ms ↑",
-                               showarrow=False, font=dict(size=10, color="#444"), bgcolor="rgba(255,255,255,.8)")
-        note = (note + " " if note else "") + "The y axis is scaled to the steady state; taller warm-up bars are " \
-            "clipped (their time is written on them)."
+            fig.add_annotation(
+                x=r["iteration"],
+                y=top * 1.12,
+                text=f"{r['wall_ns'] / 1e6:,.0f} ms ↑",
+                showarrow=False,
+                font=dict(size=10, color="#444"),
+                bgcolor="rgba(255,255,255,.8)",
+            )
+        note = (
+            note + " " if note else ""
+        ) + "The y axis is scaled to the steady state; taller warm-up bars are clipped (their time is written on them)."
     return fig, note
 
 
-def timeline_chart(tl: pl.DataFrame, gaps: pl.DataFrame | None, gpus: pl.DataFrame, palette: dict[str, str],
-                   origin: str = "the first GPU op") -> tuple[go.Figure, str]:
+def timeline_chart(
+    tl: pl.DataFrame,
+    gaps: pl.DataFrame | None,
+    gpus: pl.DataFrame,
+    palette: dict[str, str],
+    origin: str = "the first GPU op",
+) -> tuple[go.Figure, str]:
     """Top: GPU busy % per time bin, per device. Bottom: idle gaps >= 1 ms as bars coloured by cause (colours
     from the report's `palette`, see cause_colors)."""
     t0 = tl["start_ns"].min()
@@ -127,51 +207,89 @@ def timeline_chart(tl: pl.DataFrame, gaps: pl.DataFrame | None, gpus: pl.DataFra
     unit, scale = ("ms", 1e6) if span < 2 else ("s", 1e9)
     has_gaps = gaps is not None and gaps.height > 0
     rows = 2 if has_gaps else 1  # no idle row to draw: the busy row alone, with the time axis under it
-    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, row_heights=[0.6, 0.4] if has_gaps else None,
-                        vertical_spacing=0.06)
+    fig = make_subplots(
+        rows=rows, cols=1, shared_xaxes=True, row_heights=[0.6, 0.4] if has_gaps else None, vertical_spacing=0.06
+    )
     names = {r["device_id"]: r["device"] or "GPU" for r in gpus.iter_rows(named=True)}
     for i, dev in enumerate(tl["device_id"].unique().sort().to_list()):
         d = tl.filter(pl.col("device_id") == dev)
         mid = ((d["start_ns"] + d["end_ns"]) / 2 - t0) / scale
-        fig.add_scatter(x=mid.to_list(), y=d["busy_pct"].fill_null(0).to_list(), mode="lines",
-                        line=dict(width=1, color=PHASE_COLORS[i % len(PHASE_COLORS)], shape="hv"),
-                        fill="tozeroy", name=f"GPU {dev} busy", row=1, col=1,
-                        hovertemplate=f"GPU {dev} ({names.get(dev, '')}): %{{y:.0f}}% busy<extra>t=%{{x:.3f}} {unit}</extra>")
+        fig.add_scatter(
+            x=mid.to_list(),
+            y=d["busy_pct"].fill_null(0).to_list(),
+            mode="lines",
+            line=dict(width=1, color=PHASE_COLORS[i % len(PHASE_COLORS)], shape="hv"),
+            fill="tozeroy",
+            name=f"GPU {dev} busy",
+            row=1,
+            col=1,
+            hovertemplate=f"GPU {dev} ({names.get(dev, '')}): %{{y:.0f}}% busy<extra>t=%{{x:.3f}} {unit}</extra>",
+        )
     note = "" if has_gaps else "No idle gaps of 1 ms or more."
     if has_gaps:
         g = gaps
         if g.height > MAX_GAP_BARS:
-            note = (f"{g.height:,} gaps of 1 ms or more; the {MAX_GAP_BARS:,} longest are drawn "
-                    f"({g.sort('duration_ns', descending=True).head(MAX_GAP_BARS)['duration_ns'].sum() / g['duration_ns'].sum():.0%} of the idle time).")
+            note = (
+                f"{g.height:,} gaps of 1 ms or more; the {MAX_GAP_BARS:,} longest are drawn "
+                f"({g.sort('duration_ns', descending=True).head(MAX_GAP_BARS)['duration_ns'].sum() / g['duration_ns'].sum():.0%} of the idle time)."
+            )
             g = g.sort("duration_ns", descending=True).head(MAX_GAP_BARS)
-        colors = cause_colors(g.group_by("cause").agg(pl.col("duration_ns").sum()).sort("duration_ns", descending=True)
-                              ["cause"].to_list(), palette)
+        colors = cause_colors(
+            g.group_by("cause")
+            .agg(pl.col("duration_ns").sum())
+            .sort("duration_ns", descending=True)["cause"]
+            .to_list(),
+            palette,
+        )
         for cause, color in colors.items():
             c = g.filter(pl.col("cause") == cause)
-            fig.add_bar(base=((c["start_ns"] - t0) / scale).to_list(), x=(c["duration_ns"] / scale).to_list(),
-                        y=[f"GPU {d} idle" for d in c["device_id"].to_list()], orientation="h", name=short(cause, 80),
-                        marker=dict(color=color, line=dict(width=0)), row=2, col=1,
-                        customdata=(c["duration_ns"] / 1e6).to_list(),
-                        hovertemplate=f"{bounded(cause)}: %{{customdata:.1f}} ms<extra>from %{{base:.3f}} {unit}</extra>")
-    _layout(fig, "GPU timeline: busy % and idle gaps (≥ 1 ms) by cause" if has_gaps else "GPU timeline: busy %",
-            height=380 if has_gaps else 260, barmode="overlay", bargap=0.3)
+            fig.add_bar(
+                base=((c["start_ns"] - t0) / scale).to_list(),
+                x=(c["duration_ns"] / scale).to_list(),
+                y=[f"GPU {d} idle" for d in c["device_id"].to_list()],
+                orientation="h",
+                name=short(cause, 80),
+                marker=dict(color=color, line=dict(width=0)),
+                row=2,
+                col=1,
+                customdata=(c["duration_ns"] / 1e6).to_list(),
+                hovertemplate=f"{bounded(cause)}: %{{customdata:.1f}} ms<extra>from %{{base:.3f}} {unit}</extra>",
+            )
+    _layout(
+        fig,
+        "GPU timeline: busy % and idle gaps (≥ 1 ms) by cause" if has_gaps else "GPU timeline: busy %",
+        height=380 if has_gaps else 260,
+        barmode="overlay",
+        bargap=0.3,
+    )
     fig.update_yaxes(title_text="busy %", range=[0, 105], row=1, col=1)
-    fig.update_xaxes(title_text=f"{unit} since {origin}", range=[0, (tl["end_ns"].max() - t0) / scale],
-                     row=rows, col=1)
+    fig.update_xaxes(title_text=f"{unit} since {origin}", range=[0, (tl["end_ns"].max() - t0) / scale], row=rows, col=1)
     return fig, note
 
 
 def kernels_chart(k: pl.DataFrame, top: int = 15) -> go.Figure:
     k = k.head(top).reverse()
-    fig = go.Figure(go.Bar(
-        x=(k["total_ns"] / 1e6).to_list(), y=[f"{k.height - i}. {short(n, 44)}" for i, n in enumerate(k["name"].to_list())], orientation="h",
-        marker_color="#4C78A8", customdata=list(zip(map(bounded, k["name"].to_list()), k["count"].to_list(), k["pct"].to_list())),
-        text=[f"{p:.1f}%" for p in k["pct"].to_list()], textposition="outside", cliponaxis=False,
-        hovertemplate="%{customdata[0]}<br>%{x:.2f} ms in %{customdata[1]} launches (%{customdata[2]:.1f}%)<extra></extra>"))
+    fig = go.Figure(
+        go.Bar(
+            x=(k["total_ns"] / 1e6).to_list(),
+            y=[f"{k.height - i}. {short(n, 44)}" for i, n in enumerate(k["name"].to_list())],
+            orientation="h",
+            marker_color="#4C78A8",
+            customdata=list(zip(map(bounded, k["name"].to_list()), k["count"].to_list(), k["pct"].to_list())),
+            text=[f"{p:.1f}%" for p in k["pct"].to_list()],
+            textposition="outside",
+            cliponaxis=False,
+            hovertemplate="%{customdata[0]}<br>%{x:.2f} ms in %{customdata[1]} launches (%{customdata[2]:.1f}%)<extra></extra>",
+        )
+    )
     _layout(fig, f"Top {k.height} kernels by total GPU time", height=max(260, 90 + 30 * k.height))
     fig.update_layout(margin=dict(l=330, r=50))
-    fig.update_yaxes(automargin=False, tickfont=dict(size=10.5, family="ui-monospace, Menlo, Consolas, monospace"),
-                     tickmode="linear", dtick=1)
+    fig.update_yaxes(
+        automargin=False,
+        tickfont=dict(size=10.5, family="ui-monospace, Menlo, Consolas, monospace"),
+        tickmode="linear",
+        dtick=1,
+    )
     fig.update_xaxes(title_text="ms")
     return fig
 
@@ -187,11 +305,18 @@ def categories_chart(c: pl.DataFrame) -> go.Figure:
         part = c.filter(pl.col("tensor_cores") == tc)
         if not part.height:
             continue
-        fig.add_trace(go.Bar(
-            x=(part["total_ns"] / 1e6).to_list(), y=part["category"].to_list(), orientation="h", name=f"tensor cores: {tc}",
-            marker_color=color, customdata=list(zip(part["count"].to_list(), part["pct"].to_list())),
-            hovertemplate="%{y}, tensor cores " + tc + ": %{x:.2f} ms in %{customdata[0]} launches "
-                          "(%{customdata[1]:.1f}% of kernel time)<extra></extra>"))
+        fig.add_trace(
+            go.Bar(
+                x=(part["total_ns"] / 1e6).to_list(),
+                y=part["category"].to_list(),
+                orientation="h",
+                name=f"tensor cores: {tc}",
+                marker_color=color,
+                customdata=list(zip(part["count"].to_list(), part["pct"].to_list())),
+                hovertemplate="%{y}, tensor cores " + tc + ": %{x:.2f} ms in %{customdata[0]} launches "
+                "(%{customdata[1]:.1f}% of kernel time)<extra></extra>",
+            )
+        )
     _layout(fig, "Kernel time by category and tensor-core use", height=max(220, 100 + 30 * len(order)))
     fig.update_layout(barmode="stack", margin=dict(l=10, r=30), legend=dict(orientation="h", y=-0.25))
     fig.update_yaxes(automargin=True, categoryorder="array", categoryarray=order)
@@ -202,12 +327,19 @@ def categories_chart(c: pl.DataFrame) -> go.Figure:
 def idle_chart(causes: pl.DataFrame, palette: dict[str, str]) -> go.Figure:
     c = causes.reverse()
     colors = cause_colors(causes["cause"].to_list(), palette)
-    fig = go.Figure(go.Bar(
-        x=(c["idle_ns"] / 1e6).to_list(), y=[short(x, 80) for x in c["cause"].to_list()], orientation="h",
-        marker_color=[colors[x] for x in c["cause"].to_list()],
-        text=[f"{p:.0f}% of idle" for p in c["pct_of_idle"].to_list()], textposition="outside", cliponaxis=False,
-        customdata=c["gaps"].to_list(),
-        hovertemplate="%{y}: %{x:.1f} ms in %{customdata} gaps<extra></extra>"))
+    fig = go.Figure(
+        go.Bar(
+            x=(c["idle_ns"] / 1e6).to_list(),
+            y=[short(x, 80) for x in c["cause"].to_list()],
+            orientation="h",
+            marker_color=[colors[x] for x in c["cause"].to_list()],
+            text=[f"{p:.0f}% of idle" for p in c["pct_of_idle"].to_list()],
+            textposition="outside",
+            cliponaxis=False,
+            customdata=c["gaps"].to_list(),
+            hovertemplate="%{y}: %{x:.1f} ms in %{customdata} gaps<extra></extra>",
+        )
+    )
     _layout(fig, "GPU idle time by cause (gaps ≥ 1 ms)", height=max(220, 80 + 34 * c.height))
     fig.update_layout(margin=dict(l=10, r=80))
     fig.update_yaxes(automargin=True)
@@ -219,9 +351,17 @@ def iteration_compare_chart(base: pl.Series, new: pl.Series, base_label: str, ne
     """Steady-state iteration times of both profiles: every iteration as a dot, box, mean as a dashed line."""
     fig = go.Figure()
     for s, label, color in ((base, base_label, "#9D9D9D"), (new, new_label, "#4C78A8")):
-        fig.add_box(y=(s.cast(pl.Float64) / 1e6).to_list(), name=label, boxpoints="all", jitter=0.4, pointpos=0,
-                    boxmean=True, marker=dict(color=color, size=5, opacity=0.7), line=dict(color=color),
-                    hovertemplate="%{y:.2f} ms<extra>" + label + "</extra>")
+        fig.add_box(
+            y=(s.cast(pl.Float64) / 1e6).to_list(),
+            name=label,
+            boxpoints="all",
+            jitter=0.4,
+            pointpos=0,
+            boxmean=True,
+            marker=dict(color=color, size=5, opacity=0.7),
+            line=dict(color=color),
+            hovertemplate="%{y:.2f} ms<extra>" + label + "</extra>",
+        )
     _layout(fig, "Steady-state iteration time (dots: iterations; dashed: mean)", height=380, showlegend=False)
     fig.update_yaxes(title_text="ms", rangemode="tozero")
     return fig
@@ -230,27 +370,55 @@ def iteration_compare_chart(base: pl.Series, new: pl.Series, base_label: str, ne
 def delta_chart(result: dict[str, pl.DataFrame], top: int = 15) -> go.Figure | None:
     """The largest changes per iteration across idle causes, ranges and kernels; solid = significant."""
     parts = []
-    for section, key, label in (("idle by cause", "cause", "idle"), ("ranges", "name", "range"),
-                                ("kernels", "name", "kernel")):
+    for section, key, label in (
+        ("idle by cause", "cause", "idle"),
+        ("ranges", "name", "range"),
+        ("kernels", "name", "kernel"),
+    ):
         df = result.get(section)
         if df is not None and df.height:
-            parts.append(df.select(pl.concat_str(pl.lit(label + ": "), pl.col(key)).alias("what"), "delta_ns",
-                                   "significant", "status", "base_ns", "new_ns"))
+            parts.append(
+                df.select(
+                    pl.concat_str(pl.lit(label + ": "), pl.col(key)).alias("what"),
+                    "delta_ns",
+                    "significant",
+                    "status",
+                    "base_ns",
+                    "new_ns",
+                )
+            )
     if not parts:
         return None
     d = pl.concat(parts).sort(pl.col("delta_ns").abs(), descending=True).head(top).reverse()
     sig = d["significant"].fill_null(False).to_list()
-    colors = [("#54A24B" if v < 0 else "#E45756") if s else ("#B7D9B1" if v < 0 else "#F2B8B5")
-              for v, s in zip(d["delta_ns"].to_list(), sig)]
-    fig = go.Figure(go.Bar(
-        x=(d["delta_ns"] / 1e6).to_list(), y=[short(w, 70) for w in d["what"].to_list()], orientation="h",
-        marker_color=colors,
-        customdata=list(zip(map(bounded, d["what"].to_list()), (d["base_ns"] / 1e6).to_list(), (d["new_ns"] / 1e6).to_list(),
-                            ["significant" if s else "within noise" for s in sig], d["status"].to_list())),
-        hovertemplate="%{customdata[0]}<br>%{customdata[1]:.3f} → %{customdata[2]:.3f} ms per iteration "
-                      "(%{x:+.3f} ms, %{customdata[3]}, %{customdata[4]})<extra></extra>"))
-    _layout(fig, "Largest changes per iteration (green: faster, red: slower; pale: within noise)",
-            height=max(260, 70 + 26 * d.height))
+    colors = [
+        ("#54A24B" if v < 0 else "#E45756") if s else ("#B7D9B1" if v < 0 else "#F2B8B5")
+        for v, s in zip(d["delta_ns"].to_list(), sig)
+    ]
+    fig = go.Figure(
+        go.Bar(
+            x=(d["delta_ns"] / 1e6).to_list(),
+            y=[short(w, 70) for w in d["what"].to_list()],
+            orientation="h",
+            marker_color=colors,
+            customdata=list(
+                zip(
+                    map(bounded, d["what"].to_list()),
+                    (d["base_ns"] / 1e6).to_list(),
+                    (d["new_ns"] / 1e6).to_list(),
+                    ["significant" if s else "within noise" for s in sig],
+                    d["status"].to_list(),
+                )
+            ),
+            hovertemplate="%{customdata[0]}<br>%{customdata[1]:.3f} → %{customdata[2]:.3f} ms per iteration "
+            "(%{x:+.3f} ms, %{customdata[3]}, %{customdata[4]})<extra></extra>",
+        )
+    )
+    _layout(
+        fig,
+        "Largest changes per iteration (green: faster, red: slower; pale: within noise)",
+        height=max(260, 70 + 26 * d.height),
+    )
     fig.update_layout(margin=dict(l=10, r=30))
     fig.update_yaxes(automargin=True, tickfont=dict(size=11))
     fig.update_xaxes(title_text="Δ ms per iteration (NEW − BASE)", zeroline=True, zerolinecolor="#444")

@@ -92,14 +92,17 @@ def fmt_value(col: str, v) -> tuple[str, bool]:
     return str(v), False
 
 
-def table(df: pl.DataFrame, name_cols: tuple[str, ...] = ("name", "kernel", "cause"), limit: int = 200,
-          scroll: bool = True) -> str:
+def table(
+    df: pl.DataFrame, name_cols: tuple[str, ...] = ("name", "kernel", "cause"), limit: int = 200, scroll: bool = True
+) -> str:
     if df.height == 0:
         return '<p class="why">No rows.</p>'
     cols = df.columns
     numeric = [df.schema[c].is_numeric() for c in cols]
-    head = "".join(f'<th class="{"num" if n else ""}">{esc(c[:-3] + "_ms" if c.endswith("_ns") else c)}</th>'
-                   for c, n in zip(cols, numeric))
+    head = "".join(
+        f'<th class="{"num" if n else ""}">{esc(c[:-3] + "_ms" if c.endswith("_ns") else c)}</th>'
+        for c, n in zip(cols, numeric)
+    )
     rows = []
     for r in df.head(limit).iter_rows():
         cells = []
@@ -121,10 +124,15 @@ class Page:
 
     def chart(self, key: str, fig, note: str = "") -> str:
         self.figures[key] = fig
-        div = fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"chart-{key}",
-                          config={"displaylogo": False, "responsive": True})
-        return f'<div class="nsysql-chart" data-chart="{esc(key)}">{div}</div>' + \
-            (f'<p class="note">{esc(note)}</p>' if note else "")
+        div = fig.to_html(
+            full_html=False,
+            include_plotlyjs=False,
+            div_id=f"chart-{key}",
+            config={"displaylogo": False, "responsive": True},
+        )
+        return f'<div class="nsysql-chart" data-chart="{esc(key)}">{div}</div>' + (
+            f'<p class="note">{esc(note)}</p>' if note else ""
+        )
 
     def section(self, title: str, body: str) -> str:
         return f"<section><h2>{esc(title)}</h2>{body}</section>"
@@ -136,25 +144,28 @@ class Page:
         from plotly.offline import get_plotlyjs
 
         return (
-            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<meta name=\"generator\" content=\"nsysql {__version__}\">"
+            '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'<meta name="generator" content="nsysql {__version__}">'
             f"<title>{esc(self.title)}</title><style>{CSS}</style>"
             f"<script>{ERROR_HOOK}</script>"
-            f"<script type=\"text/javascript\">{get_plotlyjs()}</script></head><body>"
-            f"<header><h1>{esc(self.title)}</h1><div class=\"sub\">{esc(self.subtitle)}</div></header><main>"
+            f'<script type="text/javascript">{get_plotlyjs()}</script></head><body>'
+            f'<header><h1>{esc(self.title)}</h1><div class="sub">{esc(self.subtitle)}</div></header><main>'
             + "\n".join(self.parts)
             + f"<footer>nsysql {__version__} · {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC · "
-              "self-contained: works offline</footer></main>"
-            f"<div id=\"nsysql-status\" data-expected=\"{len(self.figures)}\"></div>"
+            "self-contained: works offline</footer></main>"
+            f'<div id="nsysql-status" data-expected="{len(self.figures)}"></div>'
             f"<script>{STATUS_SCRIPT}</script></body></html>\n"
         )
 
 
 def _fact(k: str, v: str, d: str = "") -> str:
     v = charts.bounded(v)
-    return (f'<div class="fact"><div class="k">{esc(k)}</div><div class="v" title="{esc(v)}">{esc(v)}</div>'
-            + (f'<div class="d">{esc(d)}</div>' if d else "") + "</div>")
+    return (
+        f'<div class="fact"><div class="k">{esc(k)}</div><div class="v" title="{esc(v)}">{esc(v)}</div>'
+        + (f'<div class="d">{esc(d)}</div>' if d else "")
+        + "</div>"
+    )
 
 
 def _facts(prof, summ: dict, stats: pl.DataFrame | None) -> str:
@@ -163,14 +174,18 @@ def _facts(prof, summ: dict, stats: pl.DataFrame | None) -> str:
     f = prof.facts
     one = lambda k, d=None: (f.get(k) or [d])[0]  # noqa: E731
     gpus = summ["gpus"]
-    cards = [_fact("nsys", one("nsys_version", "unknown")),
-             _fact("span", f"{span / 1e9:,.3f} s" if (span := int(one("span_ns") or 0)) else "unknown")]
+    cards = [
+        _fact("nsys", one("nsys_version", "unknown")),
+        _fact("span", f"{span / 1e9:,.3f} s" if (span := int(one("span_ns") or 0)) else "unknown"),
+    ]
     if gpus.height:
         names = sorted(set(n or "GPU" for n in gpus["device"].to_list()))
         cards.append(_fact("GPUs", f"{gpus.height} × {names[0]}" if len(names) == 1 else ", ".join(names)))
         busy = gpus["busy_ns"].sum() / max(gpus["active_ns"].sum(), 1) * 100
         if gpus["active_ns"].sum() < MIN_ACTIVE_NS:
-            cards.append(_fact("GPU busy", "—", f"{gpus['busy_ns'].sum() / 1e3:.1f} us of GPU time: too little for a share"))
+            cards.append(
+                _fact("GPU busy", "—", f"{gpus['busy_ns'].sum() / 1e3:.1f} us of GPU time: too little for a share")
+            )
         else:
             cards.append(_fact("GPU busy", f"{busy:.1f}%", "of the GPUs' active span"))
     else:
@@ -186,9 +201,13 @@ def _facts(prof, summ: dict, stats: pl.DataFrame | None) -> str:
 def _findings(df: pl.DataFrame) -> str:
     if df.height == 0:
         return '<p class="why">No finding: none of the rules fired (see nsysql.analyses.findings).</p>'
-    return '<ul class="findings">' + "".join(
-        f"<li><b>{esc(r['finding'])}</b>{esc(charts.bounded(r['evidence']))}</li>"
-        for r in df.iter_rows(named=True)) + "</ul>"
+    return (
+        '<ul class="findings">'
+        + "".join(
+            f"<li><b>{esc(r['finding'])}</b>{esc(charts.bounded(r['evidence']))}</li>" for r in df.iter_rows(named=True)
+        )
+        + "</ul>"
+    )
 
 
 def _iterations(prof):
@@ -209,12 +228,20 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
     if its is not None:
         fig, note = charts.iterations_chart(its)
         s = stats.row(0, named=True)
-        line = (f"{s['iterations']} iterations of `{s['range']}` ({s['mode']}), {s['warmup']} warm-up (shaded); "
-                + steady_sentence(s) + ". "
-                + (f"Outliers: {s['outlier_pattern']}. " if s["outlier_pattern"] else "No outliers. ")
-                + f"Detected: {s['detected']}.")
-        page.add(page.section("Iterations", page.chart(prefix + "iterations", fig, note)
-                              + f'<p class="note">{esc(charts.short(line, 3 * charts.NAME_MAX))}</p>'))
+        line = (
+            f"{s['iterations']} iterations of `{s['range']}` ({s['mode']}), {s['warmup']} warm-up (shaded); "
+            + steady_sentence(s)
+            + ". "
+            + (f"Outliers: {s['outlier_pattern']}. " if s["outlier_pattern"] else "No outliers. ")
+            + f"Detected: {s['detected']}."
+        )
+        page.add(
+            page.section(
+                "Iterations",
+                page.chart(prefix + "iterations", fig, note)
+                + f'<p class="note">{esc(charts.short(line, 3 * charts.NAME_MAX))}</p>',
+            )
+        )
     else:
         page.add(page.section("Iterations", f'<p class="why">No iteration breakdown: {esc(charts.bounded(why))}.</p>'))
 
@@ -231,31 +258,48 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
         if window and g is not None:
             g = g.filter((pl.col("end_ns") > window[0]) & (pl.col("start_ns") < window[1])).with_columns(
                 start_ns=pl.col("start_ns").clip(lower_bound=window[0]),
-                end_ns=pl.col("end_ns").clip(upper_bound=window[1]))
+                end_ns=pl.col("end_ns").clip(upper_bound=window[1]),
+            )
             g = g.with_columns(duration_ns=pl.col("end_ns") - pl.col("start_ns"))
         fig, note = charts.timeline_chart(tl, g, gpus, palette, "the first iteration" if window else "the first GPU op")
         if window:
             active = gpus["active_ns"].max() / 1e9
-            note = (f"Shown: the {its.height} iterations ({(window[1] - window[0]) / 1e9:.3f} s of the GPU's "
-                    f"{active:.3f} s active span). " + note).strip()
+            note = (
+                f"Shown: the {its.height} iterations ({(window[1] - window[0]) / 1e9:.3f} s of the GPU's "
+                f"{active:.3f} s active span). " + note
+            ).strip()
         page.add(page.section("GPU timeline", page.chart(prefix + "timeline", fig, note)))
     else:
-        page.add(page.section("GPU timeline", '<p class="why">No GPU work in this profile, so there is no '
-                                              "timeline to draw.</p>"))
+        page.add(
+            page.section(
+                "GPU timeline", '<p class="why">No GPU work in this profile, so there is no timeline to draw.</p>'
+            )
+        )
 
     left, right = [], []
     k = summ["kernels"]
     if k.height:
         left.append(page.section("Top kernels", page.chart(prefix + "kernels", charts.kernels_chart(k))))
-        left.append(page.section("Kernel categories", page.chart(
-            prefix + "categories", charts.categories_chart(prof.kernels(by="category")),
-            "Categories and tensor-core use by kernel name (rules: queries/v1/canonical/44_kernel_rules.sql).")))
+        left.append(
+            page.section(
+                "Kernel categories",
+                page.chart(
+                    prefix + "categories",
+                    charts.categories_chart(prof.kernels(by="category")),
+                    "Categories and tensor-core use by kernel name (rules: queries/v1/canonical/44_kernel_rules.sql).",
+                ),
+            )
+        )
     else:
         left.append(page.section("Top kernels", '<p class="why">No kernels in this profile.</p>'))
     idle = summ.get("idle by cause")
     if idle is not None and idle.height:
-        right.append(page.section("Idle time by cause", page.chart(prefix + "idle", charts.idle_chart(idle, palette))
-                                  + table(idle, scroll=False)))
+        right.append(
+            page.section(
+                "Idle time by cause",
+                page.chart(prefix + "idle", charts.idle_chart(idle, palette)) + table(idle, scroll=False),
+            )
+        )
     else:
         why_idle = "no GPU work" if not gpus.height else "no gap of 1 ms or more"
         right.append(page.section("Idle time by cause", f'<p class="why">Nothing to show: {why_idle}.</p>'))
@@ -265,11 +309,22 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
     if rg.height:
         page.add(page.section("NVTX ranges", table(rg.sort("total_ns", descending=True), limit=100)))
         kbr = prof.kernels_by_range()
-        page.add(page.section("Kernels by range", table(kbr.sort("total_ns", descending=True), limit=100)
-                              if kbr.height else '<p class="why">No kernel was launched inside an NVTX range.</p>'))
+        page.add(
+            page.section(
+                "Kernels by range",
+                table(kbr.sort("total_ns", descending=True), limit=100)
+                if kbr.height
+                else '<p class="why">No kernel was launched inside an NVTX range.</p>',
+            )
+        )
     else:
-        page.add(page.section("NVTX ranges", '<p class="why">No NVTX ranges: the profile was captured without '
-                                             "-t nvtx, or the program has no NVTX annotations.</p>"))
+        page.add(
+            page.section(
+                "NVTX ranges",
+                '<p class="why">No NVTX ranges: the profile was captured without '
+                "-t nvtx, or the program has no NVTX annotations.</p>",
+            )
+        )
     if summ["memory"].height:
         page.add(page.section("Memory operations", table(summ["memory"], scroll=False)))
     page.add(page.section("Profile facts", table(summ["facts"], name_cols=(), scroll=False)))
@@ -292,8 +347,9 @@ def build_diff(base, new) -> tuple[str, dict]:
         if m["significant"]:
             cls = "good" if m["delta"] < 0 else "bad"
     page.add(f'<div class="verdict {cls}">{esc(v["verdict"])}</div>')
-    page.add(page.section("Verdict", table(res["verdict"].filter(pl.col("item") != "verdict"), name_cols=(),
-                                           scroll=False)))
+    page.add(
+        page.section("Verdict", table(res["verdict"].filter(pl.col("item") != "verdict"), name_cols=(), scroll=False))
+    )
     if it is not None:
         tb, tn = _steady(base), _steady(new)
         body = ""
@@ -303,11 +359,14 @@ def build_diff(base, new) -> tuple[str, dict]:
     fig = charts.delta_chart(res)
     if fig is not None:
         page.add(page.section("What changed", page.chart("deltas", fig)))
-    for key, title in (("idle by cause", "Idle by cause, per iteration"), ("ranges", "NVTX ranges, per iteration"),
-                       ("kernels", "GPU ops, per iteration")):
+    for key, title in (
+        ("idle by cause", "Idle by cause, per iteration"),
+        ("ranges", "NVTX ranges, per iteration"),
+        ("kernels", "GPU ops, per iteration"),
+    ):
         if key in res:
             page.add(page.section(title, table(res[key], limit=100)))
-    page.add("<h2 style=\"margin:26px 0 10px\">NEW profile in detail</h2>")
+    page.add('<h2 style="margin:26px 0 10px">NEW profile in detail</h2>')
     profile_sections(page, new, prefix="new-")
     return page.render(), page.figures
 
@@ -325,8 +384,10 @@ def write_pngs(figures: dict, directory: Path) -> list[Path] | str:
     try:
         import kaleido  # noqa: F401
     except ImportError:
-        return ("--png needs kaleido and a Chrome/Chromium: pip install kaleido (then `plotly_get_chrome`, "
-                "or install chromium); the HTML report was written")
+        return (
+            "--png needs kaleido and a Chrome/Chromium: pip install kaleido (then `plotly_get_chrome`, "
+            "or install chromium); the HTML report was written"
+        )
     directory.mkdir(parents=True, exist_ok=True)
     out = []
     try:
@@ -337,4 +398,3 @@ def write_pngs(figures: dict, directory: Path) -> list[Path] | str:
     except Exception as e:  # kaleido present but no usable browser
         return f"--png failed ({str(e).splitlines()[0][:160]}): install chromium or run `plotly_get_chrome`"
     return out
-

@@ -24,8 +24,10 @@ def snippet(prof, top: int = 10) -> str:
 
         busy = 100 * gpus["busy_ns"].sum() / max(gpus["active_ns"].sum(), 1)
         line += f" · **GPUs** {facts.get('GPUs')} · **GPU busy** " + (
-            f"{busy:.1f}% of the active span" if gpus["active_ns"].sum() >= MIN_ACTIVE_NS
-            else f"{gpus['busy_ns'].sum() / 1e3:.1f} us in all, too little for a share")
+            f"{busy:.1f}% of the active span"
+            if gpus["active_ns"].sum() >= MIN_ACTIVE_NS
+            else f"{gpus['busy_ns'].sum() / 1e3:.1f} us in all, too little for a share"
+        )
     out.append(line)
     out.append(f"- **iterations**: {facts.get('iterations', 'none')}")
     if facts.get("outliers"):
@@ -35,15 +37,36 @@ def snippet(prof, top: int = 10) -> str:
     out.append("")
     k = s["kernels"]
     if k.height:
-        out += [f"**Top {k.height} kernels**", "", md_table(k.select(
-            pl.col("name").str.slice(0, 80).alias("kernel"), "count",
-            (pl.col("total_ns") / 1e6).round(3).alias("total_ms"), (pl.col("avg_ns") / 1e3).round(1).alias("avg_us"),
-            pl.col("pct").round(1).alias("pct"))), ""]
+        out += [
+            f"**Top {k.height} kernels**",
+            "",
+            md_table(
+                k.select(
+                    pl.col("name").str.slice(0, 80).alias("kernel"),
+                    "count",
+                    (pl.col("total_ns") / 1e6).round(3).alias("total_ms"),
+                    (pl.col("avg_ns") / 1e3).round(1).alias("avg_us"),
+                    pl.col("pct").round(1).alias("pct"),
+                )
+            ),
+            "",
+        ]
     idle = s.get("idle by cause")
     if idle is not None and idle.height:
-        out += ["**GPU idle by cause**", "", md_table(idle.select(
-            "cause", "gaps", (pl.col("idle_ns") / 1e6).round(1).alias("idle_ms"),
-            pl.col("pct_of_idle").round(1), pl.col("pct_of_span").round(1))), ""]
+        out += [
+            "**GPU idle by cause**",
+            "",
+            md_table(
+                idle.select(
+                    "cause",
+                    "gaps",
+                    (pl.col("idle_ns") / 1e6).round(1).alias("idle_ms"),
+                    pl.col("pct_of_idle").round(1),
+                    pl.col("pct_of_span").round(1),
+                )
+            ),
+            "",
+        ]
     f = s["findings"]
     out.append("**Findings**")
     out.append("")
@@ -66,19 +89,45 @@ def diff_snippet(base, new, top: int = 10) -> str:
     out.append("")
     it = res.get("iteration time")
     if it is not None:
-        out += [md_table(it.select("metric", "unit", pl.col("base").round(3), pl.col("base_se").round(3),
-                                   pl.col("new").round(3), pl.col("new_se").round(3), pl.col("delta").round(3),
-                                   pl.col("delta_pct").round(1), pl.col("noise").round(3), "significant")), ""]
+        out += [
+            md_table(
+                it.select(
+                    "metric",
+                    "unit",
+                    pl.col("base").round(3),
+                    pl.col("base_se").round(3),
+                    pl.col("new").round(3),
+                    pl.col("new_se").round(3),
+                    pl.col("delta").round(3),
+                    pl.col("delta_pct").round(1),
+                    pl.col("noise").round(3),
+                    "significant",
+                )
+            ),
+            "",
+        ]
     for key, title in (("idle by cause", "Idle by cause"), ("ranges", "Ranges"), ("kernels", "GPU ops")):
         df = res.get(key)
         if df is None or not df.height:
             continue
         name = df.columns[0]
         unit = "per iteration" if it is not None else "whole profile"
-        out += [f"**{title}, {unit} (largest changes first)**", "", md_table(df.head(top).select(
-            pl.col(name).str.slice(0, 70), "status", (pl.col("base_ns") / 1e6).round(3).alias("base_ms"),
-            (pl.col("new_ns") / 1e6).round(3).alias("new_ms"), (pl.col("delta_ns") / 1e6).round(3).alias("delta_ms"),
-            pl.col("delta_pct").round(1), "significant")), ""]
+        out += [
+            f"**{title}, {unit} (largest changes first)**",
+            "",
+            md_table(
+                df.head(top).select(
+                    pl.col(name).str.slice(0, 70),
+                    "status",
+                    (pl.col("base_ns") / 1e6).round(3).alias("base_ms"),
+                    (pl.col("new_ns") / 1e6).round(3).alias("new_ms"),
+                    (pl.col("delta_ns") / 1e6).round(3).alias("delta_ms"),
+                    pl.col("delta_pct").round(1),
+                    "significant",
+                )
+            ),
+            "",
+        ]
     if rule:
         out.append(f"<sub>{rule}</sub>")
     return _lines(out)
