@@ -214,8 +214,8 @@ def default_memory_limit(threads: int | None = None, ram_mb: int | None = None) 
     quarter of the machine's memory (and never below 512 MB). 3 GB on a 2-core laptop with 12 GB or more, 2 GB
     with 8 GB; more on a many-core server, where DuckDB's per-thread buffers would otherwise run out (a
     16-thread aggregate over 10M kernels needs more than 2 GB). At 10M kernels on 2 cores, 3 GB instead of 2 GB
-    keeps the canonical tables and the answers' sorts in memory: a cold `summary` 52 -> 46 s, peak RSS 2.2 ->
-    3.2 GB (BENCHMARKS.md)."""
+    keeps the canonical tables and the answers' sorts in memory (faster, for more peak memory; the figures are in
+    the commit that set it)."""
     threads = threads or os.cpu_count() or 2
     if ram_mb is None:
         try:

@@ -156,8 +156,8 @@ def _persist(cur, tmp: Path, file: Path) -> None:
         try:
             db = cur.execute("SELECT current_database()").fetchall()[0][0]
             # the schema (tables, views) first, then the tables' rows side by side, biggest first, each on its
-            # own cursor: one COPY FROM DATABASE copies one table after another (16 cores: 0.37 s at 500k
-            # kernels, the last thing a cold command waited for)
+            # own cursor: one COPY FROM DATABASE copies one table after another, and that copy is the last
+            # thing a cold command waits for
             cur.execute(f'COPY FROM DATABASE "{db}" TO {PERSIST} (SCHEMA)')
             tables = cur.execute(
                 "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = ? "
@@ -222,8 +222,7 @@ def connect(database: str, config: dict) -> duckdb.DuckDBPyConnection:
     con.execute("SET enable_progress_bar = false")
     try:
         # No row-group merging at checkpoint: a parallel CREATE TABLE AS leaves a few partly filled row groups,
-        # and merging them recompresses the whole table on one thread (0.2 s at 500k kernels, in most runs),
-        # to save a few KB of the cache entry.
+        # and merging them recompresses the whole table on one thread, to save a few KB of the cache entry.
         con.execute("SET max_vacuum_tasks = 0")
     except duckdb.Error:  # a DuckDB without the setting
         pass

@@ -405,8 +405,7 @@ def stage(
     polars and pyarrow up (what kind of object is this?), so a caller importing them meanwhile would hold the
     readers on Python's import lock, while the scans themselves need no import and may run beside it. A core
     free: the caller's import (nsysql._load imports polars then, ~0.2 s on one core) then fills the core that
-    the first reader to finish leaves, rather than taking one from readers that fill every core (2 cores, cold
-    500k `summary`: paired wall ratio 0.964 over 12 rounds, BENCHMARKS.md). With more cores than workers, one
+    the first reader to finish leaves, rather than taking one from readers that fill every core. With more cores than workers, one
     is free from the start.
     """
     readers = readers or Readers(src, workers)

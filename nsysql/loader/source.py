@@ -42,9 +42,8 @@ def looks_like_sqlite(path: str | Path) -> bool:
 BATCH_ROWS = 65536  # rows per batch of Python's sqlite3 (the fallback without the ADBC driver)
 # Rows per Arrow batch of the ADBC driver. The driver reads the first batch when the query starts, on the reader
 # thread and without the GIL, and a cold load starts its readers before importing DuckDB (see raw.Readers), so
-# a larger first batch is more of the export read while DuckDB is imported (2 cores, cold 500k `summary`,
-# median of 10 alternating runs: 2.06 s with 65,536 rows, 2.02 s with 262,144; 10M kernels: the same time and
-# peak RSS). A batch is at most 12 integer columns: 262,144 rows are about 25 MB per reader.
+# a larger first batch is more of the export read while DuckDB is imported (measured in the commit that set
+# it; no cost in time or peak memory at 10M kernels). A batch is at most 12 integer columns: 262,144 rows are about 25 MB per reader.
 STREAM_BATCH_ROWS = 262144
 
 # Tables any nsys export has, whatever its version (INDEX.md of the public exports).

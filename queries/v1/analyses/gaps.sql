@@ -75,8 +75,8 @@ WITH gaps AS (  -- the device's idle stretches: from the end of one busy stretch
   WHERE a.pid = $pid AND k.kind > 0
 ), stream AS (  -- the calls and the gaps' openings in time order (a gap before the calls that start with it).
   -- One sort, then one streaming pass (a window with an empty OVER clause keeps its input's order, DuckDB's
-  -- order-preservation rules), instead of two ASOF joins that each sorted every call of the process (500k
-  -- kernels: this query 0.21 -> 0.16 CPU s on one thread, same rows on every export here). Calls of one kind
+  -- order-preservation rules), instead of two ASOF joins that each sorted every call of the process (the
+  -- same rows, less CPU). Calls of one kind
   -- that start together are taken in end order, so the latest of them is the one that runs longest
   SELECT * FROM (
     SELECT start_ns, end_ns, kind, NULL::BIGINT AS gap_id FROM calls

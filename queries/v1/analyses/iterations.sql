@@ -13,8 +13,8 @@ WITH coll AS (  -- collective communication kernels (NCCL)
 ), merged AS (
   -- prev_end: the latest end among the iteration's ops that started before this one. One sort of all ops by
   -- (iteration, start), then a running max in a streaming window (an empty OVER clause keeps its input's order,
-  -- DuckDB's order-preservation rules), not a window per iteration nor one ordered window (a segment tree):
-  -- 500k kernels, this query 0.33 -> 0.25 CPU s on two threads, 0.23 -> 0.19 on one, the same wall time. The
+  -- DuckDB's order-preservation rules), not a window per iteration nor one ordered window (a segment tree),
+  -- which cost more CPU for the same wall time. The
   -- running max of iteration * 2^64 + end_ns up to the op before is the max end within the current iteration
   -- while it decodes to that iteration, and comes from an earlier iteration (so, no predecessor) otherwise.
   -- Ops that start together may come in any order: the union's length below is the same.

@@ -2,8 +2,7 @@
 -- GPU work = kernels, memcpy, memset and CUDA graph launches that nsys recorded only as whole graphs
 -- (`--cuda-graph-trace=graph`, CUPTI_ACTIVITY_KIND_GRAPH_TRACE), so a graph replay is GPU time, never idle.
 -- `kind` and the memory-copy labels are ENUMs, not strings: one byte a row through the analyses' sorts and
--- joins and no string compression when the entry is written (a cold 500k-kernel `summary`: about 5% less CPU,
--- BENCHMARKS.md). An ENUM compares with a string literal as a string does (`kind = 'kernel'`).
+-- joins and no string compression when the entry is written. An ENUM compares with a string literal as a string does (`kind = 'kernel'`).
 
 -- Memory kinds: the export's own ENUM_CUDA_MEM_KIND when it has one (2022.4 and later), else CUPTI's
 -- numbering, which older exports store.

@@ -3,9 +3,8 @@
 -- How (one sort, then passes in that order): the ops sorted by device and start feed windows with an empty
 -- OVER (), which DuckDB computes as one streaming pass each, in the order of their input (DuckDB's
 -- order-preservation rules: a window with an empty OVER clause keeps its input's order). Per-device windows
--- would sort the ops once per window and take the running maximum through a segment tree (this file on a
--- 500k-kernel export, into a cache file, median of 10 alternating runs: 0.32 -> 0.25 CPU s on one thread,
--- 0.44 -> 0.27 on two; BENCHMARKS.md). A window over all devices at once keeps
+-- would sort the ops once per window and take the running maximum through a segment tree, at more CPU.
+-- A window over all devices at once keeps
 -- each device apart by carrying the device in the high 64 bits of a HUGEINT (a later device's values always
 -- compare higher). Should DuckDB ever hand the passes their input out of order, the load fails (error() below)
 -- instead of storing wrong stretches.
