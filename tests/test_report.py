@@ -68,7 +68,7 @@ def test_diff_report_renders(tmp_path):
     assert r.exit_code == 0, r.output
     res = check_report.check(out)
     assert res["ok"], res
-    assert res["charts"] == 6  # iteration comparison, changes, and the NEW profile's 4 charts
+    assert res["charts"] == 7  # iteration comparison, changes, and the NEW profile's 5 charts
 
 
 def test_report_without_nvtx(tmp_path):
