@@ -125,5 +125,14 @@ def _device_busy(r: dict) -> str:
     )
 
 
+def all_devices_busy(gpus: pl.DataFrame) -> str:
+    """The busy share of all devices together (the PR snippet's one line), under the rule of _device_busy: no
+    share from less than MIN_ACTIVE_NS of active span."""
+    active, busy = gpus["active_ns"].sum(), gpus["busy_ns"].sum()
+    if active < MIN_ACTIVE_NS:
+        return f"{busy / 1e3:.1f} us in all, too little for a share"
+    return f"{100 * busy / max(active, 1):.1f}% of the active span"
+
+
 def _dur(ns: int) -> str:
     return f"{ns / 1e3:.1f} us" if ns < 1_000_000 else f"{ns / 1e6:.1f} ms"

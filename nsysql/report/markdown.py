@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..analyses.summary import all_devices_busy
 from ..errors import NsysqlError
 from ..render import markdown as md_table
 from ..render import one_line
@@ -20,14 +21,7 @@ def snippet(prof, top: int = 10) -> str:
     out = [f"#### nsysql: `{prof.path.name}`", ""]
     line = f"- **nsys** {facts.get('nsys version', 'unknown')} · **span** {facts.get('span', '?')}"
     if gpus.height:
-        from ..analyses.summary import MIN_ACTIVE_NS
-
-        busy = 100 * gpus["busy_ns"].sum() / max(gpus["active_ns"].sum(), 1)
-        line += f" · **GPUs** {facts.get('GPUs')} · **GPU busy** " + (
-            f"{busy:.1f}% of the active span"
-            if gpus["active_ns"].sum() >= MIN_ACTIVE_NS
-            else f"{gpus['busy_ns'].sum() / 1e3:.1f} us in all, too little for a share"
-        )
+        line += f" · **GPUs** {facts.get('GPUs')} · **GPU busy** " + all_devices_busy(gpus)
     out.append(line)
     out.append(f"- **iterations**: {facts.get('iterations', 'none')}")
     if facts.get("outliers"):
