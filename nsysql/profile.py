@@ -32,6 +32,8 @@ from .memo import Answers, cached
 if TYPE_CHECKING:
     import duckdb
 
+    from .analyses.diff import Diff
+
 
 def _default_settings() -> dict:
     from ._load import _duckdb_config
@@ -227,11 +229,8 @@ class Profile:
 
     def _detect(self, range: str | None) -> _iter.IterationRange:
         """The iteration range for `range`, found once per Profile and its workers (iterations and
-        iteration_stats both need it; finding it takes a few queries, ~15 ms at 500k kernels)."""
-        found = self._answers.detected
-        if range not in found:
-            found[range] = _iter.detect(self.con, range)
-        return found[range]
+        iteration_stats both need it; finding it takes a few queries); a worker asking it meanwhile waits."""
+        return self._answers.once(("detect", range), lambda: _iter.detect(self.con, range))
 
     @cached("iteration_stats")
     def iteration_stats(self, range: str | None = None, skip: int | None = None) -> pl.DataFrame:
@@ -248,35 +247,27 @@ class Profile:
         include_warmup: bool = False,
     ) -> pl.DataFrame:
         """GPU idle gaps with their causes; `by="cause"` for idle time per cause."""
-        if by is None:
-            # the gaps first, then the iterations to index them by: a worker asking iterations meanwhile
-            # (nsysql stats, summary) computes them side by side with these queries
-            g = _gaps.find(self.con, range=range, min_ns=min_ns)  # in ns: see normalize above
-            return _gaps.with_iterations(g, self._iterations_for(range))
-        if by != "cause":
+        if by not in (None, "cause"):
             raise NsysqlError(f"gaps can be grouped by 'cause' only, not {by!r}")
-        # from the gaps and iterations answers (stored by an earlier summary or gaps), so a warm run opens no
-        # tables unless the span must be measured (no iterations, or --include-warmup)
-        g = self.gaps(range=range, min_ns=min_ns)
-        con = None if _gaps.steady_only(g, include_warmup) else self.con
-        return _gaps.by_cause(con, g, range=range, include_warmup=include_warmup, its=self._iterations_for(range))
+        # the inputs first (stored answers, or found once per Profile and its workers), then the analyses
+        its = self._gap_spans(range)
+        if by == "cause":
+            # from the gaps and iteration spans answers (stored by an earlier summary or gaps), so a warm run
+            # opens no tables unless the span must be measured (no iterations, or --include-warmup)
+            g = self.gaps(range=range, min_ns=min_ns)
+            con = None if _gaps.steady_only(g, include_warmup) else self.con
+            return _gaps.by_cause(con, g, range=range, include_warmup=include_warmup, its=its)
+        return _gaps.with_iterations(_gaps.find(self.con, range=range, min_ns=min_ns), its)  # min_ns in ns
 
     def findings(self) -> pl.DataFrame:
         return self.summary()["findings"]
 
-    def _iterations_for(self, range):
-        """The iterations to index gaps by (and to count their steady-state span): the iterations answer when
-        this Profile or its cache entry has it already, else only the windows and their flags (`_spans`: the
-        same iteration, start_ns, end_ns, wall_ns and warmup, without the GPU work per iteration, which a cold
-        `nsysql gaps` at 500k kernels would spend ~0.25 CPU s on)."""
+    def _gap_spans(self, range: str | None) -> pl.DataFrame | None:
+        """The iterations gaps are indexed by (and their steady-state span counted over): the spans of the
+        iterations of `range`, else of the detected loop; None without a loop. Spans, not the iterations answer:
+        the same iteration, start_ns, end_ns, wall_ns and warmup, without the GPU work per iteration."""
         for pattern in [range, None] if range else [None]:
-            params = {"range": pattern, "skip": None}
-            known = self._answers.peek("iterations", params)
-            if known is not None:
-                return known
             try:
-                if self._answers.asked("iterations", params):  # another worker computes them now: wait
-                    return self.iterations(range=pattern)
                 return self._spans(range=pattern)
             except NsysqlError:
                 continue
@@ -284,11 +275,12 @@ class Profile:
 
     @cached("iteration_spans")
     def _spans(self, range: str | None = None, skip: int | None = None) -> pl.DataFrame:
-        return _iter.spans(self.con, range=range, skip=skip, it=self._detect(range))
+        it = self._detect(range)
+        return _iter.spans(self.con, skip=skip, it=it)
 
-    def diff(self, other: "Profile") -> dict[str, pl.DataFrame]:
+    def diff(self, other: "Profile") -> Diff:
         """This profile (BASE) against `other` (NEW): verdict, iteration time, idle by cause, ranges, kernels,
-        per steady-state iteration (rules in nsysql.analyses.diff)."""
+        per steady-state iteration (rules in nsysql.analyses.diff); `.to_frames()` gives the sections as frames."""
         from .analyses import diff as _diff
 
         b, n = self._diff_side(), other._diff_side()
