@@ -36,9 +36,9 @@ if TYPE_CHECKING:
 
 
 def _default_settings() -> dict:
-    from ._load import _duckdb_config
+    from ._load import duckdb_config
 
-    return _duckdb_config(None, None)
+    return duckdb_config(None, None)
 
 
 def _head(whole: pl.DataFrame, top: int) -> pl.DataFrame:
@@ -59,23 +59,29 @@ class Profile:
         cache_entry: Path | None = None,
         opener: Callable[[], duckdb.DuckDBPyConnection] | None = None,
         settings: Callable[[], dict] | None = None,
+        parent: Profile | None = None,
     ):
+        """`parent`: the Profile this one is a worker of (see worker()): its answers, lock and sql() database
+        are shared, and the thread that first asks this one owns its connection."""
         self._con = con
         self._opener = opener
-        self._lock = threading.RLock()
-        self._answers = Answers(cache_entry)  # this Profile's answers, shared with its workers
+        self._lock = parent._lock if parent else threading.RLock()
+        self._answers = parent._answers if parent else Answers(cache_entry)  # shared with its workers
         self.path = path
         self.cache_entry = cache_entry
-        self._owner = threading.get_ident()  # the thread that uses _con itself; others get cursors of it
+        # the thread that uses _con itself; others get cursors of it (a worker's: the first to ask it)
+        self._owner = None if parent else threading.get_ident()
         self._local = threading.local()
         self._cursors: list = []
         self._where: tuple[str, str] | None = None
         self._closed = False
         # where sql() runs: a database of its own that reads the canonical tables only (see nsysql.sandbox)
-        self._user = _sandbox.Sandbox(
-            cache_entry, self._base, lambda: self._where, settings or (lambda: _default_settings())
+        self._user_own = parent is None
+        self._user = (
+            parent._user
+            if parent
+            else _sandbox.Sandbox(cache_entry, self._base, lambda: self._where, settings or _default_settings)
         )
-        self._user_own = True
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -144,12 +150,7 @@ class Profile:
     def worker(self) -> Profile:
         """This Profile for another thread: the same answers, on a DuckDB cursor of its own (one connection runs
         one query at a time). `nsysql stats` asks its reports on workers at once; so can you."""
-        w = Profile(None, self.path, self.cache_entry, lambda: _cursor(self._base(), self._where))
-        w._answers = self._answers
-        w._user, w._user_own = self._user, False
-        w._lock = self._lock
-        w._owner = None
-        return w
+        return Profile(None, self.path, self.cache_entry, lambda: _cursor(self._base(), self._where), parent=self)
 
     def parallel(self, *calls: Callable[[Profile], object]) -> list:
         """Run `call(worker)` for each call on its own thread and worker Profile; the results in order (the
