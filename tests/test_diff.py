@@ -100,3 +100,19 @@ def test_without_iterations_totals_are_each_profiles_kernel_totals():
         own = dict(prof.kernels().select("name", "total_ns").iter_rows())
         mine = k.filter(pl.col("status") != gone)
         assert dict(zip(mine["name"], mine[col])) == {n: float(t) for n, t in own.items()}
+
+
+def test_markdown_snippet_keeps_every_verdict_line():
+    """The diff snippet lists the verdict's lines as the CLI table does: both warnings of two different programs
+    (the iteration ranges differ, and few kernels are shared), not only the last line of each label."""
+    import json
+
+    base, new = str(fixture("train_small")), str(fixture("loop_after"))
+    table = CliRunner().invoke(main, ["diff", base, new, "-f", "json"])
+    warnings = [r["value"] for r in json.loads(table.stdout)["verdict"] if r["item"] == "warning"]
+    assert len(warnings) == 2 and "`Batch`" in warnings[0] and "same program" in warnings[1]
+    md = CliRunner().invoke(main, ["report", new, "--baseline", base, "-f", "markdown"])
+    assert md.exit_code == 0
+    assert [line for line in md.stdout.splitlines() if line.startswith("- **warning**")] == [
+        f"- **warning**: {w}" for w in warnings
+    ]
