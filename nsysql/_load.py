@@ -46,7 +46,7 @@ def load(
 
     def settings() -> dict:
         if not config:
-            config.update(_duckdb_config(memory_limit, threads))
+            config.update(duckdb_config(memory_limit, threads))
         return config
 
     staged = threading.Event()
@@ -169,7 +169,7 @@ def _checked(memory_limit: str | None, threads: int | None) -> tuple[str | None,
     return memory_limit, threads
 
 
-def _duckdb_config(memory_limit: str | None, threads: int | None) -> dict:
+def duckdb_config(memory_limit: str | None, threads: int | None) -> dict:
     """DuckDB's settings from _checked()'s values."""
     cfg = {
         "memory_limit": memory_limit or default_memory_limit(threads),

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import duckdb
+    import polars as pl
 
 from . import store
 from .store import CacheWarning, default_dir  # noqa: F401 (nsysql.cache.CacheWarning, as before)
@@ -250,6 +251,36 @@ def describe(file: Path) -> dict:
     except duckdb.Error:
         pass
     return info
+
+
+def info(cache_dir: Path) -> tuple[pl.DataFrame, str]:
+    """What `nsysql cache info` shows: one row per entry (`entry, bytes, source_path, complete, source_exists`;
+    a temporary file, of a load still writing or killed while it did, as a row that is not complete), and one
+    line on the directory (entries, temporary files, size in all)."""
+    import polars as pl
+
+    rows = [describe(f) for f in entries(cache_dir)]
+    temps = unfinished(cache_dir)
+    rows += [
+        {"entry": t["entry"], "bytes": t["bytes"], "source_path": None, "complete": False, "source_exists": None}
+        for t in temps
+    ]
+    schema = {
+        "entry": pl.String,
+        "bytes": pl.Int64,
+        "source_path": pl.String,
+        "complete": pl.Boolean,
+        "source_exists": pl.Boolean,
+    }
+    df = (
+        pl.DataFrame(rows, schema=schema, orient="row")
+        if rows
+        else pl.DataFrame(schema={"entry": pl.String, "bytes": pl.Int64, "source_path": pl.String})
+    )
+    left = sum(not t["running"] for t in temps)
+    extra = f", {len(temps)} temporary files ({left} left by killed loads)" if temps else ""
+    line = f"cache: {cache_dir} ({len(rows) - len(temps)} entries{extra}, {size(cache_dir) / 2**20:.1f} MiB in all)"
+    return df, line
 
 
 def unfinished(cache_dir: Path) -> list[dict]:

@@ -316,35 +316,8 @@ def cache():
 @handled
 def cache_info(fmt):
     """Entries in the cache: the export each was loaded from, and size."""
-    import polars as pl
-
-    d = _state_dir()
-    rows = [_cache.describe(f) for f in _cache.entries(d)]
-    temps = _cache.unfinished(d)  # a load still writing, or killed while it did (`cache clear` removes those)
-    rows += [
-        {"entry": t["entry"], "bytes": t["bytes"], "source_path": None, "complete": False, "source_exists": None}
-        for t in temps
-    ]
-    df = (
-        pl.DataFrame(
-            rows,
-            schema={
-                "entry": pl.String,
-                "bytes": pl.Int64,
-                "source_path": pl.String,
-                "complete": pl.Boolean,
-                "source_exists": pl.Boolean,
-            },
-            orient="row",
-        )
-        if rows
-        else pl.DataFrame(schema={"entry": pl.String, "bytes": pl.Int64, "source_path": pl.String})
-    )
-    left = sum(not t["running"] for t in temps)
-    extra = f", {len(temps)} temporary files ({left} left by killed loads)" if temps else ""
-    click.echo(
-        f"cache: {d} ({len(rows) - len(temps)} entries{extra}, {_cache.size(d) / 2**20:.1f} MiB in all)", err=True
-    )
+    df, line = _cache.info(_state_dir())
+    click.echo(line, err=True)
     click.echo(render(df, fmt), nl=False)
 
 
@@ -383,7 +356,8 @@ def summary(files, fmt, output, attribution, top):
 
         _emit_text(snippet(prof), output)
         return
-    _emit(prof.summary(attribution=attribution, top=top), fmt, output)
+    s = prof.summary(attribution=attribution, top=top)
+    _emit({**s, "facts": s["facts"].select("item", "value")}, fmt, output)  # facts shown by label
 
 
 @main.command()
@@ -650,15 +624,13 @@ def export(file, to, fmt):
 @handled
 def diff(base, new, fmt, output, fail_above):
     """Compare two profiles (BASE, then NEW): iteration time, GPU busy, idle causes, ranges, kernels, verdict."""
-    from .analyses.diff import mean_change_pct
-
     if fail_above is not None and not math.isfinite(fail_above):
         raise NsysqlError(f"--fail-above must be a finite percentage, not {fail_above}")
     b, n = _load(base), _load(new)
     res = b.diff(n)
-    _emit(res, fmt, output)
+    _emit(res.to_frames(), fmt, output)
     if fail_above is not None:
-        pct = mean_change_pct(res)
+        pct = res.mean_change_pct
         if pct is None:
             raise NsysqlError("--fail-above needs iterations in both profiles (none detected)")
         if pct > fail_above:

@@ -76,7 +76,7 @@ class Answers:
     def __init__(self, entry: Path | None = None):
         self.entry = entry
         self.frames: dict = {}
-        self.detected: dict = {}  # iteration ranges found (Profile._detect), by --range
+        self.kept: dict = {}  # what `once` computed
         self._locks: dict = {}
         self._guard = threading.Lock()
 
@@ -94,22 +94,14 @@ class Answers:
                     self.frames[key] = hit
         return _copy(self.frames[key])
 
-    def peek(self, name: str, params: dict):
-        """The answer `ask` would give without computing it (remembered or stored), or None."""
-        key = _key(name, params)
-        if key not in self.frames:
-            hit = get(self.entry, name, params)
-            if hit is None:
-                return None
-            self.frames[key] = hit
-        return _copy(self.frames[key])
-
-    def asked(self, name: str, params: dict) -> bool:
-        """Whether `name(**params)` was asked (so the answer is remembered, or being computed by another worker:
-        asking it again waits for that one)."""
-        key = _key(name, params)
-        with self._guard:
-            return key in self._locks
+    def once(self, key, compute):
+        """`compute()` once for `key` among these answers, kept in memory only: for what is not frames (the
+        iteration range found, Profile._detect). An error is raised to each asker, and not kept."""
+        if key not in self.kept:
+            with self._lock(("once", key)):
+                if key not in self.kept:
+                    self.kept[key] = compute()
+        return self.kept[key]
 
     def _lock(self, key) -> threading.RLock:
         with self._guard:

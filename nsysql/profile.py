@@ -32,11 +32,13 @@ from .memo import Answers, cached
 if TYPE_CHECKING:
     import duckdb
 
+    from .analyses.diff import Diff
+
 
 def _default_settings() -> dict:
-    from ._load import _duckdb_config
+    from ._load import duckdb_config
 
-    return _duckdb_config(None, None)
+    return duckdb_config(None, None)
 
 
 def _head(whole: pl.DataFrame, top: int) -> pl.DataFrame:
@@ -57,23 +59,29 @@ class Profile:
         cache_entry: Path | None = None,
         opener: Callable[[], duckdb.DuckDBPyConnection] | None = None,
         settings: Callable[[], dict] | None = None,
+        parent: Profile | None = None,
     ):
+        """`parent`: the Profile this one is a worker of (see worker()): its answers, lock and sql() database
+        are shared, and the thread that first asks this one owns its connection."""
         self._con = con
         self._opener = opener
-        self._lock = threading.RLock()
-        self._answers = Answers(cache_entry)  # this Profile's answers, shared with its workers
+        self._lock = parent._lock if parent else threading.RLock()
+        self._answers = parent._answers if parent else Answers(cache_entry)  # shared with its workers
         self.path = path
         self.cache_entry = cache_entry
-        self._owner = threading.get_ident()  # the thread that uses _con itself; others get cursors of it
+        # the thread that uses _con itself; others get cursors of it (a worker's: the first to ask it)
+        self._owner = None if parent else threading.get_ident()
         self._local = threading.local()
         self._cursors: list = []
         self._where: tuple[str, str] | None = None
         self._closed = False
         # where sql() runs: a database of its own that reads the canonical tables only (see nsysql.sandbox)
-        self._user = _sandbox.Sandbox(
-            cache_entry, self._base, lambda: self._where, settings or (lambda: _default_settings())
+        self._user_own = parent is None
+        self._user = (
+            parent._user
+            if parent
+            else _sandbox.Sandbox(cache_entry, self._base, lambda: self._where, settings or _default_settings)
         )
-        self._user_own = True
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -142,12 +150,7 @@ class Profile:
     def worker(self) -> Profile:
         """This Profile for another thread: the same answers, on a DuckDB cursor of its own (one connection runs
         one query at a time). `nsysql stats` asks its reports on workers at once; so can you."""
-        w = Profile(None, self.path, self.cache_entry, lambda: _cursor(self._base(), self._where))
-        w._answers = self._answers
-        w._user, w._user_own = self._user, False
-        w._lock = self._lock
-        w._owner = None
-        return w
+        return Profile(None, self.path, self.cache_entry, lambda: _cursor(self._base(), self._where), parent=self)
 
     def parallel(self, *calls: Callable[[Profile], object]) -> list:
         """Run `call(worker)` for each call on its own thread and worker Profile; the results in order (the
@@ -227,11 +230,8 @@ class Profile:
 
     def _detect(self, range: str | None) -> _iter.IterationRange:
         """The iteration range for `range`, found once per Profile and its workers (iterations and
-        iteration_stats both need it; finding it takes a few queries, ~15 ms at 500k kernels)."""
-        found = self._answers.detected
-        if range not in found:
-            found[range] = _iter.detect(self.con, range)
-        return found[range]
+        iteration_stats both need it; finding it takes a few queries); a worker asking it meanwhile waits."""
+        return self._answers.once(("detect", range), lambda: _iter.detect(self.con, range))
 
     @cached("iteration_stats")
     def iteration_stats(self, range: str | None = None, skip: int | None = None) -> pl.DataFrame:
@@ -248,35 +248,27 @@ class Profile:
         include_warmup: bool = False,
     ) -> pl.DataFrame:
         """GPU idle gaps with their causes; `by="cause"` for idle time per cause."""
-        if by is None:
-            # the gaps first, then the iterations to index them by: a worker asking iterations meanwhile
-            # (nsysql stats, summary) computes them side by side with these queries
-            g = _gaps.find(self.con, range=range, min_ns=min_ns)  # in ns: see normalize above
-            return _gaps.with_iterations(g, self._iterations_for(range))
-        if by != "cause":
+        if by not in (None, "cause"):
             raise NsysqlError(f"gaps can be grouped by 'cause' only, not {by!r}")
-        # from the gaps and iterations answers (stored by an earlier summary or gaps), so a warm run opens no
-        # tables unless the span must be measured (no iterations, or --include-warmup)
-        g = self.gaps(range=range, min_ns=min_ns)
-        con = None if _gaps.steady_only(g, include_warmup) else self.con
-        return _gaps.by_cause(con, g, range=range, include_warmup=include_warmup, its=self._iterations_for(range))
+        # the inputs first (stored answers, or found once per Profile and its workers), then the analyses
+        its = self._gap_spans(range)
+        if by == "cause":
+            # from the gaps and iteration spans answers (stored by an earlier summary or gaps), so a warm run
+            # opens no tables unless the span must be measured (no iterations, or --include-warmup)
+            g = self.gaps(range=range, min_ns=min_ns)
+            con = None if _gaps.steady_only(g, include_warmup) else self.con
+            return _gaps.by_cause(con, g, range=range, include_warmup=include_warmup, its=its)
+        return _gaps.with_iterations(_gaps.find(self.con, range=range, min_ns=min_ns), its)  # min_ns in ns
 
     def findings(self) -> pl.DataFrame:
         return self.summary()["findings"]
 
-    def _iterations_for(self, range):
-        """The iterations to index gaps by (and to count their steady-state span): the iterations answer when
-        this Profile or its cache entry has it already, else only the windows and their flags (`_spans`: the
-        same iteration, start_ns, end_ns, wall_ns and warmup, without the GPU work per iteration, which a cold
-        `nsysql gaps` at 500k kernels would spend ~0.25 CPU s on)."""
+    def _gap_spans(self, range: str | None) -> pl.DataFrame | None:
+        """The iterations gaps are indexed by (and their steady-state span counted over): the spans of the
+        iterations of `range`, else of the detected loop; None without a loop. Spans, not the iterations answer:
+        the same iteration, start_ns, end_ns, wall_ns and warmup, without the GPU work per iteration."""
         for pattern in [range, None] if range else [None]:
-            params = {"range": pattern, "skip": None}
-            known = self._answers.peek("iterations", params)
-            if known is not None:
-                return known
             try:
-                if self._answers.asked("iterations", params):  # another worker computes them now: wait
-                    return self.iterations(range=pattern)
                 return self._spans(range=pattern)
             except NsysqlError:
                 continue
@@ -284,11 +276,12 @@ class Profile:
 
     @cached("iteration_spans")
     def _spans(self, range: str | None = None, skip: int | None = None) -> pl.DataFrame:
-        return _iter.spans(self.con, range=range, skip=skip, it=self._detect(range))
+        it = self._detect(range)
+        return _iter.spans(self.con, skip=skip, it=it)
 
-    def diff(self, other: "Profile") -> dict[str, pl.DataFrame]:
+    def diff(self, other: "Profile") -> Diff:
         """This profile (BASE) against `other` (NEW): verdict, iteration time, idle by cause, ranges, kernels,
-        per steady-state iteration (rules in nsysql.analyses.diff)."""
+        per steady-state iteration (rules in nsysql.analyses.diff); `.to_frames()` gives the sections as frames."""
         from .analyses import diff as _diff
 
         b, n = self._diff_side(), other._diff_side()

@@ -21,10 +21,12 @@ from nsysql.cli import main
 
 @pytest.fixture(params=["in the file", "in memory, copied in the background"])
 def build_mode(request, monkeypatch):
-    """Both ways a cold load builds its entry (nsysql._load picks by cores and memory; this machine may only
-    ever take one of them)."""
+    """Both ways a cold load builds its entry: nsysql._load copies an entry built in memory in the background
+    with 4 or more DuckDB threads and memory to spare, so NSYSQL_THREADS picks the way on any machine (8 threads
+    on a 2-core machine are within the 4 per CPU that NSYSQL_THREADS allows)."""
     background = request.param != "in the file"
-    monkeypatch.setattr(_load, "_in_memory_first", lambda src, config: background)
+    monkeypatch.setenv("NSYSQL_THREADS", "8" if background else "2")
+    monkeypatch.delenv("NSYSQL_MEMORY_LIMIT", raising=False)
     return background
 
 

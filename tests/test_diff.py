@@ -7,7 +7,6 @@ import pytest
 from click.testing import CliRunner
 from conftest import PUBLIC, fixture, h200, loaded
 
-from nsysql.analyses.diff import mean_change_pct
 from nsysql.cli import main
 
 
@@ -17,35 +16,35 @@ def _diff(a, b):
 
 def test_same_workload_no_significant_change():
     res = _diff(h200("train_osrt.sqlite"), h200("train_cudanvtx.sqlite"))
-    mean = res["iteration time"].filter(pl.col("metric") == "iteration time, mean").row(0, named=True)
+    mean = res.iteration_time.filter(pl.col("metric") == "iteration time, mean").row(0, named=True)
     assert mean["significant"] is False
     assert abs(mean["delta"]) < mean["noise"]
-    assert res["verdict"]["value"][0].startswith("no significant change in mean iteration time")
+    assert res.headline.startswith("no significant change in mean iteration time")
 
 
 def test_loop_fix_names_cause_and_faster_mean():
     res = _diff(fixture("loop_before"), fixture("loop_after"))
-    it = res["iteration time"]
+    it = res.iteration_time
     mean = it.filter(pl.col("metric") == "iteration time, mean").row(0, named=True)
     median = it.filter(pl.col("metric") == "iteration time, median").row(0, named=True)
     assert mean["new"] < mean["base"] and -45 < mean["delta_pct"] < -30  # 6.61 -> 4.09 ms
     assert median["significant"] is False and abs(median["delta_pct"]) < 3  # the typical step is unchanged
-    idle = res["idle by cause"].row(0, named=True)
+    idle = res.idle.row(0, named=True)
     assert idle["cause"] == "host:batch_to_device" and idle["delta_ns"] < -2e6  # ~25 ms every 10th step
-    v = dict(res["verdict"].iter_rows())
+    v = dict(res.notes.iter_rows())
     assert "host:batch_to_device" in v["largest idle cause change"]
     assert "every 10th" in v["slow iterations"]
-    assert mean_change_pct(res) < 0
+    assert res.mean_change_pct < 0
 
 
 def test_ordering_and_status():
     res = _diff(fixture("train_small"), fixture("loop_after"))  # different programs: names differ
     for key in ("ranges", "kernels"):
-        df = res[key]
+        df = getattr(res, key)
         d = df["delta_ns"].abs().to_list()
         assert d == sorted(d, reverse=True)
         assert set(df["status"]) >= {"new", "vanished"}
-    r = res["ranges"]
+    r = res.ranges
     assert r.filter(pl.col("name") == "Load data")["status"][0] == "vanished"
     assert r.filter(pl.col("name") == "forward")["status"][0] == "new"
 
@@ -78,7 +77,7 @@ def test_profiles_of_different_programs_are_flagged():
     is in kernels the other runs. loop_before/loop_after run the same kernels: no such warning."""
 
     def warnings(a, b):
-        v = _diff(a, b)["verdict"]
+        v = _diff(a, b).notes
         return v.filter(pl.col("item") == "warning")["value"].to_list()
 
     assert any("same program" in w for w in warnings(fixture("train_small"), h200("graph_node.sqlite")))
@@ -93,11 +92,27 @@ def test_without_iterations_totals_are_each_profiles_kernel_totals():
         pytest.skip(f"{sandbox} not present")
     base, new = loaded(str(h200("syncmem.sqlite"))), loaded(str(sandbox))
     res = base.diff(new)
-    assert res["verdict"]["value"][0].startswith("no iteration-time verdict")
-    assert "iteration time" not in res
-    k = res["kernels"]
+    assert res.headline.startswith("no iteration-time verdict")
+    assert res.iteration_time is None and "iteration time" not in res.to_frames()
+    k = res.kernels
     assert k["significant"].null_count() == k.height
     for prof, col, gone in ((base, "base_ns", "new"), (new, "new_ns", "vanished")):
         own = dict(prof.kernels().select("name", "total_ns").iter_rows())
         mine = k.filter(pl.col("status") != gone)
         assert dict(zip(mine["name"], mine[col])) == {n: float(t) for n, t in own.items()}
+
+
+def test_markdown_snippet_keeps_every_verdict_line():
+    """The diff snippet lists the verdict's lines as the CLI table does: both warnings of two different programs
+    (the iteration ranges differ, and few kernels are shared), not only the last line of each label."""
+    import json
+
+    base, new = str(fixture("train_small")), str(fixture("loop_after"))
+    table = CliRunner().invoke(main, ["diff", base, new, "-f", "json"])
+    warnings = [r["value"] for r in json.loads(table.stdout)["verdict"] if r["item"] == "warning"]
+    assert len(warnings) == 2 and "`Batch`" in warnings[0] and "same program" in warnings[1]
+    md = CliRunner().invoke(main, ["report", new, "--baseline", base, "-f", "markdown"])
+    assert md.exit_code == 0
+    assert [line for line in md.stdout.splitlines() if line.startswith("- **warning**")] == [
+        f"- **warning**: {w}" for w in warnings
+    ]

@@ -286,7 +286,7 @@ def test_steady_state_sentence_is_the_same_everywhere(tmp_path):
     )
     cli = CliRunner().invoke(main, ["iterations", str(path)])
     assert cli.exit_code == 0 and f"\n{sentence}\n" in cli.output, cli.output
-    facts = dict(prof.summary()["facts"].rows())
+    facts = dict(prof.summary()["facts"].select("key", "value").iter_rows())
     assert facts["iterations"].endswith(f"warm-up; {sentence}"), facts["iterations"]
     out = tmp_path / "r.html"
     r = CliRunner().invoke(main, ["report", str(path), "-o", str(out)])

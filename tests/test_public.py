@@ -191,7 +191,7 @@ def test_span_of_an_export_without_timed_events_is_unknown_not_zero():
     path = PUBLIC / "mabdullahsoyturk__cardiac-simulation__report1.sqlite"
     if not path.exists():
         pytest.skip("export absent")
-    facts = dict(nsysql.load(path, cache=False).summary()["facts"].iter_rows())
+    facts = dict(nsysql.load(path, cache=False).summary()["facts"].select("key", "value").iter_rows())
     assert facts["span"].startswith("unknown")
 
 
@@ -219,7 +219,7 @@ def test_span_of_a_cpu_only_capture_is_its_scheduling_and_sample_events():
     start, end = _extent(path, {"SCHED_EVENTS": ("start", "start"), "COMPOSITE_EVENTS": ("start", "start")})
     assert int(prof.facts["span_start_ns"][0]) == start and int(prof.facts["span_end_ns"][0]) == end
     assert prof.facts["span_from"] == ["scheduling events, CPU samples"]
-    facts = dict(prof.summary()["facts"].iter_rows())
+    facts = dict(prof.summary()["facts"].select("key", "value").iter_rows())
     assert facts["span"] == f"{(end - start) / 1e9:.3f} s"
     assert "SCHED_EVENTS" in prof.facts["tables_read"][0].split(",")
 
@@ -235,7 +235,7 @@ def test_no_busy_share_of_a_gpu_that_ran_one_memset():
     timed = {t: ("start", "end") for t in ("CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_RUNTIME", "OSRT_API")}
     start, end = _extent(path, {**timed, "SCHED_EVENTS": ("start", "start"), "COMPOSITE_EVENTS": ("start", "start")})
     assert (int(prof.facts["span_start_ns"][0]), int(prof.facts["span_end_ns"][0])) == (start, end)
-    busy = dict(prof.summary()["facts"].iter_rows())["GPU 0 busy"]
+    busy = dict(prof.summary()["facts"].select("key", "value").iter_rows())["gpu_0_busy"]
     assert "%" not in busy and busy.startswith("1.5 us of GPU time in 1 op: too little for a busy share")
     md = CliRunner().invoke(main, ["report", "-f", "markdown", str(path)])
     assert md.exit_code == 0 and "**GPU busy** 1.5 us in all, too little for a share" in md.stdout

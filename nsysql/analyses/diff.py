@@ -170,15 +170,72 @@ def _metric(name: str, b: float, bse: float, n: float, nse: float, unit: str = "
     }
 
 
-def diff(b: Side, n: Side, base_label: str = "BASE", new_label: str = "NEW") -> dict[str, pl.DataFrame]:
-    """Sections: verdict, iteration time, idle by cause, ranges, kernels (see the module doc for the rules).
-    Without iterations in either, both Sides need their `totals`."""
+@dataclass(frozen=True)
+class Diff:
+    """The comparison of two profiles (what `diff` returns).
+
+    `headline`: the verdict sentence. `notes`: the verdict's other lines, `item, value` (median, GPU busy, the
+    largest changes, warnings; per-GPU busy shares when compared by totals). `rule`: the noise rule applied, or
+    None when nothing is judged (totals). `iteration_time`: mean and median iteration time, GPU busy and idle,
+    with their noise (None without iterations). `idle`: idle time per cause (None without iterations);
+    `ranges`, `kernels`: per name, `status, base_ns, new_ns, delta_ns, delta_pct, noise_ns, significant`."""
+
+    headline: str
+    notes: pl.DataFrame
+    rule: str | None
+    ranges: pl.DataFrame
+    kernels: pl.DataFrame
+    iteration_time: pl.DataFrame | None = None
+    idle: pl.DataFrame | None = None
+
+    @property
+    def mean_change_pct(self) -> float | None:
+        """NEW's mean steady-state iteration time vs BASE's, % (positive = slower); None without iterations."""
+        if self.iteration_time is None:
+            return None
+        return self.iteration_time.filter(pl.col("metric") == "iteration time, mean")["delta_pct"][0]
+
+    @property
+    def significant(self) -> bool | None:
+        """Whether the mean iteration time changed beyond the noise (None without iterations)."""
+        return None if self.iteration_time is None else self.iteration_time["significant"][0]
+
+    def verdict(self, headline: bool = True) -> pl.DataFrame:
+        """The verdict as `item, value` rows: the headline (item `verdict`), the notes, the rule (item `rule`)."""
+        head = [("verdict", self.headline)] if headline else []
+        tail = [("rule", self.rule)] if self.rule is not None else []
+        return pl.concat(
+            [
+                _notes(head),
+                self.notes,
+                _notes(tail),
+            ]
+        )
+
+    def to_frames(self) -> dict[str, pl.DataFrame]:
+        """The sections as frames, in order: verdict, iteration time, idle by cause, ranges, kernels; compared by
+        totals (no iterations): verdict, kernels, ranges."""
+        if self.iteration_time is None:
+            return {"verdict": self.verdict(), "kernels": self.kernels, "ranges": self.ranges}
+        out = {"verdict": self.verdict(), "iteration time": self.iteration_time}
+        if self.idle is not None:
+            out["idle by cause"] = self.idle
+        return {**out, "ranges": self.ranges, "kernels": self.kernels}
+
+
+def _notes(rows: list[tuple[str, str]]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema={"item": pl.String, "value": pl.String}, orient="row")
+
+
+def diff(b: Side, n: Side, base_label: str = "BASE", new_label: str = "NEW") -> Diff:
+    """BASE against NEW (see the module doc for the rules). Without iterations in either, both Sides need their
+    `totals`."""
     if not needs_totals(b, n):
         return _compare_iterations(b, n, base_label, new_label)
     return _compare_totals(b, n, base_label, new_label)
 
 
-def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> dict[str, pl.DataFrame]:
+def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> Diff:
     nb, nn = b.steady.height, n.steady.height
     tb = b.steady["wall_ns"].cast(pl.Float64) / 1e6
     tn = n.steady["wall_ns"].cast(pl.Float64) / 1e6
@@ -245,7 +302,6 @@ def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> dict[str, pl.Data
         )
     md = rows[1]
     verdict = [
-        ("verdict", head),
         (
             "median",
             f"{db:.2f} -> {dn:.2f} ms ({md['delta_pct']:+.1f}%), "
@@ -280,42 +336,29 @@ def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> dict[str, pl.Data
                 "kernels both run: are they profiles of the same program?",
             )
         )
-    verdict.append(
-        (
-            "rule",
-            f"a change counts when |Δ| > {Z:g}·sqrt(se_base² + se_new²), se = standard error of the "
-            "per-iteration mean (sd/√n) or median (1.2533·1.4826·MAD/√n), over steady-state "
-            f"iterations ({nb} in {bl}, {nn} in {nl})",
-        )
+    rule = (
+        f"a change counts when |Δ| > {Z:g}·sqrt(se_base² + se_new²), se = standard error of the "
+        "per-iteration mean (sd/√n) or median (1.2533·1.4826·MAD/√n), over steady-state "
+        f"iterations ({nb} in {bl}, {nn} in {nl})"
     )
-    return {
-        "verdict": pl.DataFrame(verdict, schema=["item", "value"], orient="row"),
-        "iteration time": itime,
-        "idle by cause": idle,
-        "ranges": rng,
-        "kernels": kern,
-    }
+    return Diff(head, _notes(verdict), rule, rng, kern, iteration_time=itime, idle=idle)
 
 
-def _compare_totals(b: Side, n: Side, bl: str, nl: str) -> dict[str, pl.DataFrame]:
+def _compare_totals(b: Side, n: Side, bl: str, nl: str) -> Diff:
     why = "; ".join(f"{lab}: {d.why_no_iterations}" for lab, d in ((bl, b), (nl, n)) if d.why_no_iterations)
-    verdict = [
-        ("verdict", f"no iteration-time verdict: {why}"),
-        ("compared", "totals over each whole profile (no noise estimate: nothing marked significant)"),
-    ]
+    verdict = [("compared", "totals over each whole profile (no noise estimate: nothing marked significant)")]
     for lab, d in ((bl, b), (nl, n)):
         for r in d.gpus.iter_rows(named=True):
             verdict.append((f"{lab} GPU {r['device_id']} busy", f"{r['busy_pct_active']:.1f}% of its active span"))
-    return {
-        "verdict": pl.DataFrame(verdict, schema=["item", "value"], orient="row"),
-        "kernels": _compare(b.totals[0], n.totals[0], "name", judged=False),
-        "ranges": _compare(b.totals[1], n.totals[1], "name", judged=False),
-    }
+    return Diff(
+        f"no iteration-time verdict: {why}",
+        _notes(verdict),
+        None,
+        ranges=_compare(b.totals[1], n.totals[1], "name", judged=False),
+        kernels=_compare(b.totals[0], n.totals[0], "name", judged=False),
+    )
 
 
-def mean_change_pct(result: dict[str, pl.DataFrame]) -> float | None:
+def mean_change_pct(result: Diff) -> float | None:
     """NEW's mean steady-state iteration time vs BASE's, % (positive = slower); None without iterations."""
-    it = result.get("iteration time")
-    if it is None:
-        return None
-    return it.filter(pl.col("metric") == "iteration time, mean")["delta_pct"][0]
+    return result.mean_change_pct

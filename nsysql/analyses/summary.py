@@ -11,6 +11,10 @@ from ._sql import facts, run
 from .findings import findings
 from .findings import tables as findings_tables
 
+FACTS_SCHEMA = ["key", "item", "value"]
+"""The facts section: `key`, a stable identifier to read a fact by (file, nsys_version, span, gpus, gpu_N_busy,
+iterations, outliers, idle, lacks, ranges); `item`, its label for display; `value`, the text."""
+
 
 def tables(con) -> dict[str, pl.DataFrame]:
     """The small tables summary reads besides its main answers (Profile.summary asks them on a thread of their
@@ -45,27 +49,28 @@ def summary(
     one = lambda k, d=None: (f.get(k) or [d])[0]  # noqa: E731
     gpus = read["gpus"]
     span_ns = int(one("span_ns") or 0)
-    rows = [
-        ("file", one("source_path")),
-        ("nsys version", one("nsys_version", "unknown")),
-        ("span", f"{span_ns / 1e9:.3f} s" if span_ns else "unknown (no timed events)"),
+    rows = [  # (key, label, value): front ends read a fact by its key and show its label
+        ("file", "file", one("source_path")),
+        ("nsys_version", "nsys version", one("nsys_version", "unknown")),
+        ("span", "span", f"{span_ns / 1e9:.3f} s" if span_ns else "unknown (no timed events)"),
         (
+            "gpus",
             "GPUs",
             ", ".join(f"{r['device_id']}: {r['device'] or 'unnamed'}" for r in gpus.iter_rows(named=True))
             or "none used",
         ),
     ]
     for r in gpus.iter_rows(named=True):
-        rows.append((f"GPU {r['device_id']} busy", _device_busy(r)))
+        rows.append((f"gpu_{r['device_id']}_busy", f"GPU {r['device_id']} busy", _device_busy(r)))
     causes = None
     if isinstance(loop, NsysqlError):
-        rows.append(("iterations", f"none: {loop}"))
+        rows.append(("iterations", "iterations", f"none: {loop}"))
     else:
         s = st.row(0, named=True)
         line = f"{s['iterations']} x `{s['range']}` ({s['mode']}), {s['warmup']} warm-up; " + _iter.steady_sentence(s)
-        rows.append(("iterations", line))
+        rows.append(("iterations", "iterations", line))
         if s["outlier_pattern"]:
-            rows.append(("outliers", s["outlier_pattern"]))
+            rows.append(("outliers", "outliers", s["outlier_pattern"]))
     if gpus.height:
         if isinstance(gaps_df, NsysqlError):
             raise gaps_df
@@ -76,6 +81,7 @@ def summary(
             top3 = ", ".join(f"{r['cause']} {r['pct_of_idle']:.0f}%" for r in causes.head(3).iter_rows(named=True))
             rows.append(
                 (
+                    "idle",
                     "idle (gaps >= 1 ms)",
                     f"{idle / 1e6:.1f} ms = {100 * idle / c['span_ns']:.1f}% of {c['counted']}; top causes "
                     f"(% of that idle time): {top3}"
@@ -84,8 +90,8 @@ def summary(
                 )
             )
     for msg in f.get("missing", []):
-        rows.append(("lacks", msg))
-    out = {"facts": pl.DataFrame(rows, schema=["item", "value"], orient="row"), "gpus": gpus}
+        rows.append(("lacks", "lacks", msg))
+    out = {"facts": pl.DataFrame(rows, schema=FACTS_SCHEMA, orient="row"), "gpus": gpus}
     out["findings"] = findings(con, st, causes, read)
     if causes is not None:
         out["idle by cause"] = causes.select("cause", "gaps", "idle_ns", "pct_of_idle", "pct_of_span")
@@ -101,7 +107,7 @@ def summary(
             f"{out['ranges'].height} of {rg.height} with most CPU time"
         )
         out["facts"] = pl.concat(
-            [out["facts"], pl.DataFrame([("ranges", note)], schema=["item", "value"], orient="row")]
+            [out["facts"], pl.DataFrame([("ranges", "ranges", note)], schema=FACTS_SCHEMA, orient="row")]
         )
     out["memory"] = read["memory"]
     return out

@@ -367,15 +367,15 @@ def iteration_compare_chart(base: pl.Series, new: pl.Series, base_label: str, ne
     return fig
 
 
-def delta_chart(result: dict[str, pl.DataFrame], top: int = 15) -> go.Figure | None:
-    """The largest changes per iteration across idle causes, ranges and kernels; solid = significant."""
+def delta_chart(result, top: int = 15) -> go.Figure | None:
+    """The largest changes per iteration across idle causes, ranges and kernels of a diff (analyses.diff.Diff);
+    solid = significant."""
     parts = []
-    for section, key, label in (
-        ("idle by cause", "cause", "idle"),
-        ("ranges", "name", "range"),
-        ("kernels", "name", "kernel"),
+    for df, key, label in (
+        (result.idle, "cause", "idle"),
+        (result.ranges, "name", "range"),
+        (result.kernels, "name", "kernel"),
     ):
-        df = result.get(section)
         if df is not None and df.height:
             parts.append(
                 df.select(

@@ -327,7 +327,7 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
         )
     if summ["memory"].height:
         page.add(page.section("Memory operations", table(summ["memory"], scroll=False)))
-    page.add(page.section("Profile facts", table(summ["facts"], name_cols=(), scroll=False)))
+    page.add(page.section("Profile facts", table(summ["facts"].select("item", "value"), name_cols=(), scroll=False)))
 
 
 def build(prof) -> tuple[str, dict]:
@@ -339,17 +339,12 @@ def build(prof) -> tuple[str, dict]:
 def build_diff(base, new) -> tuple[str, dict]:
     res = base.diff(new)
     page = Page(f"nsysql diff · {base.path.name} → {new.path.name}", f"BASE {base.path}  ·  NEW {new.path}")
-    v = dict(res["verdict"].iter_rows())
-    it = res.get("iteration time")
+    it = res.iteration_time
     cls = "same"
-    if it is not None:
-        m = it.row(0, named=True)
-        if m["significant"]:
-            cls = "good" if m["delta"] < 0 else "bad"
-    page.add(f'<div class="verdict {cls}">{esc(v["verdict"])}</div>')
-    page.add(
-        page.section("Verdict", table(res["verdict"].filter(pl.col("item") != "verdict"), name_cols=(), scroll=False))
-    )
+    if res.significant:
+        cls = "good" if it["delta"][0] < 0 else "bad"
+    page.add(f'<div class="verdict {cls}">{esc(res.headline)}</div>')
+    page.add(page.section("Verdict", table(res.verdict(headline=False), name_cols=(), scroll=False)))
     if it is not None:
         tb, tn = _steady(base), _steady(new)
         body = ""
@@ -359,13 +354,13 @@ def build_diff(base, new) -> tuple[str, dict]:
     fig = charts.delta_chart(res)
     if fig is not None:
         page.add(page.section("What changed", page.chart("deltas", fig)))
-    for key, title in (
-        ("idle by cause", "Idle by cause, per iteration"),
-        ("ranges", "NVTX ranges, per iteration"),
-        ("kernels", "GPU ops, per iteration"),
+    for df, title in (
+        (res.idle, "Idle by cause, per iteration"),
+        (res.ranges, "NVTX ranges, per iteration"),
+        (res.kernels, "GPU ops, per iteration"),
     ):
-        if key in res:
-            page.add(page.section(title, table(res[key], limit=100)))
+        if df is not None:
+            page.add(page.section(title, table(df, limit=100)))
     page.add('<h2 style="margin:26px 0 10px">NEW profile in detail</h2>')
     profile_sections(page, new, prefix="new-")
     return page.render(), page.figures

@@ -16,18 +16,16 @@ def _ms(ns) -> str:
 
 def snippet(prof, top: int = 10) -> str:
     s = prof.summary(top=top)
-    facts = dict(s["facts"].iter_rows())
+    facts = {key: (item, value) for key, item, value in s["facts"].select("key", "item", "value").iter_rows()}
+    value = lambda key, default=None: facts.get(key, (None, default))[1]  # noqa: E731
     gpus = s["gpus"]
     out = [f"#### nsysql: `{prof.path.name}`", ""]
-    line = f"- **nsys** {facts.get('nsys version', 'unknown')} · **span** {facts.get('span', '?')}"
+    line = f"- **nsys** {value('nsys_version', 'unknown')} · **span** {value('span', '?')}"
     if gpus.height:
-        line += f" · **GPUs** {facts.get('GPUs')} · **GPU busy** " + all_devices_busy(gpus)
+        line += f" · **GPUs** {value('gpus')} · **GPU busy** " + all_devices_busy(gpus)
     out.append(line)
-    out.append(f"- **iterations**: {facts.get('iterations', 'none')}")
-    if facts.get("outliers"):
-        out.append(f"- **outliers**: {facts['outliers']}")
-    if facts.get("idle (gaps >= 1 ms)"):
-        out.append(f"- **idle (gaps >= 1 ms)**: {facts['idle (gaps >= 1 ms)']}")
+    out.append(f"- **iterations**: {value('iterations', 'none')}")
+    out += [f"- **{facts[k][0]}**: {facts[k][1]}" for k in ("outliers", "idle") if value(k)]
     out.append("")
     k = s["kernels"]
     if k.height:
@@ -76,12 +74,10 @@ def _lines(out: list[str]) -> str:
 
 def diff_snippet(base, new, top: int = 10) -> str:
     res = base.diff(new)
-    v = dict(res["verdict"].iter_rows())
-    out = [f"#### nsysql diff: `{base.path.name}` → `{new.path.name}`", "", f"**{v.pop('verdict')}**", ""]
-    rule = v.pop("rule", None)
-    out += [f"- **{k}**: {val}" for k, val in v.items()]
+    out = [f"#### nsysql diff: `{base.path.name}` → `{new.path.name}`", "", f"**{res.headline}**", ""]
+    out += [f"- **{k}**: {val}" for k, val in res.notes.iter_rows()]
     out.append("")
-    it = res.get("iteration time")
+    it = res.iteration_time
     if it is not None:
         out += [
             md_table(
@@ -100,8 +96,7 @@ def diff_snippet(base, new, top: int = 10) -> str:
             ),
             "",
         ]
-    for key, title in (("idle by cause", "Idle by cause"), ("ranges", "Ranges"), ("kernels", "GPU ops")):
-        df = res.get(key)
+    for df, title in ((res.idle, "Idle by cause"), (res.ranges, "Ranges"), (res.kernels, "GPU ops")):
         if df is None or not df.height:
             continue
         name = df.columns[0]
@@ -122,8 +117,8 @@ def diff_snippet(base, new, top: int = 10) -> str:
             ),
             "",
         ]
-    if rule:
-        out.append(f"<sub>{rule}</sub>")
+    if res.rule:
+        out.append(f"<sub>{res.rule}</sub>")
     return _lines(out)
 
 

@@ -19,7 +19,7 @@ SELECT
   median(d) AS med_ns,
   min(d) AS min_ns,
   max(d) AS max_ns,
-  coalesce(stddev_samp(d), 0) AS stddev_ns,
+  stats_stddev(d) AS stddev_ns,
   -- share of all API time, %
   100.0 * sum(d) / sum(sum(d)) OVER () AS pct
 FROM c

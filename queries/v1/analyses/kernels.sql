@@ -18,7 +18,7 @@ WITH k AS (
     median(d) AS med_ns,
     min(d) AS min_ns,
     max(d) AS max_ns,
-    coalesce(stddev_samp(d), 0) AS stddev_ns
+    stats_stddev(d) AS stddev_ns
   FROM k
   GROUP BY name_id
 ), classes AS (

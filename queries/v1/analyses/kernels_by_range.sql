@@ -28,7 +28,7 @@ WITH rn AS (  -- the kept ranges, each with a key for its (name, domain)
     median(o.duration_ns) AS med_ns,
     min(o.duration_ns) AS min_ns,
     max(o.duration_ns) AS max_ns,
-    coalesce(stddev_samp(o.duration_ns), 0) AS stddev_ns
+    stats_stddev(o.duration_ns) AS stddev_ns
   FROM kept k
   JOIN gpu_ops o USING (op_id)
   LEFT JOIN kname n ON n.name_id = o.name_id

@@ -18,7 +18,7 @@ SELECT
   median(r.duration_ns) AS med_ns,
   min(r.duration_ns) AS min_ns,
   max(r.duration_ns) AS max_ns,
-  coalesce(stddev_samp(r.duration_ns), 0) AS stddev_ns,
+  stats_stddev(r.duration_ns) AS stddev_ns,
   -- sum over instances of (last enclosed GPU op end - first enclosed GPU op start)
   coalesce(sum(p.last_ns - p.first_ns), 0)::BIGINT AS gpu_total_ns,
   -- GPU ops enclosed, over all instances

@@ -54,3 +54,29 @@ AS TABLE SELECT * FROM (VALUES
 
 -- gpu_ops.copy_kind's type: the labels of copy_kinds(), in id order (an ENUM: one byte a row).
 CREATE TYPE copy_kind_enum AS ENUM (SELECT label FROM copy_kinds() ORDER BY id);
+
+-- The process id in an nsys globalTid or globalPid: nsys packs hardware id, VM id, process id and thread id
+-- into one 64-bit number, the process id in bits 24 to 47 (as nsys's own stats scripts decode it).
+CREATE OR REPLACE MACRO global_pid(
+  -- BIGINT: a globalTid or globalPid
+  g
+)
+-- BIGINT: the process id
+AS (g >> 24) & 16777215;
+
+-- The thread id in an nsys globalTid: its low 24 bits.
+CREATE OR REPLACE MACRO global_tid(
+  -- BIGINT: a globalTid
+  g
+)
+-- BIGINT: the thread id
+AS g & 16777215;
+
+-- The standard deviation column of `nsys stats` summaries (cuda_gpu_kern_sum, cuda_api_sum, nvtx_sum): the
+-- sample standard deviation, 0 (not NULL) for a name seen once. An aggregate: use it where `stddev_samp` goes.
+CREATE OR REPLACE MACRO stats_stddev(
+  -- a numeric column (durations in ns)
+  x
+)
+-- DOUBLE: the sample standard deviation, 0 for one value
+AS coalesce(stddev_samp(x), 0);

@@ -5,13 +5,13 @@
 -- One row per process seen anywhere in the export.
 CREATE OR REPLACE TABLE processes AS
 WITH seen AS (
-  SELECT DISTINCT (globalPid >> 24) & 16777215 AS pid FROM raw_kernel
-  UNION SELECT DISTINCT (globalPid >> 24) & 16777215 FROM raw_memcpy
-  UNION SELECT DISTINCT (globalPid >> 24) & 16777215 FROM raw_memset
-  UNION SELECT DISTINCT (globalPid >> 24) & 16777215 FROM raw_graph
-  UNION SELECT DISTINCT (globalTid >> 24) & 16777215 FROM raw_runtime
-  UNION SELECT DISTINCT (globalTid >> 24) & 16777215 FROM raw_nvtx
-  UNION SELECT DISTINCT (globalTid >> 24) & 16777215 FROM raw_threadnames
+  SELECT DISTINCT global_pid(globalPid) AS pid FROM raw_kernel
+  UNION SELECT DISTINCT global_pid(globalPid) FROM raw_memcpy
+  UNION SELECT DISTINCT global_pid(globalPid) FROM raw_memset
+  UNION SELECT DISTINCT global_pid(globalPid) FROM raw_graph
+  UNION SELECT DISTINCT global_pid(globalTid) FROM raw_runtime
+  UNION SELECT DISTINCT global_pid(globalTid) FROM raw_nvtx
+  UNION SELECT DISTINCT global_pid(globalTid) FROM raw_threadnames
 )
 SELECT
   -- operating-system process id
@@ -27,9 +27,9 @@ GROUP BY s.pid;
 CREATE OR REPLACE TABLE threads AS
 SELECT
   -- process id
-  (t.globalTid >> 24) & 16777215 AS pid,
+  global_pid(t.globalTid) AS pid,
   -- operating-system thread id
-  t.globalTid & 16777215 AS tid,
+  global_tid(t.globalTid) AS tid,
   -- thread name, e.g. `python3` or `pt_autograd_0`
   any_value(s.value) AS name
 FROM raw_threadnames t

@@ -3,7 +3,7 @@
 -- gpu_ops (40_gpu_ops.sql) joins it without waiting for api_calls to be written, so both start as soon as the
 -- export is read.
 CREATE OR REPLACE VIEW nsysql_stage._calls AS
-SELECT r.row_id AS call_id, (r.globalTid >> 24) & 16777215 AS pid, r.globalTid & 16777215 AS tid,
+SELECT r.row_id AS call_id, global_pid(r.globalTid) AS pid, global_tid(r.globalTid) AS tid,
        r.start AS start_ns, r."end" AS end_ns, r.nameId AS name_id, r.correlationId AS correlation_id
 FROM raw_runtime r
 -- a call without a start or an end, or ending before it starts, is dropped (data_quality counts them)

@@ -24,9 +24,9 @@ FROM _calls;
 CREATE OR REPLACE TABLE os_calls AS
 SELECT
   -- process id
-  (o.globalTid >> 24) & 16777215 AS pid,
+  global_pid(o.globalTid) AS pid,
   -- thread id
-  o.globalTid & 16777215 AS tid,
+  global_tid(o.globalTid) AS tid,
   -- call start, ns
   o.start AS start_ns,
   -- call end, ns

@@ -60,7 +60,7 @@ SELECT
   -- CUDA stream id
   o.streamId AS stream_id,
   -- process that owns the work
-  (o.globalPid >> 24) & 16777215 AS pid,
+  global_pid(o.globalPid) AS pid,
   -- GPU start, ns on the export's clock
   o.start AS start_ns,
   -- GPU end, ns
@@ -99,7 +99,7 @@ SELECT
 FROM _ops o
 -- the launching calls: api_calls' rows, from the staging view 25_calls.sql (not from api_calls, which this file
 -- would then wait for)
-LEFT JOIN _calls a ON a.pid = (o.globalPid >> 24) & 16777215 AND a.correlation_id = o.correlationId
+LEFT JOIN _calls a ON a.pid = global_pid(o.globalPid) AND a.correlation_id = o.correlationId
 -- an op without a start or an end, or ending before it starts, is no interval of GPU time: dropped (data_quality
 -- counts them, 95_data_quality.sql), so that no duration and no busy time is ever negative
 WHERE o.start IS NOT NULL AND o."end" IS NOT NULL AND o."end" >= o.start;

@@ -5,8 +5,8 @@
 CREATE OR REPLACE TEMP TABLE _nvtx AS
 SELECT
   n.*,
-  (n.globalTid >> 24) & 16777215 AS pid,
-  n.globalTid & 16777215 AS tid,
+  global_pid(n.globalTid) AS pid,
+  global_tid(n.globalTid) AS tid,
   coalesce(n.text, s.value) AS label
 FROM raw_nvtx n
 LEFT JOIN raw_strings s ON s.id = n.textId;
@@ -20,7 +20,7 @@ CREATE OR REPLACE TEMP TABLE _ranges AS
 SELECT
   row_number() OVER (ORDER BY n.start, n.pid, n.tid, n."end" DESC) AS range_id,
   n.pid, n.tid,
-  CASE WHEN n.endGlobalTid IS NOT NULL AND n.endGlobalTid <> 0 THEN n.endGlobalTid & 16777215 ELSE n.tid END AS end_tid,
+  CASE WHEN n.endGlobalTid IS NOT NULL AND n.endGlobalTid <> 0 THEN global_tid(n.endGlobalTid) ELSE n.tid END AS end_tid,
   n.start AS start_ns, n."end" AS end_ns,
   coalesce(n.label, '') AS name,
   coalesce(d.domain, '') AS domain,
