@@ -449,6 +449,15 @@ def kernels_by_range(file, fmt, output, range_, innermost, attribution):
 
 
 @main.command()
+@output_options
+@click.option("--shapes", is_flag=True, help="One row per operator and input sizes (record_shapes=True).")
+@handled
+def ops(file, fmt, output, shapes):
+    """PyTorch operators (emit_nvtx ranges): calls, CPU time, forward and backward GPU time, top kernel."""
+    _emit(_load(file).ops(shapes=shapes), fmt, output)
+
+
+@main.command()
 @files_options
 @click.option(
     "--range",

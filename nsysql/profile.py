@@ -19,6 +19,7 @@ from .analyses import info as _info
 from .analyses import iterations as _iter
 from .analyses import kernels as _kernels
 from .analyses import kernels_by_range as _kbr
+from .analyses import ops as _ops
 from .analyses import ranges as _ranges
 from .analyses import summary as _summary
 from .analyses._sql import facts as _facts
@@ -195,6 +196,13 @@ class Profile:
         self, range: str | None = None, innermost: bool = False, attribution: str = DEFAULT_ATTRIBUTION
     ) -> pl.DataFrame:
         return _kbr.kernels_by_range(self.con, range=range, innermost=innermost, attribution=attribution)
+
+    @cached("ops")
+    def ops(self, shapes: bool = False) -> pl.DataFrame:
+        """PyTorch operators (emit_nvtx ranges), one row per name without arguments (per name and `sizes` when
+        `shapes`): `op, calls, cpu_ns, fwd_gpu_ns, bwd_gpu_ns, kernels, top_kernel`; each kernel counted once,
+        on the outermost operator it was launched in, or as backward time of the op whose node launched it."""
+        return _ops.ops(self.con, shapes=shapes)
 
     @cached("summary")
     def summary(self, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10) -> dict[str, pl.DataFrame]:
