@@ -188,14 +188,22 @@ class Profile:
         return _api.api(self.con)
 
     @cached("ranges")
-    def ranges(self, attribution: str = DEFAULT_ATTRIBUTION) -> pl.DataFrame:
-        return _ranges.ranges(self.con, attribution=attribution)
+    def ranges(self, attribution: str = DEFAULT_ATTRIBUTION, group_ops: bool = False) -> pl.DataFrame:
+        """NVTX ranges per name (nsys's nvtx_sum and nvtx_gpu_proj_sum); `group_ops`: PyTorch emit_nvtx names
+        without their per-call arguments (`aten::addmm, seq = 5, op_id = 9, ...` -> `aten::addmm`)."""
+        return _ranges.ranges(self.con, attribution=attribution, group_ops=group_ops)
 
     @cached("kernels_by_range")
     def kernels_by_range(
-        self, range: str | None = None, innermost: bool = False, attribution: str = DEFAULT_ATTRIBUTION
+        self,
+        range: str | None = None,
+        innermost: bool = False,
+        attribution: str = DEFAULT_ATTRIBUTION,
+        group_ops: bool = False,
     ) -> pl.DataFrame:
-        return _kbr.kernels_by_range(self.con, range=range, innermost=innermost, attribution=attribution)
+        return _kbr.kernels_by_range(
+            self.con, range=range, innermost=innermost, attribution=attribution, group_ops=group_ops
+        )
 
     @cached("ops")
     def ops(self, shapes: bool = False) -> pl.DataFrame:

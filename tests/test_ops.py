@@ -167,3 +167,26 @@ def test_dlprof_dict_reprs_are_not_ops():
         "WHERE via = 'thread' AND name LIKE 'aten::%')",
     )
     assert sum(r["fwd_gpu_ns"] for r in ops.values()) == in_aten > 0
+
+
+def test_ranges_group_ops_match_nvtx_sum(prof):
+    """`ranges --group-ops`: one row per operator (and per backward node, record_function scope), its instances
+    and CPU time nvtx_sum's summed over the calls' full names."""
+    want: dict[str, list[int]] = {}
+    for r in ref("nvtx_sum").iter_rows(named=True):
+        w = want.setdefault(bare(r["Range"]), [0, 0])
+        w[0] += int(r["Instances"])
+        w[1] += int(r["Total Time (ns)"])
+    got = prof.ranges(group_ops=True)
+    assert got.height == len(want) < prof.ranges().height
+    assert {r["name"]: [r["count"], r["total_ns"]] for r in got.iter_rows(named=True)} == want
+
+
+def test_kernels_by_range_group_ops_match_nvtx_kern_sum(prof):
+    want: dict[tuple[str, str], int] = {}
+    for r in ref("nvtx_kern_sum").iter_rows(named=True):
+        if r["NVTX Range"]:  # nsys lists the kernels outside every range under an empty name
+            key = (bare(r["NVTX Range"]), r["Kernel Name"])
+            want[key] = want.get(key, 0) + int(r["Total Time (ns)"])
+    got = prof.kernels_by_range(attribution="thread", group_ops=True)
+    assert {(r["range"], r["kernel"]): r["total_ns"] for r in got.iter_rows(named=True)} == want
