@@ -190,3 +190,14 @@ def test_kernels_by_range_group_ops_match_nvtx_kern_sum(prof):
             want[key] = want.get(key, 0) + int(r["Total Time (ns)"])
     got = prof.kernels_by_range(attribution="thread", group_ops=True)
     assert {(r["range"], r["kernel"]): r["total_ns"] for r in got.iter_rows(named=True)} == want
+
+
+def test_markdown_snippet_names_the_top_ops(prof, ops):
+    from nsysql.report import snippet
+
+    line = next(x for x in snippet(prof).splitlines() if x.startswith("- **PyTorch ops by GPU time**"))
+    lin = ops["aten::linear"]  # the first of ops(): most GPU time (its figures: test_gpu_time_matches_...)
+    assert line.split(": ", 1)[1].startswith(
+        f"`aten::linear` {(lin['fwd_gpu_ns'] + lin['bwd_gpu_ns']) / 1e6:,.3f} ms (fwd {lin['fwd_gpu_ns'] / 1e6:,.3f}"
+    )
+    assert "PyTorch ops" not in snippet(loaded(str(fixture("train_small"))))
