@@ -120,3 +120,15 @@ CREATE OR REPLACE MACRO is_torch_backward_node(
 -- BOOLEAN
 AS torch_op_seq(name) IS NOT NULL AND NOT is_torch_op(name)
    AND regexp_matches(torch_op_name(name), 'Backward[0-9]*$');
+
+-- Whether PyTorch opened a range itself under emit_nvtx: an operator call, a backward node, autograd's
+-- evaluate_function, or any scope emit_nvtx numbered (`Optimizer.step#SGD.step, op_id = 3`,
+-- `torch::autograd::AccumulateGrad, op_id = 88`). Such a range names PyTorch's work on whatever thread runs it,
+-- as a library's range does, never the user's phase.
+CREATE OR REPLACE MACRO is_torch_range(
+  -- VARCHAR: an NVTX range's name
+  name
+)
+-- BOOLEAN
+AS contains(name, ', op_id = ') OR contains(name, ', seq = ')
+   OR starts_with(name, 'autograd::engine::evaluate_function: ') OR (starts_with(name, 'aten::') AND is_torch_op(name));
