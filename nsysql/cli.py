@@ -247,6 +247,15 @@ def attribution_option(fn):
     )(fn)
 
 
+def group_ops_option(fn):
+    return click.option(
+        "--group-ops",
+        is_flag=True,
+        help="Name PyTorch emit_nvtx ranges without their per-call arguments (`aten::addmm, seq = 5, op_id = 9, "
+        "...` -> `aten::addmm`): one row per operator instead of one per call.",
+    )(fn)
+
+
 def run() -> None:
     """The `nsysql` executable: main(), then leave as _process says (at once, unless NSYSQL_NO_TUNING=1)."""
     from . import _process
@@ -399,10 +408,11 @@ def kernels(files, fmt, output, name_kind, top, by):
 @main.command()
 @output_options
 @attribution_option
+@group_ops_option
 @handled
-def ranges(file, fmt, output, attribution):
+def ranges(file, fmt, output, attribution, group_ops):
     """NVTX ranges: CPU time stats and GPU-projected time (as nvtx_sum + nvtx_gpu_proj_sum)."""
-    _emit(_load(file).ranges(attribution=attribution), fmt, output)
+    _emit(_load(file).ranges(attribution=attribution, group_ops=group_ops), fmt, output)
 
 
 @main.command("kernels-by-range")
@@ -415,11 +425,22 @@ def ranges(file, fmt, output, attribution):
 )
 @click.option("--innermost", is_flag=True, help="Credit each kernel only to its innermost enclosing range.")
 @attribution_option
+@group_ops_option
 @handled
-def kernels_by_range(file, fmt, output, range_, innermost, attribution):
+def kernels_by_range(file, fmt, output, range_, innermost, attribution, group_ops):
     """Kernels per NVTX range (as `nsys stats -r nvtx_kern_sum`)."""
     prof = _load(file)
-    _emit(prof.kernels_by_range(range=range_, innermost=innermost, attribution=attribution), fmt, output)
+    got = prof.kernels_by_range(range=range_, innermost=innermost, attribution=attribution, group_ops=group_ops)
+    _emit(got, fmt, output)
+
+
+@main.command()
+@output_options
+@click.option("--shapes", is_flag=True, help="One row per operator and input sizes (record_shapes=True).")
+@handled
+def ops(file, fmt, output, shapes):
+    """PyTorch operators (emit_nvtx ranges): calls, CPU time, forward and backward GPU time, top kernel."""
+    _emit(_load(file).ops(shapes=shapes), fmt, output)
 
 
 @main.command()

@@ -19,6 +19,7 @@ from .analyses import info as _info
 from .analyses import iterations as _iter
 from .analyses import kernels as _kernels
 from .analyses import kernels_by_range as _kbr
+from .analyses import ops as _ops
 from .analyses import ranges as _ranges
 from .analyses import summary as _summary
 from .analyses._sql import facts as _facts
@@ -190,14 +191,29 @@ class Profile:
         return _api.api(self.con)
 
     @cached("ranges")
-    def ranges(self, attribution: str = DEFAULT_ATTRIBUTION) -> pl.DataFrame:
-        return _ranges.ranges(self.con, attribution=attribution)
+    def ranges(self, attribution: str = DEFAULT_ATTRIBUTION, group_ops: bool = False) -> pl.DataFrame:
+        """NVTX ranges per name (nsys's nvtx_sum and nvtx_gpu_proj_sum); `group_ops`: PyTorch emit_nvtx names
+        without their per-call arguments (`aten::addmm, seq = 5, op_id = 9, ...` -> `aten::addmm`)."""
+        return _ranges.ranges(self.con, attribution=attribution, group_ops=group_ops)
 
     @cached("kernels_by_range")
     def kernels_by_range(
-        self, range: str | None = None, innermost: bool = False, attribution: str = DEFAULT_ATTRIBUTION
+        self,
+        range: str | None = None,
+        innermost: bool = False,
+        attribution: str = DEFAULT_ATTRIBUTION,
+        group_ops: bool = False,
     ) -> pl.DataFrame:
-        return _kbr.kernels_by_range(self.con, range=range, innermost=innermost, attribution=attribution)
+        return _kbr.kernels_by_range(
+            self.con, range=range, innermost=innermost, attribution=attribution, group_ops=group_ops
+        )
+
+    @cached("ops")
+    def ops(self, shapes: bool = False) -> pl.DataFrame:
+        """PyTorch operators (emit_nvtx ranges), one row per name without arguments (per name and `sizes` when
+        `shapes`): `op, calls, cpu_ns, fwd_gpu_ns, bwd_gpu_ns, kernels, top_kernel`; each kernel counted once,
+        on the outermost operator it was launched in, or as backward time of the op whose node launched it."""
+        return _ops.ops(self.con, shapes=shapes)
 
     @cached("summary")
     def summary(self, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10) -> dict[str, pl.DataFrame]:

@@ -10,8 +10,20 @@ from .ranges import DEFAULT_ATTRIBUTION, check_attribution
 
 
 def kernels_by_range(
-    con, range: str | None = None, innermost: bool = False, attribution: str = DEFAULT_ATTRIBUTION
+    con,
+    range: str | None = None,
+    innermost: bool = False,
+    attribution: str = DEFAULT_ATTRIBUTION,
+    group_ops: bool = False,
 ) -> pl.DataFrame:
-    """Per (range, kernel): range instances, kernel count and duration stats (ns)."""
+    """Per (range, kernel): range instances, kernel count and duration stats (ns). `group_ops`: PyTorch emit_nvtx
+    names without their per-call arguments."""
     names = resolve_range(con, range)[0] if range else None
-    return run(con, "kernels_by_range", attribution=check_attribution(attribution), names=names, innermost=innermost)
+    return run(
+        con,
+        "kernels_by_range",
+        attribution=check_attribution(attribution),
+        names=names,
+        innermost=innermost,
+        group_ops=bool(group_ops),
+    )

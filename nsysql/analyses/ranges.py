@@ -17,6 +17,7 @@ def check_attribution(attribution: str) -> str:
     return attribution
 
 
-def ranges(con, attribution: str = DEFAULT_ATTRIBUTION) -> pl.DataFrame:
-    """Per (domain, name, style): instances, duration stats (ns), GPU-projected time and GPU op count."""
-    return run(con, "ranges", attribution=check_attribution(attribution))
+def ranges(con, attribution: str = DEFAULT_ATTRIBUTION, group_ops: bool = False) -> pl.DataFrame:
+    """Per (domain, name, style): instances, duration stats (ns), GPU-projected time and GPU op count.
+    `group_ops`: PyTorch emit_nvtx names without their per-call arguments (one row per operator)."""
+    return run(con, "ranges", attribution=check_attribution(attribution), group_ops=bool(group_ops))

@@ -317,6 +317,12 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
                 else '<p class="why">No kernel was launched inside an NVTX range.</p>',
             )
         )
+        try:
+            ops = prof.ops()
+        except NsysqlError:  # no emit_nvtx ranges: no section
+            ops = None
+        if ops is not None:
+            page.add(page.section("PyTorch operators", table(ops, limit=100)))
     else:
         page.add(
             page.section(

@@ -26,6 +26,9 @@ def snippet(prof, top: int = 10) -> str:
     out.append(line)
     out.append(f"- **iterations**: {value('iterations', 'none')}")
     out += [f"- **{facts[k][0]}**: {facts[k][1]}" for k in ("outliers", "idle") if value(k)]
+    ops = ops_line(prof)
+    if ops:
+        out.append(f"- **PyTorch ops by GPU time**: {ops}")
     out.append("")
     k = s["kernels"]
     if k.height:
@@ -64,6 +67,24 @@ def snippet(prof, top: int = 10) -> str:
     out.append("")
     out += [f"- **{r['finding']}**: {r['evidence']}" for r in f.iter_rows(named=True)] or ["- none"]
     return _lines(out)
+
+
+def ops_line(prof, top: int = 3) -> str | None:
+    """The `top` PyTorch operators by GPU time (forward + backward, from `ops`); None without operator ranges or
+    when none launched a kernel."""
+    try:
+        o = prof.ops()
+    except NsysqlError:
+        return None
+    o = o.filter(pl.col("fwd_gpu_ns") + pl.col("bwd_gpu_ns") > 0).head(top)
+    return (
+        ", ".join(
+            f"`{r['op']}` {(r['fwd_gpu_ns'] + r['bwd_gpu_ns']) / 1e6:,.3f} ms (fwd {r['fwd_gpu_ns'] / 1e6:,.3f} + "
+            f"bwd {r['bwd_gpu_ns'] / 1e6:,.3f})"
+            for r in o.iter_rows(named=True)
+        )
+        or None
+    )
 
 
 def _lines(out: list[str]) -> str:

@@ -80,3 +80,81 @@ CREATE OR REPLACE MACRO stats_stddev(
 )
 -- DOUBLE: the sample standard deviation, 0 for one value
 AS coalesce(stddev_samp(x), 0);
+
+-- PyTorch operator ranges. Under torch.autograd.profiler.emit_nvtx() each operator call is a push/pop range
+-- named `<op>[, seq = N][, op_id = N][, sizes = [[...], ...]][, input_op_ids = [...]]` (`op_id` and
+-- `input_op_ids` since torch 1.x's record_shapes rework; DLProf-era exports have `aten::conv2d, seq = 0` or a
+-- bare `aten::empty`), and each backward node `AddmmBackward0, seq = N, ...` inside an
+-- `autograd::engine::evaluate_function: AddmmBackward0, ...` range. `seq` is the autograd sequence number:
+-- a backward node carries the seq of the forward op that created it.
+
+-- An operator's name without its arguments: `aten::addmm, seq = 5, op_id = 9, sizes = [...]` -> `aten::addmm`.
+CREATE OR REPLACE MACRO torch_op_name(
+  -- VARCHAR: an NVTX range's name
+  name
+)
+-- VARCHAR: the name up to its first `, seq = `, `, op_id = `, `, sizes = ` or `, input_op_ids = `; the name
+-- itself when it has none
+AS regexp_replace(name, '(?s), (seq|op_id|sizes|input_op_ids) = .*$', '');
+
+-- The autograd sequence number of an operator or backward-node range (`..., seq = 596, ...` -> 596).
+CREATE OR REPLACE MACRO torch_op_seq(
+  -- VARCHAR: an NVTX range's name
+  name
+)
+-- BIGINT: the number after `, seq = `; NULL when the name has none
+AS try_cast(regexp_extract(name, ', seq = ([0-9]+)', 1) AS BIGINT);
+
+-- The input shapes of an operator range recorded with record_shapes=True (`..., sizes = [[64, 128], []], ...`).
+CREATE OR REPLACE MACRO torch_op_sizes(
+  -- VARCHAR: an NVTX range's name
+  name
+)
+-- VARCHAR: the text after `, sizes = ` up to `, input_op_ids = ` or the end (`[[64, 128], []]`); NULL when none
+AS nullif(regexp_extract(name, '(?s), sizes = (.*?)(, input_op_ids = .*)?$', 1), '');
+
+-- Whether a range is a PyTorch operator call: `aten::<op>` with or without arguments, or `<namespace>::<op>`
+-- with emit_nvtx's arguments (`c10d::allreduce_, op_id = 7`). Not an operator: autograd's own ranges
+-- (`torch::autograd::AccumulateGrad`, `autograd::engine::evaluate_function: ...`, two `::` or a space), backward
+-- nodes (`AddmmBackward0, seq = 5`, no `::`), record_function scopes (`Optimizer.step#SGD.step, op_id = 3`),
+-- DLProf's dict reprs (`{'mod': 'Tensor', ...}`), and user ranges with `::` but no emit_nvtx arguments.
+CREATE OR REPLACE MACRO is_torch_op(
+  -- VARCHAR: an NVTX range's name
+  name
+)
+-- BOOLEAN
+AS regexp_matches(name, '^aten::[A-Za-z0-9_.]+($|, )')
+   OR regexp_matches(name, '^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z0-9_.]+, (seq|op_id) = [0-9]');
+
+-- The backward node an autograd engine range runs: `autograd::engine::evaluate_function: AddmmBackward0,
+-- op_id = 41` -> `AddmmBackward0`.
+CREATE OR REPLACE MACRO torch_evaluated_node(
+  -- VARCHAR: an NVTX range's name
+  name
+)
+-- VARCHAR: the node's name; NULL when the range is not autograd's evaluate_function
+AS CASE WHEN starts_with(name, 'autograd::engine::evaluate_function: ')
+        THEN torch_op_name(substr(name, length('autograd::engine::evaluate_function: ') + 1)) END;
+
+-- Whether a range is a backward node by its name alone: a sequence number, no operator namespace, and a name
+-- ending in `Backward` and digits (`AddmmBackward0, seq = 5`; a custom Function's `MyFnBackward, seq = 9`).
+-- Nodes named otherwise (`torch::autograd::CopySlices`) are known by the evaluate_function range around them.
+CREATE OR REPLACE MACRO is_torch_backward_node(
+  -- VARCHAR: an NVTX range's name
+  name
+)
+-- BOOLEAN
+AS torch_op_seq(name) IS NOT NULL AND NOT is_torch_op(name)
+   AND regexp_matches(torch_op_name(name), 'Backward[0-9]*$');
+
+-- Whether PyTorch opened a range itself under emit_nvtx: an operator call, a backward node, autograd's
+-- evaluate_function, or any scope emit_nvtx numbered (`Optimizer.step#SGD.step, op_id = 3`,
+-- `torch::autograd::AccumulateGrad, op_id = 88`). Such a range names PyTorch's work on whatever thread runs it,
+-- as a library's range does, never the user's phase.
+CREATE OR REPLACE MACRO is_torch_range(
+  -- VARCHAR: an NVTX range's name
+  name
+)
+-- BOOLEAN
+AS contains(name, ', op_id = ') OR contains(name, ', seq = ')
+   OR starts_with(name, 'autograd::engine::evaluate_function: ') OR (starts_with(name, 'aten::') AND is_torch_op(name));

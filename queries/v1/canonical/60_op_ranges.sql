@@ -38,11 +38,14 @@ JOIN nvtx_ranges r
  AND (l.api_tid = r.tid OR l.api_tid = r.end_tid);
 
 -- Library ranges: the NVTX domains of libraries, which open ranges on whatever thread calls them; such a range
--- names the library's work, never the user's phase (a domain is the one thing that tells them apart).
+-- names the library's work, never the user's phase (a domain is the one thing that tells them apart). PyTorch's
+-- emit_nvtx ranges (is_torch_range) are in the default domain but are of the same kind: with them, the autograd
+-- thread's backward kernels still inherit the user's `Backward Pass`, as they do without emit_nvtx.
 CREATE OR REPLACE TEMP TABLE _library_ranges AS
 SELECT range_id FROM nvtx_ranges
 WHERE lower(domain) IN ('cccl', 'nccl', 'cublas', 'cublaslt', 'cudnn', 'cufft', 'cusparse', 'cusolver', 'curand',
-                        'cutensor', 'tensorrt', 'myelin-exec', 'mpi', 'nvshmem', 'ucx', 'libcudf', 'rmm', 'dali');
+                        'cutensor', 'tensorrt', 'myelin-exec', 'mpi', 'nvshmem', 'ucx', 'libcudf', 'rmm', 'dali')
+   OR is_torch_range(name);
 
 -- Push/pop ranges whose every enclosing range (itself included) is a library's: innermost on the launching
 -- thread, such a range leaves the op without a user range.

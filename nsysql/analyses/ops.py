@@ -1,0 +1,23 @@
+"""PyTorch operators (ranges of torch.autograd.profiler.emit_nvtx): calls, CPU time, and the GPU time of their
+kernels, forward and backward, each kernel counted once (rules in queries/v1/analyses/ops.sql)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ..errors import NsysqlError
+from ._sql import run
+
+NO_OPS = (
+    "the export has no PyTorch operator ranges (aten::...); record them by running the workload inside "
+    "`with torch.autograd.profiler.emit_nvtx():` under `nsys profile -t cuda,nvtx`"
+)
+
+
+def ops(con, shapes: bool = False) -> pl.DataFrame:
+    """Per operator name (and input sizes when `shapes`): calls, cpu_ns, fwd_gpu_ns, bwd_gpu_ns, kernels,
+    top_kernel."""
+    df = run(con, "ops", shapes=bool(shapes))
+    if df.height == 0:
+        raise NsysqlError(NO_OPS)
+    return df if shapes else df.drop("sizes")
