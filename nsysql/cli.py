@@ -673,15 +673,19 @@ def profile(out, gpu_metrics, nsys_path, args):
             click.echo(f"\r\033[Knsysql: {_line(text)}", err=True)
 
     opts = _opts()
-    res = workflow.profile(
-        command,
-        out=out,
-        gpu_metrics=gpu_metrics,
-        nsys=nsys_path or opts.get("nsys"),
-        nsys_options=options,
-        cache_dir=opts.get("cache_dir"),
-        progress=progress if tty else None,
-    )
+    try:
+        res = workflow.profile(
+            command,
+            out=out,
+            gpu_metrics=gpu_metrics,
+            nsys=nsys_path or opts.get("nsys"),
+            nsys_options=options,
+            cache_dir=opts.get("cache_dir"),
+            progress=progress if tty else None,
+        )
+    except workflow.NoExport as e:  # the program's status (Ctrl-C, a crash) rather than 2, when it failed
+        click.echo(f"nsysql: error: {_line(str(e))}", err=True)
+        sys.exit(e.status or 2)
     if tty:
         click.echo("\r\033[K", err=True, nl=False)
     click.echo(res.summary, nl=False, color=True)

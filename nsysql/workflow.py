@@ -19,6 +19,14 @@ from .nsys import Found, profile_command, require, run, shell
 DEFAULT_OUT = "nsysql-{name}"
 
 
+class NoExport(NsysqlError):
+    """nsys wrote no export; `status` is its exit status (the program's, when the program ran)."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
 @dataclass
 class Result:
     """What `profile` did: the program's exit status, the folder, the files written there (name -> what it is),
@@ -53,7 +61,9 @@ def run_name(command: list[str]) -> str:
     name = prog
     if re.fullmatch(r"python[\d.]*(\.exe)?|pypy[\d.]*", prog, re.IGNORECASE):
         rest = command[1:]
-        if "-m" in rest and rest.index("-m") + 1 < len(rest):
+        if "-c" in rest:  # the program is the code given
+            name = prog
+        elif "-m" in rest and rest.index("-m") + 1 < len(rest):
             name = rest[rest.index("-m") + 1].rsplit(".", 1)[-1]
         else:
             script = next((a for a in rest if not a.startswith("-")), None)
@@ -95,8 +105,9 @@ def profile(
     if rep.is_file():
         res.files[rep.name] = "the Nsight Systems report (open it in nsys-ui)"
     if not export.is_file():
-        raise NsysqlError(
-            f"nsys exited with status {status} and wrote no SQLite export ({export}); its messages above say why"
+        raise NoExport(
+            f"nsys exited with status {status} and wrote no SQLite export ({export}); its messages above say why",
+            status=status,
         )
     say(f"profiled in {time.monotonic() - t:.1f} s; analysing {export}")
     res.files[export.name] = "the SQLite export (every nsysql command reads it)"
