@@ -653,9 +653,16 @@ def export(file, to, fmt):
 )
 @click.option("--gpu-metrics", is_flag=True, help="Also sample GPU metrics (nsys --gpu-metrics-devices=all).")
 @click.option("--nsys", "nsys_path", metavar="PATH", help="The nsys to run [default: as for --nsys of nsysql].")
+@click.option(
+    "--chart",
+    type=click.Choice(["auto", "png", "svg"]),
+    default="auto",
+    show_default=True,
+    help="The top-10 kernels chart: png (needs kaleido and a Chrome), svg (drawn by nsysql), auto: png if it can.",
+)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[-- NSYS OPTIONS] -- COMMAND [ARGS]...")
 @handled
-def profile(out, gpu_metrics, nsys_path, args):
+def profile(out, gpu_metrics, nsys_path, chart, args):
     """Run COMMAND under nsys (CUDA, NVTX, OS runtime, CUDA graphs node by node), export it, and write the summary,
     report.html, report.md, kernels.csv, api.csv and a top-10 kernels chart into DIR.
 
@@ -682,6 +689,7 @@ def profile(out, gpu_metrics, nsys_path, args):
             nsys_options=options,
             cache_dir=opts.get("cache_dir"),
             progress=progress if tty else None,
+            chart=chart,
         )
     except workflow.NoExport as e:  # the program's status (Ctrl-C, a crash) rather than 2, when it failed
         click.echo(f"nsysql: error: {_line(str(e))}", err=True)
@@ -691,6 +699,8 @@ def profile(out, gpu_metrics, nsys_path, args):
     click.echo(res.summary, nl=False, color=True)
     click.echo("")
     click.echo(workflow.listing(res), nl=False)
+    for note in res.notes:
+        click.echo(f"nsysql: note: {_line(note)}", err=True)
     if res.status:
         click.echo(f"nsysql: the profiled program exited with status {res.status}", err=True)
     sys.exit(res.status)

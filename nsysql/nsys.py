@@ -168,18 +168,42 @@ def _switches(options: list[str]) -> set[str]:
     return names
 
 
+def profile_switches(nsys: str) -> set[str]:
+    """The switches `nsys profile --help` lists (empty when it says nothing usable): older versions lack some of
+    nsysql's (--osrt-backtrace-threshold, --cuda-graph-trace; --gpu-metrics-device before 2024.2)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            [nsys, "profile", "--help"], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120
+        )
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    return set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", done.stdout + done.stderr))
+
+
 def profile_command(
-    nsys: str, base: str | os.PathLike, command: list[str], gpu_metrics: bool = False, options: list[str] = ()
+    nsys: str,
+    base: str | os.PathLike,
+    command: list[str],
+    gpu_metrics: bool = False,
+    options: list[str] = (),
+    supported: set[str] | None = None,
 ) -> list[str]:
     """`nsys profile` for `command`: nsysql's switches (PROFILE_OPTIONS, GPU metrics on request), then the user's
     `options` (a switch given there replaces nsysql's), writing `<base>.nsys-rep` and its SQLite export
-    `<base>.sqlite`, over earlier ones."""
+    `<base>.sqlite`, over earlier ones. `supported` (profile_switches): nsysql's switches this nsys lacks are left
+    out (all are kept when it is empty or None)."""
     options = list(options)
     theirs = _switches(options)
     taken = [s for s in _OWN if s in theirs]
     if taken:
         raise NsysqlError(f"nsys option {taken[0]} is nsysql's to set (the report goes into --out DIR); leave it out")
     ours = [*PROFILE_OPTIONS, *((GPU_METRICS,) if gpu_metrics else ())]
+    if supported:
+        if gpu_metrics and GPU_METRICS[0] not in supported and "--gpu-metrics-device" in supported:
+            ours[-1] = ("--gpu-metrics-device", "all")
+        ours = [(k, v) for k, v in ours if k in supported]
     argv = [nsys, "profile"]
     argv += [f"{k}={v}" for k, v in ours if k not in theirs]
     argv += options

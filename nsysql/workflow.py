@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import NsysqlError
-from .nsys import Found, profile_command, require, run, shell
+from .nsys import PROFILE_OPTIONS, Found, profile_command, profile_switches, require, run, shell
 
 DEFAULT_OUT = "nsysql-{name}"
 
@@ -30,7 +30,7 @@ class NoExport(NsysqlError):
 @dataclass
 class Result:
     """What `profile` did: the program's exit status, the folder, the files written there (name -> what it is),
-    the summary text, and one line per output that could not be made."""
+    the summary text, one line per output that could not be made, and notes about the profile."""
 
     status: int
     out: Path
@@ -39,6 +39,7 @@ class Result:
     files: dict[str, str] = field(default_factory=dict)
     summary: str = ""
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # about the profile itself (a switch this nsys lacks)
 
 
 def split_args(args: list[str]) -> tuple[list[str], list[str]]:
@@ -80,10 +81,13 @@ def profile(
     nsys_options: list[str] = (),
     cache_dir: str | os.PathLike | None = None,
     progress=None,
+    chart: str = "auto",
 ) -> Result:
     """Profile `command` with nsys into `out` (default `nsysql-<name>`), then write the analyses there.
 
-    `progress(text)` is told each step (the CLI shows it on a terminal). Raises NsysqlError when nsys is not found
+    `progress(text)` is told each step (the CLI shows it on a terminal). `chart`: the top-10 kernels chart as
+    `png` (plotly through kaleido, which starts a Chrome), `svg` (drawn by nsysql) or `auto` (PNG when kaleido is
+    installed and works, else SVG). Raises NsysqlError when nsys is not found
     or makes no export; a program that fails still gets its outputs, and its exit status is `Result.status`."""
     if not command:
         raise NsysqlError("give the program to profile after `--`, e.g. nsysql profile -- python3 train.py")
@@ -95,11 +99,20 @@ def profile(
     except OSError as e:
         raise NsysqlError(f"cannot create the output folder ({e.strerror})", str(folder)) from None
     say = progress or (lambda text: None)
-    argv = profile_command(found.path, folder / name, command, gpu_metrics=gpu_metrics, options=list(nsys_options))
+    supported = profile_switches(found.path)
+    argv = profile_command(
+        found.path, folder / name, command, gpu_metrics=gpu_metrics, options=list(nsys_options), supported=supported
+    )
+    notes = []
+    if supported:
+        wanted = [k for k, _ in PROFILE_OPTIONS] + (["--gpu-metrics-devices"] if gpu_metrics else [])
+        lacks = [k for k in wanted if k not in supported and not (k.startswith("--gpu") and k[:-1] in supported)]
+        if lacks:
+            notes.append(f"{found.path} lacks {', '.join(lacks)} (an older nsys): profiled without")
     say(f"profiling with {found.path} ({found.how}): {shell(argv)}")
     t = time.monotonic()
     status = run(argv)
-    res = Result(status, folder, name, argv)
+    res = Result(status, folder, name, argv, notes=notes)
     export = folder / f"{name}.sqlite"
     rep = folder / f"{name}.nsys-rep"
     if rep.is_file():
@@ -111,11 +124,11 @@ def profile(
         )
     say(f"profiled in {time.monotonic() - t:.1f} s; analysing {export}")
     res.files[export.name] = "the SQLite export (every nsysql command reads it)"
-    write_outputs(export, folder, res, cache_dir=cache_dir, progress=say)
+    write_outputs(export, folder, res, cache_dir=cache_dir, progress=say, chart=chart)
     return res
 
 
-def write_outputs(export: Path, folder: Path, res: Result, cache_dir=None, progress=None) -> None:
+def write_outputs(export: Path, folder: Path, res: Result, cache_dir=None, progress=None, chart="auto") -> None:
     """Load `export` and write summary.txt, report.html, report.md, kernels.csv, api.csv and the chart into
     `folder`, noting each file in `res.files` (or why it is missing in `res.problems`)."""
     from ._load import load
@@ -156,7 +169,7 @@ def write_outputs(export: Path, folder: Path, res: Result, cache_dir=None, progr
 
         return write
 
-    def chart():
+    def top10():
         from .report.charts import kernels_chart
         from .report.svg import kernels_svg
 
@@ -164,10 +177,12 @@ def write_outputs(export: Path, folder: Path, res: Result, cache_dir=None, progr
         if k.height == 0:
             raise NsysqlError("no kernels, so no chart")
         png = folder / "top10_kernels.png"
-        why = _png(kernels_chart(k, top=10), png)
+        why = _png(kernels_chart(k, top=10), png) if chart != "svg" else "--chart svg"
         if why is None:
             res.files[png.name] = "the top-10 kernels chart"
             return
+        if chart == "png":
+            raise NsysqlError(why)
         svg = folder / "top10_kernels.svg"
         _text(svg, kernels_svg(k))
         res.files[svg.name] = f"the top-10 kernels chart, as SVG ({why})"
@@ -177,7 +192,7 @@ def write_outputs(export: Path, folder: Path, res: Result, cache_dir=None, progr
     step("report.md", markdown)
     step("kernels.csv", csv("kernels.csv", prof.kernels))
     step("api.csv", csv("api.csv", prof.api))
-    step("the top-10 kernels chart", chart)
+    step("the top-10 kernels chart", top10)
 
 
 def _text(path: Path, text: str) -> None:

@@ -5,6 +5,7 @@ script that the tests write). It does what nsysql needs nsys to do, with a real 
   is passed on to COMMAND, as nsys stops a collection), then writes BASE.nsys-rep and BASE.sqlite (a copy of
   $FAKE_NSYS_EXPORT, default fixtures/train_small) and exits with COMMAND's status;
   $FAKE_NSYS_NO_EXPORT=1: writes no export.
+- `nsys profile --help`: lists the switches nsysql sets, less those named in $FAKE_NSYS_LACKS (comma-separated).
 - `nsys export --type sqlite --output OUT --force-overwrite true REPORT`: copies $FAKE_NSYS_EXPORT to OUT;
   $FAKE_NSYS_FAIL=1: fails with a message.
 
@@ -23,6 +24,20 @@ ROOT = Path(__file__).resolve().parent.parent
 EXPORT = os.environ.get("FAKE_NSYS_EXPORT") or str(ROOT / "fixtures" / "train_small" / "train_small.sqlite")
 
 
+HELP = (
+    "--trace",
+    "--sample",
+    "--cpuctxsw",
+    "--osrt-threshold",
+    "--osrt-backtrace-threshold",
+    "--cuda-graph-trace",
+    "--gpu-metrics-devices",
+    "--force-overwrite",
+    "--output",
+    "--export",
+)
+
+
 def main(args):
     if os.environ.get("FAKE_NSYS_LOG"):
         with open(os.environ["FAKE_NSYS_LOG"], "a") as f:
@@ -38,6 +53,12 @@ def main(args):
         print(f"fake nsys: unsupported {args[:1]}", file=sys.stderr)
         return 1
     rest = args[1:]
+    if rest == ["--help"]:  # the switches of nsys 2025.3 that nsysql sets, less those in $FAKE_NSYS_LACKS
+        lacks = os.environ.get("FAKE_NSYS_LACKS", "").split(",")
+        for s in HELP:
+            if s not in lacks:
+                print(f"    {s}=<value>\n        what it does")
+        return 0
     base = None
     i = 0
     while i < len(rest) and rest[i].startswith("-"):

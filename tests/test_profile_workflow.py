@@ -146,13 +146,43 @@ def test_split_nsys_options_from_command():
 # -- nsysql profile --------------------------------------------------------------------------------------------
 
 
-def test_profile_writes_everything_and_exits_with_the_programs_status(tmp_path, clean_env):
+def test_profile_switches_this_nsys_lacks_are_left_out(tmp_path, monkeypatch):
     fake = fake_nsys(tmp_path / "bin")
+    monkeypatch.setenv("FAKE_NSYS_LACKS", "--cuda-graph-trace,--gpu-metrics-devices")
+    got = nsys.profile_switches(str(fake))
+    assert "--osrt-backtrace-threshold" in got and "--cuda-graph-trace" not in got
+    argv = nsys.profile_command(str(fake), "o", ["a"], gpu_metrics=True, supported=got)
+    assert not [a for a in argv if a.startswith(("--cuda-graph-trace", "--gpu-metrics"))]
+    old = nsys.profile_command(str(fake), "o", ["a"], gpu_metrics=True, supported=got | {"--gpu-metrics-device"})
+    assert "--gpu-metrics-device=all" in old
+
+
+def test_profile_writes_everything_and_exits_with_the_programs_status(tmp_path, clean_env, monkeypatch):
+    fake = fake_nsys(tmp_path / "bin")
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("FAKE_NSYS_LOG", str(log))
+    monkeypatch.setenv("FAKE_NSYS_LACKS", "--osrt-backtrace-threshold")
     out = tmp_path / "run"
     program = [sys.executable, "-c", "import sys; print('training'); sys.exit(3)"]
-    r = CliRunner().invoke(main, ["profile", "--nsys", str(fake), "--out", str(out), "--", *program])
+    args = ["profile", "--nsys", str(fake), "--out", str(out), "--chart", "svg", "--", *program]
+    r = CliRunner().invoke(main, args)
     assert r.exit_code == 3, r.output
     assert "exited with status 3" in r.stderr
+    assert "lacks --osrt-backtrace-threshold (an older nsys): profiled without" in r.stderr
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert calls[0] == ["profile", "--help"]
+    assert calls[1] == [
+        "profile",
+        "--trace=cuda,nvtx,osrt",
+        "--sample=none",
+        "--cpuctxsw=none",
+        "--osrt-threshold=10000",
+        "--cuda-graph-trace=node",
+        "--force-overwrite=true",
+        f"--output={out / nsys_name(program)}",
+        "--export=sqlite",
+        *program,
+    ]
     name = nsys_name(program)
     expected = {f"{name}.nsys-rep", f"{name}.sqlite", "summary.txt", "report.html", "report.md", "kernels.csv"}
     expected |= {"api.csv"}
