@@ -211,9 +211,10 @@ def profile_command(
     return argv + list(command)
 
 
-def export_command(nsys: str, report: str | os.PathLike, output: str | os.PathLike) -> list[str]:
-    """`nsys export` of `report` to the SQLite file `output` (replacing one there)."""
-    return [nsys, "export", "--type", "sqlite", "--output", str(output), "--force-overwrite", "true", str(report)]
+def export_command(nsys: str, report: str | os.PathLike, output: str | os.PathLike, force: bool = True) -> list[str]:
+    """`nsys export` of `report` to the SQLite file `output` (replacing one there when `force`)."""
+    over = ["--force-overwrite", "true"] if force else []
+    return [nsys, "export", "--type", "sqlite", "--output", str(output), *over, str(report)]
 
 
 def shell(argv: list[str]) -> str:
@@ -294,7 +295,7 @@ def sqlite_for(report: str | os.PathLike, cache_dir: str | os.PathLike | None = 
         return final
     found = find(nsys)
     if found is None:
-        cmd = shell(export_command("nsys", p, p.with_suffix(".sqlite")))
+        cmd = shell(export_command("nsys", p, p.with_suffix(".sqlite"), force=False))  # theirs to overwrite
         raise NsysqlError(
             f"is an Nsight Systems report and nsys was not found to export it (looked at {WHERE_LOOKED}); run "
             f"`{cmd}` and analyse that file, or name nsys with --nsys PATH or $NSYS",

@@ -268,7 +268,7 @@ def test_nsys_rep_without_nsys_names_the_export_command(tmp_path, report, clean_
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in r.stderr
     assert lines[0].startswith(f"nsysql: error: {report}: is an Nsight Systems report and nsys was not found")
-    want = f"`nsys export --type sqlite --output {report.with_suffix('.sqlite')} --force-overwrite true {report}`"
+    want = f"`nsys export --type sqlite --output {report.with_suffix('.sqlite')} {report}`"
     assert want in lines[0]
     assert report.read_bytes() == before and sorted(report.parent.iterdir()) == [report]
 
