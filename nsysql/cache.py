@@ -290,8 +290,12 @@ def clear(cache_dir: Path) -> int:
         store.remove(f)
     for d in cache_dir.glob("*.results"):
         shutil.rmtree(d, ignore_errors=True)
-    for f in (cache_dir / "exports").glob("*.sqlite"):  # the SQLite exports of .nsys-rep reports (nsysql.nsys)
+    for f in (cache_dir / "exports").glob("*/*.sqlite"):  # the SQLite exports of .nsys-rep reports (nsysql.nsys)
         store.remove(f)
+        try:
+            f.parent.rmdir()
+        except OSError:
+            pass
     return n
 
 

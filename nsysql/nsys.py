@@ -6,7 +6,7 @@ version first (the version is read from the folder names, after resolving links:
 usually a link into a versioned folder).
 
 A report (`.nsys-rep`, or `.qdrep` before 2021.4) is exported to SQLite into the cache directory, under
-`exports/<name>-<key>.sqlite`, the key being the report's identity (store.export_id: path, inode, size, times and
+`exports/<key>/<name>.sqlite`, the key being the report's identity (store.export_id: path, inode, size, times and
 its first and last MiB): nothing is written beside the report or into it, and a later command on the same report
 reads the same export. This module imports only the standard library (the CLI imports it before every load).
 """
@@ -272,12 +272,12 @@ def _status(code: int) -> int:
 
 
 def export_path(report: Path, cache_dir: Path) -> Path:
-    """Where the SQLite export of `report` is kept: `<cache_dir>/exports/<name>-<key>.sqlite`."""
+    """Where the SQLite export of `report` is kept: `<cache_dir>/exports/<key>/<report's name>.sqlite` (the
+    report's own name, so that outputs named after the export, `run.report.html`, are named after the report)."""
     from . import store
 
     key = hashlib.sha256(store.export_id(report).encode()).hexdigest()[:32]
-    name = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in report.stem[:40])
-    return cache_dir / "exports" / f"{name}-{key}.sqlite"
+    return cache_dir / "exports" / key / f"{report.stem}.sqlite"
 
 
 def sqlite_for(report: str | os.PathLike, cache_dir: str | os.PathLike | None = None, nsys: str | None = None) -> Path:
@@ -304,11 +304,11 @@ def sqlite_for(report: str | os.PathLike, cache_dir: str | os.PathLike | None = 
     import subprocess
     import uuid
 
-    tmp = final.parent / f".{final.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.d"
+    tmp = final.parent.parent / f".{final.parent.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.d"
     try:
         tmp.mkdir(parents=True)
     except OSError as e:
-        raise NsysqlError(f"cannot export it into the cache directory {final.parent} ({e.strerror})", shown) from None
+        raise NsysqlError(f"cannot export it into the cache directory {cache} ({e.strerror})", shown) from None
     try:
         out = tmp / final.name
         argv = export_command(found.path, p.resolve(), out)
@@ -321,6 +321,7 @@ def sqlite_for(report: str | os.PathLike, cache_dir: str | os.PathLike | None = 
                 f"`{shell(argv)}` failed (exit status {done.returncode}" + (f": {why[-1][:200]}" if why else "") + ")",
                 shown,
             )
+        final.parent.mkdir(exist_ok=True)
         os.replace(out, final)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -147,7 +147,7 @@ def write_outputs(export: Path, folder: Path, res: Result, cache_dir=None, progr
     def summary():
         res.summary = render(prof.summary(), "table")
         _text(folder / "summary.txt", res.summary)
-        res.files["summary.txt"] = "the summary printed below"
+        res.files["summary.txt"] = "the summary printed above"
 
     def html():
         from .report import build

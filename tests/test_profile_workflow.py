@@ -293,8 +293,10 @@ def test_nsys_rep_is_exported_once_into_the_cache(tmp_path, report, clean_env, m
         "--force-overwrite",
     ]
     assert calls[0][-1] == str(report.resolve())
-    exported = list((cache / "exports").glob("run-*.sqlite"))
-    assert len(exported) == 1 and Path(calls[0][4]).name == exported[0].name
+    exported = list((cache / "exports").glob("*/run.sqlite"))
+    assert len(exported) == 1 and Path(calls[0][4]).name == "run.sqlite"
+    r = CliRunner().invoke(main, ["--cache-dir", str(cache), "cache", "clear"])
+    assert r.exit_code == 0 and not list((cache / "exports").iterdir())
     assert sorted(report.parent.iterdir()) == [report]  # nothing beside the input
 
 

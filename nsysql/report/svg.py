@@ -27,9 +27,9 @@ def kernels_svg(k: pl.DataFrame, width: int = 1000) -> str:
     for i, (name, total, count, pct) in enumerate(rows):
         y = top + i * (bar + gap)
         w = max(1.0, span * total / most)
-        label = escape(f"{i + 1}. {short(name, 58)}")
+        label = escape(f"{i + 1}. {short(name, 48)}")
         out.append(
-            f'<text x="{left - 8}" y="{y + bar * 0.7:.1f}" text-anchor="end" font-family="monospace">{label}</text>'
+            f'<text x="{left - 8}" y="{y + bar * 0.7:.1f}" text-anchor="end" font-family="monospace" font-size="11">{label}</text>'
         )
         out.append(
             f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar}" fill="#4C78A8">'
