@@ -87,8 +87,8 @@ def profile(
 
     `progress(text)` is told each step (the CLI shows it on a terminal). `chart`: the top-10 kernels chart as
     `png` (plotly through kaleido, which starts a Chrome), `svg` (drawn by nsysql) or `auto` (PNG when kaleido is
-    installed and works, else SVG). Raises NsysqlError when nsys is not found
-    or makes no export; a program that fails still gets its outputs, and its exit status is `Result.status`."""
+    installed and works, else SVG). Raises NsysqlError when nsys is not found or makes no export; a program that
+    fails still gets its outputs, and its exit status is `Result.status`."""
     if not command:
         raise NsysqlError("give the program to profile after `--`, e.g. nsysql profile -- python3 train.py")
     found: Found = require(nsys)
@@ -109,15 +109,16 @@ def profile(
         lacks = [k for k in wanted if k not in supported and not (k.startswith("--gpu") and k[:-1] in supported)]
         if lacks:
             notes.append(f"{found.path} lacks {', '.join(lacks)} (an older nsys): profiled without")
+    export = folder / f"{name}.sqlite"
+    rep = folder / f"{name}.nsys-rep"
+    before = _stamp(export)  # an export of an earlier run in DIR is not this run's
     say(f"profiling with {found.path} ({found.how}): {shell(argv)}")
     t = time.monotonic()
     status = run(argv)
     res = Result(status, folder, name, argv, notes=notes)
-    export = folder / f"{name}.sqlite"
-    rep = folder / f"{name}.nsys-rep"
     if rep.is_file():
         res.files[rep.name] = "the Nsight Systems report (open it in nsys-ui)"
-    if not export.is_file():
+    if _stamp(export) in (None, before):
         raise NoExport(
             f"nsys exited with status {status} and wrote no SQLite export ({export}); its messages above say why",
             status=status,
@@ -126,6 +127,14 @@ def profile(
     res.files[export.name] = "the SQLite export (every nsysql command reads it)"
     write_outputs(export, folder, res, cache_dir=cache_dir, progress=say, chart=chart)
     return res
+
+
+def _stamp(p: Path) -> tuple | None:
+    try:
+        st = p.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def write_outputs(export: Path, folder: Path, res: Result, cache_dir=None, progress=None, chart="auto") -> None:
