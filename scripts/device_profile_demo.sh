@@ -37,11 +37,15 @@ echo "=== install nsysql and its dependencies from .whl/"
 python3 -m pip install -q --no-index --no-deps --target "$SITE" .whl/*.whl 2>&1 | tail -3
 export PYTHONPATH=$SITE
 ls "$SITE" | grep -qx nsysql || export PYTHONPATH=$SITE:$PWD  # no nsysql wheel: this checkout
-python3 -c 'import nsysql, duckdb, polars; print("nsysql", nsysql.__version__, "from", nsysql.__file__)'
+# -P: not the checkout in the current folder ahead of the installed wheel (Python 3.11 and later)
+PYEXE=$(command -v python3)
+PY="$PYEXE -P"; $PY -c pass 2>/dev/null || PY=$PYEXE
+NSYSQL="$PY -m nsysql"
+$PY -c 'import nsysql, duckdb, polars; print("nsysql", nsysql.__version__, "from", nsysql.__file__)'
 
 echo "=== 1. nsysql profile --nsys $NSYS_BIN --out $DEMO -- python3 fixtures/workloads/train_steps.py"
 t0=$(date +%s)
-timeout 240 python3 -m nsysql profile --nsys "$NSYS_BIN" --out "$DEMO" -- python3 fixtures/workloads/train_steps.py
+timeout 240 $NSYSQL profile --nsys "$NSYS_BIN" --out "$DEMO" -- python3 fixtures/workloads/train_steps.py
 rc=$?
 echo "=== exit status $rc, $(( $(date +%s) - t0 )) s"
 check "profile exits 0 for a program that exits 0" test "$rc" = 0
@@ -57,7 +61,7 @@ echo "=== report.md"
 cat "$DEMO/report.md"
 
 echo "=== 2. exit status: nsysql profile -- python3 -c 'import sys; sys.exit(3)'"
-timeout 120 python3 -m nsysql profile --nsys "$NSYS_BIN" --out "$WORK/exit3" --chart svg -- \
+timeout 120 $NSYSQL profile --nsys "$NSYS_BIN" --out "$WORK/exit3" --chart svg -- \
   python3 -c 'import sys; print("exiting with 3"); sys.exit(3)' > "$WORK/exit3.log" 2>&1
 rc=$?
 tail -5 "$WORK/exit3.log"
@@ -66,7 +70,7 @@ check "profile exits with the program's status (3)" test "$rc" = 3
 
 echo "=== 3. Ctrl-C: SIGINT to nsysql alone, 8 s into a 60 s program"
 set -m  # job control: without it bash starts a background job with SIGINT ignored
-python3 -m nsysql profile --nsys "$NSYS_BIN" --out "$WORK/sigint" --chart svg -- \
+$NSYSQL profile --nsys "$NSYS_BIN" --out "$WORK/sigint" --chart svg -- \
   python3 -c 'import time; print("sleeping", flush=True); time.sleep(60); print("not interrupted")' \
   > "$WORK/sigint.log" 2>&1 &
 pid=$!
@@ -83,7 +87,7 @@ check "SIGINT ends the profiled program early" sh -c "! grep -q 'not interrupted
 echo "=== 4. .nsys-rep in: NSYS=$NSYS_BIN nsysql summary $DEMO/train_steps.nsys-rep"
 before=$(ls -l --time-style=full-iso "$DEMO" | md5sum)
 repsum=$(md5sum < "$DEMO/train_steps.nsys-rep")
-NSYS=$NSYS_BIN timeout 180 python3 -m nsysql summary "$DEMO/train_steps.nsys-rep" > "$WORK/rep_summary.txt"
+NSYS=$NSYS_BIN timeout 180 $NSYSQL summary "$DEMO/train_steps.nsys-rep" > "$WORK/rep_summary.txt"
 rc=$?
 cat "$WORK/rep_summary.txt"
 check ".nsys-rep summary exits 0" test "$rc" = 0
@@ -92,20 +96,20 @@ check ".nsys-rep exported into the cache" sh -c "ls $NSYSQL_CACHE_DIR/exports/*/
 check "nothing written beside the .nsys-rep" test "$before" = "$(ls -l --time-style=full-iso "$DEMO" | md5sum)"
 check "the .nsys-rep is unchanged" test "$repsum" = "$(md5sum < "$DEMO/train_steps.nsys-rep")"
 echo "=== kernels of the .nsys-rep (--nsys, from the cache now) against those of the export nsys profile wrote"
-python3 -m nsysql --nsys "$NSYS_BIN" kernels --csv "$DEMO/train_steps.nsys-rep" > "$WORK/k_rep.csv"
-python3 -m nsysql kernels --csv "$DEMO/train_steps.sqlite" > "$WORK/k_sqlite.csv"
+$NSYSQL --nsys "$NSYS_BIN" kernels --csv "$DEMO/train_steps.nsys-rep" > "$WORK/k_rep.csv"
+$NSYSQL kernels --csv "$DEMO/train_steps.sqlite" > "$WORK/k_sqlite.csv"
 check ".nsys-rep kernels = export kernels" cmp -s "$WORK/k_rep.csv" "$WORK/k_sqlite.csv"
 head -4 "$WORK/k_rep.csv"
 echo "=== without nsys named (discovery: PATH has none; the install folders may)"
-env -u NSYS NSYSQL_CACHE_DIR=$WORK/cache2 PATH=/usr/bin:/bin "$(command -v python3)" -m nsysql info "$DEMO/train_steps.nsys-rep" \
+env -u NSYS NSYSQL_CACHE_DIR=$WORK/cache2 PATH=/usr/bin:/bin $NSYSQL info "$DEMO/train_steps.nsys-rep" \
   > /dev/null 2> "$WORK/noname.err"
 echo "exit status $?: $(cat "$WORK/noname.err")"
 
 echo "=== 5. nsysql trace"
-timeout 120 python3 -m nsysql trace "$DEMO/train_steps.sqlite" -o "$WORK/train_steps.trace.json"
+timeout 120 $NSYSQL trace "$DEMO/train_steps.sqlite" -o "$WORK/train_steps.trace.json"
 check "trace exits 0" test $? = 0
-timeout 120 python3 -m nsysql trace "$DEMO/train_steps.sqlite" -o "$OUT/iterations_2_4.trace.json" --iterations 2:4
-python3 - "$WORK/train_steps.trace.json" "$OUT/iterations_2_4.trace.json" "$DEMO/train_steps.sqlite" <<'EOF' >> "$CHECKS"
+timeout 120 $NSYSQL trace "$DEMO/train_steps.sqlite" -o "$OUT/iterations_2_4.trace.json" --iterations 2:4
+$PY - "$WORK/train_steps.trace.json" "$OUT/iterations_2_4.trace.json" "$DEMO/train_steps.sqlite" <<'EOF' >> "$CHECKS"
 import json, sys
 from collections import Counter
 import nsysql
