@@ -30,8 +30,13 @@ def load(
     memory_limit: str | None = None,
     threads: int | None = None,
     progress=None,
+    nsys: str | None = None,
 ) -> Profile:
     """Read an nsys SQLite export (never writing to it) and return a Profile over its canonical tables.
+
+    An Nsight Systems report (`.nsys-rep`) is exported to SQLite once, into the cache directory, with the nsys
+    named by `nsys` (else $NSYS, PATH or the install folders: nsysql.nsys); without one, an NsysqlError names the
+    `nsys export` command to run.
 
     The first load of a file stores the canonical tables in the cache (see nsysql.cache); later loads open
     that entry instead. `cache=False` (or $NSYSQL_NO_CACHE=1) builds in memory every time.
@@ -39,6 +44,10 @@ def load(
     """
     import threading
 
+    from . import nsys as _nsys
+
+    if _nsys.is_report(path):
+        path = _nsys.sqlite_for(path, cache_dir, nsys=nsys)
     src = open_source(path)
     # the settings checked now, warm or cold: a typo in one is said on every run, not only when DuckDB opens
     memory_limit, threads = _checked(memory_limit, threads)

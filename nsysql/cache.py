@@ -308,9 +308,10 @@ def size(cache_dir: Path) -> int:
 
 
 def clear(cache_dir: Path) -> int:
-    """Delete every entry (with its stored answers and per-rank frames) and the temporary files that killed
-    processes left; returns the number of entries. A load still running keeps its temporary file (and puts its
-    entry in place when done): deleting it from under the load would only make that load warn."""
+    """Delete every entry (with its stored answers, per-rank frames and the exports of .nsys-rep reports) and the
+    temporary files that killed processes left; returns the number of entries. A load still running keeps its
+    temporary file (and puts its entry in place when done): deleting it from under the load would only make that
+    load warn."""
     import shutil
 
     if not cache_dir.is_dir():
@@ -320,6 +321,12 @@ def clear(cache_dir: Path) -> int:
         store.remove(f)
     for d in cache_dir.glob("*.results"):
         shutil.rmtree(d, ignore_errors=True)
+    for f in (cache_dir / "exports").glob("*/*.sqlite"):  # the SQLite exports of .nsys-rep reports (nsysql.nsys)
+        store.remove(f)
+        try:
+            f.parent.rmdir()
+        except OSError:
+            pass
     return n
 
 

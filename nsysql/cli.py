@@ -59,6 +59,7 @@ def _load(file: str | None):
             cache=not opts.get("no_cache"),
             cache_dir=opts.get("cache_dir"),
             progress=_progress(path) if sys.stderr.isatty() else None,
+            nsys=opts.get("nsys"),
         )
     if sys.stderr.isatty():
         click.echo("\r\033[K", err=True, nl=False)
@@ -305,14 +306,21 @@ class _Group(click.Group):
     help="Where loaded profiles are cached [default: $NSYSQL_CACHE_DIR, $XDG_CACHE_HOME/nsysql or ~/.cache/nsysql].",
 )
 @click.option("--no-cache", is_flag=True, help="Load the export afresh and store no cache entry or answer.")
+@click.option(
+    "--nsys",
+    "nsys_path",
+    metavar="PATH",
+    help="The nsys that exports an .nsys-rep FILE [default: $NSYS, PATH, then the Nsight Systems/Compute folders].",
+)
 @click.pass_context
-def main(ctx, cache_dir, no_cache):
+def main(ctx, cache_dir, no_cache, nsys_path):
     """Answers about Nsight Systems SQLite exports (nsys 2020 to 2026).
 
-    FILE is an export made with `nsys profile --export=sqlite` or `nsys export --type sqlite`. When it is
+    FILE is an export made with `nsys profile --export=sqlite` or `nsys export --type sqlite`, or an .nsys-rep
+    report (exported once into the cache with nsys). `nsysql profile -- python3 train.py` makes one. When it is
     left out: $NSYSQL_PROFILE, else the only .sqlite file here, else the profile analysed last.
     """
-    ctx.obj = {"cache_dir": cache_dir, "no_cache": no_cache}
+    ctx.obj = {"cache_dir": cache_dir, "no_cache": no_cache, "nsys": nsys_path}
 
 
 @main.group()
@@ -629,6 +637,107 @@ def export(file, to, fmt):
     written = _load(file).export(to, format=fmt)
     click.echo(render(written, "table"), nl=False)
     click.echo(f"nsysql: wrote {written.height} tables and README.md to {to}", err=True)
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="Folder for the report, its export and the analyses [default: nsysql-<program name>].",
+)
+@click.option("--gpu-metrics", is_flag=True, help="Also sample GPU metrics (nsys --gpu-metrics-devices=all).")
+@click.option("--nsys", "nsys_path", metavar="PATH", help="The nsys to run [default: as for --nsys of nsysql].")
+@click.option(
+    "--chart",
+    type=click.Choice(["auto", "png", "svg"]),
+    default="auto",
+    show_default=True,
+    help="The top-10 kernels chart: png (needs kaleido and a Chrome), svg (drawn by nsysql), auto: png if it can.",
+)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[-- NSYS OPTIONS] -- COMMAND [ARGS]...")
+@handled
+def profile(out, gpu_metrics, nsys_path, chart, args):
+    """Run COMMAND under nsys (CUDA, NVTX, OS runtime, CUDA graphs node by node), export it, and write the summary,
+    report.html, report.md, kernels.csv, api.csv and a top-10 kernels chart into DIR.
+
+    Exits with COMMAND's exit status. Options for nsys go between two `--`:
+    nsysql profile --out run -- --duration=60 -- python3 train.py"""
+    from . import workflow
+
+    options, command = workflow.split_args(list(args))
+    tty = sys.stderr.isatty()
+
+    def progress(text: str) -> None:
+        if text.startswith("loading: "):
+            click.echo(f"\r\033[Knsysql: {_line(text)}", err=True, nl=False)
+        else:
+            click.echo(f"\r\033[Knsysql: {_line(text)}", err=True)
+
+    opts = _opts()
+    try:
+        res = workflow.profile(
+            command,
+            out=out,
+            gpu_metrics=gpu_metrics,
+            nsys=nsys_path or opts.get("nsys"),
+            nsys_options=options,
+            cache_dir=opts.get("cache_dir"),
+            progress=progress if tty else None,
+            chart=chart,
+        )
+    except workflow.NoExport as e:  # the program's status (Ctrl-C, a crash) rather than 2, when it failed
+        click.echo(f"nsysql: error: {_line(str(e))}", err=True)
+        sys.exit(e.status or 2)
+    if tty:
+        click.echo("\r\033[K", err=True, nl=False)
+    click.echo(res.summary, nl=False, color=True)
+    click.echo("")
+    click.echo(workflow.listing(res), nl=False)
+    for note in res.notes:
+        click.echo(f"nsysql: note: {_line(note)}", err=True)
+    if res.status:
+        click.echo(f"nsysql: the profiled program exited with status {res.status}", err=True)
+    sys.exit(res.status)
+
+
+@main.command()
+@click.argument("file", required=False)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Where to write the trace [default: <FILE stem>.trace.json].",
+)
+@click.option(
+    "--iterations", metavar="A:B", help="Only iterations A to B (both included), as `nsysql iterations` numbers them."
+)
+@click.option(
+    "--window",
+    metavar="START:END",
+    help="Only this stretch of time, from the profile's start: 2s:3.5s, 500ms:, :1s (events overlapping it).",
+)
+@handled
+def trace(file, output, iterations, window):
+    """A Chrome/Perfetto trace (JSON) of the profile: GPU work per device and stream, CUDA API calls and NVTX
+    ranges per thread, and nsysql's iterations and idle gaps (with their cause) as tracks. Open it in
+    https://ui.perfetto.dev or chrome://tracing; --iterations or --window keep a large profile's trace small."""
+    from . import perfetto
+
+    prof = _load(file)
+    tables = prof.trace(window=window, iterations=iterations)
+    out = Path(output or f"{Path(prof.path).stem}.trace.json")
+    if _precious(out):
+        raise NsysqlError(
+            f"{out}: is {_precious(out)}; nsysql does not write its output over it (name another -o file)"
+        )
+    got = perfetto.write(tables, out, source=str(prof.path))
+    click.echo(
+        f"nsysql: wrote {out} ({out.stat().st_size / 2**20:.1f} MiB, {got['events']} events: {got['gpu_ops']} GPU ops, "
+        f"{got['api_calls']} CUDA API calls, {got['nvtx_ranges']} NVTX ranges, {got['iterations']} iterations, "
+        f"{got['gaps']} idle gaps)",
+        err=True,
+    )
 
 
 @main.command()

@@ -340,6 +340,33 @@ class Profile:
 
         return timeline(self.con, bins=bins, start_ns=start_ns, end_ns=end_ns)
 
+    def trace(self, window: str | None = None, iterations: str | None = None) -> dict[str, pl.DataFrame]:
+        """The rows of a timeline (nsysql.analyses.trace): GPU ops, CUDA API calls, NVTX ranges, names, and the
+        iterations and idle gaps, within `window` ("START:END", durations from the profile's start) or from the
+        start of iteration A to the end of B (`iterations="A:B"`); the whole profile by default."""
+        from .analyses import trace as _trace
+
+        if window and iterations:
+            raise NsysqlError("give --window or --iterations, not both")
+        start, end = _trace.span(self.con)
+        try:
+            its = self.iterations()
+        except NsysqlError as e:
+            if iterations:
+                raise NsysqlError(f"--iterations: {e}") from None
+            its = None
+        if iterations:
+            t0, t1 = _trace.iterations_window(its, *_trace.parse_iterations(iterations))
+        elif window:
+            t0, t1 = _trace.parse_window(window, start, end)
+        else:
+            t0, t1 = start, end
+        try:
+            gaps = self.gaps()
+        except NsysqlError:  # no GPU work: no gaps to show
+            gaps = None
+        return _trace.rows(self.con, t0, t1, its, gaps)
+
     def export(self, to: str | os.PathLike, format: str = "parquet") -> pl.DataFrame:
         """Write the canonical tables (parquet or csv) and a README.md describing their columns into `to`."""
         from .export import export

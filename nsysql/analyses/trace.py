@@ -1,0 +1,107 @@
+"""The rows of a timeline trace (`nsysql trace`): GPU work per device and stream, CUDA API calls and NVTX ranges
+per thread, and nsysql's own annotations (iterations, idle gaps with their cause), all within one window of time.
+
+The rows come from queries/v1/analyses/trace_*.sql over the canonical tables, and from the iterations and gaps
+analyses; nsysql.perfetto writes them as Chrome/Perfetto trace-event JSON.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ..errors import NsysqlError
+from ._sql import run
+from .gaps import parse_duration
+
+
+def span(con) -> tuple[int, int]:
+    """The profile's span, ns: (start, end)."""
+    s, e = run(con, "trace_span").row(0)
+    if s is None or e is None:
+        raise NsysqlError("the profile has no timed events, so no timeline")
+    return int(s), int(e)
+
+
+def parse_window(text: str, start: int, end: int) -> tuple[int, int]:
+    """`START:END` (durations from the start of the profile: `2s:3.5s`, `1500ms:`, `:2s`) -> ns on the export's
+    clock, clipped to the profile's span [start, end]."""
+    if text.count(":") != 1:
+        raise NsysqlError(
+            f"--window is START:END, durations from the start of the profile (e.g. 2s:3.5s), not {text!r}"
+        )
+    a, b = (x.strip() for x in text.split(":"))
+    t0 = start + parse_duration(a) if a else start
+    t1 = start + parse_duration(b) if b else end
+    if t1 <= t0:
+        raise NsysqlError(f"--window {text}: END must be after START")
+    if t0 > end:
+        raise NsysqlError(f"--window {text}: starts after the profile ends ({(end - start) / 1e9:.3f} s long)")
+    return t0, min(t1, end)
+
+
+def parse_iterations(text: str) -> tuple[int, int]:
+    """`A:B` (iteration numbers as `nsysql iterations` shows them, both included; `A` alone is one) -> (A, B)."""
+    parts = text.split(":")
+    try:
+        if len(parts) == 1:
+            a = b = int(parts[0])
+        elif len(parts) == 2:
+            a = int(parts[0]) if parts[0].strip() else 0
+            b = int(parts[1]) if parts[1].strip() else 2**62
+        else:
+            raise ValueError
+    except ValueError:
+        raise NsysqlError(f"--iterations is A:B (iteration numbers, both included), not {text!r}") from None
+    if b < a:
+        raise NsysqlError(f"--iterations {text}: B must not be before A")
+    return a, b
+
+
+def iterations_window(its: pl.DataFrame, a: int, b: int) -> tuple[int, int]:
+    """From the start of iteration `a` to the end of iteration `b` (ns)."""
+    sel = its.filter(pl.col("iteration").is_between(a, b))
+    if sel.height == 0:
+        last = its["iteration"].max() if its.height else None
+        raise NsysqlError(f"--iterations {a}:{b}: no such iterations (the profile has 0 to {last})")
+    return int(sel["start_ns"].min()), int(sel["end_ns"].max())
+
+
+def rows(con, t0: int, t1: int, its: pl.DataFrame | None, gaps: pl.DataFrame | None) -> dict[str, pl.DataFrame]:
+    """Everything overlapping [t0, t1] (ns): `gpu_ops`, `api_calls`, `nvtx_ranges`, `names` (of processes, threads
+    and GPUs), `iterations` (iteration, name, start_ns, duration_ns, warmup, outlier, gpu_busy_ns, idle_ns,
+    kernels) and `gaps` (device_id, start_ns, duration_ns, cause and its evidence); `window`: t0 and t1."""
+    out = {
+        "gpu_ops": run(con, "trace_gpu_ops", t0=t0, t1=t1),
+        "api_calls": run(con, "trace_api_calls", t0=t0, t1=t1),
+        "nvtx_ranges": run(con, "trace_nvtx", t0=t0, t1=t1),
+        "names": run(con, "trace_names"),
+        "window": pl.DataFrame({"start_ns": [t0], "end_ns": [t1]}),
+    }
+    inside = (pl.col("start_ns") <= t1) & (pl.col("end_ns") >= t0)
+    if its is not None and its.height:
+        out["iterations"] = its.filter(inside).select(
+            "iteration",
+            "name",
+            "start_ns",
+            (pl.col("end_ns") - pl.col("start_ns")).alias("duration_ns"),
+            "warmup",
+            "outlier",
+            "gpu_busy_ns",
+            "idle_ns",
+            "kernels",
+        )
+    if gaps is not None and gaps.height:
+        out["gaps"] = gaps.filter(inside).select(
+            "device_id",
+            "pid",
+            "start_ns",
+            "duration_ns",
+            "iteration",
+            "warmup",
+            "cause",
+            "range",
+            "api_call",
+            "api_cover_pct",
+            "os_call",
+        )
+    return out

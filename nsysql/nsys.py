@@ -1,0 +1,328 @@
+"""Nsight Systems' `nsys`: where it is, the command lines nsysql gives it, and `.nsys-rep` reports exported once.
+
+Where nsys is looked for, first found wins: `--nsys PATH`, `$NSYS`, `nsys` on PATH, then the install folders of
+Nsight Systems (and of the CUDA toolkit, which ships it) and the copy inside Nsight Compute's folder, newest
+version first (the version is read from the folder names, after resolving links: /usr/local/cuda/bin/nsys is
+usually a link into a versioned folder).
+
+A report (`.nsys-rep`, or `.qdrep` before 2021.4) is exported to SQLite into the cache directory, under
+`exports/<key>/<name>.sqlite`, the key being the report's identity (store.export_id: path, inode, size, times and
+its first and last MiB): nothing is written beside the report or into it, and a later command on the same report
+reads the same export. This module imports only the standard library (the CLI imports it before every load).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import NsysqlError
+
+REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
+EXE = "nsys.exe" if os.name == "nt" else "nsys"
+
+# Install folders, as glob patterns under a root ("/" on Linux, the Program Files folders on Windows). Nsight
+# Systems' own installs first, then the CUDA toolkit's copies, then Nsight Compute's; the version in the path
+# orders them (newest first) across all of them.
+LINUX_PATTERNS = (
+    "opt/nvidia/nsight-systems/*/bin/nsys",
+    "opt/nvidia/nsight-systems/*/target-linux-*/nsys",
+    "opt/nvidia/nsight-systems-cli/*/bin/nsys",
+    "opt/nvidia/nsight-systems-cli/*/target-linux-*/nsys",
+    "usr/local/cuda/bin/nsys",
+    "usr/local/cuda-*/bin/nsys",
+    "usr/local/cuda*/nsight-systems-*/bin/nsys",
+    "usr/lib/nsight-systems/bin/nsys",
+    "opt/nvidia/nsight-compute/*/host/target-linux-*/nsys",
+    "usr/local/cuda*/nsight-compute-*/host/target-linux-*/nsys",
+)
+WINDOWS_PATTERNS = (
+    "NVIDIA Corporation/Nsight Systems */target-windows-x64/nsys.exe",
+    "NVIDIA GPU Computing Toolkit/CUDA/*/bin/nsys.exe",
+    "NVIDIA Corporation/Nsight Compute */host/target-windows-x64/nsys.exe",
+)
+_VERSION = re.compile(r"(?<![\d.])(\d{4})\.(\d+)(?:\.(\d+))?(?:\.(\d+))?")
+_CUDA_VERSION = re.compile(r"cuda-?v?(\d+)\.(\d+)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Found:
+    """An nsys executable, and how it was found: `--nsys`, `$NSYS`, `PATH` or `install folder`."""
+
+    path: str
+    how: str
+
+
+def is_report(path: str | os.PathLike) -> bool:
+    """Whether `path` names an Nsight Systems report that `nsys export` turns into SQLite (by its suffix)."""
+    return str(path).lower().endswith(REPORT_SUFFIXES)
+
+
+def _executable(p: str | os.PathLike) -> bool:
+    return os.path.isfile(p) and os.access(p, os.X_OK)
+
+
+def version_of(path: str | os.PathLike) -> tuple:
+    """The Nsight version in an install path (the link resolved), e.g. (2025, 3, 1, 0); CUDA toolkit folders
+    without one count by the toolkit's version as (0, major, minor); () when the path says none."""
+    for text in (os.path.realpath(path), str(path)):
+        m = list(_VERSION.finditer(text))
+        if m:
+            return tuple(int(g or 0) for g in m[-1].groups())
+    for text in (os.path.realpath(path), str(path)):
+        m = list(_CUDA_VERSION.finditer(text))
+        if m:
+            return (0, int(m[-1].group(1)), int(m[-1].group(2)))
+    return ()
+
+
+def install_candidates(system: str | None = None, roots: list[str | os.PathLike] | None = None) -> list[str]:
+    """The nsys executables in the usual install folders, newest version first (a version-less path last, in the
+    order of the patterns). `system`: `Linux` or `Windows` (default: this one); `roots`: where the patterns
+    start (default `/` on Linux; %ProgramFiles% and %ProgramFiles(x86)% on Windows)."""
+    import glob
+
+    system = system or ("Windows" if os.name == "nt" else "Linux")
+    if system == "Windows":
+        patterns = WINDOWS_PATTERNS
+        if roots is None:
+            roots = [os.environ[v] for v in ("ProgramFiles", "ProgramFiles(x86)") if os.environ.get(v)]
+    else:
+        patterns = LINUX_PATTERNS
+        roots = ["/"] if roots is None else roots
+    found: dict[str, tuple] = {}
+    order = 0
+    for root in roots:
+        for pattern in patterns:
+            for p in sorted(glob.glob(os.path.join(str(root), pattern))):
+                if _executable(p) and p not in found:
+                    found[p] = (version_of(p), -order)
+                    order += 1
+    return sorted(found, key=lambda p: found[p], reverse=True)
+
+
+def find(explicit: str | None = None) -> Found | None:
+    """The nsys to run: `explicit` (--nsys), else $NSYS, else PATH, else the install folders; None when there is
+    none. A named one (--nsys, $NSYS) that is not an executable is an NsysqlError, not a reason to look further."""
+    for value, how in ((explicit, "--nsys"), (os.environ.get("NSYS"), "$NSYS")):
+        if value:
+            p = shutil.which(value) if os.sep not in value and "/" not in value else value
+            if not p or not _executable(p):
+                raise NsysqlError(f"{how} {value}: not an executable file")
+            return Found(str(p), how)
+    p = shutil.which("nsys")
+    if p:
+        return Found(p, "PATH")
+    cands = install_candidates()
+    return Found(cands[0], "install folder") if cands else None
+
+
+WHERE_LOOKED = (
+    "--nsys, $NSYS, PATH, /opt/nvidia/nsight-systems/*/bin, /usr/local/cuda*/bin and Nsight Compute's folder"
+    if os.name != "nt"
+    else "--nsys, %NSYS%, PATH and the Nsight Systems and Nsight Compute folders under Program Files"
+)
+
+
+def require(explicit: str | None = None) -> Found:
+    """find(), or an NsysqlError saying where nsysql looked and how to name nsys."""
+    got = find(explicit)
+    if got is None:
+        raise NsysqlError(f"nsys (Nsight Systems' CLI) not found (looked at {WHERE_LOOKED}); name it with --nsys PATH")
+    return got
+
+
+# -- nsys profile ----------------------------------------------------------------------------------------------
+
+# What nsysql's analyses read, and no more: CUDA (kernels, copies, API calls), NVTX, OS runtime calls (the causes
+# of idle gaps); no CPU sampling or context switches (nothing reads them; they make the export several times
+# larger); OS runtime calls under 10 us and backtraces under 1 ms left out (Python's imports make tens of thousands
+# of short stat/open calls; everything a gap's cause needs is longer); CUDA graphs node by node, so each kernel
+# of a graph replay is a kernel.
+PROFILE_OPTIONS = (
+    ("--trace", "cuda,nvtx,osrt"),
+    ("--sample", "none"),
+    ("--cpuctxsw", "none"),
+    ("--osrt-threshold", "10000"),
+    ("--osrt-backtrace-threshold", "1000000"),
+    ("--cuda-graph-trace", "node"),
+)
+GPU_METRICS = ("--gpu-metrics-devices", "all")  # nsys 2024.2 and later (before: --gpu-metrics-device)
+# the short spellings of nsys profile's switches nsysql sets, so a user's `-t cuda` replaces nsysql's --trace
+_SHORT = {"-t": "--trace", "-s": "--sample", "-o": "--output", "-f": "--force-overwrite"}
+_OWN = ("--output", "--export", "--force-overwrite")  # nsysql names the report and its export itself
+
+
+def _switches(options: list[str]) -> set[str]:
+    names = set()
+    for tok in options:
+        if tok.startswith("-"):
+            name = tok.split("=", 1)[0]
+            names.add(_SHORT.get(name, name))
+    return names
+
+
+def profile_switches(nsys: str) -> set[str]:
+    """The switches `nsys profile --help` lists (empty when it says nothing usable): older versions lack some of
+    nsysql's (--osrt-backtrace-threshold, --cuda-graph-trace; --gpu-metrics-device before 2024.2)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            [nsys, "profile", "--help"], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120
+        )
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    return set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", done.stdout + done.stderr))
+
+
+def profile_command(
+    nsys: str,
+    base: str | os.PathLike,
+    command: list[str],
+    gpu_metrics: bool = False,
+    options: list[str] = (),
+    supported: set[str] | None = None,
+) -> list[str]:
+    """`nsys profile` for `command`: nsysql's switches (PROFILE_OPTIONS, GPU metrics on request), then the user's
+    `options` (a switch given there replaces nsysql's), writing `<base>.nsys-rep` and its SQLite export
+    `<base>.sqlite`, over earlier ones. `supported` (profile_switches): nsysql's switches this nsys lacks are left
+    out (all are kept when it is empty or None)."""
+    options = list(options)
+    theirs = _switches(options)
+    taken = [s for s in _OWN if s in theirs]
+    if taken:
+        raise NsysqlError(f"nsys option {taken[0]} is nsysql's to set (the report goes into --out DIR); leave it out")
+    ours = [*PROFILE_OPTIONS, *((GPU_METRICS,) if gpu_metrics else ())]
+    if supported:
+        if gpu_metrics and GPU_METRICS[0] not in supported and "--gpu-metrics-device" in supported:
+            ours[-1] = ("--gpu-metrics-device", "all")
+        ours = [(k, v) for k, v in ours if k in supported]
+    argv = [nsys, "profile"]
+    argv += [f"{k}={v}" for k, v in ours if k not in theirs]
+    argv += options
+    argv += ["--force-overwrite=true", f"--output={base}", "--export=sqlite"]
+    return argv + list(command)
+
+
+def export_command(nsys: str, report: str | os.PathLike, output: str | os.PathLike, force: bool = True) -> list[str]:
+    """`nsys export` of `report` to the SQLite file `output` (replacing one there when `force`)."""
+    over = ["--force-overwrite", "true"] if force else []
+    return [nsys, "export", "--type", "sqlite", "--output", str(output), *over, str(report)]
+
+
+def shell(argv: list[str]) -> str:
+    """A command line as a user would type it (quoted for the shell of this system)."""
+    if os.name == "nt":
+        import subprocess
+
+        return subprocess.list2cmdline(argv)
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+def run(argv: list[str], forward_interrupt: bool = True) -> int:
+    """Run `argv` and return its exit status (128 + the signal's number when a signal ended it, as a shell says).
+
+    Ctrl-C: one typed at a terminal reaches every process of the foreground process group, the child included, so
+    the child gets it from the terminal and nsysql waits for it to finish (nsys then stops the collection and still
+    writes its report). A SIGINT sent to nsysql alone (`kill -INT`, a job runner) is passed on to the child. To tell
+    the two apart, SIGINT is blocked here and taken with sigtimedwait, whose si_code says who sent it (the kernel,
+    for a terminal's Ctrl-C; a process, for kill). Where that is not available (Windows, or not on the main thread),
+    the console delivers Ctrl-C to the child itself and nsysql only keeps waiting."""
+    import signal
+    import subprocess
+    import threading
+
+    if (
+        not forward_interrupt
+        or not hasattr(signal, "sigtimedwait")
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        child = subprocess.Popen(argv)
+        while True:
+            try:
+                return _status(child.wait())
+            except KeyboardInterrupt:
+                continue
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        child = subprocess.Popen(argv, preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, old))
+        while child.poll() is None:
+            info = signal.sigtimedwait({signal.SIGINT}, 0.1)
+            if info is not None and info.si_code <= 0:  # SI_USER, SI_QUEUE, SI_TKILL: sent by a process
+                child.send_signal(signal.SIGINT)
+        return _status(child.returncode)
+    finally:
+        while signal.sigtimedwait({signal.SIGINT}, 0) is not None:  # taken here, not raised once unblocked
+            pass
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _status(code: int) -> int:
+    return 128 - code if code < 0 else code
+
+
+# -- .nsys-rep in ----------------------------------------------------------------------------------------------
+
+
+def export_path(report: Path, cache_dir: Path) -> Path:
+    """Where the SQLite export of `report` is kept: `<cache_dir>/exports/<key>/<report's name>.sqlite` (the
+    report's own name, so that outputs named after the export, `run.report.html`, are named after the report)."""
+    from . import store
+
+    key = hashlib.sha256(store.export_id(report).encode()).hexdigest()[:32]
+    return cache_dir / "exports" / key / f"{report.stem}.sqlite"
+
+
+def sqlite_for(report: str | os.PathLike, cache_dir: str | os.PathLike | None = None, nsys: str | None = None) -> Path:
+    """The SQLite export of the report `report`, made once with `nsys export` into the cache directory; an
+    NsysqlError naming the exact `nsys export` command to run when no nsys is found, or when it fails."""
+    from . import store
+
+    shown = str(report)
+    p = Path(os.path.expanduser(shown))
+    if not p.is_file():
+        raise NsysqlError("no such file" if not p.exists() else "is not a file", shown)
+    cache = Path(cache_dir).expanduser() if cache_dir else store.default_dir()
+    final = export_path(p, cache)
+    if final.is_file():
+        return final
+    found = find(nsys)
+    if found is None:
+        cmd = shell(export_command("nsys", p, p.with_suffix(".sqlite"), force=False))  # theirs to overwrite
+        raise NsysqlError(
+            f"is an Nsight Systems report and nsys was not found to export it (looked at {WHERE_LOOKED}); run "
+            f"`{cmd}` and analyse that file, or name nsys with --nsys PATH or $NSYS",
+            shown,
+        )
+    import subprocess
+    import uuid
+
+    tmp = final.parent.parent / f".{final.parent.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.d"
+    try:
+        tmp.mkdir(parents=True)
+    except OSError as e:
+        raise NsysqlError(f"cannot export it into the cache directory {cache} ({e.strerror})", shown) from None
+    try:
+        out = tmp / final.name
+        argv = export_command(found.path, p.resolve(), out)
+        if sys.stderr.isatty():
+            print(f"nsysql: exporting {p.name} to SQLite with {found.path} (once: kept in {cache})", file=sys.stderr)
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace")
+        if done.returncode != 0 or not out.is_file():
+            why = (done.stderr.strip() or done.stdout.strip()).splitlines()
+            raise NsysqlError(
+                f"`{shell(argv)}` failed (exit status {done.returncode}" + (f": {why[-1][:200]}" if why else "") + ")",
+                shown,
+            )
+        final.parent.mkdir(exist_ok=True)
+        os.replace(out, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final

@@ -1,0 +1,260 @@
+"""Chrome/Perfetto trace-event JSON (`nsysql trace`): the rows of Profile.trace() as one timeline that opens in
+ui.perfetto.dev and chrome://tracing.
+
+Front end: no SQL; it lays the rows out on tracks and writes them. The format: a JSON object whose `traceEvents`
+list holds complete events (`ph: "X"`, `ts` and `dur` in microseconds, as floats: ns / 1000), async begin/end
+pairs (`ph: "b"`/`"e"`, for NVTX start/end ranges, which may overlap on a thread) and metadata events
+(`ph: "M"`) that name processes and threads and order them.
+
+Tracks (`pid`/`tid`): each GPU is a process, each of its streams a thread; each profiled process keeps its pid,
+and each of its threads gets one track for its CUDA API calls and one per NVTX domain (slices on one track must
+nest, and API calls and NVTX ranges need not nest within each other); nsysql's annotations are one more process:
+the iterations (warm-up and outliers in their names) and the idle gaps of each GPU, named by their cause. Those
+made-up pids and tids start above 2^22, Linux's largest pid, so they never meet a real one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import polars as pl
+
+from . import __version__
+
+SYNTHETIC = 1 << 23  # made-up pids and tids start here: above Linux's pid_max limit (2^22)
+ANNOTATIONS_PID = SYNTHETIC
+GPU_PID = SYNTHETIC + 1  # + device id
+CHUNK = 100_000  # events encoded and written at a time
+
+
+def _us(col: str | pl.Expr) -> pl.Expr:
+    """ns -> µs, as the nearest float to ns / 1000 (the column `_k` of `_thousands`: polars divides a column by a
+    scalar through its reciprocal, which is off by one unit in the last place for about one value in eight)."""
+    return (pl.col(col) if isinstance(col, str) else col).cast(pl.Float64) / pl.col("_k")
+
+
+def _thousands(df: pl.DataFrame) -> pl.DataFrame:
+    """`df` with a column `_k` of 1000.0 (see _us)."""
+    return df.with_columns(pl.Series("_k", [1000.0], pl.Float64).extend_constant(1000.0, max(df.height - 1, 0)))
+
+
+def events(tables: dict[str, pl.DataFrame]) -> list[pl.DataFrame]:
+    """The trace's events as frames of one JSON object per row (column `e`), metadata first."""
+    names = tables["names"]
+    thread_name = {
+        (r["id"], r["sub_id"]): r["name"] for r in names.filter(pl.col("kind") == "thread").iter_rows(named=True)
+    }
+    proc_name = {r["id"]: r["name"] for r in names.filter(pl.col("kind") == "process").iter_rows(named=True)}
+    dev_name = {r["id"]: r["name"] for r in names.filter(pl.col("kind") == "device").iter_rows(named=True)}
+    meta: list[dict] = []
+    out: list[pl.DataFrame] = []
+    next_tid = [SYNTHETIC + 1]
+
+    def track(pid: int, label: str, sort: int) -> int:
+        tid = next_tid[0]
+        next_tid[0] += 1
+        meta.append(_meta("thread_name", pid, tid, {"name": label}))
+        meta.append(_meta("thread_sort_index", pid, tid, {"sort_index": sort}))
+        return tid
+
+    def process(pid: int, label: str, sort: int) -> None:
+        meta.append(_meta("process_name", pid, 0, {"name": label}))
+        meta.append(_meta("process_sort_index", pid, 0, {"sort_index": sort}))
+
+    # nsysql's annotations
+    its, gaps = tables.get("iterations"), tables.get("gaps")
+    if its is not None or gaps is not None:
+        process(ANNOTATIONS_PID, "nsysql: iterations and idle gaps", -100)
+    if its is not None:
+        tid = track(ANNOTATIONS_PID, "iterations", 0)
+        label = pl.format("iteration {}", pl.col("iteration"))
+        label = (
+            pl.when(pl.col("warmup"))
+            .then(pl.format("{} (warm-up)", label))
+            .when(pl.col("outlier"))
+            .then(pl.format("{} (outlier)", label))
+            .otherwise(label)
+        )
+        out.append(
+            _complete(
+                its,
+                label,
+                "iteration",
+                pl.lit(ANNOTATIONS_PID),
+                pl.lit(tid),
+                {
+                    "range": pl.col("name"),
+                    "warmup": pl.col("warmup"),
+                    "outlier": pl.col("outlier"),
+                    "wall_ms": pl.col("duration_ns") / 1e6,
+                    "gpu_busy_ms": pl.col("gpu_busy_ns") / 1e6,
+                    "gpu_idle_ms": pl.col("idle_ns") / 1e6,
+                    "kernels": pl.col("kernels"),
+                },
+            )
+        )
+    if gaps is not None:
+        for i, dev in enumerate(gaps["device_id"].unique().sort().to_list()):
+            tid = track(ANNOTATIONS_PID, f"idle gaps, GPU {dev} (cause)", 1 + i)
+            out.append(
+                _complete(
+                    gaps.filter(pl.col("device_id") == dev),
+                    pl.format("idle: {}", pl.col("cause")),
+                    "gap",
+                    pl.lit(ANNOTATIONS_PID),
+                    pl.lit(tid),
+                    {
+                        "cause": pl.col("cause"),
+                        "range": pl.col("range"),
+                        "api_call": pl.col("api_call"),
+                        "api_cover_pct": pl.col("api_cover_pct"),
+                        "os_call": pl.col("os_call"),
+                        "iteration": pl.col("iteration"),
+                        "idle_ms": pl.col("duration_ns") / 1e6,
+                    },
+                )
+            )
+
+    # GPU work: a process per device, a thread per stream
+    ops = tables["gpu_ops"]
+    streams = ops.select("device_id", "stream_id").unique().sort("device_id", "stream_id")
+    tids = []
+    for dev in streams["device_id"].unique().sort().to_list():
+        process(GPU_PID + dev, f"GPU {dev}" + (f": {dev_name[dev]}" if dev_name.get(dev) else ""), -50 + dev)
+    for dev, stream in streams.iter_rows():
+        tids.append(track(GPU_PID + dev, f"stream {stream}", stream))
+    if ops.height:
+        ops = ops.join(streams.with_columns(_tid=pl.Series(tids, dtype=pl.Int64)), on=["device_id", "stream_id"])
+        out.append(
+            _complete(
+                ops,
+                pl.col("name"),
+                pl.col("kind"),
+                GPU_PID + pl.col("device_id"),
+                pl.col("_tid"),
+                {
+                    "pid": pl.col("pid"),
+                    "correlation_id": pl.col("correlation_id"),
+                    "launched_by": pl.col("api_name"),
+                    "bytes": pl.col("bytes"),
+                    "graph_node_id": pl.col("graph_node_id"),
+                },
+            )
+        )
+
+    # the CPU side: CUDA API calls and NVTX ranges per thread, under their process
+    api, nvtx = tables["api_calls"], tables["nvtx_ranges"]
+    pids = sorted(set(api["pid"].to_list()) | set(nvtx["pid"].to_list()) | set(ops["pid"].to_list()))
+    for pid in pids:
+        process(pid, f"{proc_name.get(pid) or 'process'} {pid}", pid)
+
+    def thread_label(pid: int, tid: int, what: str) -> str:
+        return f"{thread_name.get((pid, tid)) or 'thread'} {tid}: {what}"
+
+    lanes = api.select("pid", "tid").unique().sort("pid", "tid")
+    if api.height:
+        tids = [track(pid, thread_label(pid, tid, "CUDA API"), 2 * tid) for pid, tid in lanes.iter_rows()]
+        api = api.join(lanes.with_columns(_tid=pl.Series(tids, dtype=pl.Int64)), on=["pid", "tid"])
+        out.append(
+            _complete(
+                api,
+                pl.col("name"),
+                "cuda_api",
+                pl.col("pid"),
+                pl.col("_tid"),
+                {"tid": pl.col("tid"), "correlation_id": pl.col("correlation_id")},
+            )
+        )
+    if nvtx.height:
+        lanes = nvtx.select("pid", "tid", "domain").unique().sort("pid", "tid", "domain")
+        tids = [
+            track(pid, thread_label(pid, tid, f"NVTX {domain}" if domain else "NVTX"), 2 * tid + 1)
+            for pid, tid, domain in lanes.iter_rows()
+        ]
+        nvtx = nvtx.join(lanes.with_columns(_tid=pl.Series(tids, dtype=pl.Int64)), on=["pid", "tid", "domain"])
+        args = {"domain": pl.col("domain"), "tid": pl.col("tid"), "depth": pl.col("depth")}
+        pushpop = nvtx.filter(pl.col("style") == "PushPop")
+        if pushpop.height:
+            out.append(_complete(pushpop, pl.col("name"), "nvtx", pl.col("pid"), pl.col("_tid"), args))
+        startend = nvtx.filter(pl.col("style") != "PushPop")
+        if startend.height:  # may overlap each other: async pairs, matched by id
+            startend = _thousands(startend)
+            for ph, ts in (
+                ("b", _us("start_ns")),
+                ("e", _us(pl.col("start_ns") + pl.col("duration_ns"))),
+            ):
+                cols = {
+                    "name": pl.col("name"),
+                    "cat": pl.lit("nvtx"),
+                    "ph": pl.lit(ph),
+                    "ts": ts,
+                    "pid": pl.col("pid"),
+                    "tid": pl.col("_tid"),
+                    "id": pl.format("nvtx{}", pl.col("range_id")),
+                }
+                if ph == "b":
+                    cols["args"] = pl.struct(**{"domain": pl.col("domain"), "tid": pl.col("tid")})
+                out.append(startend.select(pl.struct(**cols).struct.json_encode().alias("e")))
+
+    head = pl.DataFrame({"e": [json.dumps(m, ensure_ascii=False) for m in meta]}, schema={"e": pl.String})
+    return [head, *out]
+
+
+def _meta(name: str, pid: int, tid: int, args: dict) -> dict:
+    return {"name": name, "ph": "M", "ts": 0, "pid": pid, "tid": tid, "args": args}
+
+
+def _complete(df: pl.DataFrame, name, cat, pid, tid, args: dict) -> pl.DataFrame:
+    """Complete events (`ph: "X"`) of the rows of `df` (start_ns, duration_ns), one JSON object each."""
+    cat = pl.lit(cat) if isinstance(cat, str) else cat
+    return _thousands(df).select(
+        pl.struct(
+            name=name.cast(pl.String) if isinstance(name, pl.Expr) else pl.lit(name),
+            cat=cat.cast(pl.String),
+            ph=pl.lit("X"),
+            ts=_us("start_ns"),
+            dur=_us("duration_ns"),
+            pid=pid.cast(pl.Int64),
+            tid=tid.cast(pl.Int64),
+            args=pl.struct(**args),
+        )
+        .struct.json_encode()
+        .alias("e")
+    )
+
+
+def write(tables: dict[str, pl.DataFrame], path: str | os.PathLike, source: str = "") -> dict:
+    """Write the trace to `path`; returns counts of what was written (events, and per kind)."""
+    frames = events(tables)
+    w = tables["window"].row(0, named=True)
+    other = {
+        "generator": f"nsysql {__version__}",
+        "source": source,
+        "window_start_ns": w["start_ns"],
+        "window_end_ns": w["end_ns"],
+        "time_unit": "ts and dur are microseconds on the export's clock (ns / 1000)",
+    }
+    n = 0
+    with open(Path(path), "w", encoding="utf-8") as f:
+        f.write('{"displayTimeUnit": "ms", "otherData": ' + json.dumps(other, ensure_ascii=False))
+        f.write(', "traceEvents": [\n')
+        first = True
+        for frame in frames:
+            for i in range(0, frame.height, CHUNK):
+                chunk = frame["e"].slice(i, CHUNK)
+                if chunk.len() == 0:
+                    continue
+                f.write(("" if first else ",\n") + ",\n".join(chunk.to_list()))
+                first = False
+                n += chunk.len()
+        f.write("\n]}\n")
+    return {
+        "events": n,
+        "gpu_ops": tables["gpu_ops"].height,
+        "api_calls": tables["api_calls"].height,
+        "nvtx_ranges": tables["nvtx_ranges"].height,
+        "iterations": tables["iterations"].height if "iterations" in tables else 0,
+        "gaps": tables["gaps"].height if "gaps" in tables else 0,
+    }

@@ -1,0 +1,240 @@
+"""`nsysql profile`: run a program under nsys with the switches nsysql's analyses need, then write everything a
+user looks at into one folder: the report and its SQLite export, summary.txt, report.html, report.md (the PR
+snippet), kernels.csv, api.csv and a top-10 kernels chart.
+
+Front end: it runs nsys (nsysql.nsys) and asks the Profile's analyses; it holds no SQL.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import NsysqlError
+from .nsys import PROFILE_OPTIONS, Found, profile_command, profile_switches, require, run, shell
+
+DEFAULT_OUT = "nsysql-{name}"
+
+
+class NoExport(NsysqlError):
+    """nsys wrote no export; `status` is its exit status (the program's, when the program ran)."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class Result:
+    """What `profile` did: the program's exit status, the folder, the files written there (name -> what it is),
+    the summary text, one line per output that could not be made, and notes about the profile."""
+
+    status: int
+    out: Path
+    name: str
+    command: list[str]
+    files: dict[str, str] = field(default_factory=dict)
+    summary: str = ""
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # about the profile itself (a switch this nsys lacks)
+
+
+def split_args(args: list[str]) -> tuple[list[str], list[str]]:
+    """`[nsys options] -- COMMAND ARGS...` -> (nsys options, command). The options are only split off when what
+    comes before a `--` looks like options (starts with `-`): a program's own `--` stays in its arguments."""
+    args = list(args)
+    if "--" in args:
+        i = args.index("--")
+        if i > 0 and args[0].startswith("-"):
+            return args[:i], args[i + 1 :]
+        if i == 0:
+            return [], args[1:]
+    return [], args
+
+
+def run_name(command: list[str]) -> str:
+    """A short name for the run, from the program: `train` for `python3 train.py`, the module for `python -m x`,
+    else the executable's name."""
+    prog = Path(command[0]).name
+    name = prog
+    if re.fullmatch(r"python[\d.]*(\.exe)?|pypy[\d.]*", prog, re.IGNORECASE):
+        rest = command[1:]
+        if "-c" in rest:  # the program is the code given
+            name = prog
+        elif "-m" in rest and rest.index("-m") + 1 < len(rest):
+            name = rest[rest.index("-m") + 1].rsplit(".", 1)[-1]
+        else:
+            script = next((a for a in rest if not a.startswith("-")), None)
+            name = Path(script).stem if script else prog
+    name = Path(name).stem if name.lower().endswith(".exe") else name
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "run"
+
+
+def profile(
+    command: list[str],
+    out: str | os.PathLike | None = None,
+    gpu_metrics: bool = False,
+    nsys: str | None = None,
+    nsys_options: list[str] = (),
+    cache_dir: str | os.PathLike | None = None,
+    progress=None,
+    chart: str = "auto",
+) -> Result:
+    """Profile `command` with nsys into `out` (default `nsysql-<name>`), then write the analyses there.
+
+    `progress(text)` is told each step (the CLI shows it on a terminal). `chart`: the top-10 kernels chart as
+    `png` (plotly through kaleido, which starts a Chrome), `svg` (drawn by nsysql) or `auto` (PNG when kaleido is
+    installed and works, else SVG). Raises NsysqlError when nsys is not found or makes no export; a program that
+    fails still gets its outputs, and its exit status is `Result.status`."""
+    if not command:
+        raise NsysqlError("give the program to profile after `--`, e.g. nsysql profile -- python3 train.py")
+    found: Found = require(nsys)
+    name = run_name(command)
+    folder = Path(out if out is not None else DEFAULT_OUT.format(name=name))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise NsysqlError(f"cannot create the output folder ({e.strerror})", str(folder)) from None
+    say = progress or (lambda text: None)
+    supported = profile_switches(found.path)
+    argv = profile_command(
+        found.path, folder / name, command, gpu_metrics=gpu_metrics, options=list(nsys_options), supported=supported
+    )
+    notes = []
+    if supported:
+        wanted = [k for k, _ in PROFILE_OPTIONS] + (["--gpu-metrics-devices"] if gpu_metrics else [])
+        lacks = [k for k in wanted if k not in supported and not (k.startswith("--gpu") and k[:-1] in supported)]
+        if lacks:
+            notes.append(f"{found.path} lacks {', '.join(lacks)} (an older nsys): profiled without")
+    export = folder / f"{name}.sqlite"
+    rep = folder / f"{name}.nsys-rep"
+    before = _stamp(export)  # an export of an earlier run in DIR is not this run's
+    say(f"profiling with {found.path} ({found.how}): {shell(argv)}")
+    t = time.monotonic()
+    status = run(argv)
+    res = Result(status, folder, name, argv, notes=notes)
+    if rep.is_file():
+        res.files[rep.name] = "the Nsight Systems report (open it in nsys-ui)"
+    if _stamp(export) in (None, before):
+        raise NoExport(
+            f"nsys exited with status {status} and wrote no SQLite export ({export}); its messages above say why",
+            status=status,
+        )
+    say(f"profiled in {time.monotonic() - t:.1f} s; analysing {export}")
+    res.files[export.name] = "the SQLite export (every nsysql command reads it)"
+    write_outputs(export, folder, res, cache_dir=cache_dir, progress=say, chart=chart)
+    return res
+
+
+def _stamp(p: Path) -> tuple | None:
+    try:
+        st = p.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def write_outputs(export: Path, folder: Path, res: Result, cache_dir=None, progress=None, chart="auto") -> None:
+    """Load `export` and write summary.txt, report.html, report.md, kernels.csv, api.csv and the chart into
+    `folder`, noting each file in `res.files` (or why it is missing in `res.problems`)."""
+    from ._load import load
+    from .render import render
+
+    say = progress or (lambda text: None)
+    prof = load(export, cache_dir=cache_dir, progress=(lambda step: say(f"loading: {step}")) if progress else None)
+
+    def step(label: str, fn):
+        say(f"writing {label}")
+        try:
+            fn()
+        except NsysqlError as e:
+            res.problems.append(f"{label}: {e}")
+
+    def summary():
+        res.summary = render(prof.summary(), "table")
+        _text(folder / "summary.txt", res.summary)
+        res.files["summary.txt"] = "the summary printed above"
+
+    def html():
+        from .report import build
+
+        page, figures = build(prof)
+        _text(folder / "report.html", page)
+        res.files["report.html"] = f"the report ({len(figures)} charts, works offline)"
+
+    def markdown():
+        from .report import snippet
+
+        _text(folder / "report.md", snippet(prof))
+        res.files["report.md"] = "the Markdown snippet to paste into a PR"
+
+    def csv(label, frame):
+        def write():
+            _text(folder / label, render(frame(), "csv"))
+            res.files[label] = {"kernels.csv": "every kernel by total GPU time", "api.csv": "CUDA API calls"}[label]
+
+        return write
+
+    def top10():
+        from .report.charts import kernels_chart
+        from .report.svg import kernels_svg
+
+        k = prof.kernels(top=10)
+        if k.height == 0:
+            raise NsysqlError("no kernels, so no chart")
+        png = folder / "top10_kernels.png"
+        why = _png(kernels_chart(k, top=10), png) if chart != "svg" else "--chart svg"
+        if why is None:
+            res.files[png.name] = "the top-10 kernels chart"
+            return
+        if chart == "png":
+            raise NsysqlError(why)
+        svg = folder / "top10_kernels.svg"
+        _text(svg, kernels_svg(k))
+        res.files[svg.name] = f"the top-10 kernels chart, as SVG ({why})"
+
+    step("summary.txt", summary)
+    step("report.html", html)
+    step("report.md", markdown)
+    step("kernels.csv", csv("kernels.csv", prof.kernels))
+    step("api.csv", csv("api.csv", prof.api))
+    step("the top-10 kernels chart", top10)
+
+
+def _text(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
+
+
+def _png(fig, path: Path) -> str | None:
+    """Write `fig` as a PNG through kaleido; None when done, else why not (a few words)."""
+    try:
+        import kaleido  # noqa: F401
+    except ImportError:
+        return "no PNG: kaleido is not installed"
+    try:
+        fig.write_image(str(path), width=1200, height=fig.layout.height or 400, scale=1)
+    except Exception as e:  # noqa: BLE001 - kaleido present but no Chrome/Chromium it can start
+        return f"no PNG: kaleido failed ({str(e).splitlines()[0][:100] if str(e) else type(e).__name__})"
+    return None
+
+
+def listing(res: Result) -> str:
+    """Where everything went, one line per file."""
+    lines = [f"nsysql profile: {res.out}/"]
+    for name, what in res.files.items():
+        size = (res.out / name).stat().st_size if (res.out / name).exists() else 0
+        lines.append(f"  {name:<24} {_size(size):>9}  {what}")
+    for p in res.problems:
+        lines.append(f"  not written: {p}")
+    return "\n".join(lines) + "\n"
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)

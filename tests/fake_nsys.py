@@ -1,0 +1,78 @@
+"""A stand-in for Nsight Systems' `nsys`, for tests on machines without it (run through an executable `nsys`
+script that the tests write). It does what nsysql needs nsys to do, with a real export:
+
+- `nsys profile [--switch=value ...] --output=BASE --export=sqlite COMMAND ...`: runs COMMAND (a SIGINT it gets
+  is passed on to COMMAND, as nsys stops a collection), then writes BASE.nsys-rep and BASE.sqlite (a copy of
+  $FAKE_NSYS_EXPORT, default fixtures/train_small) and exits with COMMAND's status;
+  $FAKE_NSYS_NO_EXPORT=1: writes no export.
+- `nsys profile --help`: lists the switches nsysql sets, less those named in $FAKE_NSYS_LACKS (comma-separated).
+- `nsys export --type sqlite --output OUT --force-overwrite true REPORT`: copies $FAKE_NSYS_EXPORT to OUT;
+  $FAKE_NSYS_FAIL=1: fails with a message.
+
+Every call is logged, one JSON list of its arguments a line, to $FAKE_NSYS_LOG when set.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXPORT = os.environ.get("FAKE_NSYS_EXPORT") or str(ROOT / "fixtures" / "train_small" / "train_small.sqlite")
+
+
+HELP = (
+    "--trace",
+    "--sample",
+    "--cpuctxsw",
+    "--osrt-threshold",
+    "--osrt-backtrace-threshold",
+    "--cuda-graph-trace",
+    "--gpu-metrics-devices",
+    "--force-overwrite",
+    "--output",
+    "--export",
+)
+
+
+def main(args):
+    if os.environ.get("FAKE_NSYS_LOG"):
+        with open(os.environ["FAKE_NSYS_LOG"], "a") as f:
+            f.write(json.dumps(args) + "\n")
+    if args[:1] == ["export"]:
+        if os.environ.get("FAKE_NSYS_FAIL"):
+            print("ERROR: cannot import the report (fake)", file=sys.stderr)
+            return 1
+        out = args[args.index("--output") + 1]
+        shutil.copyfile(EXPORT, out)
+        return 0
+    if args[:1] != ["profile"]:
+        print(f"fake nsys: unsupported {args[:1]}", file=sys.stderr)
+        return 1
+    rest = args[1:]
+    if rest == ["--help"]:  # the switches of nsys 2025.3 that nsysql sets, less those in $FAKE_NSYS_LACKS
+        lacks = os.environ.get("FAKE_NSYS_LACKS", "").split(",")
+        for s in HELP:
+            if s not in lacks:
+                print(f"    {s}=<value>\n        what it does")
+        return 0
+    base = None
+    i = 0
+    while i < len(rest) and rest[i].startswith("-"):
+        if rest[i].startswith("--output="):
+            base = rest[i].split("=", 1)[1]
+        i += 1
+    child = subprocess.Popen(rest[i:])
+    signal.signal(signal.SIGINT, lambda *_: child.send_signal(signal.SIGINT))
+    code = child.wait()
+    if not os.environ.get("FAKE_NSYS_NO_EXPORT"):
+        Path(base + ".nsys-rep").write_bytes(b"PK\x03\x04 fake report")
+        shutil.copyfile(EXPORT, base + ".sqlite")
+    return 128 - code if code < 0 else code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
