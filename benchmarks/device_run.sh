@@ -3,7 +3,7 @@
 # Run from the repository root on the GPU machine, with .nsys-libs and .whl/site.tar.xz carried and $OUT set
 # (see BENCHMARKS.md, "GPU machine"):   bash benchmarks/device_run.sh
 set -u
-mkdir -p /tmp/site && tar xJf .whl/site.tar.xz -C /tmp/site
+mkdir -p /tmp/site && { [ ! -f .whl/site.tar.xz ] || tar xJf .whl/site.tar.xz -C /tmp/site; }
 # bytecode, as `pip install` leaves it: the machine sets PYTHONDONTWRITEBYTECODE=1, so without this every run
 # compiled duckdb's, polars' and nsysql's Python anew (a warm command 0.68-0.76 s instead of 0.28-0.32 s)
 python3 -m compileall -q -j 0 /tmp/site nsysql > /dev/null

@@ -16,7 +16,7 @@ export PYTHONUNBUFFERED=1
 OUT=${OUT:?set OUT to a folder for the results}
 NSYS_BIN=${NSYS_BIN:-$PWD/.nsys-libs/nsys}
 WORK=${WORK:-/tmp/nsysql-demo}
-SITE=$WORK/site
+SITE=${SITE:-$WORK/site}  # a folder with the dependencies already unpacked may be given
 DEMO=$WORK/demo
 mkdir -p "$OUT"
 rm -rf "$WORK" && mkdir -p "$WORK"
@@ -34,7 +34,9 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -2
 "$NSYS_BIN" --version 2>&1 | head -2
 
 echo "=== install nsysql and its dependencies from .whl/"
-python3 -m pip install -q --no-index --no-deps --target "$SITE" .whl/*.whl 2>&1 | tail -3
+if ls .whl/*.whl > /dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --target "$SITE" .whl/*.whl 2>&1 | tail -3
+fi
 export PYTHONPATH=$SITE
 ls "$SITE" | grep -qx nsysql || export PYTHONPATH=$SITE:$PWD  # no nsysql wheel: this checkout
 # -P: not the checkout in the current folder ahead of the installed wheel (Python 3.11 and later)
