@@ -18,7 +18,7 @@ from . import __version__
 from . import cache as _cache
 from . import stats as _stats
 from .errors import NsysqlError, one_line
-from .render import FORMATS, render
+from .render import FORMATS, render, summary_view
 from .render import one_line as _line
 
 ATTRIBUTION_HELP = (
@@ -374,7 +374,7 @@ def summary(files, fmt, output, attribution, top):
         _emit_text(snippet(prof), output)
         return
     s = prof.summary(attribution=attribution, top=top)
-    _emit({**s, "facts": s["facts"].select("item", "value")}, fmt, output)  # facts shown by label
+    _emit(summary_view(s), fmt, output)
 
 
 @main.command()

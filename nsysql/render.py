@@ -74,6 +74,11 @@ def render(result: pl.DataFrame | dict[str, pl.DataFrame], fmt: str, title: str 
     return "\n".join(parts)
 
 
+def summary_view(s: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """A summary's frames as people read them: facts by label (their stable `key` is for programs)."""
+    return {**s, "facts": s["facts"].select("item", "value")}
+
+
 def printable(df: pl.DataFrame) -> pl.DataFrame:
     """`df` with the columns no text format can write as polars holds them turned into text (a user's `nsysql
     sql` may return any DuckDB type): BLOBs as DuckDB writes them (`ab\\x00`), MAPs, and dates and timestamps

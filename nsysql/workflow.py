@@ -141,7 +141,7 @@ def write_outputs(export: Path, folder: Path, res: Result, cache_dir=None, progr
     """Load `export` and write summary.txt, report.html, report.md, kernels.csv, api.csv and the chart into
     `folder`, noting each file in `res.files` (or why it is missing in `res.problems`)."""
     from ._load import load
-    from .render import render
+    from .render import render, summary_view
 
     say = progress or (lambda text: None)
     prof = load(export, cache_dir=cache_dir, progress=(lambda step: say(f"loading: {step}")) if progress else None)
@@ -154,7 +154,7 @@ def write_outputs(export: Path, folder: Path, res: Result, cache_dir=None, progr
             res.problems.append(f"{label}: {e}")
 
     def summary():
-        res.summary = render(prof.summary(), "table")
+        res.summary = render(summary_view(prof.summary()), "table")
         _text(folder / "summary.txt", res.summary)
         res.files["summary.txt"] = "the summary printed above"
 
