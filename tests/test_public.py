@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
-from conftest import PUBLIC, gpu_busy_by_construction, h200_exports, own_exports, public_exports
+from conftest import PUBLIC, gpu_busy_by_construction, h200_exports, loaded, own_exports, public_exports
 
 from nsysql.cli import main
 
@@ -25,9 +25,7 @@ def test_gpu_busy_is_the_union_of_gpu_ops_with_busy_time_before(path):
     """Whatever the export holds (memsets, graphs, several devices, 2020 to 2026 schemas), gpu_busy is the union of
     gpu_ops' intervals per device, each stretch with the busy time before it and the previous stretch's end,
     though the two tables are built side by side from the staging tables."""
-    import nsysql
-
-    prof = nsysql.load(path, cache=False)
+    prof = loaded(str(path))
     busy = prof.sql(
         "SELECT device_id, start_ns, end_ns, busy_before_ns, prev_end_ns FROM gpu_busy "
         "ORDER BY device_id NULLS FIRST, start_ns"
@@ -36,9 +34,7 @@ def test_gpu_busy_is_the_union_of_gpu_ops_with_busy_time_before(path):
 
 
 def facts(path):
-    import nsysql
-
-    return nsysql.load(path).info()
+    return loaded(str(path)).info()
 
 
 def item(df, section, name):
@@ -96,9 +92,7 @@ def test_each_gpu_op_is_one_row_with_its_earliest_launching_call(path):
     Python's sqlite3, straight from the export."""
     import sqlite3
 
-    import nsysql
-
-    prof = nsysql.load(path, cache=False)
+    prof = loaded(str(path))
     rows, ops, launched_at = prof.sql("SELECT count(*), count(DISTINCT op_id), sum(api_start_ns) FROM gpu_ops").row(0)
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -128,9 +122,7 @@ def test_main_thread_encloses_the_most_gpu_ops(path):
     """process_roles.main_tid is the thread whose NVTX ranges (push/pop or start/end) enclose the most distinct
     GPU ops of the process (ties: the lowest tid), counted here plainly from op_ranges; the launching thread
     when no range encloses any. The h200 `threads` export has start/end ranges too."""
-    import nsysql
-
-    prof = nsysql.load(path)
+    prof = loaded(str(path))
     want = prof.sql("""
         WITH ranged AS (
           SELECT r.pid, r.tid, count(DISTINCT x.op_id) AS n FROM op_ranges x JOIN nvtx_ranges r USING (range_id)
@@ -151,8 +143,6 @@ def test_devices_take_sms_memory_and_capability_from_target_info_cuda_gpu(path):
     alone holds the SM count, memory and compute capability: devices has them as the file gives them."""
     import sqlite3
 
-    import nsysql
-
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
         want = {
             r[0]: (r[1], r[2], f"{r[3]}.{r[4]}")
@@ -161,7 +151,7 @@ def test_devices_take_sms_memory_and_capability_from_target_info_cuda_gpu(path):
                 "FROM TARGET_INFO_CUDA_GPU"
             )
         }
-    got = nsysql.load(path, cache=False).sql("SELECT * FROM devices")
+    got = loaded(str(path)).sql("SELECT * FROM devices")
     assert (
         want
         and {
@@ -175,23 +165,19 @@ def test_devices_take_sms_memory_and_capability_from_target_info_cuda_gpu(path):
 def test_devices_leave_out_adapters_that_are_not_cuda_gpus():
     """extra-p con_kernel (Windows): TARGET_INFO_GPU lists the GTX 1060 and, with no SMs or compute capability,
     the Intel iGPU and `Microsoft Basic Render Driver`; only the GTX 1060 ran kernels."""
-    import nsysql
-
     path = PUBLIC / "extra-p__extrap__con_kernel.sqlite"
     if not path.exists():
         pytest.skip("export absent")
-    got = nsysql.load(path, cache=False).sql("SELECT name, compute_capability FROM devices")
+    got = loaded(str(path)).sql("SELECT name, compute_capability FROM devices")
     assert got.rows() == [("GeForce GTX 1060 with Max-Q Design", "6.1")]
 
 
 def test_span_of_an_export_without_timed_events_is_unknown_not_zero():
     """cardiac-simulation's export holds only string and target tables: no event has a time."""
-    import nsysql
-
     path = PUBLIC / "mabdullahsoyturk__cardiac-simulation__report1.sqlite"
     if not path.exists():
         pytest.skip("export absent")
-    facts = dict(nsysql.load(path, cache=False).summary()["facts"].select("key", "value").iter_rows())
+    facts = dict(loaded(str(path)).summary()["facts"].select("key", "value").iter_rows())
     assert facts["span"].startswith("unknown")
 
 
@@ -210,12 +196,10 @@ def _extent(path, tables: dict[str, tuple[str, str]]) -> tuple[int, int]:
 
 def test_span_of_a_cpu_only_capture_is_its_scheduling_and_sample_events():
     """JACC.jl cg_trace: no CUDA, no NVTX range, but 11k scheduling events and CPU samples: those are its span."""
-    import nsysql
-
     path = PUBLIC / "D-W-Chiang__JACC.jl__cg_trace.sqlite"
     if not path.exists():
         pytest.skip("export absent")
-    prof = nsysql.load(path, cache=False)
+    prof = loaded(str(path))
     start, end = _extent(path, {"SCHED_EVENTS": ("start", "start"), "COMPOSITE_EVENTS": ("start", "start")})
     assert int(prof.facts["span_start_ns"][0]) == start and int(prof.facts["span_end_ns"][0]) == end
     assert prof.facts["span_from"] == ["scheduling events, CPU samples"]
@@ -226,12 +210,10 @@ def test_span_of_a_cpu_only_capture_is_its_scheduling_and_sample_events():
 
 def test_no_busy_share_of_a_gpu_that_ran_one_memset():
     """WeatherBench2: one 1.5 us memset is all the GPU work; the span is every timed table's extent."""
-    import nsysql
-
     path = PUBLIC / "frasertajima__WeatherBench2__report1.sqlite"
     if not path.exists():
         pytest.skip("export absent")
-    prof = nsysql.load(path, cache=False)
+    prof = loaded(str(path))
     timed = {t: ("start", "end") for t in ("CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_RUNTIME", "OSRT_API")}
     start, end = _extent(path, {**timed, "SCHED_EVENTS": ("start", "start"), "COMPOSITE_EVENTS": ("start", "start")})
     assert (int(prof.facts["span_start_ns"][0]), int(prof.facts["span_end_ns"][0])) == (start, end)

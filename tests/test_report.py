@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+import re
 import shutil
 import sys
 
 import pytest
 from click.testing import CliRunner
-from conftest import ROOT, fixture, h200_exports
+from conftest import ROOT, fixture, h200_exports, loaded
 
 from nsysql.cli import main
 
@@ -47,9 +49,40 @@ def test_html_is_self_contained(tmp_path):
         assert heading in text
 
 
-@needs_chromium
+def _plots(text: str) -> list[tuple[str, list, dict]]:
+    """(div id, data, layout) of each Plotly.newPlot call of a report, its arguments parsed as JSON."""
+    dec, out = json.JSONDecoder(), []
+    for m in re.finditer(r"Plotly\.newPlot\(\s*", text):
+        args, i = [], m.end()
+        for _ in range(3):  # id, data, layout (then the config)
+            value, i = dec.raw_decode(text, i)
+            args.append(value)
+            i = re.compile(r"\s*,\s*").match(text, i).end()
+        out.append(tuple(args))
+    return out
+
+
 @pytest.mark.parametrize(
     "path", [fixture("train_small"), fixture("loop_before")] + h200_exports(), ids=lambda p: p.stem
+)
+def test_every_chart_holds_one_plot_of_json_data(tmp_path, path):
+    """What the browser check below draws, on every export: each chart div holds one Plotly.newPlot call of its
+    own id whose data and layout are JSON, each trace of a type plotly.js draws, as many as the status expects."""
+    text = _report(tmp_path, path).read_text()
+    keys = re.findall(r'<div class="nsysql-chart" data-chart="([^"]+)">', text)
+    expected = int(re.search(r'id="nsysql-status" data-expected="(\d+)"', text).group(1))
+    plots = _plots(text)
+    assert len(keys) == expected >= 1
+    assert [div for div, _, _ in plots] == [f"chart-{k}" for k in keys]
+    for _, data, layout in plots:
+        assert data and all(isinstance(t.get("type"), str) for t in data) and isinstance(layout, dict)
+
+
+# In Chromium: the project's own train_small (all five charts) and h200 `threads` (no idle chart, four);
+# the other exports' reports come from the same code and get the check above.
+@needs_chromium
+@pytest.mark.parametrize(
+    "path", [fixture("train_small")] + [p for p in h200_exports() if p.name == "threads.sqlite"], ids=lambda p: p.stem
 )
 def test_renders_in_chromium(tmp_path, path):
     out = _report(tmp_path, path)
@@ -74,11 +107,10 @@ def test_diff_report_renders(tmp_path):
 def test_report_without_nvtx(tmp_path):
     """A profile without iterations still gets a report; the section says why."""
     public = sorted((ROOT.parent / "shared" / "nsys-exports" / "public").glob("*.sqlite"))
-    import nsysql
     from nsysql.errors import NsysqlError
 
     for p in public:
-        prof = nsysql.load(p)
+        prof = loaded(str(p))
         try:
             prof.iterations()
         except NsysqlError:

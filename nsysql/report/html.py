@@ -389,13 +389,17 @@ def write_pngs(figures: dict, directory: Path) -> list[Path] | str:
             "--png needs kaleido and a Chrome/Chromium: pip install kaleido (then `plotly_get_chrome`, "
             "or install chromium); the HTML report was written"
         )
+    import plotly.io as pio
+
     directory.mkdir(parents=True, exist_ok=True)
-    out = []
+    out = [directory / f"{name}.png" for name in figures]
+    heights = [fig.layout.height or 400 for fig in figures.values()]
     try:
-        for name, fig in figures.items():
-            p = directory / f"{name}.png"
-            fig.write_image(str(p), width=1200, height=fig.layout.height or 400, scale=1)
-            out.append(p)
+        if hasattr(pio, "write_images"):  # plotly >= 6.1: every chart through one browser, not one browser each
+            pio.write_images(list(figures.values()), out, width=1200, height=heights, scale=1)
+        else:
+            for p, fig, h in zip(out, figures.values(), heights):
+                fig.write_image(str(p), width=1200, height=h, scale=1)
     except Exception as e:  # kaleido present but no usable browser
         return f"--png failed ({str(e).splitlines()[0][:160]}): install chromium or run `plotly_get_chrome`"
     return out
