@@ -57,7 +57,7 @@ def summary(
     ]
     for r in gpus.iter_rows(named=True):
         rows.append((f"GPU {r['device_id']} busy", _device_busy(r)))
-    causes = None
+    causes, activity = None, None
     if isinstance(loop, NsysqlError):
         rows.append(("iterations", f"none: {loop}"))
     else:
@@ -74,6 +74,9 @@ def summary(
             idle = causes["idle_ns"].sum()
             c = causes.row(0, named=True)
             top3 = ", ".join(f"{r['cause']} {r['pct_of_idle']:.0f}%" for r in causes.head(3).iter_rows(named=True))
+            # what the other threads and processes did during the top cause's gaps (only those gaps are read)
+            elsewhere = _gaps.explain_by_cause(con, gaps_df.filter(pl.col("cause") == c["cause"]), top=None)
+            activity = _gaps.top_activity(elsewhere)
             rows.append(
                 (
                     "idle (gaps >= 1 ms)",
@@ -83,10 +86,12 @@ def summary(
                     else f"{idle / 1e6:.1f} ms",
                 )
             )
+            if activity or _gaps.idle_elsewhere(elsewhere):
+                rows.append((f"during {c['cause']}", activity or _gaps.idle_elsewhere(elsewhere)))
     for msg in f.get("missing", []):
         rows.append(("lacks", msg))
     out = {"facts": pl.DataFrame(rows, schema=["item", "value"], orient="row"), "gpus": gpus}
-    out["findings"] = findings(con, st, causes, read)
+    out["findings"] = findings(con, st, causes, read, activity=activity)
     if causes is not None:
         out["idle by cause"] = causes.select("cause", "gaps", "idle_ns", "pct_of_idle", "pct_of_span")
     out["kernels"] = kernels_df
