@@ -149,15 +149,17 @@ _KIND_ORDER = {"nvtx": 0, "cuda": 1, "os": 2}
 _ACTIVITY_COLS = ["pid", "process", "tid", "thread", "other_process", "kind", "domain", "activity", "waiting"]
 
 
-def activity(con, gaps_df: pl.DataFrame) -> pl.DataFrame:
+def activity(con, gaps_df: pl.DataFrame, cuda: bool = True) -> pl.DataFrame:
     """Per gap of `gaps_df` (a `gaps` frame) and activity of another thread or process during it: the time
     they overlap (rules in queries/v1/analyses/gap_activity.sql). Unranked; `explain` and `explain_by_cause`
-    rank it."""
+    rank it. `cuda=False` leaves CUDA API calls out (NVTX ranges and OS calls only: the cheap part)."""
     g = gaps_df.with_row_index("gap_id")
     if g.height == 0:
         return _empty_activity(g)
     tids = run(con, "process_devices").select("pid", pl.col("main_tid").alias("tid")).unique("pid")
     g = g.join(tids, on="pid", how="left")
+    waiters = g.select("pid", pl.col("tid").fill_null(-1)).unique()
+    skip = waiters.row(0) if waiters.height == 1 else (-1, -1)
     acts = run(
         con,
         "gap_activity",
@@ -166,6 +168,10 @@ def activity(con, gaps_df: pl.DataFrame) -> pl.DataFrame:
         ends=g["end_ns"].to_list(),
         pids=g["pid"].to_list(),
         tids=g["tid"].fill_null(-1).to_list(),
+        devices=g["device_id"].to_list(),
+        skip_pid=skip[0],
+        skip_tid=skip[1],
+        cuda=cuda,
     )
     gpid = g.select(pl.col("gap_id").cast(pl.Int64), pl.col("pid").alias("_gpid"))
     return (
@@ -220,7 +226,9 @@ def explain(con, gaps_df: pl.DataFrame, top: int | None = None) -> pl.DataFrame:
     ).sort(["start_ns", "rank"])
 
 
-def explain_by_cause(con, gaps_df: pl.DataFrame, include_warmup: bool = False, top: int | None = None) -> pl.DataFrame:
+def explain_by_cause(
+    con, gaps_df: pl.DataFrame, include_warmup: bool = False, top: int | None = None, cuda: bool = True
+) -> pl.DataFrame:
     """Per cause group of `by_cause` (the same gaps: steady-state ones when the gaps carry iterations, unless
     `include_warmup`): the activities elsewhere during the group's gaps, overlaps summed over its gaps, ranked
     per cause (at most `top` per cause). pct_of_idle: share of the group's idle time; `gaps`: how many of the
@@ -228,7 +236,7 @@ def explain_by_cause(con, gaps_df: pl.DataFrame, include_warmup: bool = False, t
     g = gaps_df
     if steady_only(g, include_warmup):
         g = g.filter(pl.col("iteration").is_not_null() & ~pl.col("warmup"))
-    acts = activity(con, g)
+    acts = activity(con, g, cuda=cuda)
     gi = g.with_row_index("gap_id").select(pl.col("gap_id").cast(pl.Int64), "cause", "duration_ns")
     idle = gi.group_by("cause").agg(pl.col("duration_ns").sum().alias("idle_ns"))
     summed = (
@@ -250,15 +258,16 @@ def explain_by_cause(con, gaps_df: pl.DataFrame, include_warmup: bool = False, t
     )
 
 
-def idle_elsewhere(ranked: pl.DataFrame) -> str | None:
+def idle_elsewhere(ranked: pl.DataFrame, cuda: bool = True) -> str | None:
     """When no work elsewhere explains a cause group's idle time (top_activity is None) but other threads
     were traced during it: the sentence saying so, with what they waited in; None when nothing was traced
-    (then there is no evidence either way)."""
+    (then there is no evidence either way). `cuda`: whether `ranked` includes CUDA API calls."""
     if ranked.height == 0 or top_activity(ranked) is not None:
         return None
     waits = ranked.filter(pl.col("waiting"))["activity"].unique(maintain_order=True).head(3).to_list()
+    what = "worked" if cuda else "was in an NVTX range or a working OS call"
     return (
-        f"no other thread or process worked for >= {ACTIVITY_MIN_SHARE:.0%} of that time"
+        f"no other thread or process {what} for >= {ACTIVITY_MIN_SHARE:.0%} of that time"
         + (f" (the others waited: {', '.join(waits)})" if waits else "")
         + ": nothing traced elsewhere explains it"
     )

@@ -74,8 +74,10 @@ def summary(
             idle = causes["idle_ns"].sum()
             c = causes.row(0, named=True)
             top3 = ", ".join(f"{r['cause']} {r['pct_of_idle']:.0f}%" for r in causes.head(3).iter_rows(named=True))
-            # what the other threads and processes did during the top cause's gaps (only those gaps are read)
-            elsewhere = _gaps.explain_by_cause(con, gaps_df.filter(pl.col("cause") == c["cause"]), top=None)
+            # what the other threads and processes did during the top cause's gaps: NVTX ranges and OS calls only
+            # (CUDA API calls, most of a large export's rows, would make every summary pay for `gaps --explain`)
+            top_gaps = gaps_df.filter(pl.col("cause") == c["cause"])
+            elsewhere = _gaps.explain_by_cause(con, top_gaps, top=None, cuda=False)
             activity = _gaps.top_activity(elsewhere)
             rows.append(
                 (
@@ -86,8 +88,8 @@ def summary(
                     else f"{idle / 1e6:.1f} ms",
                 )
             )
-            if activity or _gaps.idle_elsewhere(elsewhere):
-                rows.append((f"during {c['cause']}", activity or _gaps.idle_elsewhere(elsewhere)))
+            if activity or _gaps.idle_elsewhere(elsewhere, cuda=False):
+                rows.append((f"during {c['cause']}", activity or _gaps.idle_elsewhere(elsewhere, cuda=False)))
     for msg in f.get("missing", []):
         rows.append(("lacks", msg))
     out = {"facts": pl.DataFrame(rows, schema=["item", "value"], orient="row"), "gpus": gpus}
