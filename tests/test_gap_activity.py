@@ -90,7 +90,8 @@ def test_by_cause_names_worker_colorjitter_first(before):
 def test_summary_and_finding_name_the_worker_activity(before):
     s = before.summary()
     facts = dict(s["facts"].iter_rows())
-    line = facts["during host:Data loading"]
+    line = facts["meanwhile"]
+    assert line.startswith("during host:Data loading: `ColorJitter`")
     assert "`ColorJitter`" in line and "domain `transforms`" in line
     top = before.gap_activity(by="cause").row(0, named=True)
     assert f"process {top['pid']}" in line
@@ -130,7 +131,7 @@ def test_train_small_sleep_is_on_the_training_thread():
     assert rows.height and not rows["other_process"].any()
     assert rows.filter(~pl.col("waiting") & (pl.col("pct_of_idle") >= 20)).height == 0
     facts = dict(prof.summary()["facts"].iter_rows())
-    assert facts["during host:Load data"].startswith("no other thread or process")
+    assert facts["meanwhile"].startswith("during host:Load data: no other thread or process")
     f = prof.summary()["findings"].filter(pl.col("finding") == "data-loader bound")["evidence"][0]
     assert "meanwhile" not in f
 

@@ -98,7 +98,7 @@ def findings(
                 (
                     kind,
                     f"{share:.0%} of idle GPU time ({_ms(top['idle_ns'])} in {top['gaps']} gaps) is "
-                    f"spent in `{rng}` on the CPU" + (f"; {activity}" if activity else ""),
+                    f"spent in `{rng}` on the CPU" + (f"; meanwhile {activity}" if activity else ""),
                 )
             )
         for cause, limit, label, advice in (

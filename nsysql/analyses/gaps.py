@@ -291,19 +291,14 @@ def top_activity(ranked: pl.DataFrame) -> str | None:
     dom = f", domain `{r['domain']}`" if r["domain"] else ""
     also = ", ".join(f"{_where(o)} {o['pct_of_idle']:.0f}%" for o in same.slice(1, 3).iter_rows(named=True))
     more = f" and {same.height - 4} more" if same.height > 4 else ""
-    return f"meanwhile `{r['activity']}` ({what}{dom}) ran in {_where(r)} for {r['pct_of_idle']:.0f}% of that time" + (
-        f" (also: {also}{more})" if also else ""
-    )
+    said = f"`{r['activity']}` ({what}{dom}) ran in {_where(r)} for {r['pct_of_idle']:.0f}% of that time"
+    return said + (f" (also: {also}{more})" if also else "")
 
 
 def _where(r: dict) -> str:
     thread = f"thread {r['thread']}" if r["thread"] else f"tid {r['tid']}"
     if r["other_process"]:
-        return (
-            f"process {r['pid']} ({r['process'] or 'unnamed'}, {thread})"
-            if r["process"]
-            else f"process {r['pid']} ({thread})"
-        )
+        return f"process {r['pid']} ({r['process']}, {thread})" if r["process"] else f"process {r['pid']} ({thread})"
     return f"{thread} (tid {r['tid']}) of the same process"
 
 

@@ -88,8 +88,9 @@ def summary(
                     else f"{idle / 1e6:.1f} ms",
                 )
             )
-            if activity or _gaps.idle_elsewhere(elsewhere, cuda=False):
-                rows.append((f"during {c['cause']}", activity or _gaps.idle_elsewhere(elsewhere, cuda=False)))
+            said = activity or _gaps.idle_elsewhere(elsewhere, cuda=False)
+            if said:
+                rows.append(("meanwhile", f"during {c['cause']}: {said}"))
     for msg in f.get("missing", []):
         rows.append(("lacks", msg))
     out = {"facts": pl.DataFrame(rows, schema=["item", "value"], orient="row"), "gpus": gpus}
