@@ -52,13 +52,13 @@ def test_big_batches_wait_for_worker_colorjitter(before):
     for i in BIG:
         gap = longest_gap(before, i)
         assert gap["cause"] == "host:Data loading"
-        rows = act.filter(pl.col("start_ns") == gap["start_ns"]).sort("rank")
+        rows = act.filter(pl.col("start_ns") == gap["start_ns"]).sort("place")
         top = rows.row(0, named=True)
         assert (top["kind"], top["domain"], top["activity"]) == ("nvtx", "transforms", "ColorJitter"), rows
         assert top["pid"] in workers and top["pid"] != train and top["other_process"]
         assert not top["waiting"] and 0 < top["overlap_ns"] <= gap["duration_ns"]
-        # ranks are 1..n in order of (work first, then) overlap
-        assert rows["rank"].to_list() == list(range(1, rows.height + 1))
+        # places are 1..n in order of (work first, then) overlap
+        assert rows["place"].to_list() == list(range(1, rows.height + 1))
         work = rows.filter(~pl.col("waiting"))
         assert work["overlap_ns"].to_list() == sorted(work["overlap_ns"].to_list(), reverse=True)
     # the training thread itself (its main thread, where the cause is read) is never listed: its wait is the cause
@@ -150,7 +150,7 @@ def test_h200_threads_main_waits_for_worker_threads():
     prof = loaded(str(h200("threads.sqlite")))
     gaps = prof.gaps().filter(pl.col("cause") == "host:main/step")
     assert gaps.height
-    act = prof.gap_activity().filter(pl.col("start_ns").is_in(gaps["start_ns"].implode()) & (pl.col("rank") <= 2))
+    act = prof.gap_activity().filter(pl.col("start_ns").is_in(gaps["start_ns"].implode()) & (pl.col("place") <= 2))
     assert set(act["activity"].to_list()) == {"worker0/iter", "worker1/iter"}
     assert (act["domain"] == "workers").all() and act["tid"].n_unique() == 2 and not act["other_process"].any()
 

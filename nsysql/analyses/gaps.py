@@ -190,19 +190,20 @@ def _empty_activity(g: pl.DataFrame) -> pl.DataFrame:
 
 
 def _ranked(acts: pl.DataFrame, by: str, top: int | None) -> pl.DataFrame:
-    """Rank the activities within each `by` group: work before waiting, then by overlap, largest first; ties
-    in overlap go to NVTX ranges before CUDA calls before OS calls, then by domain, name, pid and tid, so every
-    run ranks alike."""
+    """Rank the activities within each `by` group (`place` 1, 2, ...): work before waiting, then by overlap,
+    largest first; ties in overlap go to NVTX ranges before CUDA calls before OS calls, then by domain, name,
+    pid and tid, so every run ranks alike and tied rows still get distinct places. (Not `rank`: stacked
+    per-rank answers already have that column.)"""
     out = (
         acts.with_columns(_k=pl.col("kind").replace_strict(_KIND_ORDER, default=3))
         .sort(
             [by, "waiting", "overlap_ns", "_k", "domain", "activity", "pid", "tid"],
             descending=[False, False, True] + [False] * 5,
         )
-        .with_columns(rank=pl.int_range(1, pl.len() + 1).over(by))
+        .with_columns(place=pl.int_range(1, pl.len() + 1).over(by))
         .drop("_k")
     )
-    return out.filter(pl.col("rank") <= top) if top is not None else out
+    return out.filter(pl.col("place") <= top) if top is not None else out
 
 
 def explain(con, gaps_df: pl.DataFrame, top: int | None = None) -> pl.DataFrame:
@@ -219,11 +220,11 @@ def explain(con, gaps_df: pl.DataFrame, top: int | None = None) -> pl.DataFrame:
         "duration_ns",
         "iteration",
         "cause",
-        "rank",
+        "place",
         *_ACTIVITY_COLS,
         "overlap_ns",
         pct_of_gap=(100.0 * pl.col("overlap_ns") / pl.col("duration_ns")).round(1),
-    ).sort(["start_ns", "rank"])
+    ).sort(["start_ns", "place"])
 
 
 def explain_by_cause(
@@ -247,10 +248,10 @@ def explain_by_cause(
     )
     order = idle.sort(["idle_ns", "cause"], descending=[True, False]).with_row_index("_c")
     out = _ranked(summed.join(order.drop("idle_ns"), on="cause"), "_c", top)
-    return out.sort(["_c", "rank"]).select(
+    return out.sort(["_c", "place"]).select(
         "cause",
         "idle_ns",
-        "rank",
+        "place",
         *_ACTIVITY_COLS,
         "gaps",
         "overlap_ns",

@@ -230,7 +230,7 @@ def _elsewhere(prof) -> str:
         "range per thread, OS runtime and CUDA calls, ranked by the time they overlap the gaps; waits (poll, "
         "condition variables, synchronize) rank after work. Rules: queries/v1/analyses/gap_activity.sql.</p>"
     )
-    cols = ["cause", "rank", "pid", "process", "thread", "kind", "domain", "activity", "waiting", "pct_of_idle"]
+    cols = ["cause", "place", "pid", "process", "thread", "kind", "domain", "activity", "waiting", "pct_of_idle"]
     return note + table(act.select(cols), name_cols=("activity", "cause"), scroll=False)
 
 
