@@ -1,13 +1,15 @@
 -- What the other threads and processes of the profile were doing during GPU idle gaps: one row per gap and
 -- activity, with the time the activity overlaps the gap.
 -- $gap_ids, $starts, $ends, $pids, $tids, $devices: the gaps (parallel lists), each with its device and the
--- process and thread whose wait it is; $skip_pid, $skip_tid: the thread that waits in every gap (-1: none), left
--- out before any join (the device owner's main thread: the one gaps.sql reads the cause on). That thread's own activity
--- is the gap's cause already and is left out here; every other thread of every process counts.
+-- process and thread whose wait it is (the device owner's main thread: the one gaps.sql reads the cause on).
+-- That thread's own activity is the gap's cause already and is left out here; every other thread of every
+-- process counts. $skip_pid, $skip_tid: the thread that waits in every gap (-1: none), left out before any join.
 --
--- The same job: every process of the export (nsys traces the process it starts and the children it forks or
--- spawns, each with its own pid; a DataLoader's worker processes are such children). Processes the export
--- merely names (the system's other processes in its process list) have no traced events, so no activity.
+-- The same job: every process of the export. nsys traces the process it starts and its children, each with its
+-- own pid: those started with fork+exec (multiprocessing's `spawn`, subprocess) by default, those that fork
+-- without exec (multiprocessing's `fork`) only with `nsys profile --trace-fork-before-exec=true`; an untraced
+-- child's work is not in the export and cannot be named. Processes the export merely names (the system's other
+-- processes in its process list) have no traced events, so no activity.
 --
 -- Activity, each source counted on its own (a range and an OS call inside it are two rows, not one):
 --   nvtx  push/pop ranges of any domain: only the innermost range open on a thread counts (nvtx_open), so
