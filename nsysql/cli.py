@@ -516,14 +516,26 @@ def _emit_text(text: str, output: str | None) -> None:
 @click.option(
     "--include-warmup", is_flag=True, help="With --by cause: count warm-up iterations and time outside iterations too."
 )
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="What the other threads and processes did during each gap (or cause group): NVTX ranges, OS runtime and "
+    "CUDA calls, ranked by overlap.",
+)
+@click.option(
+    "--top", type=click.IntRange(min=1), default=5, show_default=True, help="With --explain: activities per gap/cause."
+)
 @handled
-def gaps(files, fmt, output, range_, min_, by, include_warmup):
+def gaps(files, fmt, output, range_, min_, by, include_warmup, explain, top):
     """GPU idle gaps and what the CPU was doing meanwhile (cause: host:<range>, sync, memcpy, alloc, launch)."""
     kwargs = dict(range=range_, min_ns=min_, by=by, include_warmup=include_warmup)
+    what = "gaps"
+    if explain:
+        what, kwargs["top"] = "gap_activity", top
     if _several(files):
-        _emit(_each_rank(files, "gaps", **kwargs), fmt, output)
+        _emit(_each_rank(files, what, **kwargs), fmt, output)
         return
-    _emit(_load(files[0] if files else None).gaps(**kwargs), fmt, output)
+    _emit(getattr(_load(files[0] if files else None), what)(**kwargs), fmt, output)
 
 
 def _ranks_rule() -> str:

@@ -276,6 +276,25 @@ class Profile:
             return _gaps.by_cause(con, g, range=range, include_warmup=include_warmup, its=its)
         return _gaps.with_iterations(_gaps.find(self.con, range=range, min_ns=min_ns), its)  # min_ns in ns
 
+    @cached("gap_activity", normalize={"min_ns": _gaps.parse_duration})
+    def gap_activity(
+        self,
+        range: str | None = None,
+        min_ns: int | str = _gaps.DEFAULT_MIN_NS,
+        by: str | None = None,
+        include_warmup: bool = False,
+        top: int | None = None,
+    ) -> pl.DataFrame:
+        """What every other thread and process did during each gap of `gaps()` (NVTX ranges, innermost per
+        thread; OS runtime calls; CUDA API calls), ranked by overlap, at most `top` per gap; `by="cause"`: per
+        cause group of `gaps(by="cause")`. Rules in queries/v1/analyses/gap_activity.sql."""
+        if by not in (None, "cause"):
+            raise NsysqlError(f"gaps can be grouped by 'cause' only, not {by!r}")
+        g = self.gaps(range=range, min_ns=min_ns)
+        if by is None:
+            return _gaps.explain(self.con, g, top=top)
+        return _gaps.explain_by_cause(self.con, g, include_warmup=include_warmup, top=top)
+
     def findings(self) -> pl.DataFrame:
         return self.summary()["findings"]
 
@@ -317,7 +336,9 @@ class Profile:
             its, st, parts = self.iterations(), self.iteration_stats(), self._breakdown()
         except NsysqlError as e:
             return _diff.Side(gpus, str(e))
-        return _diff.side(gpus, its, st, parts["kernels"], parts["ranges"], self.gaps() if gpus.height else None)
+        if not gpus.height:
+            return _diff.side(gpus, its, st, parts["kernels"], parts["ranges"], None)
+        return _diff.side(gpus, its, st, parts["kernels"], parts["ranges"], self.gaps(), self.gap_activity())
 
     @cached("nccl_ranges")
     def _nccl_ranges(self) -> pl.DataFrame:

@@ -65,7 +65,7 @@ def test_diff_markdown_and_json():
     import json
 
     j = json.loads(r.stdout)
-    assert set(j) == {"verdict", "iteration time", "idle by cause", "ranges", "kernels"}
+    assert set(j) == {"verdict", "iteration time", "idle by cause", "idle activity elsewhere", "ranges", "kernels"}
     m = CliRunner().invoke(
         main, ["report", str(fixture("loop_after")), "--baseline", str(fixture("loop_before")), "-f", "markdown"]
     )

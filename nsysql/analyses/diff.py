@@ -3,7 +3,9 @@ kernels, and a verdict that respects noise.
 
 What is compared: the steady-state iterations of each profile (warm-up left out, outliers kept: a stall that
 hits every 10th step is part of what the loop costs). Every quantity is taken *per iteration*: for each
-steady-state iteration, its wall time, the idle time of each gap cause in it (gaps >= 1 ms), the CPU time of
+steady-state iteration, its wall time, the idle time of each gap cause in it (gaps >= 1 ms), the time other
+threads and processes worked during those gaps per activity (`idle activity elsewhere`: NVTX range, OS or CUDA
+call, waiting left out; rules in queries/v1/analyses/gap_activity.sql), the CPU time of
 each NVTX range family that starts in it, and the GPU time of each kernel (or memcpy/memset) name launched in
 it; then the mean over the iterations, with iterations lacking a name counting as 0. Names are matched
 exactly (a numbered range family `Batch0..Batch59` is one name, `Batch`); rows present in one profile only are
@@ -60,6 +62,7 @@ class Side:
     ranges: pl.DataFrame | None = None
     gaps: pl.DataFrame | None = None
     totals: tuple[pl.DataFrame, pl.DataFrame] | None = None
+    activity: pl.DataFrame | None = None
 
     @property
     def family(self) -> str:
@@ -73,9 +76,11 @@ def side(
     kernels: pl.DataFrame,
     ranges: pl.DataFrame,
     gaps: pl.DataFrame | None,
+    activity: pl.DataFrame | None = None,
 ) -> Side:
     """One profile's Side from its iterations (all of them, flagged), their stats, the per-iteration kernels and
-    ranges (iteration_breakdown) and its gaps indexed by those iterations (None without GPUs)."""
+    ranges (iteration_breakdown), its gaps indexed by those iterations (None without GPUs) and what the other
+    threads and processes did during them (Profile.gap_activity, one row per gap and activity)."""
     steady = its.filter(~pl.col("warmup"))
     if steady.height == 0:
         return Side(gpus, f"all {its.height} iterations of `{stats['range'][0]}` are warm-up")
@@ -88,6 +93,19 @@ def side(
         kernels.filter(pl.col("iteration").is_in(idx)),
         ranges.filter(pl.col("iteration").is_in(idx)),
         gaps.filter(pl.col("iteration").is_in(idx)) if gaps is not None and gaps.height else None,
+        activity=_work(activity.filter(pl.col("iteration").is_in(idx))) if activity is not None else None,
+    )
+
+
+def _work(activity: pl.DataFrame) -> pl.DataFrame:
+    """The work (not waiting) done elsewhere during gaps, keyed by an activity label that holds across profiles
+    (pids differ from run to run; gaps.activity_label)."""
+    from .gaps import activity_label
+
+    return activity.filter(~pl.col("waiting")).select(
+        "iteration",
+        "overlap_ns",
+        activity=activity_label(pl.col("kind"), pl.col("domain"), pl.col("activity"), pl.col("other_process")),
     )
 
 
@@ -178,6 +196,7 @@ class Diff:
     largest changes, warnings; per-GPU busy shares when compared by totals). `rule`: the noise rule applied, or
     None when nothing is judged (totals). `iteration_time`: mean and median iteration time, GPU busy and idle,
     with their noise (None without iterations). `idle`: idle time per cause (None without iterations);
+    `activity`: per iteration, the work other threads and processes did during idle gaps (None without iterations);
     `ranges`, `kernels`: per name, `status, base_ns, new_ns, delta_ns, delta_pct, noise_ns, significant`."""
 
     headline: str
@@ -187,6 +206,7 @@ class Diff:
     kernels: pl.DataFrame
     iteration_time: pl.DataFrame | None = None
     idle: pl.DataFrame | None = None
+    activity: pl.DataFrame | None = None
 
     @property
     def mean_change_pct(self) -> float | None:
@@ -213,13 +233,16 @@ class Diff:
         )
 
     def to_frames(self) -> dict[str, pl.DataFrame]:
-        """The sections as frames, in order: verdict, iteration time, idle by cause, ranges, kernels; compared by
+        """The sections as frames, in order: verdict, iteration time, idle by cause, idle activity elsewhere, ranges,
+        kernels; compared by
         totals (no iterations): verdict, kernels, ranges."""
         if self.iteration_time is None:
             return {"verdict": self.verdict(), "kernels": self.kernels, "ranges": self.ranges}
         out = {"verdict": self.verdict(), "iteration time": self.iteration_time}
         if self.idle is not None:
             out["idle by cause"] = self.idle
+        if self.activity is not None:
+            out["idle activity elsewhere"] = self.activity
         return {**out, "ranges": self.ranges, "kernels": self.kernels}
 
 
@@ -286,6 +309,11 @@ def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> Diff:
         _per_iteration(b.ranges, "name", "cpu_ns", nb), _per_iteration(n.ranges, "name", "cpu_ns", nn), "name"
     )
     kern = _compare(_per_iteration(b.kernels, "name", "ns", nb), _per_iteration(n.kernels, "name", "ns", nn), "name")
+    act = _compare(
+        _per_iteration(b.activity, "activity", "overlap_ns", nb),
+        _per_iteration(n.activity, "activity", "overlap_ns", nn),
+        "activity",
+    )
 
     m = rows[0]
     faster = m["delta"] < 0
@@ -313,7 +341,12 @@ def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> Diff:
     pb, pn = b.stats["outlier_pattern"][0], n.stats["outlier_pattern"][0]
     if pb or pn:
         verdict.append(("slow iterations", f"{bl}: {pb or 'none'}; {nl}: {pn or 'none'}"))
-    for label, df, key in (("idle cause", idle, "cause"), ("range", rng, "name"), ("kernel", kern, "name")):
+    for label, df, key in (
+        ("idle cause", idle, "cause"),
+        ("idle activity elsewhere", act, "activity"),
+        ("range", rng, "name"),
+        ("kernel", kern, "name"),
+    ):
         if df.height:
             r = df.row(0, named=True)
             what = {"new": " (new)", "vanished": " (vanished)"}.get(r["status"], "")
@@ -341,7 +374,7 @@ def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> Diff:
         "per-iteration mean (sd/√n) or median (1.2533·1.4826·MAD/√n), over steady-state "
         f"iterations ({nb} in {bl}, {nn} in {nl})"
     )
-    return Diff(head, _notes(verdict), rule, rng, kern, iteration_time=itime, idle=idle)
+    return Diff(head, _notes(verdict), rule, rng, kern, iteration_time=itime, idle=idle, activity=act)
 
 
 def _compare_totals(b: Side, n: Side, bl: str, nl: str) -> Diff:

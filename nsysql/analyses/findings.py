@@ -6,6 +6,8 @@ iterations, else the devices' active span). A rank busy 90% of the time whose 4 
 not data-loader bound.
 - `data-loader bound`: >= 50% of steady-state idle time falls under one NVTX range on the main thread
   (cause `host:<range>`); named a data-loader when the range name says data/load/input/batch/fetch/augment.
+  When another thread or process worked during those gaps (gaps.top_activity: not waiting, >= 20% of that
+  idle time), the finding names the activity and where it ran (a DataLoader worker's transform, say).
 - `synchronization bound`: >= 30% of idle time has cause `sync` (the CPU waits in a synchronize call).
 - `allocation stalls`: >= 20% of idle time has cause `alloc` (cudaMalloc/cudaFree in the loop).
 - `launch bound`: median steady-state GPU busy < 50% and >= 50% of kernels run under 10 us, unless the idle
@@ -58,9 +60,14 @@ def tables(con) -> dict[str, pl.DataFrame]:
 
 
 def findings(
-    con, iteration_stats: pl.DataFrame | None, causes: pl.DataFrame | None, read: dict[str, pl.DataFrame] | None = None
+    con,
+    iteration_stats: pl.DataFrame | None,
+    causes: pl.DataFrame | None,
+    read: dict[str, pl.DataFrame] | None = None,
+    activity: str | None = None,
 ) -> pl.DataFrame:
-    """`read`: what tables(con) returns, when the caller has it already."""
+    """`read`: what tables(con) returns, when the caller has it already. `activity`: the sentence naming the
+    work elsewhere during the top cause's gaps (gaps.top_activity), added to a host-bound finding."""
     read = read or tables(con)
     rows: list[tuple[str, str]] = []
     busy = None
@@ -91,7 +98,7 @@ def findings(
                 (
                     kind,
                     f"{share:.0%} of idle GPU time ({_ms(top['idle_ns'])} in {top['gaps']} gaps) is "
-                    f"spent in `{rng}` on the CPU",
+                    f"spent in `{rng}` on the CPU" + (f"; meanwhile {activity}" if activity else ""),
                 )
             )
         for cause, limit, label, advice in (

@@ -140,3 +140,179 @@ def _device_span(con) -> int:
         s = run(con, "device_span", device=dev).row(0)
         total += (s[1] - s[0]) if s[0] is not None else 0
     return total
+
+
+# An activity elsewhere is named as what the idle time waited on only when it overlaps at least this share of
+# that idle time (as gaps.sql's third rule: a call that only touches the edge of the idle time explains nothing)
+ACTIVITY_MIN_SHARE = 0.20
+_KIND_ORDER = {"nvtx": 0, "cuda": 1, "os": 2}
+_ACTIVITY_COLS = ["pid", "process", "tid", "thread", "other_process", "kind", "domain", "activity", "waiting"]
+
+
+def activity(con, gaps_df: pl.DataFrame, cuda: bool = True) -> pl.DataFrame:
+    """Per gap of `gaps_df` (a `gaps` frame) and activity of another thread or process during it: the time
+    they overlap (rules in queries/v1/analyses/gap_activity.sql). Unranked; `explain` and `explain_by_cause`
+    rank it. `cuda=False` leaves CUDA API calls out (NVTX ranges and OS calls only: the cheap part)."""
+    g = gaps_df.with_row_index("gap_id")
+    if g.height == 0:
+        return _empty_activity(g)
+    tids = run(con, "process_devices").select("pid", pl.col("main_tid").alias("tid")).unique("pid")
+    g = g.join(tids, on="pid", how="left")
+    waiters = g.select("pid", pl.col("tid").fill_null(-1)).unique()
+    skip = waiters.row(0) if waiters.height == 1 else (-1, -1)
+    acts = run(
+        con,
+        "gap_activity",
+        gap_ids=g["gap_id"].cast(pl.Int64).to_list(),
+        starts=g["start_ns"].to_list(),
+        ends=g["end_ns"].to_list(),
+        pids=g["pid"].to_list(),
+        tids=g["tid"].fill_null(-1).to_list(),
+        devices=g["device_id"].to_list(),
+        skip_pid=skip[0],
+        skip_tid=skip[1],
+        cuda=cuda,
+    )
+    gpid = g.select(pl.col("gap_id").cast(pl.Int64), pl.col("pid").alias("_gpid"))
+    return (
+        acts.with_columns(pl.col("gap_id").cast(pl.Int64))
+        .join(gpid, on="gap_id")
+        .with_columns(other_process=pl.col("pid") != pl.col("_gpid"))
+        .drop("_gpid")
+        .rename({"name": "activity"})
+    )
+
+
+def _empty_activity(g: pl.DataFrame) -> pl.DataFrame:
+    schema = {"gap_id": pl.Int64, "pid": pl.Int64, "process": pl.String, "tid": pl.Int64, "thread": pl.String}
+    schema |= {"other_process": pl.Boolean, "kind": pl.String, "domain": pl.String, "activity": pl.String}
+    return pl.DataFrame(schema=schema | {"waiting": pl.Boolean, "overlap_ns": pl.Int64})
+
+
+def _ranked(acts: pl.DataFrame, by: str, top: int | None) -> pl.DataFrame:
+    """Rank the activities within each `by` group (`place` 1, 2, ...): work before waiting, then by overlap,
+    largest first; ties in overlap go to NVTX ranges before CUDA calls before OS calls, then by domain, name,
+    pid and tid, so every run ranks alike and tied rows still get distinct places. (Not `rank`: stacked
+    per-rank answers already have that column.)"""
+    out = (
+        acts.with_columns(_k=pl.col("kind").replace_strict(_KIND_ORDER, default=3))
+        .sort(
+            [by, "waiting", "overlap_ns", "_k", "domain", "activity", "pid", "tid"],
+            descending=[False, False, True] + [False] * 5,
+        )
+        .with_columns(place=pl.int_range(1, pl.len() + 1).over(by))
+        .drop("_k")
+    )
+    return out.filter(pl.col("place") <= top) if top is not None else out
+
+
+def explain(con, gaps_df: pl.DataFrame, top: int | None = None) -> pl.DataFrame:
+    """One row per gap of `gaps_df` and activity elsewhere during it, ranked per gap (at most `top` per gap):
+    the gap (start, duration, iteration, cause), then where the activity ran and for how long (pct_of_gap)."""
+    acts = activity(con, gaps_df)
+    g = gaps_df.with_row_index("gap_id").select(
+        pl.col("gap_id").cast(pl.Int64), "device_id", "start_ns", "duration_ns", "iteration", "cause"
+    )
+    out = _ranked(acts.join(g, on="gap_id"), "gap_id", top)
+    return out.select(
+        "device_id",
+        "start_ns",
+        "duration_ns",
+        "iteration",
+        "cause",
+        "place",
+        *_ACTIVITY_COLS,
+        "overlap_ns",
+        pct_of_gap=(100.0 * pl.col("overlap_ns") / pl.col("duration_ns")).round(1),
+    ).sort(["start_ns", "place"])
+
+
+def explain_by_cause(
+    con, gaps_df: pl.DataFrame, include_warmup: bool = False, top: int | None = None, cuda: bool = True
+) -> pl.DataFrame:
+    """Per cause group of `by_cause` (the same gaps: steady-state ones when the gaps carry iterations, unless
+    `include_warmup`): the activities elsewhere during the group's gaps, overlaps summed over its gaps, ranked
+    per cause (at most `top` per cause). pct_of_idle: share of the group's idle time; `gaps`: how many of the
+    group's gaps the activity touches."""
+    g = gaps_df
+    if steady_only(g, include_warmup):
+        g = g.filter(pl.col("iteration").is_not_null() & ~pl.col("warmup"))
+    acts = activity(con, g, cuda=cuda)
+    gi = g.with_row_index("gap_id").select(pl.col("gap_id").cast(pl.Int64), "cause", "duration_ns")
+    idle = gi.group_by("cause").agg(pl.col("duration_ns").sum().alias("idle_ns"))
+    summed = (
+        acts.join(gi.drop("duration_ns"), on="gap_id")
+        .group_by("cause", *_ACTIVITY_COLS)
+        .agg(pl.col("overlap_ns").sum(), pl.col("gap_id").n_unique().alias("gaps"))
+        .join(idle, on="cause")
+    )
+    order = idle.sort(["idle_ns", "cause"], descending=[True, False]).with_row_index("_c")
+    out = _ranked(summed.join(order.drop("idle_ns"), on="cause"), "_c", top)
+    return out.sort(["_c", "place"]).select(
+        "cause",
+        "idle_ns",
+        "place",
+        *_ACTIVITY_COLS,
+        "gaps",
+        "overlap_ns",
+        pct_of_idle=(100.0 * pl.col("overlap_ns") / pl.col("idle_ns")).round(1),
+    )
+
+
+def idle_elsewhere(ranked: pl.DataFrame, cuda: bool = True) -> str | None:
+    """When no work elsewhere explains a cause group's idle time (top_activity is None) but other threads
+    were traced during it: the sentence saying so, with what they waited in; None when nothing was traced
+    (then there is no evidence either way). `cuda`: whether `ranked` includes CUDA API calls."""
+    if ranked.height == 0 or top_activity(ranked) is not None:
+        return None
+    waits = ranked.filter(pl.col("waiting"))["activity"].unique(maintain_order=True).head(3).to_list()
+    what = "worked" if cuda else "was in an NVTX range or a working OS call"
+    return (
+        f"no other thread or process {what} for >= {ACTIVITY_MIN_SHARE:.0%} of that time"
+        + (f" (the others waited: {', '.join(waits)})" if waits else "")
+        + ": nothing traced elsewhere explains it"
+    )
+
+
+def top_activity(ranked: pl.DataFrame) -> str | None:
+    """The sentence naming the work elsewhere that overlapped the most of a cause group's idle time (rows of
+    `explain_by_cause` for one cause), or None when no work overlapped at least ACTIVITY_MIN_SHARE of it
+    (waiting in poll or a condition variable is not what the idle time waited on)."""
+    work = ranked.filter(~pl.col("waiting"))
+    if work.height == 0 or work["overlap_ns"][0] < ACTIVITY_MIN_SHARE * work["idle_ns"][0]:
+        return None
+    r = work.row(0, named=True)
+    same = work.filter(
+        (pl.col("kind") == r["kind"])
+        & (pl.col("domain") == r["domain"])
+        & (pl.col("activity") == r["activity"])
+        & (pl.col("overlap_ns") >= ACTIVITY_MIN_SHARE * r["idle_ns"])
+    )
+    what = {"nvtx": "NVTX range", "cuda": "CUDA call", "os": "OS call"}[r["kind"]]
+    dom = f", domain `{r['domain']}`" if r["domain"] else ""
+    also = ", ".join(f"{_where(o)} {o['pct_of_idle']:.0f}%" for o in same.slice(1, 3).iter_rows(named=True))
+    more = f" and {same.height - 4} more" if same.height > 4 else ""
+    said = f"`{r['activity']}` ({what}{dom}) ran in {_where(r)} for {r['pct_of_idle']:.0f}% of that time"
+    return said + (f" (also: {also}{more})" if also else "")
+
+
+def _where(r: dict) -> str:
+    thread = f"thread {r['thread']}" if r["thread"] else f"tid {r['tid']}"
+    if r["other_process"]:
+        return f"process {r['pid']} ({r['process']}, {thread})" if r["process"] else f"process {r['pid']} ({thread})"
+    return f"{thread} (tid {r['tid']}) of the same process"
+
+
+def activity_label(kind: pl.Expr, domain: pl.Expr, name: pl.Expr, other_process: pl.Expr) -> pl.Expr:
+    """An activity as diff matches it across two profiles, whose pids differ: `domain:name` (NVTX) or
+    `name (os|cuda)`, and where: in other processes or in other threads of the waiting process."""
+    what = (
+        pl.when(kind != "nvtx")
+        .then(pl.format("{} ({})", name, kind))
+        .when(domain != "")
+        .then(pl.format("{}:{}", domain, name))
+        .otherwise(name)
+    )
+    return pl.format(
+        "{} [{}]", what, pl.when(other_process).then(pl.lit("other processes")).otherwise(pl.lit("other threads"))
+    )

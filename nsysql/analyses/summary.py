@@ -62,7 +62,7 @@ def summary(
     ]
     for r in gpus.iter_rows(named=True):
         rows.append((f"gpu_{r['device_id']}_busy", f"GPU {r['device_id']} busy", _device_busy(r)))
-    causes = None
+    causes, activity = None, None
     if isinstance(loop, NsysqlError):
         rows.append(("iterations", "iterations", f"none: {loop}"))
     else:
@@ -79,6 +79,11 @@ def summary(
             idle = causes["idle_ns"].sum()
             c = causes.row(0, named=True)
             top3 = ", ".join(f"{r['cause']} {r['pct_of_idle']:.0f}%" for r in causes.head(3).iter_rows(named=True))
+            # what the other threads and processes did during the top cause's gaps: NVTX ranges and OS calls only
+            # (CUDA API calls, most of a large export's rows, would make every summary pay for `gaps --explain`)
+            top_gaps = gaps_df.filter(pl.col("cause") == c["cause"])
+            elsewhere = _gaps.explain_by_cause(con, top_gaps, top=None, cuda=False)
+            activity = _gaps.top_activity(elsewhere)
             rows.append(
                 (
                     "idle",
@@ -89,10 +94,13 @@ def summary(
                     else f"{idle / 1e6:.1f} ms",
                 )
             )
+            said = activity or _gaps.idle_elsewhere(elsewhere, cuda=False)
+            if said:
+                rows.append(("meanwhile", "meanwhile", f"during {c['cause']}: {said}"))
     for msg in f.get("missing", []):
         rows.append(("lacks", "lacks", msg))
     out = {"facts": pl.DataFrame(rows, schema=FACTS_SCHEMA, orient="row"), "gpus": gpus}
-    out["findings"] = findings(con, st, causes, read)
+    out["findings"] = findings(con, st, causes, read, activity=activity)
     if causes is not None:
         out["idle by cause"] = causes.select("cause", "gaps", "idle_ns", "pct_of_idle", "pct_of_span")
     out["kernels"] = kernels_df

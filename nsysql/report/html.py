@@ -217,6 +217,23 @@ def _iterations(prof):
         return None, None, str(e)
 
 
+def _elsewhere(prof) -> str:
+    """Per idle cause, the top activities of the other threads and processes during its gaps (gap_activity)."""
+    try:
+        act = prof.gap_activity(by="cause", top=5)
+    except NsysqlError as e:
+        return f'<p class="why">Nothing to show: {esc(charts.bounded(str(e)))}.</p>'
+    if act.height == 0:
+        return '<p class="why">No other thread or process was traced during these gaps.</p>'
+    note = (
+        '<p class="note">What every other thread and process did during each cause\'s gaps: the innermost NVTX '
+        "range per thread, OS runtime and CUDA calls, ranked by the time they overlap the gaps; waits (poll, "
+        "condition variables, synchronize) rank after work. Rules: queries/v1/analyses/gap_activity.sql.</p>"
+    )
+    cols = ["cause", "place", "pid", "process", "thread", "kind", "domain", "activity", "waiting", "pct_of_idle"]
+    return note + table(act.select(cols), name_cols=("activity", "cause"), scroll=False)
+
+
 def profile_sections(page: Page, prof, prefix: str = "") -> None:
     """Every section of the single-profile report."""
     summ = prof.summary()
@@ -300,6 +317,7 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
                 page.chart(prefix + "idle", charts.idle_chart(idle, palette)) + table(idle, scroll=False),
             )
         )
+        right.append(page.section("While the GPU waited: work elsewhere", _elsewhere(prof)))
     else:
         why_idle = "no GPU work" if not gpus.height else "no gap of 1 ms or more"
         right.append(page.section("Idle time by cause", f'<p class="why">Nothing to show: {why_idle}.</p>'))
@@ -362,6 +380,7 @@ def build_diff(base, new) -> tuple[str, dict]:
         page.add(page.section("What changed", page.chart("deltas", fig)))
     for df, title in (
         (res.idle, "Idle by cause, per iteration"),
+        (res.activity, "Work elsewhere during idle gaps, per iteration"),
         (res.ranges, "NVTX ranges, per iteration"),
         (res.kernels, "GPU ops, per iteration"),
     ):
