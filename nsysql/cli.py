@@ -431,6 +431,30 @@ def ranges(file, fmt, output, attribution):
     _emit(_load(file).ranges(attribution=attribution), fmt, output)
 
 
+@main.command()
+@output_options
+@click.option(
+    "--by",
+    type=click.Choice(["iteration", "range"]),
+    default=None,
+    help="Per iteration of the loop, or per NVTX range: the time-weighted mean over each instance's "
+    "GPU-projected window (first to last GPU op launched inside it).",
+)
+@click.option(
+    "--range",
+    "range_",
+    metavar="PATTERN",
+    help="With --by iteration: the range that is one iteration (as `iterations --range`).",
+)
+@attribution_option
+@handled
+def metrics(file, fmt, output, by, range_, attribution):
+    """GPU metrics sampled by `nsys profile --gpu-metrics-devices=...`: per device and metric, samples, mean, min,
+    p50, p90, max (as `nsys recipe gpu_metric_util_sum`), and a note on counters whose values do not fit their
+    unit."""
+    _emit(_load(file).gpu_metrics(by=by, range=range_, attribution=attribution), fmt, output)
+
+
 @main.command("kernels-by-range")
 @output_options
 @click.option(

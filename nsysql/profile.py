@@ -19,6 +19,7 @@ from .analyses import info as _info
 from .analyses import iterations as _iter
 from .analyses import kernels as _kernels
 from .analyses import kernels_by_range as _kbr
+from .analyses import metrics as _metrics
 from .analyses import ranges as _ranges
 from .analyses import summary as _summary
 from .analyses._sql import facts as _facts
@@ -174,10 +175,24 @@ class Profile:
     @cached("kernels")
     def kernels(self, name: str = "demangled", top: int | None = None, by: str = "name") -> pl.DataFrame:
         """Per kernel name (nsys's cuda_gpu_kern_sum, then category and tensor_cores); by="category": per
-        category and tensor_cores, `category, tensor_cores, count, total_ns, pct`."""
+        category and tensor_cores, `category, tensor_cores, count, total_ns, pct, evidence` (tensor_cores measured by
+        GPU metrics where the export has them: evidence `metrics`, else `name`)."""
         if top is not None:
             return _head(self.kernels(name=name, by=by), top)
         return _kernels.kernels(self.con, name=name, by=by)
+
+    @cached("gpu_metrics")
+    def gpu_metrics(
+        self, by: str | None = None, range: str | None = None, attribution: str = DEFAULT_ATTRIBUTION
+    ) -> pl.DataFrame:
+        """GPU metrics sampled by `nsys profile --gpu-metrics-devices=...`: per device and metric `device_id,
+        metric, unit, samples, mean, min, p50, p90, max, note` over the capture (note: counters whose values do
+        not fit their unit, see nsysql.analyses.metrics); by="iteration" (the loop, or `range`) or by="range"
+        (per NVTX range): the time-weighted mean over each instance's GPU-projected window."""
+        if by == "iteration":
+            it = self._detect(range)
+            return _metrics.gpu_metrics(self.con, by=by, windows=_iter.windows(self.con, it), pid=it.pid)
+        return _metrics.gpu_metrics(self.con, by=by, attribution=attribution)
 
     @cached("api")
     def api(self, top: int | None = None) -> pl.DataFrame:
