@@ -1,6 +1,6 @@
 -- nsysql canonical schema v1: GPU metrics samples (`nsys profile --gpu-metrics-devices=...`).
---
--- GPU_METRICS holds one row per sample and metric, TARGET_INFO_GPU_METRICS the metric names, joined on
+
+-- One row per sample and metric: GPU_METRICS with the metric's name from TARGET_INFO_GPU_METRICS, joined on
 -- (typeId, metricId): metric ids are not stable across nsys versions, names are. Empty when the export did not
 -- sample GPU metrics (the tables are then absent and nothing is read).
 -- The device is the low 8 bits of typeId: nsys's own recipes lay a GPU metrics typeId out as
