@@ -346,6 +346,11 @@ class Profile:
 
         return timeline(self.con, bins=bins, start_ns=start_ns, end_ns=end_ns)
 
+    def metrics_timeline(self, start_ns: int, end_ns: int, bins: int = 1500) -> pl.DataFrame:
+        """SMs Active and Tensor Active (GPU metrics) per device in `bins` equal bins of [start_ns, end_ns): the
+        strip the report draws under the GPU timeline; empty when the export has no GPU metrics."""
+        return _metrics.timeline(self.con, start_ns, end_ns, bins=bins)
+
     def export(self, to: str | os.PathLike, format: str = "parquet") -> pl.DataFrame:
         """Write the canonical tables (parquet or csv) and a README.md describing their columns into `to`."""
         from .export import export

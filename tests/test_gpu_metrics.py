@@ -144,3 +144,10 @@ def test_without_metrics_says_so():
     assert "SM / tensor active" not in dict(p.summary()["facts"].rows())
     assert p.sql("SELECT count(*) FROM gpu_metric_samples").item() == 0
     assert "GPU_METRICS" not in p.facts["tables_read"][0]
+
+
+def test_report_draws_the_metrics_strip(prof):
+    from nsysql.report.html import build
+
+    assert "metrics" in build(prof)[1]
+    assert "metrics" not in build(loaded(str(fixture("train_small"))))[1]

@@ -65,3 +65,13 @@ def activity(windows, pid: int, device_id: int | None) -> pl.DataFrame | None:
         cols.append(part.filter(pl.col("metric").is_in(first)).select("iteration", pl.col("mean").alias(col)))
     out = cols[0].join(cols[1], on="iteration", how="full", coalesce=True)
     return out
+
+
+def timeline(con, start_ns: int, end_ns: int, bins: int = 1500) -> pl.DataFrame:
+    """SMs Active and Tensor Active per device in `bins` equal bins of [start_ns, end_ns): device_id, metric,
+    bin, start_ns, mean (metrics_timeline.sql); empty without GPU metrics."""
+    if not isinstance(bins, int) or bins < 1 or end_ns <= start_ns:
+        raise NsysqlError(
+            f"bins is a whole number of 1 or more and end after start, not {bins!r}, {start_ns!r}-{end_ns!r}"
+        )
+    return run(con, "metrics_timeline", t0=start_ns, t1=end_ns, bins=min(bins, end_ns - start_ns))

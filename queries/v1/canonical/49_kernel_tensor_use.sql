@@ -10,7 +10,9 @@
 -- 10% or more over its executions; `no` when Tensor Active averages under 1% while SMs Active averages 50% or
 -- more (the SMs were busy with it, and not on tensor cores); else NULL (the name decides).
 CREATE OR REPLACE TABLE kernel_tensor_use AS
-WITH s AS (  -- the two metrics, each sample with the end of its period: the next sample, or one period on
+-- Not materialized: without samples DuckDB then sees the join below as empty and reads next to nothing of gpu_ops.
+WITH s AS NOT MATERIALIZED (  -- the two metrics, each sample with the end of its period: the next one, or one
+                              -- period on
   SELECT device_id, starts_with(metric, 'Tensor') AS tensor, value, timestamp_ns AS t0,
          coalesce(lead(timestamp_ns) OVER w, 2 * timestamp_ns - lag(timestamp_ns) OVER w) AS t1
   FROM gpu_metric_samples
@@ -20,8 +22,9 @@ WITH s AS (  -- the two metrics, each sample with the end of its period: the nex
   WINDOW w AS (PARTITION BY device_id, metric, unit ORDER BY timestamp_ns)
 ), k AS (
   SELECT o.name_id, o.device_id, o.start_ns, o.end_ns
-  FROM gpu_ops o JOIN kernel_classes c USING (name_id)
-  WHERE o.kind = 'kernel' AND c.category IN ('gemm', 'conv', 'attention') AND EXISTS (SELECT 1 FROM s)
+  FROM gpu_ops o
+  WHERE o.kind = 'kernel'
+    AND o.name_id IN (SELECT name_id FROM kernel_classes WHERE category IN ('gemm', 'conv', 'attention'))
 ), ov AS (
   SELECT k.name_id, s.tensor, s.value, s.t1 - s.t0 AS period,
          least(s.t1, k.end_ns) - greatest(s.t0, k.start_ns) AS w
