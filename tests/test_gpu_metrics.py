@@ -69,7 +69,7 @@ def test_notes_on_counters_that_do_not_fit_their_unit(prof):
     assert got[("Pixel Warps in Flight", "Avg")]["note"] is None
     # H200's clocks are under 2 GHz, so a value above 1e6 "MHz" is in Hz
     for m in ("GPC Clock Frequency", "SYS Clock Frequency"):
-        assert got[(m, "MHz")]["note"].startswith("values are Hz")
+        assert got[(m, "MHz")]["note"].startswith("values are in Hz")
 
 
 def _per_iteration(df: pl.DataFrame, metric: str) -> dict[int, float]:

@@ -25,7 +25,7 @@ SELECT
     WHEN contains(s.unit, '%') AND (s.min < 0 OR s.max > 100)
       THEN 'values outside 0-100: not a percentage'
     WHEN s.unit = 'MHz' AND s.max > 1e6
-      THEN 'values are Hz, not MHz (above 1 THz as MHz)'
+      THEN 'values are in Hz, not MHz: as MHz they would exceed 1 THz'
     WHEN s.unit = 'Avg' AND c.max > 0 AND s.max > 1000 * c.max
       THEN 'a sum over each sample''s cycles, not a per-cycle average (' || round(s.total / c.total)::BIGINT
            || ' x [Avg Warps per Cycle]): read that one'
