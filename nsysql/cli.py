@@ -413,13 +413,19 @@ def api(file, fmt, output, top):
     show_default=True,
     help="Group by kernel name, or by category and tensor-core use (rules: queries/v1/canonical/44_kernel_rules.sql).",
 )
+@click.option(
+    "--per",
+    type=click.Choice(["iteration"]),
+    default=None,
+    help="With --by category: per iteration of the loop (as `iterations` finds it).",
+)
 @handled
-def kernels(files, fmt, output, name_kind, top, by):
+def kernels(files, fmt, output, name_kind, top, by, per):
     """Top kernels by total GPU time (as `nsys stats -r cuda_gpu_kern_sum`); several FILEs add a rank column."""
     if _several(files):
-        _emit(_each_rank(files, "kernels", name=name_kind, top=top, by=by), fmt, output)
+        _emit(_each_rank(files, "kernels", name=name_kind, top=top, by=by, per=per), fmt, output)
         return
-    _emit(_load(files[0] if files else None).kernels(name=name_kind, top=top, by=by), fmt, output)
+    _emit(_load(files[0] if files else None).kernels(name=name_kind, top=top, by=by, per=per), fmt, output)
 
 
 @main.command()

@@ -173,10 +173,18 @@ class Profile:
         return _info.info(self.con)
 
     @cached("kernels")
-    def kernels(self, name: str = "demangled", top: int | None = None, by: str = "name") -> pl.DataFrame:
+    def kernels(
+        self, name: str = "demangled", top: int | None = None, by: str = "name", per: str | None = None
+    ) -> pl.DataFrame:
         """Per kernel name (nsys's cuda_gpu_kern_sum, then category and tensor_cores); by="category": per
         category and tensor_cores, `category, tensor_cores, count, total_ns, pct, evidence` (tensor_cores measured by
-        GPU metrics where the export has them: evidence `metrics`, else `name`)."""
+        GPU metrics where the export has them: evidence `metrics`, else `name`); with per="iteration", the same
+        per iteration of the loop (pct of the iteration's kernel time)."""
+        if per is not None:
+            if per != "iteration" or by != "category":
+                raise NsysqlError(f"per='iteration' goes with by='category' only, not per={per!r}, by={by!r}")
+            it = self._detect(None)
+            return _kernels.categories_per_iteration(_iter.windows(self.con, it), it.pid)
         if top is not None:
             return _head(self.kernels(name=name, by=by), top)
         return _kernels.kernels(self.con, name=name, by=by)

@@ -151,3 +151,18 @@ def test_report_draws_the_metrics_strip(prof):
 
     assert "metrics" in build(prof)[1]
     assert "metrics" not in build(loaded(str(fixture("train_small"))))[1]
+
+
+def test_categories_per_iteration(prof):
+    """By construction: each step runs 6 matrix products, on CUDA cores in float32 steps and on tensor cores in
+    bfloat16 steps; the per-iteration rows add up to the iteration's kernels."""
+    per = prof.kernels(by="category", per="iteration")
+    assert per.columns == ["iteration", "category", "tensor_cores", "count", "total_ns", "pct", "evidence"]
+    gemm = per.filter(pl.col("category") == "gemm")
+    for i in range(16):
+        rows = gemm.filter(pl.col("iteration") == i)
+        assert rows["tensor_cores"].to_list() == ["yes" if i in BF16 else "no"] and rows["count"][0] == 6
+    its = prof.iterations()
+    sums = per.group_by("iteration").agg(pl.col("count").sum(), pl.col("total_ns").sum()).sort("iteration")
+    assert sums["count"].to_list() == its["kernels"].to_list()
+    assert sums["total_ns"].to_list() == its["kernel_ns"].to_list()
