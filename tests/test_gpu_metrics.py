@@ -166,3 +166,14 @@ def test_categories_per_iteration(prof):
     sums = per.group_by("iteration").agg(pl.col("count").sum(), pl.col("total_ns").sum()).sort("iteration")
     assert sums["count"].to_list() == its["kernels"].to_list()
     assert sums["total_ns"].to_list() == its["kernel_ns"].to_list()
+
+
+def test_info_says_whether_metrics_apply(prof):
+    def item(p, section, name):
+        return dict(((s, i), v) for s, i, v in p.info().rows())[(section, name)]
+
+    assert (
+        item(prof, "contents", "GPU metrics samples") == str(22 * 6393) and item(prof, "analyses", "metrics") == "yes"
+    )
+    train = loaded(str(fixture("train_small")))
+    assert item(train, "analyses", "metrics").startswith("no: no GPU metrics")
