@@ -404,13 +404,19 @@ def api(file, fmt, output, top):
     show_default=True,
     help="Group by kernel name, or by category and tensor-core use (rules: queries/v1/canonical/44_kernel_rules.sql).",
 )
+@click.option(
+    "--per",
+    type=click.Choice(["iteration"]),
+    default=None,
+    help="With --by category: per iteration of the loop (as `iterations` finds it).",
+)
 @handled
-def kernels(files, fmt, output, name_kind, top, by):
+def kernels(files, fmt, output, name_kind, top, by, per):
     """Top kernels by total GPU time (as `nsys stats -r cuda_gpu_kern_sum`); several FILEs add a rank column."""
     if _several(files):
-        _emit(_each_rank(files, "kernels", name=name_kind, top=top, by=by), fmt, output)
+        _emit(_each_rank(files, "kernels", name=name_kind, top=top, by=by, per=per), fmt, output)
         return
-    _emit(_load(files[0] if files else None).kernels(name=name_kind, top=top, by=by), fmt, output)
+    _emit(_load(files[0] if files else None).kernels(name=name_kind, top=top, by=by, per=per), fmt, output)
 
 
 @main.command()
@@ -421,6 +427,30 @@ def kernels(files, fmt, output, name_kind, top, by):
 def ranges(file, fmt, output, attribution, group_ops):
     """NVTX ranges: CPU time stats and GPU-projected time (as nvtx_sum + nvtx_gpu_proj_sum)."""
     _emit(_load(file).ranges(attribution=attribution, group_ops=group_ops), fmt, output)
+
+
+@main.command()
+@output_options
+@click.option(
+    "--by",
+    type=click.Choice(["iteration", "range"]),
+    default=None,
+    help="Per iteration of the loop, or per NVTX range: the time-weighted mean over each instance's "
+    "GPU-projected window (first to last GPU op launched inside it).",
+)
+@click.option(
+    "--range",
+    "range_",
+    metavar="PATTERN",
+    help="With --by iteration: the range that is one iteration (as `iterations --range`).",
+)
+@attribution_option
+@handled
+def metrics(file, fmt, output, by, range_, attribution):
+    """GPU metrics sampled by `nsys profile --gpu-metrics-devices=...`: per device and metric, samples, mean, min,
+    p50, p90, max (as `nsys recipe gpu_metric_util_sum`), and a note on counters whose values do not fit their
+    unit."""
+    _emit(_load(file).gpu_metrics(by=by, range=range_, attribution=attribution), fmt, output)
 
 
 @main.command("kernels-by-range")

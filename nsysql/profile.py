@@ -19,6 +19,7 @@ from .analyses import info as _info
 from .analyses import iterations as _iter
 from .analyses import kernels as _kernels
 from .analyses import kernels_by_range as _kbr
+from .analyses import metrics as _metrics
 from .analyses import ops as _ops
 from .analyses import ranges as _ranges
 from .analyses import summary as _summary
@@ -176,12 +177,34 @@ class Profile:
         return _info.info(self.con)
 
     @cached("kernels")
-    def kernels(self, name: str = "demangled", top: int | None = None, by: str = "name") -> pl.DataFrame:
+    def kernels(
+        self, name: str = "demangled", top: int | None = None, by: str = "name", per: str | None = None
+    ) -> pl.DataFrame:
         """Per kernel name (nsys's cuda_gpu_kern_sum, then category and tensor_cores); by="category": per
-        category and tensor_cores, `category, tensor_cores, count, total_ns, pct`."""
+        category and tensor_cores, `category, tensor_cores, count, total_ns, pct, evidence` (tensor_cores measured by
+        GPU metrics where the export has them: evidence `metrics`, else `name`); with per="iteration", the same
+        per iteration of the loop (pct of the iteration's kernel time)."""
+        if per is not None:
+            if per != "iteration" or by != "category":
+                raise NsysqlError(f"per='iteration' goes with by='category' only, not per={per!r}, by={by!r}")
+            it = self._detect(None)
+            return _kernels.categories_per_iteration(_iter.windows(self.con, it), it.pid)
         if top is not None:
             return _head(self.kernels(name=name, by=by), top)
         return _kernels.kernels(self.con, name=name, by=by)
+
+    @cached("gpu_metrics")
+    def gpu_metrics(
+        self, by: str | None = None, range: str | None = None, attribution: str = DEFAULT_ATTRIBUTION
+    ) -> pl.DataFrame:
+        """GPU metrics sampled by `nsys profile --gpu-metrics-devices=...`: per device and metric `device_id,
+        metric, unit, samples, mean, min, p50, p90, max, note` over the capture (note: counters whose values do
+        not fit their unit, see nsysql.analyses.metrics); by="iteration" (the loop, or `range`) or by="range"
+        (per NVTX range): the time-weighted mean over each instance's GPU-projected window."""
+        if by == "iteration":
+            it = self._detect(range)
+            return _metrics.gpu_metrics(self.con, by=by, windows=_iter.windows(self.con, it), pid=it.pid)
+        return _metrics.gpu_metrics(self.con, by=by, attribution=attribution)
 
     @cached("api")
     def api(self, top: int | None = None) -> pl.DataFrame:
@@ -387,6 +410,11 @@ class Profile:
         except NsysqlError:  # no GPU work: no gaps to show
             gaps = None
         return _trace.rows(self.con, t0, t1, its, gaps)
+
+    def metrics_timeline(self, start_ns: int, end_ns: int, bins: int = 1500) -> pl.DataFrame:
+        """SMs Active and Tensor Active (GPU metrics) per device in `bins` equal bins of [start_ns, end_ns): the
+        strip the report draws under the GPU timeline; empty when the export has no GPU metrics."""
+        return _metrics.timeline(self.con, start_ns, end_ns, bins=bins)
 
     def export(self, to: str | os.PathLike, format: str = "parquet") -> pl.DataFrame:
         """Write the canonical tables (parquet or csv) and a README.md describing their columns into `to`."""

@@ -133,7 +133,8 @@ def test_by_category_sums_the_kernels_table(where):
     prof = loaded(str(_path(where)))
     k = prof.kernels()
     by = prof.kernels(by="category")
-    assert by.columns == ["category", "tensor_cores", "count", "total_ns", "pct"]
+    assert by.columns == ["category", "tensor_cores", "count", "total_ns", "pct", "evidence"]
+    assert set(by["evidence"]) == {"name"}  # none of these exports has GPU metrics
     expect = (
         k.group_by("category", "tensor_cores")
         .agg(pl.col("count").sum(), pl.col("total_ns").sum())
@@ -154,7 +155,7 @@ def test_cli_by_category():
     )
     assert r.exit_code == 0, r.output
     lines = r.output.strip().splitlines()
-    assert lines[0] == "category,tensor_cores,count,total_ns,pct"
+    assert lines[0] == "category,tensor_cores,count,total_ns,pct,evidence"
     assert lines[1].startswith("gemm,no,")
 
 

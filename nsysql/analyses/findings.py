@@ -18,9 +18,11 @@ not data-loader bound.
   or scalars copied this way are not worth a finding.
 - `periodic slow iterations`: the iteration outlier pattern, when there is one.
 - `GPU mostly idle`: median steady-state GPU busy < 30%.
-- `matrix math without tensor cores`: matrix kernels (category gemm or conv) whose names say they run on CUDA
-  cores (tensor_cores `no`, by the rules of queries/v1/canonical/44_kernel_rules.sql) hold >= 10% of all kernel
-  time. Kernels whose names say nothing (`unknown`) are never counted.
+- `matrix math without tensor cores`: matrix kernels (category gemm or conv) that run on CUDA cores (tensor_cores
+  `no`) hold >= 10% of all kernel time. Where the export has GPU metrics they judge (Tensor Active under 1% while
+  SMs Active is 50% or more during the kernel: queries/v1/canonical/49_kernel_tensor_use.sql), else the name
+  does (the rules of queries/v1/canonical/44_kernel_rules.sql); the evidence says which. Kernels whose names say
+  nothing (`unknown`) and that the metrics do not judge are never counted.
 """
 
 from __future__ import annotations
@@ -145,9 +147,20 @@ def findings(
                 (
                     "matrix math without tensor cores",
                     f"{pct:.0f}% of kernel time ({_ms(simt['total_ns'].sum())}) is in "
-                    f"{'/'.join(sorted(simt['category'].unique()))} kernels on CUDA cores by name; TF32 "
+                    f"{'/'.join(sorted(simt['category'].unique()))} kernels on CUDA cores {_tc_evidence(simt)}; TF32 "
                     "(torch.backends.cuda.matmul.allow_tf32 = True, or "
                     'torch.set_float32_matmul_precision("high")) or bf16 autocast moves them to tensor cores',
                 )
             )
     return pl.DataFrame(rows, schema=["finding", "evidence"], orient="row")
+
+
+def _tc_evidence(rows: pl.DataFrame) -> str:
+    """How the tensor-core verdict of these kernels_by_category rows was reached (their `evidence`)."""
+    kinds = set("+".join(rows["evidence"].to_list()).split("+")) if "evidence" in rows.columns else {"name"}
+    by_metrics = "by GPU metrics (Tensor Active under 1% while SMs Active was 50% or more during them)"
+    if kinds == {"metrics"}:
+        return by_metrics
+    if "metrics" in kinds:
+        return f"{by_metrics} and by name"
+    return "by name"

@@ -83,4 +83,8 @@ def supports(counts: dict[str, int]) -> list[tuple[str, bool, str]]:
         kbr = (True, "")
     out.append(("kernels-by-range", *kbr))
     out.append(("summary", True, "" if ops else "no GPU work: facts only"))
+    m = counts.get("GPU metrics samples", 0)
+    out.append(
+        ("metrics", m > 0, "" if m else "no GPU metrics (profile with `nsys profile --gpu-metrics-devices=all`)")
+    )
     return out

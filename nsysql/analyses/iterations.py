@@ -319,6 +319,12 @@ def iterations(
     if it.device_id is None:  # no GPU work in the process: nothing to say about it, not 0 ns busy
         gpu = [c for c in df.columns if c in GPU_COLUMNS or c.endswith(" gpu_ns")]
         df = df.with_columns([pl.lit(None, dtype=df.schema[c]).alias(c) for c in gpu])
+    from .metrics import activity
+
+    act = activity(win, it.pid, it.device_id)  # only where the export sampled GPU metrics
+    if act is not None:  # beside gpu_busy_ns
+        at = df.columns.index("gpu_busy_ns") + 1
+        df = df.join(act, on="iteration", how="left").select(*df.columns[:at], *act.columns[1:], *df.columns[at:])
     return df
 
 

@@ -22,3 +22,9 @@ def kernels(con, name: str = "demangled", top: int | None = None, by: str = "nam
     if name not in NAME_KINDS:
         raise NsysqlError(f"--name must be one of {', '.join(NAME_KINDS)}, not {name!r}")
     return run(con, "kernels", name_kind=name, top=top)
+
+
+def categories_per_iteration(windows, pid: int) -> pl.DataFrame:
+    """Per iteration (`windows`: iterations.Windows of process `pid`), category and tensor_cores: count,
+    total_ns, pct of the iteration's kernel time and evidence (iteration_categories.sql)."""
+    return windows.run("iteration_categories", pid=pid)

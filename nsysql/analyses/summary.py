@@ -71,6 +71,9 @@ def summary(
         rows.append(("iterations", "iterations", line))
         if s["outlier_pattern"]:
             rows.append(("outliers", "outliers", s["outlier_pattern"]))
+        hw = _activity_line(its)
+        if hw:
+            rows.append(("sm_tensor_active", "SM / tensor active", hw))
     if gpus.height:
         if isinstance(gaps_df, NsysqlError):
             raise gaps_df
@@ -119,6 +122,22 @@ def summary(
         )
     out["memory"] = read["memory"]
     return out
+
+
+def _activity_line(its: pl.DataFrame) -> str | None:
+    """SMs Active and Tensor Active per steady-state iteration (GPU metrics, time-weighted over each iteration's
+    GPU-projected window: iterations' sm_active_pct and tensor_active_pct), where the export sampled them."""
+    if "sm_active_pct" not in its.columns:
+        return None
+    steady = its.filter(~pl.col("warmup"))
+    parts = []
+    for col, label in (("sm_active_pct", "SMs Active"), ("tensor_active_pct", "Tensor Active")):
+        v = steady[col].drop_nulls()
+        if v.len():
+            parts.append(f"{label} median {v.median():.1f}% ({v.min():.1f}-{v.max():.1f}%)")
+    if not parts:
+        return None
+    return ", ".join(parts) + f" per steady-state iteration (GPU metrics, {steady.height} iterations)"
 
 
 MIN_ACTIVE_NS = 1_000_000  # a busy share of a shorter active span (one memset, say) says nothing

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 # staging column types (DuckDB's names)
 I = "BIGINT"  # noqa: E741 (the staging schema reads as a table of types: I, S, ...)
 S = "VARCHAR"
+D = "DOUBLE"
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,8 @@ class RawTable:
         """The Arrow schema of the staging table (for the fallback reader only: the fast path needs no pyarrow)."""
         import pyarrow as pa
 
-        return pa.schema([(c, pa.string() if t == S else pa.int64()) for c, t in self.columns])
+        kinds = {S: pa.string(), D: pa.float64()}
+        return pa.schema([(c, kinds.get(t, pa.int64())) for c, t in self.columns])
 
 
 STAGE = "nsysql_stage"  # also named by canonical SQL that makes staging views (queries/v1/canonical/25_calls.sql)
@@ -138,6 +140,11 @@ RAW_TABLES: tuple[RawTable, ...] = (
     RawTable("raw_capture", ("META_DATA_CAPTURE",), (("name", S), ("value", S))),
     RawTable("raw_analysis", ("ANALYSIS_DETAILS",), (("startTime", I), ("stopTime", I), ("duration", I))),
     RawTable("raw_enum_memkind", ("ENUM_CUDA_MEM_KIND",), (("id", I), ("label", S))),
+    # GPU metrics sampling (`nsys profile --gpu-metrics-devices=...`): both tables exist only in exports that
+    # sampled, so an export without them reads nothing more. The value is read as a DOUBLE: the schema says
+    # INTEGER, and a REAL written by another version must not fail the load.
+    RawTable("raw_gpu_metrics", ("GPU_METRICS",), (("timestamp", I), ("typeId", I), ("metricId", I), ("value", D))),
+    RawTable("raw_gpu_metric_names", ("TARGET_INFO_GPU_METRICS",), (("typeId", I), ("metricId", I), ("metricName", S))),
     # instants (no end column): the extent is min(start) to max(start)
     RawTable(
         "raw_extents",

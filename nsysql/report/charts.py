@@ -267,6 +267,28 @@ def timeline_chart(
     return fig, note
 
 
+def metrics_chart(m: pl.DataFrame, t0: int, t1: int, origin: str) -> go.Figure:
+    """The strip under the GPU timeline: SMs Active and Tensor Active (GPU metrics) per device over the same
+    window and time axis (Profile.metrics_timeline)."""
+    unit, scale = ("ms", 1e6) if (t1 - t0) / 1e9 < 2 else ("s", 1e9)
+    fig = go.Figure()
+    for i, ((dev, metric), d) in enumerate(
+        m.sort("device_id", "metric", "bin").group_by("device_id", "metric", maintain_order=True)
+    ):
+        fig.add_scatter(
+            x=((d["start_ns"] - t0) / scale).to_list(),
+            y=d["mean"].to_list(),
+            mode="lines",
+            line=dict(width=1, color=PHASE_COLORS[i % len(PHASE_COLORS)], shape="hv"),
+            name=f"GPU {dev} {metric}",
+            hovertemplate=f"GPU {dev} {metric}: %{{y:.0f}}%<extra>t=%{{x:.3f}} {unit}</extra>",
+        )
+    _layout(fig, "GPU metrics: SMs Active and Tensor Active %", height=220)
+    fig.update_yaxes(title_text="%", range=[0, 105])
+    fig.update_xaxes(title_text=f"{unit} since {origin}", range=[0, (t1 - t0) / scale])
+    return fig
+
+
 def kernels_chart(k: pl.DataFrame, top: int = 15) -> go.Figure:
     k = k.head(top).reverse()
     fig = go.Figure(

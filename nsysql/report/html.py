@@ -285,7 +285,13 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
                 f"Shown: the {its.height} iterations ({(window[1] - window[0]) / 1e9:.3f} s of the GPU's "
                 f"{active:.3f} s active span). " + note
             ).strip()
-        page.add(page.section("GPU timeline", page.chart(prefix + "timeline", fig, note)))
+        body = page.chart(prefix + "timeline", fig, note)
+        t0, t1 = int(tl["start_ns"].min()), int(tl["end_ns"].max())
+        m = prof.metrics_timeline(t0, t1) if t1 > t0 else None
+        if m is not None and m.height:  # only where the export sampled GPU metrics
+            origin = "the first iteration" if window else "the first GPU op"
+            body += page.chart(prefix + "metrics", charts.metrics_chart(m, t0, t1, origin))
+        page.add(page.section("GPU timeline", body))
     else:
         page.add(
             page.section(
@@ -303,7 +309,8 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
                 page.chart(
                     prefix + "categories",
                     charts.categories_chart(prof.kernels(by="category")),
-                    "Categories and tensor-core use by kernel name (rules: queries/v1/canonical/44_kernel_rules.sql).",
+                    "Categories by kernel name (rules: queries/v1/canonical/44_kernel_rules.sql); tensor-core use "
+                    "by GPU metrics where the export has them (Tensor Active during the kernel), else by name.",
                 ),
             )
         )

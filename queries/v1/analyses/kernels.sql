@@ -2,6 +2,8 @@
 -- $name_kind: 'demangled' (nsys's default), 'short' or 'mangled'. $top: row limit, NULL for all.
 -- After nsys's columns: category and tensor_cores (kernel_classes, by the rules of kernel_rules), which belong
 -- to demangled names; a short name over demangled names of several categories lists them all ('copy|elementwise').
+-- tensor_cores is what the GPU metrics measured where they judge the kernel (kernel_tensor_use.measured), else
+-- what its name says.
 WITH k AS (
   SELECT CASE $name_kind WHEN 'short' THEN short_name_id WHEN 'mangled' THEN mangled_name_id ELSE name_id END
            AS name_id,
@@ -24,10 +26,11 @@ WITH k AS (
 ), classes AS (
   SELECT p.name_id,
          string_agg(DISTINCT coalesce(c.category, 'other'), '|' ORDER BY coalesce(c.category, 'other')) AS category,
-         string_agg(DISTINCT coalesce(c.tensor_cores, 'unknown'), '|' ORDER BY coalesce(c.tensor_cores, 'unknown'))
-           AS tensor_cores
+         string_agg(DISTINCT coalesce(u.measured, c.tensor_cores, 'unknown'), '|'
+                    ORDER BY coalesce(u.measured, c.tensor_cores, 'unknown')) AS tensor_cores
   FROM (SELECT DISTINCT name_id, class_id FROM k) p
   LEFT JOIN kernel_classes c ON c.name_id = p.class_id
+  LEFT JOIN kernel_tensor_use u ON u.name_id = p.class_id
   GROUP BY p.name_id
 )
 SELECT

@@ -1,5 +1,7 @@
 -- Kernel time per category and tensor-core use (kernel_classes, by the rules of kernel_rules): the kernels
--- table summed by its category and tensor_cores columns, counted per launch from gpu_ops.
+-- table summed by its category and tensor_cores columns, counted per launch from gpu_ops. tensor_cores is what
+-- the GPU metrics measured where they judge the kernel (kernel_tensor_use.measured), else what its name says;
+-- `evidence` says which: `metrics`, `name`, or `metrics+name` for a row holding kernels of both.
 WITH k AS (
   SELECT name_id, count(*) AS n, sum(duration_ns) AS t
   FROM gpu_ops
@@ -8,12 +10,15 @@ WITH k AS (
 )
 SELECT
   coalesce(c.category, 'other') AS category,
-  coalesce(c.tensor_cores, 'unknown') AS tensor_cores,
+  coalesce(u.measured, c.tensor_cores, 'unknown') AS tensor_cores,
   sum(k.n)::BIGINT AS count,
   sum(k.t)::BIGINT AS total_ns,
   -- share of all kernel time, %
-  100.0 * sum(k.t) / sum(sum(k.t)) OVER () AS pct
+  100.0 * sum(k.t) / sum(sum(k.t)) OVER () AS pct,
+  string_agg(DISTINCT CASE WHEN u.measured IS NULL THEN 'name' ELSE 'metrics' END, '+'
+             ORDER BY CASE WHEN u.measured IS NULL THEN 'name' ELSE 'metrics' END) AS evidence
 FROM k
 LEFT JOIN kernel_classes c ON c.name_id = k.name_id
+LEFT JOIN kernel_tensor_use u ON u.name_id = k.name_id
 GROUP BY ALL
 ORDER BY total_ns DESC, category, tensor_cores;

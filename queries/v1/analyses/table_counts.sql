@@ -9,4 +9,5 @@ UNION ALL SELECT 'NVTX marks', count(*) FROM nvtx_marks
 UNION ALL SELECT 'OS runtime calls', count(*) FROM os_calls
 UNION ALL SELECT 'processes', count(*) FROM processes
 UNION ALL SELECT 'threads', count(*) FROM threads
-UNION ALL SELECT 'GPUs', count(*) FROM devices;
+UNION ALL SELECT 'GPUs', count(*) FROM devices
+UNION ALL SELECT 'GPU metrics samples', count(*) FROM gpu_metric_samples;

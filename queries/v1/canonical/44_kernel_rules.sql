@@ -13,7 +13,18 @@
 -- have nothing to run on tensor cores: `no`. Generated code (Triton, nvFuser) names its fusion, not its
 -- instructions: `unknown`.
 CREATE OR REPLACE TABLE kernel_rules AS
-SELECT * FROM (VALUES
+SELECT
+  -- the order rules are tried in: the first whose pattern matches decides
+  priority,
+  -- RE2 regular expression, lowercase, matched anywhere in the lowercased demangled kernel name
+  pattern,
+  -- what a kernel it matches does (the categories above)
+  category,
+  -- yes, no or unknown: whether a kernel it matches runs on tensor cores, by its name
+  tensor_cores,
+  -- why the rule says so: which kernels it is written for
+  why
+FROM (VALUES
   -- collectives first: their names say reduce/gather, which the reduction and elementwise rules would take
   (10, 'nccl', 'communication', 'no', 'NCCL collectives and point-to-point (ncclDevKernel_*, ncclKernel_*)'),
   (11, 'cross_device_reduce|custom_?all_?reduce|nvshmem|all_?to_?all', 'communication', 'no',

@@ -1,0 +1,77 @@
+"""GPU metrics sampled by `nsys profile --gpu-metrics-devices=...` (gpu_metric_samples).
+
+- Whole capture (`gpu_metrics.sql`): per device and metric, samples, mean, min, p50, p90, max: the count, mean,
+  min and max of `nsys recipe gpu_metric_util_sum`. Values are kept as nsys wrote them; counters whose values
+  do not fit their unit get a `note` saying so and which value to read instead (rules in gpu_metrics.sql):
+  `[Avg]` warps counters that are sums over a sample's cycles, `[MHz]` clocks that hold Hz, percentages
+  outside 0-100.
+- Per iteration and per NVTX range: the time-weighted mean over each instance's GPU-projected window (first to
+  last GPU op launched inside it): iteration_metrics.sql, range_metrics.sql.
+- An export without samples: `NO_METRICS`, one line, raised as NsysqlError.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ..errors import NsysqlError
+from ._sql import run
+from .ranges import DEFAULT_ATTRIBUTION, check_attribution
+
+GROUPINGS = ("iteration", "range")
+NO_METRICS = (
+    "this export has no GPU metrics: profile with `nsys profile --gpu-metrics-devices=all` (or a list of "
+    "devices) to sample them"
+)
+# the metrics iterations and summary show, by their names across nsys versions and GPU generations (the names
+# nsys's recipes accept for them; Turing says `Tensor Active / FP16 Active`)
+SM_ACTIVE = ("SMs Active", "SM Active")
+TENSOR_ACTIVE = ("Tensor Active", "Tensor Active / FP16 Active")
+
+
+def has_metrics(con) -> bool:
+    return con.execute("SELECT EXISTS (SELECT 1 FROM gpu_metric_samples)").fetchall()[0][0]
+
+
+def gpu_metrics(
+    con, by: str | None = None, windows=None, pid: int | None = None, attribution: str = DEFAULT_ATTRIBUTION
+) -> pl.DataFrame:
+    """Per device and metric over the capture; by="iteration" (`windows`: iterations.Windows of process `pid`)
+    or by="range": the time-weighted mean per instance's GPU-projected window."""
+    if by is not None and by not in GROUPINGS:
+        raise NsysqlError(f"--by must be one of {', '.join(GROUPINGS)}, not {by!r}")
+    if not has_metrics(con):
+        raise NsysqlError(NO_METRICS)
+    if by is None:
+        return run(con, "gpu_metrics")
+    if by == "range":
+        return run(con, "range_metrics", attribution=check_attribution(attribution))
+    return windows.run("iteration_metrics", pid=pid, metrics=None)
+
+
+def activity(windows, pid: int, device_id: int | None) -> pl.DataFrame | None:
+    """Per iteration: `sm_active_pct` and `tensor_active_pct` on the iteration's device (time-weighted over its
+    GPU-projected window), or None when the export has no such samples."""
+    if device_id is None or not has_metrics(windows.con):
+        return None
+    df = windows.run("iteration_metrics", pid=pid, metrics=[*SM_ACTIVE, *TENSOR_ACTIVE])
+    df = df.filter((pl.col("device_id") == device_id) & pl.col("unit").fill_null("Throughput %").str.contains("%"))
+    if not df.height:
+        return None
+    cols = []
+    for names, col in ((SM_ACTIVE, "sm_active_pct"), (TENSOR_ACTIVE, "tensor_active_pct")):
+        part = df.filter(pl.col("metric").is_in(names))
+        first = part["metric"].unique(maintain_order=True).to_list()[:1]  # one name per device
+        cols.append(part.filter(pl.col("metric").is_in(first)).select("iteration", pl.col("mean").alias(col)))
+    out = cols[0].join(cols[1], on="iteration", how="full", coalesce=True)
+    return out
+
+
+def timeline(con, start_ns: int, end_ns: int, bins: int = 1500) -> pl.DataFrame:
+    """SMs Active and Tensor Active per device in `bins` equal bins of [start_ns, end_ns): device_id, metric,
+    bin, start_ns, mean (metrics_timeline.sql); empty without GPU metrics."""
+    if not isinstance(bins, int) or bins < 1 or end_ns <= start_ns:
+        raise NsysqlError(
+            f"bins is a whole number of 1 or more and end after start, not {bins!r}, {start_ns!r}-{end_ns!r}"
+        )
+    return run(con, "metrics_timeline", t0=start_ns, t1=end_ns, bins=min(bins, end_ns - start_ns))

@@ -1,0 +1,27 @@
+-- GPU metrics per iteration (rows of the table named $windows, made by iteration_windows.sql): the
+-- time-weighted mean of each metric over the iteration's GPU-projected window, per device: from the first
+-- start to the last end of the GPU ops launched in the iteration (by any thread of process $pid, as in
+-- iterations.sql), so an iteration that only enqueues work is judged by when that work ran. Each sample counts
+-- for its sampling period (gpu_metric_samples.timestamp_ns) as far as it overlaps the window; the mean is over
+-- the sampled part of the window. $metrics: the metric names to read (NULL: all).
+WITH ops AS (
+  SELECT i.iteration, o.device_id, o.start_ns, o.end_ns
+  FROM (SELECT *, coalesce(api_start_ns, start_ns) AS t FROM gpu_ops WHERE pid = $pid) o
+  ASOF JOIN query_table($windows) i ON o.t >= i.start_ns
+  WHERE o.t < i.end_ns
+), proj AS (
+  SELECT iteration, device_id, min(start_ns) AS a, max(end_ns) AS b FROM ops GROUP BY ALL
+), s AS (  -- each sample with the end of its period: the next sample, or one period on for the last
+  SELECT device_id, metric, unit, value, timestamp_ns AS t0,
+         coalesce(lead(timestamp_ns) OVER w, 2 * timestamp_ns - lag(timestamp_ns) OVER w) AS t1
+  FROM gpu_metric_samples
+  WHERE $metrics IS NULL OR list_contains($metrics, metric)
+  WINDOW w AS (PARTITION BY device_id, metric, unit ORDER BY timestamp_ns)
+)
+SELECT
+  p.iteration, p.device_id, s.metric, s.unit,
+  sum(s.value * (least(s.t1, p.b) - greatest(s.t0, p.a))) / sum(least(s.t1, p.b) - greatest(s.t0, p.a)) AS mean
+FROM proj p
+JOIN s ON s.device_id = p.device_id AND s.t0 < p.b AND s.t1 > p.a
+GROUP BY ALL
+ORDER BY p.iteration, p.device_id, s.metric, s.unit;
