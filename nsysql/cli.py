@@ -398,6 +398,24 @@ def api(file, fmt, output, top):
 @main.command()
 @files_options
 @click.option(
+    "--by",
+    type=click.Choice(["launch", "kernel"]),
+    default="launch",
+    show_default=True,
+    help="One row per process, thread, device, launching call and kernel, or one per kernel name.",
+)
+@handled
+def launches(files, fmt, output, by):
+    """Launch latency: launch call, queue and kernel times per kernel (as `nsys stats -r cuda_kern_exec_sum`)."""
+    if _several(files):
+        _emit(_each_rank(files, "launches", by=by), fmt, output)
+        return
+    _emit(_load(files[0] if files else None).launches(by=by), fmt, output)
+
+
+@main.command()
+@files_options
+@click.option(
     "--name",
     "name_kind",
     type=click.Choice(["demangled", "short", "mangled"]),

@@ -19,6 +19,7 @@ from .analyses import info as _info
 from .analyses import iterations as _iter
 from .analyses import kernels as _kernels
 from .analyses import kernels_by_range as _kbr
+from .analyses import launches as _launches
 from .analyses import ranges as _ranges
 from .analyses import summary as _summary
 from .analyses._sql import facts as _facts
@@ -185,6 +186,12 @@ class Profile:
         if top is not None:
             return _head(self.api(), top)
         return _api.api(self.con)
+
+    @cached("launches")
+    def launches(self, by: str = "launch") -> pl.DataFrame:
+        """Launch latency (as `nsys stats -r cuda_kern_exec_sum`): per pid, tid, device, launching API and kernel,
+        `count, queue_count` and `{total,api,queue,kernel}_{avg,med,min,max,stddev}_ns`; by="kernel": per kernel."""
+        return _launches.launches(self.con, by=by)
 
     @cached("ranges")
     def ranges(self, attribution: str = DEFAULT_ATTRIBUTION) -> pl.DataFrame:

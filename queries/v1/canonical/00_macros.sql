@@ -54,3 +54,12 @@ AS TABLE SELECT * FROM (VALUES
 
 -- gpu_ops.copy_kind's type: the labels of copy_kinds(), in id order (an ENUM: one byte a row).
 CREATE TYPE copy_kind_enum AS ENUM (SELECT label FROM copy_kinds() ORDER BY id);
+
+-- A CUDA API function's name as nsys prints it: a four-digit version suffix dropped (`cudaLaunchKernel_v7000`
+-- -> `cudaLaunchKernel`), longer ones kept (`cudaLaunchKernelExC_v11060`, `cudaGraphLaunch_v10000`).
+CREATE OR REPLACE MACRO api_display_name(
+  -- VARCHAR: the name as the export stores it
+  name
+)
+-- VARCHAR: the name nsys stats prints
+AS CASE WHEN name SIMILAR TO '.*_v[0-9]{4}' THEN name[:-7] ELSE name END;
