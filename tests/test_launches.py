@@ -78,3 +78,38 @@ def test_cli_launches_by_kernel_csv():
     assert {f"{p}_{s}_ns" for p in PARTS.values() for s in STATS.values()} <= set(header)
     bad = CliRunner().invoke(main, ["launches", path, "--by", "stream"])
     assert bad.exit_code == 2
+
+
+def test_launch_bound_on_big_step_rests_on_launch_figures():
+    """big_step launches thousands of short kernels back to back: the GPU idles with an empty queue."""
+    from nsysql.analyses.findings import launch_bound
+
+    prof = loaded(str(fixture("big_step")))
+    f = prof.summary()["findings"]
+    evidence = dict(f.rows())["launch bound"]
+    launched = prof.launches()["count"].sum()
+    assert f"of {launched:,} kernels start within 10 us" in evidence
+    # the rule's figures, made here from gpu_ops with the definitions of `launches`
+    k = prof.sql(
+        "SELECT start_ns - api_end_ns AS queue, api_end_ns - api_start_ns AS api, duration_ns AS kernel "
+        "FROM gpu_ops WHERE kind = 'kernel' AND api_call_id IS NOT NULL"
+    )
+    figures = {
+        "kernels": k.height,
+        "empty_queue": (k["queue"] <= 10_000).sum(),
+        "api_med_ns": k["api"].median(),
+        "kernel_med_ns": k["kernel"].median(),
+    }
+    busy = prof.iteration_stats()["median_gpu_busy_pct"][0]
+    assert launch_bound(figures, busy) and evidence.startswith(launch_bound(figures, busy))
+    share = figures["empty_queue"] / figures["kernels"]
+    # each threshold is a parameter, and each condition is needed
+    assert launch_bound(figures, busy, max_busy_pct=busy) is None
+    assert launch_bound(figures, busy, empty_queue_share=share + 1e-9) is None
+    assert launch_bound({**figures, "api_med_ns": figures["kernel_med_ns"]}, busy) is None
+
+
+@pytest.mark.parametrize("name", ["loop_before", "jitter_before", "train_small"])
+def test_no_launch_bound_where_host_work_explains_the_idle_time(name):
+    kinds = loaded(str(fixture(name))).summary()["findings"]["finding"].to_list()
+    assert "data-loader bound" in kinds and "launch bound" not in kinds
