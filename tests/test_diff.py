@@ -101,3 +101,21 @@ def test_without_iterations_totals_are_each_profiles_kernel_totals():
         own = dict(prof.kernels().select("name", "total_ns").iter_rows())
         mine = k.filter(pl.col("status") != gone)
         assert dict(zip(mine["name"], mine[col])) == {n: float(t) for n, t in own.items()}
+
+
+def test_diff_says_which_part_of_the_step_changed():
+    """Each part of the step (iterations' compute, exposed communication, copy only; idle) is compared per
+    steady-state iteration, and the verdict names the part that moved most."""
+    base, new = loaded(str(fixture("loop_before"))), loaded(str(fixture("loop_after")))
+    res = base.diff(new)
+    it = {r["metric"]: r for r in res["iteration time"].iter_rows(named=True)}
+    cols = {"compute": "compute_ns", "exposed communication": "exposed_comm_ns", "copy only": "copy_ns"}
+    cols["GPU idle"] = "idle_ns"
+    deltas = {}
+    for label, col in cols.items():
+        row = it[f"{label} in an iteration, mean"]
+        b, n = (p.iterations().filter(~pl.col("warmup"))[col].mean() / 1e6 for p in (base, new))
+        assert row["base"] == pytest.approx(b) and row["new"] == pytest.approx(n)
+        deltas[label] = n - b
+    top = max(deltas, key=lambda k: abs(deltas[k]))
+    assert dict(res["verdict"].iter_rows())["largest part change"].startswith(f"{top}: ")
