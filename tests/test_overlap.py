@@ -3,6 +3,7 @@ themselves, merged and intersected here in Python, and against facts true by con
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 from click.testing import CliRunner
 from conftest import fixture, h200_exports, loaded, own_exports
@@ -111,3 +112,25 @@ def test_no_communication_says_so_in_one_line():
         r = CliRunner().invoke(main, args)
         assert r.exit_code == 2
         assert r.output.count("\n") == 1 and "no communication kernels" in r.output and path in r.output
+
+
+def test_summary_and_ranks_show_exposed_communication(tmp_path):
+    """rank 0 of ddp_pair waits inside AllReduce for rank 1, which sleeps in `data` (fixtures/README.md): its
+    exposed communication is a large share of its steps, a finding; rank 1's is small, no finding."""
+    import nsysql
+
+    shares = {}
+    for path in RANKS:
+        prof = loaded(str(path))
+        steady = prof.iterations().filter(~pl.col("warmup"))
+        share = 100.0 * steady["exposed_comm_ns"].sum() / steady["wall_ns"].sum()
+        shares[path.name] = share
+        summ = prof.summary()
+        fact = dict(summ["facts"].rows())["exposed communication"]
+        assert fact.startswith(f"{share:.1f}% of the steady-state iterations' wall time")
+        found = "exposed communication" in summ["findings"]["finding"].to_list()
+        assert found == (share >= 20.0)
+    assert shares["rank0.sqlite"] >= 20.0 > shares["rank1.sqlite"]
+    per = nsysql.load_many(RANKS, cache_dir=tmp_path).per_rank().sort("rank")
+    assert per["exposed_comm_pct"].to_list() == pytest.approx([shares["rank0.sqlite"], shares["rank1.sqlite"]])
+    assert "exposed communication" not in dict(loaded(str(fixture("train_small"))).summary()["facts"].rows())

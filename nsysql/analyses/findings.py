@@ -19,6 +19,9 @@ not data-loader bound.
   or scalars copied this way are not worth a finding.
 - `periodic slow iterations`: the iteration outlier pattern, when there is one.
 - `GPU mostly idle`: median steady-state GPU busy < 30%.
+- `exposed communication`: communication kernels run with no compute kernel beside them on the device for
+  >= 20% of the steady-state iterations' wall time (iterations' exposed_comm_ns: overlap it with compute, or
+  find the rank the others wait for with `nsysql ranks`).
 - `matrix math without tensor cores`: matrix kernels (category gemm or conv) whose names say they run on CUDA
   cores (tensor_cores `no`, by the rules of queries/v1/canonical/44_kernel_rules.sql) hold >= 10% of all kernel
   time. Kernels whose names say nothing (`unknown`) are never counted.
@@ -39,6 +42,7 @@ LAUNCH_BUSY_PCT = 50.0
 EMPTY_QUEUE_NS = 10_000
 EMPTY_QUEUE_SHARE = 0.50
 IDLE_BUSY_PCT = 30.0
+EXPOSED_COMM_PCT = 20.0
 PAGEABLE_MIN_BYTES = 2**20
 MIN_IDLE_PCT = 10.0
 NO_TENSOR_CORE_PCT = 10.0
@@ -113,6 +117,15 @@ def findings(
         evidence = launch_bound(read["launch_figures"].row(0, named=True), busy)
         if evidence:
             rows.append(("launch bound", f"{evidence} (median of {steady}, which launch {steady_kernels:,} kernels)"))
+    exposed = st.get("exposed_comm_pct") if busy is not None else None
+    if exposed is not None and exposed >= EXPOSED_COMM_PCT:
+        rows.append(
+            (
+                "exposed communication",
+                f"{exposed:.0f}% of steady-state wall time has communication kernels running with no compute "
+                f"beside them ({st['steady_comm_ns'] / 1e6:,.1f} ms of communication in {steady} iterations)",
+            )
+        )
     if busy is not None and busy < IDLE_BUSY_PCT:
         rows.append(("GPU mostly idle", f"busy {busy:.0f}% of a steady-state iteration (median of {steady})"))
     pc = read["pageable_copies"].row(0, named=True)

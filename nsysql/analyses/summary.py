@@ -66,6 +66,8 @@ def summary(
         rows.append(("iterations", line))
         if s["outlier_pattern"]:
             rows.append(("outliers", s["outlier_pattern"]))
+        if s.get("exposed_comm_pct") is not None:
+            rows.append(("exposed communication", _iter.exposed_sentence(s)))
     if gpus.height:
         if isinstance(gaps_df, NsysqlError):
             raise gaps_df
