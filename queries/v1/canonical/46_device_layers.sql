@@ -14,9 +14,11 @@
 -- With gpu_busy (any op), a window's time on the device splits exactly: exposed communication = comm -
 -- comm_hidden, copy only = copy - copy_hidden, compute = busy - exposed - copy only, idle = wall - busy.
 -- How: communication and copies are few; compute kernels are most of a profile. The compute side is never sorted
--- or merged as a whole: only the kernels that share a 1 ms bucket of time with a copy or communication stretch
+-- or merged as a whole: only the kernels that share a bucket of time with a copy or communication stretch
 -- (found by hash joins on the bucket number; kernels spanning 3+ buckets are listed in all of theirs) are
--- clipped to those stretches and merged. The bucket size changes the cost, never the result.
+-- clipped to those stretches and merged. A bucket is 1 ms, or 1/2^20 of the device's span when that is longer,
+-- so that no interval, however long its timestamps say it is, spans more than 2^20 + 1 buckets. The bucket size
+-- changes the cost, never the result.
 CREATE OR REPLACE MACRO device_layers(
   -- INTEGER: the device (gpu_ops.device_id), or NULL for every device
   device
@@ -31,26 +33,29 @@ WITH ops AS (  -- class: copy, comm or compute; ops of no length cover nothing
               ELSE 2 END AS class
   FROM gpu_ops
   WHERE device_id IS NOT NULL AND (device IS NULL OR device_id = device) AND end_ns > start_ns
+), bucket AS (
+  SELECT greatest(1000000, ((max(end_ns)::HUGEINT - min(start_ns)) // 1048576 + 1)::BIGINT) AS ns FROM ops
 ), sparse AS (  -- key: device * 2 + class (0 copy, 1 comm)
   SELECT device_id::BIGINT * 2 + class AS key, start_ns, end_ns FROM ops WHERE class < 2
 ), s AS (
   SELECT key, start_ns, end_ns, busy_before_ns FROM union_stretches(sparse)
-), s_buckets AS (  -- every 1 ms bucket each stretch touches
+), s_buckets AS (  -- every bucket each stretch touches
   SELECT key, key // 2 AS device_id, start_ns, end_ns,
-         unnest(range(start_ns // 1000000, (end_ns - 1) // 1000000 + 1)) AS b
-  FROM s
+         unnest(range(start_ns // bucket.ns, (end_ns - 1) // bucket.ns + 1)) AS b
+  FROM s, bucket
 ), touched AS (
   SELECT DISTINCT device_id, b FROM s_buckets
 ), cand AS (  -- kernels that may overlap a stretch: they start or end in a touched bucket, or span 3+ buckets
                -- (one pass, two probes of the few touched buckets)
   SELECT o.device_id, o.start_ns, o.end_ns, o.class
   FROM ops o
-  LEFT JOIN touched t1 ON t1.device_id = o.device_id AND t1.b = o.start_ns // 1000000
-  LEFT JOIN touched t2 ON t2.device_id = o.device_id AND t2.b = (o.end_ns - 1) // 1000000
+  CROSS JOIN bucket
+  LEFT JOIN touched t1 ON t1.device_id = o.device_id AND t1.b = o.start_ns // bucket.ns
+  LEFT JOIN touched t2 ON t2.device_id = o.device_id AND t2.b = (o.end_ns - 1) // bucket.ns
   WHERE o.class > 0
-    AND (t1.b IS NOT NULL OR t2.b IS NOT NULL OR (o.end_ns - 1) // 1000000 - o.start_ns // 1000000 >= 2)
+    AND (t1.b IS NOT NULL OR t2.b IS NOT NULL OR (o.end_ns - 1) // bucket.ns - o.start_ns // bucket.ns >= 2)
 ), cand_buckets AS (
-  SELECT *, unnest(range(start_ns // 1000000, (end_ns - 1) // 1000000 + 1)) AS b FROM cand
+  SELECT cand.*, unnest(range(start_ns // bucket.ns, (end_ns - 1) // bucket.ns + 1)) AS b FROM cand, bucket
 ), pieces AS (  -- each such kernel clipped to each stretch it overlaps: any kernel hides a copy, a compute kernel
                 -- hides communication
   SELECT DISTINCT s.key, greatest(c.start_ns, s.start_ns) AS start_ns, least(c.end_ns, s.end_ns) AS end_ns
