@@ -389,6 +389,24 @@ def api(file, fmt, output, top):
 @main.command()
 @files_options
 @click.option(
+    "--by",
+    type=click.Choice(["launch", "kernel"]),
+    default="launch",
+    show_default=True,
+    help="One row per process, thread, device, launching call and kernel, or one per kernel name.",
+)
+@handled
+def launches(files, fmt, output, by):
+    """Launch latency: launch call, queue and kernel times per kernel (as `nsys stats -r cuda_kern_exec_sum`)."""
+    if _several(files):
+        _emit(_each_rank(files, "launches", by=by), fmt, output)
+        return
+    _emit(_load(files[0] if files else None).launches(by=by), fmt, output)
+
+
+@main.command()
+@files_options
+@click.option(
     "--name",
     "name_kind",
     type=click.Choice(["demangled", "short", "mangled"]),
@@ -519,9 +537,33 @@ def iterations(files, fmt, output, range_, skip):
         _emit_text(render(_narrow(df), "table") + note, output)
 
 
+@main.command()
+@files_options
+@click.option(
+    "--by",
+    type=click.Choice(["device", "iteration"]),
+    default="device",
+    show_default=True,
+    help="One row per device, or one per iteration of the loop (on the loop's device).",
+)
+@click.option(
+    "--range", "range_", metavar="PATTERN", help="With --by iteration: the iteration range, as in iterations."
+)
+@handled
+def overlap(files, fmt, output, by, range_):
+    """Communication hidden or exposed: time in communication kernels (NCCL), overlapped by compute or not."""
+    if _several(files):
+        _emit(_each_rank(files, "overlap", by=by, range=range_), fmt, output)
+        return
+    _emit(_load(files[0] if files else None).overlap(by=by, range=range_), fmt, output)
+
+
 def _narrow(df):
-    """For the terminal: drop end_ns and the less used per-kind columns."""
-    keep = [c for c in df.columns if c not in ("end_ns", "gpu_span_ns", "memset_ns", "graph_ns", "gpu_ops")]
+    """For the terminal: drop end_ns and the less used per-kind columns (the communication ones without any)."""
+    drop = {"end_ns", "gpu_span_ns", "memset_ns", "graph_ns", "gpu_ops"}
+    if "comm_ns" in df.columns and not (df["comm_ns"] > 0).any():
+        drop |= {"comm_ns", "overlapped_ns"}
+    keep = [c for c in df.columns if c not in drop]
     return df.select(keep)
 
 

@@ -19,8 +19,10 @@ from .analyses import info as _info
 from .analyses import iterations as _iter
 from .analyses import kernels as _kernels
 from .analyses import kernels_by_range as _kbr
+from .analyses import launches as _launches
 from .analyses import metrics as _metrics
 from .analyses import ops as _ops
+from .analyses import overlap as _overlap
 from .analyses import ranges as _ranges
 from .analyses import summary as _summary
 from .analyses._sql import facts as _facts
@@ -213,6 +215,12 @@ class Profile:
             return _head(self.api(), top)
         return _api.api(self.con)
 
+    @cached("launches")
+    def launches(self, by: str = "launch") -> pl.DataFrame:
+        """Launch latency (as `nsys stats -r cuda_kern_exec_sum`): per pid, tid, device, launching API and kernel,
+        `count, queue_count` and `{total,api,queue,kernel}_{avg,med,min,max,stddev}_ns`; by="kernel": per kernel."""
+        return _launches.launches(self.con, by=by)
+
     @cached("ranges")
     def ranges(self, attribution: str = DEFAULT_ATTRIBUTION, group_ops: bool = False) -> pl.DataFrame:
         """NVTX ranges per name (nsys's nvtx_sum and nvtx_gpu_proj_sum); `group_ops`: PyTorch emit_nvtx names
@@ -266,6 +274,17 @@ class Profile:
     def iterations(self, range: str | None = None, skip: int | None = None) -> pl.DataFrame:
         """One row per iteration of the loop (see nsysql.analyses.iterations for the rules)."""
         return _iter.iterations(self.con, range=range, skip=skip, it=self._detect(range))
+
+    @cached("overlap")
+    def overlap(self, by: str = "device", range: str | None = None) -> pl.DataFrame:
+        """Communication hidden or exposed: per device with communication kernels, `device_id, comm_ns,
+        overlapped_ns, exposed_ns, compute_ns`; by="iteration": the same per iteration of the loop (`range`, as
+        in iterations), on the loop's device."""
+        if by not in _overlap.GROUPINGS:
+            raise NsysqlError(f"--by must be one of {', '.join(_overlap.GROUPINGS)}, not {by!r}")
+        if by == "iteration":
+            return _overlap.by_iteration(self.iterations(range=range), self._detect(range).device_id)
+        return _overlap.overlap(self.con)
 
     def _detect(self, range: str | None) -> _iter.IterationRange:
         """The iteration range for `range`, found once per Profile and its workers (iterations and

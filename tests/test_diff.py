@@ -116,3 +116,21 @@ def test_markdown_snippet_keeps_every_verdict_line():
     assert [line for line in md.stdout.splitlines() if line.startswith("- **warning**")] == [
         f"- **warning**: {w}" for w in warnings
     ]
+
+
+def test_diff_says_which_part_of_the_step_changed():
+    """Each part of the step (iterations' compute, exposed communication, copy only; idle) is compared per
+    steady-state iteration, and the verdict names the part that moved most."""
+    base, new = loaded(str(fixture("loop_before"))), loaded(str(fixture("loop_after")))
+    res = base.diff(new)
+    it = {r["metric"]: r for r in res.iteration_time.iter_rows(named=True)}
+    cols = {"compute": "compute_ns", "exposed communication": "exposed_comm_ns", "copy only": "copy_ns"}
+    cols["GPU idle"] = "idle_ns"
+    deltas = {}
+    for label, col in cols.items():
+        row = it[f"{label} in an iteration, mean"]
+        b, n = (p.iterations().filter(~pl.col("warmup"))[col].mean() / 1e6 for p in (base, new))
+        assert row["base"] == pytest.approx(b) and row["new"] == pytest.approx(n)
+        deltas[label] = n - b
+    top = max(deltas, key=lambda k: abs(deltas[k]))
+    assert dict(res.verdict().iter_rows())["largest part change"].startswith(f"{top}: ")

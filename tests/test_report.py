@@ -33,7 +33,7 @@ def test_html_is_self_contained(tmp_path):
     out = _report(tmp_path, fixture("train_small"))
     text = out.read_text()
     assert "<script src=" not in text and 'src="http' not in text  # plotly.js is embedded, no CDN
-    assert 'data-expected="5"' in text  # iterations, timeline, kernels, categories, idle
+    assert 'data-expected="6"' in text  # iterations, partition, timeline, kernels, categories, idle
     for heading in (
         "Findings",
         "Iterations",
@@ -101,7 +101,7 @@ def test_diff_report_renders(tmp_path):
     assert r.exit_code == 0, r.output
     res = check_report.check(out)
     assert res["ok"], res
-    assert res["charts"] == 7  # iteration comparison, changes, and the NEW profile's 5 charts
+    assert res["charts"] == 8  # iteration comparison, changes, and the NEW profile's 6 charts
 
 
 def test_report_without_nvtx(tmp_path):
@@ -147,7 +147,7 @@ def test_png_with_kaleido_writes_every_chart(tmp_path):
     r = CliRunner().invoke(main, ["report", str(fixture("train_small")), "-o", str(out), "--png", str(tmp_path / "p")])
     assert r.exit_code == 0, r.stderr
     pngs = sorted(p.name for p in (tmp_path / "p").glob("*.png"))
-    assert pngs == ["categories.png", "idle.png", "iterations.png", "kernels.png", "timeline.png"]
+    assert pngs == ["categories.png", "idle.png", "iterations.png", "kernels.png", "partition.png", "timeline.png"]
     assert all((tmp_path / "p" / n).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for n in pngs)
 
 

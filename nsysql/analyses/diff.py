@@ -188,6 +188,10 @@ def _metric(name: str, b: float, bse: float, n: float, nse: float, unit: str = "
     }
 
 
+# columns of iterations that split an iteration's wall time with idle_ns, and how diff names them
+PARTS = (("compute_ns", "compute"), ("exposed_comm_ns", "exposed communication"), ("copy_ns", "copy only"))
+
+
 @dataclass(frozen=True)
 class Diff:
     """The comparison of two profiles (what `diff` returns).
@@ -278,6 +282,14 @@ def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> Diff:
         _metric("GPU busy in an iteration, mean", bb, sbb, bn, sbn, "%"),
         _metric("GPU idle in an iteration, mean", ib, sib, inn, sin_),
     ]
+    # the parts of the iteration's wall time (iterations: compute, exposed communication, copy only; idle above)
+    parts = [("GPU idle", rows[3])]  # its metric: "GPU idle in an iteration, mean"
+    for col, label in PARTS:
+        if col in b.steady.columns and col in n.steady.columns:
+            pb_, spb, _, _ = _robust(b.steady[col].cast(pl.Float64) / 1e6)
+            pn_, spn, _, _ = _robust(n.steady[col].cast(pl.Float64) / 1e6)
+            parts.append((label, _metric(f"{label} in an iteration, mean", pb_, spb, pn_, spn)))
+            rows.append(parts[-1][1])
     itime = pl.DataFrame(rows)
     itime = pl.concat(
         [
@@ -338,6 +350,15 @@ def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> Diff:
         ),
         ("GPU busy", f"{bb:.1f}% -> {bn:.1f}% of an iteration (mean)"),
     ]
+    label, r = max(parts, key=lambda p: abs(p[1]["delta"]))
+    verdict.append(
+        (
+            "largest part change",
+            f"{label}: {r['base']:.2f} -> {r['new']:.2f} ms per iteration ({r['delta']:+.2f} ms, "
+            + ("significant" if r["significant"] else "within noise")
+            + ")",
+        )
+    )
     pb, pn = b.stats["outlier_pattern"][0], n.stats["outlier_pattern"][0]
     if pb or pn:
         verdict.append(("slow iterations", f"{bl}: {pb or 'none'}; {nl}: {pn or 'none'}"))

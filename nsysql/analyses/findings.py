@@ -10,14 +10,20 @@ not data-loader bound.
   idle time), the finding names the activity and where it ran (a DataLoader worker's transform, say).
 - `synchronization bound`: >= 30% of idle time has cause `sync` (the CPU waits in a synchronize call).
 - `allocation stalls`: >= 20% of idle time has cause `alloc` (cudaMalloc/cudaFree in the loop).
-- `launch bound`: median steady-state GPU busy < 50% and >= 50% of kernels run under 10 us, unless the idle
-  time is already explained by host work (a data-loader/host-bound finding). Only where the steady-state
-  iterations launch kernels: iterations that launch none say nothing about launches.
+- `launch bound`: the GPU idles between kernels while the queue is empty and launches are slower than the
+  kernels, in the figures of `nsysql launches` (queries/v1/analyses/launch_figures.sql): median steady-state
+  GPU busy < 50%, >= 50% of kernels start within 10 us of their launch call returning (or before), and the
+  median launch call takes longer than the median kernel; unless the idle time is already explained by host
+  work (a data-loader/host-bound finding). Only where the steady-state iterations launch kernels: iterations
+  that launch none say nothing about launches. The thresholds are launch_bound()'s parameters.
 - `pageable host-to-device copies`: memcpy HtoD from pageable memory, 1 MiB or more in all (they stage through
   a bounce buffer and block the CPU; pinned memory makes them asynchronous). A few bytes of kernel arguments
   or scalars copied this way are not worth a finding.
 - `periodic slow iterations`: the iteration outlier pattern, when there is one.
 - `GPU mostly idle`: median steady-state GPU busy < 30%.
+- `exposed communication`: communication kernels run with no compute kernel beside them on the device for
+  >= 20% of the steady-state iterations' wall time (iterations' exposed_comm_ns: overlap it with compute, or
+  find the rank the others wait for with `nsysql ranks`).
 - `matrix math without tensor cores`: matrix kernels (category gemm or conv) that run on CUDA cores (tensor_cores
   `no`) hold >= 10% of all kernel time. Where the export has GPU metrics they judge (Tensor Active under 1% while
   SMs Active is 50% or more during the kernel: queries/v1/canonical/49_kernel_tensor_use.sql), else the name
@@ -37,9 +43,10 @@ HOST_SHARE = 0.50
 SYNC_SHARE = 0.30
 ALLOC_SHARE = 0.20
 LAUNCH_BUSY_PCT = 50.0
-SHORT_KERNEL_NS = 10_000
-SHORT_KERNEL_SHARE = 0.50
+EMPTY_QUEUE_NS = 10_000
+EMPTY_QUEUE_SHARE = 0.50
 IDLE_BUSY_PCT = 30.0
+EXPOSED_COMM_PCT = 20.0
 PAGEABLE_MIN_BYTES = 2**20
 MIN_IDLE_PCT = 10.0
 NO_TENSOR_CORE_PCT = 10.0
@@ -51,11 +58,11 @@ def _ms(ns) -> str:
     return f"{ns / 1e6:,.1f} ms"
 
 
-def tables(con) -> dict[str, pl.DataFrame]:
+def tables(con, empty_queue_ns: int = EMPTY_QUEUE_NS) -> dict[str, pl.DataFrame]:
     """The tables findings reads besides the iteration stats and idle causes (summary asks them beside its
     other answers)."""
     return {
-        "kernel_size": run(con, "kernel_size", short_ns=SHORT_KERNEL_NS),
+        "launch_figures": run(con, "launch_figures", empty_queue_ns=empty_queue_ns),
         "pageable_copies": run(con, "pageable_copies"),
         "kernel_categories": run(con, "kernels_by_category"),
     }
@@ -113,20 +120,21 @@ def findings(
                 rows.append(
                     (label, f"{c['idle_ns'][0] / idle:.0%} of idle GPU time ({_ms(c['idle_ns'][0])}): {advice}")
                 )
-    ks = read["kernel_size"].row(0, named=True)
     # launch bound rests on the kernels of the loop: none when its steady-state iterations launch no kernel
-    if busy is not None and ks["kernels"] and steady_kernels:
-        short = ks["short_kernels"] / ks["kernels"]
-        host_explained = any(r[0] in ("data-loader bound", "host bound") for r in rows)
-        if busy < LAUNCH_BUSY_PCT and short >= SHORT_KERNEL_SHARE and not host_explained:
-            rows.append(
-                (
-                    "launch bound",
-                    f"{short:.0%} of {ks['kernels']:,} kernels run under 10 us and the GPU "
-                    f"is busy {busy:.0f}% of a steady-state iteration (median of {steady}, "
-                    f"which launch {steady_kernels:,} kernels)",
-                )
+    host_explained = any(r[0] in ("data-loader bound", "host bound") for r in rows)
+    if busy is not None and steady_kernels and not host_explained:
+        evidence = launch_bound(read["launch_figures"].row(0, named=True), busy)
+        if evidence:
+            rows.append(("launch bound", f"{evidence} (median of {steady}, which launch {steady_kernels:,} kernels)"))
+    exposed = st.get("exposed_comm_pct") if busy is not None else None
+    if exposed is not None and exposed >= EXPOSED_COMM_PCT:
+        rows.append(
+            (
+                "exposed communication",
+                f"{exposed:.0f}% of steady-state wall time has communication kernels running with no compute "
+                f"beside them ({st['steady_comm_ns'] / 1e6:,.1f} ms of communication in {steady} iterations)",
             )
+        )
     if busy is not None and busy < IDLE_BUSY_PCT:
         rows.append(("GPU mostly idle", f"busy {busy:.0f}% of a steady-state iteration (median of {steady})"))
     pc = read["pageable_copies"].row(0, named=True)
@@ -164,3 +172,29 @@ def _tc_evidence(rows: pl.DataFrame) -> str:
     if "metrics" in kinds:
         return f"{by_metrics} and by name"
     return "by name"
+
+
+def launch_bound(
+    figures: dict,
+    busy_pct: float,
+    max_busy_pct: float = LAUNCH_BUSY_PCT,
+    empty_queue_share: float = EMPTY_QUEUE_SHARE,
+    empty_queue_ns: int = EMPTY_QUEUE_NS,
+) -> str | None:
+    """The launch-bound finding's evidence, or None when the rule does not hold. `figures`: a row of
+    launch_figures.sql (made with the same `empty_queue_ns`); `busy_pct`: the median steady-state GPU busy. The
+    GPU idles between kernels (busy < max_busy_pct) while the queue is empty (>= empty_queue_share of kernels
+    start within empty_queue_ns of their launch call returning) and launches are slower than the kernels (the
+    median launch call takes longer than the median kernel)."""
+    n = figures["kernels"]
+    if not n or busy_pct >= max_busy_pct:
+        return None
+    share = figures["empty_queue"] / n
+    if share < empty_queue_share or not figures["api_med_ns"] > figures["kernel_med_ns"]:
+        return None
+    return (
+        f"{share:.0%} of {n:,} kernels start within {empty_queue_ns / 1000:g} us of their launch call returning "
+        f"(empty queue), a launch call takes {figures['api_med_ns'] / 1000:,.1f} us (median) against "
+        f"{figures['kernel_med_ns'] / 1000:,.1f} us for a kernel, and the GPU is busy {busy_pct:.0f}% of a "
+        "steady-state iteration"
+    )

@@ -391,6 +391,12 @@ def stats(df: pl.DataFrame, it: IterationRange) -> pl.DataFrame:
         # kernels launched in the steady-state iterations (null without GPU work): what a finding about kernel
         # launches in the loop rests on
         "steady_kernels": int(steady["kernels"].sum()) if steady["kernels"].null_count() == 0 else None,
+        # communication in the steady-state iterations (iterations' comm_ns, exposed_comm_ns): ns in all, and
+        # the exposed part as a share of their wall time; null without communication
+        "steady_comm_ns": int(steady["comm_ns"].sum()) if steady.height and steady["comm_ns"].sum() else None,
+        "exposed_comm_pct": float(100.0 * steady["exposed_comm_ns"].sum() / steady["wall_ns"].sum())
+        if steady.height and steady["comm_ns"].sum() and steady["wall_ns"].sum()
+        else None,
         "outliers": int(steady["outlier"].sum()),
         "outlier_pattern": pattern(df),
         "detected": it.why,
@@ -412,6 +418,15 @@ def steady_sentence(s: dict) -> str:
         f"steady state ({s['steady']} of {s['iterations']}): median {s['median_ns'] / 1e6:.2f} ms, "
         f"mean {s['mean_ns'] / 1e6:.2f} ms, p90 {s['p90_ns'] / 1e6:.2f} ms, max {s['max_ns'] / 1e6:.2f} ms, "
         f"CV {s['cv'] or 0:.2f}, {busy}"
+    )
+
+
+def exposed_sentence(s: dict) -> str:
+    """One row of stats() with communication: its exposed part as a share of the steady-state wall time."""
+    return (
+        f"{s['exposed_comm_pct']:.1f}% of the steady-state iterations' wall time: communication kernels ran with no "
+        f"compute kernel beside them on the device ({s['steady_comm_ns'] / 1e6:,.1f} ms of communication in "
+        f"{s['steady']} iterations; `nsysql overlap FILE --by iteration` per iteration)"
     )
 
 

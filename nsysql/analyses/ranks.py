@@ -90,6 +90,8 @@ def rank_tables(
             "gpu_busy_ns",
             "idle_ns",
             "collective_ns",
+            "comm_ns",
+            "exposed_comm_ns",
             "kernel_ns",
             "warmup",
             "outlier",

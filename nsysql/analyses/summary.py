@@ -74,6 +74,8 @@ def summary(
         hw = _activity_line(its)
         if hw:
             rows.append(("sm_tensor_active", "SM / tensor active", hw))
+        if s.get("exposed_comm_pct") is not None:
+            rows.append(("exposed_comm", "exposed communication", _iter.exposed_sentence(s)))
     if gpus.height:
         if isinstance(gaps_df, NsysqlError):
             raise gaps_df

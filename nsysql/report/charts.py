@@ -193,6 +193,67 @@ def iterations_chart(its: pl.DataFrame) -> tuple[go.Figure, str]:
     return fig, note
 
 
+# the parts of an iteration's wall time (iterations' compute_ns, exposed_comm_ns, copy_ns, idle_ns), as stacked
+PARTS = (
+    ("compute_ns", "compute", "#4C78A8"),
+    ("exposed_comm_ns", "exposed communication", "#F58518"),
+    ("copy_ns", "copy only", "#54A24B"),
+    ("idle_ns", "idle", "#E45756"),
+)
+
+
+def partition_chart(its: pl.DataFrame) -> tuple[go.Figure, str]:
+    """Stacked bars per iteration: the parts of its wall time on the device (compute, exposed communication,
+    copy only, idle), which add up to the wall time. Long loops are shown in buckets, as in iterations_chart."""
+    cols = [c for c, _, _ in PARTS]
+    df = its.select("iteration", "warmup", *cols)
+    note = ""
+    bucket = max(1, math.ceil(df.height / MAX_ITERATION_BARS))
+    if bucket > 1:
+        note = f"{df.height:,} iterations shown as means of {bucket} consecutive iterations."
+        df = (
+            df.with_columns(b=pl.col("iteration") // bucket)
+            .group_by("b", maintain_order=True)
+            .agg(pl.col("iteration").first(), pl.col("warmup").any(), *[pl.col(c).mean() for c in cols])
+        )
+    x = df["iteration"].to_list()
+    fig = go.Figure()
+    for col, label, color in PARTS:
+        if col != "idle_ns" and not (df[col] > 0).any():
+            continue  # a part the loop never has (no communication, no copies) takes no legend entry
+        fig.add_bar(
+            x=x,
+            y=(df[col].cast(pl.Float64) / 1e6).to_list(),
+            name=label,
+            marker_color=color,
+            hovertemplate=f"{label}: %{{y:.2f}} ms<extra>iteration %{{x}}</extra>",
+        )
+    warm = df.filter(pl.col("warmup"))
+    if warm.height:
+        fig.add_vrect(
+            x0=min(x) - 0.5 * bucket,
+            x1=warm["iteration"].max() + 0.5 * bucket,
+            fillcolor="#999",
+            opacity=0.15,
+            line_width=0,
+            annotation_text="warm-up",
+            annotation_position="top left",
+            annotation_font_size=11,
+        )
+    _layout(fig, "Iterations: where the wall time went on the GPU", barmode="stack", bargap=0.15)
+    fig.update_xaxes(title_text="iteration")
+    fig.update_yaxes(title_text="ms", rangemode="tozero")
+    steady = df.filter(~pl.col("warmup"))
+    wall = df.select(pl.sum_horizontal(cols)).to_series()
+    top = float(steady.select(pl.sum_horizontal(cols)).to_series().max() or 0) / 1e6 if steady.height else 0
+    if steady.height and float(wall.max() or 0) / 1e6 > 1.5 * top > 0:
+        fig.update_yaxes(range=[0, top * 1.15])
+        note = (
+            note + " " if note else ""
+        ) + "The y axis is scaled to the steady state; taller warm-up bars are clipped."
+    return fig, note
+
+
 def timeline_chart(
     tl: pl.DataFrame,
     gaps: pl.DataFrame | None,

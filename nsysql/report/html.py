@@ -252,11 +252,20 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
             + (f"Outliers: {s['outlier_pattern']}. " if s["outlier_pattern"] else "No outliers. ")
             + f"Detected: {s['detected']}."
         )
+        parts, parts_note = charts.partition_chart(its)
         page.add(
             page.section(
                 "Iterations",
                 page.chart(prefix + "iterations", fig, note)
-                + f'<p class="note">{esc(charts.short(line, 3 * charts.NAME_MAX))}</p>',
+                + f'<p class="note">{esc(charts.short(line, 3 * charts.NAME_MAX))}</p>'
+                + page.chart(
+                    prefix + "partition",
+                    parts,
+                    (parts_note + " " if parts_note else "")
+                    + "Each bar is the iteration's wall time on the device, in parts that add up to it: some "
+                    "compute kernel ran; only communication ran (exposed); only memory copies or sets ran; "
+                    "nothing ran.",
+                ),
             )
         )
     else:

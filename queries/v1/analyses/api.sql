@@ -1,9 +1,8 @@
 -- CUDA API calls: per function, the same quantity as `nsys stats -r cuda_api_sum` (CPU time inside the calls,
--- every thread of every process). Names as nsys prints them: a four-digit version suffix is dropped
--- (`cudaLaunchKernel_v7000` -> `cudaLaunchKernel`), longer ones kept (`cudaLaunchKernelExC_v11060`).
+-- every thread of every process). Names as nsys prints them (api_display_name, 00_macros.sql).
 -- $top: row limit, NULL for all.
 WITH c AS (
-  SELECT CASE WHEN s.value SIMILAR TO '.*_v[0-9]{4}' THEN s.value[:-7] ELSE s.value END AS name,
+  SELECT api_display_name(s.value) AS name,
          a.end_ns - a.start_ns AS d
   FROM api_calls a
   LEFT JOIN strings s ON s.id = a.name_id

@@ -37,17 +37,37 @@ WITH coll AS (  -- collective communication kernels (NCCL)
          count(*) FILTER (WHERE kind = 'kernel') AS kernels,
          count(*) AS gpu_ops
   FROM merged GROUP BY iteration
-), dev_busy AS (
+), dev_busy AS (  -- the device's busy stretches: any op (gpu_busy)
   SELECT start_ns, end_ns, busy_before_ns FROM gpu_busy WHERE device_id = $device
-), edges AS (  -- device busy time before each window start and end (see gpu_busy.busy_before_ns), one ASOF join
-  SELECT e.iteration, e.is_end,
+), layers AS (  -- and its communication and copy layers (device_layers, 46_device_layers.sql): few stretches
+  SELECT layer, start_ns, end_ns, busy_before_ns FROM device_layers(coalesce($device, -1))
+), w_edges AS (
+  SELECT iteration, false AS is_end, start_ns AS t FROM query_table($windows)
+  UNION ALL SELECT iteration, true, end_ns FROM query_table($windows)
+), edges AS (  -- per layer, the time it covered before each window start and end (see gpu_busy.busy_before_ns):
+               -- an ASOF join for the busy stretches, one for the layers (not one join over both: it would
+               -- partition and sort the many busy stretches again)
+  SELECT e.iteration, e.is_end, 'all' AS layer,
          coalesce(b.busy_before_ns + least(greatest(e.t - b.start_ns, 0), b.end_ns - b.start_ns), 0) AS busy_before
-  FROM (SELECT iteration, false AS is_end, start_ns AS t FROM query_table($windows)
-        UNION ALL SELECT iteration, true, end_ns FROM query_table($windows)) e
+  FROM w_edges e
   ASOF LEFT JOIN dev_busy b ON e.t >= b.start_ns
+  UNION ALL
+  SELECT e.iteration, e.is_end, e.layer,
+         coalesce(b.busy_before_ns + least(greatest(e.t - b.start_ns, 0), b.end_ns - b.start_ns), 0)
+  FROM (SELECT * FROM w_edges, (VALUES ('comm'), ('comm_hidden'), ('copy'), ('copy_hidden')) l(layer)) e
+  ASOF LEFT JOIN layers b ON e.layer = b.layer AND e.t >= b.start_ns
+), inside AS (  -- per layer, the time it covered inside the window
+  SELECT iteration, layer,
+         (max(busy_before) FILTER (WHERE is_end) - max(busy_before) FILTER (WHERE NOT is_end))::BIGINT AS ns
+  FROM edges GROUP BY ALL
 ), covered AS (
-  SELECT iteration, (max(busy_before) FILTER (WHERE is_end) - max(busy_before) FILTER (WHERE NOT is_end))::BIGINT AS ns
-  FROM edges GROUP BY iteration
+  SELECT iteration,
+         max(ns) FILTER (WHERE layer = 'all') AS ns,
+         max(ns) FILTER (WHERE layer = 'comm') AS comm,
+         max(ns) FILTER (WHERE layer = 'comm_hidden') AS comm_hidden,
+         max(ns) FILTER (WHERE layer = 'comm') - max(ns) FILTER (WHERE layer = 'comm_hidden') AS exposed,
+         max(ns) FILTER (WHERE layer = 'copy') - max(ns) FILTER (WHERE layer = 'copy_hidden') AS copy_only
+  FROM inside GROUP BY iteration
 )
 SELECT
   i.iteration,
@@ -65,8 +85,19 @@ SELECT
   coalesce(p.graph_ns, 0) AS graph_ns,
   -- time in collective kernels (NCCL: ncclDevKernel_*, ncclKernel_*) launched in the iteration
   coalesce(p.collective_ns, 0) AS collective_ns,
-  -- time inside the window when the device ran nothing at all
+  -- the window's wall time in four parts that add up to it exactly, on the device, whoever launched the work:
+  -- compute: some kernel that is not communication (or a CUDA graph replay) ran
+  coalesce(c.ns - c.exposed - c.copy_only, 0)::BIGINT AS compute_ns,
+  -- exposed communication: a communication kernel ran and no compute kernel
+  coalesce(c.exposed, 0)::BIGINT AS exposed_comm_ns,
+  -- copy: only memcpy or memset ran, no kernel
+  coalesce(c.copy_only, 0)::BIGINT AS copy_ns,
+  -- idle: the device ran nothing at all
   (i.end_ns - i.start_ns - coalesce(c.ns, 0))::BIGINT AS idle_ns,
+  -- time in which a communication kernel ran on the device (comm_ns = overlapped_ns + exposed_comm_ns)
+  coalesce(c.comm, 0)::BIGINT AS comm_ns,
+  -- of it, time in which a compute kernel ran too
+  coalesce(c.comm_hidden, 0)::BIGINT AS overlapped_ns,
   coalesce(p.kernels, 0) AS kernels,
   coalesce(p.gpu_ops, 0) AS gpu_ops
 FROM query_table($windows) i

@@ -1,6 +1,6 @@
 -- Per rank, over its steady-state iterations (reads rank_iterations, rank_causes and rank_nccl, the stacked
--- per-rank frames): iteration time mean and median, GPU busy %, idle, collective kernel time, the top idle
--- cause, and NCCL NVTX range time.
+-- per-rank frames): iteration time mean and median, GPU busy %, idle, collective kernel time, exposed
+-- communication, the top idle cause, and NCCL NVTX range time.
 WITH s AS (
   SELECT * FROM rank_iterations WHERE NOT warmup
 ), top_cause AS (
@@ -20,6 +20,9 @@ SELECT
   sum(s.idle_ns)::BIGINT AS idle_ns,
   sum(s.collective_ns)::BIGINT AS collective_ns,
   100.0 * sum(s.collective_ns) / sum(s.wall_ns) AS collective_pct,
+  -- the share of the iteration windows in which communication kernels ran with no compute kernel beside them
+  -- on the device (iterations' exposed_comm_ns); NULL for a rank without communication
+  CASE WHEN sum(s.comm_ns) > 0 THEN 100.0 * sum(s.exposed_comm_ns) / sum(s.wall_ns) END AS exposed_comm_pct,
   count(*) FILTER (WHERE s.outlier) AS outliers,
   any_value(t.cause) AS top_idle_cause,
   any_value(t.idle_ns) AS top_idle_cause_ns,

@@ -1,0 +1,37 @@
+"""Communication hidden or exposed: per device, the time in communication kernels, the part of it overlapped by
+compute kernels on the same device and the exposed rest (queries/v1/analyses/overlap.sql)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ..errors import NsysqlError
+from ._sql import run
+
+GROUPINGS = ("device", "iteration")
+COLUMNS = ("device_id", "comm_ns", "overlapped_ns", "exposed_ns", "compute_ns")
+NOT_APPLICABLE = (
+    "no communication kernels (NCCL or other collectives: kernel category `communication`), so nothing to overlap"
+)
+
+
+def overlap(con) -> pl.DataFrame:
+    """Per device with communication kernels: `device_id, comm_ns, overlapped_ns, exposed_ns, compute_ns`."""
+    df = run(con, "overlap")
+    if not df.height:
+        raise NsysqlError(NOT_APPLICABLE)
+    return df
+
+
+def by_iteration(iterations: pl.DataFrame, device_id: int | None) -> pl.DataFrame:
+    """The same per iteration, from the columns of `iterations` (measured on the loop's device)."""
+    if not (iterations["comm_ns"] > 0).any():
+        raise NsysqlError(NOT_APPLICABLE.replace("kernels", "kernels in the iterations", 1))
+    return iterations.select(
+        "iteration",
+        pl.lit(device_id, dtype=pl.Int32).alias("device_id"),
+        "comm_ns",
+        "overlapped_ns",
+        pl.col("exposed_comm_ns").alias("exposed_ns"),
+        "compute_ns",
+    )

@@ -1,0 +1,15 @@
+-- The figures the launch-bound finding rests on (nsysql/analyses/findings.py), over every kernel whose launching
+-- call was traced, with the definitions of launches.sql: how many kernels found the queue empty (started no
+-- later than $empty_queue_ns after their call returned, or before it returned), and the median launch call
+-- against the median kernel.
+SELECT
+  -- kernels with a traced launch call
+  count(*) AS kernels,
+  -- of them, those that started at most $empty_queue_ns after their launch call returned
+  count(*) FILTER (WHERE start_ns - api_end_ns <= $empty_queue_ns) AS empty_queue,
+  -- median launch call, ns
+  median(api_end_ns - api_start_ns) AS api_med_ns,
+  -- median kernel, ns
+  median(duration_ns) AS kernel_med_ns
+FROM gpu_ops
+WHERE kind = 'kernel' AND api_call_id IS NOT NULL;
