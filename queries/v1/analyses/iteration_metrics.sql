@@ -17,11 +17,24 @@ WITH ops AS (
   FROM gpu_metric_samples
   WHERE $metrics IS NULL OR list_contains($metrics, metric)
   WINDOW w AS (PARTITION BY device_id, metric, unit ORDER BY timestamp_ns)
+), period AS (  -- per device, a bucket width: the median sampling period
+  SELECT device_id, greatest(1, median(t1 - t0))::BIGINT AS p FROM s GROUP BY device_id
+), sb AS (  -- each sample in every bucket its period touches (one or two)
+  SELECT s.*, unnest(range(s.t0 // q.p, (s.t1 - 1) // q.p + 1)) AS bucket, q.p
+  FROM s JOIN period q USING (device_id)
+  WHERE s.t1 > s.t0
+), pb AS (  -- each window in every bucket it spans
+  SELECT proj.*, unnest(range(proj.a // q.p, (proj.b - 1) // q.p + 1)) AS bucket
+  FROM proj JOIN period q USING (device_id)
+  WHERE proj.b > proj.a
 )
+-- an equi-join on (device, bucket), not a range join of every window with every sample (the same rule as
+-- canonical/49_kernel_tensor_use.sql): a pair that overlaps counts once, in the bucket where its overlap begins
 SELECT
   p.iteration, p.device_id, s.metric, s.unit,
   sum(s.value * (least(s.t1, p.b) - greatest(s.t0, p.a))) / sum(least(s.t1, p.b) - greatest(s.t0, p.a)) AS mean
-FROM proj p
-JOIN s ON s.device_id = p.device_id AND s.t0 < p.b AND s.t1 > p.a
+FROM pb p
+JOIN sb s ON s.device_id = p.device_id AND s.bucket = p.bucket
+WHERE s.t0 < p.b AND s.t1 > p.a AND greatest(s.t0, p.a) // s.p = s.bucket
 GROUP BY ALL
 ORDER BY p.iteration, p.device_id, s.metric, s.unit;

@@ -25,10 +25,23 @@ WITH s AS NOT MATERIALIZED (  -- the two metrics, each sample with the end of it
   FROM gpu_ops o
   WHERE o.kind = 'kernel'
     AND o.name_id IN (SELECT name_id FROM kernel_classes WHERE category IN ('gemm', 'conv', 'attention'))
+), period AS (  -- per device, a bucket width for the join below: the median sampling period
+  SELECT device_id, greatest(1, median(t1 - t0))::BIGINT AS p FROM s GROUP BY device_id
+), sb AS (  -- each sample in every bucket its period touches (one or two)
+  SELECT s.*, unnest(range(s.t0 // q.p, (s.t1 - 1) // q.p + 1)) AS bucket, q.p
+  FROM s JOIN period q USING (device_id)
+  WHERE s.t1 > s.t0
+), kb AS (  -- each kernel in every bucket it spans
+  SELECT k.*, unnest(range(k.start_ns // q.p, (k.end_ns - 1) // q.p + 1)) AS bucket
+  FROM k JOIN period q USING (device_id)
+  WHERE k.end_ns > k.start_ns
 ), ov AS (
-  SELECT k.name_id, s.tensor, s.value, s.t1 - s.t0 AS period,
-         least(s.t1, k.end_ns) - greatest(s.t0, k.start_ns) AS w
-  FROM k JOIN s ON s.device_id = k.device_id AND s.t0 < k.end_ns AND s.t1 > k.start_ns
+  -- an equi-join on (device, bucket) instead of a range join of every kernel with every sample: a pair that
+  -- overlaps meets in each bucket both touch, and counts once, in the bucket where the overlap begins
+  SELECT kb.name_id, sb.tensor, sb.value, sb.t1 - sb.t0 AS period,
+         least(sb.t1, kb.end_ns) - greatest(sb.t0, kb.start_ns) AS w
+  FROM kb JOIN sb ON sb.device_id = kb.device_id AND sb.bucket = kb.bucket
+  WHERE sb.t0 < kb.end_ns AND sb.t1 > kb.start_ns AND greatest(sb.t0, kb.start_ns) // sb.p = sb.bucket
 ), per AS (
   SELECT name_id,
          sum(w) FILTER (WHERE tensor) AS sampled_ns,
