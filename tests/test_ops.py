@@ -213,3 +213,24 @@ def test_emit_nvtx_ranges_do_not_hide_the_backward_pass(prof):
     bp = prof.ranges().filter(pl.col("name") == "Backward Pass").row(0, named=True)
     assert bp["gpu_ops"] == inside > STEPS  # more than the one loss-gradient fill per step the main thread launches
     assert prof.iterations().height == STEPS
+
+
+def test_small_transformer_forward_backward_and_no_double_counting():
+    """fixtures/ops_transformer (fixtures/workloads/ops_transformer.py: 2 encoder layers and a head, 4 steps): per
+    step, each layer calls linear 4 times (attention in and out projections, two feed-forward layers) and
+    layer_norm twice, the head once; every one of them has backward GPU time, and the forward + backward GPU time
+    over all ops is the time of the kernels launched inside operator ranges, each counted once."""
+    steps, layers = 4, 2
+    p = loaded(str(fixture("ops_transformer")))
+    ops = {r["op"]: r for r in p.ops().iter_rows(named=True)}
+    assert ops["aten::linear"]["calls"] == steps * (4 * layers + 1)
+    assert ops["aten::layer_norm"]["calls"] == steps * 2 * layers
+    for op in ("aten::linear", "aten::layer_norm", "aten::scaled_dot_product_attention"):
+        assert ops[op]["fwd_gpu_ns"] > 0 and ops[op]["bwd_gpu_ns"] > 0, op
+    total = sum(r["fwd_gpu_ns"] + r["bwd_gpu_ns"] for r in ops.values())
+    in_ops = kernel_ns(
+        p,
+        "op_id IN (SELECT op_id FROM op_ranges JOIN nvtx_ranges USING (range_id) "
+        "WHERE via = 'thread' AND name LIKE 'aten::%')",
+    )
+    assert total == in_ops <= kernel_ns(p, "true")
