@@ -424,9 +424,9 @@ def launches(files, fmt, output, by):
 )
 @click.option(
     "--per",
-    type=click.Choice(["iteration"]),
+    type=click.Choice(["iteration", "range"]),
     default=None,
-    help="With --by category: per iteration of the loop (as `iterations` finds it).",
+    help="With --by category: per iteration of the loop (as `iterations` finds it), or per NVTX range.",
 )
 @handled
 def kernels(files, fmt, output, name_kind, top, by, per):

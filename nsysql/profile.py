@@ -180,15 +180,25 @@ class Profile:
 
     @cached("kernels")
     def kernels(
-        self, name: str = "demangled", top: int | None = None, by: str = "name", per: str | None = None
+        self,
+        name: str = "demangled",
+        top: int | None = None,
+        by: str = "name",
+        per: str | None = None,
+        attribution: str = DEFAULT_ATTRIBUTION,
     ) -> pl.DataFrame:
         """Per kernel name (nsys's cuda_gpu_kern_sum, then category and tensor_cores); by="category": per
         category and tensor_cores, `category, tensor_cores, count, total_ns, pct, evidence` (tensor_cores measured by
         GPU metrics where the export has them: evidence `metrics`, else `name`); with per="iteration", the same
-        per iteration of the loop (pct of the iteration's kernel time)."""
+        per iteration of the loop (pct of the iteration's kernel time); per="range": per NVTX range, a kernel
+        counting in every range open around its launch (`attribution` as in ranges)."""
         if per is not None:
-            if per != "iteration" or by != "category":
-                raise NsysqlError(f"per='iteration' goes with by='category' only, not per={per!r}, by={by!r}")
+            if per not in ("iteration", "range") or by != "category":
+                raise NsysqlError(
+                    f"per='iteration' or 'range' goes with by='category' only, not per={per!r}, by={by!r}"
+                )
+            if per == "range":
+                return _kernels.categories_per_range(self.con, attribution)
             it = self._detect(None)
             return _kernels.categories_per_iteration(_iter.windows(self.con, it), it.pid)
         if top is not None:

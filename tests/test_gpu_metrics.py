@@ -25,10 +25,10 @@ def prof():
     return loaded(str(HW_MIX))
 
 
-def _recipe() -> dict[tuple[int, str, str], dict]:
+def _recipe(path=RECIPE) -> dict[tuple[int, str, str], dict]:
     """(GPU ID, metric, unit) -> the recipe's row, its names split as gpu_metric_samples splits them."""
     out = {}
-    with open(RECIPE, newline="") as f:
+    with open(path, newline="") as f:
         for row in csv.DictReader(f):
             name = row["Metric Name"]
             if name in RENAMED:
@@ -39,9 +39,13 @@ def _recipe() -> dict[tuple[int, str, str], dict]:
     return out
 
 
-def test_whole_capture_matches_the_recipe(prof):
-    want = _recipe()
-    got = prof.gpu_metrics()
+HW_ALT = fixture("hw_alt")
+
+
+@pytest.mark.parametrize("path", [HW_MIX, HW_ALT], ids=["hw_mix", "hw_alt"])
+def test_whole_capture_matches_the_recipe(path):
+    want = _recipe(path.parent / "reference" / f"{path.stem}_gpu_metric_util_sum_rank_stats.csv")
+    got = loaded(str(path)).gpu_metrics()
     assert got.columns == ["device_id", "metric", "unit", "samples", "mean", "min", "p50", "p90", "max", "note"]
     assert len(want) == 22 and {(r["device_id"], r["metric"], r["unit"]) for r in got.iter_rows(named=True)} == set(
         want
@@ -177,3 +181,36 @@ def test_info_says_whether_metrics_apply(prof):
     )
     train = loaded(str(fixture("train_small")))
     assert item(train, "analyses", "metrics").startswith("no: no GPU metrics")
+
+
+def test_alternating_ranges_by_construction():
+    """fixtures/hw_alt (fixtures/workloads/hw_alt.py): every step runs the same products in an `fp32 matmul` range
+    (TF32 off) then a `bf16 matmul` range. The fp32 range's tensor-core share of kernel time and its Tensor Active
+    are ~0, the bf16 range's are high; the SMs are busy in both; the finding fires, on the metrics' evidence."""
+    p = loaded(str(HW_ALT))
+    m = {
+        (r["range"], r["metric"]): r["mean"]
+        for r in p.gpu_metrics(by="range").filter(pl.col("unit") == "Throughput %").iter_rows(named=True)
+    }
+    assert m[("fp32 matmul", "Tensor Active")] < 1 and m[("bf16 matmul", "Tensor Active")] > 20
+    assert m[("fp32 matmul", "SMs Active")] > 50 and m[("bf16 matmul", "SMs Active")] > 50
+    cats = p.kernels(by="category", per="range")
+    tc = {
+        rng: cats.filter((pl.col("range") == rng) & (pl.col("tensor_cores") == "yes"))["total_ns"].sum()
+        / cats.filter(pl.col("range") == rng)["total_ns"].sum()
+        for rng in ("fp32 matmul", "bf16 matmul")
+    }
+    assert tc["fp32 matmul"] == 0 and tc["bf16 matmul"] > 0.5
+    gemm = cats.filter((pl.col("category") == "gemm") & pl.col("range").is_in(["fp32 matmul", "bf16 matmul"]))
+    assert set(gemm["evidence"]) == {"metrics"}
+    f = p.findings().filter(pl.col("finding") == "matrix math without tensor cores")
+    assert f.height == 1 and "by GPU metrics" in f["evidence"][0]
+
+
+def test_categories_per_range_add_up_to_kernels_by_range():
+    """Each range's category rows add up to its kernel time and count in kernels-by-range (as nvtx_kern_sum)."""
+    p = loaded(str(HW_ALT))
+    cats = p.kernels(by="category", per="range").group_by("range").agg(pl.col("total_ns").sum(), pl.col("count").sum())
+    kbr = p.kernels_by_range().group_by("range").agg(pl.col("total_ns").sum(), pl.col("count").sum())
+    assert dict(cats.select("range", "total_ns").iter_rows()) == dict(kbr.select("range", "total_ns").iter_rows())
+    assert dict(cats.select("range", "count").iter_rows()) == dict(kbr.select("range", "count").iter_rows())

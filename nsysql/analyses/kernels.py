@@ -6,6 +6,7 @@ import polars as pl
 
 from ..errors import NsysqlError
 from ._sql import run
+from .ranges import check_attribution
 
 NAME_KINDS = ("demangled", "short", "mangled")
 GROUPINGS = ("name", "category")
@@ -28,3 +29,9 @@ def categories_per_iteration(windows, pid: int) -> pl.DataFrame:
     """Per iteration (`windows`: iterations.Windows of process `pid`), category and tensor_cores: count,
     total_ns, pct of the iteration's kernel time and evidence (iteration_categories.sql)."""
     return windows.run("iteration_categories", pid=pid)
+
+
+def categories_per_range(con, attribution: str) -> pl.DataFrame:
+    """Per NVTX range (domain, name), category and tensor_cores: count, total_ns, pct of the range's kernel time
+    and evidence; a kernel counts in every range open around its launch (range_categories.sql)."""
+    return run(con, "range_categories", attribution=check_attribution(attribution))
