@@ -157,18 +157,7 @@ def iterations_chart(its: pl.DataFrame) -> tuple[go.Figure, str]:
             marker=dict(symbol="triangle-down", size=10, color="#222"),
             hovertemplate="outlier: %{y:.2f} ms<extra>iteration %{x}</extra>",
         )
-    warm = df.filter(pl.col("warmup"))
-    if warm.height:
-        fig.add_vrect(
-            x0=min(x) - 0.5 * bucket,
-            x1=warm["iteration"].max() + 0.5 * bucket,
-            fillcolor="#999",
-            opacity=0.15,
-            line_width=0,
-            annotation_text="warm-up",
-            annotation_position="top left",
-            annotation_font_size=11,
-        )
+    _warmup_band(fig, df, x, bucket)
     _layout(fig, "Iterations: CPU time per phase, GPU idle", barmode="stack", bargap=0.15)
     fig.update_xaxes(title_text="iteration")
     fig.update_yaxes(title_text="ms", rangemode="tozero")
@@ -191,6 +180,23 @@ def iterations_chart(its: pl.DataFrame) -> tuple[go.Figure, str]:
             note + " " if note else ""
         ) + "The y axis is scaled to the steady state; taller warm-up bars are clipped (their time is written on them)."
     return fig, note
+
+
+def _warmup_band(fig: go.Figure, df: pl.DataFrame, x: list, bucket: int) -> None:
+    """Shade the warm-up iterations of an iteration chart (`df` as drawn, `x` its iteration axis, `bucket` the
+    iterations per bar)."""
+    warm = df.filter(pl.col("warmup"))
+    if warm.height:
+        fig.add_vrect(
+            x0=min(x) - 0.5 * bucket,
+            x1=warm["iteration"].max() + 0.5 * bucket,
+            fillcolor="#999",
+            opacity=0.15,
+            line_width=0,
+            annotation_text="warm-up",
+            annotation_position="top left",
+            annotation_font_size=11,
+        )
 
 
 # the parts of an iteration's wall time (iterations' compute_ns, exposed_comm_ns, copy_ns, idle_ns), as stacked
@@ -228,18 +234,7 @@ def partition_chart(its: pl.DataFrame) -> tuple[go.Figure, str]:
             marker_color=color,
             hovertemplate=f"{label}: %{{y:.2f}} ms<extra>iteration %{{x}}</extra>",
         )
-    warm = df.filter(pl.col("warmup"))
-    if warm.height:
-        fig.add_vrect(
-            x0=min(x) - 0.5 * bucket,
-            x1=warm["iteration"].max() + 0.5 * bucket,
-            fillcolor="#999",
-            opacity=0.15,
-            line_width=0,
-            annotation_text="warm-up",
-            annotation_position="top left",
-            annotation_font_size=11,
-        )
+    _warmup_band(fig, df, x, bucket)
     _layout(fig, "Iterations: where the wall time went on the GPU", barmode="stack", bargap=0.15)
     fig.update_xaxes(title_text="iteration")
     fig.update_yaxes(title_text="ms", rangemode="tozero")

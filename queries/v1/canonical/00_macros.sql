@@ -232,3 +232,30 @@ SELECT key, p_start AS start_ns, prev_end AS end_ns,
        (total - (prev_end - p_start) - key_total)::BIGINT AS busy_before_ns, p_prev_end AS prev_end_ns
 FROM offset_
 WHERE p_key = key;
+
+-- Pairs of a window and a sampling period that overlap, with the length of their overlap: the time-weighted
+-- readers of GPU metrics (49_kernel_tensor_use.sql, analyses/iteration_metrics.sql, range_metrics.sql).
+-- `windows`: the name of a table or CTE with columns device_id, a, b (a window [a, b), ns) and any others;
+-- `periods`: one with device_id, t0, t1 (a period [t0, t1), ns) and any others, none named as a column of
+-- `windows` but device_id. Returns the columns of both (device_id once) and overlap_ns.
+-- How: an equi-join on (device, bucket), not a range join of every window with every period, which DuckDB
+-- runs in time that grows with their product. A bucket is the device's median period; each window and period
+-- is listed in every bucket it touches, and a pair that overlaps counts once, in the bucket where its overlap
+-- begins (both touch that bucket, since both contain the overlap's start).
+CREATE OR REPLACE MACRO overlaps_by_bucket(windows, periods) AS TABLE
+WITH p AS (
+  SELECT * FROM query_table(periods) WHERE t1 > t0
+), width AS (
+  SELECT device_id, greatest(1, median(t1 - t0))::BIGINT AS bucket_ns FROM p GROUP BY device_id
+), pb AS (
+  SELECT p.*, q.bucket_ns, unnest(range(p.t0 // q.bucket_ns, (p.t1 - 1) // q.bucket_ns + 1)) AS bucket
+  FROM p JOIN width q USING (device_id)
+), wb AS (
+  SELECT w.*, unnest(range(w.a // q.bucket_ns, (w.b - 1) // q.bucket_ns + 1)) AS bucket
+  FROM query_table(windows) w JOIN width q USING (device_id)
+  WHERE w.b > w.a
+)
+SELECT wb.* EXCLUDE (bucket), pb.* EXCLUDE (device_id, bucket, bucket_ns),
+       least(pb.t1, wb.b) - greatest(pb.t0, wb.a) AS overlap_ns
+FROM wb JOIN pb ON pb.device_id = wb.device_id AND pb.bucket = wb.bucket
+WHERE pb.t0 < wb.b AND pb.t1 > wb.a AND greatest(pb.t0, wb.a) // pb.bucket_ns = pb.bucket;

@@ -31,3 +31,19 @@ JOIN names n ON n.typeId = m.typeId AND n.metricId = m.metricId
 -- no ORDER BY: nsys writes GPU_METRICS in time order, and sorting millions of samples would cost the load more
 -- than the readers' windows (which sort by partition) gain
 WHERE m.timestamp >= 0;
+
+-- Each sample of the metrics `names` (NULL: all) with the sampling period it describes, [t0, t1): from its
+-- timestamp to the device's next sample of the same metric, or one period on for the last. The readers that
+-- weigh samples by time (49_kernel_tensor_use.sql, analyses/iteration_metrics.sql, range_metrics.sql) take
+-- their periods here and meet them with windows through overlaps_by_bucket (00_macros.sql).
+CREATE OR REPLACE MACRO metric_periods(
+  -- VARCHAR[]: metric names as in gpu_metric_samples.metric; NULL for every metric
+  names
+)
+-- device_id, metric, unit, value as in gpu_metric_samples; t0, t1: the period, ns
+AS TABLE
+SELECT device_id, metric, unit, value, timestamp_ns AS t0,
+       coalesce(lead(timestamp_ns) OVER w, 2 * timestamp_ns - lag(timestamp_ns) OVER w) AS t1
+FROM gpu_metric_samples
+WHERE names IS NULL OR list_contains(names, metric)
+WINDOW w AS (PARTITION BY device_id, metric, unit ORDER BY timestamp_ns);

@@ -10,38 +10,19 @@
 -- 10% or more over its executions; `no` when Tensor Active averages under 1% while SMs Active averages 50% or
 -- more (the SMs were busy with it, and not on tensor cores); else NULL (the name decides).
 CREATE OR REPLACE TABLE kernel_tensor_use AS
--- Not materialized: without samples DuckDB then sees the join below as empty and reads next to nothing of gpu_ops.
-WITH s AS NOT MATERIALIZED (  -- the two metrics, each sample with the end of its period: the next one, or one
-                              -- period on
-  SELECT device_id, starts_with(metric, 'Tensor') AS tensor, value, timestamp_ns AS t0,
-         coalesce(lead(timestamp_ns) OVER w, 2 * timestamp_ns - lag(timestamp_ns) OVER w) AS t1
-  FROM gpu_metric_samples
-  -- their names across nsys versions and GPU generations (Turing: `Tensor Active / FP16 Active`)
-  WHERE metric IN ('Tensor Active', 'Tensor Active / FP16 Active', 'SMs Active', 'SM Active')
-    AND (unit IS NULL OR contains(unit, '%'))
-  WINDOW w AS (PARTITION BY device_id, metric, unit ORDER BY timestamp_ns)
-), k AS (
-  SELECT o.name_id, o.device_id, o.start_ns, o.end_ns
+WITH s AS (  -- the two metrics' sampling periods; their names across nsys versions and GPU generations
+             -- (Turing: `Tensor Active / FP16 Active`)
+  SELECT device_id, starts_with(metric, 'Tensor') AS tensor, value, t0, t1
+  FROM metric_periods(['Tensor Active', 'Tensor Active / FP16 Active', 'SMs Active', 'SM Active'])
+  WHERE unit IS NULL OR contains(unit, '%')
+), k AS (  -- the matrix kernels' executions, as windows
+  SELECT o.name_id, o.device_id, o.start_ns AS a, o.end_ns AS b
   FROM gpu_ops o
   WHERE o.kind = 'kernel'
     AND o.name_id IN (SELECT name_id FROM kernel_classes WHERE category IN ('gemm', 'conv', 'attention'))
-), period AS (  -- per device, a bucket width for the join below: the median sampling period
-  SELECT device_id, greatest(1, median(t1 - t0))::BIGINT AS p FROM s GROUP BY device_id
-), sb AS (  -- each sample in every bucket its period touches (one or two)
-  SELECT s.*, unnest(range(s.t0 // q.p, (s.t1 - 1) // q.p + 1)) AS bucket, q.p
-  FROM s JOIN period q USING (device_id)
-  WHERE s.t1 > s.t0
-), kb AS (  -- each kernel in every bucket it spans
-  SELECT k.*, unnest(range(k.start_ns // q.p, (k.end_ns - 1) // q.p + 1)) AS bucket
-  FROM k JOIN period q USING (device_id)
-  WHERE k.end_ns > k.start_ns
+    AND EXISTS (SELECT 1 FROM gpu_metric_samples)  -- without samples, read nothing of gpu_ops
 ), ov AS (
-  -- an equi-join on (device, bucket) instead of a range join of every kernel with every sample: a pair that
-  -- overlaps meets in each bucket both touch, and counts once, in the bucket where the overlap begins
-  SELECT kb.name_id, sb.tensor, sb.value, sb.t1 - sb.t0 AS period,
-         least(sb.t1, kb.end_ns) - greatest(sb.t0, kb.start_ns) AS w
-  FROM kb JOIN sb ON sb.device_id = kb.device_id AND sb.bucket = kb.bucket
-  WHERE sb.t0 < kb.end_ns AND sb.t1 > kb.start_ns AND greatest(sb.t0, kb.start_ns) // sb.p = sb.bucket
+  SELECT name_id, tensor, value, t1 - t0 AS period, overlap_ns AS w FROM overlaps_by_bucket('k', 's')
 ), per AS (
   SELECT name_id,
          sum(w) FILTER (WHERE tensor) AS sampled_ns,
