@@ -385,7 +385,7 @@ def top_line(findings: pl.DataFrame, step: Step | None) -> str | None:
         return None
     r = findings.row(0, named=True)
     if r["headroom_ms"] is None:
-        return f"{findings.height} finding{'s' if findings.height != 1 else ''}, not ranked: {r['headroom_basis']}"
+        return f"{findings.height} finding{'s' if findings.height != 1 else ''} without headroom: {r['headroom_basis']}"
     return (
         f"{r['finding']}: {r['headroom_ms']:,.2f} ms per iteration ({r['headroom_pct']:.0f}% of the "
         f"{step.step_ns / 1e6:,.2f} ms mean steady-state step) — {r['evidence']}"
