@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # polars is imported by whoever made the frames: `nsysql --he
 FORMATS = ("table", "csv", "json", "markdown")
 TABLE_TEXT_WIDTH = 72
 # prose columns are never shortened in the table format; names (kernels, ranges) are
-PROSE = {"value", "evidence", "detected", "outlier_pattern", "sentence", "description", "needs", "headroom_basis"}
+PROSE = {"value", "evidence", "detected", "outlier_pattern", "sentence", "description"}
 # the table format is for reading: past this many rows it shows the first and last ones (csv/json give all)
 TABLE_MAX_ROWS = 60
 # prose is not cut at the column width, but a sentence may quote a name (a range family in a finding), and an

@@ -35,13 +35,13 @@ STEP_COLUMN = "wall_ns"
 IDLE_COLUMN = "idle_ns"
 EXPOSED_COLUMN = "exposed_comm_ns"
 
-# Tensor cores: the speedup of matrix kernels moved from CUDA cores to tensor cores, by the precision the
-# hardware offers for that move. Conservative on purpose: a quarter of the dense peak ratios (A100 and H100:
-# TF32 8x FP32; V100 and T4: FP16 8x FP32; A100 and later: BF16/FP16 16x FP32), as small or thin matrices reach
-# far less than the peak. (fixtures/hw_alt measures 15x for bf16 over fp32 CUDA-core products on an H200.)
-TENSOR_CORE_SPEEDUP = {"tf32": 2.0, "fp16": 2.0, "bf16": 4.0}
-# compute capability (major * 10 + minor) from which each lever exists; the cheapest one is assumed: TF32
-# (one switch, float32 kept) from 8.0, fp16 autocast on 7.x, none below 7.0 (no tensor cores)
+# Tensor cores: the speedup of matrix kernels moved from CUDA cores to tensor cores, by the precision of the
+# cheapest lever the hardware offers. Conservative on purpose: a quarter of the dense peak ratios (TF32 8x FP32
+# on A100 and H100; FP16 8x FP32 on V100 and T4), as small or thin matrices reach far less than the peak
+# (fixtures/hw_alt measures 15x for bf16 over fp32 CUDA-core products on an H200, where bf16 peaks at 16x).
+TENSOR_CORE_SPEEDUP = {"tf32": 2.0, "fp16": 2.0}
+# compute capability (major * 10 + minor) from which each lever exists: TF32 (one switch, float32 kept) from
+# 8.0, fp16 autocast on 7.x, none below 7.0 (no tensor cores)
 TF32_FROM_CC = 80
 TENSOR_CORES_FROM_CC = 70
 # Pageable copies: pinned copies of at least this size each measure the pinned rate (smaller ones measure the
@@ -57,7 +57,7 @@ POOLS = ("idle", "busy", "slow")
 class Needs:
     """A finding's preconditions, as data: what hardware, framework and captured data it needs."""
 
-    hardware: str = "any GPU"
+    hardware: str = "any"
     framework: str = "any"
     captured: str = ""
 
@@ -74,7 +74,7 @@ class Formula:
     additive: bool = True
 
 
-_LOOP = "a loop (repeating NVTX range, -t nvtx)"
+_LOOP = "a loop (an NVTX range that repeats)"
 _CAUSE = Formula(
     "idle", "mean idle per typical step in gaps >= 1 ms whose cause is the finding's (the time the fix removes)"
 )
@@ -152,6 +152,7 @@ class Step:
 
     steady: int
     typical: list[int]  # iteration numbers of the typical steps
+    outliers: list[int]  # and of the outliers
     step_ns: float
     typical_ns: float
     idle_ns: float | None  # None: the loop's process has no GPU work
@@ -185,6 +186,7 @@ def step(its: pl.DataFrame | None) -> Step | None:
     return Step(
         steady=steady.height,
         typical=typical["iteration"].to_list(),
+        outliers=steady.filter(pl.col("outlier"))["iteration"].to_list(),
         step_ns=step_ns,
         typical_ns=typical_ns,
         idle_ns=idle,
@@ -222,7 +224,11 @@ def _cause_idle(name: str, inp: Inputs) -> tuple[float | None, str]:
         return None, "no idle causes to measure"
     per_it = inp.gaps.filter(pl.col("cause") == cause).group_by("iteration").agg(pl.col("duration_ns").sum())
     ns = inp.step.per_typical(per_it, "duration_ns")
-    return ns, f"{ns / 1e6:,.3f} ms of `{cause}` idle per typical step ({len(inp.step.typical)} steps)"
+    basis = f"{ns / 1e6:,.3f} ms of `{cause}` idle per typical step ({len(inp.step.typical)} steps)"
+    rest = per_it.filter(pl.col("iteration").is_in(inp.step.outliers))["duration_ns"].sum()
+    if rest:  # the same cause in the outliers: part of what they add, the slow pool
+        basis += f"; its {rest / 1e6:,.3f} ms in the outliers count in the slow iterations' headroom"
+    return ns, basis
 
 
 def _launch(name: str, inp: Inputs) -> tuple[float | None, str]:
@@ -375,7 +381,8 @@ def rank(findings: pl.DataFrame, inp: Inputs) -> pl.DataFrame:
     }
     df = pl.DataFrame(out, schema=schema, orient="row") if out else pl.DataFrame(schema=schema)
     # the figures first after the finding's name, so the table shows them before the long evidence sentence
-    return df.select("finding", "headroom_ms", "headroom_pct", pl.exclude("finding", "headroom_ms", "headroom_pct"))
+    first = ["finding", "headroom_ms", "headroom_pct", "pool", "additive"]
+    return df.select(*first, pl.exclude(*first))
 
 
 def top_line(findings: pl.DataFrame, step: Step | None) -> str | None:
