@@ -355,6 +355,9 @@ class Profile:
         return _gaps.explain_by_cause(self.con, g, include_warmup=include_warmup, top=top)
 
     def findings(self) -> pl.DataFrame:
+        """The summary's findings: `finding, headroom_ms, headroom_pct, pool, additive, evidence, needs,
+        headroom_basis`, the one that would give back most time per steady-state iteration first (rules in
+        nsysql.analyses.findings, headroom in nsysql.analyses.headroom)."""
         return self.summary()["findings"]
 
     def _gap_spans(self, range: str | None) -> pl.DataFrame | None:

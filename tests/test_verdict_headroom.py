@@ -232,4 +232,8 @@ def test_without_a_loop_no_headroom():
     assert f.height and f["headroom_ms"].null_count() == f.height and f["headroom_pct"].null_count() == f.height
     assert all(b.startswith("no loop") for b in f["headroom_basis"].to_list())
     facts = prof.summary()["facts"]
-    assert facts["key"][0] == "fix_first" and "without headroom: no loop" in facts["value"][0]
+    assert facts.row(0) == (
+        "fix_first",
+        "findings",
+        f"{f.height} findings, not ranked by headroom: {f['headroom_basis'][0]}",
+    )

@@ -332,7 +332,7 @@ def rank(findings: pl.DataFrame, inp: Inputs) -> pl.DataFrame:
         formula, compute = FORMULAS.get(name), _COMPUTE.get(name)
         raw, basis = None, "no headroom formula for this finding"
         if formula and inp.step is None:
-            basis = "no loop, so no steady-state step to give time back to (name it with --range)"
+            basis = "no loop, so no steady-state step to give time back to (`nsysql iterations` says why)"
         elif formula and inp.step.pool(formula.pool) is None:
             basis = "the loop's process has no GPU work to measure it on"
         elif formula:
@@ -385,15 +385,16 @@ def rank(findings: pl.DataFrame, inp: Inputs) -> pl.DataFrame:
     return df.select(*first, pl.exclude(*first))
 
 
-def top_line(findings: pl.DataFrame, step: Step | None) -> str | None:
-    """The first line of summary, the report and the Markdown snippet: the finding with most headroom, or
-    None without findings."""
+def top_line(findings: pl.DataFrame, step: Step | None) -> tuple[str, str] | None:
+    """The first line of summary, the report and the Markdown snippet, as (label, text): the finding with most
+    headroom (`fix first`), or why the findings are not ranked; None without findings."""
     if not findings.height:
         return None
     r = findings.row(0, named=True)
     if r["headroom_ms"] is None:
-        return f"{findings.height} finding{'s' if findings.height != 1 else ''} without headroom: {r['headroom_basis']}"
-    return (
+        n = findings.height
+        return "findings", f"{n} finding{'s' if n != 1 else ''}, not ranked by headroom: {r['headroom_basis']}"
+    return "fix first", (
         f"{r['finding']}: {r['headroom_ms']:,.2f} ms per iteration ({r['headroom_pct']:.0f}% of the "
         f"{step.step_ns / 1e6:,.2f} ms mean steady-state step) — {r['evidence']}"
     )

@@ -120,9 +120,9 @@ def summary(
     g = None if isinstance(gaps_df, NsysqlError) or its is None else gaps_df
     inputs = _headroom.Inputs(step, its, g, causes, work, facts_row)
     out["findings"] = _headroom.rank(out["findings"], inputs)
-    top_line = _headroom.top_line(out["findings"], step)
-    if top_line:
-        lead = pl.DataFrame([("fix_first", "fix first", top_line)], schema=FACTS_SCHEMA, orient="row")
+    first = _headroom.top_line(out["findings"], step)
+    if first:
+        lead = pl.DataFrame([("fix_first", *first)], schema=FACTS_SCHEMA, orient="row")
         out["facts"] = pl.concat([lead, out["facts"]])
     if causes is not None:
         out["idle by cause"] = causes.select("cause", "gaps", "idle_ns", "pct_of_idle", "pct_of_span")

@@ -250,9 +250,10 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
     summ = prof.summary()
     its, stats, why = _iterations(prof)
     palette: dict[str, str] = {}  # this report's cause colours, shared by its timeline and idle charts
-    top = summ["facts"].filter(pl.col("key") == "fix_first")["value"]
-    if top.len():  # the finding that would give back most time per iteration: the report's first line
-        page.add(f'<div class="verdict bad" id="fix-first">Fix first: {esc(charts.bounded(top[0]))}</div>')
+    top = summ["facts"].filter(pl.col("key") == "fix_first")
+    if top.height:  # the finding that would give back most time per iteration: the report's first line
+        label, text = top.row(0, named=True)["item"].capitalize(), charts.bounded(top["value"][0])
+        page.add(f'<div class="verdict bad" id="fix-first">{esc(label)}: {esc(text)}</div>')
     page.add(_facts(prof, summ, stats))
     page.add(page.section("Findings", _findings(summ["findings"])))
 

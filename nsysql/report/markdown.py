@@ -21,7 +21,7 @@ def snippet(prof, top: int = 10) -> str:
     gpus = s["gpus"]
     out = [f"#### nsysql: `{prof.path.name}`", ""]
     if value("fix_first"):  # the finding that would give back most time per iteration leads
-        out += [f"**Fix first**: {value('fix_first')}", ""]
+        out += [f"**{facts['fix_first'][0].capitalize()}**: {value('fix_first')}", ""]
     line = f"- **nsys** {value('nsys_version', 'unknown')} · **span** {value('span', '?')}"
     if gpus.height:
         line += f" · **GPUs** {value('gpus')} · **GPU busy** " + all_devices_busy(gpus)
