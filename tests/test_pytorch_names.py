@@ -169,3 +169,20 @@ def test_reentered_operator_is_one_call():
     assert div["cpu_ns"] == sum(e - s for _, s, e, _ in outer)
     by_shape = prof.ops(shapes=True).filter(pl.col("op") == "aten::div")
     assert by_shape["calls"].sum() == len(outer) and by_shape["cpu_ns"].sum() == div["cpu_ns"]
+
+
+def test_kernel_categories_per_range_one_row_per_operator():
+    """`kernels --per range --by category`: the kernels of every call of an operator under one name, their count
+    the kernels launched inside its ranges, as nsys's nvtx_kern_sum counts them per full name (summed here over
+    the calls; the process rule credits no operator range with another thread's kernels)."""
+    prof = loaded(str(OPS_MLP))
+    got = prof.kernels(by="category", per="range", attribution="thread")
+    assert got.filter(pl.col("range").str.contains(", op_id = ")).height > 0  # thread: nsys's names, per call
+    got = prof.kernels(by="category", per="range")
+    assert not any(ARGS.search(r) for r in got["range"])
+    want = Counter()
+    for r in pl.read_csv(reference_csv(OPS_MLP, "nvtx_kern_sum"), infer_schema_length=0).iter_rows(named=True):
+        if r["NVTX Range"] and bare(r["NVTX Range"][1:]) == "aten::linear":
+            want["aten::linear"] += int(r["Kern Inst"])
+    lin = got.filter(pl.col("range") == "aten::linear")
+    assert lin["count"].sum() == want["aten::linear"] > 0
