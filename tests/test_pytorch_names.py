@@ -21,6 +21,10 @@ from nsysql.errors import NsysqlError
 
 OPS_MLP = fixture("ops_mlp")
 OPS_TRANSFORMER = fixture("ops_transformer")
+# `nsys profile --pytorch=autograd-shapes-nvtx` of a small ResNet-style loop: 12 `iter <i>` ranges, each with
+# `forward` (bf16 autocast), `backward`, `optimizer` (fixtures/pytorch_nvtx/COMMAND.md)
+PYTORCH_NVTX = fixture("pytorch_nvtx")
+NSYS_PHASES = ("forward", "backward", "optimizer")
 USER_PHASES = ("Forward Pass", "Backward Pass", "Optimizer step")
 # emit_nvtx's per-call arguments, as PyTorch writes them (torch/autograd/profiler.py, emit_nvtx): the test's own
 # parse, not nsysql's
@@ -43,6 +47,78 @@ def raw_push_pop(path) -> list[tuple[int, int, int, str]]:
     ).fetchall()
     db.close()
     return rows
+
+
+def without(path, tmp_path, names) -> str:
+    """A copy of the export `path` without its push/pop ranges named `names`."""
+    out = tmp_path / path.name
+    shutil.copyfile(path, out)
+    db = sqlite3.connect(out)
+    db.execute(f"DELETE FROM NVTX_EVENTS WHERE text IN ({', '.join('?' * len(names))})", names)
+    db.commit()
+    db.close()
+    return str(out)
+
+
+def outermost(rows):
+    """The rows (globalTid, start, end, name) inside no other row of the same thread."""
+    return [r for r in rows if not any(o is not r and o[0] == r[0] and o[1] <= r[1] and r[2] <= o[2] for o in rows)]
+
+
+def test_nsys_pytorch_annotation_loop():
+    """The fixture as recorded: the loop is `iter`, 12 iterations, phases forward, backward and optimizer."""
+    prof = loaded(str(PYTORCH_NVTX))
+    its = prof.iterations()
+    assert its["name"].to_list() == [f"iter {i}" for i in range(12)]
+    assert [c for c in its.columns if c.endswith(" cpu_ns")] == [f"{p} cpu_ns" for p in NSYS_PHASES]
+
+
+def test_nsys_pytorch_iter_holding_operator_calls_is_the_loop(tmp_path):
+    """The same loop with nothing between `iter <i>` and the operator calls (the phases' ranges removed), as the
+    issue's ResNet loop: every step holds the same operators under other ids, so `iter` is the loop and its
+    phases are operators. (Before: `consecutive iterations share 39% ...`, no loop.)"""
+    path = without(PYTORCH_NVTX, tmp_path, NSYS_PHASES)
+    prof = loaded(path)
+    its = prof.iterations()
+    assert its["name"].to_list() == [f"iter {i}" for i in range(12)]
+    rows = raw_push_pop(path)
+    steps = [r for r in rows if r[3].startswith("iter ")]
+    per_step = []
+    for tid, s, e, _ in steps:
+        inside = [r for r in rows if r[0] == tid and s <= r[1] and r[2] <= e and r[3] != steps[0][3]]
+        per_step.append({bare(r[3]) for r in outermost([r for r in inside if not r[3].startswith("iter ")])})
+    phases = {c[: -len(" cpu_ns")] for c in its.columns if c.endswith(" cpu_ns")}
+    assert phases == set().union(*per_step) and not any(ARGS.search(p) for p in phases)
+    assert per_step[1] == per_step[2]  # steady steps run the same operators (by construction)
+
+
+def test_nsys_pytorch_ranges_and_gap_causes_one_row_per_operator():
+    """`ranges`: counts per operator are the raw rows' grouped by operator; nsys's nvtx_sum has a row per call
+    (`--attribution thread` keeps those). Gap causes: `host:<operator>`, one row per operator."""
+    prof = loaded(str(PYTORCH_NVTX))
+    rows = raw_push_pop(PYTORCH_NVTX)
+    want = Counter(bare(r[3]) for r in rows)
+    got = prof.ranges()
+    assert dict(zip(got["name"], got["count"])) == dict(want)
+    nsys_rows = pl.read_csv(reference_csv(PYTORCH_NVTX, "nvtx_sum"), infer_schema_length=0).height
+    assert prof.ranges(attribution="thread").height == nsys_rows > 10 * got.height
+    g = prof.gaps(min_ns="20us")
+    host = g.filter(pl.col("range").str.contains(", op_id = ") & pl.col("cause").str.starts_with("host:"))
+    assert host.height > host["cause"].n_unique() > 1
+    assert host["cause"].to_list() == ["host:" + bare(r) for r in host["range"]]
+    by = prof.gaps(min_ns="20us", by="cause")
+    assert by["cause"].n_unique() == by.height and not any(ARGS.search(c) for c in by["cause"])
+
+
+def test_nsys_pytorch_autocast_conv2d_is_one_call_each():
+    """Under bf16 autocast `aten::conv2d` re-enters itself: `ops` counts the calls inside no aten::conv2d of
+    their thread, as counted here from the raw rows, and their CPU time once."""
+    prof = loaded(str(PYTORCH_NVTX))
+    rows = [r for r in raw_push_pop(PYTORCH_NVTX) if bare(r[3]) == "aten::conv2d"]
+    outer = outermost(rows)
+    assert len(rows) > len(outer) > 0
+    conv = prof.ops().filter(pl.col("op") == "aten::conv2d").row(0, named=True)
+    assert conv["calls"] == len(outer) and conv["cpu_ns"] == sum(e - s for _, s, e, _ in outer)
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +238,7 @@ def test_reentered_operator_is_one_call():
     time, as counted here from the raw rows."""
     prof = loaded(str(OPS_TRANSFORMER))
     rows = [r for r in raw_push_pop(OPS_TRANSFORMER) if bare(r[3]) == "aten::div"]
-    outer = [r for r in rows if not any(o is not r and o[0] == r[0] and o[1] <= r[1] and r[2] <= o[2] for o in rows)]
+    outer = outermost(rows)
     assert len(rows) > len(outer) > 0  # some re-enter
     div = prof.ops().filter(pl.col("op") == "aten::div").row(0, named=True)
     assert div["calls"] == len(outer)
