@@ -262,3 +262,23 @@ def test_kernel_categories_per_range_one_row_per_operator():
             want["aten::linear"] += int(r["Kern Inst"])
     lin = got.filter(pl.col("range") == "aten::linear")
     assert lin["count"].sum() == want["aten::linear"] > 0
+
+
+def test_operator_range_is_no_data_loader(tmp_path):
+    """train_small with each `Load data` range renamed as PyTorch names an operator call (`aten::batch_norm, seq =
+    i, op_id = j`, ids distinct per call): the steady-state idle time falls in one operator, so the CPU is in
+    `aten::batch_norm` for it (host bound); `batch` in an operator's name says nothing of data loading."""
+    path = tmp_path / "train_small_ops.sqlite"
+    shutil.copyfile(fixture("train_small"), path)
+    db = sqlite3.connect(path)
+    rows = db.execute("SELECT rowid FROM NVTX_EVENTS WHERE text = 'Load data' ORDER BY start").fetchall()
+    for i, (rowid,) in enumerate(rows):
+        name = f"aten::batch_norm, seq = {i}, op_id = {1000 + 7 * i}"
+        db.execute("UPDATE NVTX_EVENTS SET text = ? WHERE rowid = ?", (name, rowid))
+    db.commit()
+    db.close()
+    assert len(rows) == 20  # one per step (fixtures/README.md)
+    prof = loaded(str(path))
+    found = dict(prof.summary()["findings"].select("finding", "evidence").iter_rows())
+    assert "data-loader bound" not in found
+    assert found["host bound"].startswith("100% of idle GPU time") and "`aten::batch_norm`" in found["host bound"]
