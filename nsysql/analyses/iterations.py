@@ -115,8 +115,8 @@ def detect(con, range: str | None = None) -> IterationRange:
         if not range:  # every push/pop range is PyTorch's (iteration_candidates.sql leaves them out)
             raise NsysqlError(
                 f"no repeating loop found: all {pytorch:,} push/pop ranges are PyTorch's own operator ranges "
-                "(emit_nvtx, nsys --pytorch), which name operator calls, not steps, and no range of the program "
-                "repeats; name the loop with --range PATTERN"
+                "(emit_nvtx, nsys --pytorch), which name operator calls, not steps, and the program repeats no "
+                "range of its own; name the loop with --range PATTERN"
             )
     if range:
         return _named(con, range, procs)

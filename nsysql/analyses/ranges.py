@@ -18,7 +18,7 @@ def check_attribution(attribution: str) -> str:
 
 
 def group_ops_default(attribution: str, group_ops: bool | None) -> bool:
-    """Whether PyTorch's ranges are grouped by operator (torch_op_name) when `group_ops` is None: under the
+    """Whether PyTorch's ranges are grouped by operator (range_op_name) when `group_ops` is None: under the
     process rule, nsysql's own view, yes (one row per operator, not one per call: under emit_nvtx or
     `nsys profile --pytorch=autograd-nvtx` every call's name is its own); under the thread rule, which is there
     to reproduce `nsys stats`, no (one row per full name, as nvtx_sum and nvtx_kern_sum)."""

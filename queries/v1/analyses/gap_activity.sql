@@ -29,7 +29,8 @@
 --
 -- Overlap: least(activity end, gap end) - greatest(activity start, gap start), summed per gap, thread and
 -- activity (kind, domain, name; a range PyTorch opened is named without its per-call arguments, range_op_name,
--- so the calls of one operator are one activity), capped at the gap's length (a thread does one thing of a kind at a time).
+-- so the calls of one operator are one activity), capped at the gap's length (a thread does one thing of a kind
+-- at a time).
 WITH g AS (
   SELECT unnest($gap_ids) AS gap_id, unnest($starts) AS start_ns, unnest($ends) AS end_ns,
          unnest($pids) AS gpid, unnest($tids) AS gtid, unnest($devices) AS dev

@@ -7,7 +7,7 @@
 -- (Batch0..Batch59, step_1..step_100). Otherwise each name stands alone: ids are not iterations.
 -- Ranges PyTorch opens itself (is_torch_range: emit_nvtx, `nsys profile --pytorch=autograd-nvtx`) are never
 -- candidates: they name PyTorch's work, one per operator call (`aten::mul, op_id = 314339`), never the user's
--- step, and a loop without a step range of its own is no loop an operator's calls can stand for.
+-- step; an operator is called as often within one step as across steps.
 WITH named AS (
   SELECT r.*, family_name(r.name) AS stem,
          family_number(r.name) AS num
