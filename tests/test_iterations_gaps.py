@@ -282,7 +282,7 @@ def test_steady_state_sentence_is_the_same_everywhere(tmp_path):
     sentence = (
         f"steady state ({steady.height} of {df.height}): median {t.median() / 1e6:.2f} ms, "
         f"mean {t.mean() / 1e6:.2f} ms, p90 {t.quantile(0.9, 'linear') / 1e6:.2f} ms, "
-        f"max {t.max() / 1e6:.2f} ms, CV {t.std() / t.mean():.2f}, GPU busy {busy:.0f}% (median)"
+        f"max {t.max() / 1e6:.2f} ms, CV {t.std() / t.mean():.2f}, GPU busy {busy:.0f}% of a step (median)"
     )
     cli = CliRunner().invoke(main, ["iterations", str(path)])
     assert cli.exit_code == 0 and f"\n{sentence}\n" in cli.output, cli.output
