@@ -109,7 +109,7 @@ def findings(
             rows.append(
                 (
                     kind,
-                    f"{share:.0%} of idle GPU time ({_ms(top['idle_ns'])} in {top['gaps']} gaps) is "
+                    f"{share:.0%} of the GPU idle time in gaps >= 1 ms ({_ms(top['idle_ns'])} in {top['gaps']} gaps) is "
                     f"spent in `{rng}` on the CPU" + (f"; meanwhile {activity}" if activity else ""),
                 )
             )
@@ -121,7 +121,11 @@ def findings(
             c = causes.filter(pl.col("cause") == cause)
             if c.height and idle and c["idle_ns"][0] / idle >= limit:
                 rows.append(
-                    (label, f"{c['idle_ns'][0] / idle:.0%} of idle GPU time ({_ms(c['idle_ns'][0])}): {advice}")
+                    (
+                        label,
+                        f"{c['idle_ns'][0] / idle:.0%} of the GPU idle time in gaps >= 1 ms ({_ms(c['idle_ns'][0])}): "
+                        f"{advice}",
+                    )
                 )
     # launch bound rests on the kernels of the loop: none when its steady-state iterations launch no kernel
     host_explained = any(r[0] in ("data-loader bound", "host bound") for r in rows)
