@@ -250,10 +250,11 @@ def attribution_option(fn):
 
 def group_ops_option(fn):
     return click.option(
-        "--group-ops",
-        is_flag=True,
-        help="Name PyTorch emit_nvtx ranges without their per-call arguments (`aten::addmm, seq = 5, op_id = 9, "
-        "...` -> `aten::addmm`): one row per operator instead of one per call.",
+        "--group-ops/--no-group-ops",
+        default=None,
+        help="Name PyTorch's ranges (emit_nvtx, nsys --pytorch=autograd-nvtx) without their per-call arguments "
+        "(`aten::addmm, seq = 5, op_id = 9, ...` -> `aten::addmm`): one row per operator instead of one per call. "
+        "Default: grouped with --attribution process, per call with thread (as nsys stats).",
     )(fn)
 
 

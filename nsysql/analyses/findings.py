@@ -5,7 +5,8 @@ findings (the first three) need idle time worth a finding: at least 10% of the t
 iterations, else the devices' active span). A rank busy 90% of the time whose 4 ms of idle fall in `data` is
 not data-loader bound.
 - `data-loader bound`: >= 50% of steady-state idle time falls under one NVTX range on the main thread
-  (cause `host:<range>`); named a data-loader when the range name says data/load/input/batch/fetch/augment.
+  (cause `host:<range>`); named a data-loader when the range name says data/load/input/batch/fetch/augment and
+  the range is not one PyTorch opened itself (`aten::batch_norm` is an operator).
   When another thread or process worked during those gaps (gaps.top_activity: not waiting, >= 20% of that
   idle time), the finding names the activity and where it ran (a DataLoader worker's transform, say).
 - `synchronization bound`: >= 30% of idle time has cause `sync` (the CPU waits in a synchronize call).
@@ -102,7 +103,9 @@ def findings(
         share = top["idle_ns"] / idle if idle else 0
         if top["cause"].startswith("host:") and share >= HOST_SHARE:
             rng = top["cause"][5:]
-            kind = "data-loader bound" if DATA_WORDS.search(rng) else "host bound"
+            # a PyTorch operator's range is the operator's work, never data loading, whatever its name holds
+            loader = DATA_WORDS.search(rng) and not run(con, "range_label_pytorch", label=rng)["pytorch"][0]
+            kind = "data-loader bound" if loader else "host bound"
             rows.append(
                 (
                     kind,

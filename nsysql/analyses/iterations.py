@@ -130,7 +130,15 @@ def detect(con, range: str | None = None) -> IterationRange:
     cands = run(con, "iteration_candidates")
     procs = run(con, "process_devices")
     if cands.height == 0:
-        raise NsysqlError("no NVTX push/pop ranges, so iterations cannot be found (profile with -t nvtx)")
+        push_pop, pytorch = run(con, "pytorch_ranges").row(0)
+        if not push_pop:
+            raise NsysqlError("no NVTX push/pop ranges, so iterations cannot be found (profile with -t nvtx)")
+        if not range:  # every push/pop range is PyTorch's (iteration_candidates.sql leaves them out)
+            raise NsysqlError(
+                f"no repeating loop found: all {pytorch:,} push/pop ranges are PyTorch's own operator ranges "
+                "(emit_nvtx, nsys --pytorch), which name operator calls, not steps, and the program repeats no "
+                "range of its own; name the loop with --range PATTERN"
+            )
     if range:
         return _named(con, range, procs)
     if procs.height:  # the main thread of each process with GPU work (thread_ops > 0 there only)
