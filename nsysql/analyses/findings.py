@@ -5,7 +5,8 @@ findings (the first three) need idle time worth a finding: at least 10% of the t
 iterations, else the devices' active span). A rank busy 90% of the time whose 4 ms of idle fall in `data` is
 not data-loader bound.
 - `data-loader bound`: >= 50% of steady-state idle time falls under one NVTX range on the main thread
-  (cause `host:<range>`); named a data-loader when the range name says data/load/input/batch/fetch/augment.
+  (cause `host:<range>`); named a data-loader when the range name says data/load/input/batch/fetch/augment and
+  the range is not one PyTorch opened itself (`aten::batch_norm` is an operator).
   When another thread or process worked during those gaps (gaps.top_activity: not waiting, >= 20% of that
   idle time), the finding names the activity and where it ran (a DataLoader worker's transform, say).
 - `synchronization bound`: >= 30% of idle time has cause `sync` (the CPU waits in a synchronize call).
@@ -102,11 +103,13 @@ def findings(
         share = top["idle_ns"] / idle if idle else 0
         if top["cause"].startswith("host:") and share >= HOST_SHARE:
             rng = top["cause"][5:]
-            kind = "data-loader bound" if DATA_WORDS.search(rng) else "host bound"
+            # a PyTorch operator's range is the operator's work, never data loading, whatever its name holds
+            loader = DATA_WORDS.search(rng) and not run(con, "range_label_pytorch", label=rng)["pytorch"][0]
+            kind = "data-loader bound" if loader else "host bound"
             rows.append(
                 (
                     kind,
-                    f"{share:.0%} of idle GPU time ({_ms(top['idle_ns'])} in {top['gaps']} gaps) is "
+                    f"{share:.0%} of the GPU idle time in gaps >= 1 ms ({_ms(top['idle_ns'])} in {top['gaps']} gaps) is "
                     f"spent in `{rng}` on the CPU" + (f"; meanwhile {activity}" if activity else ""),
                 )
             )
@@ -118,7 +121,11 @@ def findings(
             c = causes.filter(pl.col("cause") == cause)
             if c.height and idle and c["idle_ns"][0] / idle >= limit:
                 rows.append(
-                    (label, f"{c['idle_ns'][0] / idle:.0%} of idle GPU time ({_ms(c['idle_ns'][0])}): {advice}")
+                    (
+                        label,
+                        f"{c['idle_ns'][0] / idle:.0%} of the GPU idle time in gaps >= 1 ms ({_ms(c['idle_ns'][0])}): "
+                        f"{advice}",
+                    )
                 )
     # launch bound rests on the kernels of the loop: none when its steady-state iterations launch no kernel
     host_explained = any(r[0] in ("data-loader bound", "host bound") for r in rows)

@@ -30,9 +30,10 @@ import polars as pl
 from ._sql import run
 from .findings import MATRIX_CATEGORIES
 
-# The iterations' columns the step and its pools are read from (nsysql.analyses.iterations).
-STEP_COLUMN = "wall_ns"
-IDLE_COLUMN = "idle_ns"
+# The iterations' columns the step and its pools are read from (nsysql.analyses.iterations): the step on its
+# clock (the CPU's window, or the GPU's step where the GPU outlasts the CPU) and its GPU idle time on that clock
+STEP_COLUMN = "step_ns"
+IDLE_COLUMN = "step_idle_ns"
 EXPOSED_COLUMN = "exposed_comm_ns"
 
 # Tensor cores: the speedup of matrix kernels moved from CUDA cores to tensor cores, by the precision of the
@@ -180,6 +181,8 @@ def step(its: pl.DataFrame | None) -> Step | None:
         return None
     typical = steady.filter(~pl.col("outlier"))
     n = typical.height
+    if not n:  # the median step is never an outlier, so a steady state has typical steps; none: no step to read
+        return None
     step_ns = float(steady[STEP_COLUMN].sum()) / steady.height
     typical_ns = float(typical[STEP_COLUMN].sum()) / n
     idle = None if typical[IDLE_COLUMN].null_count() else float(typical[IDLE_COLUMN].sum()) / n

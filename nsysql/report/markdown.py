@@ -22,9 +22,11 @@ def snippet(prof, top: int = 10) -> str:
     out = [f"#### nsysql: `{prof.path.name}`", ""]
     if value("fix_first"):  # the finding that would give back most time per iteration leads
         out += [f"**{facts['fix_first'][0].capitalize()}**: {value('fix_first')}", ""]
+    if value("step"):  # the headline first
+        out.append(f"- **steady-state step**: {value('step')}")
     line = f"- **nsys** {value('nsys_version', 'unknown')} · **span** {value('span', '?')}"
     if gpus.height:
-        line += f" · **GPUs** {value('gpus')} · **GPU busy** " + all_devices_busy(gpus)
+        line += f" · **GPUs** {value('gpus')} · **GPU busy (whole profile)** " + all_devices_busy(gpus)
     out.append(line)
     out.append(f"- **iterations**: {value('iterations', 'none')}")
     out += [f"- **{facts[k][0]}**: {facts[k][1]}" for k in ("outliers", "idle") if value(k)]
