@@ -2,12 +2,13 @@
 
 The step (inputs named in STEP_COLUMN, IDLE_COLUMN, EXPOSED_COLUMN: the iterations' columns read):
 - The steady-state iterations (not warm-up) are the *typical* steps (not outliers) and the outliers.
-- `step_ns`, the mean steady-state iteration time, is what the loop costs per iteration over the run, so the
-  most that all fixes together can give back per iteration: headroom_pct is a share of it.
+- The step (Step.step_ns) is the mean time of the steady-state steps (iterations' step_ns: the step on its
+  clock, the GPU's where the GPU outlasts the CPU): what the loop costs per iteration over the run, so the most
+  that all fixes together can give back per iteration. headroom_pct is a share of it.
 - It splits exactly into three pools of time, per iteration:
   `idle`, the mean GPU idle time of a typical step (the device ran nothing);
   `busy`, the rest of a typical step (its mean time minus that idle);
-  `slow`, what the outliers add to the mean (step_ns minus the mean typical step).
+  `slow`, what the outliers add to the mean (the step minus the mean typical step).
 - Each finding draws on one pool (FORMULAS). Findings of one pool overlap (every idle-time finding explains
   part of the same idle time; every compute-time finding part of the same busy time), so the pool caps their
   sum: largest estimate first, each keeps at most what the ones before it left. The additive findings
@@ -48,9 +49,6 @@ TENSOR_CORES_FROM_CC = 70
 # Pageable copies: pinned copies of at least this size each measure the pinned rate (smaller ones measure the
 # copy's latency)
 PINNED_RATE_MIN_BYTES = 2**20
-# the gaps idle causes are read from (gaps' default): idle in shorter gaps has no cause
-CAUSE_MIN_GAP_NS = 1_000_000
-
 POOLS = ("idle", "busy", "slow")
 
 
