@@ -238,3 +238,19 @@ def test_without_a_loop_no_headroom():
         "findings",
         f"{f.height} findings, not ranked by headroom: {f['headroom_basis'][0]}",
     )
+
+
+def test_nothing_to_fix_first_when_every_headroom_is_zero():
+    """graph_whole replays a CUDA graph whose steps the GPU runs back to back: its findings' work lies outside
+    the steady-state steps (the per-iteration figures are 0), so the first line says none gives time back,
+    rather than calling one of them the fix."""
+    path = h200_exports()
+    path = [p for p in path if p.name == "graph_whole.sqlite"]
+    if not path:
+        pytest.skip("graph_whole.sqlite not present")
+    prof = loaded(str(path[0]))
+    f = prof.findings()
+    assert f.height and (f["headroom_ms"] == 0).all()
+    first = prof.summary()["facts"].row(0)
+    assert first[:2] == ("fix_first", "findings")
+    assert first[2].startswith(f"{f.height} finding{'s' if f.height != 1 else ''}, none giving back time")

@@ -388,14 +388,21 @@ def rank(findings: pl.DataFrame, inp: Inputs) -> pl.DataFrame:
 
 def top_line(findings: pl.DataFrame, step: Step | None) -> tuple[str, str] | None:
     """The first line of summary, the report and the Markdown snippet, as (label, text): the finding with most
-    headroom (`fix first`), or why the findings are not ranked; None without findings."""
+    headroom (`fix first`), or why the findings are not ranked, or that none gives time back; None without
+    findings."""
     if not findings.height:
         return None
+    n = findings.height
     r = findings.row(0, named=True)
     if r["headroom_ms"] is None:
-        n = findings.height
         return "findings", f"{n} finding{'s' if n != 1 else ''}, not ranked by headroom: {r['headroom_basis']}"
+    if r["headroom_ms"] == 0:  # under half a microsecond: nothing to fix first
+        return "findings", (
+            f"{n} finding{'s' if n != 1 else ''}, none giving back time in the steady-state steps (0 ms per "
+            f"iteration each, of a {step.step_ns / 1e6:,.3f} ms mean step; headroom_basis says why)"
+        )
+    symptom = "" if r["additive"] else " (a symptom: no finding names its cause)"
     return "fix first", (
-        f"{r['finding']}: {r['headroom_ms']:,.2f} ms per iteration ({r['headroom_pct']:.0f}% of the "
+        f"{r['finding']}{symptom}: {r['headroom_ms']:,.2f} ms per iteration ({r['headroom_pct']:.0f}% of the "
         f"{step.step_ns / 1e6:,.2f} ms mean steady-state step) — {r['evidence']}"
     )
