@@ -60,3 +60,28 @@ def test_a_long_run_of_digits_fails_fast_in_one_line():
     # what was read before still is, to the nanosecond
     assert p.gaps(min_ns=" 1.5ms ").equals(p.gaps(min_ns=1_500_000))
     assert p.gaps(min_ns=".5s").equals(p.gaps(min_ns=500_000_000))
+
+
+# -- item 27: a report is recognised by its bytes, not by a word in a text file -------------------------------------
+
+
+def test_a_text_file_mentioning_nsys_is_not_called_a_report(tmp_path):
+    for name in ("notes.txt", "notes.sqlite", "README"):
+        text = tmp_path / name
+        text.write_text("nsys profile --trace=cuda,nvtx python train.py  # how this run was made\n" * 3)
+        r = run(["info", text])
+        line = one_error_line(r.stderr)
+        assert r.exit_code == 2 and str(text) in line
+        assert "not an Nsight Systems export or report" in line and "nsys export" not in line
+    # what a report is still is one: by its name, or by its first bytes
+    zipped = tmp_path / "capture.bin"
+    zipped.write_bytes(b"PK\x03\x04" + bytes(range(60)))
+    stream = tmp_path / "capture.data"
+    stream.write_bytes(b"\x00\x01QDSTRM" + bytes(200))
+    named = tmp_path / "run.NSYS-REP"
+    named.write_text("whatever it holds\n")
+    for rep in (zipped, stream):
+        r = run(["info", rep])
+        assert r.exit_code == 2 and "is an Nsight Systems report" in one_error_line(r.stderr)
+    r = run(["--nsys", "/nonexistent/nsys", "info", named])
+    assert r.exit_code == 2 and "--nsys /nonexistent/nsys" in one_error_line(r.stderr)

@@ -253,13 +253,15 @@ def open_source(path: str | os.PathLike) -> Source:
     if size == 0:
         raise NsysqlError("is empty, not an nsys SQLite export", shown)
     if not head.startswith(SQLITE_MAGIC):
-        if p.suffix in (".nsys-rep", ".qdrep") or head[:4] in (b"PK\x03\x04",) or b"nsys" in head[:64].lower():
+        from ..nsys import looks_like_report
+
+        if looks_like_report(p, head):
             raise NsysqlError(
                 "is an Nsight Systems report, not its SQLite export; make one with "
                 f"`nsys export --type sqlite {p.name}` (or profile with --export=sqlite)",
                 shown,
             )
-        raise NsysqlError("is not a SQLite file", shown)
+        raise NsysqlError("is not an Nsight Systems export or report (not a SQLite file)", shown)
     if len(head) < 100:
         raise NsysqlError("is truncated (shorter than a SQLite header)", shown)
     page_size = int.from_bytes(head[16:18], "big")
