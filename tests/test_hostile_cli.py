@@ -85,3 +85,14 @@ def test_a_text_file_mentioning_nsys_is_not_called_a_report(tmp_path):
         assert r.exit_code == 2 and "is an Nsight Systems report" in one_error_line(r.stderr)
     r = run(["--nsys", "/nonexistent/nsys", "info", named])
     assert r.exit_code == 2 and "--nsys /nonexistent/nsys" in one_error_line(r.stderr)
+
+
+# -- item 22: a malformed Dask address ----------------------------------------------------------------------------
+
+
+def test_a_malformed_dask_address_is_one_line():
+    pytest.importorskip("distributed")
+    for address in ("::::x", "garbage", "tcp://host:notaport", "foo://x:1"):
+        r = run(["ranks", SMALL, SMALL, "--dask", address])
+        line = one_error_line(r.stderr)
+        assert r.exit_code == 2 and f"--dask {address}: not a Dask scheduler address" in line
