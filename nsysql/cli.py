@@ -79,10 +79,24 @@ def _progress(path):
 def _write(output: str | Path, text: str) -> None:
     """Write an output file, never over an export: `-o run.sqlite` by mistake must not destroy the profile."""
     p = Path(output)
+    if _stream_target(p):  # a pipe, a terminal, /dev/stdout: written in place, as a stream (no file to replace)
+        with open(p, "w", encoding="utf-8") as f:
+            f.write(text)
+        return
     what = _precious(p)
     if what:
         raise NsysqlError(f"{output}: is {what}; nsysql does not write its output over it (name another -o file)")
     p.write_text(text, encoding="utf-8")
+
+
+def _stream_target(p: Path) -> bool:
+    """Whether `-o p` names something that exists and is not a regular file: a FIFO, `/dev/stdout` or a process
+    substitution (`>(gzip > x.gz)`) on a pipe, a terminal. Told by stat alone: it is never opened to be read (a
+    pipe opened for reading waits for a writer, which nsysql itself would be: a deadlock), and it holds no
+    export to protect."""
+    from .loader.source import special_file
+
+    return bool(special_file(p)) and not p.is_dir()
 
 
 REPORT_SUFFIXES = (".nsys-rep", ".qdrep", ".qdstrm")
@@ -95,6 +109,8 @@ def _precious(p: Path) -> str | None:
 
     if p.suffix.lower() in REPORT_SUFFIXES:
         return "an Nsight Systems report"
+    if _stream_target(p):  # not a file that could hold one, and never opened for reading (see _stream_target)
+        return None
     try:
         with open(p, "rb") as f:
             head = f.read(64)
@@ -816,8 +832,9 @@ def trace(file, output, iterations, window):
             f"{out}: is {_precious(out)}; nsysql does not write its output over it (name another -o file)"
         )
     got = perfetto.write(tables, out, source=str(prof.path))
+    size = "" if _stream_target(out) else f"{out.stat().st_size / 2**20:.1f} MiB, "  # a pipe has no size to tell
     click.echo(
-        f"nsysql: wrote {out} ({out.stat().st_size / 2**20:.1f} MiB, {got['events']} events: {got['gpu_ops']} GPU ops, "
+        f"nsysql: wrote {out} ({size}{got['events']} events: {got['gpu_ops']} GPU ops, "
         f"{got['api_calls']} CUDA API calls, {got['nvtx_ranges']} NVTX ranges, {got['iterations']} iterations, "
         f"{got['gaps']} idle gaps)",
         err=True,

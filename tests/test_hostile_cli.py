@@ -9,9 +9,12 @@ one line naming the file and the problem, or the known answer.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -31,7 +34,7 @@ def nsysql_process(args, **kw):
     """`python -m nsysql ARGS` in a subprocess (the executable's own entry point, as a user runs it)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), **kw.pop("env", {})}
     return subprocess.run(
-        [sys.executable, "-m", "nsysql", *map(str, args)], env=env, capture_output=True, timeout=60, **kw
+        [sys.executable, "-m", "nsysql", *map(str, args)], env=env, capture_output=True, **{"timeout": 60, **kw}
     )
 
 
@@ -96,3 +99,74 @@ def test_a_malformed_dask_address_is_one_line():
         r = run(["ranks", SMALL, SMALL, "--dask", address])
         line = one_error_line(r.stderr)
         assert r.exit_code == 2 and f"--dask {address}: not a Dask scheduler address" in line
+
+
+# -- item 10: a FIFO (or any file that is not a regular one) as FILE ----------------------------------------------
+
+
+def test_a_fifo_or_device_as_file_is_refused_before_any_open(tmp_path):
+    fifo = tmp_path / "live.sqlite"
+    os.mkfifo(fifo)
+    for target, what in ((fifo, "is a FIFO (named pipe)"), (Path(os.devnull), "is a character device")):
+        r = nsysql_process(["info", target], timeout=30)  # before the fix: blocked in open() for good
+        line = one_error_line(r.stderr)
+        assert r.returncode == 2 and f"{target}: {what}, not an nsys SQLite export" in line
+    # the only *.sqlite here when FILE is left out: refused, not opened to read its header
+    r = nsysql_process(["info"], cwd=tmp_path, env={"NSYSQL_PROFILE": ""}, timeout=30)
+    line = one_error_line(r.stderr)
+    assert r.returncode == 2 and "live.sqlite is a FIFO (named pipe)" in line
+    # beside a regular export it is passed over, and the export is the one used
+    shutil.copy(SMALL, tmp_path / "run.sqlite")
+    r = nsysql_process(["info", "-f", "csv"], cwd=tmp_path, env={"NSYSQL_PROFILE": ""}, timeout=30)
+    assert r.returncode == 0 and "using run.sqlite" in r.stderr.decode()
+
+
+# -- item 11: -o naming a pipe: written as a stream, never opened to be read ------------------------------------------
+
+
+def _drain(path: Path, got: list) -> threading.Thread:
+    def read():
+        with open(path, "rb") as f:
+            got.append(f.read())
+
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    return t
+
+
+def _release(fifo: Path) -> None:
+    """A reader still waiting on `fifo` (nsysql never opened it to write) gets its end of file."""
+    try:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:  # no reader left
+        pass
+
+
+def test_output_into_a_fifo_or_a_pipe_is_streamed(tmp_path):
+    want = run(["kernels", SMALL, "-f", "csv"]).stdout.encode()
+    fifo = tmp_path / "out.csv"
+    os.mkfifo(fifo)
+    got: list = []
+    reader = _drain(fifo, got)
+    try:
+        r = nsysql_process(["kernels", SMALL, "-f", "csv", "-o", fifo], timeout=30)
+    finally:
+        _release(fifo)
+    reader.join(10)
+    assert r.returncode == 0, r.stderr
+    assert got == [want]
+    # -o /dev/stdout with stdout a pipe (`nsysql ... -o /dev/stdout | jq`)
+    r = nsysql_process(["kernels", SMALL, "-f", "csv", "-o", "/dev/stdout"], timeout=30)
+    assert r.returncode == 0 and r.stdout == want
+    # a trace into a FIFO: whole JSON, and no size claimed for a pipe
+    got = []
+    reader = _drain(fifo, got)
+    try:
+        r = nsysql_process(["trace", SMALL, "--iterations", "3:4", "-o", fifo], timeout=30)
+    finally:
+        _release(fifo)
+    reader.join(10)
+    assert r.returncode == 0, r.stderr
+    import json
+
+    assert len(json.loads(got[0])["traceEvents"]) > 0 and " MiB" not in r.stderr.decode()
