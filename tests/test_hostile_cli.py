@@ -8,8 +8,12 @@ one line naming the file and the problem, or the known answer.
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -167,6 +171,38 @@ def test_output_into_a_fifo_or_a_pipe_is_streamed(tmp_path):
         _release(fifo)
     reader.join(10)
     assert r.returncode == 0, r.stderr
-    import json
-
     assert len(json.loads(got[0])["traceEvents"]) > 0 and " MiB" not in r.stderr.decode()
+
+
+# -- item 21: sql results with repeated names, and types polars cannot hold -------------------------------------------
+
+
+def test_sql_repeated_column_names_are_numbered():
+    q = "SELECT * FROM processes p JOIN threads t ON p.pid = t.pid ORDER BY t.tid"
+    raw = sqlite3.connect(SMALL).execute("SELECT count(*) FROM ThreadNames").fetchone()[0]
+    for fmt in ("table", "csv", "json"):
+        r = run(["sql", SMALL, q, "-f", fmt])
+        assert r.exit_code == 0 and not r.stderr, r.stderr
+    rows = json.loads(run(["sql", SMALL, q, "-f", "json"]).stdout)
+    assert list(rows[0]) == ["pid", "name", "pid_1", "tid", "name_1"]
+    assert all(r["pid"] == r["pid_1"] for r in rows) and len(rows) == raw
+    # a name taken by a later column is left to it
+    got = nsysql.load(SMALL).sql("SELECT 1 AS a, 2 AS a, 3 AS a_1, 4 AS a")
+    assert got.columns == ["a", "a_2", "a_1", "a_3"] and got.row(0) == (1, 2, 3, 4)
+
+
+def test_sql_types_polars_cannot_hold_are_text():
+    big = "123456789012345678901234567890123456789012345"
+    top = str(2**128 - 1)  # UHUGEINT's largest: polars' 128-bit decimal would show it as -1
+    q = (
+        f"SELECT {big}::BIGNUM AS v, 7::VARIANT AS w, [{big}::BIGNUM] AS l, {{'a': 2::VARIANT}} AS s, "
+        f"{top}::UHUGEINT AS u, '1 day'::INTERVAL AS i, '101'::BIT AS b, 'a\\x00b'::BLOB AS bl, 42 AS n"
+    )
+    want = {"v": big, "w": "7", "l": f"[{big}]", "s": "{'a': 2}", "u": top, "i": "1 day", "b": "101", "n": 42}
+    rows = json.loads(run(["sql", SMALL, q, "-f", "json"]).stdout)
+    assert {k: rows[0][k] for k in want} == want and rows[0]["bl"] == "a\\x00b"
+    r = run(["sql", SMALL, q, "-f", "csv"])
+    assert r.exit_code == 0
+    assert next(csv.DictReader(io.StringIO(r.stdout))) == {**{k: str(v) for k, v in want.items()}, "bl": "a\\x00b"}
+    r = run(["sql", SMALL, q])
+    assert r.exit_code == 0 and big in r.stdout and top in r.stdout and "b'" not in r.stdout
