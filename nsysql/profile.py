@@ -438,7 +438,10 @@ class Profile:
             gaps = self.gaps()
         except NsysqlError:  # no GPU work: no gaps to show
             gaps = None
-        return _trace.rows(self.con, t0, t1, its, gaps)
+        got = _trace.rows(self.con, t0, t1, its, gaps)
+        if window:
+            _trace.check_window(got, window, start, end, its)
+        return got
 
     def metrics_timeline(self, start_ns: int, end_ns: int, bins: int = 1500) -> pl.DataFrame:
         """SMs Active and Tensor Active (GPU metrics) per device in `bins` equal bins of [start_ns, end_ns): the

@@ -206,3 +206,34 @@ def test_sql_types_polars_cannot_hold_are_text():
     assert next(csv.DictReader(io.StringIO(r.stdout))) == {**{k: str(v) for k, v in want.items()}, "bl": "a\\x00b"}
     r = run(["sql", SMALL, q])
     assert r.exit_code == 0 and big in r.stdout and top in r.stdout and "b'" not in r.stdout
+
+
+# -- item 23: trace --window with nothing in it -------------------------------------------------------------------
+
+
+def test_trace_of_an_empty_window_is_one_line_and_writes_nothing(tmp_path):
+    out = tmp_path / "t.json"
+    p = nsysql.load(SMALL)
+    its = p.iterations()
+    con = sqlite3.connect(SMALL)
+    # the profile's first event of any kind nsysql's span reads, and its first GPU op, CUDA API call and NVTX range
+    starts = {
+        t: con.execute(f"SELECT min(start) FROM {t}").fetchone()[0]
+        for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", "OSRT_API")
+    }
+    first_event = min(v for k, v in starts.items() if k != "OSRT_API")
+    origin = min(starts.values())
+    assert first_event - origin > 3_000_000_000  # by construction of the fixture: 3 s with OS calls only
+    r = run(["trace", SMALL, "--window", "2s:3s", "-o", out])
+    line = one_error_line(r.stderr)
+    assert r.exit_code == 2 and not out.exists()
+    assert "nothing in 2 s..3 s" in line and f"{int(its['start_ns'].min() - origin) / 1e9:.6f}".rstrip("0") in line
+    # a window with CUDA API calls but no GPU op nor NVTX range in it: a valid trace of what is there
+    a = (first_event - origin) / 1e6
+    r = run(["trace", SMALL, "--window", f"{a:.3f}ms:{a + 0.001:.3f}ms", "-o", out])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(out.read_text())
+    assert [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+    # a window that starts past the end says so, whether END is given or not
+    for w in ("10s:", "10s:11s"):
+        assert "starts after the profile ends" in one_error_line(run(["trace", SMALL, "--window", w]).stderr)
