@@ -17,7 +17,7 @@ import click
 from . import __version__
 from . import cache as _cache
 from . import stats as _stats
-from .errors import NsysqlError, one_line
+from .errors import NsysqlError, one_line, utf8_path
 from .render import FORMATS, render, summary_view
 from .render import one_line as _line
 
@@ -129,6 +129,7 @@ def _emit(result, fmt: str, output: str | None, title: str | None = None) -> Non
     if output:
         _write(output, text)
     else:
+        _answer_to_stdout()
         # color=True: as written, never with click's ANSI stripping (off a terminal it would take escape sequences
         # out of a name in CSV or JSON; table output has shown them as text already)
         click.echo(text, nl=False, color=True)
@@ -277,15 +278,78 @@ def run() -> None:
     """The `nsysql` executable: main(), then leave as _process says (at once, unless NSYSQL_NO_TUNING=1)."""
     from . import _process
 
+    _standard_streams()
     try:
         main()
         code = 0
     except SystemExit as e:
         code = e.code
+    except KeyboardInterrupt:  # Ctrl-C anywhere (a load, an import): one line, as a shell reports SIGINT
+        click.echo("nsysql: interrupted", err=True)
+        code = 130
     if isinstance(code, str):
         click.echo(code, err=True)
         code = 1
     _process.leave(code or 0)
+
+
+# What the executable does with its standard streams (run() sets it up; CliRunner and library use never see it):
+# - one closed when nsysql starts (`>&-`, `2>&-`, a daemon) is opened on the null device, so that no file
+#   nsysql opens later takes its descriptor and gets text meant for the terminal;
+# - stdout closed: an answer meant for it (no -o) has nowhere to go: one line on stderr, exit 2 (quietly, when
+#   stderr is closed too); with -o the answer is written and the exit status is 0;
+# - stderr closed: its messages are dropped; the exit status is what it would be;
+# - text the output's encoding cannot hold (a Latin-1 or ASCII locale, PYTHONIOENCODING) degrades: "…" as
+#   "...", other characters as escapes (`\u2192`, `\xe9` for a byte of a file name that is not UTF-8).
+_closed: set[str] = set()  # "stdout", "stderr": closed when the process started
+_PLAIN = {"…": "...", "–": "-", "—": "-", "→": "->", "µ": "u", "Δ": "delta ", "²": "^2", "√": "sqrt", "·": "*"}
+
+
+def _standard_streams() -> None:
+    import codecs
+
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        _closed.add(name)
+        try:
+            os.fstat(fd)  # taken meanwhile (nothing of nsysql's has run yet): left as it is
+        except OSError:
+            new = os.open(os.devnull, os.O_RDWR)
+            if new != fd:
+                os.dup2(new, fd)
+                os.close(new)
+        setattr(sys, name, open(os.devnull, "r" if fd == 0 else "w", encoding="utf-8"))
+    codecs.register_error("nsysql-plain", _plain)
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="nsysql-plain")
+            except (OSError, ValueError):
+                pass
+
+
+def _plain(e: UnicodeError) -> tuple[str, int]:
+    """The codec error handler of stdout and stderr: what an encoding cannot hold, in plain ASCII."""
+    if not isinstance(e, UnicodeEncodeError):
+        raise e
+    out = []
+    for c in e.object[e.start : e.end]:
+        if c in _PLAIN:
+            out.append(_PLAIN[c])
+        elif 0xDC80 <= ord(c) <= 0xDCFF:  # a byte of a path that is not UTF-8, as Python decodes it
+            out.append(f"\\x{ord(c) - 0xDC00:02x}")
+        else:
+            out.append(
+                f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}"
+            )
+    return "".join(out), e.end
+
+
+def _answer_to_stdout() -> None:
+    """Refuse to compute an answer for a standard output that was closed when nsysql started (see above)."""
+    if "stdout" in _closed:
+        raise NsysqlError("standard output is closed: the answer has nowhere to go (name a file with -o)")
 
 
 class _Group(click.Group):
@@ -336,6 +400,11 @@ def main(ctx, cache_dir, no_cache, nsys_path):
     report (exported once into the cache with nsys). `nsysql profile -- python3 train.py` makes one. When it is
     left out: $NSYSQL_PROFILE, else the only .sqlite file here, else the profile analysed last.
     """
+    if cache_dir is not None:
+        try:
+            utf8_path(cache_dir)
+        except NsysqlError as e:  # said as a usage error: one line, before any command runs
+            raise click.BadParameter(str(e), param_hint="--cache-dir / $NSYSQL_CACHE_DIR") from None
     ctx.obj = {"cache_dir": cache_dir, "no_cache": no_cache, "nsys": nsys_path}
 
 
@@ -351,6 +420,7 @@ def cache_info(fmt):
     """Entries in the cache: the export each was loaded from, and size."""
     df, line = _cache.info(_state_dir())
     click.echo(line, err=True)
+    _answer_to_stdout()
     click.echo(render(df, fmt), nl=False)
 
 
@@ -587,6 +657,7 @@ def _emit_text(text: str, output: str | None) -> None:
     if output:
         _write(output, text)
     else:
+        _answer_to_stdout()
         click.echo(text, nl=False, color=True)  # as written (see _emit)
 
 
@@ -916,6 +987,7 @@ def stats(file, reports, fmt, prefix, attribution):
         else:
             got[name] = df
     if got:  # on stdout one document: a JSON object of the reports, or the sections one after another
+        _answer_to_stdout()
         click.echo(render(got, fmt), nl=False, color=True)  # as written (see _emit)
 
 

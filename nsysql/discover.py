@@ -21,7 +21,7 @@ def remember(path: str | os.PathLike, cache_dir: str | os.PathLike | None = None
     try:
         d = state_dir(cache_dir)
         d.mkdir(parents=True, exist_ok=True)
-        store.write(d / "last_profile", lambda tmp: tmp.write_text(str(path)))
+        store.write(d / "last_profile", lambda tmp: tmp.write_bytes(os.fsencode(str(path))))  # the name's bytes
     except OSError:
         pass
 
@@ -49,7 +49,10 @@ def pick_profile(file: str | None, cache_dir: str | os.PathLike | None = None) -
         return str(here[0]), "the only .sqlite file in this directory"
     last = state_dir(cache_dir) / "last_profile"
     if len(here) == 0 and last.exists():
-        p = last.read_text().strip()
+        try:  # the bytes of a name, whatever they are (a name that is not UTF-8 is refused by the load, in one line)
+            p = os.fsdecode(last.read_bytes().strip())
+        except OSError:
+            p = ""
         if p and Path(p).exists():
             return p, "the profile analysed last"
     if len(here) > 1:

@@ -237,3 +237,77 @@ def test_trace_of_an_empty_window_is_one_line_and_writes_nothing(tmp_path):
     # a window that starts past the end says so, whether END is given or not
     for w in ("10s:", "10s:11s"):
         assert "starts after the profile ends" in one_error_line(run(["trace", SMALL, "--window", w]).stderr)
+
+
+# -- item 24: paths that are not UTF-8 ----------------------------------------------------------------------------
+
+
+def test_paths_that_are_not_utf8_are_one_line(tmp_path):
+    odd = os.fsdecode(bytes(tmp_path) + b"/caf\xe9.sqlite")  # legal on Linux: a Latin-1 name
+    shutil.copy(SMALL, odd)
+    r = nsysql_process(["info", odd])
+    line = one_error_line(r.stderr)
+    assert r.returncode == 2 and "caf\\xe9.sqlite: the path is not valid UTF-8" in line
+    for args, env in (
+        (["--cache-dir", os.fsdecode(bytes(tmp_path) + b"/c\xe9che"), "info", SMALL], {}),
+        (["info", SMALL], {"NSYSQL_CACHE_DIR": os.fsdecode(bytes(tmp_path) + b"/c\xe9che")}),
+    ):
+        r = nsysql_process(args, env=env)
+        assert r.returncode == 2 and "c\\xe9che: the path is not valid UTF-8" in one_error_line(r.stderr)
+    # the profile analysed last, remembered by the bytes of its name; and a last_profile of garbage bytes
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "last_profile").write_bytes(os.fsencode(odd))
+    here = tmp_path / "empty"
+    here.mkdir()
+    r = nsysql_process(["--cache-dir", state, "info"], cwd=here, env={"NSYSQL_PROFILE": ""})
+    assert r.returncode == 2 and "the path is not valid UTF-8" in r.stderr.decode() and b"Traceback" not in r.stderr
+    (state / "last_profile").write_bytes(b"\xff\xfe\x00 not a path \x81")
+    r = nsysql_process(["--cache-dir", state, "info"], cwd=here, env={"NSYSQL_PROFILE": ""})
+    assert r.returncode == 2 and "none analysed before" in one_error_line(r.stderr)
+    # and a profile analysed is remembered whatever its name, read back as the same name
+    shutil.copy(SMALL, tmp_path / "été.sqlite")
+    assert nsysql_process(["--cache-dir", state, "info", tmp_path / "été.sqlite"]).returncode == 0
+    r = nsysql_process(["--cache-dir", state, "info", "-f", "csv"], cwd=here, env={"NSYSQL_PROFILE": ""})
+    assert r.returncode == 0 and "été.sqlite (the profile analysed last)" in r.stderr.decode()
+
+
+# -- item 25: an output encoding that cannot hold "…" ----------------------------------------------------------------
+
+
+def test_output_degrades_in_an_encoding_without_the_ellipsis():
+    want = run(["kernels", SMALL, "--top", "3"]).stdout
+    assert "…" in want  # by construction: the table shortens the long GEMM names
+    # (an encoding Python names ASCII, click replaces with UTF-8 itself: nothing there to degrade)
+    for enc in ("latin-1", "iso8859-15"):
+        r = nsysql_process(["kernels", SMALL, "--top", "3"], env={"PYTHONIOENCODING": enc, "LC_ALL": "C"})
+        assert r.returncode == 0 and not r.stderr, r.stderr
+        assert r.stdout.decode(enc) == want.replace("…", "...")
+    # stderr too: a name of a file that is not UTF-8 is shown by its bytes
+    r = nsysql_process(["info", "caf\udce9\u2192.sqlite"], env={"PYTHONIOENCODING": "latin-1"})
+    assert r.returncode == 2 and "caf\\xe9->.sqlite" in one_error_line(r.stderr)
+
+
+# -- item 26: stdout or stderr closed -----------------------------------------------------------------------------
+
+
+def _closing(*fds):
+    return lambda: [os.close(fd) for fd in fds]
+
+
+def test_closed_standard_streams(tmp_path):
+    # stdout closed, the answer meant for it: one line on stderr, exit 2
+    r = nsysql_process(["summary", SMALL], preexec_fn=_closing(1))
+    assert r.returncode == 2 and "standard output is closed" in one_error_line(r.stderr)
+    # ... with -o the answer is not needed on stdout: written, exit 0, nothing said
+    out = tmp_path / "summary.txt"
+    r = nsysql_process(["summary", SMALL, "-o", out], preexec_fn=_closing(1))
+    assert r.returncode == 0 and not r.stderr and out.read_text() == run(["summary", SMALL]).stdout
+    # stderr closed: the answer as ever, exit 0
+    r = nsysql_process(["kernels", SMALL, "-f", "csv"], preexec_fn=_closing(2))
+    assert r.returncode == 0 and r.stdout.decode() == run(["kernels", SMALL, "-f", "csv"]).stdout
+    # both closed: nothing can be said, the exit status says it; and a file nsysql opens never takes a closed
+    # descriptor (the export is not written into)
+    before = SMALL.read_bytes()
+    r = nsysql_process(["--no-cache", "summary", SMALL], preexec_fn=_closing(1, 2))
+    assert r.returncode == 2 and SMALL.read_bytes() == before
