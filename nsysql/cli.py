@@ -371,7 +371,10 @@ class _Group(click.Group):
         except click.ClickException as e:
             e.show()
             sys.exit(e.exit_code)
-        except click.exceptions.Abort:
+        except click.exceptions.Abort as e:
+            if isinstance(e.__context__, KeyboardInterrupt):  # click's word for a Ctrl-C: said as run() says it
+                click.echo("nsysql: interrupted", err=True)
+                sys.exit(130)
             click.echo("Aborted!", err=True)
             sys.exit(1)
         sys.exit(rv if isinstance(rv, int) else 0)
@@ -1027,7 +1030,42 @@ def sql_(args, fmt, output):
     if len(args) > 2:
         raise NsysqlError("give FILE and one QUERY (quote the query)")
     file, query = (None, args[0]) if len(args) == 1 else args
-    _emit(_load(file).sql(query), fmt, output)
+    _emit(_interruptible(_load(file), query), fmt, output)
+
+
+def _interruptible(prof, query: str):
+    """prof.sql(query), run on a thread of its own while this (the main) thread waits, so that a Ctrl-C is
+    delivered here at once, whatever DuckDB or polars are doing: the query is then stopped (DuckDB's interrupt,
+    repeated until it takes, for at most INTERRUPT_WAIT_S) and the KeyboardInterrupt goes on to run(), which
+    says `nsysql: interrupted` and exits 130."""
+    import threading
+    import time
+
+    box: dict = {}
+
+    def work():
+        try:
+            box["result"] = prof.sql(query)
+        except BaseException as e:  # raised again on the main thread
+            box["error"] = e
+
+    t = threading.Thread(target=work, name="nsysql-sql", daemon=True)
+    t.start()
+    try:
+        while t.is_alive():
+            t.join(0.1)
+    except KeyboardInterrupt:
+        deadline = time.monotonic() + INTERRUPT_WAIT_S
+        while t.is_alive() and time.monotonic() < deadline:
+            prof.interrupt()  # again: the first may come before the query has begun
+            t.join(0.1)
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+INTERRUPT_WAIT_S = 5  # after a Ctrl-C, how long a query may take to stop before nsysql leaves without it
 
 
 if __name__ == "__main__":

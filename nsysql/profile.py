@@ -457,6 +457,12 @@ class Profile:
     def resolve_range(self, pattern: str) -> list[str]:
         return resolve_range(self.con, pattern)[0]
 
+    def interrupt(self) -> None:
+        """Stop the sql() queries of this Profile (and of its workers) that other threads are running: each raises
+        NsysqlError. For a front end's Ctrl-C, which Python gives only to the main thread, and only between two
+        bytecodes: never while DuckDB runs a query there. The Profile stays usable."""
+        self._user.interrupt()
+
     def sql(self, query: str) -> pl.DataFrame:
         """Run your own read-only SQL (SELECT, EXPLAIN of a SELECT) over the canonical tables (see
         queries/v1/canonical/), in a DuckDB database of its own that can write nothing and read no file, URL or

@@ -13,6 +13,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -311,3 +312,47 @@ def test_closed_standard_streams(tmp_path):
     before = SMALL.read_bytes()
     r = nsysql_process(["--no-cache", "summary", SMALL], preexec_fn=_closing(1, 2))
     assert r.returncode == 2 and SMALL.read_bytes() == before
+
+
+# -- item 16: Ctrl-C during a long sql query ----------------------------------------------------------------------
+
+ENDLESS = "SELECT sum(hash(i)) FROM range(1000000000000) t(i)"  # about an hour of one core
+
+
+def test_profile_interrupt_stops_a_running_sql_query():
+    p = nsysql.load(SMALL)
+    got: dict = {}
+
+    def work():
+        try:
+            p.sql(ENDLESS)
+        except nsysql.NsysqlError as e:
+            got["error"] = str(e)
+
+    t = threading.Thread(target=work, daemon=True)
+    t.start()
+    time.sleep(0.5)
+    t0 = time.perf_counter()
+    while t.is_alive() and time.perf_counter() - t0 < 10:
+        p.interrupt()
+        t.join(0.1)
+    assert not t.is_alive() and "nterrupt" in got["error"]
+    assert p.sql("SELECT count(*) AS n FROM gpu_ops")["n"][0] == p.sql("SELECT * FROM gpu_ops").height  # usable
+
+
+def test_ctrl_c_during_sql_is_one_line_and_exit_130():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nsysql", "sql", SMALL, ENDLESS],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a shell's foreground job has it
+    )
+    try:
+        time.sleep(2.5)  # loaded and querying (a Ctrl-C still in the load says the same)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=15)  # before: ignored until the query ended, or a traceback
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and one_error_line(err) == "nsysql: interrupted" and not out
