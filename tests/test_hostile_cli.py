@@ -356,3 +356,55 @@ def test_ctrl_c_during_sql_is_one_line_and_exit_130():
     finally:
         proc.kill()
     assert proc.returncode == 130 and one_error_line(err) == "nsysql: interrupted" and not out
+
+
+# -- item 17: a fake nsys that hangs or floods its output ---------------------------------------------------------
+
+
+def _fake_nsys(folder: Path) -> Path:
+    exe = folder / "nsys"
+    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{ROOT / "tests" / "fake_nsys.py"}" "$@"\n')
+    exe.chmod(0o755)
+    return exe
+
+
+@pytest.mark.skipif(os.name == "nt", reason="fake executables are shell scripts")
+def test_an_nsys_export_that_hangs_is_stopped(tmp_path):
+    rep = tmp_path / "run.nsys-rep"
+    rep.write_bytes(b"PK\x03\x04 a report")
+    env = {"NSYS": str(_fake_nsys(tmp_path)), "FAKE_NSYS_HANG": "1", "NSYSQL_NSYS_TIMEOUT": "1.5"}
+    t = time.perf_counter()
+    r = nsysql_process(["--cache-dir", tmp_path / "cache", "info", rep], env=env, timeout=30)
+    line = one_error_line(r.stderr)
+    assert r.returncode == 2 and time.perf_counter() - t < 15
+    assert f"{rep}: `" in line and "did not finish in 1.5 s and was stopped" in line and "NSYSQL_NSYS_TIMEOUT" in line
+    # its process group is gone with it: no fake nsys left sleeping
+    left = subprocess.run(["pgrep", "-f", str(rep)], capture_output=True, text=True).stdout.split()
+    assert not left
+    for bad in ("soon", "-1", "inf"):
+        r = nsysql_process(["info", rep], env={**env, "NSYSQL_NSYS_TIMEOUT": bad})
+        assert r.returncode == 2 and f"NSYSQL_NSYS_TIMEOUT={bad!r}" in one_error_line(r.stderr)
+
+
+@pytest.mark.skipif(os.name == "nt", reason="fake executables are shell scripts")
+def test_an_nsys_export_that_floods_is_held_to_its_last_lines(tmp_path):
+    rep = tmp_path / "run.nsys-rep"
+    rep.write_bytes(b"PK\x03\x04 a report")
+    env = {"NSYS": str(_fake_nsys(tmp_path)), "FAKE_NSYS_FLOOD": "300", "NSYSQL_NO_TUNING": "1"}
+    rss = tmp_path / "maxrss"
+    # nsysql's own peak memory (ru_maxrss, KiB), written as it leaves
+    code = (
+        "import resource, runpy, sys\n"
+        f"sys.argv = ['nsysql', '--cache-dir', {str(tmp_path / 'cache')!r}, 'info', {str(rep)!r}]\n"
+        "try:\n    runpy.run_module('nsysql', run_name='__main__')\n"
+        f"finally:\n    open({str(rss)!r}, 'w').write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        capture_output=True,
+        timeout=60,
+    )
+    line = one_error_line(r.stderr)
+    assert r.returncode == 2 and "failed (exit status 1: ERROR: out of patience (fake))" in line
+    assert int(rss.read_text()) < 120 * 1024  # before: 922 MiB, the 300 MiB held whole twice (bytes, then text)
