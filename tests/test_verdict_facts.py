@@ -147,3 +147,210 @@ def test_an_export_without_its_enum_decodes_as_the_enum_said(tmp_path):
     with_enum = loaded(str(fixture("train_small"))).sql(q).rows()
     without = nsysql.load(str(_mutated_train_small(tmp_path, "DROP TABLE ENUM_CUDA_MEM_KIND;"))).sql(q).rows()
     assert without == with_enum and any(r[2] == "Pageable" for r in with_enum)
+
+
+# -- advice the hardware and the framework can take -------------------------------------------------------------
+
+TENSOR = "matrix math without tensor cores"
+PAGEABLE = "pageable host-to-device copies"
+
+
+def finding(prof, name: str) -> str | None:
+    f = prof.findings()
+    if f.height == 0:
+        return None
+    rows = f.filter(f["finding"] == name)
+    return rows["evidence"][0] if rows.height else None
+
+
+def raw_capabilities(path) -> list[str]:
+    """computeMajor.computeMinor of every GPU the export describes with one, read with Python's sqlite3."""
+    with sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True) as db:
+        return [f"{a}.{b}" for a, b in db.execute("SELECT computeMajor, computeMinor FROM TARGET_INFO_GPU") if a]
+
+
+def test_sm75_gets_fp16_advice_never_tf32_or_bf16():
+    """DLProf's RTX 2070 SUPER is sm_75 (TARGET_INFO_GPU): fp16 tensor cores only. Its conv/gemm kernels run on CUDA
+    cores, and the advice is fp16 autocast, never TF32 or bf16 (neither has tensor cores there)."""
+    path = public("MohanadOdema__DLProf__nsys_profile.sqlite")
+    prof = loaded(str(path))
+    assert raw_capabilities(path) == ["7.5"]
+    assert prof.sql("SELECT compute_capability FROM devices").rows() == [("7.5",)]
+    ev = finding(prof, TENSOR)
+    assert ev is not None and "fp16 autocast" in ev and "sm_75" in ev
+    for said in ("allow_tf32", "set_float32_matmul_precision", "bf16 autocast", "TF32 (", "TF32 math"):
+        assert said not in ev
+
+
+def _with_capability(tmp_path, path, major: int | None, minor: int = 0):
+    """A copy of `path` whose GPUs say compute capability major.minor (None: the export describes no GPU)."""
+    dst = tmp_path / path.name
+    shutil.copyfile(path, dst)
+    with sqlite3.connect(dst) as db:
+        if major is None:
+            db.execute("DROP TABLE TARGET_INFO_GPU")
+        else:
+            db.execute("UPDATE TARGET_INFO_GPU SET computeMajor = ?, computeMinor = ?", (major, minor))
+    return dst
+
+
+@pytest.mark.parametrize("major, minor", [(8, 0), (7, 0), (6, 1), (None, 0)], ids=["sm80", "sm70", "sm61", "unknown"])
+def test_tensor_core_advice_follows_the_compute_capability(tmp_path, major, minor):
+    """The same kernels (DLProf's, PyTorch) on GPUs of other compute capabilities: sm_80 gets TF32/bf16 advice,
+    sm_70 fp16 autocast, sm_61 (no tensor cores) no finding at all, and a GPU the export does not describe only
+    what is true of every GPU."""
+    import nsysql
+
+    path = public("MohanadOdema__DLProf__nsys_profile.sqlite")
+    said = finding(nsysql.load(str(_with_capability(tmp_path, path, major, minor))), TENSOR)
+    if major == 8:
+        assert "allow_tf32 = True" in said and "bf16 autocast" in said
+    elif major == 7:
+        assert "fp16 autocast" in said and "sm_70" in said and "allow_tf32" not in said and "bf16 autocast" not in said
+    elif major == 6:
+        assert said is None
+    else:
+        assert "does not say which GPU" in said and "allow_tf32" not in said
+        assert "from sm_70" in said and "from sm_80" in said
+
+
+def test_no_pin_memory_advice_where_pytorch_did_not_run():
+    """SC23 OpenMP tutorial (nvkernel_* offload kernels, no PyTorch name anywhere in the export): its 48,828 MiB
+    of pageable copies get the CUDA advice, not PyTorch's pin_memory."""
+    path = public("RajaATAli__SC23_Programming-Your-GPU-with-OpenMP_Tutorial__report3.sqlite")
+    prof = loaded(str(path))
+    assert "framework" not in prof.facts
+    ev = finding(prof, PAGEABLE)
+    assert ev is not None and "pin_memory" not in ev and "cudaHostRegister" in ev and "cudaHostAlloc" in ev
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "extra-p__extrap__con_kernel.sqlite",
+        "extra-p__extrap__profile1.sqlite",
+        "extra-p__extrap__ex-gpu.s10.sqlite",
+        "lockfuehrer__beast_ressoruces__report2.sqlite",
+        "RajaATAli__SC23_Programming-Your-GPU-with-OpenMP_Tutorial__report3.sqlite",
+    ],
+)
+def test_openmp_and_extra_p_exports_never_mention_pytorch(name):
+    """OpenMP-offload and Extra-P exports: no framework found, and nothing summary says names PyTorch."""
+    from click.testing import CliRunner
+
+    from nsysql.cli import main
+
+    path = public(name)
+    assert "framework" not in loaded(str(path)).facts
+    res = CliRunner().invoke(main, ["summary", "-f", "csv", str(path)])
+    assert res.exit_code == 0 and "pin_memory" not in res.output and "torch" not in res.output
+
+
+def test_train_small_keeps_its_pytorch_advice():
+    """train_small (H200, sm_90, PyTorch): the two findings say what they said before the advice was conditioned."""
+    prof = loaded(str(fixture("train_small")))
+    assert prof.facts["framework"] == ["PyTorch"]
+    assert prof.sql("SELECT compute_capability FROM devices").rows() == [("9.0",)]
+    assert finding(prof, PAGEABLE).endswith(
+        ": pinned host memory (cudaHostAlloc, or pin_memory=True in PyTorch) makes them asynchronous"
+    )
+    assert finding(prof, TENSOR).endswith(
+        '; TF32 (torch.backends.cuda.matmul.allow_tf32 = True, or torch.set_float32_matmul_precision("high")) '
+        "or bf16 autocast moves them to tensor cores"
+    )
+
+
+@pytest.mark.parametrize(
+    "name, example",
+    [
+        ("train_small", "pt_autograd_0"),  # PyTorch's autograd thread (ThreadNames)
+        ("MohanadOdema__DLProf__nsys_profile.sqlite", "aten::"),  # emit_nvtx operator ranges (inline NVTX text)
+        ("CO18326__uvmTorch__report1.sqlite", "libtorch"),  # no GPU work; libtorch libraries loaded (OSRT)
+    ],
+)
+def test_pytorch_is_found_by_names_the_export_holds(name, example):
+    """The framework fact names its evidence, and the example it gives is in the export: in StringIds, or an NVTX
+    range's own text (read here with Python's sqlite3)."""
+    path = fixture(name) if name == "train_small" else public(name)
+    facts = loaded(str(path)).facts
+    assert facts["framework"] == ["PyTorch"]
+    (ev,) = [e for e in facts["framework_evidence"] if e.startswith("PyTorch: ")]
+    shown = ev.split("e.g. `", 1)[1][:-1]
+    assert example in shown
+    with sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True) as db:
+        held = db.execute("SELECT count(*) FROM StringIds WHERE value = ?", (shown,)).fetchone()[0]
+        if not held and has_table(path, "NVTX_EVENTS"):
+            held = db.execute("SELECT count(*) FROM NVTX_EVENTS WHERE text = ?", (shown,)).fetchone()[0]
+    assert held
+
+
+def test_a_cpp_program_that_only_names_libtorch_in_its_environment_is_not_pytorch():
+    """Jorgedavyd/cuda: a CUDA C++ program whose environment (CPLUS_INCLUDE_PATH) names libtorch's include folder;
+    no libtorch library, function, kernel, range or thread: no framework."""
+    path = public("Jorgedavyd__cuda__report4.sqlite")
+    with sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True) as db:
+        assert db.execute("SELECT count(*) FROM StringIds WHERE value LIKE '%libtorch%'").fetchone()[0] == 1
+    assert "framework" not in loaded(str(path)).facts
+
+
+# -- what the export cannot answer, and the switch that would ---------------------------------------------------
+
+
+def cannot_answer(path) -> dict[str, str]:
+    df = loaded(str(path)).info()
+    rows = df.filter(df["section"] == "cannot answer")
+    return {v.split("`nsys profile ", 1)[1].split("`", 1)[0]: v for v in rows["value"].to_list()}
+
+
+def rows_in(path, table: str) -> int:
+    with sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True) as db:
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone():
+            return 0
+        return db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+
+
+CAPTURE_CASES = [
+    fixture("train_small"),  # -s none --cpuctxsw=none, PyTorch without op ranges, one traced process
+    fixture("hw_mix"),  # GPU metrics sampled
+    fixture("jitter_before"),  # DataLoader workers spawned: traced, 4 processes
+    PUBLIC / "extra-p__extrap__ex-gpu.s10.sqlite",  # CPU samples and scheduling events
+    PUBLIC / "MohanadOdema__DLProf__nsys_profile.sqlite",  # PyTorch with emit_nvtx op ranges
+    PUBLIC / "RajaATAli__SC23_Programming-Your-GPU-with-OpenMP_Tutorial__report3.sqlite",  # OpenMP, no PyTorch
+]
+
+
+@pytest.mark.parametrize("path", CAPTURE_CASES, ids=lambda p: p.name[:40])
+def test_info_names_the_switch_for_what_the_export_lacks(path):
+    """Each capture rule of `info` holds exactly where its table is absent or empty in the export (counted here with
+    Python's sqlite3); the PyTorch rules where PyTorch ran without op ranges, or with one traced process."""
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    got = cannot_answer(path)
+    kernels = rows_in(path, "CUPTI_ACTIVITY_KIND_KERNEL")
+    gpu_work = kernels + rows_in(path, "CUPTI_ACTIVITY_KIND_MEMCPY") + rows_in(path, "CUPTI_ACTIVITY_KIND_MEMSET")
+    assert ("-s process-tree" in got) == (rows_in(path, "COMPOSITE_EVENTS") == 0)
+    assert ("--cpuctxsw=process-tree" in got) == (rows_in(path, "SCHED_EVENTS") == 0)
+    assert ("--gpu-metrics-devices=all" in got) == (kernels > 0 and rows_in(path, "GPU_METRICS") == 0)
+    assert ("--cuda-memory-usage=true" in got) == (gpu_work > 0 and rows_in(path, "CUDA_GPU_MEMORY_USAGE_EVENTS") == 0)
+    want_pytorch = {
+        "train_small": {"--trace-fork-before-exec=true", "--pytorch=autograd-shapes-nvtx"},
+        "hw_mix": {"--trace-fork-before-exec=true", "--pytorch=autograd-shapes-nvtx"},
+        "jitter_before": {"--pytorch=autograd-shapes-nvtx"},
+        "MohanadOdema__DLProf__nsys_profile": {"--trace-fork-before-exec=true"},
+    }.get(path.stem, set())
+    assert {s for s in got if s in ("--trace-fork-before-exec=true", "--pytorch=autograd-shapes-nvtx")} == want_pytorch
+
+
+def test_analyses_that_do_not_apply_name_the_switch():
+    """`ops` on an export without operator ranges and `metrics` on one without GPU metrics: one line on stderr
+    naming the file and the capture switch that would have recorded the answer."""
+    from click.testing import CliRunner
+
+    from nsysql.cli import main
+
+    path = str(fixture("train_small"))
+    for cmd, switch in (("ops", "--pytorch=autograd-shapes-nvtx"), ("metrics", "--gpu-metrics-devices=all")):
+        res = CliRunner().invoke(main, [cmd, path])
+        assert res.exit_code != 0 and "Traceback" not in res.output
+        lines = res.stderr.strip().splitlines()
+        assert len(lines) == 1 and path in lines[0] and f"`nsys profile {switch}`" in lines[0]
