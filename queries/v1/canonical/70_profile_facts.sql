@@ -55,25 +55,28 @@ FROM _extents WHERE s IS NOT NULL;
 
 -- Frameworks and libraries that ran, each from names the export holds (StringIds: kernel, function, thread and
 -- module names; NVTX range names, inline text included). One rule per framework or library: the pattern its names
--- match and what such a name is. A framework found decides advice (pin_memory=True is PyTorch's); none found
--- means the export does not show one, not that none ran.
-CREATE OR REPLACE TEMP TABLE _library_rules AS
-SELECT * FROM (VALUES
-  (1, 'framework', 'PyTorch',
-   '(^|[^A-Za-z0-9_])at::(native|cuda)::|^aten::|(^|/)libtorch(_cuda|_cpu|_python)?\.so|^pt_autograd_[0-9]+$',
-   'libtorch functions or kernels (at::native::), aten:: op ranges, a libtorch library loaded or PyTorch''s autograd thread'),
-  (2, 'library', 'cuDNN', '(^|/)libcudnn[A-Za-z_]*\.so|cudnn::|^cudnn', 'cuDNN kernels or its library loaded'),
-  (3, 'library', 'cuBLAS', '(^|/)libcublas(Lt)?\.so|^cublas|cublasLt|^nvjet', 'cuBLAS kernels or calls, or its library loaded'),
-  (4, 'library', 'NCCL', '(^|/)libnccl\.so|^nccl[A-Z]|ncclDevKernel|ncclKernel', 'NCCL kernels or calls, or its library loaded')
-) r(ord, kind, name, pattern, what);
-
+-- match (a constant, so that DuckDB compiles each regular expression once) and what such a name is. A framework
+-- found decides advice (pin_memory=True is PyTorch's); none found means the export does not show one, not that
+-- none ran.
 CREATE OR REPLACE TEMP TABLE _libraries AS
-WITH names AS (
-  SELECT value AS name FROM raw_strings WHERE value IS NOT NULL
-  UNION SELECT DISTINCT name FROM nvtx_ranges
+WITH names AS (SELECT DISTINCT value AS name FROM raw_strings WHERE value IS NOT NULL), hits AS (
+  SELECT 1 AS ord, name FROM names  -- PyTorch
+  WHERE regexp_matches(name, '(^|[^A-Za-z0-9_])at::(native|cuda)::|^aten::|(^|/)libtorch(_cuda|_cpu|_python)?\.so|^pt_autograd_[0-9]+$')
+  -- operator ranges with inline text (not in StringIds); a prefix test, as there may be one name per op call
+  UNION SELECT 1, name FROM nvtx_ranges WHERE starts_with(name, 'aten::')
+  UNION ALL SELECT 2, name FROM names WHERE regexp_matches(name, '(^|/)libcudnn[A-Za-z_]*\.so|cudnn::|^cudnn')
+  UNION ALL SELECT 3, name FROM names WHERE regexp_matches(name, '(^|/)libcublas(Lt)?\.so|^cublas|cublasLt|^nvjet')
+  UNION ALL SELECT 4, name FROM names WHERE regexp_matches(name, '(^|/)libnccl\.so|^nccl[A-Z]|ncclDevKernel|ncclKernel')
 )
-SELECT r.ord, r.kind, r.name, r.what, count(*) AS n, first(x.name ORDER BY length(x.name), x.name) AS example
-FROM _library_rules r JOIN names x ON regexp_matches(x.name, r.pattern)
+SELECT r.ord, r.kind, r.name, r.what, count(*) AS n, first(h.name ORDER BY length(h.name), h.name) AS example
+FROM hits h
+JOIN (VALUES
+  (1, 'framework', 'PyTorch',
+   'libtorch functions or kernels (at::native::), aten:: op ranges, a libtorch library loaded or PyTorch''s autograd thread'),
+  (2, 'library', 'cuDNN', 'cuDNN kernels or its library loaded'),
+  (3, 'library', 'cuBLAS', 'cuBLAS kernels or calls, or its library loaded'),
+  (4, 'library', 'NCCL', 'NCCL kernels or calls, or its library loaded')
+) r(ord, kind, name, what) USING (ord)
 GROUP BY ALL;
 
 -- Key/value facts; every value is text.
