@@ -140,14 +140,14 @@ CAPTURE_RULES: tuple[CaptureRule, ...] = (
     ),
     CaptureRule(
         "forked_workers",
-        "what DataLoader workers did, if the program forks them (num_workers > 0, the default fork start method)",
+        "what DataLoader workers did, if forked (num_workers > 0, fork start method)",
         "--trace-fork-before-exec=true",
         "PyTorch ran and only one process has traced calls or ranges",
         lambda h: "PyTorch" in h.frameworks and h.traced_processes <= 1,
     ),
     CaptureRule(
         "gpu_metrics",
-        "whether kernels used tensor cores and how busy the SMs were (verdicts rest on kernel names)",
+        "whether kernels used tensor cores (judged by kernel names instead)",
         "--gpu-metrics-devices=all",
         "no GPU metrics (GPU_METRICS absent or empty)",
         lambda h: h.counts.get("kernels", 0) > 0 and not h.counts.get("GPU metrics samples", 0),

@@ -18,7 +18,8 @@ not data-loader bound.
   that launch none say nothing about launches. The thresholds are launch_bound()'s parameters.
 - `pageable host-to-device copies`: memcpy HtoD from pageable memory, 1 MiB or more in all (they stage through
   a bounce buffer and block the CPU; pinned memory makes them asynchronous). A few bytes of kernel arguments
-  or scalars copied this way are not worth a finding.
+  or scalars copied this way are not worth a finding. PyTorch's pin_memory=True is advised only where the export
+  shows PyTorch (advice.py).
 - `periodic slow iterations`: the iteration outlier pattern, when there is one.
 - `GPU mostly idle`: median steady-state GPU busy < 30%.
 - `exposed communication`: communication kernels run with no compute kernel beside them on the device for
@@ -28,7 +29,8 @@ not data-loader bound.
   `no`) hold >= 10% of all kernel time. Where the export has GPU metrics they judge (Tensor Active under 1% while
   SMs Active is 50% or more during the kernel: queries/v1/canonical/49_kernel_tensor_use.sql), else the name
   does (the rules of queries/v1/canonical/44_kernel_rules.sql); the evidence says which. Kernels whose names say
-  nothing (`unknown`) and that the metrics do not judge are never counted.
+  nothing (`unknown`) and that the metrics do not judge are never counted. Only where a GPU that ran kernels has
+  tensor cores (sm_70 and later); the advice follows the compute capability (advice.tensor_core_advice).
 """
 
 from __future__ import annotations
