@@ -354,3 +354,46 @@ def test_analyses_that_do_not_apply_name_the_switch():
         assert res.exit_code != 0 and "Traceback" not in res.output
         lines = res.stderr.strip().splitlines()
         assert len(lines) == 1 and path in lines[0] and f"`nsys profile {switch}`" in lines[0]
+
+
+# -- which GPU a CUDA device id is ------------------------------------------------------------------------------
+
+
+def _with_second_gpu(tmp_path, sql: str):
+    """train_small (one H200, GPU id 0 = CUDA device 0) with a second GPU described: id 1, sm_75, `Other GPU`."""
+    return _mutated_train_small(
+        tmp_path,
+        "CREATE TEMP TABLE g AS SELECT * FROM TARGET_INFO_GPU WHERE id = 0;"
+        "UPDATE g SET id = 1, name = 'Other GPU', computeMajor = 7, computeMinor = 5, cuDevice = 1;"
+        "INSERT INTO TARGET_INFO_GPU SELECT * FROM g;" + sql,
+    )
+
+
+def test_device_ids_follow_target_info_cuda_device(tmp_path):
+    """TARGET_INFO_CUDA_DEVICE maps the process's CUDA device 0 (every kernel's deviceId) to GPU 1: device 0 is that
+    GPU, its name and compute capability, and the tensor-core advice is sm_75's."""
+    import nsysql
+
+    path = _with_second_gpu(tmp_path, "UPDATE TARGET_INFO_CUDA_DEVICE SET gpuId = 1 WHERE cudaId = 0;")
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT DISTINCT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchall() == [(0,)]
+    prof = nsysql.load(str(path))
+    assert prof.sql("SELECT device_id, name, compute_capability FROM devices").rows() == [(0, "Other GPU", "7.5")]
+    assert "fp16 autocast" in finding(prof, TENSOR) and "allow_tf32" not in finding(prof, TENSOR)
+
+
+def test_compute_capability_abstains_where_id_and_cudevice_disagree(tmp_path):
+    """Without TARGET_INFO_CUDA_DEVICE, GPU 0 (sm_90) has id 0 but cuDevice 1, GPU 1 (sm_75) cuDevice 0: either may
+    be CUDA device 0, and they differ, so its compute capability is not said (nor advice that depends on it)."""
+    import nsysql
+
+    path = _with_second_gpu(
+        tmp_path,
+        "DROP TABLE TARGET_INFO_CUDA_DEVICE; UPDATE TARGET_INFO_GPU SET cuDevice = CASE id WHEN 0 THEN 1 ELSE 0 END;",
+    )
+    prof = nsysql.load(str(path))
+    assert prof.sql("SELECT device_id, name, compute_capability FROM devices").rows() == [
+        (0, "NVIDIA H200", None),
+        (1, "Other GPU", None),
+    ]
+    assert "does not say which GPU" in finding(prof, TENSOR)
