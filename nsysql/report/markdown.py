@@ -20,9 +20,11 @@ def snippet(prof, top: int = 10) -> str:
     value = lambda key, default=None: facts.get(key, (None, default))[1]  # noqa: E731
     gpus = s["gpus"]
     out = [f"#### nsysql: `{prof.path.name}`", ""]
+    if value("step"):  # the headline first
+        out.append(f"- **steady-state step**: {value('step')}")
     line = f"- **nsys** {value('nsys_version', 'unknown')} · **span** {value('span', '?')}"
     if gpus.height:
-        line += f" · **GPUs** {value('gpus')} · **GPU busy** " + all_devices_busy(gpus)
+        line += f" · **GPUs** {value('gpus')} · **GPU busy (whole profile)** " + all_devices_busy(gpus)
     out.append(line)
     out.append(f"- **iterations**: {value('iterations', 'none')}")
     out += [f"- **{facts[k][0]}**: {facts[k][1]}" for k in ("outliers", "idle") if value(k)]
