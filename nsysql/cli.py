@@ -165,6 +165,9 @@ def _run(fn, args, kwargs):
             "nsysql: error: out of memory (set NSYSQL_MEMORY_LIMIT, e.g. 4GB, or NSYSQL_THREADS lower)", err=True
         )
         sys.exit(2)
+    except KeyboardInterrupt:  # Ctrl-C: said here, before click's Abort adds a blank line and "Aborted!"
+        click.echo("nsysql: interrupted", err=True)
+        sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
     except OSError as e:  # writing -o/--to somewhere impossible
