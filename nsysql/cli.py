@@ -80,8 +80,13 @@ def _write(output: str | Path, text: str) -> None:
     """Write an output file, never over an export: `-o run.sqlite` by mistake must not destroy the profile."""
     p = Path(output)
     if _stream_target(p):  # a pipe, a terminal, /dev/stdout: written in place, as a stream (no file to replace)
-        with open(p, "w", encoding="utf-8") as f:
-            f.write(text)
+        try:
+            with open(p, "w", encoding="utf-8") as f:
+                f.write(text)
+        except BrokenPipeError:  # the reader went away (`-o >(head -1)`): as for stdout, nothing more to say
+            raise
+        except OSError as e:  # a write error has no file name of its own
+            raise NsysqlError(f"cannot write to it ({e.strerror or e})", str(output)) from None
         return
     what = _precious(p)
     if what:

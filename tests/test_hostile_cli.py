@@ -173,6 +173,10 @@ def test_output_into_a_fifo_or_a_pipe_is_streamed(tmp_path):
     reader.join(10)
     assert r.returncode == 0, r.stderr
     assert len(json.loads(got[0])["traceEvents"]) > 0 and " MiB" not in r.stderr.decode()
+    # a device that refuses the write: one line naming it
+    if Path("/dev/full").exists():
+        r = run(["kernels", SMALL, "-o", "/dev/full"])
+        assert r.exit_code == 2 and "/dev/full: cannot write to it (No space left" in one_error_line(r.stderr)
 
 
 # -- item 21: sql results with repeated names, and types polars cannot hold -------------------------------------------
