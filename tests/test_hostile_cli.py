@@ -2,8 +2,10 @@
 where files are expected, Ctrl-C, fake `nsys` programs that hang or flood, durations built to backtrack, SQL
 results polars cannot hold, odd encodings and paths, closed standard streams.
 
-Every test makes what it needs in tmp_path (copies of fixtures/train_small) and asserts what nsysql must say:
-one line naming the file and the problem, or the known answer.
+The tests read fixtures/train_small in place (it is only read) and make everything else in tmp_path (FIFOs,
+copies under odd names, a fake nsys); they assert what nsysql must say: one line naming the file and the problem,
+or the known answer (rows of the export, or a fact true by construction). Several run `python -m nsysql` in a
+subprocess: closed streams, signals, encodings and FIFOs are the executable's to handle, not CliRunner's.
 """
 
 from __future__ import annotations
