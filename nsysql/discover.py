@@ -48,7 +48,7 @@ def pick_profile(file: str | None, cache_dir: str | os.PathLike | None = None) -
     if len(here) == 1:
         return str(here[0]), "the only .sqlite file in this directory"
     last = state_dir(cache_dir) / "last_profile"
-    if len(here) == 0 and last.exists():
+    if len(here) == 0 and last.exists() and not special_file(last):  # a FIFO there would block the read
         try:  # the bytes of a name, whatever they are (a name that is not UTF-8 is refused by the load, in one line)
             p = os.fsdecode(last.read_bytes().strip())
         except OSError:

@@ -122,6 +122,14 @@ def test_a_fifo_or_device_as_file_is_refused_before_any_open(tmp_path):
     r = nsysql_process(["info"], cwd=tmp_path, env={"NSYSQL_PROFILE": ""}, timeout=30)
     line = one_error_line(r.stderr)
     assert r.returncode == 2 and "live.sqlite is a FIFO (named pipe)" in line
+    # nor is a FIFO in place of the cache directory's last_profile read
+    state = tmp_path / "state"
+    state.mkdir()
+    os.mkfifo(state / "last_profile")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = nsysql_process(["--cache-dir", state, "info"], cwd=empty, env={"NSYSQL_PROFILE": ""}, timeout=30)
+    assert r.returncode == 2 and "none analysed before" in one_error_line(r.stderr)
     # beside a regular export it is passed over, and the export is the one used
     shutil.copy(SMALL, tmp_path / "run.sqlite")
     r = nsysql_process(["info", "-f", "csv"], cwd=tmp_path, env={"NSYSQL_PROFILE": ""}, timeout=30)
