@@ -45,7 +45,11 @@ def load(
     import threading
 
     from . import nsys as _nsys
+    from .errors import utf8_path
 
+    utf8_path(path)  # said here, in one line, rather than by DuckDB or the driver deep in the load
+    if cache_dir is not None:
+        utf8_path(cache_dir, "cache directory")
     if _nsys.is_report(path):
         path = _nsys.sqlite_for(path, cache_dir, nsys=nsys)
     src = open_source(path)

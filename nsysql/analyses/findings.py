@@ -19,7 +19,8 @@ not data-loader bound.
   that launch none say nothing about launches. The thresholds are launch_bound()'s parameters.
 - `pageable host-to-device copies`: memcpy HtoD from pageable memory, 1 MiB or more in all (they stage through
   a bounce buffer and block the CPU; pinned memory makes them asynchronous). A few bytes of kernel arguments
-  or scalars copied this way are not worth a finding.
+  or scalars copied this way are not worth a finding. PyTorch's pin_memory=True is advised only where the export
+  shows PyTorch (advice.py).
 - `periodic slow iterations`: the iteration outlier pattern, when there is one.
 - `GPU mostly idle`: median steady-state GPU busy < 30%.
 - `exposed communication`: communication kernels run with no compute kernel beside them on the device for
@@ -29,7 +30,8 @@ not data-loader bound.
   `no`) hold >= 10% of all kernel time. Where the export has GPU metrics they judge (Tensor Active under 1% while
   SMs Active is 50% or more during the kernel: queries/v1/canonical/49_kernel_tensor_use.sql), else the name
   does (the rules of queries/v1/canonical/44_kernel_rules.sql); the evidence says which. Kernels whose names say
-  nothing (`unknown`) and that the metrics do not judge are never counted.
+  nothing (`unknown`) and that the metrics do not judge are never counted. Only where a GPU that ran kernels has
+  tensor cores (sm_70 and later); the advice follows the compute capability (advice.tensor_core_advice).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import re
 
 import polars as pl
 
+from . import advice as _advice
 from ._sql import run
 
 HOST_SHARE = 0.50
@@ -66,6 +69,7 @@ def tables(con, empty_queue_ns: int = EMPTY_QUEUE_NS) -> dict[str, pl.DataFrame]
         "launch_figures": run(con, "launch_figures", empty_queue_ns=empty_queue_ns),
         "pageable_copies": run(con, "pageable_copies"),
         "kernel_categories": run(con, "kernels_by_category"),
+        "advice_facts": run(con, "advice_facts"),
     }
 
 
@@ -150,24 +154,29 @@ def findings(
             (
                 "pageable host-to-device copies",
                 f"{pc['copies']:,} copies, {pc['bytes'] / 2**20:,.1f} MiB, {_ms(pc['ns'])} on the GPU: "
-                "pinned host memory (cudaHostAlloc, or pin_memory=True in PyTorch) makes them asynchronous",
+                + _advice.pinned_memory_advice(_facts(con, read)),
             )
         )
     cats = read.get("kernel_categories")
     if cats is not None and cats.height:
         simt = cats.filter(pl.col("category").is_in(MATRIX_CATEGORIES) & (pl.col("tensor_cores") == "no"))
         pct = simt["pct"].sum() if simt.height else 0.0
-        if pct >= NO_TENSOR_CORE_PCT:
+        advice = _advice.tensor_core_advice(_facts(con, read)) if pct >= NO_TENSOR_CORE_PCT else None
+        if advice:  # None: no GPU that ran them has tensor cores
             rows.append(
                 (
                     "matrix math without tensor cores",
                     f"{pct:.0f}% of kernel time ({_ms(simt['total_ns'].sum())}) is in "
-                    f"{'/'.join(sorted(simt['category'].unique()))} kernels on CUDA cores {_tc_evidence(simt)}; TF32 "
-                    "(torch.backends.cuda.matmul.allow_tf32 = True, or "
-                    'torch.set_float32_matmul_precision("high")) or bf16 autocast moves them to tensor cores',
+                    f"{'/'.join(sorted(simt['category'].unique()))} kernels on CUDA cores {_tc_evidence(simt)}; "
+                    + advice,
                 )
             )
     return pl.DataFrame(rows, schema=["finding", "evidence"], orient="row")
+
+
+def _facts(con, read: dict) -> _advice.Facts:
+    """What the advice rests on: compute capabilities and frameworks (advice.py), from `read` when given."""
+    return _advice.facts(con, read.get("advice_facts"))
 
 
 def _tc_evidence(rows: pl.DataFrame) -> str:

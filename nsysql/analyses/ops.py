@@ -8,11 +8,11 @@ import polars as pl
 
 from ..errors import NsysqlError
 from ._sql import run
+from .advice import switch
 
 NO_OPS = (
-    "the export has no PyTorch operator ranges (aten::...); record them with `nsys profile -t cuda,nvtx "
-    "--pytorch=autograd-shapes-nvtx`, or by running the workload inside `with torch.autograd.profiler.emit_nvtx():` "
-    "under `nsys profile -t cuda,nvtx`"
+    f"the export has no PyTorch operator ranges (aten::...); record them with {switch('op_ranges')}, or by running "
+    "the workload inside `with torch.autograd.profiler.emit_nvtx():` under `nsys profile -t cuda,nvtx`"
 )
 
 
