@@ -221,7 +221,7 @@ def test_every_format_carries_the_columns(tmp_path):
 
 
 def test_without_a_loop_no_headroom():
-    """extra-p's profile1 holds no loop (an OpenMP offload run without NVTX ranges): there is no step to give time
+    """extra-p's profile1 holds no loop (its NVTX families fail the loop tests): there is no step to give time
     back to, so the headrooms are empty, the basis says why, and the summary's first line says so."""
     path = PUBLIC / "extra-p__extrap__profile1.sqlite"
     if not path.exists():
@@ -236,7 +236,7 @@ def test_without_a_loop_no_headroom():
     assert facts.row(0) == (
         "fix_first",
         "findings",
-        f"{f.height} findings, not ranked by headroom: {f['headroom_basis'][0]}",
+        f"{f.height} finding{'s' if f.height != 1 else ''}, not ranked by headroom: {f['headroom_basis'][0]}",
     )
 
 
