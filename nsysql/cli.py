@@ -65,7 +65,11 @@ def _load(file: str | None):
         click.echo("\r\033[K", err=True, nl=False)
     for w in caught:
         click.echo(f"nsysql: warning: {_line(str(w.message))}", err=True)
-    discover.remember(prof.path, opts.get("cache_dir"))
+    from . import nsys as _nsys
+
+    # a report is remembered as itself: the export made of it may be a temporary file, gone at exit (--no-cache)
+    report = _nsys.is_report(path)
+    discover.remember(os.path.abspath(os.path.expanduser(path)) if report else prof.path, opts.get("cache_dir"))
     return prof
 
 
@@ -82,7 +86,9 @@ def _write(output: str | Path, text: str) -> None:
     what = _precious(p)
     if what:
         raise NsysqlError(f"{output}: is {what}; nsysql does not write its output over it (name another -o file)")
-    p.write_text(text, encoding="utf-8")
+    from . import store
+
+    store.output_text(p, text)  # whole or not at all: a failed write leaves the file there as it was
 
 
 REPORT_SUFFIXES = (".nsys-rep", ".qdrep", ".qdstrm")
@@ -815,7 +821,10 @@ def trace(file, output, iterations, window):
         raise NsysqlError(
             f"{out}: is {_precious(out)}; nsysql does not write its output over it (name another -o file)"
         )
-    got = perfetto.write(tables, out, source=str(prof.path))
+    from . import store
+
+    got: dict = {}
+    store.output(out, lambda tmp: got.update(perfetto.write(tables, tmp, source=str(prof.path))))
     click.echo(
         f"nsysql: wrote {out} ({out.stat().st_size / 2**20:.1f} MiB, {got['events']} events: {got['gpu_ops']} GPU ops, "
         f"{got['api_calls']} CUDA API calls, {got['nvtx_ranges']} NVTX ranges, {got['iterations']} iterations, "

@@ -280,10 +280,20 @@ def export_path(report: Path, cache_dir: Path) -> Path:
     return cache_dir / "exports" / key / f"{report.stem}.sqlite"
 
 
-def sqlite_for(report: str | os.PathLike, cache_dir: str | os.PathLike | None = None, nsys: str | None = None) -> Path:
+def sqlite_for(
+    report: str | os.PathLike, cache_dir: str | os.PathLike | None = None, nsys: str | None = None, keep: bool = True
+) -> Path:
     """The SQLite export of the report `report`, made once with `nsys export` into the cache directory; an
-    NsysqlError naming the exact `nsys export` command to run when no nsys is found, or when it fails."""
+    NsysqlError naming the exact `nsys export` command to run when no nsys is found, or when it fails.
+
+    What nsys wrote is kept only once it opens as an nsys SQLite export (an nsys that exits 0 but leaves a
+    truncated or garbage file must not become the report's export for every later command), together with a
+    marker naming the report (store.claim), the proof `cache clear` and `cache info` go by. `keep=False`
+    (--no-cache), or a cache directory that cannot be written (said once, as a CacheWarning): the export goes
+    into a private temporary folder instead (`temporary` says so), which the caller removes with
+    `remove_temporary` once it has read it."""
     from . import store
+    from .loader.source import open_source
 
     shown = str(report)
     p = Path(os.path.expanduser(shown))
@@ -291,8 +301,17 @@ def sqlite_for(report: str | os.PathLike, cache_dir: str | os.PathLike | None = 
         raise NsysqlError("no such file" if not p.exists() else "is not a file", shown)
     cache = Path(cache_dir).expanduser() if cache_dir else store.default_dir()
     final = export_path(p, cache)
-    if final.is_file():
-        return final
+    if keep and final.is_file():
+        try:
+            open_source(final)
+            return final
+        except NsysqlError:  # kept by an nsysql that did not check it: exported again below
+            for f in (final, store.marker(final.with_suffix(""))):
+                store.remove(f)
+            try:
+                final.parent.rmdir()
+            except OSError:
+                pass
     found = find(nsys)
     if found is None:
         cmd = shell(export_command("nsys", p, p.with_suffix(".sqlite"), force=False))  # theirs to overwrite
@@ -302,18 +321,29 @@ def sqlite_for(report: str | os.PathLike, cache_dir: str | os.PathLike | None = 
             shown,
         )
     import subprocess
+    import tempfile
     import uuid
 
-    tmp = final.parent.parent / f".{final.parent.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.d"
-    try:
-        tmp.mkdir(parents=True)
-    except OSError as e:
-        raise NsysqlError(f"cannot export it into the cache directory {cache} ({e.strerror})", shown) from None
+    tmp = None
+    if keep:
+        # made in a folder of its own beside its final one (with the marker first), renamed in whole
+        tmp = final.parent.parent / f".{final.parent.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{store.TEMP_SUFFIX}"
+        try:
+            tmp.mkdir(parents=True)
+            store.claim(tmp / p.stem, note=str(p.resolve()))
+        except OSError as e:
+            shutil.rmtree(tmp, ignore_errors=True)
+            store.failed(e, cache)
+            tmp = None
+    if tmp is None:
+        tmp = Path(tempfile.mkdtemp(prefix="nsysql-export-"))  # private (0700), removed by the caller
+        _TEMPORARY.add(tmp)
     try:
         out = tmp / final.name
         argv = export_command(found.path, p.resolve(), out)
         if sys.stderr.isatty():
-            print(f"nsysql: exporting {p.name} to SQLite with {found.path} (once: kept in {cache})", file=sys.stderr)
+            where = f"once: kept in {cache}" if tmp not in _TEMPORARY else "not kept"
+            print(f"nsysql: exporting {p.name} to SQLite with {found.path} ({where})", file=sys.stderr)
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace")
         if done.returncode != 0 or not out.is_file():
             why = (done.stderr.strip() or done.stdout.strip()).splitlines()
@@ -321,8 +351,40 @@ def sqlite_for(report: str | os.PathLike, cache_dir: str | os.PathLike | None = 
                 f"`{shell(argv)}` failed (exit status {done.returncode}" + (f": {why[-1][:200]}" if why else "") + ")",
                 shown,
             )
-        final.parent.mkdir(exist_ok=True)
-        os.replace(out, final)
+        try:
+            open_source(out)
+        except NsysqlError as e:
+            what = str(e)[len(e.path) + 2 :] if e.path else str(e)
+            raise NsysqlError(
+                f"`{shell(argv)}` exited with status 0 but wrote no usable export: it {what}; not kept", shown
+            ) from None
+        if tmp in _TEMPORARY:
+            return out
+        try:
+            os.replace(tmp, final.parent)
+        except OSError:  # another process put the same export in place meanwhile: read that one
+            if not final.is_file():
+                raise
+        return final
+    except BaseException:
+        remove_temporary(tmp / final.name)
+        raise
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return final
+        if tmp not in _TEMPORARY:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+_TEMPORARY: set[Path] = set()  # the private folders of exports not kept (sqlite_for)
+
+
+def temporary(path: str | os.PathLike) -> bool:
+    """Whether `path` is an export of sqlite_for in a private temporary folder (not kept)."""
+    return Path(path).parent in _TEMPORARY
+
+
+def remove_temporary(path: str | os.PathLike) -> None:
+    """Remove the private temporary folder of the export `path` (see sqlite_for), if it is one."""
+    d = Path(path).parent
+    if d in _TEMPORARY:
+        shutil.rmtree(d, ignore_errors=True)
+        _TEMPORARY.discard(d)
