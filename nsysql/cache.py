@@ -15,6 +15,7 @@ entry by nsysql.memo.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 from pathlib import Path
@@ -236,8 +237,43 @@ def connect(database: str, config: dict) -> duckdb.DuckDBPyConnection:
 
 
 def entries(cache_dir: Path) -> list[Path]:
-    """The entries in `cache_dir` that nsysql wrote (their marker proves it: store.owned)."""
-    return [e for e in (Path(f"{stem}{SUFFIX}") for stem in store.owned(cache_dir)) if e.is_file()]
+    """The entries in `cache_dir` that nsysql wrote (their marker proves it, or their content: `stems`)."""
+    return [e for e in (Path(f"{stem}{SUFFIX}") for stem in stems(cache_dir)) if e.is_file()]
+
+
+def stems(cache_dir: Path) -> list[Path]:
+    """The stems of the store's values in `cache_dir`: those with a marker (store.owned), and those of entries
+    written before markers were (nsysql 0.3 and earlier), proven by name and content (`_legacy`)."""
+    own = store.owned(cache_dir)
+    if not cache_dir.is_dir():
+        return own
+    mine = set(own)
+    old = [f.with_suffix("") for f in cache_dir.glob(f"*{SUFFIX}") if f.with_suffix("") not in mine and _legacy(f)]
+    return sorted(own + old)
+
+
+_LEGACY_NAME = re.compile(r"[A-Za-z0-9._-]*-[0-9a-f]{32}\.duckdb")
+_LEGACY_FACTS = {"complete", "source_path", "nsysql_version", "canonical_schema"}
+
+
+def _legacy(f: Path) -> bool:
+    """Whether `f` is an entry an nsysql without markers wrote: named `<name>-<key>.duckdb` as store.stem names
+    them, a plain file, and a DuckDB database whose profile_facts holds nsysql's facts (`complete` among them)."""
+    if not _LEGACY_NAME.fullmatch(f.name) or f.is_symlink() or not f.is_file():
+        return False
+    import duckdb
+
+    try:
+        con = duckdb.connect(str(f), read_only=True)
+    except duckdb.Error:  # not a DuckDB database, or one held open by a writer
+        return False
+    try:
+        keys = {k for (k,) in con.execute("SELECT DISTINCT key FROM profile_facts").fetchall()}
+    except duckdb.Error:
+        return False
+    finally:
+        con.close()
+    return _LEGACY_FACTS <= keys
 
 
 EXPORTS = "exports"
@@ -362,7 +398,7 @@ def size(cache_dir: Path) -> int:
 
 def _owned_files(cache_dir: Path) -> list[Path]:
     out = []
-    for stem in store.owned(cache_dir):
+    for stem in stems(cache_dir):
         out += store.values(stem) + [store.marker(stem)]
     for e in exports(cache_dir):
         out += [e, store.marker(e.with_suffix(""))]
@@ -370,8 +406,9 @@ def _owned_files(cache_dir: Path) -> list[Path]:
 
 
 def clear(cache_dir: Path) -> int:
-    """Delete what nsysql wrote in `cache_dir`, and nothing else: every value of the store whose marker proves it
-    nsysql's (store.owned: entries, their stored answers and per-rank frames), the exports of .nsys-rep reports
+    """Delete what nsysql wrote in `cache_dir`, and nothing else: every value of the store that its marker (or an
+    older entry's content) proves nsysql's (`stems`: entries, their stored answers and per-rank frames), the
+    exports of .nsys-rep reports
     (with their marker), and the temporary files that killed processes left. Returns the number of entries.
 
     A load still running keeps its temporary files (and puts its entry in place when done): deleting them from
@@ -404,15 +441,15 @@ def clear(cache_dir: Path) -> int:
         return not os.path.lexists(p)
 
     n = 0
-    for stem in store.owned(cache_dir):
+    for stem in stems(cache_dir):
         before = len(failed)
         for v in store.values(stem):
             if store._temp_pid(v) is not None and not store.abandoned(v):
                 continue  # a running load's
             if rm(v) and v.suffix == SUFFIX:
                 n += 1
-        if len(failed) == before and not _running(stem):  # else kept: the rest is still nsysql's to remove
-            rm(store.marker(stem))
+        if len(failed) == before and not _running(stem) and os.path.lexists(store.marker(stem)):
+            rm(store.marker(stem))  # else kept: what is left is still nsysql's to remove
     for e in exports(cache_dir):
         if rm(e):
             rm(store.marker(e.with_suffix("")))

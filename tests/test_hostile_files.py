@@ -124,6 +124,27 @@ def writable(d: Path) -> bool:
         return False
 
 
+def test_cache_clear_removes_entries_of_an_nsysql_without_markers(tmp_path):
+    """An entry nsysql 0.3 wrote has no marker: its name and its profile_facts prove it nsysql's. A DuckDB file of
+    the same kind of name without those facts is the user's."""
+    import duckdb
+
+    cdir, src = tmp_path / "cache", tmp_path / "t.sqlite"
+    shutil.copy(TRAIN, src)
+    r = CliRunner()
+    assert r.invoke(main, ["--cache-dir", str(cdir), "kernels", str(src)]).exit_code == 0
+    (marker,) = cdir.glob("*.nsysql")
+    marker.unlink()  # as 0.3 left it
+    users = cdir / f"mine-{'0' * 32}.duckdb"
+    con = duckdb.connect(str(users))
+    con.execute("CREATE TABLE profile_facts AS SELECT 'source_path' AS key, 'x' AS value")
+    con.close()
+    kept = digest(users)
+    cleared = r.invoke(main, ["--cache-dir", str(cdir), "cache", "clear"])
+    assert cleared.exit_code == 0 and "removed 1 cache entries" in cleared.stdout
+    assert set(tree(cdir)) == {users.name, "last_profile"} and digest(users) == kept
+
+
 @contextlib.contextmanager
 def read_only(d: Path):
     """`d` made read-only for this process: mode 0555, and as root (whom modes do not stop) immutable."""
