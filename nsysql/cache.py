@@ -285,13 +285,33 @@ def exports(cache_dir: Path) -> list[Path]:
     d = cache_dir / EXPORTS
     if not d.is_dir() or d.is_symlink():
         return []
-    return [
-        e
-        for k in sorted(d.iterdir())
-        if k.is_dir() and not k.is_symlink()
-        for e in (Path(f"{stem}.sqlite") for stem in store.owned(k))
-        if e.is_file()
-    ]
+    out = []
+    for k in sorted(d.iterdir()):
+        if k.is_dir() and not k.is_symlink():
+            out += [e for e in (Path(f"{stem}.sqlite") for stem in store.owned(k)) if e.is_file()] or _legacy_export(k)
+    return out
+
+
+def _legacy_export(k: Path) -> list[Path]:
+    """The export in `exports/<key>/` that an nsysql without markers kept (0.3): a folder named by a key (32 hex
+    digits) holding one file, `<name>.sqlite`, which opens as an nsys SQLite export. Still read (its key is the
+    report's), so still cleared."""
+    from .errors import NsysqlError
+    from .loader.source import open_source
+
+    if not _KEY.fullmatch(k.name):
+        return []
+    files = list(k.iterdir())
+    if len(files) != 1 or files[0].suffix != ".sqlite" or files[0].is_symlink() or not files[0].is_file():
+        return []
+    try:
+        open_source(files[0])
+    except NsysqlError:
+        return []
+    return files
+
+
+_KEY = re.compile(r"[0-9a-f]{32}")
 
 
 def _export_temps(cache_dir: Path) -> list[Path]:

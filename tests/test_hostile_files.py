@@ -140,9 +140,16 @@ def test_cache_clear_removes_entries_of_an_nsysql_without_markers(tmp_path):
     con.execute("CREATE TABLE profile_facts AS SELECT 'source_path' AS key, 'x' AS value")
     con.close()
     kept = digest(users)
+    # an .nsys-rep's export as 0.3 kept it (exports/<key>/<name>.sqlite, no marker), and a user's look-alike
+    (cdir / "exports" / ("ab" * 16)).mkdir(parents=True)
+    shutil.copy(TRAIN, cdir / "exports" / ("ab" * 16) / "run.sqlite")
+    (cdir / "exports" / "mine").mkdir()
+    shutil.copy(TRAIN, cdir / "exports" / "mine" / "run.sqlite")
+    listed = r.invoke(main, ["--cache-dir", str(cdir), "cache", "info", "-f", "csv"])
+    assert "1 entries, 1 exports of .nsys-rep reports" in listed.stderr
     cleared = r.invoke(main, ["--cache-dir", str(cdir), "cache", "clear"])
     assert cleared.exit_code == 0 and "removed 1 cache entries" in cleared.stdout
-    assert set(tree(cdir)) == {users.name, "last_profile"} and digest(users) == kept
+    assert set(tree(cdir)) == {users.name, "last_profile", "exports/mine/run.sqlite"} and digest(users) == kept
 
 
 @contextlib.contextmanager
