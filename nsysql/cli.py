@@ -347,7 +347,7 @@ def cache_info(fmt):
 @cache.command("clear")
 @handled
 def cache_clear():
-    """Delete every cached profile."""
+    """Delete every cached profile: only what nsysql stored there, whatever else the directory holds."""
     d = _state_dir()
     n = _cache.clear(d)
     click.echo(f"removed {n} cache entries from {d}")

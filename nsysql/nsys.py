@@ -8,7 +8,8 @@ usually a link into a versioned folder).
 A report (`.nsys-rep`, or `.qdrep` before 2021.4) is exported to SQLite into the cache directory, under
 `exports/<key>/<name>.sqlite`, the key being the report's identity (store.export_id: path, inode, size, times and
 its first and last MiB): nothing is written beside the report or into it, and a later command on the same report
-reads the same export. This module imports only the standard library (the CLI imports it before every load).
+reads the same export. It is kept only once it opens as an nsys export, with a marker naming the report (what
+`cache info` and `cache clear` go by); without a cache, into a private temporary folder (sqlite_for). This module imports only the standard library (the CLI imports it before every load).
 """
 
 from __future__ import annotations
