@@ -120,6 +120,7 @@ def profile(
     if rep.is_file():
         res.files[rep.name] = "the Nsight Systems report (open it in nsys-ui)"
     if _stamp(export) in (None, before):
+        _remember(folder, res.files)  # the report nsys wrote is this run's, to replace next time
         raise NoExport(
             f"nsys exited with status {status} and wrote no SQLite export ({export}); its messages above say why",
             status=status,
@@ -191,7 +192,9 @@ def _remember(folder: Path, files: dict) -> None:
 
     from . import store
 
-    own = {n: st for n in files if (st := _own_stamp(folder / n)) is not None and not (folder / n).is_symlink()}
+    # an earlier run's files not written this time (its PNG chart, where this one drew an SVG) stay its own
+    own = {n: st for n, st in _manifest(folder).items() if st == _own_stamp(folder / n)}
+    own.update((n, st) for n in files if (st := _own_stamp(folder / n)) is not None and not (folder / n).is_symlink())
     text = json.dumps({"written_by": "nsysql profile", "files": own}, indent=1) + "\n"
     try:
         store.output_text(folder / MANIFEST, text, links=False)
