@@ -214,6 +214,22 @@ def test_a_failed_output_write_leaves_the_old_file_and_names_it(tmp_path, args, 
     assert target.stat().st_size > 2000
 
 
+def test_output_through_a_link_or_into_a_device(tmp_path):
+    """`-o` names what the user chose: a link is followed (the link stays, its file is replaced, its permissions
+    kept) and a device or pipe is written in place (no temporary file beside /dev/null)."""
+    real, link = tmp_path / "real.csv", tmp_path / "link.csv"
+    real.write_text("old\n")
+    real.chmod(0o600)
+    link.symlink_to(real.name)
+    r = CliRunner()
+    assert r.invoke(main, ["--no-cache", "kernels", str(TRAIN), "-f", "csv", "-o", str(link)]).exit_code == 0
+    assert link.is_symlink() and real.read_text().startswith("name,count,total_ns")
+    assert real.stat().st_mode & 0o777 == 0o600
+    assert set(tree(tmp_path)) == {"real.csv", "link.csv"}
+    res = r.invoke(main, ["--no-cache", "kernels", str(TRAIN), "-o", os.devnull])
+    assert res.exit_code == 0 and res.stdout == "" and Path(os.devnull).is_char_device()
+
+
 # -- 4, 5: export --to ------------------------------------------------------------------------------------------
 
 
@@ -320,6 +336,15 @@ def test_a_truncated_export_that_nsys_calls_a_success_is_not_kept(tmp_path, repo
     assert kept.height == 1 and kept["source_path"][0] == str(report.resolve())
     assert (cache / kept["entry"][0]).stat().st_size == TRAIN.stat().st_size
     assert "1 exports of .nsys-rep reports" in info.stderr
+    # one kept broken (as an nsysql that did not check kept it) is exported again, not failed on for good
+    os.truncate(cache / kept["entry"][0], 5000)
+    again = r.invoke(
+        main, ["--no-cache", "--cache-dir", str(cache), "--nsys", str(fake), "kernels", "--csv", str(report)]
+    )
+    assert again.exit_code == 0 and again.stdout == want.stdout, again.output
+    again = r.invoke(main, ["--cache-dir", str(cache), "--nsys", str(fake), "kernels", "--csv", str(report)])
+    assert again.exit_code == 0 and again.stdout == want.stdout, again.output
+    assert (cache / kept["entry"][0]).stat().st_size == TRAIN.stat().st_size
 
 
 def test_no_cache_exports_a_report_into_a_private_folder_removed_after(tmp_path, report):
