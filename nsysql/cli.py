@@ -65,7 +65,11 @@ def _load(file: str | None):
         click.echo("\r\033[K", err=True, nl=False)
     for w in caught:
         click.echo(f"nsysql: warning: {_line(str(w.message))}", err=True)
-    discover.remember(prof.path, opts.get("cache_dir"))
+    from . import nsys as _nsys
+
+    # a report is remembered as itself: the export made of it may be a temporary file, gone at exit (--no-cache)
+    report = _nsys.is_report(path)
+    discover.remember(os.path.abspath(os.path.expanduser(path)) if report else prof.path, opts.get("cache_dir"))
     return prof
 
 
@@ -91,7 +95,9 @@ def _write(output: str | Path, text: str) -> None:
     what = _precious(p)
     if what:
         raise NsysqlError(f"{output}: is {what}; nsysql does not write its output over it (name another -o file)")
-    p.write_text(text, encoding="utf-8")
+    from . import store
+
+    store.output_text(p, text)  # whole or not at all: a failed write leaves the file there as it was
 
 
 def _stream_target(p: Path) -> bool:
@@ -439,7 +445,7 @@ def cache_info(fmt):
 @cache.command("clear")
 @handled
 def cache_clear():
-    """Delete every cached profile."""
+    """Delete every cached profile: only what nsysql stored there, whatever else the directory holds."""
     d = _state_dir()
     n = _cache.clear(d)
     click.echo(f"removed {n} cache entries from {d}")
@@ -916,7 +922,10 @@ def trace(file, output, iterations, window):
         raise NsysqlError(
             f"{out}: is {_precious(out)}; nsysql does not write its output over it (name another -o file)"
         )
-    got = perfetto.write(tables, out, source=str(prof.path))
+    from . import store
+
+    got: dict = {}
+    store.output(out, lambda tmp: got.update(perfetto.write(tables, tmp, source=str(prof.path))))
     size = "" if _stream_target(out) else f"{out.stat().st_size / 2**20:.1f} MiB, "  # a pipe has no size to tell
     click.echo(
         f"nsysql: wrote {out} ({size}{got['events']} events: {got['gpu_ops']} GPU ops, "

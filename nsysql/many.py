@@ -73,6 +73,7 @@ def _store(path: str, cache_dir: str | None, tables: dict[str, pl.DataFrame]) ->
     if not files:
         return
     try:
+        store.claim(files["info"].with_name(files["info"].name.removesuffix(".info.parquet")))
         for t in sorted(tables, key=lambda t: t == "info"):  # info last: its presence marks a complete set
             store.write(files[t], tables[t].write_parquet)
     except (OSError, pl.exceptions.PolarsError) as e:  # a full disk: answered anyway, recomputed next time

@@ -8,7 +8,8 @@ usually a link into a versioned folder).
 A report (`.nsys-rep`, or `.qdrep` before 2021.4) is exported to SQLite into the cache directory, under
 `exports/<key>/<name>.sqlite`, the key being the report's identity (store.export_id: path, inode, size, times and
 its first and last MiB): nothing is written beside the report or into it, and a later command on the same report
-reads the same export. This module imports only the standard library (the CLI imports it before every load).
+reads the same export. It is kept only once it opens as an nsys export, with a marker naming the report (what
+`cache info` and `cache clear` go by); without a cache, into a private temporary folder (sqlite_for). This module imports only the standard library (the CLI imports it before every load).
 """
 
 from __future__ import annotations
@@ -374,10 +375,20 @@ def export_path(report: Path, cache_dir: Path) -> Path:
     return cache_dir / "exports" / key / f"{report.stem}.sqlite"
 
 
-def sqlite_for(report: str | os.PathLike, cache_dir: str | os.PathLike | None = None, nsys: str | None = None) -> Path:
+def sqlite_for(
+    report: str | os.PathLike, cache_dir: str | os.PathLike | None = None, nsys: str | None = None, keep: bool = True
+) -> Path:
     """The SQLite export of the report `report`, made once with `nsys export` into the cache directory; an
-    NsysqlError naming the exact `nsys export` command to run when no nsys is found, or when it fails."""
+    NsysqlError naming the exact `nsys export` command to run when no nsys is found, or when it fails.
+
+    What nsys wrote is kept only once it opens as an nsys SQLite export (an nsys that exits 0 but leaves a
+    truncated or garbage file must not become the report's export for every later command), together with a
+    marker naming the report (store.claim), the proof `cache clear` and `cache info` go by. `keep=False`
+    (--no-cache), or a cache directory that cannot be written (said once, as a CacheWarning): the export goes
+    into a private temporary folder instead (`temporary` says so), which the caller removes with
+    `remove_temporary` once it has read it."""
     from . import store
+    from .loader.source import open_source
 
     shown = str(report)
     p = Path(os.path.expanduser(shown))
@@ -385,8 +396,17 @@ def sqlite_for(report: str | os.PathLike, cache_dir: str | os.PathLike | None = 
         raise NsysqlError("no such file" if not p.exists() else "is not a file", shown)
     cache = Path(cache_dir).expanduser() if cache_dir else store.default_dir()
     final = export_path(p, cache)
-    if final.is_file():
-        return final
+    if keep and final.is_file():
+        try:
+            open_source(final)
+            return final
+        except NsysqlError:  # kept by an nsysql that did not check it: exported again below
+            for f in (final, store.marker(final.with_suffix(""))):
+                store.remove(f)
+            try:
+                final.parent.rmdir()
+            except OSError:
+                pass
     found = find(nsys)
     if found is None:
         cmd = shell(export_command("nsys", p, p.with_suffix(".sqlite"), force=False))  # theirs to overwrite
@@ -395,18 +415,29 @@ def sqlite_for(report: str | os.PathLike, cache_dir: str | os.PathLike | None = 
             f"`{cmd}` and analyse that file, or name nsys with --nsys PATH or $NSYS",
             shown,
         )
+    import tempfile
     import uuid
 
-    tmp = final.parent.parent / f".{final.parent.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.d"
-    try:
-        tmp.mkdir(parents=True)
-    except OSError as e:
-        raise NsysqlError(f"cannot export it into the cache directory {cache} ({e.strerror})", shown) from None
+    tmp = None
+    if keep:
+        # made in a folder of its own beside its final one (with the marker first), renamed in whole
+        tmp = final.parent.parent / f".{final.parent.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{store.TEMP_SUFFIX}"
+        try:
+            tmp.mkdir(parents=True)
+            store.claim(tmp / p.stem, note=str(p.resolve()))
+        except OSError as e:
+            shutil.rmtree(tmp, ignore_errors=True)
+            store.failed(e, cache)
+            tmp = None
+    if tmp is None:
+        tmp = Path(tempfile.mkdtemp(prefix="nsysql-export-"))  # private (0700), removed by the caller
+        _TEMPORARY.add(tmp)
     try:
         out = tmp / final.name
         argv = export_command(found.path, p.resolve(), out)
         if sys.stderr.isatty():
-            print(f"nsysql: exporting {p.name} to SQLite with {found.path} (once: kept in {cache})", file=sys.stderr)
+            where = f"once: kept in {cache}" if tmp not in _TEMPORARY else "not kept"
+            print(f"nsysql: exporting {p.name} to SQLite with {found.path} ({where})", file=sys.stderr)
         limit = timeout_s()
         code, output = capture(argv, limit)
         why = last_line(output)
@@ -421,8 +452,40 @@ def sqlite_for(report: str | os.PathLike, cache_dir: str | os.PathLike | None = 
             raise NsysqlError(
                 f"`{shell(argv)}` failed (exit status {_status(code)}" + (f": {why}" if why else "") + ")", shown
             )
-        final.parent.mkdir(exist_ok=True)
-        os.replace(out, final)
+        try:
+            open_source(out)
+        except NsysqlError as e:
+            what = str(e)[len(e.path) + 2 :] if e.path else str(e)
+            raise NsysqlError(
+                f"`{shell(argv)}` exited with status 0 but wrote no usable export: it {what}; not kept", shown
+            ) from None
+        if tmp in _TEMPORARY:
+            return out
+        try:
+            os.replace(tmp, final.parent)
+        except OSError:  # another process put the same export in place meanwhile: read that one
+            if not final.is_file():
+                raise
+        return final
+    except BaseException:
+        remove_temporary(tmp / final.name)
+        raise
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return final
+        if tmp not in _TEMPORARY:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+_TEMPORARY: set[Path] = set()  # the private folders of exports not kept (sqlite_for)
+
+
+def temporary(path: str | os.PathLike) -> bool:
+    """Whether `path` is an export of sqlite_for in a private temporary folder (not kept)."""
+    return Path(path).parent in _TEMPORARY
+
+
+def remove_temporary(path: str | os.PathLike) -> None:
+    """Remove the private temporary folder of the export `path` (see sqlite_for), if it is one."""
+    d = Path(path).parent
+    if d in _TEMPORARY:
+        shutil.rmtree(d, ignore_errors=True)
+        _TEMPORARY.discard(d)

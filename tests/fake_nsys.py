@@ -8,7 +8,8 @@ script that the tests write). It does what nsysql needs nsys to do, with a real 
 - `nsys profile --help`: lists the switches nsysql sets, less those named in $FAKE_NSYS_LACKS (comma-separated).
 - `nsys export --type sqlite --output OUT --force-overwrite true REPORT`: copies $FAKE_NSYS_EXPORT to OUT;
   $FAKE_NSYS_FAIL=1: fails with a message; $FAKE_NSYS_HANG=1: never finishes (sleeps); $FAKE_NSYS_FLOOD=N:
-  prints N MiB on stdout first, then a last line on stderr, and fails.
+  prints N MiB on stdout first, then a last line on stderr, and fails. $FAKE_NSYS_TRUNCATE=N: writes only its first N
+  bytes, and exits 0.
 
 Every call is logged, one JSON list of its arguments a line, to $FAKE_NSYS_LOG when set.
 """
@@ -61,6 +62,8 @@ def main(args):
             return 1
         out = args[args.index("--output") + 1]
         shutil.copyfile(EXPORT, out)
+        if os.environ.get("FAKE_NSYS_TRUNCATE"):
+            os.truncate(out, int(os.environ["FAKE_NSYS_TRUNCATE"]))
         return 0
     if args[:1] != ["profile"]:
         print(f"fake nsys: unsupported {args[:1]}", file=sys.stderr)
