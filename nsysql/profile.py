@@ -272,14 +272,21 @@ class Profile:
             except NsysqlError as e:
                 return e
 
-        its, g, k, r, read = self.parallel(
+        def work(p):
+            try:
+                return p._headroom_work()
+            except NsysqlError:  # no loop: no headroom
+                return None
+
+        its, g, k, r, read, w = self.parallel(
             loop,
             gaps,
             lambda p: p.kernels(top=top),
             lambda p: p.ranges(attribution=attribution),
             lambda p: _summary.tables(p.con),
+            work,
         )
-        return _summary.summary(self.con, loop=its, gaps_df=g, kernels_df=k, ranges_df=r, read=read, top=top)
+        return _summary.summary(self.con, loop=its, gaps_df=g, kernels_df=k, ranges_df=r, read=read, top=top, work=w)
 
     @cached("iterations")
     def iterations(self, range: str | None = None, skip: int | None = None) -> pl.DataFrame:
@@ -349,6 +356,9 @@ class Profile:
         return _gaps.explain_by_cause(self.con, g, include_warmup=include_warmup, top=top)
 
     def findings(self) -> pl.DataFrame:
+        """The summary's findings: `finding, headroom_ms, headroom_pct, pool, additive, evidence, needs,
+        headroom_basis`, the one that would give back most time per steady-state iteration first (rules in
+        nsysql.analyses.findings, headroom in nsysql.analyses.headroom)."""
         return self.summary()["findings"]
 
     def _gap_spans(self, range: str | None) -> pl.DataFrame | None:
@@ -403,6 +413,14 @@ class Profile:
     @cached("gpus")
     def _gpus(self) -> pl.DataFrame:
         return _summary.gpus(self.con)
+
+    @cached("headroom_work")
+    def _headroom_work(self, range: str | None = None) -> pl.DataFrame:
+        """Per iteration of the loop: the GPU work findings' headroom reads (nsysql.analyses.headroom.work)."""
+        from .analyses import headroom as _headroom
+
+        it = self._detect(range)
+        return _headroom.work(_iter.windows(self.con, it), it.pid)
 
     @cached("iteration_breakdown")
     def _breakdown(self, range: str | None = None) -> dict[str, pl.DataFrame]:

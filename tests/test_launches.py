@@ -86,7 +86,7 @@ def test_launch_bound_on_big_step_rests_on_launch_figures():
 
     prof = loaded(str(fixture("big_step")))
     f = prof.summary()["findings"]
-    evidence = dict(f.rows())["launch bound"]
+    evidence = dict(f.select("finding", "evidence").rows())["launch bound"]
     launched = prof.launches()["count"].sum()
     assert f"of {launched:,} kernels start within 10 us" in evidence
     # the rule's figures, made here from gpu_ops with the definitions of `launches`

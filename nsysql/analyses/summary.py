@@ -6,20 +6,26 @@ import polars as pl
 
 from ..errors import NsysqlError
 from . import gaps as _gaps
+from . import headroom as _headroom
 from . import iterations as _iter
 from ._sql import facts, run
 from .findings import findings
 from .findings import tables as findings_tables
 
 FACTS_SCHEMA = ["key", "item", "value"]
-"""The facts section: `key`, a stable identifier to read a fact by (step, file, nsys_version, span, gpus,
-gpu_N_busy, iterations, outliers, idle, lacks, ranges); `item`, its label for display; `value`, the text."""
+"""The facts section: `key`, a stable identifier to read a fact by (fix_first, step, file, nsys_version, span,
+gpus, gpu_N_busy, iterations, outliers, idle, lacks, ranges); `item`, its label for display; `value`, the text."""
 
 
 def tables(con) -> dict[str, pl.DataFrame]:
     """The small tables summary reads besides its main answers (Profile.summary asks them on a thread of their
     own, beside iterations and gaps, so that they fill a core instead of following them)."""
-    return {"gpus": run(con, "gpu_utilization"), "memory": run(con, "memory"), **findings_tables(con)}
+    return {
+        "gpus": run(con, "gpu_utilization"),
+        "memory": run(con, "memory"),
+        **findings_tables(con),
+        **_headroom.tables(con),
+    }
 
 
 def gpus(con) -> pl.DataFrame:
@@ -36,13 +42,15 @@ def summary(
     ranges_df: pl.DataFrame,
     read: dict[str, pl.DataFrame],
     top: int = 10,
+    work: pl.DataFrame | None = None,
 ) -> dict[str, pl.DataFrame]:
     """Sections as DataFrames: facts, gpus, findings, idle (by cause), kernels (top), ranges (top), memory.
 
     From the answers the caller gathered (Profile.summary: stored answers, asked side by side): `loop`, the
     iterations and their stats, or why there are none; `gaps_df`, the gaps indexed by those iterations, or why
     there are none (raised if the profile has GPUs: then it had to have gaps to count); `kernels_df`, the top
-    kernels; `ranges_df`, all ranges; `read`, what tables(con) returns. Only facts and idle time by cause are
+    kernels; `ranges_df`, all ranges; `read`, what tables(con) returns; `work`, the loop's per-iteration work
+    that findings' headroom reads (headroom.work), None without a loop. Only facts and idle time by cause are
     read here."""
     its, st = loop if not isinstance(loop, NsysqlError) else (None, None)
     f = facts(con)
@@ -103,6 +111,16 @@ def summary(
         rows.append(("lacks", "lacks", msg))
     out = {"facts": pl.DataFrame(rows, schema=FACTS_SCHEMA, orient="row"), "gpus": gpus}
     out["findings"] = findings(con, st, causes, read, activity=activity)
+    # each finding with the time it would give back per iteration, ranked; the top one leads the summary
+    step = _headroom.step(its)
+    facts_row = read["headroom_facts"].row(0, named=True) if "headroom_facts" in read else None
+    g = None if isinstance(gaps_df, NsysqlError) or its is None else gaps_df
+    inputs = _headroom.Inputs(step, its, g, causes, work, facts_row)
+    out["findings"] = _headroom.rank(out["findings"], inputs)
+    first = _headroom.top_line(out["findings"], step)
+    if first:
+        lead = pl.DataFrame([("fix_first", *first)], schema=FACTS_SCHEMA, orient="row")
+        out["facts"] = pl.concat([lead, out["facts"]])
     if causes is not None:
         out["idle by cause"] = causes.select("cause", "gaps", "idle_ns", "pct_of_idle", "pct_of_span")
     out["kernels"] = kernels_df

@@ -46,6 +46,7 @@ ul.findings { margin:0; padding-left:0; list-style:none; }
 ul.findings li { padding:6px 10px; margin:0 0 6px; border-left:4px solid #F58518; background:#fff8f0;
                  border-radius:4px; }
 ul.findings b { margin-right:6px; }
+ul.findings .headroom { color:var(--muted); margin-right:6px; }
 .verdict { font-size:15px; padding:10px 14px; border-radius:6px; margin:0 0 10px; font-weight:600; }
 .verdict.good { background:#eaf6e8; border-left:5px solid #54A24B; }
 .verdict.bad { background:#fdecea; border-left:5px solid #E45756; }
@@ -234,10 +235,20 @@ def _findings(df: pl.DataFrame) -> str:
     return (
         '<ul class="findings">'
         + "".join(
-            f"<li><b>{esc(r['finding'])}</b>{esc(charts.bounded(r['evidence']))}</li>" for r in df.iter_rows(named=True)
+            f"<li><b>{esc(r['finding'])}</b>{_headroom(r)}{esc(charts.bounded(r['evidence']))}</li>"
+            for r in df.iter_rows(named=True)
         )
         + "</ul>"
     )
+
+
+def _headroom(r: dict) -> str:
+    """A finding's headroom beside its name, with how it was estimated as the tooltip."""
+    if r.get("headroom_ms") is None:
+        return ""
+    overlap = "; overlaps the findings above" if not r["additive"] else ""
+    text = f"{r['headroom_ms']:,.2f} ms per iteration ({r['headroom_pct']:.1f}% of the step{overlap}) "
+    return f'<span class="headroom" title="{esc(charts.bounded(r["headroom_basis"]))}">{esc(text)}</span>'
 
 
 def _iterations(prof):
@@ -269,6 +280,10 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
     summ = prof.summary()
     its, stats, why = _iterations(prof)
     palette: dict[str, str] = {}  # this report's cause colours, shared by its timeline and idle charts
+    top = summ["facts"].filter(pl.col("key") == "fix_first")
+    if top.height:  # the finding that would give back most time per iteration: the report's first line
+        label, text = top.row(0, named=True)["item"].capitalize(), charts.bounded(top["value"][0])
+        page.add(f'<div class="verdict bad" id="fix-first">{esc(label)}: {esc(text)}</div>')
     page.add(_facts(prof, summ, stats))
     page.add(page.section("Findings", _findings(summ["findings"])))
 

@@ -20,6 +20,8 @@ def snippet(prof, top: int = 10) -> str:
     value = lambda key, default=None: facts.get(key, (None, default))[1]  # noqa: E731
     gpus = s["gpus"]
     out = [f"#### nsysql: `{prof.path.name}`", ""]
+    if value("fix_first"):  # the finding that would give back most time per iteration leads
+        out += [f"**{facts['fix_first'][0].capitalize()}**: {value('fix_first')}", ""]
     if value("step"):  # the headline first
         out.append(f"- **steady-state step**: {value('step')}")
     line = f"- **nsys** {value('nsys_version', 'unknown')} · **span** {value('span', '?')}"
@@ -67,8 +69,16 @@ def snippet(prof, top: int = 10) -> str:
     f = s["findings"]
     out.append("**Findings**")
     out.append("")
-    out += [f"- **{r['finding']}**: {r['evidence']}" for r in f.iter_rows(named=True)] or ["- none"]
+    out += [f"- **{r['finding']}**{_headroom(r)}: {r['evidence']}" for r in f.iter_rows(named=True)] or ["- none"]
     return _lines(out)
+
+
+def _headroom(r: dict) -> str:
+    """A finding's headroom as the snippet shows it beside its name (nothing where it has none)."""
+    if r.get("headroom_ms") is None:
+        return ""
+    overlap = "" if r["additive"] else ", overlaps the findings above"
+    return f" ({r['headroom_ms']:,.2f} ms per iteration, {r['headroom_pct']:.1f}% of the step{overlap})"
 
 
 def ops_line(prof, top: int = 3) -> str | None:

@@ -1,0 +1,408 @@
+"""Headroom: the time each finding would give back per steady-state iteration if fixed, and what it needs.
+
+The step (inputs named in STEP_COLUMN, IDLE_COLUMN, EXPOSED_COLUMN: the iterations' columns read):
+- The steady-state iterations (not warm-up) are the *typical* steps (not outliers) and the outliers.
+- The step (Step.step_ns) is the mean time of the steady-state steps (iterations' step_ns: the step on its
+  clock, the GPU's where the GPU outlasts the CPU): what the loop costs per iteration over the run, so the most
+  that all fixes together can give back per iteration. headroom_pct is a share of it.
+- It splits exactly into three pools of time, per iteration:
+  `idle`, the mean GPU idle time of a typical step (the device ran nothing);
+  `busy`, the rest of a typical step (its mean time minus that idle);
+  `slow`, what the outliers add to the mean (the step minus the mean typical step).
+- Each finding draws on one pool (FORMULAS). Findings of one pool overlap (every idle-time finding explains
+  part of the same idle time; every compute-time finding part of the same busy time), so the pool caps their
+  sum: largest estimate first, each keeps at most what the ones before it left. The additive findings
+  therefore never add up to more than the step.
+- `GPU mostly idle` is a symptom, not a cause: its headroom is the whole idle pool, which the idle-time findings
+  share; it is marked not additive and listed after the additive findings.
+- Without a loop (no iterations) there is no step to save from: every headroom is null, and basis says so.
+
+Findings are ordered: additive ones by headroom, largest first, then the symptoms, then those without a
+headroom, each group in the order findings made them. A finding whose preconditions (NEEDS) do not hold is
+left out. The formulas and their parameters are below; README's findings section has the same table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from ._sql import run
+from .findings import MATRIX_CATEGORIES
+
+# The iterations' columns the step and its pools are read from (nsysql.analyses.iterations): the step on its
+# clock (the CPU's window, or the GPU's step where the GPU outlasts the CPU) and its GPU idle time on that clock
+STEP_COLUMN = "step_ns"
+IDLE_COLUMN = "step_idle_ns"
+EXPOSED_COLUMN = "exposed_comm_ns"
+
+# Tensor cores: the speedup of matrix kernels moved from CUDA cores to tensor cores, by the precision of the
+# cheapest lever the hardware offers. Conservative on purpose: a quarter of the dense peak ratios (TF32 8x FP32
+# on A100 and H100; FP16 8x FP32 on V100 and T4), as small or thin matrices reach far less than the peak
+# (fixtures/hw_alt measures 15x for bf16 over fp32 CUDA-core products on an H200, where bf16 peaks at 16x).
+TENSOR_CORE_SPEEDUP = {"tf32": 2.0, "fp16": 2.0}
+# compute capability (major * 10 + minor) from which each lever exists: TF32 (one switch, float32 kept) from
+# 8.0, fp16 autocast on 7.x, none below 7.0 (no tensor cores)
+TF32_FROM_CC = 80
+TENSOR_CORES_FROM_CC = 70
+# Pageable copies: pinned copies of at least this size each measure the pinned rate (smaller ones measure the
+# copy's latency)
+PINNED_RATE_MIN_BYTES = 2**20
+POOLS = ("idle", "busy", "slow")
+
+
+@dataclass(frozen=True)
+class Needs:
+    """A finding's preconditions, as data: what hardware, framework and captured data it needs."""
+
+    hardware: str = "any"
+    framework: str = "any"
+    captured: str = ""
+
+    def __str__(self) -> str:
+        return f"hardware: {self.hardware}; framework: {self.framework}; captured: {self.captured}"
+
+
+@dataclass(frozen=True)
+class Formula:
+    """How a finding's headroom is estimated: its pool, whether it adds to the others, the formula in words."""
+
+    pool: str
+    text: str
+    additive: bool = True
+
+
+_LOOP = "a loop (an NVTX range that repeats)"
+_CAUSE = Formula(
+    "idle", "mean idle per typical step in gaps >= 1 ms whose cause is the finding's (the time the fix removes)"
+)
+FORMULAS: dict[str, Formula] = {
+    "data-loader bound": _CAUSE,
+    "host bound": _CAUSE,
+    "synchronization bound": _CAUSE,
+    "allocation stalls": _CAUSE,
+    "copy bound": _CAUSE,
+    "launch bound": Formula(
+        "idle",
+        "mean idle per typical step outside gaps >= 1 ms (the gaps between kernels that slow launches leave; an "
+        "upper bound: CUDA graphs or fusion remove the launches, not the kernels)",
+    ),
+    "GPU mostly idle": Formula(
+        "idle", "mean idle per typical step: a symptom, the idle the idle-time findings share", additive=False
+    ),
+    "slow iterations": Formula("slow", "mean step minus mean typical step (what the outliers add per iteration)"),
+    "periodic slow iterations": Formula(
+        "slow", "mean step minus mean typical step (what the outliers add per iteration)"
+    ),
+    "exposed communication": Formula(
+        "busy", "mean exposed communication per typical step (an upper bound: all of it overlapped with compute)"
+    ),
+    "pageable host-to-device copies": Formula(
+        "busy",
+        "their GPU time per typical step minus their bytes at the measured pinned rate; without pinned copies "
+        f">= {PINNED_RATE_MIN_BYTES // 2**20} MiB to measure it, their whole GPU time (an upper bound)",
+    ),
+    "matrix math without tensor cores": Formula(
+        "busy",
+        "their GPU time per typical step x (1 - 1/speedup), speedup "
+        + ", ".join(f"{k} {v:g}x" for k, v in TENSOR_CORE_SPEEDUP.items())
+        + " (conservative), by the lever the GPU has: TF32 from compute capability 8.0, fp16 on 7.x",
+    ),
+}
+
+NEEDS: dict[str, Needs] = {
+    "data-loader bound": Needs(captured=f"NVTX ranges on the main thread (-t nvtx), CUDA trace (-t cuda); {_LOOP}"),
+    "host bound": Needs(captured=f"NVTX ranges on the main thread (-t nvtx), CUDA trace (-t cuda); {_LOOP}"),
+    "synchronization bound": Needs(captured=f"CUDA API trace (-t cuda); {_LOOP}"),
+    "allocation stalls": Needs(captured=f"CUDA API trace (-t cuda); {_LOOP}"),
+    "copy bound": Needs(captured=f"CUDA API trace (-t cuda); {_LOOP}"),
+    "launch bound": Needs(captured=f"CUDA API trace with launch calls (-t cuda); {_LOOP} that launches kernels"),
+    "GPU mostly idle": Needs(captured=f"CUDA trace (-t cuda); {_LOOP}"),
+    "slow iterations": Needs(captured=_LOOP),
+    "periodic slow iterations": Needs(captured=_LOOP),
+    "exposed communication": Needs(captured=f"communication kernels (NCCL) in the CUDA trace; {_LOOP}"),
+    "pageable host-to-device copies": Needs(captured=f"CUDA memcpy trace with memory kinds (-t cuda); {_LOOP}"),
+    "matrix math without tensor cores": Needs(
+        hardware="tensor cores: compute capability 7.0 or higher",
+        captured=f"kernel names, or GPU metrics (--gpu-metrics-devices); {_LOOP}",
+    ),
+}
+
+COLUMNS = ["headroom_ms", "headroom_pct", "pool", "additive", "needs", "headroom_basis"]
+
+
+def tables(con) -> dict[str, pl.DataFrame]:
+    """The whole-profile table headroom reads (summary asks it beside its other small tables)."""
+    return {
+        "headroom_facts": run(con, "headroom_facts", min_bytes=PINNED_RATE_MIN_BYTES, matrix=list(MATRIX_CATEGORIES))
+    }
+
+
+def work(windows, pid: int) -> pl.DataFrame:
+    """Per iteration of `windows` (iterations.Windows of process `pid`): the GPU time of matrix kernels on CUDA
+    cores and of pageable host-to-device copies, and those copies' bytes (iteration_headroom.sql)."""
+    return windows.run("iteration_headroom", pid=pid, matrix=list(MATRIX_CATEGORIES))
+
+
+@dataclass(frozen=True)
+class Step:
+    """The steady-state step and its pools (the module docstring): ns per iteration."""
+
+    steady: int
+    typical: list[int]  # iteration numbers of the typical steps
+    outliers: list[int]  # and of the outliers
+    step_ns: float
+    typical_ns: float
+    idle_ns: float | None  # None: the loop's process has no GPU work
+    busy_ns: float | None
+    slow_ns: float
+
+    def pool(self, name: str) -> float | None:
+        return {"idle": self.idle_ns, "busy": self.busy_ns, "slow": self.slow_ns}[name]
+
+    def per_typical(self, frame: pl.DataFrame | None, column: str) -> float:
+        """The mean over the typical steps of `column` of `frame` (one row per iteration; a typical step
+        without a row counts 0)."""
+        if frame is None or not frame.height:
+            return 0.0
+        mine = frame.filter(pl.col("iteration").is_in(self.typical))
+        return float(mine[column].sum() or 0) / len(self.typical)
+
+
+def step(its: pl.DataFrame | None) -> Step | None:
+    """The step and its pools from an iterations frame (None without a steady-state iteration)."""
+    if its is None:
+        return None
+    steady = its.filter(~pl.col("warmup"))
+    if not steady.height:
+        return None
+    typical = steady.filter(~pl.col("outlier"))
+    n = typical.height
+    if not n:  # the median step is never an outlier, so a steady state has typical steps; none: no step to read
+        return None
+    step_ns = float(steady[STEP_COLUMN].sum()) / steady.height
+    typical_ns = float(typical[STEP_COLUMN].sum()) / n
+    idle = None if typical[IDLE_COLUMN].null_count() else float(typical[IDLE_COLUMN].sum()) / n
+    return Step(
+        steady=steady.height,
+        typical=typical["iteration"].to_list(),
+        outliers=steady.filter(pl.col("outlier"))["iteration"].to_list(),
+        step_ns=step_ns,
+        typical_ns=typical_ns,
+        idle_ns=idle,
+        busy_ns=None if idle is None else typical_ns - idle,
+        slow_ns=max(step_ns - typical_ns, 0.0),
+    )
+
+
+@dataclass
+class Inputs:
+    """What the formulas read: the step, the iterations, the gaps (>= 1 ms, indexed by iteration), the idle
+    causes the findings read, the per-iteration work (work()) and the whole-profile facts (tables())."""
+
+    step: Step | None
+    its: pl.DataFrame | None
+    gaps: pl.DataFrame | None
+    causes: pl.DataFrame | None
+    work: pl.DataFrame | None
+    facts: dict | None
+
+
+def _cause_of(name: str, inp: Inputs) -> str | None:
+    """The idle cause a cause-keyed finding rests on (as findings.py picks it)."""
+    fixed = {"synchronization bound": "sync", "allocation stalls": "alloc", "copy bound": "memcpy"}
+    if name in fixed:
+        return fixed[name]
+    if inp.causes is not None and inp.causes.height:
+        return inp.causes["cause"][0]
+    return None
+
+
+def _cause_idle(name: str, inp: Inputs) -> tuple[float | None, str]:
+    cause = _cause_of(name, inp)
+    if cause is None or inp.gaps is None:
+        return None, "no idle causes to measure"
+    per_it = inp.gaps.filter(pl.col("cause") == cause).group_by("iteration").agg(pl.col("duration_ns").sum())
+    ns = inp.step.per_typical(per_it, "duration_ns")
+    basis = f"{ns / 1e6:,.3f} ms of `{cause}` idle per typical step ({len(inp.step.typical)} steps)"
+    rest = per_it.filter(pl.col("iteration").is_in(inp.step.outliers))["duration_ns"].sum()
+    if rest:  # the same cause in the outliers: part of what they add, the slow pool
+        basis += f"; its {rest / 1e6:,.3f} ms in the outliers count in the slow iterations' headroom"
+    return ns, basis
+
+
+def _launch(name: str, inp: Inputs) -> tuple[float | None, str]:
+    s = inp.step
+    big = 0.0
+    if inp.gaps is not None:
+        per_it = inp.gaps.group_by("iteration").agg(pl.col("duration_ns").sum())
+        big = s.per_typical(per_it, "duration_ns")
+    ns = max(s.idle_ns - big, 0.0)
+    return ns, f"{s.idle_ns / 1e6:,.3f} ms idle per typical step, {big / 1e6:,.3f} ms of it in gaps >= 1 ms"
+
+
+def _idle(name: str, inp: Inputs) -> tuple[float | None, str]:
+    ns = inp.step.idle_ns
+    return ns, f"the {ns / 1e6:,.3f} ms idle per typical step that the idle-time findings share; not additive"
+
+
+def _slow(name: str, inp: Inputs) -> tuple[float | None, str]:
+    s = inp.step
+    return s.slow_ns, (
+        f"mean step {s.step_ns / 1e6:,.3f} ms - mean typical step {s.typical_ns / 1e6:,.3f} ms "
+        f"({s.steady - len(s.typical)} outliers of {s.steady})"
+    )
+
+
+def _exposed(name: str, inp: Inputs) -> tuple[float | None, str]:
+    ns = inp.step.per_typical(inp.its, EXPOSED_COLUMN)
+    return ns, f"{ns / 1e6:,.3f} ms exposed communication per typical step (upper bound)"
+
+
+def _pageable(name: str, inp: Inputs) -> tuple[float | None, str]:
+    s, f = inp.step, inp.facts or {}
+    ns, nbytes = s.per_typical(inp.work, "pageable_ns"), s.per_typical(inp.work, "pageable_bytes")
+    if f.get("pinned_ns") and f.get("pinned_bytes"):
+        rate = f["pinned_bytes"] / f["pinned_ns"]  # bytes per ns = GB/s
+        pinned = nbytes / rate
+        return max(ns - pinned, 0.0), (
+            f"{ns / 1e6:,.3f} ms of pageable copies per typical step ({nbytes / 2**20:,.1f} MiB) - "
+            f"{pinned / 1e6:,.3f} ms at the pinned rate measured here ({rate:,.1f} GB/s, "
+            f"{f['pinned_copies']:,} copies)"
+        )
+    return ns, (
+        f"{ns / 1e6:,.3f} ms of pageable copies per typical step ({nbytes / 2**20:,.1f} MiB): an upper bound, "
+        f"no pinned copy >= {PINNED_RATE_MIN_BYTES // 2**20} MiB here to measure the pinned rate"
+    )
+
+
+def _tensor_cores(name: str, inp: Inputs) -> tuple[float | None, str]:
+    s, f = inp.step, inp.facts or {}
+    ns = s.per_typical(inp.work, "simt_matrix_ns")
+    low = f.get("simt_cc_min")
+    known = f.get("simt_devices_known") and f.get("simt_devices_known") == f.get("simt_devices")
+    if known and low >= TF32_FROM_CC:
+        lever = "tf32"
+    elif known and low >= TENSOR_CORES_FROM_CC:
+        lever = "fp16"
+    else:  # compute capability not (all) known: the smallest of the speedups
+        lever = min(("tf32", "fp16"), key=lambda k: TENSOR_CORE_SPEEDUP[k])
+    speedup = TENSOR_CORE_SPEEDUP[lever]
+    where = f"compute capability {low // 10}.{low % 10}" if known else "compute capability unknown"
+    return ns * (1 - 1 / speedup), (
+        f"{ns / 1e6:,.3f} ms of matrix kernels on CUDA cores per typical step x (1 - 1/{speedup:g}), "
+        f"{lever} at {speedup:g}x ({where})"
+    )
+
+
+_COMPUTE = {
+    "data-loader bound": _cause_idle,
+    "host bound": _cause_idle,
+    "synchronization bound": _cause_idle,
+    "allocation stalls": _cause_idle,
+    "copy bound": _cause_idle,
+    "launch bound": _launch,
+    "GPU mostly idle": _idle,
+    "slow iterations": _slow,
+    "periodic slow iterations": _slow,
+    "exposed communication": _exposed,
+    "pageable host-to-device copies": _pageable,
+    "matrix math without tensor cores": _tensor_cores,
+}
+
+
+def unmet(name: str, inp: Inputs) -> str | None:
+    """Why the preconditions of finding `name` do not hold, or None when they do (or cannot be checked)."""
+    f = inp.facts or {}
+    if name == "matrix math without tensor cores":
+        if f.get("simt_devices") and f.get("simt_devices_known") == f.get("simt_devices"):
+            if f["simt_cc_max"] < TENSOR_CORES_FROM_CC:
+                return "no tensor cores below compute capability 7.0"
+    return None
+
+
+def rank(findings: pl.DataFrame, inp: Inputs) -> pl.DataFrame:
+    """`findings` (finding, evidence, ...) without those whose preconditions do not hold, with COLUMNS added,
+    in the order of the module docstring."""
+    rows = []
+    for i, r in enumerate(findings.iter_rows(named=True)):
+        name = r["finding"]
+        if unmet(name, inp):
+            continue
+        formula, compute = FORMULAS.get(name), _COMPUTE.get(name)
+        raw, basis = None, "no headroom formula for this finding"
+        if formula and inp.step is None:
+            basis = "no loop, so no steady-state step to give time back to (`nsysql iterations` says why)"
+        elif formula and inp.step.pool(formula.pool) is None:
+            basis = "the loop's process has no GPU work to measure it on"
+        elif formula:
+            raw, basis = compute(name, inp)
+        rows.append(
+            {
+                **r,
+                "_order": i,
+                "_raw": raw,
+                "pool": formula.pool if formula else None,
+                "additive": formula.additive if formula else None,
+                "needs": str(NEEDS[name]) if name in NEEDS else None,
+                "headroom_basis": basis,
+            }
+        )
+    # each pool caps the findings that share it: largest estimate first, each keeps what the others left
+    left = {p: inp.step.pool(p) for p in POOLS} if inp.step else {}
+    for r in sorted(rows, key=lambda r: (-(r["_raw"] or 0), r["_order"])):
+        if r["_raw"] is None:
+            r["_ns"] = None
+            continue
+        pool = left.get(r["pool"]) or 0.0
+        r["_ns"] = min(r["_raw"], pool) if r["additive"] else min(r["_raw"], inp.step.pool(r["pool"]) or 0.0)
+        if r["additive"]:
+            if r["_ns"] < r["_raw"]:
+                r["headroom_basis"] += f"; capped at what the other {r['pool']}-time findings left of that pool"
+            left[r["pool"]] = pool - r["_ns"]
+    rows.sort(key=lambda r: (r["_ns"] is None, not r["additive"], -(r["_ns"] or 0), r["_order"]))
+    step_ns = inp.step.step_ns if inp.step else None
+    out = [
+        {
+            **{k: v for k, v in r.items() if not k.startswith("_") and k not in COLUMNS},
+            "headroom_ms": None if r["_ns"] is None else round(r["_ns"] / 1e6, 3),
+            "headroom_pct": None if r["_ns"] is None or not step_ns else round(100 * r["_ns"] / step_ns, 1),
+            **{k: r[k] for k in COLUMNS[2:]},
+        }
+        for r in rows
+    ]
+    schema = {c: findings.schema[c] for c in findings.columns} | {
+        "headroom_ms": pl.Float64,
+        "headroom_pct": pl.Float64,
+        "pool": pl.String,
+        "additive": pl.Boolean,
+        "needs": pl.String,
+        "headroom_basis": pl.String,
+    }
+    df = pl.DataFrame(out, schema=schema, orient="row") if out else pl.DataFrame(schema=schema)
+    # the figures first after the finding's name, so the table shows them before the long evidence sentence
+    first = ["finding", "headroom_ms", "headroom_pct", "pool", "additive"]
+    return df.select(*first, pl.exclude(*first))
+
+
+def top_line(findings: pl.DataFrame, step: Step | None) -> tuple[str, str] | None:
+    """The first line of summary, the report and the Markdown snippet, as (label, text): the finding with most
+    headroom (`fix first`), or why the findings are not ranked, or that none gives time back; None without
+    findings."""
+    if not findings.height:
+        return None
+    n = findings.height
+    r = findings.row(0, named=True)
+    if r["headroom_ms"] is None:
+        return "findings", f"{n} finding{'s' if n != 1 else ''}, not ranked by headroom: {r['headroom_basis']}"
+    if r["headroom_ms"] == 0:  # under half a microsecond: nothing to fix first
+        return "findings", (
+            f"{n} finding{'s' if n != 1 else ''}, none giving back time in the steady-state steps (0 ms per "
+            f"iteration each, of a {step.step_ns / 1e6:,.3f} ms mean step; headroom_basis says why)"
+        )
+    symptom = "" if r["additive"] else " (a symptom: no finding names its cause)"
+    return "fix first", (
+        f"{r['finding']}{symptom}: {r['headroom_ms']:,.2f} ms per iteration ({r['headroom_pct']:.0f}% of the "
+        f"{step.step_ns / 1e6:,.2f} ms mean steady-state step) — {r['evidence']}"
+    )
