@@ -21,7 +21,8 @@ not data-loader bound.
   a bounce buffer and block the CPU; pinned memory makes them asynchronous). A few bytes of kernel arguments
   or scalars copied this way are not worth a finding. PyTorch's pin_memory=True is advised only where the export
   shows PyTorch (advice.py).
-- `periodic slow iterations`: the iteration outlier pattern, when there is one.
+- `periodic slow iterations`: the iteration outlier pattern, when there is one, with where the outliers' extra
+  time is (slow_phase: the child range that grows by at least half of it, or that none does).
 - `GPU mostly idle`: median steady-state GPU busy < 30%.
 - `exposed communication`: communication kernels run with no compute kernel beside them on the device for
   >= 20% of the steady-state iterations' wall time (iterations' exposed_comm_ns: overlap it with compute, or
@@ -62,6 +63,42 @@ def _ms(ns) -> str:
     return f"{ns / 1e6:,.1f} ms"
 
 
+def _dur(ns) -> str:
+    """A duration with the unit that keeps its digits: 21.3 ms, 480 us."""
+    return _ms(ns) if abs(ns) >= 1e6 else f"{ns / 1e3:,.0f} us"
+
+
+def slow_phase(its: pl.DataFrame | None, share: float = 0.5) -> str:
+    """Where the outlier steps' extra time is, as a clause for the slow-iteration finding: the child range whose
+    CPU time grows most from the typical steady-state step to an outlier, when it holds at least `share` of the
+    outliers' extra wall time; else that no child range does. Said only for steps timed on the CPU (the phases are
+    CPU times) and with child ranges to compare; empty otherwise."""
+    if its is None or not its.height or "outlier" not in its.columns:
+        return ""
+    steady = its.filter(~pl.col("warmup"))
+    if "step_clock" in steady.columns and steady.height and steady["step_clock"][0] != "cpu":
+        return ""
+    slow, typical = steady.filter(pl.col("outlier")), steady.filter(~pl.col("outlier"))
+    phases = [c[: -len(" cpu_ns")] for c in its.columns if c.endswith(" cpu_ns")]
+    if not slow.height or not typical.height or not phases:
+        return ""
+    extra = slow["wall_ns"].mean() - typical["wall_ns"].mean()
+    if not extra or extra <= 0:
+        return ""
+    growth = sorted(
+        ((slow[f"{p} cpu_ns"].fill_null(0).mean() - typical[f"{p} cpu_ns"].fill_null(0).mean(), p) for p in phases),
+        reverse=True,
+    )
+    grew, phase = growth[0]
+    if grew >= share * extra:
+        return f"; their extra {_dur(extra)} a step is in `{phase}` (+{_dur(grew)} on the CPU)"
+    names = ", ".join(f"`{p}`" for p in phases[:4]) + (", ..." if len(phases) > 4 else "")
+    return (
+        f"; their extra {_dur(extra)} a step is in none of the step's child ranges ({names}; the most: `{phase}`, "
+        f"{'+' if grew >= 0 else ''}{_dur(grew)}): it is spent in the step range itself, outside its children"
+    )
+
+
 def tables(con, empty_queue_ns: int = EMPTY_QUEUE_NS) -> dict[str, pl.DataFrame]:
     """The tables findings reads besides the iteration stats and idle causes (summary asks them beside its
     other answers)."""
@@ -79,9 +116,11 @@ def findings(
     causes: pl.DataFrame | None,
     read: dict[str, pl.DataFrame] | None = None,
     activity: str | None = None,
+    its: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """`read`: what tables(con) returns, when the caller has it already. `activity`: the sentence naming the
-    work elsewhere during the top cause's gaps (gaps.top_activity), added to a host-bound finding."""
+    work elsewhere during the top cause's gaps (gaps.top_activity), added to a host-bound finding. `its`: the
+    iterations, whose child-range times say where the outliers' extra time went (slow_phase)."""
     read = read or tables(con)
     rows: list[tuple[str, str]] = []
     busy = None
@@ -94,7 +133,7 @@ def findings(
             rows.append(
                 (
                     "periodic slow iterations" if "every" in st["outlier_pattern"] else "slow iterations",
-                    f"{st['outlier_pattern']} ({_ms(st['median_ns'])} median)",
+                    f"{st['outlier_pattern']} ({_dur(st['median_ns'])} median)" + slow_phase(its),
                 )
             )
     if (

@@ -110,7 +110,7 @@ def summary(
     for msg in f.get("missing", []):
         rows.append(("lacks", "lacks", msg))
     out = {"facts": pl.DataFrame(rows, schema=FACTS_SCHEMA, orient="row"), "gpus": gpus}
-    out["findings"] = findings(con, st, causes, read, activity=activity)
+    out["findings"] = findings(con, st, causes, read, activity=activity, its=its)
     # each finding with the time it would give back per iteration, ranked; the top one leads the summary
     step = _headroom.step(its)
     facts_row = read["headroom_facts"].row(0, named=True) if "headroom_facts" in read else None

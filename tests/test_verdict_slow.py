@@ -1,0 +1,48 @@
+"""The slow-iteration finding says where the outlier steps' extra time is (findings.slow_phase), from the
+iterations' own child-range times: a finding a user can act on names the phase to look at."""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+from conftest import fixture, loaded
+
+
+def _slow(path) -> str:
+    f = loaded(str(path)).summary()["findings"]
+    row = f.filter(pl.col("finding").str.contains("slow iterations"))
+    assert row.height == 1, f
+    return row["evidence"][0]
+
+
+def test_train_small_slow_steps_are_slow_in_load_data():
+    """By construction batches 4, 9, 14, 19 sleep 20 ms inside `Load data`: their extra time is there, and the
+    figures are the means of the iterations' own columns."""
+    path = fixture("train_small")
+    its = loaded(str(path)).iterations().filter(~pl.col("warmup"))
+    slow, typical = its.filter(pl.col("outlier")), its.filter(~pl.col("outlier"))
+    assert sorted(slow["iteration"].to_list()) == [4, 9, 14, 19]
+    extra = slow["wall_ns"].mean() - typical["wall_ns"].mean()
+    grew = slow["Load data cpu_ns"].mean() - typical["Load data cpu_ns"].mean()
+    assert grew > 0.9 * extra  # the sleep is 20 ms of the ~21 ms
+    text = _slow(path)
+    m = re.search(r"their extra ([\d.,]+) ms a step is in `Load data` \(\+([\d.,]+) ms on the CPU\)", text)
+    assert m, text
+    assert float(m.group(1)) == round(extra / 1e6, 1) and float(m.group(2)) == round(grew / 1e6, 1)
+
+
+def test_a_wait_outside_every_child_range_is_said_so():
+    """loader_cpu_before waits for the workers' batch directly in `train step N`, outside `forward`, `backward`
+    and `optimizer`: no child range is named as the place of the extra time."""
+    text = _slow(fixture("loader_cpu_before"))
+    assert "in none of the step's child ranges (`forward`, `backward`, `optimizer`" in text, text
+    assert "spent in the step range itself" in text
+
+
+def test_no_phase_clause_for_steps_timed_on_the_gpu():
+    """graph_loop's steps are timed on the GPU (h31head's rule): CPU phase times say nothing about them, and the
+    noise floor leaves it no slow-iteration finding at all."""
+    f = loaded(str(fixture("graph_loop"))).summary()["findings"]
+    assert not f.filter(pl.col("finding").str.contains("slow iterations")).height
+    assert not f["evidence"].str.contains("child range").any()
