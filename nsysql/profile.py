@@ -413,10 +413,11 @@ class Profile:
 
         return timeline(self.con, bins=bins, start_ns=start_ns, end_ns=end_ns)
 
-    def trace(self, window: str | None = None, iterations: str | None = None) -> dict[str, pl.DataFrame]:
+    def trace(self, window: str | None = None, iterations: str | None = None, lazy: bool = False) -> dict:
         """The rows of a timeline (nsysql.analyses.trace): GPU ops, CUDA API calls, NVTX ranges, names, and the
         iterations and idle gaps, within `window` ("START:END", durations from the profile's start) or from the
-        start of iteration A to the end of B (`iterations="A:B"`); the whole profile by default."""
+        start of iteration A to the end of B (`iterations="A:B"`); the whole profile by default. DataFrames; with
+        `lazy`, the GPU ops, API calls and NVTX ranges are read a batch at a time when written (nsysql.perfetto)."""
         from .analyses import trace as _trace
 
         if window and iterations:
@@ -438,7 +439,7 @@ class Profile:
             gaps = self.gaps()
         except NsysqlError:  # no GPU work: no gaps to show
             gaps = None
-        return _trace.rows(self.con, t0, t1, its, gaps)
+        return _trace.rows(self.con, t0, t1, its, gaps, lazy=lazy)
 
     def metrics_timeline(self, start_ns: int, end_ns: int, bins: int = 1500) -> pl.DataFrame:
         """SMs Active and Tensor Active (GPU metrics) per device in `bins` equal bins of [start_ns, end_ns): the
