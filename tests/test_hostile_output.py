@@ -236,3 +236,159 @@ def test_spill_files_land_in_the_private_dir(spill_env):
     )
     assert r.returncode == 2 and "Out of Memory" in r.stderr, r.stderr
     assert private(shared) and list(shared.iterdir()) == []
+
+
+# --- item 20: Markdown output code-quotes names from the export -------------------------------------------------
+
+KERNEL_NAMES = [
+    "![x](http://e/x.png)",
+    "<img src=x>",
+    "[a](b)",
+    "tick`s ``here`` ` ![t](http://e/t.png) `",
+    "p|q | ![z](http://e/z.png)",
+]
+RANGE_NAMES = {"Load data": "x` ![r](http://e/r.png) <img src=r> `y", "Forward Pass": "<b>fw</b>|[l](http://e)"}
+
+
+@pytest.fixture(scope="module")
+def hostile_names(tmp_path_factory):
+    """train_small with its five kernels of most GPU time, and two NVTX ranges, renamed to live Markdown/HTML."""
+    path = tmp_path_factory.mktemp("md") / "hostile.sqlite"
+    shutil.copy(fixture("train_small"), path)
+    con = sqlite3.connect(path)
+    ids = [
+        r[0]
+        for r in con.execute(
+            "SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY 1 ORDER BY sum(end - start) DESC LIMIT 5"
+        )
+    ]
+    for i, name in zip(ids, KERNEL_NAMES):
+        con.execute("UPDATE StringIds SET value = ? WHERE id = ?", (name, i))
+    for old, new in RANGE_NAMES.items():
+        con.execute("UPDATE NVTX_EVENTS SET text = ? WHERE text = ?", (new, old))
+    con.commit()
+    con.close()
+    return path
+
+
+def code_spans(line: str) -> tuple[list[str], str]:
+    """The code spans of one line of Markdown (their content, as CommonMark reads it) and the text outside them:
+    a run of n backticks opens a span that the next run of exactly n closes (no such run: literal backticks); a
+    backslash outside a span escapes the next character; one space is stripped from both ends of a span whose
+    content begins and ends with one."""
+    codes, text, i, start = [], [], 0, 0
+    while i < len(line):
+        if line[i] == "\\":
+            i += 2
+            continue
+        if line[i] != "`":
+            i += 1
+            continue
+        j = i
+        while j < len(line) and line[j] == "`":
+            j += 1
+        n, k, close = j - i, j, None
+        while k < len(line):
+            if line[k] != "`":
+                k += 1
+                continue
+            m = k
+            while m < len(line) and line[m] == "`":
+                m += 1
+            if m - k == n:
+                close = k
+                break
+            k = m
+        if close is None:
+            i = j
+            continue
+        text.append(line[start:i])
+        content = line[j:close]
+        if len(content) >= 2 and content[0] == content[-1] == " " and content.strip(" "):
+            content = content[1:-1]
+        codes.append(content)
+        i = start = close + n
+    text.append(line[start:])
+    return codes, "".join(text)
+
+
+def read_markdown(doc: str) -> tuple[list[str], list[str]]:
+    """Every code span of `doc` and every piece of text outside one, table rows split into cells first (GitHub
+    splits a row at each `|` not escaped as `\\|`, then reads `\\|` as `|`, in code spans too)."""
+    codes, texts = [], []
+    for line in doc.splitlines():
+        cells = re.split(r"(?<!\\)\|", line) if line.startswith("|") else [line]
+        for cell in cells:
+            c, t = code_spans(cell)
+            codes += [x.replace("\\|", "|") for x in c]
+            texts.append(t)
+    return codes, texts
+
+
+LIVE = re.compile(r"!\[|\]\(|<[A-Za-z/!?]|https?:|www\.")  # an image, a link, a tag, an autolinked URL
+
+
+def assert_inert(doc: str, names: list[str]) -> None:
+    codes, texts = read_markdown(doc)
+    live = [t for t in texts if LIVE.search(re.sub("</?sub>", "", t))]  # nsysql's own small print is <sub>
+    assert not live, live
+    for name in names:
+        assert name in codes or any(name in c for c in codes), (name, codes)
+
+
+def test_report_markdown_quotes_names(hostile_names):
+    r = run(["report", str(hostile_names), "-f", "markdown"])
+    assert r.exit_code == 0, r.output
+    assert_inert(r.stdout, KERNEL_NAMES)
+    assert_rows_keep_their_columns(r.stdout)
+    # a finding quotes the renamed data-loading range; the name (with its backticks) stays inside one span
+    assert any(RANGE_NAMES["Load data"] in c for c in read_markdown(r.stdout)[0]), r.stdout
+    # `<unnamed>` (PyTorch's anonymous namespace) is shown, not read as an HTML tag
+    assert any("<unnamed>" in c for c in read_markdown(r.stdout)[0])
+
+
+def test_markdown_tables_quote_names(hostile_names):
+    for args, names in (
+        (["kernels", "--top", "8"], KERNEL_NAMES),
+        (["ranges"], list(RANGE_NAMES.values())),
+        (["kernels-by-range", "--range", RANGE_NAMES["Forward Pass"]], [RANGE_NAMES["Forward Pass"]]),
+        (["summary"], KERNEL_NAMES),
+    ):
+        r = run([args[0], str(hostile_names), *args[1:], "-f", "markdown"])
+        assert r.exit_code == 0, (args, r.output)
+        assert_inert(r.stdout, names)
+        assert_rows_keep_their_columns(r.stdout)
+
+
+def assert_rows_keep_their_columns(doc: str) -> None:
+    """Every row of every table has as many cells as its header: no `|` in a name splits a cell."""
+    tables, last = [], False
+    for line in doc.splitlines():
+        row = line.startswith("|")
+        if row and not last:
+            tables.append([])
+        if row:
+            tables[-1].append(len(re.split(r"(?<!\\)\|", line)))
+        last = row
+    assert tables and all(len(set(t)) == 1 for t in tables), tables
+
+
+def test_diff_markdown_quotes_names(hostile_names):
+    base = fixture("train_small")
+    r = run(["report", str(hostile_names), "--baseline", str(base), "-f", "markdown"])
+    assert r.exit_code == 0, r.output
+    assert_inert(r.stdout, list(RANGE_NAMES.values()))
+    assert_rows_keep_their_columns(r.stdout)
+    r = run(["diff", str(base), str(hostile_names), "-f", "markdown"])
+    assert r.exit_code == 0, r.output
+    assert_inert(r.stdout, list(RANGE_NAMES.values()))
+    assert_rows_keep_their_columns(r.stdout)
+
+
+def test_code_span_holds_any_backticks():
+    """Known answers of CommonMark's rule: the span's content reads back as the name, whatever backticks it holds."""
+    from nsysql.render import code
+
+    for name in ["`", "``", "a`b", " `x` ", "`lead", "trail`", "```", " ", "a  b", "x|y"]:
+        codes, text = code_spans(code(name))
+        assert codes == [name] and text == "", (name, code(name))
