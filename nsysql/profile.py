@@ -407,11 +407,14 @@ class Profile:
     def _breakdown(self, range: str | None = None) -> dict[str, pl.DataFrame]:
         return _iter.breakdown(self.con, self._detect(range))
 
-    def timeline(self, bins: int = 1500, start_ns: int | None = None, end_ns: int | None = None) -> pl.DataFrame:
-        """GPU busy time per device in `bins` equal bins of its active span (or of [start_ns, end_ns))."""
+    def timeline(
+        self, bins: int = 1500, start_ns: int | None = None, end_ns: int | None = None, devices: list[int] | None = None
+    ) -> pl.DataFrame:
+        """GPU busy time per device (every one, or those in `devices`) in `bins` equal bins of its active span (or
+        of [start_ns, end_ns))."""
         from .analyses.timeline import timeline
 
-        return timeline(self.con, bins=bins, start_ns=start_ns, end_ns=end_ns)
+        return timeline(self.con, bins=bins, start_ns=start_ns, end_ns=end_ns, devices=devices)
 
     def trace(self, window: str | None = None, iterations: str | None = None, lazy: bool = False) -> dict:
         """The rows of a timeline (nsysql.analyses.trace): GPU ops, CUDA API calls, NVTX ranges, names, and the
