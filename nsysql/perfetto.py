@@ -32,7 +32,7 @@ from . import __version__
 SYNTHETIC = 1 << 23  # made-up pids and tids start here: above Linux's pid_max limit (2^22)
 ANNOTATIONS_PID = SYNTHETIC
 GPU_PID = SYNTHETIC + 1  # + device id
-CHUNK = 100_000  # events encoded and written at a time
+CHUNK = 20_000  # rows read, encoded and written at a time (about 5 MB of JSON, at ~250 bytes an event)
 
 
 def _us(col: str | pl.Expr) -> pl.Expr:

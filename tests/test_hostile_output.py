@@ -11,6 +11,7 @@ Exports are copies of fixtures/train_small mutated here with sqlite3; known answ
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -20,6 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import polars as pl
 import pytest
 from click.testing import CliRunner
 from conftest import ROOT, fixture
@@ -444,3 +446,53 @@ def test_report_of_hundreds_of_devices_is_bounded(tmp_path):
     shown = sorted(int(d) for d in re.findall(r'"name":"GPU (\d+) busy"', page))
     assert shown == drawn
     assert f"{DEVICES} GPUs ran work; the 16 busiest are drawn" in page and f"the other {DEVICES - 16} left out" in page
+
+
+# --- item 14: `trace` streams its events --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def startend(tmp_path_factory):
+    """train_small with its iteration ranges recorded as start/end ranges (async pairs in the trace) and its
+    kernels spread over two devices (two GPU processes)."""
+    path = tmp_path_factory.mktemp("trace") / "startend.sqlite"
+    return craft(
+        path,
+        "UPDATE NVTX_EVENTS SET eventType = 60, rangeId = rowid WHERE text LIKE 'Batch%'",
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = rowid % 2",
+    )
+
+
+def test_trace_rows_come_in_batches_in_query_order(startend):
+    """The trace of a whole profile held every event in memory (~3x the JSON: 2M kernels, 5 GB). The CLI asks
+    for lazy tables: read from DuckDB a batch at a time, in the order of the whole query."""
+
+    p = nsysql.load(startend, cache=False)
+    whole, lazy = p.trace(), p.trace(lazy=True)
+    for table in ("gpu_ops", "api_calls", "nvtx_ranges"):
+        assert whole[table].height > 7
+        assert not hasattr(lazy[table], "height")  # no rows held
+        batches = list(lazy[table].batches(7))
+        assert {b.height for b in batches[:-1]} == {7} and 1 <= batches[-1].height <= 7
+        assert pl.concat(batches).equals(whole[table]), table
+    assert whole["nvtx_ranges"].filter(pl.col("style") == "StartEnd").height == 20
+    assert whole["gpu_ops"]["device_id"].n_unique() == 2
+    p.close()
+
+
+def test_streamed_trace_is_the_whole_trace_byte_for_byte(startend, tmp_path, monkeypatch):
+    """Written seven rows at a time (every track, async pair and device crossing batch boundaries), the file is
+    the one written from whole tables."""
+    from nsysql import perfetto
+
+    p = nsysql.load(startend, cache=False)
+    whole = tmp_path / "whole.json"
+    perfetto.write(p.trace(), whole, source=str(p.path))
+    monkeypatch.setattr(perfetto, "CHUNK", 7)
+    out = tmp_path / "streamed.json"
+    r = run(["--no-cache", "trace", str(startend), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert out.read_bytes() == whole.read_bytes()
+    doc = json.loads(out.read_text())
+    assert sum(e["ph"] == "b" for e in doc["traceEvents"]) == 20
+    assert "679 GPU ops, 2333 CUDA API calls, 120 NVTX ranges" in r.stderr
