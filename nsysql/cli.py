@@ -250,10 +250,11 @@ def attribution_option(fn):
 
 def group_ops_option(fn):
     return click.option(
-        "--group-ops",
-        is_flag=True,
-        help="Name PyTorch emit_nvtx ranges without their per-call arguments (`aten::addmm, seq = 5, op_id = 9, "
-        "...` -> `aten::addmm`): one row per operator instead of one per call.",
+        "--group-ops/--no-group-ops",
+        default=None,
+        help="Name PyTorch's ranges (emit_nvtx, nsys --pytorch=autograd-nvtx) without their per-call arguments "
+        "(`aten::addmm, seq = 5, op_id = 9, ...` -> `aten::addmm`): one row per operator instead of one per call. "
+        "Default: grouped with --attribution process, per call with thread (as nsys stats).",
     )(fn)
 
 
@@ -560,7 +561,9 @@ def overlap(files, fmt, output, by, range_):
 
 def _narrow(df):
     """For the terminal: drop end_ns and the less used per-kind columns (the communication ones without any)."""
-    drop = {"end_ns", "gpu_span_ns", "memset_ns", "graph_ns", "gpu_ops"}
+    drop = {"end_ns", "gpu_span_ns", "gpu_start_ns", "gpu_step_ns", "memset_ns", "graph_ns", "gpu_ops", "step_clock"}
+    if "step_clock" in df.columns and not (df["step_clock"] == "gpu").any():  # the steps are the CPU's windows
+        drop |= {"step_ns", "step_idle_ns"}
     if "comm_ns" in df.columns and not (df["comm_ns"] > 0).any():
         drop |= {"comm_ns", "overlapped_ns"}
     keep = [c for c in df.columns if c not in drop]

@@ -232,9 +232,10 @@ class Profile:
         return _launches.launches(self.con, by=by)
 
     @cached("ranges")
-    def ranges(self, attribution: str = DEFAULT_ATTRIBUTION, group_ops: bool = False) -> pl.DataFrame:
+    def ranges(self, attribution: str = DEFAULT_ATTRIBUTION, group_ops: bool | None = None) -> pl.DataFrame:
         """NVTX ranges per name (nsys's nvtx_sum and nvtx_gpu_proj_sum); `group_ops`: PyTorch emit_nvtx names
-        without their per-call arguments (`aten::addmm, seq = 5, op_id = 9, ...` -> `aten::addmm`)."""
+        without their per-call arguments (`aten::addmm, seq = 5, op_id = 9, ...` -> `aten::addmm`); by default
+        (None) grouped under the process rule, per full name under the thread rule (as `nsys stats`)."""
         return _ranges.ranges(self.con, attribution=attribution, group_ops=group_ops)
 
     @cached("kernels_by_range")
@@ -243,7 +244,7 @@ class Profile:
         range: str | None = None,
         innermost: bool = False,
         attribution: str = DEFAULT_ATTRIBUTION,
-        group_ops: bool = False,
+        group_ops: bool | None = None,
     ) -> pl.DataFrame:
         return _kbr.kernels_by_range(
             self.con, range=range, innermost=innermost, attribution=attribution, group_ops=group_ops

@@ -183,12 +183,13 @@ def test_spans_are_the_iterations_windows_and_flags(name, skip):
 
 @pytest.mark.parametrize("name", ["graph_node.sqlite", "graph_whole.sqlite", "threads.sqlite", "train_osrt.sqlite"])
 def test_gpu_busy_pct_is_the_busy_share_of_the_iteration_windows(name):
-    """GPU busy % is the share of each window the device ran something: at most 100% even where the GPU work
-    launched in an iteration runs after its window (graph_step ranges time only the graph launches)."""
+    """GPU busy % is the share of each step the device ran something: at most 100% even where the GPU work
+    launched in an iteration runs after its window (graph_step ranges time only the graph launches: those
+    steps are timed on the GPU, step_ns, and their idle is the GPU step's time its ops left uncovered)."""
     prof = loaded(str(h200(name)))
     df = prof.iterations()
     steady = df.filter(~pl.col("warmup"))
-    expected = ((steady["wall_ns"] - steady["idle_ns"]) / steady["wall_ns"] * 100).median()
+    expected = ((steady["step_ns"] - steady["step_idle_ns"]) / steady["step_ns"] * 100).median()
     got = prof.iteration_stats()["median_gpu_busy_pct"][0]
     assert 0 <= got <= 100 and got == pytest.approx(expected)
     assert (df["idle_ns"] >= 0).all() and (df["idle_ns"] <= df["wall_ns"]).all()
@@ -282,7 +283,7 @@ def test_steady_state_sentence_is_the_same_everywhere(tmp_path):
     sentence = (
         f"steady state ({steady.height} of {df.height}): median {t.median() / 1e6:.2f} ms, "
         f"mean {t.mean() / 1e6:.2f} ms, p90 {t.quantile(0.9, 'linear') / 1e6:.2f} ms, "
-        f"max {t.max() / 1e6:.2f} ms, CV {t.std() / t.mean():.2f}, GPU busy {busy:.0f}% (median)"
+        f"max {t.max() / 1e6:.2f} ms, CV {t.std() / t.mean():.2f}, GPU busy {busy:.0f}% of a step (median)"
     )
     cli = CliRunner().invoke(main, ["iterations", str(path)])
     assert cli.exit_code == 0 and f"\n{sentence}\n" in cli.output, cli.output

@@ -220,4 +220,4 @@ def test_no_busy_share_of_a_gpu_that_ran_one_memset():
     busy = dict(prof.summary()["facts"].select("key", "value").iter_rows())["gpu_0_busy"]
     assert "%" not in busy and busy.startswith("1.5 us of GPU time in 1 op: too little for a busy share")
     md = CliRunner().invoke(main, ["report", "-f", "markdown", str(path)])
-    assert md.exit_code == 0 and "**GPU busy** 1.5 us in all, too little for a share" in md.stdout
+    assert md.exit_code == 0 and "**GPU busy (whole profile)** 1.5 us in all, too little for a share" in md.stdout

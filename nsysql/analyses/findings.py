@@ -5,7 +5,8 @@ findings (the first three) need idle time worth a finding: at least 10% of the t
 iterations, else the devices' active span). A rank busy 90% of the time whose 4 ms of idle fall in `data` is
 not data-loader bound.
 - `data-loader bound`: >= 50% of steady-state idle time falls under one NVTX range on the main thread
-  (cause `host:<range>`); named a data-loader when the range name says data/load/input/batch/fetch/augment.
+  (cause `host:<range>`); named a data-loader when the range name says data/load/input/batch/fetch/augment and
+  the range is not one PyTorch opened itself (`aten::batch_norm` is an operator).
   When another thread or process worked during those gaps (gaps.top_activity: not waiting, >= 20% of that
   idle time), the finding names the activity and where it ran (a DataLoader worker's transform, say).
 - `synchronization bound`: >= 30% of idle time has cause `sync` (the CPU waits in a synchronize call).
@@ -18,7 +19,8 @@ not data-loader bound.
   that launch none say nothing about launches. The thresholds are launch_bound()'s parameters.
 - `pageable host-to-device copies`: memcpy HtoD from pageable memory, 1 MiB or more in all (they stage through
   a bounce buffer and block the CPU; pinned memory makes them asynchronous). A few bytes of kernel arguments
-  or scalars copied this way are not worth a finding.
+  or scalars copied this way are not worth a finding. PyTorch's pin_memory=True is advised only where the export
+  shows PyTorch (advice.py).
 - `periodic slow iterations`: the iteration outlier pattern, when there is one.
 - `GPU mostly idle`: median steady-state GPU busy < 30%.
 - `exposed communication`: communication kernels run with no compute kernel beside them on the device for
@@ -28,7 +30,8 @@ not data-loader bound.
   `no`) hold >= 10% of all kernel time. Where the export has GPU metrics they judge (Tensor Active under 1% while
   SMs Active is 50% or more during the kernel: queries/v1/canonical/49_kernel_tensor_use.sql), else the name
   does (the rules of queries/v1/canonical/44_kernel_rules.sql); the evidence says which. Kernels whose names say
-  nothing (`unknown`) and that the metrics do not judge are never counted.
+  nothing (`unknown`) and that the metrics do not judge are never counted. Only where a GPU that ran kernels has
+  tensor cores (sm_70 and later); the advice follows the compute capability (advice.tensor_core_advice).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import re
 
 import polars as pl
 
+from . import advice as _advice
 from ._sql import run
 
 HOST_SHARE = 0.50
@@ -65,6 +69,7 @@ def tables(con, empty_queue_ns: int = EMPTY_QUEUE_NS) -> dict[str, pl.DataFrame]
         "launch_figures": run(con, "launch_figures", empty_queue_ns=empty_queue_ns),
         "pageable_copies": run(con, "pageable_copies"),
         "kernel_categories": run(con, "kernels_by_category"),
+        "advice_facts": run(con, "advice_facts"),
     }
 
 
@@ -102,11 +107,13 @@ def findings(
         share = top["idle_ns"] / idle if idle else 0
         if top["cause"].startswith("host:") and share >= HOST_SHARE:
             rng = top["cause"][5:]
-            kind = "data-loader bound" if DATA_WORDS.search(rng) else "host bound"
+            # a PyTorch operator's range is the operator's work, never data loading, whatever its name holds
+            loader = DATA_WORDS.search(rng) and not run(con, "range_label_pytorch", label=rng)["pytorch"][0]
+            kind = "data-loader bound" if loader else "host bound"
             rows.append(
                 (
                     kind,
-                    f"{share:.0%} of idle GPU time ({_ms(top['idle_ns'])} in {top['gaps']} gaps) is "
+                    f"{share:.0%} of the GPU idle time in gaps >= 1 ms ({_ms(top['idle_ns'])} in {top['gaps']} gaps) is "
                     f"spent in `{rng}` on the CPU" + (f"; meanwhile {activity}" if activity else ""),
                 )
             )
@@ -118,7 +125,11 @@ def findings(
             c = causes.filter(pl.col("cause") == cause)
             if c.height and idle and c["idle_ns"][0] / idle >= limit:
                 rows.append(
-                    (label, f"{c['idle_ns'][0] / idle:.0%} of idle GPU time ({_ms(c['idle_ns'][0])}): {advice}")
+                    (
+                        label,
+                        f"{c['idle_ns'][0] / idle:.0%} of the GPU idle time in gaps >= 1 ms ({_ms(c['idle_ns'][0])}): "
+                        f"{advice}",
+                    )
                 )
     # launch bound rests on the kernels of the loop: none when its steady-state iterations launch no kernel
     host_explained = any(r[0] in ("data-loader bound", "host bound") for r in rows)
@@ -143,24 +154,29 @@ def findings(
             (
                 "pageable host-to-device copies",
                 f"{pc['copies']:,} copies, {pc['bytes'] / 2**20:,.1f} MiB, {_ms(pc['ns'])} on the GPU: "
-                "pinned host memory (cudaHostAlloc, or pin_memory=True in PyTorch) makes them asynchronous",
+                + _advice.pinned_memory_advice(_facts(con, read)),
             )
         )
     cats = read.get("kernel_categories")
     if cats is not None and cats.height:
         simt = cats.filter(pl.col("category").is_in(MATRIX_CATEGORIES) & (pl.col("tensor_cores") == "no"))
         pct = simt["pct"].sum() if simt.height else 0.0
-        if pct >= NO_TENSOR_CORE_PCT:
+        advice = _advice.tensor_core_advice(_facts(con, read)) if pct >= NO_TENSOR_CORE_PCT else None
+        if advice:  # None: no GPU that ran them has tensor cores
             rows.append(
                 (
                     "matrix math without tensor cores",
                     f"{pct:.0f}% of kernel time ({_ms(simt['total_ns'].sum())}) is in "
-                    f"{'/'.join(sorted(simt['category'].unique()))} kernels on CUDA cores {_tc_evidence(simt)}; TF32 "
-                    "(torch.backends.cuda.matmul.allow_tf32 = True, or "
-                    'torch.set_float32_matmul_precision("high")) or bf16 autocast moves them to tensor cores',
+                    f"{'/'.join(sorted(simt['category'].unique()))} kernels on CUDA cores {_tc_evidence(simt)}; "
+                    + advice,
                 )
             )
     return pl.DataFrame(rows, schema=["finding", "evidence"], orient="row")
+
+
+def _facts(con, read: dict) -> _advice.Facts:
+    """What the advice rests on: compute capabilities and frameworks (advice.py), from `read` when given."""
+    return _advice.facts(con, read.get("advice_facts"))
 
 
 def _tc_evidence(rows: pl.DataFrame) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from . import advice as _advice
 from ._sql import facts, run
 
 
@@ -48,6 +49,9 @@ def info(con) -> pl.DataFrame:
     rows += quality(con)
     for name, ok, why in supports(counts):
         rows.append(("analyses", name, ("yes" if ok else "no") + (f": {why}" if why else "")))
+    # what this export cannot answer, and the capture switch that would (advice.CAPTURE_RULES)
+    for r in _advice.unanswered(_advice.holdings(con, f, counts)):
+        rows.append(("cannot answer", r.question, f"profile with {_advice.switch(r.key)}: {r.evidence}"))
     return pl.DataFrame(rows, schema=["section", "item", "value"], orient="row")
 
 
@@ -84,7 +88,5 @@ def supports(counts: dict[str, int]) -> list[tuple[str, bool, str]]:
     out.append(("kernels-by-range", *kbr))
     out.append(("summary", True, "" if ops else "no GPU work: facts only"))
     m = counts.get("GPU metrics samples", 0)
-    out.append(
-        ("metrics", m > 0, "" if m else "no GPU metrics (profile with `nsys profile --gpu-metrics-devices=all`)")
-    )
+    out.append(("metrics", m > 0, "" if m else f"no GPU metrics (profile with {_advice.switch('gpu_metrics')})"))
     return out

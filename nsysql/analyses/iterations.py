@@ -33,10 +33,25 @@ Flags (`flag`):
   iterations right after it that are still outliers by the rule below, up to max(2, 10% of the iterations)
   in all (one-off initialisation often spills into the second step: optimizer state, allocator growth). An
   explicit `skip` is taken as given.
-- `outlier`: a steady-state iteration slower than median + max(3 x 1.4826 x MAD, 25% of the median), where MAD
-  is the median absolute deviation of steady-state iteration times (1.4826 x MAD estimates the standard
-  deviation of normal noise; the 25% floor keeps very regular loops from flagging
-  jitter).
+- `outlier`: a steady-state iteration slower than median + max(k x 1.4826 x MAD, 25% of the median, 50 us),
+  k = OUTLIER_SIGMAS = 3, where MAD is the median absolute deviation of steady-state step times (1.4826 x MAD
+  estimates the standard deviation of normal noise; the 25% floor keeps very regular loops from flagging
+  jitter; the 50 us floor, MIN_EXCESS_NS, is the noise of the clock's reach: thread wake-ups and launch jitter
+  move a step by tens of microseconds, so a step of 30 us that takes 50 us is not slow, and no outlier, hence
+  no slow-iteration or periodic finding, is claimed from a smaller excess, however short the steps).
+- A period (`every 5th`) needs at least MIN_PERIOD_OCCURRENCES = 4 outliers on it: three points fit a period
+  by chance.
+
+Step time (`step_ns`, what the flags and the steady-state figures judge):
+- The CPU's window (`wall_ns`), unless the loop's GPU work outlasts it: when the median steady-state step
+  keeps the GPU busy longer than its CPU window (median gpu_busy_ns > median wall_ns, steady state as the
+  default warm-up of one iteration or `skip` sets it), the GPU cannot keep pace with the CPU (CUDA graphs,
+  asynchronous streams: the CPU enqueues a step in 30 us that the GPU runs in 85 us), and the step is timed on
+  the GPU: `gpu_step_ns`, from the start of the first GPU op launched in the step to the start of the first
+  one launched in the next (for the last step, the span of its own ops). `step_clock` says which ('cpu' or
+  'gpu'); a step that launched nothing keeps its CPU window. `step_idle_ns`: the step's idle time on that
+  clock: idle_ns (the device ran nothing during the window) on the CPU clock, gpu_step_ns - gpu_busy_ns (at
+  least 0) on the GPU clock.
 """
 
 from __future__ import annotations
@@ -65,11 +80,17 @@ MIN_COVERAGE = 0.10
 """Test 3: the share of the process's GPU work time (or of the thread's NVTX extent) the iterations hold."""
 OUTLIER_SIGMAS = 3.0
 OUTLIER_FLOOR = 0.25
+MIN_EXCESS_NS = 50_000
+"""No step is an outlier by less than this over the median (see the module docstring)."""
+MIN_PERIOD_OCCURRENCES = 4
+"""A period is claimed only from at least this many outliers on it."""
 MAX_AUTO_WARMUP_FRACTION = 0.10
 # the per-iteration columns that describe GPU work: null where the process launched none
 GPU_COLUMNS = (
     "gpu_busy_ns",
     "gpu_span_ns",
+    "gpu_start_ns",
+    "gpu_step_ns",
     "kernel_ns",
     "memcpy_ns",
     "memset_ns",
@@ -109,7 +130,15 @@ def detect(con, range: str | None = None) -> IterationRange:
     cands = run(con, "iteration_candidates")
     procs = run(con, "process_devices")
     if cands.height == 0:
-        raise NsysqlError("no NVTX push/pop ranges, so iterations cannot be found (profile with -t nvtx)")
+        push_pop, pytorch = run(con, "pytorch_ranges").row(0)
+        if not push_pop:
+            raise NsysqlError("no NVTX push/pop ranges, so iterations cannot be found (profile with -t nvtx)")
+        if not range:  # every push/pop range is PyTorch's (iteration_candidates.sql leaves them out)
+            raise NsysqlError(
+                f"no repeating loop found: all {pytorch:,} push/pop ranges are PyTorch's own operator ranges "
+                "(emit_nvtx, nsys --pytorch), which name operator calls, not steps, and the program repeats no "
+                "range of its own; name the loop with --range PATTERN"
+            )
     if range:
         return _named(con, range, procs)
     if procs.height:  # the main thread of each process with GPU work (thread_ops > 0 there only)
@@ -306,7 +335,7 @@ def iterations(
     win = windows(con, it)
     df = win.run("iterations", pid=it.pid, device=it.device_id)
     phases = win.run("iteration_phases", delimiter=it.delimiter)
-    df = flag(df, skip)
+    df = flag(steps(df, skip, gpu=it.device_id is not None), skip)
     if phases.height:
         order = phases.group_by("phase", maintain_order=True).agg(pl.col("cpu_ns").sum())["phase"].to_list()
         wide = phases.pivot(on="phase", index="iteration", values=["cpu_ns", "gpu_ns"], aggregate_function="sum")
@@ -317,7 +346,7 @@ def iterations(
                 cols.append(pl.col(src).fill_null(0).alias(f"{p} {v}"))
         df = df.join(wide.select("iteration", *cols), on="iteration", how="left")
     if it.device_id is None:  # no GPU work in the process: nothing to say about it, not 0 ns busy
-        gpu = [c for c in df.columns if c in GPU_COLUMNS or c.endswith(" gpu_ns")]
+        gpu = [c for c in df.columns if c in GPU_COLUMNS or c.endswith(" gpu_ns") or c == "step_idle_ns"]
         df = df.with_columns([pl.lit(None, dtype=df.schema[c]).alias(c) for c in gpu])
     from .metrics import activity
 
@@ -337,57 +366,113 @@ def breakdown(con, it: IterationRange) -> dict[str, pl.DataFrame]:
 
 def spans(con, range: str | None = None, skip: int | None = None, it: IterationRange | None = None) -> pl.DataFrame:
     """The iteration windows with their flags, without the GPU work per iteration: iteration, name, start_ns,
-    end_ns, wall_ns, warmup and outlier, the same as in `iterations()` (the flags read wall_ns only). Enough to
-    index gaps by iteration, for ~0.25 CPU s less than `iterations()` at 500k kernels."""
+    end_ns, wall_ns, warmup and outlier, the same as in `iterations()` where its steps are timed on the CPU (the
+    flags read wall_ns only; a loop timed on the GPU, see step_ns, is flagged on its GPU steps there). Enough
+    to index gaps by iteration, for ~0.25 CPU s less than `iterations()` at 500k kernels."""
     it = it or detect(con, range)
     return flag(windows(con, it).run("iteration_spans"), skip)
 
 
+def steps(df: pl.DataFrame, skip: int | None, gpu: bool = True) -> pl.DataFrame:
+    """`df` (iterations.sql's rows) with gpu_step_ns, step_ns, step_idle_ns and step_clock, by the rule of the
+    module docstring. `gpu`: whether the process launched GPU work (else the CPU's window, always)."""
+    start = pl.col("gpu_start_ns")
+    nxt = start.shift(-1).fill_null(strategy="backward")  # the first op of the next step that launched any
+    df = df.with_columns(
+        gpu_step_ns=pl.when(start.is_null())
+        .then(None)
+        .when(nxt.is_null())
+        .then(pl.col("gpu_span_ns"))
+        # the next step's first op may start before this one's when another stream ran it first: at least 0
+        .otherwise((nxt - start).clip(lower_bound=0))
+        .cast(pl.Int64)
+    )
+    steady = df.filter(pl.col("iteration") >= (1 if skip is None else skip))
+    on_gpu = (
+        gpu
+        and steady.height > 0
+        and steady["gpu_start_ns"].null_count() < steady.height
+        and float(steady["gpu_busy_ns"].median()) > float(steady["wall_ns"].median())
+    )
+    if not on_gpu:
+        return df.with_columns(step_ns=pl.col("wall_ns"), step_idle_ns=pl.col("idle_ns"), step_clock=pl.lit("cpu"))
+    return df.with_columns(
+        step_ns=pl.coalesce("gpu_step_ns", "wall_ns"),
+        step_idle_ns=pl.when(pl.col("gpu_step_ns").is_null())
+        .then(pl.col("idle_ns"))
+        .otherwise((pl.col("gpu_step_ns") - pl.col("gpu_busy_ns")).clip(lower_bound=0)),
+        step_clock=pl.lit("gpu"),
+    )
+
+
 def flag(df: pl.DataFrame, skip: int | None) -> pl.DataFrame:
+    """Warm-up and outlier flags (module docstring), judged on step_ns where `df` has it, else on wall_ns."""
     if skip is not None and skip < 0:
         raise NsysqlError(f"--skip must be 0 or more, not {skip}")
+    col = "step_ns" if "step_ns" in df.columns else "wall_ns"
     n = 1 if skip is None else skip
-    steady = df.filter(pl.col("iteration") >= n)["wall_ns"]
+    steady = df.filter(pl.col("iteration") >= n)[col]
     if steady.len() == 0:
         return df.with_columns(warmup=pl.col("iteration") < n, outlier=pl.lit(False))
     thr = outlier_threshold(steady)
     if skip is None:
-        times = df.sort("iteration")["wall_ns"].to_list()
+        times = df.sort("iteration")[col].to_list()
         cap = max(2, int(MAX_AUTO_WARMUP_FRACTION * len(times)))
         while n < min(cap, len(times) - 1) and times[n] > thr:
             n += 1
-        thr = outlier_threshold(df.filter(pl.col("iteration") >= n)["wall_ns"])
+        thr = outlier_threshold(df.filter(pl.col("iteration") >= n)[col])
     df = df.with_columns(warmup=pl.col("iteration") < n)
-    return df.with_columns(outlier=(~pl.col("warmup")) & (pl.col("wall_ns") > thr))
+    return df.with_columns(outlier=(~pl.col("warmup")) & (pl.col(col) > thr))
 
 
-def outlier_threshold(times: pl.Series) -> float:
+def outlier_threshold(
+    times: pl.Series,
+    sigmas: float = OUTLIER_SIGMAS,
+    floor: float = OUTLIER_FLOOR,
+    min_excess_ns: int = MIN_EXCESS_NS,
+) -> float:
+    """The step time above which a steady-state step is an outlier: median + max(sigmas x 1.4826 x MAD,
+    floor x median, min_excess_ns)."""
     med = float(times.median())
     mad = float((times - med).abs().median())
-    return med + max(OUTLIER_SIGMAS * MAD_SIGMA * mad, OUTLIER_FLOOR * med)
+    return med + max(sigmas * MAD_SIGMA * mad, floor * med, min_excess_ns)
 
 
 def stats(df: pl.DataFrame, it: IterationRange) -> pl.DataFrame:
     """Steady-state summary: count, median, p90, max, CV of iteration time, median GPU busy %, outlier pattern."""
     steady = df.filter(~pl.col("warmup"))
-    t = steady["wall_ns"].cast(pl.Float64)
+    col = "step_ns" if "step_ns" in df.columns else "wall_ns"
+    t = steady[col].cast(pl.Float64)
+    clock = df["step_clock"][0] if "step_clock" in df.columns and df.height else "cpu"
     row = {
         "range": it.family,
         "mode": it.mode,
         "iterations": df.height,
         "warmup": int(df["warmup"].sum()),
         "steady": steady.height,
+        # the clock the step times below are on: 'cpu' (the iteration's window) or 'gpu' (the GPU's work
+        # outlasts the CPU's window: iterations' step_ns); median_ns ... cv are of the step time on it
+        "step_clock": clock,
         "median_ns": float(t.median()) if steady.height else None,
         "mean_ns": float(t.mean()) if steady.height else None,
         "p90_ns": float(t.quantile(0.9, "linear")) if steady.height else None,
         "max_ns": float(t.max()) if steady.height else None,
         "cv": float(t.std() / t.mean()) if steady.height > 1 and t.mean() else None,
-        # the share of each iteration's window in which the device ran something (so at most 100%), not
-        # gpu_busy_ns / wall_ns: work launched in an iteration may run after its window ends (e.g. a window
-        # that only times the launches of a CUDA graph)
-        "median_gpu_busy_pct": float(((steady["wall_ns"] - steady["idle_ns"]) / steady["wall_ns"] * 100).median())
-        if steady.height and steady["idle_ns"].null_count() == 0
+        # the median share of a step in which the GPU was busy (_median_busy_pct)
+        "median_gpu_busy_pct": _median_busy_pct(steady, clock),
+        # the median CPU window (wall_ns) of the steady-state steps, whatever the clock
+        "cpu_median_ns": float(steady["wall_ns"].median()) if steady.height else None,
+        # on the GPU clock: how far the CPU runs ahead, the longest the GPU ran a steady-state step's ops after
+        # its CPU window closed (null on the CPU clock)
+        "cpu_lead_ns": _cpu_lead(steady) if clock == "gpu" and steady.height else None,
+        # the steady-state steps' time in all (sum of step_ns) and their GPU idle time in all (step_idle_ns):
+        # one denominator for the busy and idle shares of the headline (null idle without GPU work)
+        "steady_ns": int(t.sum()) if steady.height else None,
+        "steady_idle_ns": int(steady["step_idle_ns"].sum())
+        if "step_idle_ns" in steady.columns and steady.height and steady["step_idle_ns"].null_count() == 0
         else None,
+        # the device whose idle time the iterations measure (null without GPU work)
+        "device_id": it.device_id,
         # kernels launched in the steady-state iterations (null without GPU work): what a finding about kernel
         # launches in the loop rests on
         "steady_kernels": int(steady["kernels"].sum()) if steady["kernels"].null_count() == 0 else None,
@@ -404,20 +489,56 @@ def stats(df: pl.DataFrame, it: IterationRange) -> pl.DataFrame:
     return pl.DataFrame([row])
 
 
+def _median_busy_pct(steady: pl.DataFrame, clock: str) -> float | None:
+    """The median share of a steady-state step in which the GPU was busy: on the CPU clock the device ran
+    something during the window (so at most 100%), not gpu_busy_ns / wall_ns (work launched in an iteration
+    may run after its window ends, e.g. a window that only times the launches of a CUDA graph); on the GPU
+    clock the step's own ops covered its GPU step (at most 100%)."""
+    if not steady.height or steady["idle_ns"].null_count():
+        return None
+    if clock == "gpu":
+        share = (steady["step_ns"] - steady["step_idle_ns"]) / steady["step_ns"]
+    else:
+        share = (steady["wall_ns"] - steady["idle_ns"]) / steady["wall_ns"]
+    return float((share * 100).median())
+
+
+def _cpu_lead(steady: pl.DataFrame) -> float | None:
+    """The longest time by which a steady-state step's GPU ops ended after its CPU window (at least 0)."""
+    lead = (steady["gpu_start_ns"] + steady["gpu_span_ns"] - steady["end_ns"]).drop_nulls()
+    return float(max(lead.max(), 0)) if lead.len() else None
+
+
+def duration(ns: float) -> str:
+    """A step time as people read it: ms with two decimals, us under a millisecond."""
+    return f"{ns / 1e6:.2f} ms" if ns >= 1e6 else f"{ns / 1e3:.1f} us"
+
+
+def clock_clause(s: dict) -> str:
+    """On the GPU clock, the clause that says so and by how much the CPU runs ahead; else empty."""
+    if s.get("step_clock") != "gpu":
+        return ""
+    return (
+        f"timed on the GPU, whose work outlasts the CPU's window: the CPU enqueues a step in "
+        f"{duration(s['cpu_median_ns'])} (median) and runs ahead, by up to {duration(s['cpu_lead_ns'] or 0)}"
+    )
+
+
 def steady_sentence(s: dict) -> str:
     """One row of stats() as the sentence every front end prints: how many iterations the steady state holds,
     their median, mean, p90 and max time, CV and median GPU busy share; or that every iteration is warm-up."""
     if not s["steady"]:
         return f"steady state: none (all {s['iterations']} iterations are warm-up)"
     busy = (
-        f"GPU busy {s['median_gpu_busy_pct']:.0f}% (median)"
+        f"GPU busy {s['median_gpu_busy_pct']:.0f}% of a step (median)"
         if s["median_gpu_busy_pct"] is not None
         else "no GPU work in the process"
     )
+    clock = clock_clause(s)
     return (
-        f"steady state ({s['steady']} of {s['iterations']}): median {s['median_ns'] / 1e6:.2f} ms, "
-        f"mean {s['mean_ns'] / 1e6:.2f} ms, p90 {s['p90_ns'] / 1e6:.2f} ms, max {s['max_ns'] / 1e6:.2f} ms, "
-        f"CV {s['cv'] or 0:.2f}, {busy}"
+        f"steady state ({s['steady']} of {s['iterations']}{'; ' + clock if clock else ''}): median "
+        f"{duration(s['median_ns'])}, mean {duration(s['mean_ns'])}, p90 {duration(s['p90_ns'])}, max "
+        f"{duration(s['max_ns'])}, CV {s['cv'] or 0:.2f}, {busy}"
     )
 
 
@@ -434,15 +555,17 @@ def pattern(df: pl.DataFrame) -> str | None:
     """ "iterations 9, 19, 29, … (every 10th) are 9.2x slower than the median", or None.
 
     The period is the step d for which the most outliers fall in one residue class (index mod d), provided that
-    class holds at least 3 outliers, most of the outliers, and nearly every d-th iteration across its span.
+    class holds at least MIN_PERIOD_OCCURRENCES outliers, most of the outliers, and nearly every d-th iteration
+    across its span. Times are step_ns (the step on its clock).
     """
     steady = df.filter(~pl.col("warmup"))
     out = steady.filter(pl.col("outlier"))
     if out.height == 0:
         return None
-    med = float(steady.filter(~pl.col("outlier"))["wall_ns"].median() or steady["wall_ns"].median())
+    col = "step_ns" if "step_ns" in df.columns else "wall_ns"
+    med = float(steady.filter(~pl.col("outlier"))[col].median() or steady[col].median())
     idx = out["iteration"].to_list()
-    cpu = dict(zip(idx, out["wall_ns"].to_list()))
+    cpu = dict(zip(idx, out[col].to_list()))
     period, members = periodic(idx)
     main = members or idx
     ratio = sorted(cpu[i] for i in main)[len(main) // 2] / med if med else float("nan")
@@ -458,7 +581,7 @@ def pattern(df: pl.DataFrame) -> str | None:
 
 def periodic(idx: list[int]) -> tuple[int | None, list[int]]:
     """The period of outlier indices and the outliers on it, or (None, [])."""
-    if len(idx) < 3:
+    if len(idx) < MIN_PERIOD_OCCURRENCES:
         return None, []
     diffs = [b - a for a, b in zip(idx, idx[1:])]
     common = sorted(set(diffs), key=lambda d: (-diffs.count(d), d))[:5]
@@ -470,7 +593,7 @@ def periodic(idx: list[int]) -> tuple[int | None, list[int]]:
             classes.setdefault(i % d, []).append(i)
         cls = max(classes.values(), key=len)
         span = (cls[-1] - cls[0]) // d + 1
-        if len(cls) >= 3 and len(cls) >= 0.6 * len(idx) and len(cls) >= 0.75 * span:
+        if len(cls) >= MIN_PERIOD_OCCURRENCES and len(cls) >= 0.6 * len(idx) and len(cls) >= 0.75 * span:
             if best is None or len(cls) > best[1] or (len(cls) == best[1] and d > best[0]):
                 best = (d, len(cls), cls)
     return (best[0], best[2]) if best else (None, [])

@@ -6,7 +6,7 @@ import polars as pl
 
 from ._sql import run
 from .patterns import resolve_range
-from .ranges import DEFAULT_ATTRIBUTION, check_attribution
+from .ranges import DEFAULT_ATTRIBUTION, check_attribution, group_ops_default
 
 
 def kernels_by_range(
@@ -14,10 +14,10 @@ def kernels_by_range(
     range: str | None = None,
     innermost: bool = False,
     attribution: str = DEFAULT_ATTRIBUTION,
-    group_ops: bool = False,
+    group_ops: bool | None = None,
 ) -> pl.DataFrame:
     """Per (range, kernel): range instances, kernel count and duration stats (ns). `group_ops`: PyTorch emit_nvtx
-    names without their per-call arguments."""
+    names without their per-call arguments; None: as ranges.group_ops_default says."""
     names = resolve_range(con, range)[0] if range else None
     return run(
         con,
@@ -25,5 +25,5 @@ def kernels_by_range(
         attribution=check_attribution(attribution),
         names=names,
         innermost=innermost,
-        group_ops=bool(group_ops),
+        group_ops=group_ops_default(attribution, group_ops),
     )

@@ -16,12 +16,12 @@ import polars as pl
 
 from ..errors import NsysqlError
 from ._sql import run
+from .advice import switch
 from .ranges import DEFAULT_ATTRIBUTION, check_attribution
 
 GROUPINGS = ("iteration", "range")
 NO_METRICS = (
-    "this export has no GPU metrics: profile with `nsys profile --gpu-metrics-devices=all` (or a list of "
-    "devices) to sample them"
+    f"this export has no GPU metrics: profile with {switch('gpu_metrics')} (or a list of devices) to sample them"
 )
 # the metrics iterations and summary show, by their names across nsys versions and GPU generations (the names
 # nsys's recipes accept for them; Turing says `Tensor Active / FP16 Active`)

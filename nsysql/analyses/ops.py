@@ -1,4 +1,5 @@
-"""PyTorch operators (ranges of torch.autograd.profiler.emit_nvtx): calls, CPU time, and the GPU time of their
+"""PyTorch operators (ranges of torch.autograd.profiler.emit_nvtx, or of `nsys profile --pytorch=autograd-nvtx`,
+which names them alike): calls (a re-entry of the same operator is not one), CPU time, and the GPU time of their
 kernels, forward and backward, each kernel counted once (rules in queries/v1/analyses/ops.sql)."""
 
 from __future__ import annotations
@@ -7,10 +8,11 @@ import polars as pl
 
 from ..errors import NsysqlError
 from ._sql import run
+from .advice import switch
 
 NO_OPS = (
-    "the export has no PyTorch operator ranges (aten::...); record them by running the workload inside "
-    "`with torch.autograd.profiler.emit_nvtx():` under `nsys profile -t cuda,nvtx`"
+    f"the export has no PyTorch operator ranges (aten::...); record them with {switch('op_ranges')}, or by running "
+    "the workload inside `with torch.autograd.profiler.emit_nvtx():` under `nsys profile -t cuda,nvtx`"
 )
 
 

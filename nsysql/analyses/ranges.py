@@ -17,7 +17,17 @@ def check_attribution(attribution: str) -> str:
     return attribution
 
 
-def ranges(con, attribution: str = DEFAULT_ATTRIBUTION, group_ops: bool = False) -> pl.DataFrame:
+def group_ops_default(attribution: str, group_ops: bool | None) -> bool:
+    """Whether PyTorch's ranges are grouped by operator (range_op_name) when `group_ops` is None: under the
+    process rule, nsysql's own view, yes (one row per operator, not one per call: under emit_nvtx or
+    `nsys profile --pytorch=autograd-nvtx` every call's name is its own); under the thread rule, which is there
+    to reproduce `nsys stats`, no (one row per full name, as nvtx_sum and nvtx_kern_sum)."""
+    return check_attribution(attribution) == "process" if group_ops is None else bool(group_ops)
+
+
+def ranges(con, attribution: str = DEFAULT_ATTRIBUTION, group_ops: bool | None = None) -> pl.DataFrame:
     """Per (domain, name, style): instances, duration stats (ns), GPU-projected time and GPU op count.
-    `group_ops`: PyTorch emit_nvtx names without their per-call arguments (one row per operator)."""
-    return run(con, "ranges", attribution=check_attribution(attribution), group_ops=bool(group_ops))
+    `group_ops`: PyTorch emit_nvtx names without their per-call arguments (one row per operator); None: as
+    group_ops_default says."""
+    group_ops = group_ops_default(attribution, group_ops)
+    return run(con, "ranges", attribution=check_attribution(attribution), group_ops=group_ops)

@@ -12,8 +12,8 @@ from .findings import findings
 from .findings import tables as findings_tables
 
 FACTS_SCHEMA = ["key", "item", "value"]
-"""The facts section: `key`, a stable identifier to read a fact by (file, nsys_version, span, gpus, gpu_N_busy,
-iterations, outliers, idle, lacks, ranges); `item`, its label for display; `value`, the text."""
+"""The facts section: `key`, a stable identifier to read a fact by (step, file, nsys_version, span, gpus,
+gpu_N_busy, iterations, outliers, idle, lacks, ranges); `item`, its label for display; `value`, the text."""
 
 
 def tables(con) -> dict[str, pl.DataFrame]:
@@ -49,7 +49,11 @@ def summary(
     one = lambda k, d=None: (f.get(k) or [d])[0]  # noqa: E731
     gpus = read["gpus"]
     span_ns = int(one("span_ns") or 0)
-    rows = [  # (key, label, value): front ends read a fact by its key and show its label
+    rows = []  # (key, label, value): front ends read a fact by its key and show its label
+    if st is not None:  # the headline: the steady-state step, its GPU busy share and where the rest went
+        gaps_ok = None if isinstance(gaps_df, NsysqlError) else gaps_df
+        rows.append(("step", "steady-state step", step_sentence(headline(st, its, gaps_ok))))
+    rows += [
         ("file", "file", one("source_path")),
         ("nsys_version", "nsys version", one("nsys_version", "unknown")),
         ("span", "span", f"{span_ns / 1e9:.3f} s" if span_ns else "unknown (no timed events)"),
@@ -61,7 +65,7 @@ def summary(
         ),
     ]
     for r in gpus.iter_rows(named=True):
-        rows.append((f"gpu_{r['device_id']}_busy", f"GPU {r['device_id']} busy", _device_busy(r)))
+        rows.append((f"gpu_{r['device_id']}_busy", f"GPU {r['device_id']} busy (whole profile)", _device_busy(r)))
     causes, activity = None, None
     if isinstance(loop, NsysqlError):
         rows.append(("iterations", "iterations", f"none: {loop}"))
@@ -84,21 +88,14 @@ def summary(
             idle = causes["idle_ns"].sum()
             c = causes.row(0, named=True)
             top3 = ", ".join(f"{r['cause']} {r['pct_of_idle']:.0f}%" for r in causes.head(3).iter_rows(named=True))
+            top3 = f"top causes (% of the idle time in gaps >= 1 ms): {top3}"
             # what the other threads and processes did during the top cause's gaps: NVTX ranges and OS calls only
             # (CUDA API calls, most of a large export's rows, would make every summary pay for `gaps --explain`)
             top_gaps = gaps_df.filter(pl.col("cause") == c["cause"])
             elsewhere = _gaps.explain_by_cause(con, top_gaps, top=None, cuda=False)
             activity = _gaps.top_activity(elsewhere)
-            rows.append(
-                (
-                    "idle",
-                    "idle (gaps >= 1 ms)",
-                    f"{idle / 1e6:.1f} ms = {100 * idle / c['span_ns']:.1f}% of {c['counted']}; top causes "
-                    f"(% of that idle time): {top3}"
-                    if c["span_ns"]
-                    else f"{idle / 1e6:.1f} ms",
-                )
-            )
+            n_gaps = int(causes["gaps"].sum())
+            rows.append(("idle", "idle", _idle_line(c, idle, n_gaps, top3, gpus, loop=st is not None)))
             said = activity or _gaps.idle_elsewhere(elsewhere, cuda=False)
             if said:
                 rows.append(("meanwhile", "meanwhile", f"during {c['cause']}: {said}"))
@@ -124,6 +121,89 @@ def summary(
         )
     out["memory"] = read["memory"]
     return out
+
+
+def idle_in_gaps(gaps_df: pl.DataFrame, its: pl.DataFrame, device_id: int | None) -> int:
+    """The idle time of `device_id` in the gaps of `gaps_df` (those of at least gaps' min_ns, 1 ms in a
+    summary) that lies inside the steady-state steps of `its` on their clock (step_clock): each gap clipped to
+    the steps, so the figure is part of the steps' idle time (stats' steady_idle_ns) by construction. A CPU
+    step is its window [start_ns, end_ns); a GPU step [gpu_start_ns, gpu_start_ns + step_ns)."""
+    steady = its.filter(~pl.col("warmup"))
+    if not steady.height or device_id is None:
+        return 0
+    gpu = "step_clock" in steady.columns and steady["step_clock"][0] == "gpu"
+    start = pl.coalesce("gpu_start_ns", "start_ns") if gpu else pl.col("start_ns")
+    end = start + pl.col("step_ns") if gpu else pl.col("end_ns")
+    w = steady.select(start.alias("s"), end.alias("e")).sort("s").rows()
+    g = gaps_df.filter(pl.col("device_id") == device_id).select("start_ns", "end_ns").sort("start_ns").rows()
+    total, i = 0, 0
+    for gs, ge in g:  # windows are disjoint and sorted: one sweep
+        while i < len(w) and w[i][1] <= gs:
+            i += 1
+        j = i
+        while j < len(w) and w[j][0] < ge:
+            total += max(0, min(ge, w[j][1]) - max(gs, w[j][0]))
+            j += 1
+    return int(total)
+
+
+def headline(st: pl.DataFrame, its: pl.DataFrame | None, gaps_df: pl.DataFrame | None) -> dict:
+    """The figures of the headline, from iteration stats (one row), the iterations and the gaps (>= 1 ms):
+    stats' row plus `idle_gaps_1ms_ns`, the part of steady_idle_ns in gaps >= 1 ms (idle_in_gaps; null when
+    the gaps are not known). Every share of the headline is of steady_ns, the steady-state steps' time."""
+    s = st.row(0, named=True)
+    s["idle_gaps_1ms_ns"] = (
+        idle_in_gaps(gaps_df, its, s.get("device_id"))
+        if gaps_df is not None and its is not None and s.get("steady_idle_ns") is not None
+        else None
+    )
+    return s
+
+
+def step_sentence(h: dict) -> str:
+    """The headline sentence: the median steady-state step (on its clock), and over the steady-state steps'
+    time, the GPU's busy share and its idle share, all idle, with the part in gaps >= 1 ms apart."""
+    if not h["steady"]:
+        return f"none: all {h['iterations']} iterations are warm-up"
+    n, total = h["steady"], h["steady_ns"]
+    clock = _iter.clock_clause(h)
+    text = f"{_iter.duration(h['median_ns'])} (median of {n} step{'s' if n != 1 else ''}" + (
+        f"; {clock})" if clock else ")"
+    )
+    idle = h.get("steady_idle_ns")
+    if idle is None or not total:
+        return text + "; no GPU work in the process"
+    text += (
+        f"; over their {_dur(total)} the GPU was busy {100 * (total - idle) / total:.1f}% and idle "
+        f"{100 * idle / total:.1f}% ({_dur(idle)})"
+    )
+    big = h.get("idle_gaps_1ms_ns")
+    if big is None:
+        return text
+    if not big:
+        return text + ", none of it in gaps >= 1 ms"
+    return (
+        text + f": {100 * big / total:.1f}% in gaps >= 1 ms ({_dur(big)}), {100 * (idle - big) / total:.1f}% in "
+        f"shorter gaps ({_dur(idle - big)})"
+    )
+
+
+def _idle_line(c: dict, idle: int, gaps: int, top3: str, gpus: pl.DataFrame, loop: bool) -> str:
+    """The idle fact: the causes of the idle time in gaps >= 1 ms; where no steady-state step holds such a gap,
+    that time over the devices' active span (start-up included), beside all the idle time there."""
+    if c["counted"] == "steady-state iterations":  # the amounts are the headline's (step)
+        return f"{gaps} gap{'s' if gaps != 1 else ''} >= 1 ms in the steady-state steps; {top3}"
+    if not c["span_ns"]:
+        return f"{idle / 1e6:.1f} ms in gaps >= 1 ms; {top3}"
+    where = c["counted"]
+    text = f"{idle / 1e6:.1f} ms in gaps >= 1 ms = {100 * idle / c['span_ns']:.1f}% of {where}"
+    if where == "devices' active span":
+        all_idle = int((gpus["active_ns"] - gpus["busy_ns"]).sum())
+        text += (
+            f" (first to last GPU op, start-up included{'; none in the steady-state steps' if loop else ''}; all "
+            f"idle there: {all_idle / 1e6:.1f} ms = {100 * all_idle / c['span_ns']:.1f}%)"
+        )
+    return f"{text}; {top3}"
 
 
 def _activity_line(its: pl.DataFrame) -> str | None:
@@ -155,8 +235,9 @@ def _device_busy(r: dict) -> str:
             f"a busy share (active span {_dur(r['active_ns'])})"
         )
     return (
-        f"{r['busy_pct_active']:.1f}% of its active span ({r['busy_ns'] / 1e6:.1f} ms of "
-        f"{r['active_ns'] / 1e6:.1f} ms), {r['busy_pct_span']:.1f}% of the profile span"
+        f"{r['busy_pct_active']:.1f}% of its active span (first to last GPU op, start-up included: "
+        f"{r['busy_ns'] / 1e6:.1f} ms of {r['active_ns'] / 1e6:.1f} ms), {r['busy_pct_span']:.1f}% of the "
+        "profile span"
     )
 
 

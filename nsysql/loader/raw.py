@@ -75,6 +75,7 @@ _GPU_COLUMNS = (
     ("computeMajor", I),
     ("computeMinor", I),
     ("busLocation", S),
+    ("cuDevice", I),
 )
 _GPU_ALIASES = (
     ("id", "deviceId"),
@@ -134,6 +135,8 @@ RAW_TABLES: tuple[RawTable, ...] = (
     # 2020-2021 exports have both, and their TARGET_INFO_GPU holds only id, name and bus: the SM count, memory
     # and compute capability are in TARGET_INFO_CUDA_GPU (devices.sql merges the two)
     RawTable("raw_cuda_gpu_info", ("TARGET_INFO_CUDA_GPU",), _GPU_COLUMNS, aliases=_GPU_ALIASES),
+    # each process's CUDA device id (the deviceId of its GPU work) and the GPU it is (TARGET_INFO_GPU.id), 2025.5 on
+    RawTable("raw_cuda_device", ("TARGET_INFO_CUDA_DEVICE",), (("gpuId", I), ("cudaId", I), ("pid", I))),
     RawTable("raw_meta", ("META_DATA_EXPORT", "EXPORT_META_DATA"), (("name", S), ("value", S))),
     RawTable("raw_env", ("TARGET_INFO_SYSTEM_ENV",), (("name", S), ("value", S))),
     # the profiled processes' environment (PROCESS_n:ENVIRONMENT_VARIABLE rows), 2023.3 and later

@@ -187,15 +187,45 @@ def _facts(prof, summ: dict, stats: pl.DataFrame | None) -> str:
                 _fact("GPU busy", "—", f"{gpus['busy_ns'].sum() / 1e3:.1f} us of GPU time: too little for a share")
             )
         else:
-            cards.append(_fact("GPU busy", f"{busy:.1f}%", "of the GPUs' active span"))
+            cards.append(_fact("GPU busy", f"{busy:.1f}%", "whole profile: of the GPUs' active span"))
     else:
         cards.append(_fact("GPUs", "none used"))
-    if stats is not None and stats["steady"][0]:
-        s = stats.row(0, named=True)
-        cards.append(_fact("iteration", f"{s['median_ns'] / 1e6:.2f} ms", "median, steady state"))
-        if s["median_gpu_busy_pct"] is not None:
-            cards.append(_fact("GPU busy / iteration", f"{s['median_gpu_busy_pct']:.0f}%", "median, steady state"))
-    return '<div class="facts">' + "".join(cards) + "</div>"
+    return '<div class="facts">' + "".join(_step_cards(prof, stats) + cards) + "</div>"
+
+
+def _step_cards(prof, stats: pl.DataFrame | None) -> list[str]:
+    """The headline first (summary's step fact, as cards): the median steady-state step on its clock, and over
+    the steady-state steps' time the GPU's busy and idle shares, the idle in gaps >= 1 ms apart."""
+    from ..analyses.iterations import duration
+    from ..analyses.summary import headline
+
+    if stats is None or not stats["steady"][0]:
+        return []
+    try:
+        its, gaps = prof.iterations(), (prof.gaps() if prof.summary()["gpus"].height else None)
+    except NsysqlError:
+        its, gaps = None, None
+    h = headline(stats, its, gaps)
+    where = (
+        f"median on the GPU; the CPU runs ahead, by up to {duration(h['cpu_lead_ns'] or 0)}"
+        if h["step_clock"] == "gpu"
+        else "median, steady state"
+    )
+    cards = [_fact("step", duration(h["median_ns"]), where)]
+    total, idle = h["steady_ns"], h.get("steady_idle_ns")
+    if idle is not None and total:
+        cards.append(
+            _fact("GPU busy / step", f"{100 * (total - idle) / total:.1f}%", "of the steady-state steps' time")
+        )
+        big = h.get("idle_gaps_1ms_ns")
+        cards.append(
+            _fact(
+                "GPU idle / step",
+                f"{100 * idle / total:.1f}%",
+                f"{100 * big / total:.1f}% in gaps >= 1 ms" if big is not None else "of the steady-state steps' time",
+            )
+        )
+    return cards
 
 
 def _findings(df: pl.DataFrame) -> str:

@@ -28,9 +28,13 @@ def snippet(prof, top: int = 10) -> str:
     value = lambda key, default=None: facts.get(key, (None, default))[1]  # noqa: E731
     gpus = s["gpus"]
     out = [f"#### nsysql: {code(prof.path.name, NAME_MAX)}", ""]
+    if value("step"):  # the headline first
+        out.append(f"- **steady-state step**: {code(str(value('step')), VALUE_MAX)}")
     line = f"- **nsys** {code(str(value('nsys_version', 'unknown')), NAME_MAX)} · **span** {value('span', '?')}"
     if gpus.height:
-        line += f" · **GPUs** {code(str(value('gpus')), VALUE_MAX)} · **GPU busy** " + all_devices_busy(gpus)
+        line += f" · **GPUs** {code(str(value('gpus')), VALUE_MAX)} · **GPU busy (whole profile)** " + all_devices_busy(
+            gpus
+        )
     out.append(line)
     out.append(f"- **iterations**: {code(str(value('iterations', 'none')), VALUE_MAX)}")
     out += [f"- **{facts[k][0]}**: {code(str(facts[k][1]), VALUE_MAX)}" for k in ("outliers", "idle") if value(k)]

@@ -28,7 +28,9 @@
 -- work, and never named as what the idle time waited on. Every other call, and every NVTX range, is work.
 --
 -- Overlap: least(activity end, gap end) - greatest(activity start, gap start), summed per gap, thread and
--- activity (kind, domain, name), capped at the gap's length (a thread does one thing of a kind at a time).
+-- activity (kind, domain, name; a range PyTorch opened is named without its per-call arguments, range_op_name,
+-- so the calls of one operator are one activity), capped at the gap's length (a thread does one thing of a kind
+-- at a time).
 WITH g AS (
   SELECT unnest($gap_ids) AS gap_id, unnest($starts) AS start_ns, unnest($ends) AS end_ns,
          unnest($pids) AS gpid, unnest($tids) AS gtid, unnest($devices) AS dev
@@ -66,7 +68,7 @@ WITH g AS (
 ), named AS (  -- each range or call name once: its domain and whether it waits
   SELECT a.pid, a.tid, a.kind, a.id, ['nvtx', 'cuda', 'os'][a.kind + 1] AS kind_name,
          CASE WHEN a.kind = 0 THEN r.domain ELSE '' END AS domain,
-         CASE WHEN a.kind = 0 THEN r.name ELSE s.value END AS name,
+         CASE WHEN a.kind = 0 THEN range_op_name(r.name) ELSE s.value END AS name,
          CASE a.kind
            WHEN 0 THEN false
            WHEN 1 THEN s.value ILIKE '%synchronize%' OR s.value ILIKE '%waitevent%' OR s.value ILIKE '%eventquery%'

@@ -4,13 +4,15 @@
 -- process's GPU op count (0 on other threads); thread_ranges: the push/pop ranges of the thread. In the order
 -- iterations.detect tries them: main threads of the busiest processes first, then outermost, most repeated.
 -- A family's numbers must count something: distinct, and spanning at most twice as many values as there are
--- (Batch0..Batch59, step_1..step_100). Otherwise each name stands alone: PyTorch's emit_nvtx names every
--- operator call `aten::mul, op_id = 314339`, and those ids are not iterations.
+-- (Batch0..Batch59, step_1..step_100). Otherwise each name stands alone: ids are not iterations.
+-- Ranges PyTorch opens itself (is_torch_range: emit_nvtx, `nsys profile --pytorch=autograd-nvtx`) are never
+-- candidates: they name PyTorch's work, one per operator call (`aten::mul, op_id = 314339`), never the user's
+-- step; an operator is called as often within one step as across steps.
 WITH named AS (
   SELECT r.*, family_name(r.name) AS stem,
          family_number(r.name) AS num
   FROM nvtx_ranges r
-  WHERE r.style = 'PushPop'
+  WHERE r.style = 'PushPop' AND NOT is_torch_range(r.name)
 ), counters AS (  -- stems whose numbers run like a counter
   SELECT pid, tid, depth, stem
   FROM named
@@ -25,7 +27,7 @@ WITH named AS (
 ), thread_ops AS (
   SELECT pid, main_tid AS tid, ops FROM process_roles
 ), thread_ranges AS (
-  SELECT pid, tid, count(*) AS n FROM named GROUP BY pid, tid
+  SELECT pid, tid, count(*) AS n FROM nvtx_ranges WHERE style = 'PushPop' GROUP BY pid, tid
 )
 SELECT
   f.pid, f.tid, f.depth, f.family,

@@ -27,11 +27,12 @@ WITH proc AS (
                   + CASE WHEN $delimiter THEN 0 ELSE 1 END
     AND r.range_id NOT IN (SELECT range_id FROM query_table($windows))
 ), kids AS (
-  SELECT i.iteration, list(DISTINCT family_name(c.name)) AS names
+  SELECT i.iteration, list(DISTINCT range_family(c.name)) AS names
   FROM cand c ASOF JOIN query_table($windows) i ON c.start_ns >= i.start_ns
   WHERE c.start_ns < i.end_ns AND (CASE WHEN $delimiter THEN true ELSE c.parent_id = i.range_id END)
   GROUP BY i.iteration
-), per AS (  -- what the iteration holds: the names of its work ops (ids) and of its child ranges
+), per AS (  -- what the iteration holds: the names of its work ops (ids) and the families of its child ranges
+            -- (range_family: PyTorch's operator ranges by operator, whatever their per-call ids)
   SELECT w.iteration, w.end_ns - w.start_ns AS wall_ns, coalesce(o.n, 0) AS ops, coalesce(o.ns, 0) AS ns,
          coalesce(o.names, []) AS kn, coalesce(k.names, []) AS rn
   FROM query_table($windows) w LEFT JOIN ops o USING (iteration) LEFT JOIN kids k USING (iteration)

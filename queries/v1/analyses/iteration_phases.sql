@@ -1,6 +1,7 @@
 -- Per iteration and child range (for a wrapper range: its direct children, e.g. `Forward Pass`; for a
 -- delimiter range: the sibling ranges of the same thread and level that start inside the window, e.g.
--- `forward`, `backward`): CPU time and the summed duration of the GPU ops attributed to it (process rule).
+-- `forward`, `backward`; one phase per range_family: `Batch3` is `Batch`, each call of `aten::zero_` is
+-- `aten::zero_`): CPU time and the summed duration of the GPU ops attributed to it (process rule).
 -- $windows: the table of the iteration windows (iteration_windows.sql); $delimiter as in iteration_windows.sql.
 WITH cand AS (
   SELECT r.* FROM nvtx_ranges r
@@ -21,7 +22,7 @@ WITH cand AS (
   WHERE x.range_id IN (SELECT range_id FROM kept)
   GROUP BY x.range_id
 )
-SELECT k.iteration, family_name(k.name) AS phase,
+SELECT k.iteration, range_family(k.name) AS phase,
        sum(k.end_ns - k.start_ns)::BIGINT AS cpu_ns, coalesce(sum(g.gpu_ns), 0)::BIGINT AS gpu_ns
 FROM kept k LEFT JOIN gpu g USING (range_id)
 GROUP BY ALL

@@ -1,10 +1,10 @@
 -- Per iteration (rows of the table named $windows, made by iteration_windows.sql) and NVTX range family: CPU
 -- time of the ranges of process $pid (any thread) that start inside the iteration window, and the summed
 -- duration of the GPU ops attributed to them (process rule, see op_ranges). A numbered family (`Batch0`,
--- `Batch1`, ...) counts as one name (`Batch`).
+-- `Batch1`, ...) counts as one name (`Batch`), every call of a PyTorch operator as its operator (range_family).
 -- The iteration ranges themselves are left out: their time is the iteration time.
 WITH r AS (
-  SELECT i.iteration, x.range_id, family_name(x.name) AS name, x.duration_ns
+  SELECT i.iteration, x.range_id, range_family(x.name) AS name, x.duration_ns
   FROM (SELECT * FROM nvtx_ranges WHERE pid = $pid
           AND range_id NOT IN (SELECT range_id FROM query_table($windows))) x
   ASOF JOIN query_table($windows) i ON x.start_ns >= i.start_ns

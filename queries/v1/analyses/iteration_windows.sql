@@ -20,11 +20,12 @@ WITH inst AS (
   FROM nvtx_ranges s, last l
   WHERE s.pid = l.pid AND s.tid = l.tid AND s.depth = l.depth AND s.parent_id IS NOT DISTINCT FROM l.parent_id
     AND s.start_ns >= l.prev_start_ns AND NOT list_contains($names, s.name)
-), seen AS (  -- what followed the instance before the last one
-  SELECT list(DISTINCT name) AS names, count(*) AS n FROM sibs WHERE before_last
+), seen AS (  -- what followed the instance before the last one (PyTorch's operator calls by operator:
+              -- range_op_name, as their per-call ids differ from step to step)
+  SELECT list(DISTINCT range_op_name(name)) AS names, count(*) AS n FROM sibs WHERE before_last
 ), after AS (  -- the siblings after the last instance, numbered, and whether each is of a name seen before
   SELECT s.end_ns, row_number() OVER (ORDER BY s.start_ns, s.end_ns) AS k,
-         list_contains(seen.names, s.name) AS known
+         list_contains(seen.names, range_op_name(s.name)) AS known
   FROM sibs s, seen WHERE NOT s.before_last
 ), last_end AS (
   SELECT max(a.end_ns) AS end_ns

@@ -29,6 +29,7 @@ WITH coll AS (  -- collective communication kernels (NCCL)
   SELECT iteration,
          sum(greatest(end_ns - greatest(start_ns, coalesce(prev_end, start_ns)), 0))::BIGINT AS gpu_busy_ns,
          (max(end_ns) - min(start_ns))::BIGINT AS gpu_span_ns,
+         min(start_ns)::BIGINT AS gpu_start_ns,
          coalesce(sum(duration_ns) FILTER (WHERE kind = 'kernel'), 0)::BIGINT AS kernel_ns,
          coalesce(sum(duration_ns) FILTER (WHERE kind = 'memcpy'), 0)::BIGINT AS memcpy_ns,
          coalesce(sum(duration_ns) FILTER (WHERE kind = 'memset'), 0)::BIGINT AS memset_ns,
@@ -79,6 +80,9 @@ SELECT
   -- union of the intervals of the GPU ops launched in the iteration, across streams
   coalesce(p.gpu_busy_ns, 0) AS gpu_busy_ns,
   coalesce(p.gpu_span_ns, 0) AS gpu_span_ns,
+  -- when the first GPU op launched in the iteration started (null when it launched none): the GPU's own
+  -- step boundaries (iterations.py, gpu_step_ns)
+  p.gpu_start_ns,
   coalesce(p.kernel_ns, 0) AS kernel_ns,
   coalesce(p.memcpy_ns, 0) AS memcpy_ns,
   coalesce(p.memset_ns, 0) AS memset_ns,

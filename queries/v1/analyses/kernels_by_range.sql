@@ -1,12 +1,12 @@
 -- Kernels per NVTX range: the quantity of `nsys stats -r nvtx_kern_sum`, per (range name, domain, kernel).
 -- $attribution: 'thread' (nsys's rule) or 'process'. $names: the range names to keep, NULL for all.
 -- $innermost: when true each kernel counts only under the deepest of its (kept) ranges.
--- $group_ops: when true, names lose PyTorch's per-call arguments (torch_op_name), as in ranges.sql.
+-- $group_ops: when true, names lose PyTorch's per-call arguments (range_op_name), as in ranges.sql.
 -- Rows are grouped on small integer keys (one per range name and domain, one per kernel name) and the names
 -- joined at the end, so the tens of millions of (kernel, range) pairs of a large profile carry no strings.
 WITH rn AS (  -- the kept ranges, each with a key for its (name, domain)
   SELECT range_id, depth, start_ns, name, domain, dense_rank() OVER (ORDER BY name, domain) AS key
-  FROM (SELECT * REPLACE (CASE WHEN $group_ops THEN torch_op_name(name) ELSE name END AS name) FROM nvtx_ranges
+  FROM (SELECT * REPLACE (CASE WHEN $group_ops THEN range_op_name(name) ELSE name END AS name) FROM nvtx_ranges
         WHERE $names IS NULL OR list_contains($names, name))
 ), kname AS (  -- one key per distinct kernel name (ids with equal text count as one name)
   SELECT id AS name_id, min(id) OVER (PARTITION BY value) AS kkey FROM strings

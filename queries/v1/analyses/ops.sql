@@ -7,6 +7,8 @@
 --     GPU time of that op's outermost operator range.
 --   forward: otherwise, the outermost operator range open on the launching thread (nsys's thread rule, no
 --     process rule: another thread's operator did not launch it).
+-- Calls: an operator range inside a range of the same operator on its thread is a re-entry, not a call (see
+-- user_calls), so aten::conv2d redispatched by autocast inside aten::conv2d is one call.
 -- So an op nested in another (aten::addmm in aten::linear) has its calls and CPU time but no GPU time: it is
 -- the outer op's, forward and backward alike. Ops that are called only inside others' backward (aten::mm in
 -- AddmmBackward0) have calls and CPU time; their kernels are the forward op's backward time.
@@ -75,15 +77,28 @@ WITH op AS (  -- operator calls
 ), top_kernel AS (  -- the kernel name with the most time per (op, sizes), forward and backward together
   SELECT op, sizes, name_id FROM (SELECT op, sizes, name_id, sum(duration_ns) AS t FROM kern GROUP BY ALL)
   QUALIFY row_number() OVER (PARTITION BY op, sizes ORDER BY t DESC, name_id) = 1
+), user_calls AS (  -- operator calls inside no call of the same operator on their thread: a call that re-enters
+                   -- its own operator (autocast's redispatch of aten::conv2d inside aten::conv2d, aten::div's
+                   -- Scalar overload calling its Tensor one) is part of the call that made it, once in calls and
+                   -- once in cpu_ns. Push/pop ranges nest properly, so an earlier call of the operator that has not
+                   -- ended when this one starts encloses it.
+  SELECT op, sizes, duration_ns FROM (
+    SELECT op, sizes, start_ns, duration_ns,
+           max(end_ns) OVER (PARTITION BY pid, tid, op ORDER BY start_ns, end_ns DESC, range_id
+                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS same_before_end
+    FROM op
+  ) WHERE same_before_end IS NULL OR same_before_end <= start_ns
 ), calls AS (
-  SELECT op, sizes, count(*) AS calls, sum(duration_ns)::BIGINT AS cpu_ns FROM op GROUP BY ALL
+  SELECT op, sizes, count(*) AS calls, sum(duration_ns)::BIGINT AS cpu_ns FROM user_calls GROUP BY ALL
 )
 SELECT
   c.op,
   c.sizes,
-  -- operator ranges of this name (nested calls and calls inside backward nodes included)
+  -- calls of this operator: its ranges (calls nested in other operators and inside backward nodes included),
+  -- less those inside a call of the same operator on their thread (user_calls: a re-entry is not a call)
   c.calls,
-  -- their CPU (wall) time, summed: a nested call counts in its own row and in the outer one's
+  -- their CPU (wall) time, summed: a call nested in another operator counts in its own row and in the outer
+  -- one's; a re-entry of the same operator counts once, in the call around it
   c.cpu_ns,
   -- kernels launched inside the outermost calls of this op, outside any backward node of a known forward op
   coalesce(g.fwd_gpu_ns, 0) AS fwd_gpu_ns,

@@ -1,8 +1,11 @@
 -- Kernel time per NVTX range (domain, name), category and tensor-core use: kernels_by_category.sql for the
 -- kernels each range encloses, counted in every range open around their launch as nvtx_kern_sum counts them
 -- (canonical/60_op_ranges.sql; $attribution: 'thread' or 'process'). pct is of the range's kernel time.
+-- Under 'process' PyTorch's ranges are named without their per-call arguments (range_op_name: one row per
+-- operator, as ranges.sql by default); under 'thread' by their full names, as nvtx_kern_sum.
 WITH k AS (
-  SELECT r.name AS range, r.domain, o.name_id, o.duration_ns
+  SELECT CASE WHEN $attribution = 'process' THEN range_op_name(r.name) ELSE r.name END AS range, r.domain,
+         o.name_id, o.duration_ns
   FROM op_ranges x
   JOIN gpu_ops o USING (op_id)
   JOIN nvtx_ranges r USING (range_id)

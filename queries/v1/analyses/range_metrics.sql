@@ -2,7 +2,9 @@
 -- GPU-projected windows of its instances (first start to last end of the GPU ops it encloses, as ranges.sql
 -- projects them), so a range that only enqueues work is judged by when that work ran. Each sample counts for
 -- its sampling period (gpu_metric_samples.timestamp_ns) as far as it overlaps a window; instances weigh by
--- their sampled GPU-projected time. $attribution: 'thread' or 'process' (see canonical/60_op_ranges.sql).
+-- their sampled GPU-projected time. $attribution: 'thread' or 'process' (see canonical/60_op_ranges.sql); under
+-- 'process' PyTorch's ranges are named without their per-call arguments (range_op_name: one row per operator,
+-- as ranges.sql by default), under 'thread' by their full names.
 WITH proj AS (
   SELECT x.range_id, o.device_id, min(o.start_ns) AS a, max(o.end_ns) AS b
   FROM op_ranges x JOIN gpu_ops o USING (op_id)
@@ -13,10 +15,11 @@ WITH proj AS (
 )
 -- each window against the sampling periods it overlaps (overlaps_by_bucket, canonical/00_macros.sql)
 SELECT
-  r.name AS range, r.domain, o.device_id, o.metric, o.unit,
+  CASE WHEN $attribution = 'process' THEN range_op_name(r.name) ELSE r.name END AS range, r.domain, o.device_id,
+  o.metric, o.unit,
   count(DISTINCT o.range_id) AS instances,
   sum(o.value * o.overlap_ns) / sum(o.overlap_ns) AS mean
 FROM overlaps_by_bucket('proj', 's') o
 JOIN nvtx_ranges r USING (range_id)
-GROUP BY r.name, r.domain, r.style, o.device_id, o.metric, o.unit
+GROUP BY 1, r.domain, r.style, o.device_id, o.metric, o.unit
 ORDER BY r.domain, range, o.device_id, o.metric, o.unit;

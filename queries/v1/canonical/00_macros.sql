@@ -159,6 +159,36 @@ CREATE OR REPLACE MACRO is_torch_range(
 AS contains(name, ', op_id = ') OR contains(name, ', seq = ')
    OR starts_with(name, 'autograd::engine::evaluate_function: ') OR (starts_with(name, 'aten::') AND is_torch_op(name));
 
+-- A range's name with the per-call arguments of a range PyTorch opened itself (is_torch_range) dropped
+-- (torch_op_name: `aten::conv2d, seq = 12, op_id = 1479, sizes = [...]` -> `aten::conv2d`), any other name as it
+-- is: the name by which two ranges are the same thing where their numbers should not tell them apart.
+CREATE OR REPLACE MACRO range_op_name(
+  -- VARCHAR: an NVTX range's name
+  name
+)
+-- VARCHAR: the name without PyTorch's arguments
+AS CASE WHEN is_torch_range(name) THEN torch_op_name(name) ELSE name END;
+
+-- The name by which NVTX ranges are compared and grouped across instances: a range PyTorch opened itself
+-- (is_torch_range) by its name without the per-call arguments (torch_op_name: every call of `aten::conv2d`, whatever
+-- its seq, op_id and sizes, is `aten::conv2d`), any other range by its family (family_name: `Batch3` -> `Batch`).
+-- The arguments number calls, not steps: two iterations that run the same operators differ in every op_id.
+CREATE OR REPLACE MACRO range_family(
+  -- VARCHAR: an NVTX range's name
+  name
+)
+-- VARCHAR: the operator's name, or the name's family
+AS CASE WHEN is_torch_range(name) THEN torch_op_name(name) ELSE family_name(name) END;
+
+-- How range_family is shown: a PyTorch range as its name without arguments (`aten::conv2d`,
+-- `AddmmBackward0`), any other range as family_label (`Batch*`).
+CREATE OR REPLACE MACRO range_family_label(
+  -- VARCHAR: an NVTX range's name
+  name
+)
+-- VARCHAR: the label
+AS CASE WHEN is_torch_range(name) THEN torch_op_name(name) ELSE family_label(name) END;
+
 -- A CUDA API function's name as nsys prints it: a four-digit version suffix dropped (`cudaLaunchKernel_v7000`
 -- -> `cudaLaunchKernel`), longer ones kept (`cudaLaunchKernelExC_v11060`, `cudaGraphLaunch_v10000`).
 CREATE OR REPLACE MACRO api_display_name(

@@ -4,16 +4,23 @@
 -- `kind` and the memory-copy labels are ENUMs, not strings: one byte a row through the analyses' sorts and
 -- joins and no string compression when the entry is written. An ENUM compares with a string literal as a string does (`kind = 'kernel'`).
 
--- Memory kinds: the export's own ENUM_CUDA_MEM_KIND when it has one (2022.4 and later), else CUPTI's
--- numbering, which older exports store.
+-- Memory kinds (srcKind, dstKind, memKind): by the export's own ENUM_CUDA_MEM_KIND when it has one (2022.4 and
+-- later), else by nsys's numbering, which every nsys version has stored (never CUPTI's CUpti_ActivityMemoryKind,
+-- where 0 is Unknown and 1 Pageable). The evidence, from the exports without the enum (2020.3.4 to 2022.2.1 in
+-- ../shared/nsys-exports/public): every host-to-device copy has dstKind 2 and every device-to-host copy srcKind 2,
+-- and every memset memKind 2, which is Device in nsys's numbering and Pinned in CUPTI's; nsys 2021.1's own stats
+-- scripts (reports/nsysreport.py, MEM_KIND_STRS_CTE) decode 0 Pageable, 1 Pinned, 2 Device, 3 Array, 4 Unknown,
+-- as ENUM_CUDA_MEM_KIND does ids 0-3 in every later export. Ids 0-3 therefore mean the same in every version.
+-- Above 3 the numberings nsys shipped before its enum disagree (2021.1's scripts: 4 Unknown; the enum: 4
+-- Managed, 5 Device Static, 6 Managed Static, 7 Unknown) and no export at hand shows which one a version used,
+-- so without the enum they are Unknown.
 CREATE OR REPLACE TEMP TABLE _mem_kind AS
 SELECT id, CASE WHEN label ILIKE '%pageable%' THEN 'Pageable' WHEN label ILIKE '%pinned%' THEN 'Pinned'
   WHEN label ILIKE '%managed%' THEN 'Managed' WHEN label ILIKE '%device%' THEN 'Device'
   WHEN label ILIKE '%array%' THEN 'Array' ELSE 'Unknown' END AS label
 FROM (SELECT id, label FROM raw_enum_memkind
       UNION ALL
-      SELECT * FROM (VALUES (0, 'Unknown'), (1, 'Pageable'), (2, 'Pinned'), (3, 'Device'), (4, 'Array'),
-                            (5, 'Managed'), (6, 'Device'), (7, 'Managed')) v(id, label)
+      SELECT * FROM (VALUES (0, 'Pageable'), (1, 'Pinned'), (2, 'Device'), (3, 'Array')) v(id, label)
       WHERE NOT EXISTS (SELECT 1 FROM raw_enum_memkind));
 
 -- The ops of every kind, as the export has them: gpu_ops below, and the duplicate check after it, read them.
@@ -29,7 +36,10 @@ UNION ALL
 SELECT m.row_id + (SELECT coalesce(max(row_id), 0) FROM raw_kernel),
        'memcpy', m.start, m."end", m.deviceId, m.streamId, m.correlationId, m.globalPid,
        -1 - coalesce(ck.id, 0), NULL, NULL,
-       m.bytes, coalesce(ck.label, 'Unknown'), sk.label, dk.label, m.graphNodeId
+       m.bytes, coalesce(ck.label, 'Unknown'),
+       -- a kind the numbering does not name is Unknown; NULL only where the export has no such column
+       CASE WHEN m.srcKind IS NOT NULL THEN coalesce(sk.label, 'Unknown') END,
+       CASE WHEN m.dstKind IS NOT NULL THEN coalesce(dk.label, 'Unknown') END, m.graphNodeId
 FROM raw_memcpy m
 LEFT JOIN copy_kinds() ck ON ck.id = m.copyKind
 LEFT JOIN _mem_kind sk ON sk.id = m.srcKind
@@ -37,7 +47,8 @@ LEFT JOIN _mem_kind dk ON dk.id = m.dstKind
 UNION ALL
 SELECT s.row_id + (SELECT coalesce(max(row_id), 0) FROM raw_kernel) + (SELECT coalesce(max(row_id), 0) FROM raw_memcpy),
        'memset', s.start, s."end", s.deviceId, s.streamId, s.correlationId, s.globalPid,
-       -100, NULL, NULL, s.bytes, NULL, NULL, mk.label, s.graphNodeId
+       -100, NULL, NULL, s.bytes, NULL, NULL,
+       CASE WHEN s.memKind IS NOT NULL THEN coalesce(mk.label, 'Unknown') END, s.graphNodeId
 FROM raw_memset s
 LEFT JOIN _mem_kind mk ON mk.id = s.memKind
 UNION ALL

@@ -53,11 +53,39 @@ CREATE OR REPLACE TEMP TABLE _span AS
 SELECT min(s) AS start_ns, max(e) AS end_ns, string_agg(what, ', ' ORDER BY ord) AS span_from
 FROM _extents WHERE s IS NOT NULL;
 
+-- Frameworks and libraries that ran, each from names the export holds (StringIds: kernel, function, thread and
+-- module names; NVTX range names, inline text included). One rule per framework or library: the pattern its names
+-- match (a constant, so that DuckDB compiles each regular expression once) and what such a name is. A framework
+-- found decides advice (pin_memory=True is PyTorch's); none found means the export does not show one, not that
+-- none ran.
+CREATE OR REPLACE TEMP TABLE _libraries AS
+WITH names AS (SELECT DISTINCT value AS name FROM raw_strings WHERE value IS NOT NULL), hits AS (
+  SELECT 1 AS ord, name FROM names  -- PyTorch
+  WHERE regexp_matches(name, '(^|[^A-Za-z0-9_])at::(native|cuda)::|^aten::|(^|/)libtorch(_cuda|_cpu|_python)?\.so|^pt_autograd_[0-9]+$')
+  -- operator ranges with inline text (not in StringIds); a prefix test, as there may be one name per op call
+  UNION SELECT 1, name FROM nvtx_ranges WHERE starts_with(name, 'aten::')
+  UNION ALL SELECT 2, name FROM names WHERE regexp_matches(name, '(^|/)libcudnn[A-Za-z_]*\.so|cudnn::|^cudnn')
+  UNION ALL SELECT 3, name FROM names WHERE regexp_matches(name, '(^|/)libcublas(Lt)?\.so|^cublas|cublasLt|^nvjet')
+  UNION ALL SELECT 4, name FROM names WHERE regexp_matches(name, '(^|/)libnccl\.so|^nccl[A-Z]|ncclDevKernel|ncclKernel')
+)
+SELECT r.ord, r.kind, r.name, r.what, count(*) AS n, first(h.name ORDER BY length(h.name), h.name) AS example
+FROM hits h
+JOIN (VALUES
+  (1, 'framework', 'PyTorch',
+   'libtorch functions or kernels (at::native::), aten:: op ranges, a libtorch library loaded or PyTorch''s autograd thread'),
+  (2, 'library', 'cuDNN', 'cuDNN kernels or its library loaded'),
+  (3, 'library', 'cuBLAS', 'cuBLAS kernels or calls, or its library loaded'),
+  (4, 'library', 'NCCL', 'NCCL kernels or calls, or its library loaded')
+) r(ord, kind, name, what) USING (ord)
+GROUP BY ALL;
+
 -- Key/value facts; every value is text.
 CREATE OR REPLACE TABLE profile_facts AS
 SELECT
   -- fact name: source_path, source_bytes, nsys_version, version_source, capture_version, schema_version,
-  -- span_start_ns, span_end_ns, span_ns, span_from, canonical_schema, nsysql_version, tables_read, and others
+  -- span_start_ns, span_end_ns, span_ns, span_from, canonical_schema, nsysql_version, tables_read, and others;
+  -- `framework` / `library` (one row each: `PyTorch`; `cuDNN`, `cuBLAS`, `NCCL`) with `framework_evidence` /
+  -- `library_evidence` (`PyTorch: 17 names ... e.g. `pt_autograd_0``)
   key,
   -- fact value, as text
   value
@@ -73,5 +101,8 @@ FROM (
   UNION ALL SELECT 'span_from', span_from FROM _span
   UNION ALL SELECT 'rank', rank FROM _rank
   UNION ALL SELECT 'rank_source', source FROM _rank
+  UNION ALL SELECT kind, name FROM _libraries
+  UNION ALL SELECT kind || '_evidence', name || ': ' || n || ' name' || CASE WHEN n > 1 THEN 's' ELSE '' END
+    || ' in the export (' || what || '), e.g. `' || left(example, 80) || '`' FROM _libraries
 )
 WHERE value IS NOT NULL;
