@@ -375,16 +375,30 @@ def assert_rows_keep_their_columns(doc: str) -> None:
     assert tables and all(len(set(t)) == 1 for t in tables), tables
 
 
-def test_diff_markdown_quotes_names(hostile_names):
+def test_diff_markdown_quotes_names(hostile_names, tmp_path):
+    """The diff snippet names both files (headline, per-file notes) and the changed ranges and kernels."""
     base = fixture("train_small")
-    r = run(["report", str(hostile_names), "--baseline", str(base), "-f", "markdown"])
+    new = tmp_path / "<img src=f>[n](x).sqlite"  # a file name is the user's, but may come with the export
+    shutil.copy(hostile_names, new)
+    r = run(["report", str(new), "--baseline", str(base), "-f", "markdown"])
+    assert r.exit_code == 0, r.output
+    assert_inert(r.stdout, [*RANGE_NAMES.values(), new.name])
+    assert_rows_keep_their_columns(r.stdout)
+    r = run(["diff", str(base), str(new), "-f", "markdown"])
     assert r.exit_code == 0, r.output
     assert_inert(r.stdout, list(RANGE_NAMES.values()))
     assert_rows_keep_their_columns(r.stdout)
-    r = run(["diff", str(base), str(hostile_names), "-f", "markdown"])
+    # without iterations (no NVTX ranges) the diff compares totals; its lines are labelled by file name
+    flat = tmp_path / "<i>flat [f](x).sqlite"
+    shutil.copy(hostile_names, flat)
+    con = sqlite3.connect(flat)
+    con.execute("DELETE FROM NVTX_EVENTS")
+    con.commit()
+    con.close()
+    r = run(["report", str(flat), "--baseline", str(base), "-f", "markdown"])
     assert r.exit_code == 0, r.output
-    assert_inert(r.stdout, list(RANGE_NAMES.values()))
-    assert_rows_keep_their_columns(r.stdout)
+    assert "no iteration-time verdict" in r.stdout and f"{flat.name} GPU 0 busy" in r.stdout, r.stdout
+    assert_inert(r.stdout, [flat.name])
 
 
 def test_code_span_holds_any_backticks():

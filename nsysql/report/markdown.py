@@ -7,6 +7,8 @@ PR; only nsysql's own labels are Markdown.
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 from ..analyses.summary import all_devices_busy
@@ -37,7 +39,7 @@ def snippet(prof, top: int = 10) -> str:
         )
     out.append(line)
     out.append(f"- **iterations**: {code(str(value('iterations', 'none')), VALUE_MAX)}")
-    out += [f"- **{facts[k][0]}**: {code(str(facts[k][1]), VALUE_MAX)}" for k in ("outliers", "idle") if value(k)]
+    out += [f"- {bold(facts[k][0])}: {code(str(facts[k][1]), VALUE_MAX)}" for k in ("outliers", "idle") if value(k)]
     ops = ops_line(prof)
     if ops:
         out.append(f"- **PyTorch ops by GPU time**: {ops}")
@@ -77,10 +79,23 @@ def snippet(prof, top: int = 10) -> str:
     f = s["findings"]
     out.append("**Findings**")
     out.append("")
-    out += [f"- **{r['finding']}**: {code(str(r['evidence']), VALUE_MAX)}" for r in f.iter_rows(named=True)] or [
+    out += [f"- {bold(r['finding'])}: {code(str(r['evidence']), VALUE_MAX)}" for r in f.iter_rows(named=True)] or [
         "- none"
     ]
     return _lines(out)
+
+
+# nsysql's own labels and sentences, written as Markdown when they hold nothing Markdown or HTML acts on (no
+# emphasis, link, tag, entity or autolinked URL can start from these characters); a label that names a file (a
+# diff's per-file lines) or a sentence that quotes a range may hold anything, and is a code span
+_PLAIN = re.compile(r"[A-Za-z0-9 .,:;%+=/()-]*")
+
+
+def bold(text: str) -> str:
+    """`text` in bold: as it is when plain (_PLAIN), else as a code span."""
+    text = str(text)
+    plain = _PLAIN.fullmatch(text) and "://" not in text and "www." not in text.lower()
+    return f"**{text}**" if plain else f"**{code(text, VALUE_MAX)}**"
 
 
 def ops_line(prof, top: int = 3) -> str | None:
@@ -113,10 +128,10 @@ def diff_snippet(base, new, top: int = 10) -> str:
     out = [
         f"#### nsysql diff: {code(base.path.name, NAME_MAX)} → {code(new.path.name, NAME_MAX)}",
         "",
-        f"**{res.headline}**",
+        bold(res.headline),
         "",
     ]
-    out += [f"- **{k}**: {code(str(val), VALUE_MAX)}" for k, val in res.notes.iter_rows()]
+    out += [f"- {bold(k)}: {code(str(val), VALUE_MAX)}" for k, val in res.notes.iter_rows()]  # items name files
     out.append("")
     it = res.iteration_time
     if it is not None:
