@@ -42,12 +42,28 @@ def load(
     that entry instead. `cache=False` (or $NSYSQL_NO_CACHE=1) builds in memory every time.
     `progress(step)` is called with each table or SQL file being loaded.
     """
+    from . import nsys as _nsys
+    from .errors import utf8_path
+
+    utf8_path(path)  # said here, in one line, rather than by DuckDB or the driver deep in the load
+    if cache_dir is not None:
+        utf8_path(cache_dir, "cache directory")
+    if not _nsys.is_report(path):
+        return _load(path, cache, cache_dir, memory_limit, threads, progress)
+    keep = cache and os.environ.get("NSYSQL_NO_CACHE", "") in ("", "0")
+    path = _nsys.sqlite_for(path, cache_dir, nsys=nsys, keep=keep)
+    if not _nsys.temporary(path):
+        return _load(path, cache, cache_dir, memory_limit, threads, progress)
+    try:  # an export in a private temporary folder (--no-cache, or an unwritable cache): read whole, then removed
+        # (no cache entry either: one keyed on a file that is gone at exit would never be read again)
+        return _load(path, False, cache_dir, memory_limit, threads, progress)
+    finally:
+        _nsys.remove_temporary(path)
+
+
+def _load(path, cache, cache_dir, memory_limit, threads, progress) -> Profile:
     import threading
 
-    from . import nsys as _nsys
-
-    if _nsys.is_report(path):
-        path = _nsys.sqlite_for(path, cache_dir, nsys=nsys)
     src = open_source(path)
     # the settings checked now, warm or cold: a typo in one is said on every run, not only when DuckDB opens
     memory_limit, threads = _checked(memory_limit, threads)
@@ -131,6 +147,7 @@ def _cold(src, entry, opener, staged, settings, building) -> Profile:
         # interrupted; the process may end at once (the CLI leaves through os._exit).
         if entry is not None:
             store.remove_temps_of(entry)
+            store.release(entry.with_suffix(""))
         for con in building:
             try:
                 con.interrupt()

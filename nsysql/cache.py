@@ -15,6 +15,8 @@ entry by nsysql.memo.
 from __future__ import annotations
 
 import os
+import re
+import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -97,6 +99,7 @@ def _build_entry(file: Path, build, config: dict, background: bool) -> duckdb.Du
     if background:
         try:  # can the directory take it at all? (read-only, no permission): say so now, not later
             file.parent.mkdir(parents=True, exist_ok=True)
+            store.claim(file.with_suffix(""))
             with open(tmp, "xb"):
                 pass
             store.remove(tmp)
@@ -112,6 +115,7 @@ def _build_entry(file: Path, build, config: dict, background: bool) -> duckdb.Du
     con = None
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
+        store.claim(file.with_suffix(""))  # before the entry: what `cache clear` may remove
         con = connect(str(tmp), config)
         build(con)
         con.execute("INSERT INTO profile_facts VALUES ('complete', 'yes')")
@@ -135,6 +139,7 @@ def _build_entry(file: Path, build, config: dict, background: bool) -> duckdb.Du
     finally:
         store.remove(tmp)
         store.remove(Path(f"{tmp}.wal"))
+        store.release(file.with_suffix(""))  # no entry after all: no marker either
 
 
 def _close(con) -> None:
@@ -204,6 +209,7 @@ def _persist(cur, tmp: Path, file: Path) -> None:
         cur.close()
         store.remove(tmp)
         store.remove(Path(f"{tmp}.wal"))
+        store.release(file.with_suffix(""))
 
 
 def wait(file: Path | None = None) -> None:
@@ -234,7 +240,95 @@ def connect(database: str, config: dict) -> duckdb.DuckDBPyConnection:
 
 
 def entries(cache_dir: Path) -> list[Path]:
-    return sorted(cache_dir.glob(f"*{SUFFIX}")) if cache_dir.is_dir() else []
+    """The entries in `cache_dir` that nsysql wrote (their marker proves it, or their content: `stems`)."""
+    return [e for e in (Path(f"{stem}{SUFFIX}") for stem in stems(cache_dir)) if e.is_file()]
+
+
+def stems(cache_dir: Path) -> list[Path]:
+    """The stems of the store's values in `cache_dir`: those with a marker (store.owned), and those of entries
+    written before markers were (nsysql 0.3 and earlier), proven by name and content (`_legacy`)."""
+    own = store.owned(cache_dir)
+    if not cache_dir.is_dir():
+        return own
+    mine = set(own)
+    old = [f.with_suffix("") for f in cache_dir.glob(f"*{SUFFIX}") if f.with_suffix("") not in mine and _legacy(f)]
+    return sorted(own + old)
+
+
+_LEGACY_NAME = re.compile(r"[A-Za-z0-9._-]*-[0-9a-f]{32}\.duckdb")
+_LEGACY_FACTS = {"complete", "source_path", "nsysql_version", "canonical_schema"}
+
+
+def _legacy(f: Path) -> bool:
+    """Whether `f` is an entry an nsysql without markers wrote: named `<name>-<key>.duckdb` as store.stem names
+    them, a plain file, and a DuckDB database whose profile_facts holds nsysql's facts (`complete` among them)."""
+    if not _LEGACY_NAME.fullmatch(f.name) or f.is_symlink() or not f.is_file():
+        return False
+    import duckdb
+
+    from . import duck
+
+    try:
+        con = duck.connect(f, read_only=True, files=[])
+    except duckdb.Error:  # not a DuckDB database, or one held open by a writer
+        return False
+    try:
+        keys = {k for (k,) in con.execute("SELECT DISTINCT key FROM profile_facts").fetchall()}
+    except duckdb.Error:
+        return False
+    finally:
+        con.close()
+    return _LEGACY_FACTS <= keys
+
+
+EXPORTS = "exports"
+
+
+def exports(cache_dir: Path) -> list[Path]:
+    """The SQLite exports of `.nsys-rep` reports kept in `cache_dir` (nsysql.nsys): `exports/<key>/<name>.sqlite`
+    with its marker beside it."""
+    d = cache_dir / EXPORTS
+    if not d.is_dir() or d.is_symlink():
+        return []
+    out = []
+    for k in sorted(d.iterdir()):
+        if k.is_dir() and not k.is_symlink():
+            out += [e for e in (Path(f"{stem}.sqlite") for stem in store.owned(k)) if e.is_file()] or _legacy_export(k)
+    return out
+
+
+def _legacy_export(k: Path) -> list[Path]:
+    """The export in `exports/<key>/` that an nsysql without markers kept (0.3): a folder named by a key (32 hex
+    digits) holding one file, `<name>.sqlite`, which opens as an nsys SQLite export. Still read (its key is the
+    report's), so still cleared."""
+    from .errors import NsysqlError
+    from .loader.source import open_source
+
+    if not _KEY.fullmatch(k.name):
+        return []
+    files = list(k.iterdir())
+    if len(files) != 1 or files[0].suffix != ".sqlite" or files[0].is_symlink() or not files[0].is_file():
+        return []
+    try:
+        open_source(files[0])
+    except NsysqlError:
+        return []
+    return files
+
+
+_KEY = re.compile(r"[0-9a-f]{32}")
+
+
+def _export_temps(cache_dir: Path) -> list[Path]:
+    """Folders an `.nsys-rep` export is made in (`exports/.<key>.<pid>.<random>.tmp`, with a marker inside)."""
+    d = cache_dir / EXPORTS
+    if not d.is_dir() or d.is_symlink():
+        return []
+    return [
+        t
+        for t in sorted(d.glob(".*.tmp"))
+        if t.is_dir() and not t.is_symlink() and store._temp_pid(t) is not None and store.owned(t)
+    ]
 
 
 def describe(file: Path) -> dict:
@@ -265,6 +359,8 @@ def info(cache_dir: Path) -> tuple[pl.DataFrame, str]:
     import polars as pl
 
     rows = [describe(f) for f in entries(cache_dir)]
+    kept = [_describe_export(cache_dir, f) for f in exports(cache_dir)]
+    rows += kept
     temps = unfinished(cache_dir)
     rows += [
         {"entry": t["entry"], "bytes": t["bytes"], "source_path": None, "complete": False, "source_exists": None}
@@ -284,8 +380,22 @@ def info(cache_dir: Path) -> tuple[pl.DataFrame, str]:
     )
     left = sum(not t["running"] for t in temps)
     extra = f", {len(temps)} temporary files ({left} left by killed loads)" if temps else ""
-    line = f"cache: {cache_dir} ({len(rows) - len(temps)} entries{extra}, {size(cache_dir) / 2**20:.1f} MiB in all)"
+    extra = (f", {len(kept)} exports of .nsys-rep reports" if kept else "") + extra
+    n = len(rows) - len(temps) - len(kept)
+    line = f"cache: {cache_dir} ({n} entries{extra}, {size(cache_dir) / 2**20:.1f} MiB in all)"
     return df, line
+
+
+def _describe_export(cache_dir: Path, f: Path) -> dict:
+    """A kept export of an `.nsys-rep` as a row of `cache info`: its report is what its marker names."""
+    src = store.note(f.with_suffix("")) or None
+    return {
+        "entry": str(f.relative_to(cache_dir)),
+        "bytes": f.stat().st_size,
+        "source_path": src,
+        "complete": True,  # validated as an nsys export before it was kept
+        "source_exists": bool(src) and Path(src).exists(),
+    }
 
 
 def unfinished(cache_dir: Path) -> list[dict]:
@@ -302,37 +412,94 @@ def unfinished(cache_dir: Path) -> list[dict]:
 
 
 def size(cache_dir: Path) -> int:
-    """Bytes of everything in the cache directory: entries, stored answers, per-rank frames, temporary files."""
+    """Bytes of what nsysql keeps in the cache directory: entries, stored answers, per-rank frames, the exports
+    of reports, temporary files (a user's own files there are not counted: see clear)."""
     total = 0
-    for f in cache_dir.rglob("*") if cache_dir.is_dir() else []:
+    for f in _owned_files(cache_dir):
         try:
-            total += f.stat().st_size if f.is_file() else 0
+            total += sum(g.stat().st_size for g in ([f] if not f.is_dir() else f.rglob("*")) if g.is_file())
         except OSError:
             pass
     return total
 
 
+def _owned_files(cache_dir: Path) -> list[Path]:
+    out = []
+    for stem in stems(cache_dir):
+        out += store.values(stem) + [store.marker(stem)]
+    for e in exports(cache_dir):
+        out += [e, store.marker(e.with_suffix(""))]
+    return out + _export_temps(cache_dir)
+
+
 def clear(cache_dir: Path) -> int:
-    """Delete every entry (with its stored answers, per-rank frames and the exports of .nsys-rep reports) and the
-    temporary files that killed processes left; returns the number of entries. A load still running keeps its
-    temporary file (and puts its entry in place when done): deleting it from under the load would only make that
-    load warn."""
+    """Delete what nsysql wrote in `cache_dir`, and nothing else: every value of the store that its marker (or an
+    older entry's content) proves nsysql's (`stems`: entries, their stored answers and per-rank frames), the
+    exports of .nsys-rep reports
+    (with their marker), and the temporary files that killed processes left. Returns the number of entries.
+
+    A load still running keeps its temporary files (and puts its entry in place when done): deleting them from
+    under the load would only make that load warn. A file that cannot be removed (a read-only directory) is an
+    NsysqlError naming it, once the rest is removed; its marker stays, so a later clear removes it."""
     import shutil
 
-    if not cache_dir.is_dir():
-        return 0
-    n = sum(1 for f in entries(cache_dir) if store.remove(f))
-    for f in [t for t in store.temps(cache_dir) if store.abandoned(t)] + list(cache_dir.glob("*.parquet")):
-        store.remove(f)
-    for d in cache_dir.glob("*.results"):
-        shutil.rmtree(d, ignore_errors=True)
-    for f in (cache_dir / "exports").glob("*/*.sqlite"):  # the SQLite exports of .nsys-rep reports (nsysql.nsys)
-        store.remove(f)
+    from .errors import NsysqlError
+
+    failed: list[tuple[Path, OSError]] = []
+
+    def onexc(fn, path, e) -> None:
+        if not isinstance(e, FileNotFoundError):  # else removed meanwhile
+            failed.append((Path(path), e))
+
+    def rm(p: Path) -> bool:
         try:
-            f.parent.rmdir()
-        except OSError:
-            pass
+            if p.is_dir() and not p.is_symlink():
+                if sys.version_info >= (3, 12):
+                    shutil.rmtree(p, onexc=onexc)
+                else:
+                    shutil.rmtree(p, onerror=lambda fn, path, info: onexc(fn, path, info[1]))
+            else:
+                p.unlink()
+        except FileNotFoundError:  # removed meanwhile (another clear, a load that renamed it)
+            return False
+        except OSError as e:
+            failed.append((p, e))
+            return False
+        return not os.path.lexists(p)
+
+    n = 0
+    for stem in stems(cache_dir):
+        before = len(failed)
+        for v in store.values(stem):
+            if store._temp_pid(v) is not None and not store.abandoned(v):
+                continue  # a running load's
+            if rm(v) and v.suffix == SUFFIX:
+                n += 1
+        if len(failed) == before and not _running(stem) and os.path.lexists(store.marker(stem)):
+            rm(store.marker(stem))  # else kept: what is left is still nsysql's to remove
+    for e in exports(cache_dir):
+        if rm(e):
+            rm(store.marker(e.with_suffix("")))
+            try:
+                e.parent.rmdir()
+            except OSError:
+                pass
+    for t in _export_temps(cache_dir):
+        if store.abandoned(t):
+            rm(t)
+    if failed:
+        p, e = failed[0]
+        more = f" and {len(failed) - 1} more" if len(failed) > 1 else ""
+        raise NsysqlError(
+            f"cannot remove {p}{more} ({store.why(e)}); removed {n} cache entries, the rest is left as it was",
+            str(cache_dir),
+        )
     return n
+
+
+def _running(stem: Path) -> list[Path]:
+    """The temporary files of `stem` that a running process still writes (its marker stays for them)."""
+    return [p for p in store.values(stem) if store._temp_pid(p) is not None and not store.abandoned(p)]
 
 
 def spill_dir() -> str:

@@ -17,7 +17,7 @@ import click
 from . import __version__
 from . import cache as _cache
 from . import stats as _stats
-from .errors import NsysqlError, one_line
+from .errors import NsysqlError, one_line, utf8_path
 from .render import FORMATS, render, summary_view
 from .render import one_line as _line
 
@@ -65,7 +65,11 @@ def _load(file: str | None):
         click.echo("\r\033[K", err=True, nl=False)
     for w in caught:
         click.echo(f"nsysql: warning: {_line(str(w.message))}", err=True)
-    discover.remember(prof.path, opts.get("cache_dir"))
+    from . import nsys as _nsys
+
+    # a report is remembered as itself: the export made of it may be a temporary file, gone at exit (--no-cache)
+    report = _nsys.is_report(path)
+    discover.remember(os.path.abspath(os.path.expanduser(path)) if report else prof.path, opts.get("cache_dir"))
     return prof
 
 
@@ -79,10 +83,31 @@ def _progress(path):
 def _write(output: str | Path, text: str) -> None:
     """Write an output file, never over an export: `-o run.sqlite` by mistake must not destroy the profile."""
     p = Path(output)
+    if _stream_target(p):  # a pipe, a terminal, /dev/stdout: written in place, as a stream (no file to replace)
+        try:
+            with open(p, "w", encoding="utf-8") as f:
+                f.write(text)
+        except BrokenPipeError:  # the reader went away (`-o >(head -1)`): as for stdout, nothing more to say
+            raise
+        except OSError as e:  # a write error has no file name of its own
+            raise NsysqlError(f"cannot write to it ({e.strerror or e})", str(output)) from None
+        return
     what = _precious(p)
     if what:
         raise NsysqlError(f"{output}: is {what}; nsysql does not write its output over it (name another -o file)")
-    p.write_text(text, encoding="utf-8")
+    from . import store
+
+    store.output_text(p, text)  # whole or not at all: a failed write leaves the file there as it was
+
+
+def _stream_target(p: Path) -> bool:
+    """Whether `-o p` names something that exists and is not a regular file: a FIFO, `/dev/stdout` or a process
+    substitution (`>(gzip > x.gz)`) on a pipe, a terminal. Told by stat alone: it is never opened to be read (a
+    pipe opened for reading waits for a writer, which nsysql itself would be: a deadlock), and it holds no
+    export to protect."""
+    from .loader.source import special_file
+
+    return bool(special_file(p)) and not p.is_dir()
 
 
 REPORT_SUFFIXES = (".nsys-rep", ".qdrep", ".qdstrm")
@@ -95,6 +120,8 @@ def _precious(p: Path) -> str | None:
 
     if p.suffix.lower() in REPORT_SUFFIXES:
         return "an Nsight Systems report"
+    if _stream_target(p):  # not a file that could hold one, and never opened for reading (see _stream_target)
+        return None
     try:
         with open(p, "rb") as f:
             head = f.read(64)
@@ -113,6 +140,7 @@ def _emit(result, fmt: str, output: str | None, title: str | None = None) -> Non
     if output:
         _write(output, text)
     else:
+        _answer_to_stdout()
         # color=True: as written, never with click's ANSI stripping (off a terminal it would take escape sequences
         # out of a name in CSV or JSON; table output has shown them as text already)
         click.echo(text, nl=False, color=True)
@@ -148,6 +176,9 @@ def _run(fn, args, kwargs):
             "nsysql: error: out of memory (set NSYSQL_MEMORY_LIMIT, e.g. 4GB, or NSYSQL_THREADS lower)", err=True
         )
         sys.exit(2)
+    except KeyboardInterrupt:  # Ctrl-C: said here, before click's Abort adds a blank line and "Aborted!"
+        click.echo("nsysql: interrupted", err=True)
+        sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
     except OSError as e:  # writing -o/--to somewhere impossible
@@ -262,15 +293,78 @@ def run() -> None:
     """The `nsysql` executable: main(), then leave as _process says (at once, unless NSYSQL_NO_TUNING=1)."""
     from . import _process
 
+    _standard_streams()
     try:
         main()
         code = 0
     except SystemExit as e:
         code = e.code
+    except KeyboardInterrupt:  # Ctrl-C anywhere (a load, an import): one line, as a shell reports SIGINT
+        click.echo("nsysql: interrupted", err=True)
+        code = 130
     if isinstance(code, str):
         click.echo(code, err=True)
         code = 1
     _process.leave(code or 0)
+
+
+# What the executable does with its standard streams (run() sets it up; CliRunner and library use never see it):
+# - one closed when nsysql starts (`>&-`, `2>&-`, a daemon) is opened on the null device, so that no file
+#   nsysql opens later takes its descriptor and gets text meant for the terminal;
+# - stdout closed: an answer meant for it (no -o) has nowhere to go: one line on stderr, exit 2 (quietly, when
+#   stderr is closed too); with -o the answer is written and the exit status is 0;
+# - stderr closed: its messages are dropped; the exit status is what it would be;
+# - text the output's encoding cannot hold (a Latin-1 or ASCII locale, PYTHONIOENCODING) degrades: "…" as
+#   "...", other characters as escapes (`\u2192`, `\xe9` for a byte of a file name that is not UTF-8).
+_closed: set[str] = set()  # "stdout", "stderr": closed when the process started
+_PLAIN = {"…": "...", "–": "-", "—": "-", "→": "->", "µ": "u", "Δ": "delta ", "²": "^2", "√": "sqrt", "·": "*"}
+
+
+def _standard_streams() -> None:
+    import codecs
+
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        _closed.add(name)
+        try:
+            os.fstat(fd)  # taken meanwhile (nothing of nsysql's has run yet): left as it is
+        except OSError:
+            new = os.open(os.devnull, os.O_RDWR)
+            if new != fd:
+                os.dup2(new, fd)
+                os.close(new)
+        setattr(sys, name, open(os.devnull, "r" if fd == 0 else "w", encoding="utf-8"))
+    codecs.register_error("nsysql-plain", _plain)
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="nsysql-plain")
+            except (OSError, ValueError):
+                pass
+
+
+def _plain(e: UnicodeError) -> tuple[str, int]:
+    """The codec error handler of stdout and stderr: what an encoding cannot hold, in plain ASCII."""
+    if not isinstance(e, UnicodeEncodeError):
+        raise e
+    out = []
+    for c in e.object[e.start : e.end]:
+        if c in _PLAIN:
+            out.append(_PLAIN[c])
+        elif 0xDC80 <= ord(c) <= 0xDCFF:  # a byte of a path that is not UTF-8, as Python decodes it
+            out.append(f"\\x{ord(c) - 0xDC00:02x}")
+        else:
+            out.append(
+                f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}"
+            )
+    return "".join(out), e.end
+
+
+def _answer_to_stdout() -> None:
+    """Refuse to compute an answer for a standard output that was closed when nsysql started (see above)."""
+    if "stdout" in _closed:
+        raise NsysqlError("standard output is closed: the answer has nowhere to go (name a file with -o)")
 
 
 class _Group(click.Group):
@@ -292,7 +386,10 @@ class _Group(click.Group):
         except click.ClickException as e:
             e.show()
             sys.exit(e.exit_code)
-        except click.exceptions.Abort:
+        except click.exceptions.Abort as e:
+            if isinstance(e.__context__, KeyboardInterrupt):  # click's word for a Ctrl-C: said as run() says it
+                click.echo("nsysql: interrupted", err=True)
+                sys.exit(130)
             click.echo("Aborted!", err=True)
             sys.exit(1)
         sys.exit(rv if isinstance(rv, int) else 0)
@@ -321,6 +418,11 @@ def main(ctx, cache_dir, no_cache, nsys_path):
     report (exported once into the cache with nsys). `nsysql profile -- python3 train.py` makes one. When it is
     left out: $NSYSQL_PROFILE, else the only .sqlite file here, else the profile analysed last.
     """
+    if cache_dir is not None:
+        try:
+            utf8_path(cache_dir)
+        except NsysqlError as e:  # said as a usage error: one line, before any command runs
+            raise click.BadParameter(str(e), param_hint="--cache-dir / $NSYSQL_CACHE_DIR") from None
     ctx.obj = {"cache_dir": cache_dir, "no_cache": no_cache, "nsys": nsys_path}
 
 
@@ -336,13 +438,14 @@ def cache_info(fmt):
     """Entries in the cache: the export each was loaded from, and size."""
     df, line = _cache.info(_state_dir())
     click.echo(line, err=True)
+    _answer_to_stdout()
     click.echo(render(df, fmt), nl=False)
 
 
 @cache.command("clear")
 @handled
 def cache_clear():
-    """Delete every cached profile."""
+    """Delete every cached profile: only what nsysql stored there, whatever else the directory holds."""
     d = _state_dir()
     n = _cache.clear(d)
     click.echo(f"removed {n} cache entries from {d}")
@@ -574,6 +677,7 @@ def _emit_text(text: str, output: str | None) -> None:
     if output:
         _write(output, text)
     else:
+        _answer_to_stdout()
         click.echo(text, nl=False, color=True)  # as written (see _emit)
 
 
@@ -818,9 +922,13 @@ def trace(file, output, iterations, window):
         raise NsysqlError(
             f"{out}: is {_precious(out)}; nsysql does not write its output over it (name another -o file)"
         )
-    got = perfetto.write(tables, out, source=str(prof.path))
+    from . import store
+
+    got: dict = {}
+    store.output(out, lambda tmp: got.update(perfetto.write(tables, tmp, source=str(prof.path))))
+    size = "" if _stream_target(out) else f"{out.stat().st_size / 2**20:.1f} MiB, "  # a pipe has no size to tell
     click.echo(
-        f"nsysql: wrote {out} ({out.stat().st_size / 2**20:.1f} MiB, {got['events']} events: {got['gpu_ops']} GPU ops, "
+        f"nsysql: wrote {out} ({size}{got['events']} events: {got['gpu_ops']} GPU ops, "
         f"{got['api_calls']} CUDA API calls, {got['nvtx_ranges']} NVTX ranges, {got['iterations']} iterations, "
         f"{got['gaps']} idle gaps)",
         err=True,
@@ -902,6 +1010,7 @@ def stats(file, reports, fmt, prefix, attribution):
         else:
             got[name] = df
     if got:  # on stdout one document: a JSON object of the reports, or the sections one after another
+        _answer_to_stdout()
         click.echo(render(got, fmt), nl=False, color=True)  # as written (see _emit)
 
 
@@ -941,7 +1050,42 @@ def sql_(args, fmt, output):
     if len(args) > 2:
         raise NsysqlError("give FILE and one QUERY (quote the query)")
     file, query = (None, args[0]) if len(args) == 1 else args
-    _emit(_load(file).sql(query), fmt, output)
+    _emit(_interruptible(_load(file), query), fmt, output)
+
+
+def _interruptible(prof, query: str):
+    """prof.sql(query), run on a thread of its own while this (the main) thread waits, so that a Ctrl-C is
+    delivered here at once, whatever DuckDB or polars are doing: the query is then stopped (DuckDB's interrupt,
+    repeated until it takes, for at most INTERRUPT_WAIT_S) and the KeyboardInterrupt goes on to run(), which
+    says `nsysql: interrupted` and exits 130."""
+    import threading
+    import time
+
+    box: dict = {}
+
+    def work():
+        try:
+            box["result"] = prof.sql(query)
+        except BaseException as e:  # raised again on the main thread
+            box["error"] = e
+
+    t = threading.Thread(target=work, name="nsysql-sql", daemon=True)
+    t.start()
+    try:
+        while t.is_alive():
+            t.join(0.1)
+    except KeyboardInterrupt:
+        deadline = time.monotonic() + INTERRUPT_WAIT_S
+        while t.is_alive() and time.monotonic() < deadline:
+            prof.interrupt()  # again: the first may come before the query has begun
+            t.join(0.1)
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+INTERRUPT_WAIT_S = 5  # after a Ctrl-C, how long a query may take to stop before nsysql leaves without it
 
 
 if __name__ == "__main__":

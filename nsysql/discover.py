@@ -8,7 +8,7 @@ from pathlib import Path
 
 from . import store
 from .errors import NsysqlError
-from .loader.source import looks_like_sqlite
+from .loader.source import looks_like_sqlite, special_file
 
 
 def state_dir(cache_dir: str | os.PathLike | None = None) -> Path:
@@ -21,7 +21,7 @@ def remember(path: str | os.PathLike, cache_dir: str | os.PathLike | None = None
     try:
         d = state_dir(cache_dir)
         d.mkdir(parents=True, exist_ok=True)
-        store.write(d / "last_profile", lambda tmp: tmp.write_text(str(path)))
+        store.write(d / "last_profile", lambda tmp: tmp.write_bytes(os.fsencode(str(path))))  # the name's bytes
     except OSError:
         pass
 
@@ -34,12 +34,25 @@ def pick_profile(file: str | None, cache_dir: str | os.PathLike | None = None) -
     env = os.environ.get("NSYSQL_PROFILE")
     if env:
         return env, "$NSYSQL_PROFILE"
-    here = sorted(p for p in Path(".").glob("*.sqlite") if looks_like_sqlite(p))
+    found = sorted(Path(".").glob("*.sqlite"))
+    special = {p: special_file(p) for p in found}
+    # only regular files are opened to look at their header: opening a FIFO would wait for a writer
+    here = [p for p in found if not special[p] and looks_like_sqlite(p)]
+    odd = [p for p in found if special[p]]
+    if not here and odd:
+        raise NsysqlError(
+            "no FILE given, and no .sqlite file here is an export: "
+            + ", ".join(f"{p} is {special[p]}" for p in odd[:4])
+            + "; name one"
+        )
     if len(here) == 1:
         return str(here[0]), "the only .sqlite file in this directory"
     last = state_dir(cache_dir) / "last_profile"
-    if len(here) == 0 and last.exists():
-        p = last.read_text().strip()
+    if len(here) == 0 and last.exists() and not special_file(last):  # a FIFO there would block the read
+        try:  # the bytes of a name, whatever they are (a name that is not UTF-8 is refused by the load, in one line)
+            p = os.fsdecode(last.read_bytes().strip())
+        except OSError:
+            p = ""
         if p and Path(p).exists():
             return p, "the profile analysed last"
     if len(here) > 1:

@@ -24,3 +24,17 @@ def one_line(e: BaseException) -> str:
     for marker in _PYTHON_DETAIL:
         text = text.split(marker, 1)[0]
     return text.rstrip(" .:") or type(e).__name__
+
+
+def utf8_path(path, what: str = "") -> None:
+    """NsysqlError unless `path` is valid UTF-8. Linux allows any bytes in a name (Python holds the others as
+    surrogates), but DuckDB and SQLite's ADBC driver take paths as UTF-8 text only. `what`: how the user gave it
+    (`--cache-dir`), for the message."""
+    text = str(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise NsysqlError(
+            f"{what + ' ' if what else ''}{text}: the path is not valid UTF-8, and DuckDB and SQLite's driver "
+            "read UTF-8 paths only; rename it, or link to it under a UTF-8 name (ln -s)"
+        ) from None

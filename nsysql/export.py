@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import duckdb
 import polars as pl
 
-from . import __version__
+from . import __version__, store
 from .errors import NsysqlError
 from .loader import CANONICAL_TABLES
 from .queries import SCHEMA_VERSION, canonical_files
@@ -119,17 +119,65 @@ def export(con: duckdb.DuckDBPyConnection, to: Path, format: str = "parquet") ->
             f"{to}: already holds {there[0]}{more}, which no nsysql export wrote; export replaces "
             "only the files of an earlier export (name another --to DIR)"
         )
+    names = [to / f"{t}.{format}" for t in CANONICAL_TABLES] + [to / "README.md"]
+    links = [p for p in names if p.is_symlink()]
+    if links:  # replacing the link would do no harm, but it was put there on purpose: say so, write nothing
+        raise NsysqlError(
+            f"{links[0]}: is a symbolic link; export writes through no link and replaces none "
+            "(remove it or name another --to DIR)"
+        )
+    created = not to.exists()
     to.mkdir(parents=True, exist_ok=True)
+    _remove_abandoned(names)
     opts = "FORMAT parquet, COMPRESSION zstd" if format == "parquet" else "FORMAT csv, HEADER true"
+    # Every file is written under a temporary name beside its own and renamed into place once all are whole
+    # (README.md first: a folder whose README is an export's is one the next export replaces): an export that
+    # fails part way (a full disk) leaves the folder as it was.
+    tmps: dict[Path, Path] = {}
     rows = []
-    for t in CANONICAL_TABLES:
-        path = to / f"{t}.{format}"
-        order = f" ORDER BY {EXPORT_ORDER[t]}" if t in EXPORT_ORDER else ""
-        con.execute(f"COPY (SELECT * FROM {t}{order}) TO '{_quote(path)}' ({opts})")
-        n = con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
-        rows.append((t, n, str(path)))
-    (to / "README.md").write_text(readme(con, format), encoding="utf-8")
+    done = False
+    current = to
+    try:
+        for t in CANONICAL_TABLES:
+            current = path = to / f"{t}.{format}"
+            tmps[path] = tmp = store.temp_path(path)
+            order = f" ORDER BY {EXPORT_ORDER[t]}" if t in EXPORT_ORDER else ""
+            con.execute(f"COPY (SELECT * FROM {t}{order}) TO '{_quote(tmp)}' ({opts})")
+            n = con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
+            rows.append((t, n, str(path)))
+        current = readme_path = to / "README.md"
+        tmp = store.temp_path(readme_path)
+        tmps = {readme_path: tmp, **tmps}
+        tmp.write_text(readme(con, format), encoding="utf-8")
+        for final, tmp in tmps.items():
+            current = final
+            store.commit(tmp, final)
+        done = True
+    except Exception as e:
+        import duckdb
+
+        if not isinstance(e, (OSError, duckdb.IOException)):
+            raise
+        raise NsysqlError(
+            f"cannot write {current} ({store.why(e)}); " + ("nothing written" if created else f"{to} is left as it was")
+        ) from None
+    finally:
+        for tmp in tmps.values():
+            store.remove(tmp)
+        if created and not done:
+            try:
+                to.rmdir()
+            except OSError:
+                pass
     return pl.DataFrame(rows, schema=["table", "rows", "file"], orient="row")
+
+
+def _remove_abandoned(names: list[Path]) -> None:
+    """The temporary files an export killed part way left beside these names (store.temp_path's)."""
+    for p in names:
+        for t in p.parent.glob(f".{p.name}.*{store.TEMP_SUFFIX}"):
+            if store.abandoned(t):
+                store.remove(t)
 
 
 README_TITLE = "# nsysql canonical tables"

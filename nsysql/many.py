@@ -19,7 +19,7 @@ import polars as pl
 
 from . import store
 from .analyses import ranks as _ranks
-from .errors import NsysqlError
+from .errors import NsysqlError, one_line
 
 
 def is_glob(path: str) -> bool:
@@ -73,6 +73,7 @@ def _store(path: str, cache_dir: str | None, tables: dict[str, pl.DataFrame]) ->
     if not files:
         return
     try:
+        store.claim(files["info"].with_name(files["info"].name.removesuffix(".info.parquet")))
         for t in sorted(tables, key=lambda t: t == "info"):  # info last: its presence marks a complete set
             store.write(files[t], tables[t].write_parquet)
     except (OSError, pl.exceptions.PolarsError) as e:  # a full disk: answered anyway, recomputed next time
@@ -220,3 +221,7 @@ def connect_dask(address: str):
         return Client(address, timeout="20s")
     except (OSError, TimeoutError) as e:
         raise NsysqlError(f"cannot reach the Dask scheduler at {address} ({e})") from None
+    except (ValueError, TypeError) as e:  # distributed's parse of the address: no port, an unbracketed IPv6, ...
+        raise NsysqlError(
+            f"--dask {address}: not a Dask scheduler address, e.g. tcp://host:8786 ({one_line(e)})"
+        ) from None

@@ -59,6 +59,7 @@ def put(entry: Path | None, name: str, params: dict, result) -> None:
     d = _dir(entry, name, params)
     index = json.dumps({"sections": list(frames), "single": single})
     try:
+        store.claim(entry.with_suffix(""))  # what `cache clear` may remove (the entry's build wrote it first)
         d.mkdir(parents=True, exist_ok=True)
         for i, df in enumerate(frames.values()):
             store.write(d / f"{i}.parquet", df.write_parquet)

@@ -8,7 +8,8 @@ usually a link into a versioned folder).
 A report (`.nsys-rep`, or `.qdrep` before 2021.4) is exported to SQLite into the cache directory, under
 `exports/<key>/<name>.sqlite`, the key being the report's identity (store.export_id: path, inode, size, times and
 its first and last MiB): nothing is written beside the report or into it, and a later command on the same report
-reads the same export. This module imports only the standard library (the CLI imports it before every load).
+reads the same export. It is kept only once it opens as an nsys export, with a marker naming the report (what
+`cache info` and `cache clear` go by); without a cache, into a private temporary folder (sqlite_for). This module imports only the standard library (the CLI imports it before every load).
 """
 
 from __future__ import annotations
@@ -62,6 +63,24 @@ class Found:
 def is_report(path: str | os.PathLike) -> bool:
     """Whether `path` names an Nsight Systems report that `nsys export` turns into SQLite (by its suffix)."""
     return str(path).lower().endswith(REPORT_SUFFIXES)
+
+
+# How a report's bytes begin, as far as nsysql checks (see looks_like_report): a zip's local file header, or
+# the QDSTRM stream's name near the start of a binary header
+ZIP_MAGIC = b"PK\x03\x04"
+QDSTRM_MAGIC = b"QDSTRM"
+
+
+def looks_like_report(path: str | os.PathLike, head: bytes) -> bool:
+    """Whether a file that is not SQLite is an Nsight Systems report: by its suffix (`.nsys-rep`, `.qdrep`,
+    `.qdstrm`, in any case), or by its first bytes `head` (at least 64): a zip's local file header, or QDSTRM in
+    a binary header. Text is never a report, whatever words it holds ("nsys" in a README or a log is not one)."""
+    if str(path).lower().endswith((*REPORT_SUFFIXES, ".qdstrm")):
+        return True
+    if head.startswith(ZIP_MAGIC):
+        return True
+    first = head[:64]
+    return QDSTRM_MAGIC in first and any(b < 0x09 or 0x0E <= b < 0x20 for b in first)
 
 
 def _executable(p: str | os.PathLike) -> bool:
@@ -171,15 +190,11 @@ def _switches(options: list[str]) -> set[str]:
 def profile_switches(nsys: str) -> set[str]:
     """The switches `nsys profile --help` lists (empty when it says nothing usable): older versions lack some of
     nsysql's (--osrt-backtrace-threshold, --cuda-graph-trace; --gpu-metrics-device before 2024.2)."""
-    import subprocess
-
-    try:
-        done = subprocess.run(
-            [nsys, "profile", "--help"], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120
-        )
-    except (OSError, subprocess.SubprocessError):
+    try:  # a help text is some 50 KB: 1 MiB of it is plenty, and the most kept of one that floods
+        _, text = capture([nsys, "profile", "--help"], 120, keep=2**20)
+    except OSError:
         return set()
-    return set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", done.stdout + done.stderr))
+    return set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", text.decode("utf-8", "replace")))
 
 
 def profile_command(
@@ -268,6 +283,86 @@ def _status(code: int) -> int:
     return 128 - code if code < 0 else code
 
 
+# -- running nsys for an answer ----------------------------------------------------------------------------------
+
+DEFAULT_TIMEOUT_S = 3600  # `nsys export` of a multi-GB report takes minutes; one that runs an hour is stuck
+KEEP_OUTPUT = 64 * 1024  # of what nsys prints, the last bytes kept for the error line
+
+
+def timeout_s() -> float | None:
+    """How long nsysql waits for `nsys export` before stopping it: $NSYSQL_NSYS_TIMEOUT seconds (0: no limit),
+    else DEFAULT_TIMEOUT_S. An NsysqlError for a value that is not a number of seconds."""
+    text = os.environ.get("NSYSQL_NSYS_TIMEOUT", "").strip()
+    if not text:
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise NsysqlError(f"NSYSQL_NSYS_TIMEOUT={text[:40]!r}: give seconds (e.g. 600), or 0 for no limit")
+    return value or None
+
+
+def capture(argv: list[str], timeout: float | None, keep: int = KEEP_OUTPUT) -> tuple[int | None, bytes]:
+    """Run `argv` (stdin from the null device, stderr into stdout) and return its exit status and the last
+    `keep` bytes it printed: however much it prints, nsysql holds at most about 2 x `keep`. Status None: it ran
+    past `timeout` seconds (None: no limit) and was killed, with its process group (what it started too). It
+    is killed as well when nsysql is interrupted meanwhile."""
+    import signal
+    import subprocess
+    import threading
+    import time
+
+    new_group = {"start_new_session": True} if os.name != "nt" else {}
+    child = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **new_group
+    )
+    tail = bytearray()
+
+    def drain():  # a thread, not select(): pipes cannot be selected on Windows
+        while True:
+            chunk = child.stdout.read1(65536)
+            if not chunk:
+                return
+            tail.extend(chunk)
+            if len(tail) > 2 * keep:
+                del tail[:-keep]
+
+    reader = threading.Thread(target=drain, name="nsys-output", daemon=True)
+    reader.start()
+
+    def kill():
+        try:
+            os.killpg(child.pid, signal.SIGKILL) if new_group else child.kill()
+        except OSError:
+            pass
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                code = child.wait(timeout=1.0 if deadline is None else max(0.0, min(1.0, deadline - time.monotonic())))
+                break
+            except subprocess.TimeoutExpired:
+                if deadline is not None and time.monotonic() >= deadline:
+                    kill()
+                    child.wait()
+                    code = None
+                    break
+    except BaseException:  # Ctrl-C, or anything else: nsys does not outlive nsysql's wait for it
+        kill()
+        raise
+    reader.join(5)  # a grandchild that keeps the pipe open past its parent is not waited for longer
+    return code, bytes(tail[-keep:])
+
+
+def last_line(output: bytes, limit: int = 200) -> str:
+    """The last non-empty line of a program's output, decoded leniently and cut to `limit` characters."""
+    lines = output.decode("utf-8", "replace").strip().splitlines()
+    return lines[-1].strip()[:limit] if lines else ""
+
+
 # -- .nsys-rep in ----------------------------------------------------------------------------------------------
 
 
@@ -280,10 +375,20 @@ def export_path(report: Path, cache_dir: Path) -> Path:
     return cache_dir / "exports" / key / f"{report.stem}.sqlite"
 
 
-def sqlite_for(report: str | os.PathLike, cache_dir: str | os.PathLike | None = None, nsys: str | None = None) -> Path:
+def sqlite_for(
+    report: str | os.PathLike, cache_dir: str | os.PathLike | None = None, nsys: str | None = None, keep: bool = True
+) -> Path:
     """The SQLite export of the report `report`, made once with `nsys export` into the cache directory; an
-    NsysqlError naming the exact `nsys export` command to run when no nsys is found, or when it fails."""
+    NsysqlError naming the exact `nsys export` command to run when no nsys is found, or when it fails.
+
+    What nsys wrote is kept only once it opens as an nsys SQLite export (an nsys that exits 0 but leaves a
+    truncated or garbage file must not become the report's export for every later command), together with a
+    marker naming the report (store.claim), the proof `cache clear` and `cache info` go by. `keep=False`
+    (--no-cache), or a cache directory that cannot be written (said once, as a CacheWarning): the export goes
+    into a private temporary folder instead (`temporary` says so), which the caller removes with
+    `remove_temporary` once it has read it."""
     from . import store
+    from .loader.source import open_source
 
     shown = str(report)
     p = Path(os.path.expanduser(shown))
@@ -291,8 +396,17 @@ def sqlite_for(report: str | os.PathLike, cache_dir: str | os.PathLike | None = 
         raise NsysqlError("no such file" if not p.exists() else "is not a file", shown)
     cache = Path(cache_dir).expanduser() if cache_dir else store.default_dir()
     final = export_path(p, cache)
-    if final.is_file():
-        return final
+    if keep and final.is_file():
+        try:
+            open_source(final)
+            return final
+        except NsysqlError:  # kept by an nsysql that did not check it: exported again below
+            for f in (final, store.marker(final.with_suffix(""))):
+                store.remove(f)
+            try:
+                final.parent.rmdir()
+            except OSError:
+                pass
     found = find(nsys)
     if found is None:
         cmd = shell(export_command("nsys", p, p.with_suffix(".sqlite"), force=False))  # theirs to overwrite
@@ -301,28 +415,77 @@ def sqlite_for(report: str | os.PathLike, cache_dir: str | os.PathLike | None = 
             f"`{cmd}` and analyse that file, or name nsys with --nsys PATH or $NSYS",
             shown,
         )
-    import subprocess
+    import tempfile
     import uuid
 
-    tmp = final.parent.parent / f".{final.parent.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.d"
-    try:
-        tmp.mkdir(parents=True)
-    except OSError as e:
-        raise NsysqlError(f"cannot export it into the cache directory {cache} ({e.strerror})", shown) from None
+    tmp = None
+    if keep:
+        # made in a folder of its own beside its final one (with the marker first), renamed in whole
+        tmp = final.parent.parent / f".{final.parent.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{store.TEMP_SUFFIX}"
+        try:
+            tmp.mkdir(parents=True)
+            store.claim(tmp / p.stem, note=str(p.resolve()))
+        except OSError as e:
+            shutil.rmtree(tmp, ignore_errors=True)
+            store.failed(e, cache)
+            tmp = None
+    if tmp is None:
+        tmp = Path(tempfile.mkdtemp(prefix="nsysql-export-"))  # private (0700), removed by the caller
+        _TEMPORARY.add(tmp)
     try:
         out = tmp / final.name
         argv = export_command(found.path, p.resolve(), out)
         if sys.stderr.isatty():
-            print(f"nsysql: exporting {p.name} to SQLite with {found.path} (once: kept in {cache})", file=sys.stderr)
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace")
-        if done.returncode != 0 or not out.is_file():
-            why = (done.stderr.strip() or done.stdout.strip()).splitlines()
+            where = f"once: kept in {cache}" if tmp not in _TEMPORARY else "not kept"
+            print(f"nsysql: exporting {p.name} to SQLite with {found.path} ({where})", file=sys.stderr)
+        limit = timeout_s()
+        code, output = capture(argv, limit)
+        why = last_line(output)
+        if code is None:
             raise NsysqlError(
-                f"`{shell(argv)}` failed (exit status {done.returncode}" + (f": {why[-1][:200]}" if why else "") + ")",
+                f"`{shell(argv)}` did not finish in {limit:g} s and was stopped"
+                + (f" (last said: {why})" if why else "")
+                + "; set NSYSQL_NSYS_TIMEOUT to give it longer (seconds, 0: no limit)",
                 shown,
             )
-        final.parent.mkdir(exist_ok=True)
-        os.replace(out, final)
+        if code != 0 or not out.is_file():
+            raise NsysqlError(
+                f"`{shell(argv)}` failed (exit status {_status(code)}" + (f": {why}" if why else "") + ")", shown
+            )
+        try:
+            open_source(out)
+        except NsysqlError as e:
+            what = str(e)[len(e.path) + 2 :] if e.path else str(e)
+            raise NsysqlError(
+                f"`{shell(argv)}` exited with status 0 but wrote no usable export: it {what}; not kept", shown
+            ) from None
+        if tmp in _TEMPORARY:
+            return out
+        try:
+            os.replace(tmp, final.parent)
+        except OSError:  # another process put the same export in place meanwhile: read that one
+            if not final.is_file():
+                raise
+        return final
+    except BaseException:
+        remove_temporary(tmp / final.name)
+        raise
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return final
+        if tmp not in _TEMPORARY:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+_TEMPORARY: set[Path] = set()  # the private folders of exports not kept (sqlite_for)
+
+
+def temporary(path: str | os.PathLike) -> bool:
+    """Whether `path` is an export of sqlite_for in a private temporary folder (not kept)."""
+    return Path(path).parent in _TEMPORARY
+
+
+def remove_temporary(path: str | os.PathLike) -> None:
+    """Remove the private temporary folder of the export `path` (see sqlite_for), if it is one."""
+    d = Path(path).parent
+    if d in _TEMPORARY:
+        shutil.rmtree(d, ignore_errors=True)
+        _TEMPORARY.discard(d)

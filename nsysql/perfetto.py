@@ -43,7 +43,9 @@ def _us(col: str | pl.Expr) -> pl.Expr:
 
 def _thousands(df: pl.DataFrame) -> pl.DataFrame:
     """`df` with a column `_k` of 1000.0 (see _us)."""
-    return df.with_columns(pl.Series("_k", [1000.0], pl.Float64).extend_constant(1000.0, max(df.height - 1, 0)))
+    if df.height == 0:  # a window with none of this kind of event: a Series of one would not fit
+        return df.with_columns(pl.Series("_k", [], pl.Float64))
+    return df.with_columns(pl.Series("_k", [1000.0], pl.Float64).extend_constant(1000.0, df.height - 1))
 
 
 def _distinct(table, cols: list[str]) -> pl.DataFrame:

@@ -443,7 +443,10 @@ class Profile:
             gaps = self.gaps()
         except NsysqlError:  # no GPU work: no gaps to show
             gaps = None
-        return _trace.rows(self.con, t0, t1, its, gaps, lazy=lazy)
+        got = _trace.rows(self.con, t0, t1, its, gaps, lazy=lazy)
+        if window:
+            _trace.check_window(got, window, start, end, its)
+        return got
 
     def metrics_timeline(self, start_ns: int, end_ns: int, bins: int = 1500) -> pl.DataFrame:
         """SMs Active and Tensor Active (GPU metrics) per device in `bins` equal bins of [start_ns, end_ns): the
@@ -458,6 +461,12 @@ class Profile:
 
     def resolve_range(self, pattern: str) -> list[str]:
         return resolve_range(self.con, pattern)[0]
+
+    def interrupt(self) -> None:
+        """Stop the sql() queries of this Profile (and of its workers) that other threads are running: each raises
+        NsysqlError. For a front end's Ctrl-C, which Python gives only to the main thread, and only between two
+        bytecodes: never while DuckDB runs a query there. The Profile stays usable."""
+        self._user.interrupt()
 
     def sql(self, query: str) -> pl.DataFrame:
         """Run your own read-only SQL (SELECT, EXPLAIN of a SELECT) over the canonical tables (see

@@ -89,6 +89,13 @@ class Sandbox:
             self._local.cur = cur
             return cur
 
+    def interrupt(self) -> None:
+        """Stop the queries running on this sandbox's cursors, whichever thread runs them (each raises DuckDB's
+        InterruptException); the cursors stay usable."""
+        with self._lock:
+            for cur in self._cursors:
+                cur.interrupt()
+
     def close(self) -> None:
         with self._lock:
             for cur in self._cursors:

@@ -15,6 +15,14 @@ the same directory, named by `temp_path`, flushed to disk, then renamed into pla
 file or none. A process killed meanwhile leaves only files that `temps` finds (`cache info` counts them and
 `cache clear` deletes them, except those of a process still running).
 
+Before the first value named after a key, `claim` writes the marker `<name>-<key>.nsysql`, whose text is
+MARK_TEXT: the proof that the values of that name are nsysql's. `cache clear` removes only values with a marker
+(`owned`), so a cache directory that is also a working folder (`--cache-dir .`) keeps the user's own files,
+whatever they are called.
+
+The files nsysql writes for the user (`-o`, reports, traces, tables) go through `output`: the same temporary
+file and rename, so a failed write (a full disk, a file-size limit) leaves the file that was there as it was.
+
 Writing is never a reason to fail: `failed` turns an error into one warning per process (`CacheWarning`) and the
 caller answers from memory.
 """
@@ -127,6 +135,129 @@ def commit(tmp: Path, final: Path) -> None:
     _own.discard(tmp)
 
 
+MARK = ".nsysql"
+MARK_TEXT = "nsysql cache: the files named as this one, less its .nsysql, are nsysql's (`nsysql cache clear`)\n"
+
+
+def marker(stem: Path) -> Path:
+    return Path(f"{stem}{MARK}")
+
+
+def claim(stem: Path, note: str = "") -> None:
+    """Write the marker of `stem` (`<stem>.nsysql`: MARK_TEXT, then `note` on one line), unless it is there:
+    before any value named after `stem`, so that every value of the store has one, even one a killed process
+    left half written. OSError if it cannot be written (the caller's to report: see `failed`)."""
+    m = marker(stem)
+    if _marks(m):
+        return
+    m.parent.mkdir(parents=True, exist_ok=True)
+    text = MARK_TEXT + (note.replace("\n", " ") + "\n" if note else "")
+    write(m, lambda tmp: tmp.write_text(text, encoding="utf-8", errors="surrogateescape"))
+
+
+MARK_MAX = 1 << 16
+
+
+def _marks(m: Path) -> bool:
+    """Whether `m` is a marker nsysql wrote: a small plain file (not a link) that begins with MARK_TEXT."""
+    return _read_mark(m) is not None
+
+
+def _read_mark(m: Path) -> str | None:
+    try:
+        if m.is_symlink() or not m.is_file() or m.stat().st_size > MARK_MAX:
+            return None
+        text = m.read_bytes().decode("utf-8", errors="surrogateescape")
+    except OSError:
+        return None
+    return text if text.startswith(MARK_TEXT) else None
+
+
+def release(stem: Path) -> None:
+    """Remove the marker of `stem` when no value of it is left (a load that failed or was interrupted)."""
+    if not values(stem):
+        remove(marker(stem))
+
+
+def note(stem: Path) -> str:
+    """The note of `stem`'s marker (see claim), "" when none."""
+    text = _read_mark(marker(stem)) or ""
+    return text[len(MARK_TEXT) :].rstrip("\n")
+
+
+def owned(cache_dir: Path) -> list[Path]:
+    """The stems (`<cache_dir>/<name>-<key>`) whose marker proves their values are nsysql's."""
+    if not cache_dir.is_dir():
+        return []
+    return sorted(m.with_name(m.name[: -len(MARK)]) for m in cache_dir.glob(f"*{MARK}") if _marks(m))
+
+
+def values(stem: Path) -> list[Path]:
+    """What the store may hold under `stem` (see the module's docstring), as far as it is there: the entry and
+    its DuckDB log, the answers' folder, the per-rank frames, and the temporary files of any of them."""
+    d, name = stem.parent, stem.name
+    found = [p for p in (Path(f"{stem}.duckdb"), Path(f"{stem}.duckdb.wal"), Path(f"{stem}.results")) if _there(p)]
+    found += sorted(d.glob(f"{name}.*.parquet"))  # the name holds only letters, digits and ._- (`stem`)
+    found += sorted(p for p in d.glob(f".{name}.*") if _temp_pid(p) is not None)
+    return found
+
+
+def _there(p: Path) -> bool:
+    return os.path.lexists(p)
+
+
+def output(final: str | os.PathLike, fill: Callable[[Path], object], links: bool = True) -> None:
+    """Write a file for the user (an `-o` file, a report, a trace, a table) whole or not at all: `fill(path)`
+    writes it into a temporary file beside `final`, which is renamed over `final` once whole and flushed (with the
+    permissions of the file it replaces). A failed write (a full disk, a file-size limit, Ctrl-C) leaves the file
+    that was there as it was, and no temporary file; the error is an NsysqlError naming `final`.
+
+    A symbolic link at `final` is followed (the file it names is replaced; the link stays) when `links`, else
+    refused: nsysql writes through no link in a folder it fills (`profile --out`, `export --to`). A `final` that
+    is not a regular file (a pipe, /dev/stdout, a terminal) is written as it is, in place: there is nothing to
+    keep and no rename is possible."""
+    from .errors import NsysqlError
+
+    shown = str(final)
+    p = Path(final)
+    if p.is_symlink():
+        if not links:
+            raise NsysqlError(f"{shown}: is a symbolic link; nsysql does not write through links (remove it)")
+        p = Path(os.path.realpath(p))
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise NsysqlError(f"cannot write {shown} ({why(e)})") from None
+    import stat
+
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        if stat.S_ISDIR(st.st_mode):
+            raise NsysqlError(f"cannot write {shown} (it is a directory)")
+        try:
+            fill(p)
+        except OSError as e:
+            raise NsysqlError(f"cannot write {shown} ({why(e)})") from None
+        return
+
+    def filled(tmp: Path) -> None:
+        fill(tmp)
+        if st is not None:
+            os.chmod(tmp, stat.S_IMODE(st.st_mode))
+
+    try:
+        write(p, filled)
+    except OSError as e:
+        kept = "the file there is left as it was" if st is not None else "nothing written"
+        raise NsysqlError(f"cannot write {shown} ({why(e)}; {kept})") from None
+
+
+def output_text(final: str | os.PathLike, text: str, links: bool = True) -> None:
+    """`output` of `text` as UTF-8."""
+    output(final, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"), links=links)
+
+
 def write(final: Path, fill: Callable[[Path], object]) -> None:
     """Atomically write `final`: `fill(path)` writes the content to a temporary file, then `commit`. The
     temporary file is removed if anything fails; the error is the caller's (see `failed`)."""
@@ -139,12 +270,13 @@ def write(final: Path, fill: Callable[[Path], object]) -> None:
 
 
 def temps(cache_dir: Path) -> list[Path]:
-    """Temporary files of the store in `cache_dir` (and DuckDB's `.wal` beside one): being written by a process
-    that runs, or left by one that was killed (`abandoned`)."""
-    if not cache_dir.is_dir():
-        return []
-    found = [p for p in cache_dir.glob(".*") if _temp_pid(p) is not None]
-    found += [p for p in cache_dir.glob("*.results/*/*") if _temp_pid(p) is not None]
+    """Temporary files of the store in `cache_dir` (and DuckDB's `.wal` beside one), of values whose marker is
+    there (`owned`): being written by a process that runs, or left by one that was killed (`abandoned`). A file
+    of the same pattern without a marker is not nsysql's to count or delete."""
+    found = []
+    for stem in owned(cache_dir):
+        found += [p for p in cache_dir.glob(f".{stem.name}.*") if _temp_pid(p) is not None]
+        found += [p for p in cache_dir.glob(f"{stem.name}.results/*/*") if _temp_pid(p) is not None]
     return sorted(found)
 
 

@@ -98,6 +98,7 @@ def profile(
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise NsysqlError(f"cannot create the output folder ({e.strerror})", str(folder)) from None
+    _check_free(folder, name)
     say = progress or (lambda text: None)
     supported = profile_switches(found.path)
     argv = profile_command(
@@ -119,14 +120,86 @@ def profile(
     if rep.is_file():
         res.files[rep.name] = "the Nsight Systems report (open it in nsys-ui)"
     if _stamp(export) in (None, before):
+        _remember(folder, res.files)  # the report nsys wrote is this run's, to replace next time
         raise NoExport(
             f"nsys exited with status {status} and wrote no SQLite export ({export}); its messages above say why",
             status=status,
         )
     say(f"profiled in {time.monotonic() - t:.1f} s; analysing {export}")
     res.files[export.name] = "the SQLite export (every nsysql command reads it)"
+    _remember(folder, res.files)
     write_outputs(export, folder, res, cache_dir=cache_dir, progress=say, chart=chart)
     return res
+
+
+# What `profile` may write into DIR, besides `<name>.nsys-rep` and `<name>.sqlite` (nsys writes those).
+OUTPUTS = (
+    "summary.txt",
+    "report.html",
+    "report.md",
+    "kernels.csv",
+    "api.csv",
+    "top10_kernels.png",
+    "top10_kernels.svg",
+)
+MANIFEST = ".nsysql-profile.json"  # the files an earlier `nsysql profile` wrote into DIR, as it left them
+
+
+def _check_free(folder: Path, name: str) -> None:
+    """Refuse (before the program runs) an --out DIR where a file `profile` would write is a link, or a file no
+    earlier `nsysql profile` wrote (or one changed since: not in the manifest as it was left). nsysql replaces its
+    own outputs of an earlier run, and nothing else."""
+    own = _manifest(folder)
+    for n in (f"{name}.nsys-rep", f"{name}.sqlite", *OUTPUTS, MANIFEST):
+        p = folder / n
+        if p.is_symlink():
+            raise NsysqlError(
+                f"{p}: is a symbolic link; nsysql profile writes through no link (remove it or name another --out DIR)"
+            )
+        if n != MANIFEST and os.path.lexists(p) and own.get(n) != _own_stamp(p):
+            raise NsysqlError(
+                f"{p}: is there, and no earlier `nsysql profile` wrote it; nsysql profile overwrites only its own "
+                "outputs (move it, or name another --out DIR)"
+            )
+
+
+def _own_stamp(p: Path) -> list | None:
+    """What tells the file nsysql left from one put in its place or changed since: inode, size and mtime."""
+    try:
+        st = p.lstat()
+    except OSError:
+        return None
+    return [st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def _manifest(folder: Path) -> dict:
+    import json
+
+    p = folder / MANIFEST
+    try:
+        if p.is_symlink():
+            return {}
+        got = json.loads(p.read_text(encoding="utf-8")).get("files", {})
+        return got if isinstance(got, dict) else {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def _remember(folder: Path, files: dict) -> None:
+    """Note the files `profile` wrote into `folder`, as they are now, in its manifest (see _check_free). One that
+    cannot be written only means the next run into `folder` refuses those files."""
+    import json
+
+    from . import store
+
+    # an earlier run's files not written this time (its PNG chart, where this one drew an SVG) stay its own
+    own = {n: st for n, st in _manifest(folder).items() if st == _own_stamp(folder / n)}
+    own.update((n, st) for n in files if (st := _own_stamp(folder / n)) is not None and not (folder / n).is_symlink())
+    text = json.dumps({"written_by": "nsysql profile", "files": own}, indent=1) + "\n"
+    try:
+        store.output_text(folder / MANIFEST, text, links=False)
+    except NsysqlError:
+        pass
 
 
 def _stamp(p: Path) -> tuple | None:
@@ -152,6 +225,7 @@ def write_outputs(export: Path, folder: Path, res: Result, cache_dir=None, progr
             fn()
         except NsysqlError as e:
             res.problems.append(f"{label}: {e}")
+        _remember(folder, res.files)
 
     def summary():
         res.summary = render(summary_view(prof.summary()), "table")
@@ -205,7 +279,9 @@ def write_outputs(export: Path, folder: Path, res: Result, cache_dir=None, progr
 
 
 def _text(path: Path, text: str) -> None:
-    path.write_text(text, encoding="utf-8")
+    from . import store
+
+    store.output_text(path, text, links=False)  # whole or not at all, never through a link
 
 
 def _png(fig, path: Path) -> str | None:
@@ -214,8 +290,13 @@ def _png(fig, path: Path) -> str | None:
         import kaleido  # noqa: F401
     except ImportError:
         return "no PNG: kaleido is not installed"
+    from . import store
+
+    def fill(tmp: Path) -> None:  # the format named: the temporary file's name does not say it
+        fig.write_image(str(tmp), format="png", width=1200, height=fig.layout.height or 400, scale=1)
+
     try:
-        fig.write_image(str(path), width=1200, height=fig.layout.height or 400, scale=1)
+        store.output(path, fill, links=False)
     except Exception as e:  # noqa: BLE001 - kaleido present but no Chrome/Chromium it can start
         return f"no PNG: kaleido failed ({str(e).splitlines()[0][:100] if str(e) else type(e).__name__})"
     return None
@@ -227,6 +308,11 @@ def listing(res: Result) -> str:
     for name, what in res.files.items():
         size = (res.out / name).stat().st_size if (res.out / name).exists() else 0
         lines.append(f"  {name:<24} {_size(size):>9}  {what}")
+    if (res.out / MANIFEST).is_file():
+        n = (res.out / MANIFEST).stat().st_size
+        lines.append(
+            f"  {MANIFEST:<24} {_size(n):>9}  the files above, which a later profile into this folder replaces"
+        )
     for p in res.problems:
         lines.append(f"  not written: {p}")
     return "\n".join(lines) + "\n"

@@ -7,7 +7,9 @@ script that the tests write). It does what nsysql needs nsys to do, with a real 
   $FAKE_NSYS_NO_EXPORT=1: writes no export.
 - `nsys profile --help`: lists the switches nsysql sets, less those named in $FAKE_NSYS_LACKS (comma-separated).
 - `nsys export --type sqlite --output OUT --force-overwrite true REPORT`: copies $FAKE_NSYS_EXPORT to OUT;
-  $FAKE_NSYS_FAIL=1: fails with a message.
+  $FAKE_NSYS_FAIL=1: fails with a message; $FAKE_NSYS_HANG=1: never finishes (sleeps); $FAKE_NSYS_FLOOD=N:
+  prints N MiB on stdout first, then a last line on stderr, and fails. $FAKE_NSYS_TRUNCATE=N: writes only its first N
+  bytes, and exits 0.
 
 Every call is logged, one JSON list of its arguments a line, to $FAKE_NSYS_LOG when set.
 """
@@ -18,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,11 +46,24 @@ def main(args):
         with open(os.environ["FAKE_NSYS_LOG"], "a") as f:
             f.write(json.dumps(args) + "\n")
     if args[:1] == ["export"]:
+        if os.environ.get("FAKE_NSYS_HANG"):
+            time.sleep(3600)
+        if os.environ.get("FAKE_NSYS_FLOOD"):
+            line = b"Processing events... " * 50 + b"\n"
+            block = line * (2**20 // len(line) + 1)
+            for _ in range(int(os.environ["FAKE_NSYS_FLOOD"])):
+                sys.stdout.buffer.write(block[: 2**20])
+            sys.stdout.buffer.write(b"\n")
+            sys.stdout.flush()
+            print("ERROR: out of patience (fake)", file=sys.stderr)
+            return 1
         if os.environ.get("FAKE_NSYS_FAIL"):
             print("ERROR: cannot import the report (fake)", file=sys.stderr)
             return 1
         out = args[args.index("--output") + 1]
         shutil.copyfile(EXPORT, out)
+        if os.environ.get("FAKE_NSYS_TRUNCATE"):
+            os.truncate(out, int(os.environ["FAKE_NSYS_TRUNCATE"]))
         return 0
     if args[:1] != ["profile"]:
         print(f"fake nsys: unsupported {args[:1]}", file=sys.stderr)

@@ -231,9 +231,10 @@ def test_ctrl_c_sent_to_nsysql_reaches_the_program(tmp_path):
         "except KeyboardInterrupt:\n"
         "    sys.exit(42)\n"
     )
-    (tmp_path / "o").mkdir()
-    earlier = tmp_path / "o" / f"{nsys_name([sys.executable, '-c', script])}.sqlite"
-    earlier.write_bytes(TRAIN.read_bytes())  # an earlier run's export in DIR: not this run's
+    # an earlier run's export in DIR (by an earlier `nsysql profile`, so this one may replace it): not this run's
+    earlier = ["profile", "--nsys", str(fake), "--out", str(tmp_path / "o"), "--chart", "svg", "--"]
+    assert CliRunner().invoke(main, [*earlier, sys.executable, "-c", "pass"]).exit_code == 0
+    assert (tmp_path / "o" / f"{nsys_name([sys.executable, '-c', script])}.sqlite").is_file()
     env = {**os.environ, "FAKE_NSYS_NO_EXPORT": "1"}
     p = subprocess.Popen(
         [sys.executable, "-m", "nsysql", "profile", "--nsys", str(fake), "--out", str(tmp_path / "o"), "--"]

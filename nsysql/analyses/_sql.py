@@ -22,8 +22,46 @@ def frame(con: duckdb.DuckDBPyConnection, sql: str, params: dict | None = None) 
     return pl.DataFrame(_Stream(con.sql(sql, params=params or None).__arrow_c_stream__()))
 
 
-# DuckDB types polars cannot hold (INTERVAL: "could not import from month_day_nano_interval"): shown as text
-_AS_TEXT = ("INTERVAL", "BIT", "UNION", "TIME WITH TIME ZONE")
+# The DuckDB types polars holds value for value (by DuckDBPyType.id), and the nested types whose children are
+# judged the same way. A user's column of any other type (INTERVAL, BIT, UNION, TIME WITH TIME ZONE, UHUGEINT,
+# whose values past 2^127 polars' 128-bit decimal turns negative, BIGNUM/VARINT, VARIANT, GEOMETRY, and any type
+# DuckDB adds later), or a nested one holding such a type anywhere, is cast to VARCHAR: DuckDB's own text of it.
+_HELD = {
+    "boolean",
+    "tinyint",
+    "smallint",
+    "integer",
+    "bigint",
+    "hugeint",
+    "utinyint",
+    "usmallint",
+    "uinteger",
+    "ubigint",
+    "float",
+    "double",
+    "decimal",
+    "varchar",
+    "blob",
+    "date",
+    "time",
+    "timestamp",
+    "timestamp_s",
+    "timestamp_ms",
+    "timestamp_ns",
+    "timestamp with time zone",
+    "uuid",
+    "enum",
+    "null",
+}
+_NESTED = {"list", "array", "struct", "map"}
+
+
+def _held(t) -> bool:
+    """Whether polars holds the values of DuckDB type `t` (a DuckDBPyType) as they are."""
+    kind = t.id
+    if kind in _NESTED:
+        return all(_held(c) for _, c in t.children if not isinstance(c, int))
+    return kind in _HELD
 
 
 def user_frame(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
@@ -46,15 +84,35 @@ def _user_frame(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
     rel = con.sql(sql)
     if rel is None:
         return pl.DataFrame()
-    if any(str(t).startswith(_AS_TEXT) for t in rel.types):
+    names = _unique(rel.columns)
+    held = [_held(t) for t in rel.types]
+    if names != rel.columns or not all(held):
+        # columns by position (#1, #2, ...): a repeated name cannot be told apart by name
         q = lambda c: '"' + c.replace('"', '""') + '"'  # noqa: E731
         rel = rel.project(
             ", ".join(
-                f"CAST({q(c)} AS VARCHAR) AS {q(c)}" if str(t).startswith(_AS_TEXT) else q(c)
-                for c, t in zip(rel.columns, rel.types)
+                f"#{i} AS {q(c)}" if ok else f"CAST(#{i} AS VARCHAR) AS {q(c)}"
+                for i, (c, ok) in enumerate(zip(names, held), start=1)
             )
         )
     return pl.DataFrame(_Stream(rel.__arrow_c_stream__()))
+
+
+def _unique(columns: list[str]) -> list[str]:
+    """Column names made unique as a DataFrame needs them (`SELECT *` over a join repeats `pid`): the first of a
+    name keeps it; a repeat becomes `<name>_<n>` with the smallest n = 1, 2, ... that no column is named
+    (`pid`, `pid_1`)."""
+    taken = set(columns)
+    seen: set[str] = set()
+    out = []
+    for c in columns:
+        name, n = c, 0
+        while name in seen or (n and name in taken):
+            n += 1
+            name = f"{c}_{n}"
+        seen.add(name)
+        out.append(name)
+    return out
 
 
 class _Stream:

@@ -17,6 +17,12 @@ from .patterns import resolve_range
 DEFAULT_MIN_NS = 1_000_000
 _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 MAX_NS = 2**63 - 1
+# past any duration worth writing (`9223372036854775807ns` is 21 characters; a number of a few hundred digits is
+# still read, and said to be longer than any gap): longer text is not matched at all
+MAX_DURATION_CHARS = 1000
+# digits, an optional fraction, then a unit: no two parts can share a digit (`[0-9]*\.?[0-9]+` could, so a long
+# run of digits that did not match tried every split: quadratic time)
+_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?|\.\d+)\s*(ns|us|µs|ms|s)?\s*", re.ASCII)
 
 
 def parse_duration(text: str | int) -> int:
@@ -26,9 +32,17 @@ def parse_duration(text: str | int) -> int:
             raise NsysqlError(f"a duration is 0 or more, not {text} ns")
         ns = text
     else:
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ns|us|µs|ms|s)?\s*", str(text))
+        text = str(text)
+        # the length is capped before any matching (the value may come from someone else: a service's
+        # Profile.gaps(min_ns=...)); the pattern splits a number one way only, so a failed match is linear
+        m = _DURATION.fullmatch(text) if len(text) <= MAX_DURATION_CHARS else None
         if not m:
-            raise NsysqlError(f"cannot read duration {text!r}: use e.g. 500us, 2ms, 1s")
+            if len(text) > MAX_DURATION_CHARS:
+                raise NsysqlError(
+                    f"cannot read duration {text[:20]!r}... ({len(text)} characters, at most {MAX_DURATION_CHARS}): "
+                    "use e.g. 500us, 2ms, 1s"
+                )
+            raise NsysqlError(f"cannot read duration {text[:60]!r}: use e.g. 500us, 2ms, 1s")
         ns = float(m.group(1)) * _UNITS[m.group(2) or "ns"]  # inf for a number too long for a float
     if ns > MAX_NS:  # the export's clock is a 64-bit count of ns: no gap can be longer
         raise NsysqlError(f"duration {str(text)[:40]!r} is longer than any gap can be (at most {MAX_NS} ns, 292 years)")

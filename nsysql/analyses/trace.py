@@ -33,11 +33,34 @@ def parse_window(text: str, start: int, end: int) -> tuple[int, int]:
     a, b = (x.strip() for x in text.split(":"))
     t0 = start + parse_duration(a) if a else start
     t1 = start + parse_duration(b) if b else end
+    if t0 > end:  # before END's check: `10s:` on a 9 s profile ends at the profile's end, before its START
+        raise NsysqlError(f"--window {text}: starts after the profile ends ({(end - start) / 1e9:.3f} s long)")
     if t1 <= t0:
         raise NsysqlError(f"--window {text}: END must be after START")
-    if t0 > end:
-        raise NsysqlError(f"--window {text}: starts after the profile ends ({(end - start) / 1e9:.3f} s long)")
     return t0, min(t1, end)
+
+
+EVENT_TABLES = ("gpu_ops", "api_calls", "nvtx_ranges", "iterations", "gaps")
+
+
+def check_window(got: dict[str, pl.DataFrame], text: str, start: int, end: int, its: pl.DataFrame | None) -> None:
+    """An NsysqlError when the rows `got` of the window `text` hold no event at all (an empty timeline is no
+    answer): what the window was, the profile's span and, where there are iterations, where they lie."""
+    if any(got[k].height if isinstance(got[k], pl.DataFrame) else got[k].exists() for k in EVENT_TABLES if k in got):
+        return
+    t0, t1 = (int(v) for v in got["window"].row(0))
+    where = ""
+    if its is not None and its.height:
+        where = f"; its iterations run {_s(int(its['start_ns'].min()) - start)}..{_s(int(its['end_ns'].max()) - start)}"
+    raise NsysqlError(
+        f"--window {text}: nothing in {_s(t0 - start)}..{_s(t1 - start)} (no GPU op, CUDA API call or NVTX range); "
+        f"the profile spans 0 s..{_s(end - start)}{where}"
+    )
+
+
+def _s(ns: int) -> str:
+    """ns as seconds for a sentence: `2 s`, `3.606874 s` (to the microsecond, trailing zeros dropped)."""
+    return f"{ns / 1e9:.6f}".rstrip("0").rstrip(".") + " s"
 
 
 def parse_iterations(text: str) -> tuple[int, int]:
@@ -82,6 +105,10 @@ class Lazy:
         order = ", ".join(f'"{c}" NULLS FIRST' for c in cols)
         sql = f"SELECT DISTINCT {names} FROM (\n{self._sql}\n) ORDER BY {order}"
         return frame(self._con, sql, self._params)
+
+    def exists(self) -> bool:
+        """Whether the query has a row at all."""
+        return bool(self._con.execute(f"SELECT EXISTS (\n{self._sql}\n)", self._params).fetchall()[0][0])
 
     def batches(self, size: int):
         """The rows, in the query's order, as DataFrames of at most `size` rows."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,28 @@ def looks_like_sqlite(path: str | Path) -> bool:
             return f.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
     except OSError:
         return False
+
+
+_SPECIAL = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+def special_file(path: str | os.PathLike) -> str | None:
+    """What `path` is when it exists and is not a regular file (links followed): "a FIFO (named pipe)", "a
+    socket", ...; None for a regular file or a path that cannot be stat'ed (the open that follows says why).
+    Only stat: nothing is opened, so a FIFO with no writer cannot block the caller."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return next((what for test, what in _SPECIAL if test(mode)), "not a regular file")
 
 
 BATCH_ROWS = 65536  # rows per batch of Python's sqlite3 (the fallback without the ADBC driver)
@@ -244,6 +267,9 @@ def open_source(path: str | os.PathLike) -> Source:
         raise NsysqlError("no such file", shown)
     if p.is_dir():
         raise NsysqlError("is a directory, not an nsys SQLite export", shown)
+    special = special_file(p)
+    if special:  # checked before open(): opening a FIFO waits for a writer, forever
+        raise NsysqlError(f"is {special}, not an nsys SQLite export (a regular file)", shown)
     try:
         size = p.stat().st_size
         with open(p, "rb") as f:
@@ -253,13 +279,15 @@ def open_source(path: str | os.PathLike) -> Source:
     if size == 0:
         raise NsysqlError("is empty, not an nsys SQLite export", shown)
     if not head.startswith(SQLITE_MAGIC):
-        if p.suffix in (".nsys-rep", ".qdrep") or head[:4] in (b"PK\x03\x04",) or b"nsys" in head[:64].lower():
+        from ..nsys import looks_like_report
+
+        if looks_like_report(p, head):
             raise NsysqlError(
                 "is an Nsight Systems report, not its SQLite export; make one with "
                 f"`nsys export --type sqlite {p.name}` (or profile with --export=sqlite)",
                 shown,
             )
-        raise NsysqlError("is not a SQLite file", shown)
+        raise NsysqlError("is not an Nsight Systems export or report (not a SQLite file)", shown)
     if len(head) < 100:
         raise NsysqlError("is truncated (shorter than a SQLite header)", shown)
     page_size = int.from_bytes(head[16:18], "big")
