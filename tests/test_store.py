@@ -336,13 +336,13 @@ def test_cache_clear_during_a_load_is_silent_and_the_entry_lands(tmp_path, large
 
 
 def test_ctrl_c_during_a_load_leaves_at_once_and_leaves_nothing(tmp_path, larger):
-    """SIGINT while the entry is being written ends the command there ("Aborted!", exit 1), with no entry and no
-    temporary file: before, it took effect once the load was done, and the entry was written."""
+    """SIGINT while the entry is being written ends the command there (`nsysql: interrupted`, exit 130), with no
+    entry and no temporary file: before, it took effect once the load was done, and the entry was written."""
     cdir = tmp_path / "cache"
     proc = start_load(larger, cdir)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 1 and err.strip() == "Aborted!" and out == ""
+    assert proc.returncode == 130 and err.strip() == "nsysql: interrupted" and out == ""
     assert files(cdir) == set()
 
 
