@@ -222,10 +222,13 @@ def wait(file: Path | None = None) -> None:
 
 
 def connect(database: str, config: dict) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection with nsysql's settings: memory limit, spill directory, no progress bar."""
+    """A DuckDB connection with nsysql's settings: memory limit, spill directory, no progress bar (and extensions
+    locked, a path always a path: nsysql.duck)."""
     import duckdb
 
-    con = duckdb.connect(database, config=config)
+    from . import duck
+
+    con = duck.connect(database, config)
     con.execute("SET enable_progress_bar = false")
     try:
         # No row-group merging at checkpoint: a parallel CREATE TABLE AS leaves a few partly filled row groups,
@@ -263,8 +266,10 @@ def _legacy(f: Path) -> bool:
         return False
     import duckdb
 
+    from . import duck
+
     try:
-        con = duckdb.connect(str(f), read_only=True)
+        con = duck.connect(f, read_only=True, files=[])
     except duckdb.Error:  # not a DuckDB database, or one held open by a writer
         return False
     try:
@@ -330,9 +335,11 @@ def describe(file: Path) -> dict:
     """Source path, size and age of one entry."""
     import duckdb
 
+    from . import duck
+
     info = {"entry": file.name, "bytes": file.stat().st_size, "source_path": None, "complete": False}
     try:
-        con = duckdb.connect(str(file), read_only=True)
+        con = duck.connect(file, read_only=True, files=[])
         try:
             facts = dict(con.execute("SELECT key, value FROM profile_facts").fetchall())
         finally:
@@ -496,9 +503,9 @@ def _running(stem: Path) -> list[Path]:
 
 
 def spill_dir() -> str:
-    import tempfile  # here, not at import (see build_entry)
+    from . import duck
 
-    return os.path.join(tempfile.gettempdir(), f"nsysql-spill-{os.getuid() if hasattr(os, 'getuid') else 0}")
+    return duck.spill_dir()  # private to this user (see there)
 
 
 def remove_spill_files() -> None:
@@ -506,9 +513,12 @@ def remove_spill_files() -> None:
     when its database closes, but the CLI leaves without closing it (_process.leave): after a command that failed
     while its tables were spilled (out of memory), they stayed behind, 188 MB of them for a summary of 500k
     kernels, until another nsysql process happened to spill."""
+    from . import duck
+
     for f in Path(spill_dir()).glob(f"duckdb_temp_{os.getpid()}_*"):
         store.remove(f)
+    duck.remove_fresh_spill_dir()
 
 
 def _sql_str(p: Path) -> str:
-    return str(p).replace("'", "''")
+    return os.path.abspath(p).replace("'", "''")  # a path, never a URL (a cache dir named `md:`: nsysql.duck)

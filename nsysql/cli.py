@@ -916,7 +916,7 @@ def trace(file, output, iterations, window):
     from . import perfetto
 
     prof = _load(file)
-    tables = prof.trace(window=window, iterations=iterations)
+    tables = prof.trace(window=window, iterations=iterations, lazy=True)  # streamed as written
     out = Path(output or f"{Path(prof.path).stem}.trace.json")
     if _precious(out):
         raise NsysqlError(

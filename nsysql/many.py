@@ -128,9 +128,9 @@ class Ranks:
 
     def _reduce(self) -> dict[str, pl.DataFrame]:
         if self._reduced is None:
-            import duckdb
+            from . import duck
 
-            con = duckdb.connect(":memory:")
+            con = duck.connect(":memory:", files=[])  # the frames are registered: no file to read
             self._reduced = _ranks.reduce(con, self.tables)
             con.close()
         return self._reduced

@@ -11,12 +11,18 @@ and each of its threads gets one track for its CUDA API calls and one per NVTX d
 nest, and API calls and NVTX ranges need not nest within each other); nsysql's annotations are one more process:
 the iterations (warm-up and outliers in their names) and the idle gaps of each GPU, named by their cause. Those
 made-up pids and tids start above 2^22, Linux's largest pid, so they never meet a real one.
+
+Streamed: the GPU ops, API calls and NVTX ranges may come as nsysql.analyses.trace.Lazy tables, read from DuckDB a
+batch of CHUNK rows at a time and written as they come, so memory holds one batch and its JSON, never the
+whole trace (the tracks are laid out first, from the distinct lanes DuckDB lists). A DataFrame gives the same
+bytes.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
@@ -26,7 +32,7 @@ from . import __version__
 SYNTHETIC = 1 << 23  # made-up pids and tids start here: above Linux's pid_max limit (2^22)
 ANNOTATIONS_PID = SYNTHETIC
 GPU_PID = SYNTHETIC + 1  # + device id
-CHUNK = 100_000  # events encoded and written at a time
+CHUNK = 20_000  # rows read, encoded and written at a time (about 5 MB of JSON, at ~250 bytes an event)
 
 
 def _us(col: str | pl.Expr) -> pl.Expr:
@@ -42,8 +48,26 @@ def _thousands(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(pl.Series("_k", [1000.0], pl.Float64).extend_constant(1000.0, df.height - 1))
 
 
-def events(tables: dict[str, pl.DataFrame]) -> list[pl.DataFrame]:
-    """The trace's events as frames of one JSON object per row (column `e`), metadata first."""
+def _distinct(table, cols: list[str]) -> pl.DataFrame:
+    """The distinct values of `cols` in `table` (a DataFrame or a trace.Lazy), sorted, nulls first."""
+    if isinstance(table, pl.DataFrame):
+        return table.select(cols).unique().sort(cols)
+    return table.distinct(cols)
+
+
+def _batches(table):
+    """The rows of `table` (a DataFrame or a trace.Lazy) in order, CHUNK rows at a time."""
+    if isinstance(table, pl.DataFrame):
+        for i in range(0, table.height, CHUNK):
+            yield table.slice(i, CHUNK)
+    else:
+        yield from table.batches(CHUNK)
+
+
+def events(tables: dict, counts: dict | None = None) -> Iterator[pl.DataFrame]:
+    """The trace's events as frames of one JSON object per row (column `e`), metadata first; the GPU ops, API
+    calls and NVTX ranges a batch at a time. `counts` gets the rows read of each of those tables."""
+    counts = {} if counts is None else counts
     names = tables["names"]
     thread_name = {
         (r["id"], r["sub_id"]): r["name"] for r in names.filter(pl.col("kind") == "thread").iter_rows(named=True)
@@ -51,7 +75,6 @@ def events(tables: dict[str, pl.DataFrame]) -> list[pl.DataFrame]:
     proc_name = {r["id"]: r["name"] for r in names.filter(pl.col("kind") == "process").iter_rows(named=True)}
     dev_name = {r["id"]: r["name"] for r in names.filter(pl.col("kind") == "device").iter_rows(named=True)}
     meta: list[dict] = []
-    out: list[pl.DataFrame] = []
     next_tid = [SYNTHETIC + 1]
 
     def track(pid: int, label: str, sort: int) -> int:
@@ -64,6 +87,9 @@ def events(tables: dict[str, pl.DataFrame]) -> list[pl.DataFrame]:
     def process(pid: int, label: str, sort: int) -> None:
         meta.append(_meta("process_name", pid, 0, {"name": label}))
         meta.append(_meta("process_sort_index", pid, 0, {"sort_index": sort}))
+
+    # every track first (the metadata leads the file); the events after it, in this order
+    annotations: list = []
 
     # nsysql's annotations
     its, gaps = tables.get("iterations"), tables.get("gaps")
@@ -79,7 +105,7 @@ def events(tables: dict[str, pl.DataFrame]) -> list[pl.DataFrame]:
             .then(pl.format("{} (outlier)", label))
             .otherwise(label)
         )
-        out.append(
+        annotations.append(
             _complete(
                 its,
                 label,
@@ -100,7 +126,7 @@ def events(tables: dict[str, pl.DataFrame]) -> list[pl.DataFrame]:
     if gaps is not None:
         for i, dev in enumerate(gaps["device_id"].unique().sort().to_list()):
             tid = track(ANNOTATIONS_PID, f"idle gaps, GPU {dev} (cause)", 1 + i)
-            out.append(
+            annotations.append(
                 _complete(
                     gaps.filter(pl.col("device_id") == dev),
                     pl.format("idle: {}", pl.col("cause")),
@@ -121,87 +147,99 @@ def events(tables: dict[str, pl.DataFrame]) -> list[pl.DataFrame]:
 
     # GPU work: a process per device, a thread per stream
     ops = tables["gpu_ops"]
-    streams = ops.select("device_id", "stream_id").unique().sort("device_id", "stream_id")
+    streams = _distinct(ops, ["device_id", "stream_id"])
     tids = []
     for dev in streams["device_id"].unique().sort().to_list():
         process(GPU_PID + dev, f"GPU {dev}" + (f": {dev_name[dev]}" if dev_name.get(dev) else ""), -50 + dev)
     for dev, stream in streams.iter_rows():
         tids.append(track(GPU_PID + dev, f"stream {stream}", stream))
-    if ops.height:
-        ops = ops.join(streams.with_columns(_tid=pl.Series(tids, dtype=pl.Int64)), on=["device_id", "stream_id"])
-        out.append(
-            _complete(
-                ops,
-                pl.col("name"),
-                pl.col("kind"),
-                GPU_PID + pl.col("device_id"),
-                pl.col("_tid"),
-                {
-                    "pid": pl.col("pid"),
-                    "correlation_id": pl.col("correlation_id"),
-                    "launched_by": pl.col("api_name"),
-                    "bytes": pl.col("bytes"),
-                    "graph_node_id": pl.col("graph_node_id"),
-                },
-            )
-        )
+    stream_tids = streams.with_columns(_tid=pl.Series(tids, dtype=pl.Int64))
 
     # the CPU side: CUDA API calls and NVTX ranges per thread, under their process
     api, nvtx = tables["api_calls"], tables["nvtx_ranges"]
-    pids = sorted(set(api["pid"].to_list()) | set(nvtx["pid"].to_list()) | set(ops["pid"].to_list()))
+    pids = sorted(
+        set(_distinct(api, ["pid"])["pid"].to_list())
+        | set(_distinct(nvtx, ["pid"])["pid"].to_list())
+        | set(_distinct(ops, ["pid"])["pid"].to_list())
+    )
     for pid in pids:
         process(pid, f"{proc_name.get(pid) or 'process'} {pid}", pid)
 
     def thread_label(pid: int, tid: int, what: str) -> str:
         return f"{thread_name.get((pid, tid)) or 'thread'} {tid}: {what}"
 
-    lanes = api.select("pid", "tid").unique().sort("pid", "tid")
-    if api.height:
-        tids = [track(pid, thread_label(pid, tid, "CUDA API"), 2 * tid) for pid, tid in lanes.iter_rows()]
-        api = api.join(lanes.with_columns(_tid=pl.Series(tids, dtype=pl.Int64)), on=["pid", "tid"])
-        out.append(
-            _complete(
-                api,
-                pl.col("name"),
-                "cuda_api",
-                pl.col("pid"),
-                pl.col("_tid"),
-                {"tid": pl.col("tid"), "correlation_id": pl.col("correlation_id")},
-            )
-        )
-    if nvtx.height:
-        lanes = nvtx.select("pid", "tid", "domain").unique().sort("pid", "tid", "domain")
-        tids = [
-            track(pid, thread_label(pid, tid, f"NVTX {domain}" if domain else "NVTX"), 2 * tid + 1)
-            for pid, tid, domain in lanes.iter_rows()
-        ]
-        nvtx = nvtx.join(lanes.with_columns(_tid=pl.Series(tids, dtype=pl.Int64)), on=["pid", "tid", "domain"])
-        args = {"domain": pl.col("domain"), "tid": pl.col("tid"), "depth": pl.col("depth")}
-        pushpop = nvtx.filter(pl.col("style") == "PushPop")
-        if pushpop.height:
-            out.append(_complete(pushpop, pl.col("name"), "nvtx", pl.col("pid"), pl.col("_tid"), args))
-        startend = nvtx.filter(pl.col("style") != "PushPop")
-        if startend.height:  # may overlap each other: async pairs, matched by id
-            startend = _thousands(startend)
-            for ph, ts in (
-                ("b", _us("start_ns")),
-                ("e", _us(pl.col("start_ns") + pl.col("duration_ns"))),
-            ):
-                cols = {
-                    "name": pl.col("name"),
-                    "cat": pl.lit("nvtx"),
-                    "ph": pl.lit(ph),
-                    "ts": ts,
-                    "pid": pl.col("pid"),
-                    "tid": pl.col("_tid"),
-                    "id": pl.format("nvtx{}", pl.col("range_id")),
-                }
-                if ph == "b":
-                    cols["args"] = pl.struct(**{"domain": pl.col("domain"), "tid": pl.col("tid")})
-                out.append(startend.select(pl.struct(**cols).struct.json_encode().alias("e")))
+    lanes = _distinct(api, ["pid", "tid"])
+    tids = [track(pid, thread_label(pid, tid, "CUDA API"), 2 * tid) for pid, tid in lanes.iter_rows()]
+    api_tids = lanes.with_columns(_tid=pl.Series(tids, dtype=pl.Int64))
+    lanes = _distinct(nvtx, ["pid", "tid", "domain"])
+    tids = [
+        track(pid, thread_label(pid, tid, f"NVTX {domain}" if domain else "NVTX"), 2 * tid + 1)
+        for pid, tid, domain in lanes.iter_rows()
+    ]
+    nvtx_tids = lanes.with_columns(_tid=pl.Series(tids, dtype=pl.Int64))
 
-    head = pl.DataFrame({"e": [json.dumps(m, ensure_ascii=False) for m in meta]}, schema={"e": pl.String})
-    return [head, *out]
+    yield pl.DataFrame({"e": [json.dumps(m, ensure_ascii=False) for m in meta]}, schema={"e": pl.String})
+    yield from annotations
+
+    counts["gpu_ops"] = 0
+    for batch in _batches(ops):
+        counts["gpu_ops"] += batch.height
+        yield _complete(
+            batch.join(stream_tids, on=["device_id", "stream_id"], maintain_order="left"),
+            pl.col("name"),
+            pl.col("kind"),
+            GPU_PID + pl.col("device_id"),
+            pl.col("_tid"),
+            {
+                "pid": pl.col("pid"),
+                "correlation_id": pl.col("correlation_id"),
+                "launched_by": pl.col("api_name"),
+                "bytes": pl.col("bytes"),
+                "graph_node_id": pl.col("graph_node_id"),
+            },
+        )
+    counts["api_calls"] = 0
+    for batch in _batches(api):
+        counts["api_calls"] += batch.height
+        yield _complete(
+            batch.join(api_tids, on=["pid", "tid"], maintain_order="left"),
+            pl.col("name"),
+            "cuda_api",
+            pl.col("pid"),
+            pl.col("_tid"),
+            {"tid": pl.col("tid"), "correlation_id": pl.col("correlation_id")},
+        )
+
+    # NVTX: push/pop ranges as complete events, then start/end ranges (which may overlap each other) as async
+    # pairs matched by id: every begin, then every end (one pass over the ranges each)
+    counts["nvtx_ranges"] = 0
+    args = {"domain": pl.col("domain"), "tid": pl.col("tid"), "depth": pl.col("depth")}
+    for batch in _batches(nvtx):
+        counts["nvtx_ranges"] += batch.height
+        pushpop = batch.filter(pl.col("style") == "PushPop")
+        if pushpop.height:
+            pushpop = pushpop.join(nvtx_tids, on=["pid", "tid", "domain"], maintain_order="left")
+            yield _complete(pushpop, pl.col("name"), "nvtx", pl.col("pid"), pl.col("_tid"), args)
+    if counts["nvtx_ranges"] == 0:
+        return
+    for ph, ts in (("b", _us("start_ns")), ("e", _us(pl.col("start_ns") + pl.col("duration_ns")))):
+        for batch in _batches(nvtx):
+            startend = batch.filter(pl.col("style") != "PushPop")
+            if not startend.height:
+                continue
+            startend = _thousands(startend.join(nvtx_tids, on=["pid", "tid", "domain"], maintain_order="left"))
+            cols = {
+                "name": pl.col("name"),
+                "cat": pl.lit("nvtx"),
+                "ph": pl.lit(ph),
+                "ts": ts,
+                "pid": pl.col("pid"),
+                "tid": pl.col("_tid"),
+                "id": pl.format("nvtx{}", pl.col("range_id")),
+            }
+            if ph == "b":
+                cols["args"] = pl.struct(**{"domain": pl.col("domain"), "tid": pl.col("tid")})
+            yield startend.select(pl.struct(**cols).struct.json_encode().alias("e"))
 
 
 def _meta(name: str, pid: int, tid: int, args: dict) -> dict:
@@ -227,9 +265,10 @@ def _complete(df: pl.DataFrame, name, cat, pid, tid, args: dict) -> pl.DataFrame
     )
 
 
-def write(tables: dict[str, pl.DataFrame], path: str | os.PathLike, source: str = "") -> dict:
-    """Write the trace to `path`; returns counts of what was written (events, and per kind)."""
-    frames = events(tables)
+def write(tables: dict, path: str | os.PathLike, source: str = "") -> dict:
+    """Write the trace to `path`, a batch of events at a time; returns counts of what was written (events, and
+    per kind)."""
+    counts: dict[str, int] = {}
     w = tables["window"].row(0, named=True)
     other = {
         "generator": f"nsysql {__version__}",
@@ -243,7 +282,7 @@ def write(tables: dict[str, pl.DataFrame], path: str | os.PathLike, source: str 
         f.write('{"displayTimeUnit": "ms", "otherData": ' + json.dumps(other, ensure_ascii=False))
         f.write(', "traceEvents": [\n')
         first = True
-        for frame in frames:
+        for frame in events(tables, counts):
             for i in range(0, frame.height, CHUNK):
                 chunk = frame["e"].slice(i, CHUNK)
                 if chunk.len() == 0:
@@ -254,9 +293,9 @@ def write(tables: dict[str, pl.DataFrame], path: str | os.PathLike, source: str 
         f.write("\n]}\n")
     return {
         "events": n,
-        "gpu_ops": tables["gpu_ops"].height,
-        "api_calls": tables["api_calls"].height,
-        "nvtx_ranges": tables["nvtx_ranges"].height,
+        "gpu_ops": counts["gpu_ops"],
+        "api_calls": counts["api_calls"],
+        "nvtx_ranges": counts["nvtx_ranges"],
         "iterations": tables["iterations"].height if "iterations" in tables else 0,
         "gaps": tables["gaps"].height if "gaps" in tables else 0,
     }

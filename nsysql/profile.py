@@ -426,16 +426,20 @@ class Profile:
     def _breakdown(self, range: str | None = None) -> dict[str, pl.DataFrame]:
         return _iter.breakdown(self.con, self._detect(range))
 
-    def timeline(self, bins: int = 1500, start_ns: int | None = None, end_ns: int | None = None) -> pl.DataFrame:
-        """GPU busy time per device in `bins` equal bins of its active span (or of [start_ns, end_ns))."""
+    def timeline(
+        self, bins: int = 1500, start_ns: int | None = None, end_ns: int | None = None, devices: list[int] | None = None
+    ) -> pl.DataFrame:
+        """GPU busy time per device (every one, or those in `devices`) in `bins` equal bins of its active span (or
+        of [start_ns, end_ns))."""
         from .analyses.timeline import timeline
 
-        return timeline(self.con, bins=bins, start_ns=start_ns, end_ns=end_ns)
+        return timeline(self.con, bins=bins, start_ns=start_ns, end_ns=end_ns, devices=devices)
 
-    def trace(self, window: str | None = None, iterations: str | None = None) -> dict[str, pl.DataFrame]:
+    def trace(self, window: str | None = None, iterations: str | None = None, lazy: bool = False) -> dict:
         """The rows of a timeline (nsysql.analyses.trace): GPU ops, CUDA API calls, NVTX ranges, names, and the
         iterations and idle gaps, within `window` ("START:END", durations from the profile's start) or from the
-        start of iteration A to the end of B (`iterations="A:B"`); the whole profile by default."""
+        start of iteration A to the end of B (`iterations="A:B"`); the whole profile by default. DataFrames; with
+        `lazy`, the GPU ops, API calls and NVTX ranges are read a batch at a time when written (nsysql.perfetto)."""
         from .analyses import trace as _trace
 
         if window and iterations:
@@ -457,7 +461,7 @@ class Profile:
             gaps = self.gaps()
         except NsysqlError:  # no GPU work: no gaps to show
             gaps = None
-        got = _trace.rows(self.con, t0, t1, its, gaps)
+        got = _trace.rows(self.con, t0, t1, its, gaps, lazy=lazy)
         if window:
             _trace.check_window(got, window, start, end, its)
         return got

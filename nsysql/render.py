@@ -43,6 +43,26 @@ def one_line(text: str, limit: int = PROSE_MAX) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def code(text: str, limit: int | None = None, table: bool = False) -> str:
+    """`text` as one Markdown code span, shown as it is: nothing in it is read as Markdown or HTML (an image, a
+    link, a tag, `<unnamed>`, an autolinked URL), whatever an export named. Control characters are escapes and
+    the text is cut at `limit` first (a span cut later would leave its opening backticks open). The fence is one
+    backtick longer than the longest run of backticks inside, padded with a space on each side where the text
+    begins or ends with a backtick, or begins and ends with a space (CommonMark strips one space from each end of
+    such a span, unless it is all spaces); `table`: `|` escaped as `\\|`, which
+    GitHub's tables read as part of the cell, inside a code span too. Empty text stays empty."""
+    text = visible(text)
+    if limit and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    if not text:
+        return ""
+    if table:
+        text = text.replace("|", "\\|")
+    fence = "`" * (max((len(r) for r in re.findall("`+", text)), default=0) + 1)
+    pad = " " if "`" in (text[0], text[-1]) or (text[0] == text[-1] == " " and text.strip(" ")) else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def _escape(m: re.Match) -> str:
     c = m.group()
     return _ESCAPES.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
@@ -197,8 +217,10 @@ def _cell(v, fmt: str, width: int | None) -> str:
         if 0 < abs(v) < 1:  # 3 significant digits: 0.0179 ms or -0.04 ms, not 0.0 and -0.0
             return f"{v:.3g}"
         return f"{v:,.1f}" if fmt == "table" else f"{v:.1f}"
+    if fmt == "markdown":  # text is data (a kernel's, a range's name): a code span, never live Markdown
+        return code(str(v).replace("\n", " "), width, table=True)
     s = visible(str(v).replace("\n", " "))
-    if fmt == "markdown":
+    if fmt == "markdown head":
         s = s.replace("|", "\\|")
     if width and len(s) > width:
         s = s[: width - 1] + "…"
@@ -235,7 +257,7 @@ def markdown(df: pl.DataFrame, width: int | None = 100) -> str:
     cols = df.columns
     numeric = [df.schema[c].is_numeric() for c in cols]
     out = [
-        "| " + " | ".join(_cell(c, "markdown", width) for c in cols) + " |",
+        "| " + " | ".join(_cell(c, "markdown head", width) for c in cols) + " |",
         "|" + "|".join("---:" if n else "---" for n in numeric) + "|",
     ]
     for row in df.iter_rows():

@@ -106,9 +106,9 @@ class Sandbox:
                 self._con = None
 
     def _open(self) -> duckdb.DuckDBPyConnection:
-        import duckdb
+        from . import duck
 
-        con = duckdb.connect(":memory:", config={**self._config(), **CONNECT_SETTINGS})
+        con = duck.connect(":memory:", {**self._config(), **CONNECT_SETTINGS})
         try:
             con.execute("SET enable_progress_bar = false")
             if not self._attach(con):
@@ -136,6 +136,7 @@ class Sandbox:
         import duckdb
 
         from . import cache as _cache
+        from . import duck
 
         if self._entry is None:
             return False
@@ -143,7 +144,7 @@ class Sandbox:
         if not self._entry.is_file():
             return False
         try:
-            con.execute(f"ATTACH '{str(self._entry).replace(chr(39), chr(39) * 2)}' AS {CATALOG} (READ_ONLY)")
+            con.execute(f"ATTACH {duck.quoted_path(self._entry)} AS {CATALOG} (READ_ONLY)")
         except duckdb.Error:
             return False
         try:

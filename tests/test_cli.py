@@ -143,7 +143,7 @@ def test_summary_markdown_is_the_pr_snippet():
     assert text.startswith("#### nsysql: `train_small.sqlite`")
     assert "**Top 10 kernels**" in text and "**GPU idle by cause**" in text and "**Findings**" in text
     assert "iterations 4, 9, 14, 19 (every 5th)" in text
-    assert "| host:Load data |" in text
+    assert "| `host:Load data` |" in text  # names from the export are code spans
 
 
 def test_schema_lists_every_canonical_table_with_documented_columns():

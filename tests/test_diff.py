@@ -108,6 +108,8 @@ def test_markdown_snippet_keeps_every_verdict_line():
     (the iteration ranges differ, and few kernels are shared), not only the last line of each label."""
     import json
 
+    from nsysql.render import code
+
     base, new = str(fixture("train_small")), str(fixture("loop_after"))
     table = CliRunner().invoke(main, ["diff", base, new, "-f", "json"])
     warnings = [r["value"] for r in json.loads(table.stdout)["verdict"] if r["item"] == "warning"]
@@ -115,7 +117,8 @@ def test_markdown_snippet_keeps_every_verdict_line():
     md = CliRunner().invoke(main, ["report", new, "--baseline", base, "-f", "markdown"])
     assert md.exit_code == 0
     assert [line for line in md.stdout.splitlines() if line.startswith("- **warning**")] == [
-        f"- **warning**: {w}" for w in warnings
+        f"- **warning**: {code(w)}"
+        for w in warnings  # quoting names of the export: a code span
     ]
 
 

@@ -358,7 +358,8 @@ def test_no_cache_exports_a_report_into_a_private_folder_removed_after(tmp_path,
         assert proc.returncode == 0 and proc.stderr == "", proc.stderr
         assert proc.stdout == want
         assert not (cache / "exports").exists() and not list(cache.glob("*.duckdb"))
-        assert list(tmp.iterdir()) == []  # the private folder is gone
+        # the private folder is gone (DuckDB's spill directory, made private at connect, stays: nsysql.duck)
+        assert [f.name for f in tmp.iterdir()] in ([], [f"nsysql-spill-{os.getuid()}"])
 
 
 def test_an_unwritable_cache_directory_falls_back_for_a_report(tmp_path, report):

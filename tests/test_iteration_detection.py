@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 import pytest
 from click.testing import CliRunner
@@ -55,7 +57,8 @@ def test_one_pass_of_a_model_is_no_loop(path):
     assert not ITERATION_FINDINGS & set(summ["findings"]["finding"].to_list())
     from nsysql.report import snippet
 
-    assert "**iterations**: none: no repeating loop found" in snippet(prof)  # `report -f markdown`
+    line = next(x for x in snippet(prof).splitlines() if x.startswith("- **iterations**: "))  # `report -f markdown`
+    assert re.match(r"- \*\*iterations\*\*: `+none: no repeating loop found", line), line  # a code span
 
 
 def test_dlprof_cuda_copies_launch_no_kernel():

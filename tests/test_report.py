@@ -127,7 +127,7 @@ def test_markdown_snippet():
     assert md.startswith("#### nsysql: `train_small.sqlite`")
     assert "**Top 10 kernels**" in md and "| kernel | count | total_ms | avg_us | pct |" in md
     assert "20 x `Batch` (wrapper)" in md
-    assert "| host:Load data | 19 |" in md
+    assert "| `host:Load data` | 19 |" in md
     assert "- **data-loader bound**" in md
 
 

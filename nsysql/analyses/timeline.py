@@ -10,9 +10,15 @@ from ._sql import run
 DEFAULT_BINS = 1500
 
 
-def timeline(con, bins: int = DEFAULT_BINS, start_ns: int | None = None, end_ns: int | None = None) -> pl.DataFrame:
-    """Per device and bin: start/end (ns), busy ns and busy % of the bin, over each device's active span (or
-    over [start_ns, end_ns) when given).
+def timeline(
+    con,
+    bins: int = DEFAULT_BINS,
+    start_ns: int | None = None,
+    end_ns: int | None = None,
+    devices: list[int] | None = None,
+) -> pl.DataFrame:
+    """Per device (every one, or those in `devices`) and bin: start/end (ns), busy ns and busy % of the bin, over
+    each device's active span (or over [start_ns, end_ns) when given).
 
     The cost is O(bins) ASOF lookups per device, whatever the number of GPU ops, so big profiles stay cheap.
     """
@@ -22,6 +28,8 @@ def timeline(con, bins: int = DEFAULT_BINS, start_ns: int | None = None, end_ns:
         raise NsysqlError(f"give start_ns and end_ns together, end after start (got {start_ns!r}, {end_ns!r})")
     frames = []
     for dev in run(con, "gpu_utilization")["device_id"].to_list():
+        if devices is not None and dev not in devices:
+            continue
         t0, t1 = run(con, "device_span", device=dev).row(0)
         if start_ns is not None and end_ns is not None:
             t0, t1 = start_ns, end_ns

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from .. import queries
 from ..errors import NsysqlError
-from ._sql import run
+from ._sql import frame, run
 from .gaps import parse_duration
 
 
@@ -45,7 +46,7 @@ EVENT_TABLES = ("gpu_ops", "api_calls", "nvtx_ranges", "iterations", "gaps")
 def check_window(got: dict[str, pl.DataFrame], text: str, start: int, end: int, its: pl.DataFrame | None) -> None:
     """An NsysqlError when the rows `got` of the window `text` hold no event at all (an empty timeline is no
     answer): what the window was, the profile's span and, where there are iterations, where they lie."""
-    if any(got[k].height for k in EVENT_TABLES if k in got):
+    if any(got[k].height if isinstance(got[k], pl.DataFrame) else got[k].exists() for k in EVENT_TABLES if k in got):
         return
     t0, t1 = (int(v) for v in got["window"].row(0))
     where = ""
@@ -89,14 +90,46 @@ def iterations_window(its: pl.DataFrame, a: int, b: int) -> tuple[int, int]:
     return int(sel["start_ns"].min()), int(sel["end_ns"].max())
 
 
-def rows(con, t0: int, t1: int, its: pl.DataFrame | None, gaps: pl.DataFrame | None) -> dict[str, pl.DataFrame]:
-    """Everything overlapping [t0, t1] (ns): `gpu_ops`, `api_calls`, `nvtx_ranges`, `names` (of processes, threads
-    and GPUs), `iterations` (iteration, name, start_ns, duration_ns, warmup, outlier, gpu_busy_ns, idle_ns,
-    kernels) and `gaps` (device_id, start_ns, duration_ns, cause and its evidence); `window`: t0 and t1."""
+class Lazy:
+    """The rows of one trace query (trace_gpu_ops, trace_api_calls, trace_nvtx) over [t0, t1], not fetched: its
+    distinct lanes, and its rows in the query's order a batch at a time, each time asked (so a whole profile's
+    trace never sits in memory; DuckDB sorts within its memory limit, spilling beyond it)."""
+
+    def __init__(self, con, name: str, t0: int, t1: int):
+        self._con, self._params = con, {"t0": t0, "t1": t1}
+        self._sql = queries.read(f"analyses/{name}.sql").strip().rstrip(";")
+
+    def distinct(self, cols: list[str]) -> pl.DataFrame:
+        """The distinct values of `cols`, sorted with nulls first (as polars sorts)."""
+        names = ", ".join(f'"{c}"' for c in cols)
+        order = ", ".join(f'"{c}" NULLS FIRST' for c in cols)
+        sql = f"SELECT DISTINCT {names} FROM (\n{self._sql}\n) ORDER BY {order}"
+        return frame(self._con, sql, self._params)
+
+    def exists(self) -> bool:
+        """Whether the query has a row at all."""
+        return bool(self._con.execute(f"SELECT EXISTS (\n{self._sql}\n)", self._params).fetchall()[0][0])
+
+    def batches(self, size: int):
+        """The rows, in the query's order, as DataFrames of at most `size` rows."""
+        reader = self._con.sql(self._sql, params=self._params).to_arrow_reader(size)
+        for batch in reader:
+            if batch.num_rows:
+                yield pl.from_arrow(batch)
+
+
+def rows(
+    con, t0: int, t1: int, its: pl.DataFrame | None, gaps: pl.DataFrame | None, lazy: bool = False
+) -> dict[str, pl.DataFrame | Lazy]:
+    """Everything overlapping [t0, t1] (ns): `gpu_ops`, `api_calls`, `nvtx_ranges` (DataFrames, or with `lazy`
+    Lazy tables, read a batch at a time), `names` (of processes, threads and GPUs), `iterations` (iteration, name,
+    start_ns, duration_ns, warmup, outlier, gpu_busy_ns, idle_ns, kernels) and `gaps` (device_id, start_ns,
+    duration_ns, cause and its evidence); `window`: t0 and t1."""
+    table = (lambda name: Lazy(con, name, t0, t1)) if lazy else (lambda name: run(con, name, t0=t0, t1=t1))
     out = {
-        "gpu_ops": run(con, "trace_gpu_ops", t0=t0, t1=t1),
-        "api_calls": run(con, "trace_api_calls", t0=t0, t1=t1),
-        "nvtx_ranges": run(con, "trace_nvtx", t0=t0, t1=t1),
+        "gpu_ops": table("trace_gpu_ops"),
+        "api_calls": table("trace_api_calls"),
+        "nvtx_ranges": table("trace_nvtx"),
         "names": run(con, "trace_names"),
         "window": pl.DataFrame({"start_ns": [t0], "end_ns": [t1]}),
     }

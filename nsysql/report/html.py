@@ -275,6 +275,25 @@ def _elsewhere(prof) -> str:
     return note + table(act.select(cols), name_cols=("activity", "cause"), scroll=False)
 
 
+# GPUs drawn on the timeline at most: each costs two queries and a trace of ~1,500 points (an export whose kernels
+# claimed 632 device ids made a 21 MB report in 48 s); the busiest are drawn and the note says what was left out
+MAX_DEVICES_DRAWN = 16
+
+
+def drawn_devices(gpus: pl.DataFrame) -> tuple[list[int] | None, str]:
+    """The devices the timeline draws (None: every one) and the sentence saying which were left out."""
+    if gpus.height <= MAX_DEVICES_DRAWN:
+        return None, ""
+    top = gpus.sort(["busy_ns", "device_id"], descending=[True, False], nulls_last=True).head(MAX_DEVICES_DRAWN)
+    busy = gpus["busy_ns"].sum()
+    share = f" ({top['busy_ns'].sum() / busy:.0%} of all GPU busy time)" if busy else ""
+    note = (
+        f"{gpus.height:,} GPUs ran work; the {MAX_DEVICES_DRAWN} busiest are drawn{share}, the other "
+        f"{gpus.height - MAX_DEVICES_DRAWN:,} left out (nsysql summary lists every GPU)."
+    )
+    return sorted(top["device_id"].to_list()), note
+
+
 def profile_sections(page: Page, prof, prefix: str = "") -> None:
     """Every section of the single-profile report."""
     summ = prof.summary()
@@ -325,7 +344,14 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
         window = None
         if its is not None and its.height and its["end_ns"].max() > its["start_ns"].min():
             window = (int(its["start_ns"].min()), int(its["end_ns"].max()))
-        tl = prof.timeline(start_ns=window[0], end_ns=window[1]) if window else prof.timeline()
+        drawn, left_out = drawn_devices(gpus)
+        tl = (
+            prof.timeline(start_ns=window[0], end_ns=window[1], devices=drawn)
+            if window
+            else prof.timeline(devices=drawn)
+        )
+        if drawn is not None and g is not None:
+            g = g.filter(pl.col("device_id").is_in(drawn))
         if window and g is not None:
             g = g.filter((pl.col("end_ns") > window[0]) & (pl.col("start_ns") < window[1])).with_columns(
                 start_ns=pl.col("start_ns").clip(lower_bound=window[0]),
@@ -339,9 +365,11 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
                 f"Shown: the {its.height} iterations ({(window[1] - window[0]) / 1e9:.3f} s of the GPU's "
                 f"{active:.3f} s active span). " + note
             ).strip()
-        body = page.chart(prefix + "timeline", fig, note)
+        body = page.chart(prefix + "timeline", fig, f"{note} {left_out}".strip())
         t0, t1 = int(tl["start_ns"].min()), int(tl["end_ns"].max())
         m = prof.metrics_timeline(t0, t1) if t1 > t0 else None
+        if m is not None and drawn is not None:
+            m = m.filter(pl.col("device_id").is_in(drawn))
         if m is not None and m.height:  # only where the export sampled GPU metrics
             origin = "the first iteration" if window else "the first GPU op"
             body += page.chart(prefix + "metrics", charts.metrics_chart(m, t0, t1, origin))

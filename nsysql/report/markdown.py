@@ -1,13 +1,23 @@
-"""PR-ready Markdown snippets: a few facts, top-10 kernels, the iteration line, idle by cause, findings."""
+"""PR-ready Markdown snippets: a few facts, top-10 kernels, the iteration line, idle by cause, findings.
+
+Whatever comes from the export (file, kernel, range, op and GPU names, and the sentences that quote them) is
+written as a code span (render.code), so no export can put live Markdown or HTML (an image, a link, a tag) into a
+PR; only nsysql's own labels are Markdown.
+"""
 
 from __future__ import annotations
+
+import re
 
 import polars as pl
 
 from ..analyses.summary import all_devices_busy
 from ..errors import NsysqlError
+from ..render import code, one_line
 from ..render import markdown as md_table
-from ..render import one_line
+
+NAME_MAX = 200  # a name in a line of prose (a file's, an op's)
+VALUE_MAX = 1000  # a fact or a finding's evidence: every line stays within _lines' limit, so no span is cut
 
 
 def _ms(ns) -> str:
@@ -19,17 +29,19 @@ def snippet(prof, top: int = 10) -> str:
     facts = {key: (item, value) for key, item, value in s["facts"].select("key", "item", "value").iter_rows()}
     value = lambda key, default=None: facts.get(key, (None, default))[1]  # noqa: E731
     gpus = s["gpus"]
-    out = [f"#### nsysql: `{prof.path.name}`", ""]
+    out = [f"#### nsysql: {code(prof.path.name, NAME_MAX)}", ""]
     if value("fix_first"):  # the finding that would give back most time per iteration leads
-        out += [f"**{facts['fix_first'][0].capitalize()}**: {value('fix_first')}", ""]
+        out += [f"{bold(facts['fix_first'][0].capitalize())}: {code(str(value('fix_first')), VALUE_MAX)}", ""]
     if value("step"):  # the headline first
-        out.append(f"- **steady-state step**: {value('step')}")
-    line = f"- **nsys** {value('nsys_version', 'unknown')} · **span** {value('span', '?')}"
+        out.append(f"- **steady-state step**: {code(str(value('step')), VALUE_MAX)}")
+    line = f"- **nsys** {code(str(value('nsys_version', 'unknown')), NAME_MAX)} · **span** {value('span', '?')}"
     if gpus.height:
-        line += f" · **GPUs** {value('gpus')} · **GPU busy (whole profile)** " + all_devices_busy(gpus)
+        line += f" · **GPUs** {code(str(value('gpus')), VALUE_MAX)} · **GPU busy (whole profile)** " + all_devices_busy(
+            gpus
+        )
     out.append(line)
-    out.append(f"- **iterations**: {value('iterations', 'none')}")
-    out += [f"- **{facts[k][0]}**: {facts[k][1]}" for k in ("outliers", "idle") if value(k)]
+    out.append(f"- **iterations**: {code(str(value('iterations', 'none')), VALUE_MAX)}")
+    out += [f"- {bold(facts[k][0])}: {code(str(facts[k][1]), VALUE_MAX)}" for k in ("outliers", "idle") if value(k)]
     ops = ops_line(prof)
     if ops:
         out.append(f"- **PyTorch ops by GPU time**: {ops}")
@@ -69,7 +81,9 @@ def snippet(prof, top: int = 10) -> str:
     f = s["findings"]
     out.append("**Findings**")
     out.append("")
-    out += [f"- **{r['finding']}**{_headroom(r)}: {r['evidence']}" for r in f.iter_rows(named=True)] or ["- none"]
+    out += [
+        f"- {bold(r['finding'])}{_headroom(r)}: {code(str(r['evidence']), VALUE_MAX)}" for r in f.iter_rows(named=True)
+    ] or ["- none"]
     return _lines(out)
 
 
@@ -79,6 +93,19 @@ def _headroom(r: dict) -> str:
         return ""
     overlap = "" if r["additive"] else ", overlaps the findings above"
     return f" ({r['headroom_ms']:,.2f} ms per iteration, {r['headroom_pct']:.1f}% of the step{overlap})"
+
+
+# nsysql's own labels and sentences, written as Markdown when they hold nothing Markdown or HTML acts on (no
+# emphasis, link, tag, entity or autolinked URL can start from these characters); a label that names a file (a
+# diff's per-file lines) or a sentence that quotes a range may hold anything, and is a code span
+_PLAIN = re.compile(r"[A-Za-z0-9 .,:;%+=/()-]*")
+
+
+def bold(text: str) -> str:
+    """`text` in bold: as it is when plain (_PLAIN), else as a code span."""
+    text = str(text)
+    plain = _PLAIN.fullmatch(text) and "://" not in text and "www." not in text.lower()
+    return f"**{text}**" if plain else f"**{code(text, VALUE_MAX)}**"
 
 
 def ops_line(prof, top: int = 3) -> str | None:
@@ -91,7 +118,8 @@ def ops_line(prof, top: int = 3) -> str | None:
     o = o.filter(pl.col("fwd_gpu_ns") + pl.col("bwd_gpu_ns") > 0).head(top)
     return (
         ", ".join(
-            f"`{r['op']}` {(r['fwd_gpu_ns'] + r['bwd_gpu_ns']) / 1e6:,.3f} ms (fwd {r['fwd_gpu_ns'] / 1e6:,.3f} + "
+            f"{code(r['op'], NAME_MAX)} {(r['fwd_gpu_ns'] + r['bwd_gpu_ns']) / 1e6:,.3f} ms (fwd "
+            f"{r['fwd_gpu_ns'] / 1e6:,.3f} + "
             f"bwd {r['bwd_gpu_ns'] / 1e6:,.3f})"
             for r in o.iter_rows(named=True)
         )
@@ -107,8 +135,13 @@ def _lines(out: list[str]) -> str:
 
 def diff_snippet(base, new, top: int = 10) -> str:
     res = base.diff(new)
-    out = [f"#### nsysql diff: `{base.path.name}` → `{new.path.name}`", "", f"**{res.headline}**", ""]
-    out += [f"- **{k}**: {val}" for k, val in res.notes.iter_rows()]
+    out = [
+        f"#### nsysql diff: {code(base.path.name, NAME_MAX)} → {code(new.path.name, NAME_MAX)}",
+        "",
+        bold(res.headline),
+        "",
+    ]
+    out += [f"- {bold(k)}: {code(str(val), VALUE_MAX)}" for k, val in res.notes.iter_rows()]  # items name files
     out.append("")
     it = res.iteration_time
     if it is not None:
@@ -151,7 +184,7 @@ def diff_snippet(base, new, top: int = 10) -> str:
             "",
         ]
     if res.rule:
-        out.append(f"<sub>{res.rule}</sub>")
+        out.append(f"<sub>{code(res.rule, VALUE_MAX)}</sub>")  # the rule names both files
     return _lines(out)
 
 
