@@ -10,12 +10,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import resource
 import shutil
 import sqlite3
 import subprocess
 import sys
 import time
 
+import pytest
 from click.testing import CliRunner
 from conftest import fixture, gpu_busy_by_construction, reference_csv
 
@@ -212,3 +214,106 @@ def test_shared_correlation_ids_cost_what_unique_ones_do(tmp_path):
     assert res.returncode == 0, res.stderr
     assert forward_pass(res.stdout) == forward_pass(ranges_csv(fixture("train_small")))
     assert time.perf_counter() - t < 30
+
+
+# -- item 13: deep NVTX nesting ---------------------------------------------------------------------------------------
+
+DEPTH = 20_000
+
+
+@pytest.fixture(scope="module")
+def deep(tmp_path_factory):
+    """train_small with 20,000 push/pop ranges `deep0` ... nested around the whole profile on its main thread."""
+    p = tmp_path_factory.mktemp("deep") / "deep.sqlite"
+    shutil.copy(fixture("train_small"), p)
+    con = sqlite3.connect(p)
+    tid, lo, hi = con.execute(
+        'SELECT globalTid, min(start), max("end") FROM NVTX_EVENTS WHERE eventType = 59 GROUP BY 1 ORDER BY count(*) DESC'
+    ).fetchone()
+    lo = min(lo, con.execute(f"SELECT min(start) FROM {R}").fetchone()[0]) - DEPTH - 1
+    hi = max(hi, con.execute(f'SELECT max("end") FROM {R}').fetchone()[0]) + DEPTH + 1
+    con.executemany(
+        'INSERT INTO NVTX_EVENTS (start, "end", eventType, text, globalTid) VALUES (?, ?, 59, ?, ?)',
+        [(lo + i, hi - i, f"deep{i}", tid) for i in range(DEPTH)],
+    )
+    con.commit()
+    con.close()
+    return p
+
+
+def test_deep_nesting_answers_in_time_linear_in_rows(deep):
+    t = time.perf_counter()
+    res = subprocess.run(
+        [sys.executable, "-m", "nsysql", "--no-cache", "ranges", str(deep), "-f", "csv"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    took = time.perf_counter() - t
+    assert res.returncode == 0, res.stderr
+    # time and memory of the order of the export's rows (2-core machine, shared): before, `ranges` listed every
+    # (op, enclosing range) pair, 13.6 million here, and its enclosing-range closure, 200 million: gigabytes
+    assert took < 60
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 1_000_000  # KiB
+    rows = {r["name"]: r for r in csv.DictReader(io.StringIO(res.stdout))}
+    # every range of the export it was made from keeps its answer
+    plain = {r["name"]: r for r in csv.DictReader(io.StringIO(ranges_csv(fixture("train_small"))))}
+    assert {n: r for n, r in rows.items() if not n.startswith("deep")} == plain
+    # each deep range encloses every launch: by the process rule every launched op, first start to last end
+    prof = nsysql.load(deep, cache=False)
+    ops, first, last = prof.sql(
+        "SELECT count(*), min(start_ns), max(end_ns) FROM gpu_ops WHERE api_call_id IS NOT NULL"
+    ).row(0)
+    deep_rows = [r for n, r in rows.items() if n.startswith("deep")]
+    assert len(deep_rows) == DEPTH
+    assert {(r["count"], r["gpu_ops"], r["gpu_total_ns"]) for r in deep_rows} == {("1", str(ops), str(last - first))}
+    assert prof.sql("SELECT max(depth) FROM nvtx_ranges").item() >= DEPTH
+    # the (op, range) pairs, listed by op_ranges on demand: every launched op under every deep range
+    assert (
+        prof.sql(
+            "SELECT count(*) FROM op_ranges WHERE range_id IN "
+            "(SELECT range_id FROM nvtx_ranges WHERE name = 'deep0' OR name = 'deep19999')"
+        ).item()
+        == 2 * ops
+    )
+    # kernels-by-range: each deep range has every launched kernel of the profile, the outermost as the innermost
+    whole = ["kernel", "range_count", "count", "total_ns", "min_ns", "max_ns"]
+    outer, inner = (
+        prof.kernels_by_range(range=name).select(whole).sort("kernel").rows() for name in ("deep0", f"deep{DEPTH - 1}")
+    )
+    assert outer == inner
+    assert (
+        sum(r[2] for r in outer)
+        == prof.sql("SELECT count(*) FROM gpu_ops WHERE kind = 'kernel' AND api_call_id IS NOT NULL").item()
+    )
+
+
+def test_nested_ranges_of_one_name_count_each_kernel_once_per_range(tmp_path):
+    """nvtx_kern_sum's rule: a kernel counts under every instance of a name that encloses it, nested or not."""
+    con = sqlite3.connect(fixture("train_small"))
+    tid, lo, hi = con.execute(
+        'SELECT globalTid, min(start), max("end") FROM NVTX_EVENTS WHERE eventType = 59 GROUP BY 1 ORDER BY count(*) DESC'
+    ).fetchone()
+    lo = min(lo, con.execute(f"SELECT min(start) FROM {R}").fetchone()[0]) - 10
+    hi = max(hi, con.execute(f'SELECT max("end") FROM {R}').fetchone()[0]) + 10
+    con.close()
+    p = craft(
+        tmp_path / "same_name.sqlite",
+        *[
+            f"INSERT INTO NVTX_EVENTS (start, \"end\", eventType, text, globalTid) VALUES ({lo + i}, {hi - i}, 59, 'outer', {tid})"
+            for i in range(3)
+        ],
+    )
+    prof = nsysql.load(p, cache=False)
+    want = {
+        name: (3, 3 * n, 3 * total)
+        for name, n, total in prof.sql(
+            "SELECT name, count(*), sum(duration_ns) FROM gpu_ops_named WHERE kind = 'kernel' "
+            "AND api_call_id IS NOT NULL GROUP BY name"
+        ).rows()
+    }
+    got = {
+        r["kernel"]: (r["range_count"], r["count"], r["total_ns"])
+        for r in prof.kernels_by_range(range="outer").to_dicts()
+    }
+    assert got == want

@@ -35,6 +35,8 @@ CANONICAL_TABLES = (
     "nvtx_open",
     "nvtx_marks",
     "op_ranges",
+    "op_range_links",
+    "range_chains",
     "gpu_busy",
     "process_roles",
     "data_quality",
