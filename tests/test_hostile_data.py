@@ -138,11 +138,13 @@ def test_a_real_beyond_64_bits_is_null_and_counted_never_wrapped(tmp_path, monke
         f"UPDATE {M} SET bytes = 1e20 WHERE rowid = 3",
         f"UPDATE {M} SET bytes = -1e300 WHERE rowid = 4",
         f"UPDATE {K} SET gridId = 1, streamId = 1e19 WHERE rowid = 5",
-        f"UPDATE {K} SET deviceId = 2.0 WHERE rowid = 6",  # a REAL that is an integer: read as that integer
+        f"UPDATE {K} SET deviceId = 2.5 WHERE rowid = 6",  # a REAL that fits: the nearest integer, ties to even
     )
-    for readers in ("1", "5"):  # one reader, and chunks of several
-        monkeypatch.setenv("NSYSQL_READERS", readers)
+    for readers in ("1", "5", "no ADBC"):  # one reader, chunks of several, Python's sqlite3 without the driver
+        monkeypatch.setenv("NSYSQL_READERS", "5" if readers == "5" else "1")
         monkeypatch.setattr(raw, "CHUNK_ROWS", 100 if readers == "5" else raw.CHUNK_ROWS)
+        if readers == "no ADBC":
+            monkeypatch.setitem(sys.modules, "adbc_driver_sqlite", None)  # `import adbc_driver_sqlite` now fails
         prof = nsysql.load(p, cache=False)
         assert prof.sql("SELECT count(*) FROM gpu_ops WHERE bytes < 0 OR stream_id < 0").item() == 0
         con = sqlite3.connect(p)

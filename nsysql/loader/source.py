@@ -248,15 +248,15 @@ def _conform(
 
 
 def _to_int64(a: pa.Array) -> tuple[pa.Array, int]:
-    """REALs of an integer column as 64-bit integers, truncated toward zero (as SQLite's CAST), and the number
-    that are NULL here for being no 64-bit integer: NaN, or beyond +-2^63 (a plain cast would wrap them round to
-    INT64_MIN, a negative size or time)."""
+    """REALs of an integer column as 64-bit integers, rounded to the nearest (ties to even, as the fast reader's
+    DuckDB cast rounds those it takes), and the number that are NULL here for being no 64-bit integer: NaN, or
+    beyond +-2^63 (a plain cast would wrap them round to INT64_MIN, a negative size or time)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     fits = pc.and_(pc.less(a, 2.0**63), pc.greater_equal(a, -(2.0**63)))  # NaN compares false: not fitting
     kept = pc.if_else(fits, a, pa.scalar(None, a.type))
-    return kept.cast(pa.int64(), safe=False), kept.null_count - a.null_count
+    return pc.round(kept).cast(pa.int64(), safe=False), kept.null_count - a.null_count
 
 
 def _to_utf8(a: pa.Array) -> pa.Array:
