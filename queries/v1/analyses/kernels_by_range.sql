@@ -18,8 +18,10 @@ WITH rn AS (  -- the kept ranges, each with a key for its (name, domain)
 ), ops AS (  -- the kernels, each with its name's key
   SELECT o.op_id, o.duration_ns, n.kkey FROM gpu_ops o LEFT JOIN kname n ON n.name_id = o.name_id
   WHERE o.kind = 'kernel'
-), links AS MATERIALIZED (  -- the kernels' links under the rule (canonical/60_op_ranges.sql), to target ranges t
-  SELECT l.op_id, l.range_id AS t, l.via, l.expand FROM op_range_links l SEMI JOIN ops USING (op_id)
+), links AS MATERIALIZED (  -- the kernels' links under the rule (canonical/60_op_ranges.sql), to target ranges t,
+                           -- with each kernel's name key and duration
+  SELECT l.op_id, l.range_id AS t, l.via, l.expand, o.kkey, o.duration_ns
+  FROM op_range_links l JOIN ops o USING (op_id)
   WHERE l.via = 'thread' OR $attribution = 'process'
 ), targets AS (
   SELECT DISTINCT t, via, expand FROM links
@@ -32,14 +34,14 @@ WITH rn AS (  -- the kept ranges, each with a key for its (name, domain)
   FROM targets g JOIN rn r ON r.range_id = g.t
   WHERE NOT g.expand
 ), deepest AS (  -- $innermost: each kernel under the deepest of the kept ranges of all its targets
-  SELECT l.op_id, d.range_id, d.key FROM links l JOIN (
+  SELECT l.op_id, l.kkey, l.duration_ns, d.range_id, d.key FROM links l JOIN (
     SELECT * FROM reach
     QUALIFY row_number() OVER (PARTITION BY t, via, expand ORDER BY depth DESC, start_ns DESC, range_id DESC) = 1
   ) d USING (t, via, expand)
   WHERE $innermost
   QUALIFY row_number() OVER (PARTITION BY l.op_id ORDER BY d.depth DESC, d.start_ns DESC, d.range_id DESC) = 1
 ), tk AS (  -- the kernel names of each target
-  SELECT DISTINCT l.t, l.via, l.expand, o.kkey FROM links l JOIN ops o USING (op_id) WHERE NOT $innermost
+  SELECT DISTINCT t, via, expand, kkey FROM links WHERE NOT $innermost
 ), mult AS (  -- how many kept ranges of each key a target's kernels belong to
   SELECT key, t, via, expand, count(*) AS m FROM reach WHERE NOT $innermost GROUP BY ALL
 ), groups AS MATERIALIZED (  -- per range key: its list of (target, times counted): the key's (kernel, range) pairs
@@ -56,10 +58,9 @@ WITH rn AS (  -- the kept ranges, each with a key for its (name, domain)
 ), keyed AS MATERIALIZED (  -- each key's list, by its number
   SELECT g.key, s.sid FROM groups g JOIN sigs s USING (sig)
 ), listed AS MATERIALIZED (  -- each list's kernels, with how many times each is counted
-  SELECT s.sid, o.kkey, o.duration_ns, s.e.m AS m
+  SELECT s.sid, l.kkey, l.duration_ns, s.e.m AS m
   FROM (SELECT sid, unnest(sig) AS e FROM sigs) s
   JOIN links l ON l.t = s.e.t AND l.via = s.e.via AND l.expand = s.e.expand
-  JOIN ops o ON o.op_id = l.op_id
 ), pairs AS (  -- each as many times as it is counted (once, as a rule)
   SELECT sid, kkey, duration_ns FROM listed WHERE m = 1
   UNION ALL
@@ -81,17 +82,17 @@ WITH rn AS (  -- the kept ranges, each with a key for its (name, domain)
   JOIN counted c ON c.key = g.key AND coalesce(c.kkey, -1) = coalesce(s.kkey, -1)  -- NULL: a name not in strings
   UNION ALL
   SELECT
-    d.key, o.kkey,
-    count(DISTINCT d.range_id) AS range_count,
+    key, kkey,
+    count(DISTINCT range_id) AS range_count,
     count(*) AS count,
-    sum(o.duration_ns)::BIGINT AS total_ns,
-    avg(o.duration_ns) AS avg_ns,
-    median(o.duration_ns) AS med_ns,
-    min(o.duration_ns) AS min_ns,
-    max(o.duration_ns) AS max_ns,
-    stats_stddev(o.duration_ns) AS stddev_ns
-  FROM deepest d JOIN ops o USING (op_id)
-  GROUP BY d.key, o.kkey
+    sum(duration_ns)::BIGINT AS total_ns,
+    avg(duration_ns) AS avg_ns,
+    median(duration_ns) AS med_ns,
+    min(duration_ns) AS min_ns,
+    max(duration_ns) AS max_ns,
+    stats_stddev(duration_ns) AS stddev_ns
+  FROM deepest
+  GROUP BY key, kkey
 )
 SELECT
   r.name AS range,
