@@ -168,6 +168,8 @@ def main(argv=None):
     ap.add_argument("--src", default=DEFAULT_SRC, help="real export to take schema/static rows from")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
+    # node() and emit() recurse once per level: a 20,000-deep nesting (issue 30) needs more than Python's 1,000
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 2 * a.depth + 100))
     if a.depth < 1 or a.ranges < 1:
         sys.exit("--ranges and --depth must be >= 1")
     t_start = time.perf_counter()

@@ -35,6 +35,8 @@ CANONICAL_TABLES = (
     "nvtx_open",
     "nvtx_marks",
     "op_ranges",
+    "op_range_links",
+    "range_chains",
     "gpu_busy",
     "process_roles",
     "data_quality",
@@ -66,6 +68,16 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=Non
         f"INSERT INTO {STAGE}._load_facts VALUES " + ", ".join(["(?, ?)"] * len(facts)),
         [x for fact in facts for x in fact],
     )
+    # REALs beyond 64-bit integers read as NULL (source.Source.beyond_int64), per nsys table and column, for
+    # data_quality (95_data_quality.sql)
+    beyond: dict[tuple[str, str], int] = {}
+    for table, column, n in src.beyond_int64:
+        beyond[table, column] = beyond.get((table, column), 0) + n
+    con.execute(f"CREATE OR REPLACE TABLE {STAGE}._load_beyond_int64(source VARCHAR, col VARCHAR, n BIGINT)")
+    if beyond:
+        con.executemany(
+            f"INSERT INTO {STAGE}._load_beyond_int64 VALUES (?, ?, ?)", [(t, c, n) for (t, c), n in beyond.items()]
+        )
     run_files(con, canonical_files(), progress)
     unstage(con)
 

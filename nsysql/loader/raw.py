@@ -54,8 +54,9 @@ def unstage(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"DETACH DATABASE IF EXISTS {STAGE}")
 
 
-# `row_id` is SQLite's rowid of the row: a unique, stable id per table, read at no cost (the b-tree key); it lets
-# large tables be read in rowid-range chunks in parallel and gives GPU ops and API calls ids without a window.
+# `row_id` is SQLite's rowid of the row, read through a name that no declared column shadows (Source.rowid): a
+# unique, stable id per table, read at no cost (the b-tree key); it lets large tables be read in rowid-range
+# chunks in parallel and gives GPU ops and API calls ids without a window.
 ROW_ID = "row_id"
 GPU_COMMON = (
     (ROW_ID, I),
@@ -182,7 +183,7 @@ def _select(src: Source, rt: RawTable, text_as_blob: bool = False) -> tuple[str 
     present = 0
     for col, typ in rt.columns:
         if col == ROW_ID:
-            exprs.append(f"rowid AS {q(ROW_ID)}")
+            exprs.append(f"{src.rowid(table)} AS {q(ROW_ID)}")
             continue
         name = col if src.has(table, col) else alias.get(col) if src.has(table, alias.get(col, "")) else None
         if name is None:
@@ -241,8 +242,9 @@ def plan(src: Source, workers: int) -> tuple[dict[str, str], list[Job]]:
         if n <= 1:
             jobs.append(Job(rows, rt, sql, blob_sql, table))
             continue
-        for a, b in rowid_ranges(src.scalar(f"SELECT min(rowid) FROM {q(table)}"), rows, n):
-            where = f" WHERE rowid BETWEEN {a} AND {b}"
+        rowid = src.rowid(table)
+        for a, b in rowid_ranges(src.scalar(f"SELECT min({rowid}) FROM {q(table)}"), rows, n):
+            where = f" WHERE {rowid} BETWEEN {a} AND {b}"
             jobs.append(Job(b - a + 1, rt, sql + where, blob_sql + where, table))
     jobs.sort(key=lambda j: -j.rows)
     return used, jobs
@@ -382,7 +384,7 @@ class Readers:
                     stack.close()
             # fallback: batches through pyarrow, text decoded with U+FFFD for bad bytes; errors name the file
             with self._gate:
-                cur.register("_reader", self.src.read(job.blob_sql, rt.schema()))
+                cur.register("_reader", self.src.read(job.blob_sql, rt.schema(), job.table))
                 try:
                     cur.execute(f"{target} * FROM _reader")
                 except duckdb.Error as e:

@@ -69,6 +69,9 @@ BATCH_ROWS = 65536  # rows per batch of Python's sqlite3 (the fallback without t
 # it; no cost in time or peak memory at 10M kernels). A batch is at most 12 integer columns: 262,144 rows are about 25 MB per reader.
 STREAM_BATCH_ROWS = 262144
 
+# SQLite's names for a rowid table's row id, in the order tried (Source.rowid).
+ROWID_NAMES = ("rowid", "_rowid_", "oid")
+
 # Tables any nsys export has, whatever its version (INDEX.md of the public exports).
 NSYS_MARKER_TABLES = {"StringIds", "ThreadNames"}
 
@@ -81,6 +84,9 @@ class Source:
     tables: dict[str, list[str]] = field(default_factory=dict)
     stamp: tuple = ()  # what `unchanged()` compares: see _stamp
     failures: list = field(default_factory=list, repr=False, compare=False)  # errors `read`'s batches raised
+    # (table, column, rows) per batch of `read` that held REALs beyond 64-bit integers in an integer column: read as
+    # NULL (see _to_int64); the loader sums them for data_quality
+    beyond_int64: list = field(default_factory=list, repr=False, compare=False)
 
     def unchanged(self) -> None:
         """Raise NsysqlError if the file, or a log beside it, changed since `open_source` (another program
@@ -93,6 +99,21 @@ class Source:
                 "run again once it has finished",
                 str(self.path),
             )
+
+    def rowid(self, table: str) -> str:
+        """The name that reads SQLite's rowid of `table`: `rowid`, else `_rowid_`, else `oid`, the first that no
+        declared column shadows (SQLite's names are case-insensitive, and a declared column of one of these names
+        reads that column, not the rowid). Raises NsysqlError when all three are declared: the table's rows then
+        cannot be addressed, and reading a column of that name as the rowid would give rows one id."""
+        declared = {c.lower() for c in self.tables.get(table, ())}
+        for name in ROWID_NAMES:
+            if name not in declared:
+                return name
+        raise NsysqlError(
+            f"table {table} declares columns named rowid, _rowid_ and oid, which hide SQLite's row ids that "
+            "nsysql addresses its rows by; not a table nsys writes",
+            str(self.path),
+        )
 
     def has(self, table: str, column: str | None = None) -> bool:
         cols = self.tables.get(table)
@@ -121,7 +142,8 @@ class Source:
         return row[0] if row else None
 
     def approx_rows(self, table: str) -> int:
-        """max(rowid): the row count of an nsys table without scanning it."""
+        """max(rowid): the row count of an nsys table without scanning it (0 for a table whose row ids
+        cannot be addressed: see `rowid`)."""
         return self.approx_rows_of([table])[table]
 
     def approx_rows_of(self, tables) -> dict[str, int]:
@@ -131,8 +153,9 @@ class Source:
         try:
             for table in tables:
                 try:
-                    out[table] = int(con.execute(f"SELECT max(rowid) FROM {q(table)}").fetchone()[0] or 0)
-                except sqlite3.DatabaseError:
+                    rowid = self.rowid(table)
+                    out[table] = int(con.execute(f"SELECT max({rowid}) FROM {q(table)}").fetchone()[0] or 0)
+                except (sqlite3.DatabaseError, NsysqlError, TypeError, ValueError):
                     out[table] = 0
         finally:
             con.close()
@@ -159,12 +182,14 @@ class Source:
             con.close()
             db.close()
 
-    def read(self, sql: str, schema: pa.Schema) -> pa.RecordBatchReader:
+    def read(self, sql: str, schema: pa.Schema, table: str = "") -> pa.RecordBatchReader:
         """Run `sql` on the export and stream its rows as Arrow batches of `schema`, through pyarrow (the
         fallback of raw.stage; `stream` is the fast path).
 
         Text columns are read as bytes and decoded here, invalid UTF-8 replaced by U+FFFD, because some real
-        exports (Windows captures) hold Latin-1 bytes in TEXT columns.
+        exports (Windows captures) hold Latin-1 bytes in TEXT columns. REALs in an integer column are read as
+        `_to_int64` says (the fast reader's DuckDB cast refuses those beyond 64 bits, which sends the table here).
+        `table`: the nsys table read, named in `beyond_int64`.
         """
         import pyarrow as pa
 
@@ -174,7 +199,9 @@ class Source:
             batches = self._stream_batches(sql)
         except ImportError:
             batches = _read_sqlite3(self, sql, schema)
-        return pa.RecordBatchReader.from_batches(schema, _conform(batches, schema, self.path, self.failures))
+        return pa.RecordBatchReader.from_batches(
+            schema, _conform(batches, schema, self.path, self.failures, (table, self.beyond_int64))
+        )
 
     def read_error(self, e: BaseException) -> NsysqlError:
         """The error to say when scanning `read`'s batches failed with `e`: the reader's own error (which names
@@ -205,17 +232,21 @@ def _read_sqlite3(source: Source, sql: str, schema: pa.Schema) -> Iterator[pa.Re
             arrays = []
             for i, f in enumerate(schema):
                 t = pa.binary() if pa.types.is_string(f.type) else f.type
-                arrays.append(pa.array(cols[i], type=t))
+                try:
+                    arrays.append(pa.array(cols[i], type=t))
+                except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # REALs among integers: _conform
+                    arrays.append(pa.array(cols[i]))
             yield pa.RecordBatch.from_arrays(arrays, names=schema.names)
     finally:
         con.close()
 
 
 def _conform(
-    batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path, failures: list
+    batches: Iterator[pa.RecordBatch], schema: pa.Schema, path: Path, failures: list, beyond=("", [])
 ) -> Iterator[pa.RecordBatch]:
     import pyarrow as pa
 
+    table, counts = beyond
     try:
         for b in batches:
             arrays = []
@@ -223,6 +254,10 @@ def _conform(
                 a = b.column(i)
                 if pa.types.is_string(f.type):
                     a = _to_utf8(a)
+                elif pa.types.is_int64(f.type) and pa.types.is_floating(a.type):
+                    a, n = _to_int64(a)
+                    if n:
+                        counts.append((table, f.name, n))
                 elif a.type != f.type:
                     a = a.cast(f.type, safe=False) if not pa.types.is_null(a.type) else pa.nulls(len(a), f.type)
                 arrays.append(a)
@@ -233,6 +268,18 @@ def _conform(
     except Exception as e:  # noqa: BLE001 - any driver error means the file cannot be read
         failures.append(NsysqlError(f"cannot read the export ({one_line(e)})", str(path)))
         raise failures[-1] from None
+
+
+def _to_int64(a: pa.Array) -> tuple[pa.Array, int]:
+    """REALs of an integer column as 64-bit integers, rounded to the nearest (ties to even, as the fast reader's
+    DuckDB cast rounds those it takes), and the number that are NULL here for being no 64-bit integer: NaN, or
+    beyond +-2^63 (a plain cast would wrap them round to INT64_MIN, a negative size or time)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    fits = pc.and_(pc.less(a, 2.0**63), pc.greater_equal(a, -(2.0**63)))  # NaN compares false: not fitting
+    kept = pc.if_else(fits, a, pa.scalar(None, a.type))
+    return pc.round(kept).cast(pa.int64(), safe=False), kept.null_count - a.null_count
 
 
 def _to_utf8(a: pa.Array) -> pa.Array:

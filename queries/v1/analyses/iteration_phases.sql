@@ -17,10 +17,8 @@ WITH cand AS (
 ), kept AS (
   SELECT * FROM placed WHERE CASE WHEN $delimiter THEN true ELSE parent_id = iter_range_id END
 ), gpu AS (
-  SELECT x.range_id, sum(o.duration_ns)::BIGINT AS gpu_ns
-  FROM op_ranges x JOIN gpu_ops o USING (op_id)
-  WHERE x.range_id IN (SELECT range_id FROM kept)
-  GROUP BY x.range_id
+  SELECT range_id, total_ns::BIGINT AS gpu_ns FROM op_range_totals('process')  -- op_ranges' sums, at any depth
+  WHERE range_id IN (SELECT range_id FROM kept)
 )
 SELECT k.iteration, range_family(k.name) AS phase,
        sum(k.end_ns - k.start_ns)::BIGINT AS cpu_ns, coalesce(sum(g.gpu_ns), 0)::BIGINT AS gpu_ns

@@ -10,10 +10,8 @@ WITH r AS (
   ASOF JOIN query_table($windows) i ON x.start_ns >= i.start_ns
   WHERE x.start_ns < i.end_ns
 ), gpu AS (
-  SELECT m.range_id, sum(o.duration_ns)::BIGINT AS gpu_ns
-  FROM op_ranges m JOIN gpu_ops o USING (op_id)
-  WHERE m.range_id IN (SELECT range_id FROM r)
-  GROUP BY m.range_id
+  SELECT range_id, total_ns::BIGINT AS gpu_ns FROM op_range_totals('process')  -- op_ranges' sums, at any depth
+  WHERE range_id IN (SELECT range_id FROM r)
 )
 SELECT r.iteration, r.name, sum(r.duration_ns)::BIGINT AS cpu_ns, coalesce(sum(g.gpu_ns), 0)::BIGINT AS gpu_ns,
        count(*) AS count

@@ -4,37 +4,95 @@
 -- $group_ops: when true, names lose PyTorch's per-call arguments (range_op_name), as in ranges.sql.
 -- Rows are grouped on small integer keys (one per range name and domain, one per kernel name) and the names
 -- joined at the end, so the tens of millions of (kernel, range) pairs of a large profile carry no strings.
+-- The pairs are not listed from op_ranges: each kernel is linked to its innermost ranges (op_range_links), each
+-- of those reaches its enclosing ranges (range_chains), and a range key's kernels are the kernels of the link
+-- targets it reaches, each counted as often as the key's ranges enclose it. Keys that reach the same targets the
+-- same number of times (a nesting chain of ranges named apart) share one list, whose figures are computed once:
+-- a profile nested 20,000 deep costs what its kernels and chains do, not 20,000 times its kernels.
 WITH rn AS (  -- the kept ranges, each with a key for its (name, domain)
   SELECT range_id, depth, start_ns, name, domain, dense_rank() OVER (ORDER BY name, domain) AS key
   FROM (SELECT * REPLACE (CASE WHEN $group_ops THEN range_op_name(name) ELSE name END AS name) FROM nvtx_ranges
         WHERE $names IS NULL OR list_contains($names, name))
 ), kname AS (  -- one key per distinct kernel name (ids with equal text count as one name)
   SELECT id AS name_id, min(id) OVER (PARTITION BY value) AS kkey FROM strings
-), m AS (
-  SELECT x.op_id, x.range_id, r.key, r.depth, r.start_ns
-  FROM op_ranges x JOIN rn r USING (range_id)
-  WHERE x.via = 'thread' OR $attribution = 'process'
-), kept AS (
-  SELECT op_id, range_id, key FROM m WHERE NOT $innermost
-  UNION ALL
-  SELECT op_id, range_id, key FROM m WHERE $innermost
-  QUALIFY row_number() OVER (PARTITION BY op_id ORDER BY depth DESC, start_ns DESC, range_id DESC) = 1
-), agg AS (
-  SELECT
-    k.key, n.kkey,
-    count(DISTINCT k.range_id) AS range_count,
-    count(*) AS count,
-    sum(o.duration_ns)::BIGINT AS total_ns,
-    avg(o.duration_ns) AS avg_ns,
-    median(o.duration_ns) AS med_ns,
-    min(o.duration_ns) AS min_ns,
-    max(o.duration_ns) AS max_ns,
-    stats_stddev(o.duration_ns) AS stddev_ns
-  FROM kept k
-  JOIN gpu_ops o USING (op_id)
-  LEFT JOIN kname n ON n.name_id = o.name_id
+), ops AS (  -- the kernels, each with its name's key
+  SELECT o.op_id, o.duration_ns, n.kkey FROM gpu_ops o LEFT JOIN kname n ON n.name_id = o.name_id
   WHERE o.kind = 'kernel'
-  GROUP BY k.key, n.kkey
+), links AS MATERIALIZED (  -- the kernels' links under the rule (canonical/60_op_ranges.sql), to target ranges t,
+                           -- with each kernel's name key and duration
+  SELECT l.op_id, l.range_id AS t, l.via, l.expand, o.kkey, o.duration_ns
+  FROM op_range_links l JOIN ops o USING (op_id)
+  WHERE l.via = 'thread' OR $attribution = 'process'
+), targets AS (
+  SELECT DISTINCT t, via, expand FROM links
+), reach AS MATERIALIZED (  -- each target with the kept ranges its kernels belong to: its chain (expand), or itself
+  SELECT g.t, g.via, g.expand, r.range_id, r.key, r.depth, r.start_ns
+  FROM targets g JOIN range_chains c ON c.inner_id = g.t JOIN rn r ON r.range_id = c.range_id
+  WHERE g.expand AND (g.via = 'thread' OR NOT c.library)
+  UNION ALL
+  SELECT g.t, g.via, g.expand, r.range_id, r.key, r.depth, r.start_ns
+  FROM targets g JOIN rn r ON r.range_id = g.t
+  WHERE NOT g.expand
+), deepest AS (  -- $innermost: each kernel under the deepest of the kept ranges of all its targets
+  SELECT l.op_id, l.kkey, l.duration_ns, d.range_id, d.key FROM links l JOIN (
+    SELECT * FROM reach
+    QUALIFY row_number() OVER (PARTITION BY t, via, expand ORDER BY depth DESC, start_ns DESC, range_id DESC) = 1
+  ) d USING (t, via, expand)
+  WHERE $innermost
+  QUALIFY row_number() OVER (PARTITION BY l.op_id ORDER BY d.depth DESC, d.start_ns DESC, d.range_id DESC) = 1
+), tk AS (  -- the kernel names of each target
+  SELECT DISTINCT t, via, expand, kkey FROM links WHERE NOT $innermost
+), mult AS (  -- how many kept ranges of each key a target's kernels belong to
+  SELECT key, t, via, expand, count(*) AS m FROM reach WHERE NOT $innermost GROUP BY ALL
+), groups AS MATERIALIZED (  -- per range key: its list of (target, times counted): the key's (kernel, range) pairs
+                            -- are the kernels of those targets, each that many times
+  SELECT key, list({'t': t, 'via': via, 'expand': expand, 'm': m} ORDER BY t, via, expand) AS sig
+  FROM mult GROUP BY key
+), counted AS (  -- range instances that enclose at least one of a kernel's launches, per key and kernel name
+  SELECT key, kkey, count(*) AS range_count FROM (
+    SELECT DISTINCT r.key, r.range_id, k.kkey FROM reach r JOIN tk k USING (t, via, expand))
+  GROUP BY ALL
+), sigs AS MATERIALIZED (  -- the distinct lists: keys with the same list (the ranges of one nesting chain, named
+                           -- apart, all enclosing the same kernels) have the same figures, computed once
+  SELECT sig, row_number() OVER () AS sid FROM (SELECT DISTINCT sig FROM groups)
+), keyed AS MATERIALIZED (  -- each key's list, by its number
+  SELECT g.key, s.sid FROM groups g JOIN sigs s USING (sig)
+), listed AS MATERIALIZED (  -- each list's kernels, with how many times each is counted
+  SELECT s.sid, l.kkey, l.duration_ns, s.e.m AS m
+  FROM (SELECT sid, unnest(sig) AS e FROM sigs) s
+  JOIN links l ON l.t = s.e.t AND l.via = s.e.via AND l.expand = s.e.expand
+), pairs AS (  -- each as many times as it is counted (once, as a rule)
+  SELECT sid, kkey, duration_ns FROM listed WHERE m = 1
+  UNION ALL
+  SELECT sid, kkey, duration_ns FROM (SELECT *, unnest(range(m)) FROM listed WHERE m > 1)
+), stats AS (
+  SELECT
+    sid, kkey,
+    count(*) AS count,
+    sum(duration_ns)::BIGINT AS total_ns,
+    avg(duration_ns) AS avg_ns,
+    median(duration_ns) AS med_ns,
+    min(duration_ns) AS min_ns,
+    max(duration_ns) AS max_ns,
+    stats_stddev(duration_ns) AS stddev_ns
+  FROM pairs GROUP BY sid, kkey
+), agg AS (
+  SELECT g.key, s.kkey, c.range_count, s.* EXCLUDE (sid, kkey)
+  FROM keyed g JOIN stats s USING (sid)
+  JOIN counted c ON c.key = g.key AND coalesce(c.kkey, -1) = coalesce(s.kkey, -1)  -- NULL: a name not in strings
+  UNION ALL
+  SELECT
+    key, kkey,
+    count(DISTINCT range_id) AS range_count,
+    count(*) AS count,
+    sum(duration_ns)::BIGINT AS total_ns,
+    avg(duration_ns) AS avg_ns,
+    median(duration_ns) AS med_ns,
+    min(duration_ns) AS min_ns,
+    max(duration_ns) AS max_ns,
+    stats_stddev(duration_ns) AS stddev_ns
+  FROM deepest
+  GROUP BY key, kkey
 )
 SELECT
   r.name AS range,

@@ -4,11 +4,10 @@
 -- $attribution: 'thread' (nsys's rule) or 'process' (see canonical/60_op_ranges.sql).
 -- $group_ops: when true, names lose PyTorch's per-call arguments (range_op_name: `aten::addmm, seq = 5,
 -- op_id = 9, ...` -> `aten::addmm`), so an emit_nvtx profile has one row per operator, not one per call.
+-- The projection comes from op_range_totals (canonical/60_op_ranges.sql): time linear in the ops whatever the
+-- nesting depth.
 WITH proj AS (
-  SELECT x.range_id, min(o.start_ns) AS first_ns, max(o.end_ns) AS last_ns, count(*) AS ops
-  FROM op_ranges x JOIN gpu_ops o USING (op_id)
-  WHERE x.via = 'thread' OR $attribution = 'process'
-  GROUP BY x.range_id
+  SELECT range_id, first_ns, last_ns, ops FROM op_range_totals($attribution)
 )
 SELECT
   r.domain,

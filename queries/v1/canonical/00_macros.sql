@@ -72,6 +72,20 @@ CREATE OR REPLACE MACRO global_tid(
 -- BIGINT: the thread id
 AS g & 16777215;
 
+-- Whether [start, end] is an interval of time nsysql counts: both known, the end not before the start, and both
+-- inside [-2^62, 2^62) ns, +-146 years from the clock's zero, which holds any clock nsys records (session-relative,
+-- or ns since 1970 until 2116). A time beyond that is no time a clock gave (a sentinel such as INT64_MAX): the
+-- tables leave such rows out, data_quality counts them (95_data_quality.sql), and no duration or difference of
+-- two times can overflow 64 bits.
+CREATE OR REPLACE MACRO is_interval(
+  -- BIGINT: start, ns
+  s,
+  -- BIGINT: end, ns
+  e
+)
+-- BOOLEAN: false, not NULL, when either is NULL
+AS coalesce(s <= e AND s >= -4611686018427387904 AND e < 4611686018427387904, false);
+
 -- The standard deviation column of `nsys stats` summaries (cuda_gpu_kern_sum, cuda_api_sum, nvtx_sum): the
 -- sample standard deviation, 0 (not NULL) for a name seen once. An aggregate: use it where `stddev_samp` goes.
 CREATE OR REPLACE MACRO stats_stddev(
@@ -211,8 +225,9 @@ AS CASE WHEN name SIMILAR TO '.*_v[0-9]{4}' THEN name[:-7] ELSE name END;
 -- always compare higher). Should DuckDB ever hand the passes their input out of order, the query fails
 -- (error() below) instead of returning wrong stretches.
 CREATE OR REPLACE MACRO union_stretches(
-  -- TABLE(key BIGINT, start_ns BIGINT, end_ns BIGINT): the intervals, none with a NULL key, start or end, and
-  -- none ending before it starts (a table or CTE name)
+  -- TABLE(key BIGINT, start_ns BIGINT, end_ns BIGINT): the intervals, none with a NULL key, start or end, none
+  -- ending before it starts, and none ending at INT64_MAX, where the sentinel below starts (is_interval holds for
+  -- each: a table or CTE name)
   intervals
 )
 -- TABLE(key, start_ns, end_ns, busy_before_ns, prev_end_ns): one row per stretch; busy_before_ns: the length

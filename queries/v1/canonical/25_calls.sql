@@ -6,5 +6,6 @@ CREATE OR REPLACE VIEW nsysql_stage._calls AS
 SELECT r.row_id AS call_id, global_pid(r.globalTid) AS pid, global_tid(r.globalTid) AS tid,
        r.start AS start_ns, r."end" AS end_ns, r.nameId AS name_id, r.correlationId AS correlation_id
 FROM raw_runtime r
--- a call without a start or an end, or ending before it starts, is dropped (data_quality counts them)
-WHERE r.start IS NOT NULL AND r."end" IS NOT NULL AND r."end" >= r.start;
+-- a call without a start or an end, ending before it starts, or at a time beyond any clock (is_interval), is
+-- dropped (data_quality counts them)
+WHERE is_interval(r.start, r."end");

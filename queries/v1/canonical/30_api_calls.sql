@@ -36,5 +36,6 @@ SELECT
   -- nesting level nsys records for calls made inside other traced calls (0 = outermost)
   coalesce(o.nestingLevel, 0) AS nesting_level
 FROM raw_osrt o
--- a call without a start or an end, or ending before it starts, is dropped (data_quality counts them)
-WHERE o.start IS NOT NULL AND o."end" IS NOT NULL AND o."end" >= o.start;
+-- a call without a start or an end, ending before it starts, or at a time beyond any clock (is_interval), is
+-- dropped (data_quality counts them)
+WHERE is_interval(o.start, o."end");

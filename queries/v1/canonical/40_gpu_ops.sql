@@ -58,6 +58,46 @@ SELECT g.row_id + (SELECT coalesce(max(row_id), 0) FROM raw_kernel) + (SELECT co
        coalesce(-1000 - g.graphId, -999), NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM raw_graph g;
 
+-- Which call launched each op, matched on (process, correlation id): at most one call per op, in time that
+-- grows with the ops and calls whatever the ids, by this rule. CUPTI gives each call of a process its own id, and
+-- an op takes the call of its id. Where several calls of a process share one id (a broken or hostile export),
+-- those enclosed by an earlier call of the same id on the same thread are left out (some exports hold a runtime
+-- call and the driver call inside it under one id: the outer call is the launch), and of the rest the op takes
+-- the latest that starts at or before the op starts, or the earliest when all start after it (clocks apart).
+-- data_quality counts the calls of ids left with several candidates (95_data_quality.sql). The calls come from
+-- the staging view 25_calls.sql (not from api_calls, which this file would then wait for).
+CREATE OR REPLACE TEMP TABLE _shared_ids AS  -- (pid, correlation_id) of more than one call: none, as a rule
+SELECT pid, correlation_id FROM _calls WHERE correlation_id IS NOT NULL GROUP BY ALL HAVING count(*) > 1;
+
+-- The candidate calls of the shared ids (those not enclosed by an earlier call of the same id and thread), each
+-- with how many candidates its id has. In the staging database (gone when loading ends), for data_quality.
+CREATE OR REPLACE TABLE nsysql_stage._shared_calls AS
+SELECT call_id, pid, correlation_id, start_ns, count(*) OVER (PARTITION BY pid, correlation_id) AS candidates
+FROM (
+  SELECT * FROM _calls SEMI JOIN _shared_ids USING (pid, correlation_id)
+  QUALIFY coalesce(max(end_ns) OVER (PARTITION BY pid, tid, correlation_id ORDER BY start_ns, end_ns DESC, call_id
+                                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) < end_ns, true)
+);
+
+-- op_id -> call_id for the ops whose (pid, correlation_id) is shared, by the rule above
+CREATE OR REPLACE TEMP TABLE _shared_launch AS
+WITH first AS (  -- the earliest candidate per (pid, correlation_id)
+  SELECT pid, correlation_id, arg_min(call_id, (start_ns, call_id)) AS call_id FROM _shared_calls GROUP BY ALL
+), linked AS (
+  SELECT o.op_id, s.pid, s.correlation_id, o.start
+  FROM _ops o JOIN _shared_ids s ON s.pid = global_pid(o.globalPid) AND s.correlation_id = o.correlationId
+)
+SELECT o.op_id, coalesce(c.call_id, f.call_id) AS call_id
+FROM linked o
+ASOF LEFT JOIN _shared_calls c ON c.pid = o.pid AND c.correlation_id = o.correlation_id AND o.start >= c.start_ns
+LEFT JOIN first f ON c.call_id IS NULL AND f.pid = o.pid AND f.correlation_id = o.correlation_id;
+
+-- The calls as the join below matches them: on (pid, correlation_id, pick), where pick is 0 for an id of one
+-- call and the call's own id where the id is shared, so that no op meets more than one call.
+CREATE OR REPLACE TEMP VIEW _launch_calls AS
+SELECT c.*, CASE WHEN s.pid IS NULL THEN 0 ELSE c.call_id END AS pick
+FROM _calls c LEFT JOIN _shared_ids s ON s.pid = c.pid AND s.correlation_id = c.correlation_id;
+
 -- One row per GPU operation, whatever its kind.
 CREATE OR REPLACE TABLE gpu_ops AS
 SELECT
@@ -108,27 +148,15 @@ SELECT
   -- strings.id of the launch call's name, e.g. `cudaLaunchKernel_v7000`, `cudaGraphLaunch_v10000`
   a.name_id AS api_name_id
 FROM _ops o
--- the launching calls: api_calls' rows, from the staging view 25_calls.sql (not from api_calls, which this file
--- would then wait for)
-LEFT JOIN _calls a ON a.pid = global_pid(o.globalPid) AND a.correlation_id = o.correlationId
--- an op without a start or an end, or ending before it starts, is no interval of GPU time: dropped (data_quality
--- counts them, 95_data_quality.sql), so that no duration and no busy time is ever negative
-WHERE o.start IS NOT NULL AND o."end" IS NOT NULL AND o."end" >= o.start;
-
--- Some exports hold a runtime call and the driver call inside it under one correlation id, so the join above
--- gives such an op twice: keep the outer (earliest) call. Most exports have none, which shows as gpu_ops having
--- no more rows than _ops: two counts (a few ms CPU at 500k kernels) instead of grouping every op_id (~50 ms, on
--- the way to op_ranges).
-DELETE FROM gpu_ops WHERE rowid IN (
-  SELECT rowid FROM (
-    SELECT rowid, row_number() OVER (PARTITION BY op_id ORDER BY api_start_ns, api_call_id) AS n
-    FROM gpu_ops WHERE op_id IN (
-      SELECT op_id FROM gpu_ops
-      WHERE (SELECT count(*) FROM gpu_ops)
-            > (SELECT count(*) FROM _ops WHERE start IS NOT NULL AND "end" IS NOT NULL AND "end" >= start)
-      GROUP BY op_id HAVING count(*) > 1)
-  ) WHERE n > 1
-);
+-- the launching call: one at most per op (_shared_launch above), so that an id shared by many calls (a broken or
+-- hostile export) costs no more than unique ones
+LEFT JOIN _shared_launch l ON l.op_id = o.op_id
+LEFT JOIN _launch_calls a
+  ON a.pid = global_pid(o.globalPid) AND a.correlation_id = o.correlationId AND a.pick = coalesce(l.call_id, 0)
+-- an op without a start or an end, ending before it starts, or at a time beyond any clock, is no interval of GPU
+-- time (is_interval): dropped (data_quality counts them, 95_data_quality.sql), so that no duration and no busy
+-- time is ever negative or overflows
+WHERE is_interval(o.start, o."end");
 
 -- gpu_ops with its names spelled out: every gpu_ops column, then name, short_name, mangled_name, api_name.
 CREATE OR REPLACE VIEW gpu_ops_named AS

@@ -28,7 +28,7 @@ SELECT
   n.category
 FROM _nvtx n
 LEFT JOIN _domains d ON d.pid = n.pid AND d.domainId = n.domainId
-WHERE n.eventType IN (59, 60) AND n.start IS NOT NULL AND n."end" IS NOT NULL AND n."end" >= n.start;
+WHERE n.eventType IN (59, 60) AND is_interval(n.start, n."end");
 
 -- Depth of push/pop ranges on their thread: a sweep over start (+1) and end (-1) events, ends before starts
 -- at the same instant, enclosing ranges (longer) before enclosed ones that start at the same instant.

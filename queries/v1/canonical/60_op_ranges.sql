@@ -10,14 +10,24 @@
 -- `ncclAllReduce`): under the process rule they land in the `Backward Pass` (and `Batch`) range the main thread
 -- has open, and in the library's range too.
 
--- Every push/pop range with itself and all its enclosing ranges.
-CREATE OR REPLACE TEMP TABLE _ancestors AS
-WITH RECURSIVE a(range_id, anc_id, parent_id) AS (
-  SELECT range_id, range_id, parent_id FROM nvtx_ranges WHERE style = 'PushPop'
-  UNION ALL
-  SELECT a.range_id, r.range_id, r.parent_id FROM a JOIN nvtx_ranges r ON r.range_id = a.parent_id
+-- Push/pop ranges as a tree in pre-order: `pre` numbers them per thread by start, longer first (an enclosing
+-- range before the ranges it encloses), and `last` is the pre of the last range of the thread that starts before
+-- this one ends. Push/pop ranges nest, so a range's descendants are the ranges numbered pre + 1 to last, and the
+-- ranges enclosing a range numbered p (itself included) are those with pre <= p <= last: an interval join
+-- (DuckDB's IEJoin), in time that grows with the ranges and the pairs it finds, whatever the depth. Threads
+-- are numbered apart (pre runs on from one thread to the next), so that no pair is of two threads.
+CREATE OR REPLACE TEMP TABLE _pp_order AS
+SELECT range_id, pid, tid, start_ns, end_ns,
+       row_number() OVER (ORDER BY pid, tid, start_ns, end_ns DESC, range_id) AS pre
+FROM nvtx_ranges WHERE style = 'PushPop';
+
+CREATE OR REPLACE TEMP TABLE _pp_tree AS
+WITH upto AS (  -- per thread and start time, the last pre of the ranges starting then
+  SELECT pid, tid, start_ns, max(pre) AS upto FROM _pp_order GROUP BY ALL
 )
-SELECT range_id, anc_id FROM a;
+SELECT o.range_id, o.pre, greatest(o.pre, u.upto) AS last
+FROM _pp_order o
+ASOF LEFT JOIN upto u ON u.pid = o.pid AND u.tid = o.tid AND o.end_ns > u.start_ns;
 
 CREATE OR REPLACE TEMP VIEW _launched AS
 SELECT op_id, pid, api_tid, api_start_ns FROM gpu_ops WHERE api_start_ns IS NOT NULL;
@@ -47,13 +57,19 @@ WHERE lower(domain) IN ('cccl', 'nccl', 'cublas', 'cublaslt', 'cudnn', 'cufft', 
                         'cutensor', 'tensorrt', 'myelin-exec', 'mpi', 'nvshmem', 'ucx', 'libcudf', 'rmm', 'dali')
    OR is_torch_range(name);
 
+-- The enclosing ranges (itself included) of each push/pop range that is innermost on a launching thread.
+CREATE OR REPLACE TEMP TABLE _inner_chains AS
+SELECT x.range_id AS inner_id, t.range_id
+FROM (SELECT p.range_id, p.pre FROM _pp_tree p SEMI JOIN _inner i USING (range_id)) x
+JOIN _pp_tree t ON t.pre <= x.pre AND x.pre <= t.last;
+
 -- Push/pop ranges whose every enclosing range (itself included) is a library's: innermost on the launching
 -- thread, such a range leaves the op without a user range.
 CREATE OR REPLACE TEMP TABLE _library_only AS
-SELECT range_id FROM _ancestors
-WHERE range_id IN (SELECT range_id FROM _library_ranges)
-GROUP BY range_id
-HAVING bool_and(anc_id IN (SELECT range_id FROM _library_ranges));
+SELECT inner_id AS range_id FROM _inner_chains
+WHERE inner_id IN (SELECT range_id FROM _library_ranges)
+GROUP BY inner_id
+HAVING bool_and(range_id IN (SELECT range_id FROM _library_ranges));
 
 -- Ops whose launching thread had no user range open: the process rule's candidates.
 CREATE OR REPLACE TEMP TABLE _orphans AS
@@ -62,37 +78,71 @@ WHERE (range_id IS NULL OR range_id IN (SELECT range_id FROM _library_only))
   AND NOT EXISTS (SELECT 1 FROM _start_end e WHERE e.op_id = i.op_id
                   AND e.range_id NOT IN (SELECT range_id FROM _library_ranges));
 
-CREATE OR REPLACE TEMP TABLE _process_match AS
+-- The process rule's innermost push/pop range of each orphan op on each other thread of its process that has
+-- one open when the call started (its user ancestors are inherited: op_ranges), and the start/end user ranges
+-- open then on any thread of the process.
+CREATE OR REPLACE TEMP TABLE _process_inner AS
 WITH range_threads AS (
   SELECT DISTINCT pid, tid FROM nvtx_ranges WHERE style = 'PushPop'
 ), probe AS (
   SELECT o.op_id, o.pid, rt.tid, o.api_start_ns
   FROM _orphans o JOIN range_threads rt ON rt.pid = o.pid AND rt.tid <> o.api_tid
-), inner_pp AS (
-  SELECT p.op_id, s.range_id
-  FROM probe p
-  ASOF JOIN nvtx_open s ON p.pid = s.pid AND p.tid = s.tid AND p.api_start_ns >= s.ts_ns
-  WHERE s.range_id IS NOT NULL
 )
--- only user ranges are inherited, so none is also a thread-rule range of the op: each (op, range) once
-SELECT i.op_id, a.anc_id AS range_id FROM inner_pp i JOIN _ancestors a ON a.range_id = i.range_id
-WHERE a.anc_id NOT IN (SELECT range_id FROM _library_ranges)
-UNION ALL  -- no duplicates: push/pop ancestors here, start/end ranges below, each (op, range) once
-SELECT o.op_id, r.range_id
-FROM _orphans o
-JOIN nvtx_ranges r
-  ON r.style = 'StartEnd' AND r.pid = o.pid AND o.api_start_ns >= r.start_ns AND o.api_start_ns < r.end_ns
-WHERE r.range_id NOT IN (SELECT range_id FROM _library_ranges);
+SELECT p.op_id, s.range_id
+FROM probe p
+ASOF JOIN nvtx_open s ON p.pid = s.pid AND p.tid = s.tid AND p.api_start_ns >= s.ts_ns
+WHERE s.range_id IS NOT NULL;
+
+-- Which ranges each GPU op belongs to, stored without listing every enclosing push/pop range of every op (a
+-- profile nested 20,000 deep would list each op 20,000 times): one row per op and innermost push/pop range
+-- (`expand`: the op belongs to that range and every range enclosing it, range_chains), and one per op and
+-- start/end range. The view op_ranges lists the pairs; analyses that only aggregate over them (ranges.sql)
+-- aggregate these rows per innermost range first, and then over the enclosing ranges.
+CREATE OR REPLACE TABLE op_range_links AS
+WITH m AS (  -- no duplicates: the thread rule's innermost and start/end ranges, then the process rule's
+  SELECT op_id, range_id, 'thread' AS via, true AS expand FROM _inner WHERE range_id IS NOT NULL
+  UNION ALL
+  SELECT op_id, range_id, 'thread', false FROM _start_end
+  UNION ALL
+  SELECT op_id, range_id, 'process', true FROM _process_inner
+  UNION ALL  -- only user ranges are inherited, so none is also a thread-rule range of the op: each (op, range) once
+  SELECT o.op_id, r.range_id, 'process', false
+  FROM _orphans o
+  JOIN nvtx_ranges r
+    ON r.style = 'StartEnd' AND r.pid = o.pid AND o.api_start_ns >= r.start_ns AND o.api_start_ns < r.end_ns
+  WHERE r.range_id NOT IN (SELECT range_id FROM _library_ranges)
+)
+SELECT
+  -- gpu_ops.op_id
+  m.op_id,
+  -- nvtx_ranges.range_id: with expand, the innermost push/pop range open on the thread (range_chains lists
+  -- it and the ranges enclosing it); else a start/end range open on it
+  m.range_id,
+  -- `thread` or `process`, as op_ranges.via
+  m.via::ENUM('thread', 'process') AS via,
+  -- true: the op belongs to range_id and to every range enclosing it (under `process`, every user range:
+  -- range_chains.library false); false: to range_id alone
+  m.expand
+FROM m;
+
+-- Each push/pop range of op_range_links with every push/pop range enclosing it, itself included.
+CREATE OR REPLACE TABLE range_chains AS
+WITH x AS (
+  SELECT p.range_id, p.pre FROM _pp_tree p SEMI JOIN (SELECT range_id FROM op_range_links WHERE expand) USING (range_id)
+)
+SELECT
+  -- nvtx_ranges.range_id of an innermost range (op_range_links.range_id)
+  x.range_id AS inner_id,
+  -- nvtx_ranges.range_id of a range enclosing it, or itself
+  t.range_id,
+  -- whether range_id is a library's range (an NVTX domain of a library, or PyTorch's own): not inherited under
+  -- the process rule
+  t.range_id IN (SELECT range_id FROM _library_ranges) AS library
+FROM x
+JOIN _pp_tree t ON t.pre <= x.pre AND x.pre <= t.last;
 
 -- One row per (GPU op, enclosing NVTX range).
-CREATE OR REPLACE TABLE op_ranges AS
-WITH m AS (  -- no duplicates: push/pop ancestors, start/end ranges, then the process rule's, each (op, range) once
-  SELECT i.op_id, a.anc_id AS range_id, 'thread' AS via FROM _inner i JOIN _ancestors a ON a.range_id = i.range_id
-  UNION ALL
-  SELECT op_id, range_id, 'thread' FROM _start_end
-  UNION ALL
-  SELECT op_id, range_id, 'process' FROM _process_match
-)
+CREATE OR REPLACE VIEW op_ranges AS
 SELECT
   -- gpu_ops.op_id
   m.op_id,
@@ -102,5 +152,32 @@ SELECT
   -- thread of the process because the launching thread had no user range open, only library ranges or none
   -- (nsysql's process rule); an ENUM,
   -- compared like a string (`via = 'thread'`), as gpu_ops.kind
-  m.via::ENUM('thread', 'process') AS via
-FROM m;
+  m.via
+FROM (
+  SELECT l.op_id, c.range_id, l.via
+  FROM op_range_links l JOIN range_chains c ON c.inner_id = l.range_id
+  WHERE l.expand AND (l.via = 'thread' OR NOT c.library)
+  UNION ALL
+  SELECT op_id, range_id, via FROM op_range_links WHERE NOT expand
+) m;
+
+-- Per range: its GPU ops under `attribution` ('thread': nsys's rule; 'process': both rules, as op_ranges.via):
+-- how many, the first start, the last end and their summed duration. The figures of op_ranges joined to gpu_ops
+-- and grouped by range, computed per link first and then over range_chains: time linear in the ops and the
+-- chains, whatever the nesting depth.
+CREATE OR REPLACE MACRO op_range_totals(attribution) AS TABLE
+WITH own AS (  -- per link target (an innermost push/pop range, or a start/end range) and rule: its ops
+  SELECT l.range_id, l.via, l.expand, count(*) AS ops, min(o.start_ns) AS first_ns, max(o.end_ns) AS last_ns,
+         sum(o.duration_ns) AS total_ns
+  FROM op_range_links l JOIN gpu_ops o USING (op_id)
+  WHERE l.via = 'thread' OR attribution = 'process'
+  GROUP BY ALL
+)
+SELECT range_id, sum(ops) AS ops, min(first_ns) AS first_ns, max(last_ns) AS last_ns, sum(total_ns) AS total_ns
+FROM (
+  SELECT c.range_id, w.ops, w.first_ns, w.last_ns, w.total_ns
+  FROM own w JOIN range_chains c ON c.inner_id = w.range_id
+  WHERE w.expand AND (w.via = 'thread' OR NOT c.library)
+  UNION ALL
+  SELECT range_id, ops, first_ns, last_ns, total_ns FROM own WHERE NOT expand)
+GROUP BY range_id;

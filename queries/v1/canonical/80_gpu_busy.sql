@@ -13,7 +13,7 @@ WITH ops AS (  -- the ops of gpu_ops (40_gpu_ops.sql), read from the staging tab
     UNION ALL SELECT deviceId, start, "end" FROM raw_memcpy
     UNION ALL SELECT deviceId, start, "end" FROM raw_memset
     UNION ALL SELECT deviceId, start, "end" FROM raw_graph)
-  WHERE start_ns IS NOT NULL AND end_ns IS NOT NULL AND end_ns >= start_ns AND key IS NOT NULL
+  WHERE is_interval(start_ns, end_ns) AND key IS NOT NULL
 )
 SELECT
   -- CUDA device id
