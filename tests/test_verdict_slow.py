@@ -46,3 +46,24 @@ def test_no_phase_clause_for_steps_timed_on_the_gpu():
     f = loaded(str(fixture("graph_loop"))).summary()["findings"]
     assert not f.filter(pl.col("finding").str.contains("slow iterations")).height
     assert not f["evidence"].str.contains("child range").any()
+
+
+def test_a_tiny_headroom_is_not_fix_first(tmp_path):
+    """One slow iteration in 187 of an NVTX-only loop gives back 0.3% of its step: the summary's first line says no
+    finding is worth fixing first and names the largest with its figure, rather than `fix first`."""
+    from conftest import PUBLIC
+
+    path = PUBLIC / "YoonKyonghwan__EfficientCenterFormer__poolformer.sqlite"
+    if not path.exists():
+        import pytest
+
+        pytest.skip(f"{path} not present")
+    prof = loaded(str(path))
+    f = prof.findings()
+    assert f.height and f["headroom_pct"][0] < 2.0
+    first = prof.summary()["facts"].row(0, named=True)
+    assert first["key"] == "fix_first" and first["item"] == "findings"  # the lead line, not labelled `fix first`
+    assert (
+        f"none worth fixing first: the largest, {f['finding'][0]}, gives back {f['headroom_ms'][0]:,.3f} ms"
+        in (first["value"])
+    )

@@ -386,10 +386,15 @@ def rank(findings: pl.DataFrame, inp: Inputs) -> pl.DataFrame:
     return df.select(*first, pl.exclude(*first))
 
 
-def top_line(findings: pl.DataFrame, step: Step | None) -> tuple[str, str] | None:
+# `fix first` names a finding only where fixing it gives back at least this share of the step: a 0.3% gain (one
+# slow iteration in 187, say) is not where a user should start, and saying so would send them the wrong way
+FIX_FIRST_MIN_PCT = 2.0
+
+
+def top_line(findings: pl.DataFrame, step: Step | None, min_pct: float = FIX_FIRST_MIN_PCT) -> tuple[str, str] | None:
     """The first line of summary, the report and the Markdown snippet, as (label, text): the finding with most
-    headroom (`fix first`), or why the findings are not ranked, or that none gives time back; None without
-    findings."""
+    headroom (`fix first`) when it gives back at least `min_pct` of the step, or why the findings are not
+    ranked, or that none gives time back worth fixing first; None without findings."""
     if not findings.height:
         return None
     n = findings.height
@@ -400,6 +405,12 @@ def top_line(findings: pl.DataFrame, step: Step | None) -> tuple[str, str] | Non
         return "findings", (
             f"{n} finding{'s' if n != 1 else ''}, none giving back time in the steady-state steps (0 ms per "
             f"iteration each, of a {step.step_ns / 1e6:,.3f} ms mean step; headroom_basis says why)"
+        )
+    if r["headroom_pct"] < min_pct:
+        return "findings", (
+            f"{n} finding{'s' if n != 1 else ''}, none worth fixing first: the largest, {r['finding']}, gives back "
+            f"{r['headroom_ms']:,.3f} ms per iteration ({r['headroom_pct']:.1f}% of the {step.step_ns / 1e6:,.2f} ms "
+            f"mean steady-state step; fix first takes {min_pct:g}% or more)"
         )
     symptom = "" if r["additive"] else " (a symptom: no finding names its cause)"
     return "fix first", (
