@@ -197,3 +197,21 @@ def holdings(con, facts_: dict, counts: dict) -> Holdings:
 def unanswered(h: Holdings) -> list[CaptureRule]:
     """The capture rules that hold for this export, in the table's order."""
     return [r for r in CAPTURE_RULES if r.holds(h)]
+
+
+# the rules whose capture records what the CPU did while the GPU idled (the `meanwhile` line's blind spot)
+CPU_RULES = ("cpu_samples", "scheduling", "forked_workers")
+
+
+def cpu_capture_hint(con, facts_: dict) -> str:
+    """A clause for a gap explanation that found nothing traced elsewhere: the `nsys profile` switches that would
+    have recorded what the CPU ran meanwhile (the CPU_RULES that hold for this export), and, where the export
+    holds CPU samples, that they are there but not read by this nsysql. Empty when neither applies."""
+    h = holdings(con, facts_, dict(run(con, "table_counts").iter_rows()))
+    missing = [rule(k) for k in CPU_RULES if rule(k).holds(h)]
+    parts = []
+    if not rule("cpu_samples").holds(h):
+        parts.append("the export's CPU samples would show what the CPU ran, which this nsysql does not read yet")
+    if missing:
+        parts.append(f"`nsys profile {' '.join(r.switch for r in missing)}` would record what the CPU ran meanwhile")
+    return "; " + "; ".join(parts) if parts else ""

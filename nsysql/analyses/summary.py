@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..errors import NsysqlError
+from . import advice as _advice
 from . import gaps as _gaps
 from . import headroom as _headroom
 from . import iterations as _iter
@@ -105,6 +106,8 @@ def summary(
             n_gaps = int(causes["gaps"].sum())
             rows.append(("idle", "idle", _idle_line(c, idle, n_gaps, top3, gpus, loop=st is not None)))
             said = activity or _gaps.idle_elsewhere(elsewhere, cuda=False)
+            if said and not activity and said.endswith("explains it"):  # where the answer would have been
+                said += _advice.cpu_capture_hint(con, f)
             if said:
                 rows.append(("meanwhile", "meanwhile", f"during {c['cause']}: {said}"))
     for msg in f.get("missing", []):
