@@ -433,7 +433,7 @@ def main(ctx, cache_dir, no_cache, cache_max, nsys_path):
         except NsysqlError as e:  # said as a usage error: one line, before any command runs
             raise click.BadParameter(str(e), param_hint="--cache-dir / $NSYSQL_CACHE_DIR") from None
     try:
-        _store.cap(cache_max)
+        _store.cap(cache_max, what="")
     except NsysqlError as e:
         raise click.BadParameter(str(e), param_hint="--cache-max / $NSYSQL_CACHE_MAX") from None
     ctx.obj = {"cache_dir": cache_dir, "no_cache": no_cache, "cache_max": cache_max, "nsys": nsys_path}

@@ -116,10 +116,10 @@ DEFAULT_MAX = "10GB"
 _SIZE = re.compile(r"\s*((?:\d+(?:\.\d*)?|\.\d+))\s*([kmgt]?)(i?)(b?)\s*", re.IGNORECASE)
 
 
-def cap(value: str | int | None = None) -> int | None:
+def cap(value: str | int | None = None, what: str = "NSYSQL_CACHE_MAX (cache_max)") -> int | None:
     """The most bytes nsysql keeps in its cache directory: `value` (load(cache_max=), `--cache-max`), else
     $NSYSQL_CACHE_MAX, else DEFAULT_MAX. A size (10GB, 500MB, 2GiB, or bytes), or `none` for no cap. An
-    NsysqlError naming the setting for anything else, so a typo is said on every run."""
+    NsysqlError naming the setting (`what`) for anything else, so a typo is said on every run."""
     text = str(value if value is not None else os.environ.get("NSYSQL_CACHE_MAX", "")).strip() or DEFAULT_MAX
     if text.lower() == "none":
         return None
@@ -127,9 +127,7 @@ def cap(value: str | int | None = None) -> int | None:
     if not m or (m.group(3) and not m.group(2)):
         from ..errors import NsysqlError
 
-        raise NsysqlError(
-            f"NSYSQL_CACHE_MAX (cache_max) must be a size such as 10GB, 500MB or 2GiB, or none, not {text[:40]!r}"
-        )
+        raise NsysqlError(f"{what} must be a size such as 10GB, 500MB or 2GiB, or none, not {text[:40]!r}".strip())
     base = 1024 if m.group(3) else 1000
     return int(float(m.group(1)) * base ** " KMGT".index((m.group(2) or " ").upper()))
 
