@@ -165,7 +165,7 @@ def _cold(src, entry, opener, staged, settings, building) -> Profile:
 
 
 def _in_memory_first(src, config: dict) -> bool:
-    """Build a cache entry in memory and copy it to disk in the background (see cache.build_entry) when there
+    """Build a cache entry in memory and copy it to disk in the background (see store.tables.build_entry) when there
     are cores to spare for the copy (4 or more) and the canonical tables (about 4x the export's size in memory)
     fit well within DuckDB's memory limit. Measured on a 16-core machine at 500k kernels: first command 2.6 s ->
     1.8 s. On 2 cores the copy only competes with the answers (no faster, 300 MB more memory); at 10M kernels

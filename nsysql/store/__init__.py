@@ -1,9 +1,16 @@
-"""The store: everything nsysql keeps between runs, under one key and one way of writing.
+"""The store: everything nsysql keeps between runs, in one directory, under one key and one way of writing.
 
-Three kinds of value live in the cache directory, all named after one key (`key`):
-- `<name>-<key>.duckdb`: the export's canonical tables (nsysql.cache);
-- `<name>-<key>.results/<question>-<hash>/`: answers, as Parquet (nsysql.memo);
-- `<name>-<key>.<table>.parquet`: the per-rank frames of `nsysql ranks` (nsysql.many).
+The cache directory is resolved here alone (`directory`). Per export, named after one key (`key`):
+- `<name>-<key>.duckdb`: the export's canonical tables (store.tables);
+- `<name>-<key>.results/<question>-<hash>/`: answers, as Parquet (store.answers);
+- `<name>-<key>.<table>.parquet`: the per-rank frames of `nsysql ranks` (store.ranks);
+- `<name>-<key>.nsysql`: the marker (below), whose modification time is the values' last use (`used`);
+and per `.nsys-rep` report, `exports/<key>/<name>.sqlite` (`export_path`, made by nsysql.nsys), keyed by the
+report's identity alone: what nsys exports does not depend on nsysql's code.
+
+A value is whole once its last-written part is in place, and only then: the tables' `complete` fact (written
+last, then the file renamed in), an answer's index.json, the per-rank `info` frame, a report's export folder
+(renamed in once it opens as an nsys export). A part missing or damaged is rebuilt, never read half.
 
 The key is the export's identity (`export_id`) and the hash of every file of code and SQL that could have made
 the value (`code_hash`: all of nsysql's .py files and queries' .sql files, and nsysql's version). No finer rule
@@ -25,6 +32,14 @@ file and rename, so a failed write (a full disk, a file-size limit) leaves the f
 
 Writing is never a reason to fail: `failed` turns an error into one warning per process (`CacheWarning`) and the
 caller answers from memory.
+
+The directory holds at most `cap()` bytes (NSYSQL_CACHE_MAX, default DEFAULT_MAX): after a load stores a new
+entry, store.tables.trim removes the least recently used value sets first, never one in use (`in_use`).
+
+State of the process, each for a reason: `_own` (this process's temporary files, removed on Ctrl-C), `_in_use`
+(what this process loaded: not evicted under it), `_warned` (one warning per directory), store.tables' pending
+background writes (waited for before exit), and `code_hash`'s one reading of nsysql's files (15 ms a call, asked
+once per export and per rank).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Cache of canonical tables: one DuckDB file per export, so a second command on the same file skips the load.
+"""The canonical tables of each export, one DuckDB file each (a second command on the same file skips the load),
+and `cache info|clear` and the size cap (`trim`) over the whole store.
 
-Where: `cache_dir` argument, else $NSYSQL_CACHE_DIR, else $XDG_CACHE_HOME/nsysql, else ~/.cache/nsysql.
-Named, keyed and written as every value of the store is (nsysql.store): the export's identity and the hash of
+Where: store.directory. Named, keyed and written as every value of the store is (nsysql.store): the export's identity and the hash of
 nsysql's code, so a changed export or an edited or new nsysql never reads a stale entry.
 Built under a temporary name unique to the process (straight into the file, or in memory and copied there by a
 background thread while the builder answers), then flushed and renamed into place once whole. Two processes
@@ -9,7 +9,7 @@ on the same export both succeed (the last rename wins; readers see a whole file 
 file lock loads without the cache that once). An entry that cannot be opened, or lacks the `complete` fact
 written last, is deleted and rebuilt. A cache directory that cannot be written (read-only, full), at any step,
 degrades to an in-memory load with one warning. Answers to questions asked of a profile are stored beside its
-entry by nsysql.memo.
+entry by store.answers.
 """
 
 from __future__ import annotations
