@@ -527,6 +527,13 @@ def trim(cache_dir: Path, limit: int | None) -> list[Path]:
     removed. A value that cannot be removed is left as it is: trimming never fails a command."""
     if limit is None:
         return []
+    try:
+        return _trim(cache_dir, limit)
+    except OSError:  # the directory changed under the listing (another clear or trim): left for the next load
+        return []
+
+
+def _trim(cache_dir: Path, limit: int) -> list[Path]:
     sets = [(store.last_use(s), s, store.values(s) + [store.marker(s)], None) for s in stems(cache_dir)]
     sets += [
         (store.last_use(e.with_suffix("")), e.with_suffix(""), [e, store.marker(e.with_suffix(""))], e)
