@@ -93,7 +93,7 @@ def test_an_entry_another_process_holds_open_is_never_evicted(tmp_path):
     a, b, c = exports(tmp_path, "a", "b", "c")
     cdir = tmp_path / "cache"
     nsysql_cli("info", b, cdir=cdir)
-    nsysql_cli("info", a, cdir=cdir)  # b is the least recently used
+    nsysql_cli("info", a, cdir=cdir)
     cap = entry_bytes(cdir) * 5 // 2
     env = {**os.environ, "NSYSQL_CACHE_DIR": str(cdir), "NSYSQL_THREADS": "2"}
     env.pop("NSYSQL_CACHE_MAX", None)
@@ -116,6 +116,9 @@ def test_an_entry_another_process_holds_open_is_never_evicted(tmp_path):
     )
     try:
         assert holder.stdout.readline().strip() == "open", holder.stderr.read()
+        (marker,) = cdir.glob("b-*.nsysql")
+        old = time.time() - 3600
+        os.utime(marker, (old, old))  # b the least recently used again (the holder's load was a use)
         nsysql_cli("--cache-max", cap, "info", c, cdir=cdir)
         assert sources(cdir) == {"b", "c"}, "b is held open: a, the next least recently used, goes instead"
         out, err = holder.communicate("\n", timeout=60)
