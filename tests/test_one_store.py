@@ -188,3 +188,30 @@ def test_sizes_in_every_unit_and_none(tmp_path):
     assert sources(cdir) == {"a", "b"}
     nsysql_cli("--cache-max", "0.001GiB", "info", a, cdir=cdir)  # 1,073,741 bytes: less than one entry
     assert sources(cdir) == {"a", "b"}, "a warm load stores no new entry and evicts nothing"
+
+
+def test_a_reports_export_is_evicted_with_its_tables(tmp_path):
+    """An `.nsys-rep`'s SQLite export (kept under exports/) counts toward the cap and goes, least recently used
+    first, as the tables loaded from it do. tests/fake_nsys.py stands in for nsys."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "nsys"
+    fake.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{Path(__file__).parent / "fake_nsys.py"}" "$@"\n')
+    fake.chmod(0o755)
+    reports = []
+    for n in ("r1", "r2"):
+        rep = tmp_path / "in" / f"{n}.nsys-rep"
+        rep.parent.mkdir(exist_ok=True)
+        rep.write_bytes(b"PK\x03\x04 a report nsys would write: " + n.encode())
+        reports.append(rep)
+    cdir = tmp_path / "cache"
+    env = {"FAKE_NSYS_EXPORT": str(SMALL)}
+    nsysql_cli("--nsys", fake, "info", reports[0], cdir=cdir, env=env)
+    rows = cached(cdir)
+    assert rows.height == 2 and rows.filter(pl.col("entry").str.starts_with("exports/")).height == 1
+    one = sum(rows["bytes"].to_list())  # a report's export and its tables
+    nsysql_cli("--nsys", fake, "--cache-max", one * 3 // 2, "info", reports[1], cdir=cdir, env=env)
+    rows = cached(cdir)
+    assert rows.height == 2
+    assert all("r2" in Path(s).name for s in rows["source_path"].to_list()), rows
+    assert not (cdir / "exports").exists() or len(list((cdir / "exports").iterdir())) == 1
