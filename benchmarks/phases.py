@@ -31,8 +31,8 @@ import nsysql.cli as cli  # noqa: E402
 mark("imports")
 import nsysql.loader as loader  # noqa: E402
 import nsysql.profile as profile  # noqa: E402
-from nsysql import cache  # noqa: E402
 from nsysql.loader import raw  # noqa: E402
+from nsysql.store import tables as cache  # noqa: E402
 
 
 def wrap(owner, name, label, before=None):

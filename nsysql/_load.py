@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import cache as _cache
 from . import store
 from .errors import NsysqlError
 from .loader.source import open_source
+from .store import tables as _tables
 
 if TYPE_CHECKING:
     from .profile import Profile
@@ -31,6 +30,7 @@ def load(
     threads: int | None = None,
     progress=None,
     nsys: str | None = None,
+    cache_max: str | int | None = None,
 ) -> Profile:
     """Read an nsys SQLite export (never writing to it) and return a Profile over its canonical tables.
 
@@ -38,8 +38,10 @@ def load(
     named by `nsys` (else $NSYS, PATH or the install folders: nsysql.nsys); without one, an NsysqlError names the
     `nsys export` command to run.
 
-    The first load of a file stores the canonical tables in the cache (see nsysql.cache); later loads open
-    that entry instead. `cache=False` (or $NSYSQL_NO_CACHE=1) builds in memory every time.
+    The first load of a file stores the canonical tables in the cache (see nsysql.store); later loads open
+    that entry instead. `cache=False` (or $NSYSQL_NO_CACHE=1) builds in memory every time. `cache_max` (else
+    $NSYSQL_CACHE_MAX, else 10GB; `none`: no cap): the most the cache directory keeps, least recently used
+    profiles removed first once a load has stored a new one.
     `progress(step)` is called with each table or SQL file being loaded.
     """
     from . import nsys as _nsys
@@ -48,12 +50,13 @@ def load(
     utf8_path(path)  # said here, in one line, rather than by DuckDB or the driver deep in the load
     if cache_dir is not None:
         utf8_path(cache_dir, "cache directory")
+    limit = store.cap(cache_max)  # checked now: a typo is said on every run
     if not _nsys.is_report(path):
-        return _load(path, cache, cache_dir, memory_limit, threads, progress)
+        return _load(path, cache, cache_dir, memory_limit, threads, progress, limit)
     keep = cache and os.environ.get("NSYSQL_NO_CACHE", "") in ("", "0")
     path = _nsys.sqlite_for(path, cache_dir, nsys=nsys, keep=keep)
     if not _nsys.temporary(path):
-        return _load(path, cache, cache_dir, memory_limit, threads, progress)
+        return _load(path, cache, cache_dir, memory_limit, threads, progress, limit)
     try:  # an export in a private temporary folder (--no-cache, or an unwritable cache): read whole, then removed
         # (no cache entry either: one keyed on a file that is gone at exit would never be read again)
         return _load(path, False, cache_dir, memory_limit, threads, progress)
@@ -61,7 +64,7 @@ def load(
         _nsys.remove_temporary(path)
 
 
-def _load(path, cache, cache_dir, memory_limit, threads, progress) -> Profile:
+def _load(path, cache, cache_dir, memory_limit, threads, progress, limit=None) -> Profile:
     import threading
 
     src = open_source(path)
@@ -88,16 +91,15 @@ def _load(path, cache, cache_dir, memory_limit, threads, progress) -> Profile:
 
     entry = None
     if cache and os.environ.get("NSYSQL_NO_CACHE", "") in ("", "0"):
-        entry = _cache.entry(Path(cache_dir).expanduser() if cache_dir else _cache.default_dir(), src.path)
-        _cache.wait(entry)  # this process may be writing it right now (an earlier load of the same file)
+        entry = _tables.entry(store.directory(cache_dir), src.path)
 
         def opener():
             cfg = settings()
-            con = _cache.open_entry(entry, cfg)
+            con = _tables.open_entry(entry, cfg)
             if con is None and not entry.exists():
-                con = _cache.build_entry(entry, build, cfg, background=_in_memory_first(src, cfg))
+                con = _tables.build_entry(entry, build, cfg, background=_in_memory_first(src, cfg))
             if con is None:  # the cache cannot be written: in memory, as with cache=False
-                con = build(_cache.connect(":memory:", cfg))
+                con = build(_tables.connect(":memory:", cfg))
             return con
 
         if entry.exists():
@@ -108,7 +110,7 @@ def _load(path, cache, cache_dir, memory_limit, threads, progress) -> Profile:
     else:
 
         def opener():
-            return build(_cache.connect(":memory:", settings()))
+            return build(_tables.connect(":memory:", settings()))
 
     # cold: the readers open their SQLite streams (and read the first batch of each) while DuckDB is imported
     from .loader import raw
@@ -116,7 +118,10 @@ def _load(path, cache, cache_dir, memory_limit, threads, progress) -> Profile:
     readers.append(raw.Readers(src).start())
     settings()  # here, on this thread, once reading has begun (it imports tempfile, for the spill directory)
     try:
-        return _cold(src, entry, opener, staged, settings, building)
+        prof = _cold(src, entry, opener, staged, settings, building)
+        if entry is not None:  # a new entry (or one on its way): the directory kept within its cap
+            _tables.trim(entry.parent, limit)
+        return prof
     finally:
         for r in readers:  # started but not used: the entry was written by another process meanwhile
             r.close()
@@ -160,7 +165,7 @@ def _cold(src, entry, opener, staged, settings, building) -> Profile:
 
 
 def _in_memory_first(src, config: dict) -> bool:
-    """Build a cache entry in memory and copy it to disk in the background (see cache.build_entry) when there
+    """Build a cache entry in memory and copy it to disk in the background (see store.tables.build_entry) when there
     are cores to spare for the copy (4 or more) and the canonical tables (about 4x the export's size in memory)
     fit well within DuckDB's memory limit. Measured on a 16-core machine at 500k kernels: first command 2.6 s ->
     1.8 s. On 2 cores the copy only competes with the answers (no faster, 300 MB more memory); at 10M kernels
@@ -199,7 +204,7 @@ def duckdb_config(memory_limit: str | None, threads: int | None) -> dict:
     """DuckDB's settings from _checked()'s values."""
     cfg = {
         "memory_limit": memory_limit or default_memory_limit(threads),
-        "temp_directory": _cache.spill_dir(),
+        "temp_directory": _tables.spill_dir(),
     }
     if threads:
         cfg["threads"] = threads

@@ -26,7 +26,7 @@ def tuned() -> bool:
 
 def leave(code: int) -> NoReturn:
     """End the `nsysql` process with exit status `code`, once its output and cache entries are complete."""
-    from . import cache
+    from .store import tables
 
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -36,8 +36,8 @@ def leave(code: int) -> NoReturn:
                 os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
             except (OSError, ValueError):
                 pass
-    cache.wait()  # a cold load's entry still on its way to disk
-    cache.remove_spill_files()
+    tables.wait()  # a cold load's entry still on its way to disk
+    tables.remove_spill_files()
     if tuned():
         os._exit(code)
     sys.exit(code)

@@ -15,11 +15,12 @@ from pathlib import Path
 import click
 
 from . import __version__
-from . import cache as _cache
 from . import stats as _stats
+from . import store as _store
 from .errors import NsysqlError, one_line, utf8_path
 from .render import FORMATS, render, summary_view
 from .render import one_line as _line
+from .store import tables as _tables
 
 ATTRIBUTION_HELP = (
     "How GPU work is tied to NVTX ranges: 'thread' = the launching thread's open ranges (exactly nsys); "
@@ -53,13 +54,14 @@ def _load(file: str | None):
     _loaded.append(path)  # for error messages of commands whose FILE is optional (sql)
     opts = _opts()
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", _cache.CacheWarning)
+        warnings.simplefilter("always", _store.CacheWarning)
         prof = load(
             path,
             cache=not opts.get("no_cache"),
             cache_dir=opts.get("cache_dir"),
             progress=_progress(path) if sys.stderr.isatty() else None,
             nsys=opts.get("nsys"),
+            cache_max=opts.get("cache_max"),
         )
     if sys.stderr.isatty():
         click.echo("\r\033[K", err=True, nl=False)
@@ -202,7 +204,7 @@ def _run(fn, args, kwargs):
             sys.stdout.flush()
         except (OSError, ValueError):
             pass
-        _cache.wait()
+        _tables.wait()
 
 
 def _naming_files(message: str) -> str:
@@ -405,13 +407,20 @@ class _Group(click.Group):
 )
 @click.option("--no-cache", is_flag=True, help="Load the export afresh and store no cache entry or answer.")
 @click.option(
+    "--cache-max",
+    metavar="SIZE",
+    envvar="NSYSQL_CACHE_MAX",
+    help="The most the cache keeps (10GB, 500MB, 2GiB, or none); least recently used profiles go first "
+    "[default: $NSYSQL_CACHE_MAX or 10GB].",
+)
+@click.option(
     "--nsys",
     "nsys_path",
     metavar="PATH",
     help="The nsys that exports an .nsys-rep FILE [default: $NSYS, PATH, then the Nsight Systems/Compute folders].",
 )
 @click.pass_context
-def main(ctx, cache_dir, no_cache, nsys_path):
+def main(ctx, cache_dir, no_cache, cache_max, nsys_path):
     """Answers about Nsight Systems SQLite exports (nsys 2020 to 2026).
 
     FILE is an export made with `nsys profile --export=sqlite` or `nsys export --type sqlite`, or an .nsys-rep
@@ -423,7 +432,11 @@ def main(ctx, cache_dir, no_cache, nsys_path):
             utf8_path(cache_dir)
         except NsysqlError as e:  # said as a usage error: one line, before any command runs
             raise click.BadParameter(str(e), param_hint="--cache-dir / $NSYSQL_CACHE_DIR") from None
-    ctx.obj = {"cache_dir": cache_dir, "no_cache": no_cache, "nsys": nsys_path}
+    try:
+        _store.cap(cache_max, what="")
+    except NsysqlError as e:
+        raise click.BadParameter(str(e), param_hint="--cache-max / $NSYSQL_CACHE_MAX") from None
+    ctx.obj = {"cache_dir": cache_dir, "no_cache": no_cache, "cache_max": cache_max, "nsys": nsys_path}
 
 
 @main.group()
@@ -436,7 +449,7 @@ def cache():
 @handled
 def cache_info(fmt):
     """Entries in the cache: the export each was loaded from, and size."""
-    df, line = _cache.info(_state_dir())
+    df, line = _tables.info(_state_dir())
     click.echo(line, err=True)
     _answer_to_stdout()
     click.echo(render(df, fmt), nl=False)
@@ -447,7 +460,7 @@ def cache_info(fmt):
 def cache_clear():
     """Delete every cached profile: only what nsysql stored there, whatever else the directory holds."""
     d = _state_dir()
-    n = _cache.clear(d)
+    n = _tables.clear(d)
     click.echo(f"removed {n} cache entries from {d}")
 
 
@@ -730,7 +743,12 @@ def _ranks_result(files, dask, workers):
     client = connect_dask(dask) if dask else None
     try:
         r = load_many(
-            list(files), cache_dir=opts.get("cache_dir"), cache=not opts.get("no_cache"), workers=workers, client=client
+            list(files),
+            cache_dir=opts.get("cache_dir"),
+            cache=not opts.get("no_cache"),
+            workers=workers,
+            client=client,
+            cache_max=opts.get("cache_max"),
         )
     finally:
         if client is not None:

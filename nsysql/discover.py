@@ -12,8 +12,8 @@ from .loader.source import looks_like_sqlite, special_file
 
 
 def state_dir(cache_dir: str | os.PathLike | None = None) -> Path:
-    """The cache directory: `cache_dir` when given, else the store's default."""
-    return Path(cache_dir).expanduser() if cache_dir else store.default_dir()
+    """The cache directory (store.directory)."""
+    return store.directory(cache_dir)
 
 
 def remember(path: str | os.PathLike, cache_dir: str | os.PathLike | None = None) -> None:

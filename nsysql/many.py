@@ -13,13 +13,13 @@ import glob
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
 import polars as pl
 
 from . import store
 from .analyses import ranks as _ranks
 from .errors import NsysqlError, one_line
+from .store import ranks as _stored
 
 
 def is_glob(path: str) -> bool:
@@ -44,42 +44,6 @@ def expand(paths: list[str]) -> list[str]:
     return out
 
 
-RANK_TABLES = ("info", "iterations", "causes", "nccl")
-
-
-def _sidecars(path: str, cache_dir: str | None) -> dict[str, Path] | None:
-    """Where the per-rank frames of `path` are cached: beside its cache entry, one Parquet file each."""
-    try:
-        stem = store.stem(
-            Path(cache_dir).expanduser() if cache_dir else store.default_dir(), Path(os.path.expanduser(path))
-        )
-    except OSError:
-        return None
-    return {t: Path(f"{stem}.{t}.parquet") for t in RANK_TABLES}
-
-
-def _cached(path: str, cache_dir: str | None) -> dict[str, pl.DataFrame] | None:
-    files = _sidecars(path, cache_dir)
-    if not files or not files["info"].exists():
-        return None
-    try:
-        return {t: pl.read_parquet(f) for t, f in files.items() if f.exists()}
-    except Exception:  # noqa: BLE001 - a damaged sidecar is rebuilt
-        return None
-
-
-def _store(path: str, cache_dir: str | None, tables: dict[str, pl.DataFrame]) -> None:
-    files = _sidecars(path, cache_dir)
-    if not files:
-        return
-    try:
-        store.claim(files["info"].with_name(files["info"].name.removesuffix(".info.parquet")))
-        for t in sorted(tables, key=lambda t: t == "info"):  # info last: its presence marks a complete set
-            store.write(files[t], tables[t].write_parquet)
-    except (OSError, pl.exceptions.PolarsError) as e:  # a full disk: answered anyway, recomputed next time
-        store.failed(e, files["info"].parent)
-
-
 def _rank_tables(prof) -> dict[str, pl.DataFrame]:
     """One rank's frames (nsysql.analyses.ranks.rank_tables), from its Profile's (stored) answers."""
     try:
@@ -97,7 +61,9 @@ def _rank_tables(prof) -> dict[str, pl.DataFrame]:
     )
 
 
-def _job(path: str, cache_dir: str | None, cache: bool) -> tuple[str, dict[str, pl.DataFrame], list[str]]:
+def _job(
+    path: str, cache_dir: str | None, cache: bool, cache_max: str | int | None = None
+) -> tuple[str, dict[str, pl.DataFrame], list[str]]:
     """Load one rank and reduce it; with the store's warnings (a full cache disk), which the caller repeats:
     a worker process's own would reach stderr once per worker, and not in the CLI's one-line form."""
     import warnings
@@ -105,16 +71,16 @@ def _job(path: str, cache_dir: str | None, cache: bool) -> tuple[str, dict[str, 
     from ._load import load
 
     if cache:
-        hit = _cached(path, cache_dir)
+        hit = _stored.get(path, cache_dir)
         if hit is not None:
             return path, hit, []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", store.CacheWarning)
-        prof = load(path, cache=cache, cache_dir=cache_dir)
+        prof = load(path, cache=cache, cache_dir=cache_dir, cache_max=cache_max)
         tables = _rank_tables(prof)
         prof.close()
         if cache and prof.cache_entry is not None:
-            _store(path, cache_dir, tables)
+            _stored.put(path, cache_dir, tables)
     return path, tables, [str(w.message) for w in caught if issubclass(w.category, store.CacheWarning)]
 
 
@@ -167,6 +133,7 @@ def load_many(
     cache: bool = True,
     workers: int | None = None,
     client=None,
+    cache_max: str | int | None = None,
 ) -> Ranks:
     """Load several per-rank exports in parallel (processes, or a dask.distributed.Client) into a Ranks."""
     if isinstance(paths, (str, os.PathLike)):  # one path or glob, not a list of its characters
@@ -176,18 +143,18 @@ def load_many(
         raise NsysqlError("no files given")
     cdir = str(cache_dir) if cache_dir else None
     # warm: ranks whose frames are cached are read here, without starting workers
-    results = [(f, hit, []) for f in files if cache and (hit := _cached(f, cdir)) is not None]
+    results = [(f, hit, []) for f in files if cache and (hit := _stored.get(f, cdir)) is not None]
     todo = [f for f in files if f not in {r[0] for r in results}]
     if todo and client is not None:
-        futures = client.map(_job, todo, cache_dir=cdir, cache=cache, pure=False)
+        futures = client.map(_job, todo, cache_dir=cdir, cache=cache, cache_max=cache_max, pure=False)
         results += client.gather(futures)
     elif len(todo) <= 1 or workers == 1:
-        results += [_job(f, cdir, cache) for f in todo]
+        results += [_job(f, cdir, cache, cache_max) for f in todo]
     else:
         n = min(len(todo), workers or os.cpu_count() or 1)
         # spawn, not fork: a forked child can inherit a DuckDB or Arrow lock held by another thread
         with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) as pool:
-            results += list(pool.map(_job, todo, [cdir] * len(todo), [cache] * len(todo)))
+            results += list(pool.map(_job, todo, [cdir] * len(todo), [cache] * len(todo), [cache_max] * len(todo)))
     for said in dict.fromkeys(w for r in results for w in r[2]):  # each once, in order
         store.warn(said)
     by_path = {r[0]: r[1] for r in results}

@@ -14,7 +14,6 @@ reads the same export. It is kept only once it opens as an nsys export, with a m
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shlex
@@ -366,15 +365,6 @@ def last_line(output: bytes, limit: int = 200) -> str:
 # -- .nsys-rep in ----------------------------------------------------------------------------------------------
 
 
-def export_path(report: Path, cache_dir: Path) -> Path:
-    """Where the SQLite export of `report` is kept: `<cache_dir>/exports/<key>/<report's name>.sqlite` (the
-    report's own name, so that outputs named after the export, `run.report.html`, are named after the report)."""
-    from . import store
-
-    key = hashlib.sha256(store.export_id(report).encode()).hexdigest()[:32]
-    return cache_dir / "exports" / key / f"{report.stem}.sqlite"
-
-
 def sqlite_for(
     report: str | os.PathLike, cache_dir: str | os.PathLike | None = None, nsys: str | None = None, keep: bool = True
 ) -> Path:
@@ -394,11 +384,12 @@ def sqlite_for(
     p = Path(os.path.expanduser(shown))
     if not p.is_file():
         raise NsysqlError("no such file" if not p.exists() else "is not a file", shown)
-    cache = Path(cache_dir).expanduser() if cache_dir else store.default_dir()
-    final = export_path(p, cache)
+    cache = store.directory(cache_dir)
+    final = store.export_path(p, cache)
     if keep and final.is_file():
         try:
             open_source(final)
+            store.used(final.with_suffix(""))
             return final
         except NsysqlError:  # kept by an nsysql that did not check it: exported again below
             for f in (final, store.marker(final.with_suffix(""))):
@@ -462,10 +453,12 @@ def sqlite_for(
         if tmp in _TEMPORARY:
             return out
         try:
+            store.sync(out)  # whole on disk before its folder is renamed into place
             os.replace(tmp, final.parent)
         except OSError:  # another process put the same export in place meanwhile: read that one
             if not final.is_file():
                 raise
+        store.used(final.with_suffix(""))
         return final
     except BaseException:
         remove_temporary(tmp / final.name)

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Callable
 
 import polars as pl
 
-from . import cache as _cache
 from . import sandbox as _sandbox
 from ._load import load  # noqa: F401 (nsysql.profile.load, as before)
 from .analyses import api as _api
@@ -31,7 +30,8 @@ from .analyses.patterns import resolve_range
 from .analyses.ranges import DEFAULT_ATTRIBUTION
 from .errors import NsysqlError
 from .loader import cursor as _cursor
-from .memo import Answers, cached
+from .store import tables as _tables
+from .store.answers import Answers, cached
 
 if TYPE_CHECKING:
     import duckdb
@@ -108,7 +108,7 @@ class Profile:
 
     @property
     def answers(self) -> Answers:
-        """This Profile's answers (see nsysql.memo): remembered, and stored beside its cache entry."""
+        """This Profile's answers (see nsysql.store.answers): remembered, and stored beside its cache entry."""
         return self._answers
 
     def check_open(self) -> None:
@@ -133,7 +133,7 @@ class Profile:
     def close(self) -> None:
         """Close the DuckDB connection, once the cache entry being written from it (cold load) is in place.
         Afterwards the Profile answers nothing (NsysqlError)."""
-        _cache.wait()
+        _tables.wait()
         with self._lock:
             for cur in self._cursors:
                 cur.close()

@@ -135,13 +135,12 @@ class Sandbox:
         """Attach the cache entry read-only, if there is one whole entry; False otherwise."""
         import duckdb
 
-        from . import cache as _cache
         from . import duck
+        from .store import tables as _tables
 
         if self._entry is None:
             return False
-        _cache.wait(self._entry)  # an entry copied to disk in the background: in place once whole
-        if not self._entry.is_file():
+        if not _tables.whole(self._entry):  # an entry copied to disk in the background: in place once whole
             return False
         try:
             con.execute(f"ATTACH {duck.quoted_path(self._entry)} AS {CATALOG} (READ_ONLY)")

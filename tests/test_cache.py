@@ -15,8 +15,9 @@ from conftest import fixture
 from polars.testing import assert_frame_equal
 
 import nsysql
-from nsysql import _load, cache
+from nsysql import _load
 from nsysql.cli import main
+from nsysql.store import tables as cache
 
 
 @pytest.fixture(params=["in the file", "in memory, copied in the background"])
@@ -152,7 +153,7 @@ def test_no_cache_flag_and_cache_commands(tmp_path):
 
 
 def test_answers_are_stored_and_served_again(tmp_path, build_mode):
-    from nsysql import memo
+    from nsysql.store import answers as memo
 
     src, cdir = copy(tmp_path), tmp_path / "c"
     first = nsysql.load(src, cache_dir=cdir)
@@ -296,7 +297,7 @@ def test_a_script_that_exits_right_after_load_still_gets_its_entry(tmp_path):
     src, cdir = copy(tmp_path), tmp_path / "c"
     code = (
         "import time, nsysql\n"
-        "from nsysql import cache\n"
+        "from nsysql.store import tables as cache\n"
         "persist = cache._persist\n"
         "cache._persist = lambda *a: (time.sleep(0.3), persist(*a))\n"
         f"nsysql.load({str(src)!r}, cache_dir={str(cdir)!r})\n"

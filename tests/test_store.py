@@ -1,4 +1,4 @@
-"""The store (nsysql/store.py): one key for the cache entry, stored answers and per-rank frames; exports told
+"""The store (nsysql/store/): one key for the cache entry, stored answers and per-rank frames; exports told
 apart by what a replacement cannot keep; a cache that cannot be written, killed loads and `cache clear`
 during a load never cost a wrong answer, a failed command or a stray file.
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import polars as pl
 
-from . import store
+from .. import store
 
 INDEX = "index.json"
 

@@ -1,9 +1,16 @@
-"""The store: everything nsysql keeps between runs, under one key and one way of writing.
+"""The store: everything nsysql keeps between runs, in one directory, under one key and one way of writing.
 
-Three kinds of value live in the cache directory, all named after one key (`key`):
-- `<name>-<key>.duckdb`: the export's canonical tables (nsysql.cache);
-- `<name>-<key>.results/<question>-<hash>/`: answers, as Parquet (nsysql.memo);
-- `<name>-<key>.<table>.parquet`: the per-rank frames of `nsysql ranks` (nsysql.many).
+The cache directory is resolved here alone (`directory`). Per export, named after one key (`key`):
+- `<name>-<key>.duckdb`: the export's canonical tables (store.tables);
+- `<name>-<key>.results/<question>-<hash>/`: answers, as Parquet (store.answers);
+- `<name>-<key>.<table>.parquet`: the per-rank frames of `nsysql ranks` (store.ranks);
+- `<name>-<key>.nsysql`: the marker (below), whose modification time is the values' last use (`used`);
+and per `.nsys-rep` report, `exports/<key>/<name>.sqlite` (`export_path`, made by nsysql.nsys), keyed by the
+report's identity alone: what nsys exports does not depend on nsysql's code.
+
+A value is whole once its last-written part is in place, and only then: the tables' `complete` fact (written
+last, then the file renamed in), an answer's index.json, the per-rank `info` frame, a report's export folder
+(renamed in once it opens as an nsys export). A part missing or damaged is rebuilt, never read half.
 
 The key is the export's identity (`export_id`) and the hash of every file of code and SQL that could have made
 the value (`code_hash`: all of nsysql's .py files and queries' .sql files, and nsysql's version). No finer rule
@@ -25,6 +32,14 @@ file and rename, so a failed write (a full disk, a file-size limit) leaves the f
 
 Writing is never a reason to fail: `failed` turns an error into one warning per process (`CacheWarning`) and the
 caller answers from memory.
+
+The directory holds at most `cap()` bytes (NSYSQL_CACHE_MAX, default DEFAULT_MAX): after a load stores a new
+entry, store.tables.trim removes the least recently used value sets first, never one in use (`in_use`).
+
+State of the process, each for a reason: `_own` (this process's temporary files, removed on Ctrl-C), `_in_use`
+(what this process loaded: not evicted under it), `_warned` (one warning per directory), store.tables' pending
+background writes (waited for before exit), and `code_hash`'s one reading of nsysql's files (15 ms a call, asked
+once per export and per rank).
 """
 
 from __future__ import annotations
@@ -32,11 +47,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-from . import __version__
+from .. import __version__
 
 HEAD_BYTES = 1 << 20  # the export's first and last MiB go into its identity
 TEMP_SUFFIX = ".tmp"
@@ -46,7 +62,11 @@ class CacheWarning(UserWarning):
     """The cache could not be used; nsysql carried on without it."""
 
 
-def default_dir() -> Path:
+def directory(cache_dir: str | os.PathLike | None = None) -> Path:
+    """The cache directory, resolved here and nowhere else: `cache_dir` (load()'s argument, `--cache-dir`) when
+    given, else $NSYSQL_CACHE_DIR, else $XDG_CACHE_HOME/nsysql, else ~/.cache/nsysql."""
+    if cache_dir:
+        return Path(cache_dir).expanduser()
     env = os.environ.get("NSYSQL_CACHE_DIR")
     if env:
         return Path(env).expanduser()
@@ -58,9 +78,9 @@ def default_dir() -> Path:
 def code_hash() -> str:
     """Hash of nsysql's version and of every .py file of the package and .sql file of its queries (beside the
     package in a checkout, inside it in a wheel), by path relative to their root. Read once per process."""
-    from .queries import queries_dir
+    from ..queries import queries_dir
 
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parent.parent  # nsysql/, this package's parent
     queries = queries_dir().parent
     h = hashlib.sha256(f"nsysql {__version__}\0".encode())
     for root, pattern in ((package, "*.py"), (queries, "*.sql")):
@@ -89,9 +109,12 @@ def export_id(path: Path) -> str:
     return h.hexdigest()
 
 
-def key(path: Path) -> str:
-    """The one key of every value stored for the export `path`: its identity and the code that computes."""
-    return hashlib.sha256(f"{export_id(path)}\0{code_hash()}".encode()).hexdigest()[:32]
+def key(path: Path, code: bool = True) -> str:
+    """The one key of every value stored for the file `path`: its identity and the code that computes (the
+    tables, answers and per-rank frames of an export). `code=False`: its identity alone, for what nsysql's code
+    does not make (the SQLite export nsys makes of a report: `export_path`)."""
+    ident = export_id(path)
+    return hashlib.sha256((f"{ident}\0{code_hash()}" if code else ident).encode()).hexdigest()[:32]
 
 
 def stem(cache_dir: Path, path: Path) -> Path:
@@ -100,6 +123,73 @@ def stem(cache_dir: Path, path: Path) -> Path:
     in it broke the SQL that names that database (`o'brien.sqlite` failed to load with the cache)."""
     name = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in path.stem[:40])
     return cache_dir / f"{name}-{key(path)}"
+
+
+# -- the size cap ------------------------------------------------------------------------------------------------
+
+DEFAULT_MAX = "10GB"
+_SIZE = re.compile(r"\s*((?:\d+(?:\.\d*)?|\.\d+))\s*([kmgt]?)(i?)(b?)\s*", re.IGNORECASE)
+
+
+def cap(value: str | int | None = None, what: str = "NSYSQL_CACHE_MAX (cache_max)") -> int | None:
+    """The most bytes nsysql keeps in its cache directory: `value` (load(cache_max=), `--cache-max`), else
+    $NSYSQL_CACHE_MAX, else DEFAULT_MAX. A size (10GB, 500MB, 2GiB, or bytes), or `none` for no cap. An
+    NsysqlError naming the setting (`what`) for anything else, so a typo is said on every run."""
+    text = str(value if value is not None else os.environ.get("NSYSQL_CACHE_MAX", "")).strip() or DEFAULT_MAX
+    if text.lower() == "none":
+        return None
+    m = _SIZE.fullmatch(text)
+    if not m or (m.group(3) and not m.group(2)):
+        from ..errors import NsysqlError
+
+        raise NsysqlError(f"{what} must be a size such as 10GB, 500MB or 2GiB, or none, not {text[:40]!r}".strip())
+    base = 1024 if m.group(3) else 1000
+    return int(float(m.group(1)) * base ** " KMGT".index((m.group(2) or " ").upper()))
+
+
+_in_use: set[Path] = set()  # the stems this process loaded: never evicted under it (see used)
+
+
+def used(stem: Path) -> None:
+    """Note that this process uses the values of `stem`: they are in use until it ends (`in_use`), and their
+    marker's modification time, the store's clock of last use, is now (least recently used go first: trim)."""
+    _in_use.add(stem)
+    m = marker(stem)
+    if _marks(m):
+        try:
+            os.utime(m)
+        except OSError:  # a read-only cache: read, never trimmed by this process either
+            pass
+
+
+def in_use(stem: Path) -> bool:
+    """Whether the values of `stem` are in use: loaded by this process, or being written by a running one."""
+    return stem in _in_use or any(_temp_pid(p) is not None and not abandoned(p) for p in values(stem))
+
+
+def last_use(stem: Path) -> float:
+    """When the values of `stem` were last used (`used`): their marker's modification time, else (an entry of
+    nsysql 0.3, without marker) the newest of its files'."""
+    if _marks(marker(stem)):
+        return marker(stem).stat().st_mtime
+    times = []
+    for p in values(stem):
+        try:
+            times.append(p.lstat().st_mtime)
+        except OSError:  # removed meanwhile
+            continue
+    return max(times, default=0.0)
+
+
+EXPORTS = "exports"
+
+
+def export_path(report: Path, cache_dir: Path) -> Path:
+    """Where the SQLite export of the report `report` is kept: `<cache_dir>/exports/<key>/<report's name>.sqlite`
+    (the report's own name, so that outputs named after the export, `run.report.html`, are named after the
+    report), under the report's key without the code (`key(code=False)`: an edit to nsysql does not change
+    what nsys exports)."""
+    return cache_dir / EXPORTS / key(report, code=False) / f"{report.stem}.sqlite"
 
 
 def temp_path(final: Path) -> Path:
@@ -126,13 +216,19 @@ def remove_temps_of(final: Path) -> None:
 def commit(tmp: Path, final: Path) -> None:
     """Flush the whole file `tmp` to disk and rename it to `final` (so no reader, nor a crash, can leave half a
     file under `final`)."""
-    fd = os.open(tmp, os.O_RDONLY)
+    sync(tmp)
+    os.replace(tmp, final)
+    _own.discard(tmp)
+
+
+def sync(path: Path) -> None:
+    """Flush the file `path` to disk (before the rename that puts it in place: a crash right after the rename
+    must not leave a name over a file whose blocks never reached the disk)."""
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
-    os.replace(tmp, final)
-    _own.discard(tmp)
 
 
 MARK = ".nsysql"
@@ -216,7 +312,7 @@ def output(final: str | os.PathLike, fill: Callable[[Path], object], links: bool
     refused: nsysql writes through no link in a folder it fills (`profile --out`, `export --to`). A `final` that
     is not a regular file (a pipe, /dev/stdout, a terminal) is written as it is, in place: there is nothing to
     keep and no rename is possible."""
-    from .errors import NsysqlError
+    from ..errors import NsysqlError
 
     shown = str(final)
     p = Path(final)

@@ -1,7 +1,7 @@
-"""Cache of canonical tables: one DuckDB file per export, so a second command on the same file skips the load.
+"""The canonical tables of each export, one DuckDB file each (a second command on the same file skips the load),
+and `cache info|clear` and the size cap (`trim`) over the whole store.
 
-Where: `cache_dir` argument, else $NSYSQL_CACHE_DIR, else $XDG_CACHE_HOME/nsysql, else ~/.cache/nsysql.
-Named, keyed and written as every value of the store is (nsysql.store): the export's identity and the hash of
+Where: store.directory. Named, keyed and written as every value of the store is (nsysql.store): the export's identity and the hash of
 nsysql's code, so a changed export or an edited or new nsysql never reads a stale entry.
 Built under a temporary name unique to the process (straight into the file, or in memory and copied there by a
 background thread while the builder answers), then flushed and renamed into place once whole. Two processes
@@ -9,7 +9,7 @@ on the same export both succeed (the last rename wins; readers see a whole file 
 file lock loads without the cache that once). An entry that cannot be opened, or lacks the `complete` fact
 written last, is deleted and rebuilt. A cache directory that cannot be written (read-only, full), at any step,
 degrades to an in-memory load with one warning. Answers to questions asked of a profile are stored beside its
-entry by nsysql.memo.
+entry by store.answers.
 """
 
 from __future__ import annotations
@@ -25,15 +25,25 @@ if TYPE_CHECKING:
     import duckdb
     import polars as pl
 
-from . import store
-from .store import CacheWarning, default_dir  # noqa: F401 (nsysql.cache.CacheWarning, as before)
+from .. import store
 
 SUFFIX = ".duckdb"
 
 
 def entry(cache_dir: Path, path: Path) -> Path:
-    """The entry's file: the export's name (for people listing the directory) and the store's key."""
-    return Path(f"{store.stem(cache_dir, path)}{SUFFIX}")
+    """The entry's file: the export's name (for people listing the directory) and the store's key. Once any
+    background write of it by this process is done (`wait`), and marked used (store.used: in use by this process,
+    and the most recently used of the directory)."""
+    file = Path(f"{store.stem(cache_dir, path)}{SUFFIX}")
+    wait(file)
+    store.used(file.with_suffix(""))
+    return file
+
+
+def whole(file: Path) -> bool:
+    """Whether the entry `file` is in place, once any background write of it by this process is done."""
+    wait(file)
+    return file.is_file()
 
 
 def open_entry(file: Path, config: dict) -> duckdb.DuckDBPyConnection | None:
@@ -226,7 +236,7 @@ def connect(database: str, config: dict) -> duckdb.DuckDBPyConnection:
     locked, a path always a path: nsysql.duck)."""
     import duckdb
 
-    from . import duck
+    from .. import duck
 
     con = duck.connect(database, config)
     con.execute("SET enable_progress_bar = false")
@@ -266,7 +276,7 @@ def _legacy(f: Path) -> bool:
         return False
     import duckdb
 
-    from . import duck
+    from .. import duck
 
     try:
         con = duck.connect(f, read_only=True, files=[])
@@ -281,13 +291,10 @@ def _legacy(f: Path) -> bool:
     return _LEGACY_FACTS <= keys
 
 
-EXPORTS = "exports"
-
-
 def exports(cache_dir: Path) -> list[Path]:
     """The SQLite exports of `.nsys-rep` reports kept in `cache_dir` (nsysql.nsys): `exports/<key>/<name>.sqlite`
     with its marker beside it."""
-    d = cache_dir / EXPORTS
+    d = cache_dir / store.EXPORTS
     if not d.is_dir() or d.is_symlink():
         return []
     out = []
@@ -301,8 +308,8 @@ def _legacy_export(k: Path) -> list[Path]:
     """The export in `exports/<key>/` that an nsysql without markers kept (0.3): a folder named by a key (32 hex
     digits) holding one file, `<name>.sqlite`, which opens as an nsys SQLite export. Still read (its key is the
     report's), so still cleared."""
-    from .errors import NsysqlError
-    from .loader.source import open_source
+    from ..errors import NsysqlError
+    from ..loader.source import open_source
 
     if not _KEY.fullmatch(k.name):
         return []
@@ -321,7 +328,7 @@ _KEY = re.compile(r"[0-9a-f]{32}")
 
 def _export_temps(cache_dir: Path) -> list[Path]:
     """Folders an `.nsys-rep` export is made in (`exports/.<key>.<pid>.<random>.tmp`, with a marker inside)."""
-    d = cache_dir / EXPORTS
+    d = cache_dir / store.EXPORTS
     if not d.is_dir() or d.is_symlink():
         return []
     return [
@@ -335,7 +342,7 @@ def describe(file: Path) -> dict:
     """Source path, size and age of one entry."""
     import duckdb
 
-    from . import duck
+    from .. import duck
 
     info = {"entry": file.name, "bytes": file.stat().st_size, "source_path": None, "complete": False}
     try:
@@ -414,13 +421,7 @@ def unfinished(cache_dir: Path) -> list[dict]:
 def size(cache_dir: Path) -> int:
     """Bytes of what nsysql keeps in the cache directory: entries, stored answers, per-rank frames, the exports
     of reports, temporary files (a user's own files there are not counted: see clear)."""
-    total = 0
-    for f in _owned_files(cache_dir):
-        try:
-            total += sum(g.stat().st_size for g in ([f] if not f.is_dir() else f.rglob("*")) if g.is_file())
-        except OSError:
-            pass
-    return total
+    return _bytes(_owned_files(cache_dir))
 
 
 def _owned_files(cache_dir: Path) -> list[Path]:
@@ -443,7 +444,7 @@ def clear(cache_dir: Path) -> int:
     NsysqlError naming it, once the rest is removed; its marker stays, so a later clear removes it."""
     import shutil
 
-    from .errors import NsysqlError
+    from ..errors import NsysqlError
 
     failed: list[tuple[Path, OSError]] = []
 
@@ -469,21 +470,9 @@ def clear(cache_dir: Path) -> int:
 
     n = 0
     for stem in stems(cache_dir):
-        before = len(failed)
-        for v in store.values(stem):
-            if store._temp_pid(v) is not None and not store.abandoned(v):
-                continue  # a running load's
-            if rm(v) and v.suffix == SUFFIX:
-                n += 1
-        if len(failed) == before and not _running(stem) and os.path.lexists(store.marker(stem)):
-            rm(store.marker(stem))  # else kept: what is left is still nsysql's to remove
+        n += _remove_stem(stem, rm, failed)
     for e in exports(cache_dir):
-        if rm(e):
-            rm(store.marker(e.with_suffix("")))
-            try:
-                e.parent.rmdir()
-            except OSError:
-                pass
+        _remove_export(e, rm)
     for t in _export_temps(cache_dir):
         if store.abandoned(t):
             rm(t)
@@ -497,13 +486,121 @@ def clear(cache_dir: Path) -> int:
     return n
 
 
+def _remove_stem(stem: Path, rm, failed: list) -> int:
+    """Remove the values of `stem` (not the temporary files of a running load), then its marker once nothing of it
+    is left; the number of entries removed (0 or 1)."""
+    n, before = 0, len(failed)
+    for v in store.values(stem):
+        if store._temp_pid(v) is not None and not store.abandoned(v):
+            continue  # a running load's
+        if rm(v) and v.suffix == SUFFIX:
+            n += 1
+    if len(failed) == before and not _running(stem) and os.path.lexists(store.marker(stem)):
+        rm(store.marker(stem))  # else kept: what is left is still nsysql's to remove
+    return n
+
+
+def _remove_export(e: Path, rm) -> None:
+    if rm(e):
+        rm(store.marker(e.with_suffix("")))
+        try:
+            e.parent.rmdir()
+        except OSError:
+            pass
+
+
+def _bytes(files: list[Path]) -> int:
+    total = 0
+    for f in files:
+        try:
+            total += sum(g.stat().st_size for g in ([f] if not f.is_dir() else f.rglob("*")) if g.is_file())
+        except OSError:
+            pass
+    return total
+
+
+def trim(cache_dir: Path, limit: int | None) -> list[Path]:
+    """Keep what nsysql stores in `cache_dir` within `limit` bytes (store.cap; None: no cap): while it holds more,
+    remove the least recently used value set (store.last_use), an export's tables with its answers and per-rank
+    frames, or a report's SQLite export, as `clear` removes them. Never one in use (store.in_use: loaded by this
+    process, being written by a running one), nor one another process holds open (`_held`). Returns the stems
+    removed. A value that cannot be removed is left as it is: trimming never fails a command."""
+    if limit is None:
+        return []
+    try:
+        return _trim(cache_dir, limit)
+    except OSError:  # the directory changed under the listing (another clear or trim): left for the next load
+        return []
+
+
+def _trim(cache_dir: Path, limit: int) -> list[Path]:
+    sets = [(store.last_use(s), s, store.values(s) + [store.marker(s)], None) for s in stems(cache_dir)]
+    sets += [
+        (store.last_use(e.with_suffix("")), e.with_suffix(""), [e, store.marker(e.with_suffix(""))], e)
+        for e in exports(cache_dir)
+    ]
+    total = size(cache_dir)
+    removed = []
+    for _, stem, files, export in sorted(sets, key=lambda t: t[0]):
+        if total <= limit:
+            break
+        if store.in_use(stem) or _held(Path(f"{stem}{SUFFIX}") if export is None else export):
+            continue
+        nbytes = _bytes(files)
+        failed: list = []
+
+        def rm(p: Path) -> bool:
+            import shutil
+
+            try:
+                if p.is_dir() and not p.is_symlink():
+                    shutil.rmtree(p)
+                else:
+                    p.unlink()
+            except OSError as e:
+                if not isinstance(e, FileNotFoundError):
+                    failed.append((p, e))
+                return False
+            return True
+
+        if export is None:
+            _remove_stem(stem, rm, failed)
+        else:
+            _remove_export(export, rm)
+        if not failed:
+            total -= nbytes
+            removed.append(stem)
+    return removed
+
+
+def _held(file: Path) -> bool:
+    """Whether another process holds `file` open with a lock (DuckDB locks the database files it opens, shared
+    when read-only): a write lock cannot be taken then. Only for files
+    this process does not hold (store.in_use): closing a descriptor drops this process's own POSIX locks."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: an open file cannot be removed there anyway
+        return False
+    try:
+        fd = os.open(file, os.O_RDWR)
+    except OSError:  # gone, or not ours to write: not held by a reader we know of
+        return False
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # drops the lock just taken
+    return False
+
+
 def _running(stem: Path) -> list[Path]:
     """The temporary files of `stem` that a running process still writes (its marker stays for them)."""
     return [p for p in store.values(stem) if store._temp_pid(p) is not None and not store.abandoned(p)]
 
 
 def spill_dir() -> str:
-    from . import duck
+    from .. import duck
 
     return duck.spill_dir()  # private to this user (see there)
 
@@ -513,7 +610,7 @@ def remove_spill_files() -> None:
     when its database closes, but the CLI leaves without closing it (_process.leave): after a command that failed
     while its tables were spilled (out of memory), they stayed behind, 188 MB of them for a summary of 500k
     kernels, until another nsysql process happened to spill."""
-    from . import duck
+    from .. import duck
 
     for f in Path(spill_dir()).glob(f"duckdb_temp_{os.getpid()}_*"):
         store.remove(f)
