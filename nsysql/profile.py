@@ -17,6 +17,7 @@ from ._load import load  # noqa: F401 (nsysql.profile.load, as before)
 from .analyses import catalog as _catalog  # noqa: F401 (declares every analysis in the engine's registry)
 from .analyses._sql import user_frame as _user_frame
 from .analyses.gaps import DEFAULT_MIN_NS
+from .analyses.iterations import OUTLIER_SIGMAS
 from .analyses.ranges import DEFAULT_ATTRIBUTION
 from .analyses.timeline import DEFAULT_BINS
 from .engine import Engine
@@ -173,9 +174,13 @@ class Profile:
         and ranges, memory ops (nsysql.analyses.summary), as frames by section."""
         return self._engine.run("summary", attribution=attribution, top=top)
 
-    def iterations(self, range: str | None = None, skip: int | None = None) -> pl.DataFrame:
-        """One row per iteration of the loop (see nsysql.analyses.iterations for the rules)."""
-        return self._engine.run("iterations", range=range, skip=skip)
+    def iterations(
+        self, range: str | None = None, skip: int | None = None, outlier_sigmas: float = OUTLIER_SIGMAS
+    ) -> pl.DataFrame:
+        """One row per iteration of the loop (see nsysql.analyses.iterations for the rules): `skip` warm-up
+        iterations (None: found from the times); an outlier is a steady-state step slower than median +
+        max(`outlier_sigmas` x 1.4826 x MAD, 25% of the median, 50 us)."""
+        return self._engine.run("iterations", range=range, skip=skip, outlier_sigmas=outlier_sigmas)
 
     def overlap(self, by: str = "device", range: str | None = None) -> pl.DataFrame:
         """Communication hidden or exposed: per device with communication kernels, `device_id, comm_ns,
@@ -183,9 +188,12 @@ class Profile:
         in iterations), on the loop's device."""
         return self._engine.run("overlap", by=by, range=range)
 
-    def iteration_stats(self, range: str | None = None, skip: int | None = None) -> pl.DataFrame:
-        """Steady-state summary of iteration time, the outlier pattern, and which range was chosen and why."""
-        return self._engine.run("iteration_stats", range=range, skip=skip)
+    def iteration_stats(
+        self, range: str | None = None, skip: int | None = None, outlier_sigmas: float = OUTLIER_SIGMAS
+    ) -> pl.DataFrame:
+        """Steady-state summary of iteration time, the outlier pattern, and which range was chosen and why
+        (parameters as in iterations)."""
+        return self._engine.run("iteration_stats", range=range, skip=skip, outlier_sigmas=outlier_sigmas)
 
     def gaps(
         self,

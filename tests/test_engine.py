@@ -8,8 +8,9 @@ import inspect
 import re
 from pathlib import Path
 
+import polars as pl
 import pytest
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, loaded
 
 import nsysql
 from nsysql import queries
@@ -135,3 +136,26 @@ def test_a_closed_profile_answers_nothing_even_remembered():
     for ask in (p.kernels, p.findings, lambda: p.facts):
         with pytest.raises(nsysql.NsysqlError, match="closed"):
             ask()
+
+
+@pytest.mark.parametrize("k", [0, 1.5, 3, 50])
+def test_outlier_sigmas_is_k_of_the_outlier_rule(k):
+    """A declared threshold: each steady-state step is an outlier exactly when it is slower than median +
+    max(k x 1.4826 x MAD, 25% of the median, 50 us) of the steady-state steps (warm-up fixed by skip)."""
+    p = loaded(str(FIXTURES / "train_small" / "train_small.sqlite"))
+    its = p.iterations(skip=1, outlier_sigmas=k)
+    steady = its.filter(~pl.col("warmup"))
+    t = steady["step_ns"].cast(pl.Float64)
+    med = t.median()
+    thr = med + max(k * 1.4826 * (t - med).abs().median(), 0.25 * med, 50_000)
+    assert steady["outlier"].to_list() == [x > thr for x in t.to_list()]
+    assert p.iteration_stats(skip=1, outlier_sigmas=k)["outliers"][0] == steady["outlier"].sum()
+    if k == 3:  # the default
+        assert its.equals(p.iterations(skip=1))
+
+
+def test_outlier_sigmas_refuses_what_is_no_k():
+    p = loaded(str(FIXTURES / "train_small" / "train_small.sqlite"))
+    for bad in (-1, float("nan"), float("inf"), "3", True):
+        with pytest.raises(nsysql.NsysqlError, match="outlier_sigmas must be a number 0 or more"):
+            p.iterations(outlier_sigmas=bad)

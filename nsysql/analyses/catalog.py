@@ -48,6 +48,22 @@ MIN_NS = Param(
     "min_ns", (int, str), _gaps.DEFAULT_MIN_NS, normalize=_gaps.parse_duration, doc="shortest gap (ns, or '1ms')"
 )
 BY_CAUSE = Param("by", OPT_STR, None, (None, "cause"), doc="per cause instead of per gap")
+
+
+def _sigmas(k) -> float:
+    """k of the outlier rule as a float: a number 0 or more."""
+    if isinstance(k, bool) or not isinstance(k, (int, float)) or not k >= 0 or k == float("inf"):
+        raise NsysqlError(f"outlier_sigmas must be a number 0 or more, not {k!r}")
+    return float(k)
+
+
+OUTLIER_SIGMAS = Param(
+    "outlier_sigmas",
+    (float, int),
+    _iter.OUTLIER_SIGMAS,
+    normalize=_sigmas,
+    doc="k of the outlier rule: a step is an outlier above median + max(k x 1.4826 x MAD, 25% of it, 50 us)",
+)
 INCLUDE_WARMUP = Param("include_warmup", bool, False, doc="count the warm-up iterations' gaps too")
 
 
@@ -263,33 +279,36 @@ def findings(ctx) -> pl.DataFrame:
 
 @analysis(
     "iterations",
-    params=(RANGE, SKIP),
+    params=(RANGE, SKIP, OUTLIER_SIGMAS),
     needs=("iteration_range",),
     tables=("gpu_busy", "gpu_ops", "nvtx_ranges", "strings"),
     sql=("iteration_windows", "iterations", "iteration_phases", "iteration_metrics"),
 )
-def iterations(ctx, range, skip) -> pl.DataFrame:
+def iterations(ctx, range, skip, outlier_sigmas) -> pl.DataFrame:
     """One row per iteration of the loop (see nsysql.analyses.iterations for the rules)."""
-    return _iter.iterations(ctx.con, range=range, skip=skip, it=ctx.ask("iteration_range", range=range))
+    it = ctx.ask("iteration_range", range=range)
+    return _iter.iterations(ctx.con, range=range, skip=skip, it=it, outlier_sigmas=outlier_sigmas)
 
 
-@analysis("iteration_stats", params=(RANGE, SKIP), needs=("iteration_range", "iterations"))
-def iteration_stats(ctx, range, skip) -> pl.DataFrame:
+@analysis("iteration_stats", params=(RANGE, SKIP, OUTLIER_SIGMAS), needs=("iteration_range", "iterations"))
+def iteration_stats(ctx, range, skip, outlier_sigmas) -> pl.DataFrame:
     """Steady-state summary of iteration time, the outlier pattern, and which range was chosen and why."""
     it = ctx.ask("iteration_range", range=range)
-    return _iter.stats(ctx.ask("iterations", range=range, skip=skip), it)  # the (stored) iterations frame
+    its = ctx.ask("iterations", range=range, skip=skip, outlier_sigmas=outlier_sigmas)  # the (stored) frame
+    return _iter.stats(its, it)
 
 
 @analysis(
     "iteration_spans",
-    params=(RANGE, SKIP),
+    params=(RANGE, SKIP, OUTLIER_SIGMAS),
     needs=("iteration_range",),
     tables=("nvtx_ranges",),
     sql=("iteration_windows", "iteration_spans"),
 )
-def iteration_spans(ctx, range, skip) -> pl.DataFrame:
+def iteration_spans(ctx, range, skip, outlier_sigmas) -> pl.DataFrame:
     """The iteration windows with their flags, without the GPU work per iteration (iterations.spans)."""
-    return _iter.spans(ctx.con, skip=skip, it=ctx.ask("iteration_range", range=range))
+    it = ctx.ask("iteration_range", range=range)
+    return _iter.spans(ctx.con, skip=skip, it=it, outlier_sigmas=outlier_sigmas)
 
 
 @analysis(
