@@ -16,6 +16,7 @@ import polars as pl
 from ._load import load  # noqa: F401 (nsysql.profile.load, as before)
 from .analyses import catalog as _catalog  # noqa: F401 (declares every analysis in the engine's registry)
 from .analyses._sql import user_frame as _user_frame
+from .analyses.findings import Thresholds
 from .analyses.gaps import DEFAULT_MIN_NS
 from .analyses.iterations import OUTLIER_SIGMAS
 from .analyses.ranges import DEFAULT_ATTRIBUTION
@@ -169,10 +170,13 @@ class Profile:
         on the outermost operator it was launched in, or as backward time of the op whose node launched it."""
         return self._engine.run("ops", shapes=shapes)
 
-    def summary(self, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10) -> dict[str, pl.DataFrame]:
+    def summary(
+        self, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10, thresholds: Thresholds = Thresholds()
+    ) -> dict[str, pl.DataFrame]:
         """One screen about the profile: facts, GPU busy time, iterations, idle causes, findings, top kernels
-        and ranges, memory ops (nsysql.analyses.summary), as frames by section."""
-        return self._engine.run("summary", attribution=attribution, top=top)
+        and ranges, memory ops (nsysql.analyses.summary), as frames by section; `thresholds`: the findings'
+        limits (nsysql.analyses.findings.Thresholds, e.g. `Thresholds(host_share=0.4)`)."""
+        return self._engine.run("summary", attribution=attribution, top=top, thresholds=thresholds)
 
     def iterations(
         self, range: str | None = None, skip: int | None = None, outlier_sigmas: float = OUTLIER_SIGMAS
@@ -220,11 +224,11 @@ class Profile:
             "gap_activity", range=range, min_ns=min_ns, by=by, include_warmup=include_warmup, top=top
         )
 
-    def findings(self) -> pl.DataFrame:
+    def findings(self, thresholds: Thresholds = Thresholds()) -> pl.DataFrame:
         """The summary's findings: `finding, headroom_ms, headroom_pct, pool, additive, evidence, needs,
         headroom_basis`, the one that would give back most time per steady-state iteration first (rules in
-        nsysql.analyses.findings, headroom in nsysql.analyses.headroom)."""
-        return self._engine.run("findings")
+        nsysql.analyses.findings, headroom in nsysql.analyses.headroom); `thresholds` as in summary."""
+        return self._engine.run("findings", thresholds=thresholds)
 
     def diff(self, other: Profile) -> Diff:
         """This profile (BASE) against `other` (NEW): verdict, iteration time, idle by cause, ranges, kernels,

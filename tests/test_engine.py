@@ -159,3 +159,28 @@ def test_outlier_sigmas_refuses_what_is_no_k():
     for bad in (-1, float("nan"), float("inf"), "3", True):
         with pytest.raises(nsysql.NsysqlError, match="outlier_sigmas must be a number 0 or more"):
             p.iterations(outlier_sigmas=bad)
+
+
+def test_findings_thresholds_are_parameters():
+    """Each finding's limit is a declared parameter: one set past what any export can reach (a share over 1,
+    busy under 0%, 2^62 bytes, over 100% of kernel time) takes away that finding and only it; without the
+    data-loader finding, the idle time is no longer explained by host work, so launch bound (whose figures
+    hold on this fixture) is said instead, as findings' rules state."""
+    from nsysql.analyses.findings import Thresholds
+
+    p = loaded(str(FIXTURES / "train_small" / "train_small.sqlite"))
+    default = set(p.findings()["finding"])
+    cases = {
+        "host_share": (1.01, "data-loader bound"),
+        "idle_busy_pct": (0.0, "GPU mostly idle"),
+        "pageable_min_bytes": (2**62, "pageable host-to-device copies"),
+        "no_tensor_core_pct": (100.01, "matrix math without tensor cores"),
+    }
+    assert {name for _, name in cases.values()} <= default
+    for field, (value, name) in cases.items():
+        instead = {"launch bound"} if name == "data-loader bound" else set()
+        assert set(p.findings(Thresholds(**{field: value}))["finding"]) == default - {name} | instead, field
+    assert p.findings(Thresholds()).equals(p.findings())
+    assert p.summary(thresholds=Thresholds(host_share=1.01))["findings"]["finding"].to_list() == (
+        p.findings(Thresholds(host_share=1.01))["finding"].to_list()
+    )

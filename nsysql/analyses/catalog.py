@@ -32,6 +32,7 @@ from . import summary as _summary
 from . import timeline as _timeline
 from . import trace as _trace
 from ._sql import facts as _facts
+from .findings import Thresholds
 from .patterns import resolve_range as _resolve_range
 from .ranges import ATTRIBUTIONS, DEFAULT_ATTRIBUTION
 
@@ -63,6 +64,9 @@ OUTLIER_SIGMAS = Param(
     _iter.OUTLIER_SIGMAS,
     normalize=_sigmas,
     doc="k of the outlier rule: a step is an outlier above median + max(k x 1.4826 x MAD, 25% of it, 50 us)",
+)
+THRESHOLDS = Param(
+    "thresholds", Thresholds, Thresholds(), doc="the findings' limits (nsysql.analyses.findings.Thresholds)"
 )
 INCLUDE_WARMUP = Param("include_warmup", bool, False, doc="count the warm-up iterations' gaps too")
 
@@ -212,6 +216,7 @@ def ops(ctx, shapes) -> pl.DataFrame:
 
 @analysis(
     "summary_tables",
+    params=(THRESHOLDS,),
     keep="none",
     tables=(
         "devices",
@@ -234,17 +239,17 @@ def ops(ctx, shapes) -> pl.DataFrame:
         "headroom_facts",
     ),
 )
-def summary_tables(ctx) -> dict[str, pl.DataFrame]:
+def summary_tables(ctx, thresholds) -> dict[str, pl.DataFrame]:
     """The small tables summary reads besides its main answers."""
-    return _summary.tables(ctx.con)
+    return _summary.tables(ctx.con, thresholds)
 
 
 @analysis(
     "summary",
-    params=(ATTRIBUTION, Param("top", int, 10, doc="top kernels and ranges shown")),
+    params=(ATTRIBUTION, Param("top", int, 10, doc="top kernels and ranges shown"), THRESHOLDS),
     needs=("iterations", "iteration_stats", "gaps", "kernels", "ranges", "summary_tables", "headroom_work"),
 )
-def summary(ctx, attribution, top) -> dict[str, pl.DataFrame]:
+def summary(ctx, attribution, top, thresholds) -> dict[str, pl.DataFrame]:
     """One screen about the profile; its pieces are asked side by side, and stored, so a report that asks them
     next reuses them. A piece that does not apply (no loop, no GPU work) is said by its error."""
     got = ctx.gather(
@@ -252,7 +257,7 @@ def summary(ctx, attribution, top) -> dict[str, pl.DataFrame]:
         gaps=("gaps", {}),
         kernels=("kernels", {"top": top}),
         ranges=("ranges", {"attribution": attribution}),
-        read=("summary_tables", {}),
+        read=("summary_tables", {"thresholds": thresholds}),
         work=("headroom_work", {}),
     )
     for k in ("kernels", "ranges", "read"):
@@ -268,13 +273,14 @@ def summary(ctx, attribution, top) -> dict[str, pl.DataFrame]:
         read=got["read"],
         top=top,
         work=None if isinstance(work, NsysqlError) else work,  # no loop: no headroom
+        limits=thresholds,
     )
 
 
-@analysis("findings", keep="none", needs=("summary",))
-def findings(ctx) -> pl.DataFrame:
+@analysis("findings", params=(THRESHOLDS,), keep="none", needs=("summary",))
+def findings(ctx, thresholds) -> pl.DataFrame:
     """The summary's findings, the one that would give back most time per steady-state iteration first."""
-    return ctx.ask("summary")["findings"]
+    return ctx.ask("summary", thresholds=thresholds)["findings"]
 
 
 @analysis(
