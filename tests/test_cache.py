@@ -161,7 +161,7 @@ def test_answers_are_stored_and_served_again(tmp_path, build_mode):
     stored = list(cdir.glob("*.results/iterations-*/index.json"))
     assert len(stored) == 1
     again = nsysql.load(src, cache_dir=cdir)
-    assert memo.get(again.cache_entry, "iterations", {"range": None, "skip": None}) is not None
+    assert memo.get(again.cache_entry, "iterations", {"range": None, "skip": None, "outlier_sigmas": 3.0}) is not None
     assert_frame_equal(again.iterations(), a)
     assert_frame_equal(again.gaps(by="cause"), first.gaps(by="cause"))
     s1, s2 = first.summary(), again.summary()

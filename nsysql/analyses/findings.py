@@ -38,6 +38,7 @@ not data-loader bound.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import polars as pl
 
@@ -57,6 +58,24 @@ MIN_IDLE_PCT = 10.0
 NO_TENSOR_CORE_PCT = 10.0
 MATRIX_CATEGORIES = ("gemm", "conv")
 DATA_WORDS = re.compile(r"data|load|input|batch|fetch|augment|prefetch|collate", re.I)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The limits the rules above apply, each defaulting to its constant (summary and findings take them as
+    their `thresholds` parameter). Shares are fractions of the idle time in gaps; *_pct are percentages."""
+
+    min_idle_pct: float = MIN_IDLE_PCT
+    host_share: float = HOST_SHARE
+    sync_share: float = SYNC_SHARE
+    alloc_share: float = ALLOC_SHARE
+    launch_busy_pct: float = LAUNCH_BUSY_PCT
+    empty_queue_ns: int = EMPTY_QUEUE_NS
+    empty_queue_share: float = EMPTY_QUEUE_SHARE
+    idle_busy_pct: float = IDLE_BUSY_PCT
+    exposed_comm_pct: float = EXPOSED_COMM_PCT
+    pageable_min_bytes: int = PAGEABLE_MIN_BYTES
+    no_tensor_core_pct: float = NO_TENSOR_CORE_PCT
 
 
 def _ms(ns) -> str:
@@ -117,11 +136,13 @@ def findings(
     read: dict[str, pl.DataFrame] | None = None,
     activity: str | None = None,
     its: pl.DataFrame | None = None,
+    limits: Thresholds = Thresholds(),
 ) -> pl.DataFrame:
-    """`read`: what tables(con) returns, when the caller has it already. `activity`: the sentence naming the
-    work elsewhere during the top cause's gaps (gaps.top_activity), added to a host-bound finding. `its`: the
-    iterations, whose child-range times say where the outliers' extra time went (slow_phase)."""
-    read = read or tables(con)
+    """`read`: what tables(con, limits.empty_queue_ns) returns, when the caller has it already. `activity`: the
+    sentence naming the work elsewhere during the top cause's gaps (gaps.top_activity), added to a host-bound
+    finding. `its`: the iterations, whose child-range times say where the outliers' extra time went
+    (slow_phase). `limits`: the rules' thresholds."""
+    read = read or tables(con, limits.empty_queue_ns)
     rows: list[tuple[str, str]] = []
     busy = None
     steady, steady_kernels = 0, 0
@@ -139,12 +160,12 @@ def findings(
     if (
         causes is not None
         and causes.height
-        and (not causes["span_ns"][0] or 100.0 * causes["idle_ns"].sum() / causes["span_ns"][0] >= MIN_IDLE_PCT)
+        and (not causes["span_ns"][0] or 100.0 * causes["idle_ns"].sum() / causes["span_ns"][0] >= limits.min_idle_pct)
     ):
         idle = causes["idle_ns"].sum()
         top = causes.row(0, named=True)
         share = top["idle_ns"] / idle if idle else 0
-        if top["cause"].startswith("host:") and share >= HOST_SHARE:
+        if top["cause"].startswith("host:") and share >= limits.host_share:
             rng = top["cause"][5:]
             # a PyTorch operator's range is the operator's work, never data loading, whatever its name holds
             loader = DATA_WORDS.search(rng) and not run(con, "range_label_pytorch", label=rng)["pytorch"][0]
@@ -157,9 +178,9 @@ def findings(
                 )
             )
         for cause, limit, label, advice in (
-            ("sync", SYNC_SHARE, "synchronization bound", "the CPU waits in synchronize calls"),
-            ("alloc", ALLOC_SHARE, "allocation stalls", "cudaMalloc/cudaFree inside the loop"),
-            ("memcpy", SYNC_SHARE, "copy bound", "the CPU waits in memory copies"),
+            ("sync", limits.sync_share, "synchronization bound", "the CPU waits in synchronize calls"),
+            ("alloc", limits.alloc_share, "allocation stalls", "cudaMalloc/cudaFree inside the loop"),
+            ("memcpy", limits.sync_share, "copy bound", "the CPU waits in memory copies"),
         ):
             c = causes.filter(pl.col("cause") == cause)
             if c.height and idle and c["idle_ns"][0] / idle >= limit:
@@ -173,11 +194,17 @@ def findings(
     # launch bound rests on the kernels of the loop: none when its steady-state iterations launch no kernel
     host_explained = any(r[0] in ("data-loader bound", "host bound") for r in rows)
     if busy is not None and steady_kernels and not host_explained:
-        evidence = launch_bound(read["launch_figures"].row(0, named=True), busy)
+        evidence = launch_bound(
+            read["launch_figures"].row(0, named=True),
+            busy,
+            limits.launch_busy_pct,
+            limits.empty_queue_share,
+            limits.empty_queue_ns,
+        )
         if evidence:
             rows.append(("launch bound", f"{evidence} (median of {steady}, which launch {steady_kernels:,} kernels)"))
     exposed = st.get("exposed_comm_pct") if busy is not None else None
-    if exposed is not None and exposed >= EXPOSED_COMM_PCT:
+    if exposed is not None and exposed >= limits.exposed_comm_pct:
         rows.append(
             (
                 "exposed communication",
@@ -185,10 +212,10 @@ def findings(
                 f"beside them ({st['steady_comm_ns'] / 1e6:,.1f} ms of communication in {steady} iterations)",
             )
         )
-    if busy is not None and busy < IDLE_BUSY_PCT:
+    if busy is not None and busy < limits.idle_busy_pct:
         rows.append(("GPU mostly idle", f"busy {busy:.0f}% of a steady-state iteration (median of {steady})"))
     pc = read["pageable_copies"].row(0, named=True)
-    if pc["copies"] and (pc["bytes"] or 0) >= PAGEABLE_MIN_BYTES:
+    if pc["copies"] and (pc["bytes"] or 0) >= limits.pageable_min_bytes:
         rows.append(
             (
                 "pageable host-to-device copies",
@@ -200,7 +227,7 @@ def findings(
     if cats is not None and cats.height:
         simt = cats.filter(pl.col("category").is_in(MATRIX_CATEGORIES) & (pl.col("tensor_cores") == "no"))
         pct = simt["pct"].sum() if simt.height else 0.0
-        advice = _advice.tensor_core_advice(_facts(con, read)) if pct >= NO_TENSOR_CORE_PCT else None
+        advice = _advice.tensor_core_advice(_facts(con, read)) if pct >= limits.no_tensor_core_pct else None
         if advice:  # None: no GPU that ran them has tensor cores
             rows.append(
                 (

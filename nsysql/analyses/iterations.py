@@ -328,14 +328,19 @@ def windows(con, it: IterationRange) -> Windows:
 
 
 def iterations(
-    con, range: str | None = None, skip: int | None = None, it: IterationRange | None = None
+    con,
+    range: str | None = None,
+    skip: int | None = None,
+    it: IterationRange | None = None,
+    outlier_sigmas: float = OUTLIER_SIGMAS,
 ) -> pl.DataFrame:
-    """One row per iteration: times, GPU busy/idle, per-kind GPU time, flags, and per child range CPU/GPU time."""
+    """One row per iteration: times, GPU busy/idle, per-kind GPU time, flags (`outlier_sigmas`: k of the outlier
+    rule), and per child range CPU/GPU time."""
     it = it or detect(con, range)
     win = windows(con, it)
     df = win.run("iterations", pid=it.pid, device=it.device_id)
     phases = win.run("iteration_phases", delimiter=it.delimiter)
-    df = flag(steps(df, skip, gpu=it.device_id is not None), skip)
+    df = flag(steps(df, skip, gpu=it.device_id is not None), skip, outlier_sigmas)
     if phases.height:
         order = phases.group_by("phase", maintain_order=True).agg(pl.col("cpu_ns").sum())["phase"].to_list()
         wide = phases.pivot(on="phase", index="iteration", values=["cpu_ns", "gpu_ns"], aggregate_function="sum")
@@ -364,13 +369,19 @@ def breakdown(con, it: IterationRange) -> dict[str, pl.DataFrame]:
     return {"kernels": win.run("iteration_kernels", pid=it.pid), "ranges": win.run("iteration_ranges", pid=it.pid)}
 
 
-def spans(con, range: str | None = None, skip: int | None = None, it: IterationRange | None = None) -> pl.DataFrame:
+def spans(
+    con,
+    range: str | None = None,
+    skip: int | None = None,
+    it: IterationRange | None = None,
+    outlier_sigmas: float = OUTLIER_SIGMAS,
+) -> pl.DataFrame:
     """The iteration windows with their flags, without the GPU work per iteration: iteration, name, start_ns,
     end_ns, wall_ns, warmup and outlier, the same as in `iterations()` where its steps are timed on the CPU (the
     flags read wall_ns only; a loop timed on the GPU, see step_ns, is flagged on its GPU steps there). Enough
     to index gaps by iteration, for ~0.25 CPU s less than `iterations()` at 500k kernels."""
     it = it or detect(con, range)
-    return flag(windows(con, it).run("iteration_spans"), skip)
+    return flag(windows(con, it).run("iteration_spans"), skip, outlier_sigmas)
 
 
 def steps(df: pl.DataFrame, skip: int | None, gpu: bool = True) -> pl.DataFrame:
@@ -405,8 +416,9 @@ def steps(df: pl.DataFrame, skip: int | None, gpu: bool = True) -> pl.DataFrame:
     )
 
 
-def flag(df: pl.DataFrame, skip: int | None) -> pl.DataFrame:
-    """Warm-up and outlier flags (module docstring), judged on step_ns where `df` has it, else on wall_ns."""
+def flag(df: pl.DataFrame, skip: int | None, outlier_sigmas: float = OUTLIER_SIGMAS) -> pl.DataFrame:
+    """Warm-up and outlier flags (module docstring), judged on step_ns where `df` has it, else on wall_ns;
+    `outlier_sigmas`: k of the outlier rule."""
     if skip is not None and skip < 0:
         raise NsysqlError(f"--skip must be 0 or more, not {skip}")
     col = "step_ns" if "step_ns" in df.columns else "wall_ns"
@@ -414,13 +426,13 @@ def flag(df: pl.DataFrame, skip: int | None) -> pl.DataFrame:
     steady = df.filter(pl.col("iteration") >= n)[col]
     if steady.len() == 0:
         return df.with_columns(warmup=pl.col("iteration") < n, outlier=pl.lit(False))
-    thr = outlier_threshold(steady)
+    thr = outlier_threshold(steady, outlier_sigmas)
     if skip is None:
         times = df.sort("iteration")[col].to_list()
         cap = max(2, int(MAX_AUTO_WARMUP_FRACTION * len(times)))
         while n < min(cap, len(times) - 1) and times[n] > thr:
             n += 1
-        thr = outlier_threshold(df.filter(pl.col("iteration") >= n)[col])
+        thr = outlier_threshold(df.filter(pl.col("iteration") >= n)[col], outlier_sigmas)
     df = df.with_columns(warmup=pl.col("iteration") < n)
     return df.with_columns(outlier=(~pl.col("warmup")) & (pl.col(col) > thr))
 

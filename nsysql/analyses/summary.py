@@ -10,7 +10,7 @@ from . import gaps as _gaps
 from . import headroom as _headroom
 from . import iterations as _iter
 from ._sql import facts, run
-from .findings import findings
+from .findings import Thresholds, findings
 from .findings import tables as findings_tables
 
 FACTS_SCHEMA = ["key", "item", "value"]
@@ -18,13 +18,13 @@ FACTS_SCHEMA = ["key", "item", "value"]
 gpus, gpu_N_busy, iterations, outliers, idle, lacks, ranges); `item`, its label for display; `value`, the text."""
 
 
-def tables(con) -> dict[str, pl.DataFrame]:
+def tables(con, limits: Thresholds = Thresholds()) -> dict[str, pl.DataFrame]:
     """The small tables summary reads besides its main answers (Profile.summary asks them on a thread of their
     own, beside iterations and gaps, so that they fill a core instead of following them)."""
     return {
         "gpus": run(con, "gpu_utilization"),
         "memory": run(con, "memory"),
-        **findings_tables(con),
+        **findings_tables(con, limits.empty_queue_ns),
         **_headroom.tables(con),
     }
 
@@ -44,6 +44,7 @@ def summary(
     read: dict[str, pl.DataFrame],
     top: int = 10,
     work: pl.DataFrame | None = None,
+    limits: Thresholds = Thresholds(),
 ) -> dict[str, pl.DataFrame]:
     """Sections as DataFrames: facts, gpus, findings, idle (by cause), kernels (top), ranges (top), memory.
 
@@ -51,8 +52,8 @@ def summary(
     iterations and their stats, or why there are none; `gaps_df`, the gaps indexed by those iterations, or why
     there are none (raised if the profile has GPUs: then it had to have gaps to count); `kernels_df`, the top
     kernels; `ranges_df`, all ranges; `read`, what tables(con) returns; `work`, the loop's per-iteration work
-    that findings' headroom reads (headroom.work), None without a loop. Only facts and idle time by cause are
-    read here."""
+    that findings' headroom reads (headroom.work), None without a loop; `limits`, the findings' thresholds
+    (`read` made with the same). Only facts and idle time by cause are read here."""
     its, st = loop if not isinstance(loop, NsysqlError) else (None, None)
     f = facts(con)
     one = lambda k, d=None: (f.get(k) or [d])[0]  # noqa: E731
@@ -113,7 +114,7 @@ def summary(
     for msg in f.get("missing", []):
         rows.append(("lacks", "lacks", msg))
     out = {"facts": pl.DataFrame(rows, schema=FACTS_SCHEMA, orient="row"), "gpus": gpus}
-    out["findings"] = findings(con, st, causes, read, activity=activity, its=its)
+    out["findings"] = findings(con, st, causes, read, activity=activity, its=its, limits=limits)
     # each finding with the time it would give back per iteration, ranked; the top one leads the summary
     step = _headroom.step(its)
     facts_row = read["headroom_facts"].row(0, named=True) if "headroom_facts" in read else None

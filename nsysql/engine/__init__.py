@@ -1,0 +1,10 @@
+"""The engine layer: declared analyses (declare.py) and the engine that plans, serves and runs them (core.py).
+
+Below it: the loader (canonical tables) and the answers store. Above it: the analyses, which declare themselves
+here (nsysql.analyses.catalog), and the front ends (nsysql.profile, the CLI), which only ask `Engine.run`.
+"""
+
+from .core import Context, Engine
+from .declare import REGISTRY, REQUIRED, Analysis, Param, analysis, plan
+
+__all__ = ["REGISTRY", "REQUIRED", "Analysis", "Context", "Engine", "Param", "analysis", "plan"]

@@ -1,0 +1,205 @@
+"""The engine: one profile's DuckDB connection, its cursors, and the answers of the declared analyses.
+
+`Engine.run(name, **params)` binds the parameters against the declaration (nsysql.engine.declare), then serves
+the answer from memory or the answers store (nsysql.store.answers.Answers: `ask` for frames, `once` for what is kept in
+memory only), computing it otherwise by calling the declaration's function with a Context. A Context gives the
+function the connection of the thread it runs on and the answers of the analyses it declares it needs, nothing
+else: an analysis never sees the Profile above it. `Context.gather` runs independent needs side by side, each on
+a worker engine (the same answers, a DuckDB cursor of its own: one connection runs one query at a time).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from .. import sandbox as _sandbox
+from ..errors import NsysqlError
+from ..loader import cursor as _cursor
+from ..store import tables as _tables
+from ..store.answers import Answers
+from .declare import REGISTRY, Analysis, plan
+
+if TYPE_CHECKING:
+    import duckdb
+
+
+class Engine:
+    """One profile's connection (opened on first use), cursors per thread, sql() sandbox and answers."""
+
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection | None,
+        path: Path,
+        cache_entry: Path | None = None,
+        opener: Callable[[], duckdb.DuckDBPyConnection] | None = None,
+        settings: Callable[[], dict] | None = None,
+        parent: Engine | None = None,
+    ):
+        """`parent`: the engine this one is a worker of (see worker()): its answers, lock and sandbox are
+        shared, and the thread that first asks this one owns its connection."""
+        self._con = con
+        self._opener = opener
+        self._lock = parent._lock if parent else threading.RLock()
+        self.answers = parent.answers if parent else Answers(cache_entry)  # shared with its workers
+        self.path = path
+        self.cache_entry = cache_entry
+        # the thread that uses _con itself; others get cursors of it (a worker's: the first to ask it)
+        self._owner = None if parent else threading.get_ident()
+        self._local = threading.local()
+        self._cursors: list = []
+        self._where: tuple[str, str] | None = None
+        self.closed = False
+        # where sql() runs: a database of its own that reads the canonical tables only (see nsysql.sandbox)
+        self._sandbox_own = parent is None
+        self.sandbox = (
+            parent.sandbox
+            if parent
+            else _sandbox.Sandbox(cache_entry, self.base, lambda: self._where, settings or _default_settings)
+        )
+
+    @property
+    def opened(self) -> bool:
+        """Whether the connection has been opened (a warm answer from the store opens none)."""
+        return self._con is not None
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The connection for the calling thread: the connection itself for its owner, else a cursor of the
+        thread's own (made on its first use)."""
+        base = self.base()
+        if self._owner is None:  # a worker belongs to the thread that first asks it
+            with self._lock:
+                if self._owner is None:
+                    self._owner = threading.get_ident()
+        if threading.get_ident() == self._owner:
+            return base
+        cur = getattr(self._local, "cur", None)
+        if cur is None:
+            with self._lock:
+                cur = self._local.cur = _cursor(base, self._where)
+                self._cursors.append(cur)
+        return cur
+
+    def check_open(self) -> None:
+        if self.closed:
+            raise NsysqlError(f"{self.path}: this Profile is closed; load the export again")
+
+    def base(self) -> duckdb.DuckDBPyConnection:
+        """The connection itself, opened on first use, with the database and search path its cursors need
+        (read now, before any query can keep the connection busy)."""
+        self.check_open()
+        if self._where is None:
+            with self._lock:
+                if self._con is None:
+                    self._con = self._opener()
+                if self._where is None:
+                    self._where = self._con.execute(
+                        "SELECT current_database(), current_setting('search_path')"
+                    ).fetchall()[0]
+        return self._con
+
+    def close(self) -> None:
+        """Close the connection, once the cache entry being written from it (cold load) is in place."""
+        _tables.wait()
+        with self._lock:
+            for cur in self._cursors:
+                cur.close()
+            self._cursors.clear()
+            if self._sandbox_own:
+                self.sandbox.close()
+            if self._con is not None:
+                self._con.close()
+                self._con = None
+            self.closed = True
+
+    def worker(self) -> Engine:
+        """This engine for another thread: the same answers, on a DuckDB cursor of its own."""
+        return Engine(None, self.path, self.cache_entry, lambda: _cursor(self.base(), self._where), parent=self)
+
+    def parallel(self, *calls: Callable[[Engine], object]) -> list:
+        """`call(worker)` for each call on its own thread and worker engine; the results in order (the first
+        error is raised). DuckDB runs the queries side by side, and the Python between them overlaps."""
+        if len(calls) <= 1:
+            return [c(self) for c in calls]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(len(calls), thread_name_prefix="nsysql-ask") as pool:
+            futures = [pool.submit(c, self.worker()) for c in calls]
+            return [f.result() for f in futures]
+
+    def declaration(self, name: str) -> Analysis:
+        try:
+            return REGISTRY[name]
+        except KeyError:
+            raise NsysqlError(f"no analysis named {name!r}") from None
+
+    def plan(self, name: str) -> list[str]:
+        """The analyses a request for `name` resolves, each after what it needs (nsysql.engine.declare.plan)."""
+        return plan(name)
+
+    def run(self, name: str, /, **params):
+        """The answer of analysis `name` for `params` (defaults filled in): remembered, stored or computed."""
+        decl = self.declaration(name)
+        self.check_open()  # no answers from a closed Profile, remembered or not
+        bound = decl.bind(params)
+        ctx = Context(self, decl)
+        if decl.keep == "store":
+            return self.answers.ask(name, bound, lambda: decl.fn(ctx, **bound))
+        if decl.keep == "memory":
+            return self.answers.once((name, tuple(bound.items())), lambda: decl.fn(ctx, **bound))
+        return decl.fn(ctx, **bound)
+
+
+class Context:
+    """What a declaration's function sees: the calling thread's connection, and the answers of what it needs."""
+
+    def __init__(self, engine: Engine, decl: Analysis):
+        self._engine = engine
+        self._decl = decl
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        return self._engine.con
+
+    @property
+    def path(self) -> Path:
+        return self._engine.path
+
+    def ask(self, name: str, /, **params):
+        """The answer of `name`, which this analysis must declare among its needs (or be itself)."""
+        self._check(name)
+        return self._engine.run(name, **params)
+
+    def gather(self, **requests) -> dict:
+        """Independent needs side by side: `key=(name, params)`, or a list of such asked in turn on one worker
+        (their answers as a list). Each key's value is its answer, or the NsysqlError that says why there is
+        none: the caller decides what a missing piece means."""
+        for req in requests.values():
+            for name, _ in req if isinstance(req, list) else [req]:
+                self._check(name)
+
+        def one(req):
+            def call(e: Engine):
+                try:
+                    if isinstance(req, list):
+                        return [e.run(n, **p) for n, p in req]
+                    return e.run(req[0], **req[1])
+                except NsysqlError as err:
+                    return err
+
+            return call
+
+        got = self._engine.parallel(*(one(r) for r in requests.values()))
+        return dict(zip(requests, got))
+
+    def _check(self, name: str) -> None:
+        if name != self._decl.name and name not in self._decl.needs:
+            raise RuntimeError(f"analysis {self._decl.name!r} asks {name!r}, which it does not declare it needs")
+
+
+def _default_settings() -> dict:
+    from .._load import duckdb_config
+
+    return duckdb_config(None, None)

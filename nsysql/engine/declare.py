@@ -1,0 +1,111 @@
+"""Declared analyses: what each question is called, takes, needs and runs, in one registry.
+
+A declaration names its typed parameters (defaults and choices included, thresholds among them), what it needs
+(canonical tables, and other analyses by name), the SQL files of queries/v1/analyses/ it runs, how its answer is
+kept, and a pure function `fn(ctx, **params)` over a request context (nsysql.engine.core.Context): the
+connection, and the answers of the analyses it needs. The declarations themselves live in the analyses layer
+(nsysql.analyses.catalog); the engine below only reads this registry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+# How an answer is kept: "store" (in memory and in the answers store beside the cache entry: frames only),
+# "memory" (once per Profile and its workers, not stored: what is not frames), "none" (computed on every call:
+# cheap compositions, writes, answers that depend on what the caller passes, like another Profile).
+KEEPS = ("store", "memory", "none")
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()  # a parameter without a default: the caller must give it
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter: `type` (a type or a tuple of types; None allowed where the default is None), `default`
+    (or REQUIRED), `choices` (the values it may take, where it is one of a few), `normalize` (maps every
+    spelling of a value to its canonical one, which both the answer's key and the function get)."""
+
+    name: str
+    type: type | tuple
+    default: Any = REQUIRED
+    choices: tuple | None = None
+    normalize: Callable[[Any], Any] | None = None
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Analysis:
+    name: str
+    fn: Callable
+    params: tuple[Param, ...] = ()
+    needs: tuple[str, ...] = ()  # other analyses, by name (its own name may be asked with other parameters)
+    tables: tuple[str, ...] = ()  # canonical tables (queries/v1/canonical/) its SQL files read
+    sql: tuple[str, ...] = ()  # files of queries/v1/analyses/, without .sql
+    keep: str = "store"
+    doc: str = field(default="")
+
+    def bind(self, given: dict) -> dict:
+        """Every parameter's value for a call giving `given` (defaults filled, normalized), in declared order;
+        TypeError for an unknown or missing one, as Python says it for a call."""
+        names = {p.name for p in self.params}
+        unknown = [k for k in given if k not in names]
+        if unknown:
+            raise TypeError(f"{self.name}() got an unexpected keyword argument {unknown[0]!r}")
+        out = {}
+        for p in self.params:
+            v = given.get(p.name, p.default)
+            if v is REQUIRED:
+                raise TypeError(f"{self.name}() missing required argument: {p.name!r}")
+            out[p.name] = p.normalize(v) if p.normalize else v
+        return out
+
+
+REGISTRY: dict[str, Analysis] = {}
+
+
+def analysis(name: str, *, params=(), needs=(), tables=(), sql=(), keep: str = "store"):
+    """Decorator: declare `fn(ctx, **params)` as the analysis `name` in REGISTRY."""
+
+    def wrap(fn):
+        if name in REGISTRY:
+            raise ValueError(f"analysis {name!r} is declared twice")
+        if keep not in KEEPS:
+            raise ValueError(f"analysis {name!r}: keep must be one of {KEEPS}, not {keep!r}")
+        REGISTRY[name] = Analysis(
+            name, fn, tuple(params), tuple(needs), tuple(tables), tuple(sql), keep, fn.__doc__ or ""
+        )
+        return fn
+
+    return wrap
+
+
+def plan(name: str, registry: dict[str, Analysis] | None = None) -> list[str]:
+    """The analyses `name` needs, transitively, each after what it needs and `name` last: the order a request
+    resolves them in. ValueError for a need that is not declared, or a circle of needs."""
+    reg = REGISTRY if registry is None else registry
+    order: list[str] = []
+    state: dict[str, str] = {}
+
+    def visit(n: str, path: tuple[str, ...]) -> None:
+        if n not in reg:
+            raise ValueError(f"{' -> '.join(path)} needs {n!r}, which is not declared")
+        if state.get(n) == "done":
+            return
+        if state.get(n) == "open":
+            raise ValueError(f"a circle of needs: {' -> '.join((*path, n))}")
+        state[n] = "open"
+        for m in reg[n].needs:
+            if m != n:
+                visit(m, (*path, n))
+        state[n] = "done"
+        order.append(n)
+
+    visit(name, ())
+    return order
