@@ -34,8 +34,9 @@ _loaded: list[str] = []  # the exports this command loaded
 
 
 def load_profile(file: str | None):
+    import nsysql
+
     from .. import discover
-    from .._load import load
 
     path, why = discover.pick_profile(file, global_opts().get("cache_dir"))
     if why:
@@ -44,7 +45,7 @@ def load_profile(file: str | None):
     opts = global_opts()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", _cache.CacheWarning)
-        prof = load(
+        prof = nsysql.load(
             path,
             cache=not opts.get("no_cache"),
             cache_dir=opts.get("cache_dir"),

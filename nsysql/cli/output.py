@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from ..errors import NsysqlError
+from ..filekind import QDSTRM_MAGIC, REPORT_SUFFIXES, SQLITE_MAGIC, ZIP_MAGIC, special_file
 from ..render import render
 
 
@@ -38,19 +39,12 @@ def stream_target(p: Path) -> bool:
     substitution (`>(gzip > x.gz)`) on a pipe, a terminal. Told by stat alone: it is never opened to be read (a
     pipe opened for reading waits for a writer, which nsysql itself would be: a deadlock), and it holds no
     export to protect."""
-    from ..loader.source import special_file
-
     return bool(special_file(p)) and not p.is_dir()
-
-
-REPORT_SUFFIXES = (".nsys-rep", ".qdrep", ".qdstrm")
 
 
 def precious(p: Path) -> str | None:
     """What `p` is when nsysql must not write over it: an Nsight Systems report, by its name in any case
     (`rep.NSYS-REP`) or by its first bytes, or a SQLite database (an export) by its header. None otherwise."""
-    from ..loader.source import SQLITE_MAGIC
-
     if p.suffix.lower() in REPORT_SUFFIXES:
         return "an Nsight Systems report"
     if stream_target(p):  # not a file that could hold one, and never opened for reading (see stream_target)
@@ -63,7 +57,7 @@ def precious(p: Path) -> str | None:
     if head.startswith(SQLITE_MAGIC):
         return "a SQLite database"
     # a zip or a QDSTRM stream: how reports begin (no text output of nsysql does)
-    if head.startswith(b"PK\x03\x04") or b"QDSTRM" in head:
+    if head.startswith(ZIP_MAGIC) or QDSTRM_MAGIC in head:
         return "an Nsight Systems report"
     return None
 
