@@ -2,8 +2,9 @@
 
 This module imports neither polars, pyarrow nor the analyses: on a cold load the canonical tables are built
 on a background thread (DuckDB, without the GIL) while the facade (nsysql.profile, polars and the
-analyses) is imported on this one, so the 0.3–1 s of importing overlaps with building instead of preceding it.
-Errors still surface from `load()`.
+analyses) is imported on this one, so the import overlaps with building instead of preceding it
+(nsysql.tuning's `import_overlap`; the reader threads start even sooner, `early_readers`). Errors still surface
+from `load()`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import cache as _cache
-from . import store
+from . import store, tuning
 from .errors import NsysqlError
 from .loader.source import open_source
 
@@ -111,9 +112,10 @@ def _load(path, cache, cache_dir, memory_limit, threads, progress) -> Profile:
             return build(_cache.connect(":memory:", settings()))
 
     # cold: the readers open their SQLite streams (and read the first batch of each) while DuckDB is imported
-    from .loader import raw
+    if tuning.on("early_readers"):
+        from .loader import raw
 
-    readers.append(raw.Readers(src).start())
+        readers.append(raw.Readers(src).start())
     settings()  # here, on this thread, once reading has begun (it imports tempfile, for the spill directory)
     try:
         return _cold(src, entry, opener, staged, settings, building)
@@ -131,13 +133,16 @@ def _cold(src, entry, opener, staged, settings, building) -> Profile:
     pool = ThreadPoolExecutor(1, thread_name_prefix="nsysql-load")
     try:
         built = pool.submit(opener)
-        # Import the facade once every reader has registered its Arrow stream with DuckDB and a core is free of
-        # readers (raw.stage says when), while the export is read and the canonical SQL runs. Not sooner:
-        # registering a stream makes DuckDB look polars and pyarrow up, and while this thread is halfway through
-        # importing them the readers would wait on the import lock; and on 2 cores the import would slow the
-        # readers that fill both.
-        while not staged.wait(0.005) and not built.done():
-            pass
+        if tuning.on("import_overlap"):
+            # Import the facade once every reader has registered its Arrow stream with DuckDB and a core is free
+            # of readers (raw.stage says when), while the export is read and the canonical SQL runs. Not sooner:
+            # registering a stream makes DuckDB look polars and pyarrow up, and while this thread is halfway
+            # through importing them the readers would wait on the import lock; and on 2 cores the import would
+            # slow the readers that fill both.
+            while not staged.wait(0.005) and not built.done():
+                pass
+        else:
+            built.result()
         from .profile import Profile  # polars and the analyses (pyarrow is not needed: see analyses._sql)
 
         con = built.result()
@@ -160,13 +165,17 @@ def _cold(src, entry, opener, staged, settings, building) -> Profile:
 
 
 def _in_memory_first(src, config: dict) -> bool:
-    """Build a cache entry in memory and copy it to disk in the background (see cache.build_entry) when there
-    are cores to spare for the copy (4 or more) and the canonical tables (about 4x the export's size in memory)
-    fit well within DuckDB's memory limit. Measured on a 16-core machine at 500k kernels: first command 2.6 s ->
-    1.8 s. On 2 cores the copy only competes with the answers (no faster, 300 MB more memory); at 10M kernels
-    under a 2 GB limit the in-memory tables spill (48 s -> 73 s)."""
+    """Build a cache entry in memory and copy it to disk in the background (see cache.build_entry;
+    nsysql.tuning's `background_persist`) when there are cores to spare for the copy (4 or more) and the
+    canonical tables (about 4x the export's size in memory) fit well within DuckDB's memory limit. On 2 cores the
+    copy only competes with the answers for the cores, for a second copy's memory; where the in-memory tables
+    would spill, the copy makes the first command slower (BENCHMARKS.md has the figures)."""
     threads = int(config.get("threads") or os.cpu_count() or 1)
-    return threads >= 4 and src.path.stat().st_size * 6 <= _bytes(config["memory_limit"])
+    return (
+        tuning.on("background_persist")
+        and threads >= 4
+        and src.path.stat().st_size * 6 <= _bytes(config["memory_limit"])
+    )
 
 
 def _bytes(size: str) -> int:
@@ -185,6 +194,7 @@ def _checked(memory_limit: str | None, threads: int | None) -> tuple[str | None,
     naming the setting); $NSYSQL_READERS is checked too."""
     from .loader.raw import default_workers
 
+    tuning.check()
     threads = _threads(threads if threads is not None else os.environ.get("NSYSQL_THREADS", "").strip() or None)
     memory_limit = memory_limit or os.environ.get("NSYSQL_MEMORY_LIMIT", "").strip() or None
     if memory_limit is not None and not _MEMORY.fullmatch(str(memory_limit)):
