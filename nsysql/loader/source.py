@@ -266,7 +266,7 @@ def _to_utf8(a: pa.Array) -> pa.Array:
     if pa.types.is_null(a.type):
         return pa.nulls(len(a), pa.string())
     if not (pa.types.is_binary(a.type) or pa.types.is_large_binary(a.type)):
-        import pyarrow.compute as pc  # only here: importing it costs ~60 ms
+        import pyarrow.compute as pc  # only here: a costly import, needed for TEXT columns alone
 
         return pc.cast(a, pa.string())  # numbers stored in a TEXT column
     try:

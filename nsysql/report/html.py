@@ -276,7 +276,8 @@ def _elsewhere(prof) -> str:
 
 
 # GPUs drawn on the timeline at most: each costs two queries and a trace of ~1,500 points (an export whose kernels
-# claimed 632 device ids made a 21 MB report in 48 s); the busiest are drawn and the note says what was left out
+# claimed hundreds of device ids made a report of tens of MB, slowly); the busiest are drawn and the note says
+# what was left out
 MAX_DEVICES_DRAWN = 16
 
 
