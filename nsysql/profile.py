@@ -49,7 +49,7 @@ def _head(whole: pl.DataFrame, top: int) -> pl.DataFrame:
     """The first `top` rows of a whole ranked table (ordered by total time, then name; pct is of the whole), so
     the one stored answer serves summary's top 10, `--top N` and everything."""
     if top < 0:
-        raise NsysqlError(f"--top must be 0 or more, not {top}")
+        raise NsysqlError(f"`top` must be 0 or more, not {top}", option="top")
     return whole.head(min(top, whole.height))  # polars takes no count beyond 64 bits: --top 10**30 is all rows
 
 
@@ -299,7 +299,7 @@ class Profile:
         overlapped_ns, exposed_ns, compute_ns`; by="iteration": the same per iteration of the loop (`range`, as
         in iterations), on the loop's device."""
         if by not in _overlap.GROUPINGS:
-            raise NsysqlError(f"--by must be one of {', '.join(_overlap.GROUPINGS)}, not {by!r}")
+            raise NsysqlError(f"`by` must be one of {', '.join(_overlap.GROUPINGS)}, not {by!r}", option="by")
         if by == "iteration":
             return _overlap.by_iteration(self.iterations(range=range), self._detect(range).device_id)
         return _overlap.overlap(self.con)
@@ -443,13 +443,13 @@ class Profile:
         from .analyses import trace as _trace
 
         if window and iterations:
-            raise NsysqlError("give --window or --iterations, not both")
+            raise NsysqlError("give `window` or `iterations`, not both", option=("window", "iterations"))
         start, end = _trace.span(self.con)
         try:
             its = self.iterations()
         except NsysqlError as e:
             if iterations:
-                raise NsysqlError(f"--iterations: {e}") from None
+                raise NsysqlError(f"`iterations`: {e}", option="iterations") from None
             its = None
         if iterations:
             t0, t1 = _trace.iterations_window(its, *_trace.parse_iterations(iterations))

@@ -94,7 +94,7 @@ def _run(fn, args, kwargs):
     try:
         return fn(*args, **kwargs)
     except NsysqlError as e:  # its text may quote the export's names: control characters shown, one line
-        click.echo(f"nsysql: error: {_line(_naming_files(str(e)))}", err=True)
+        click.echo(f"nsysql: error: {_line(_naming_files(with_flags(e)))}", err=True)
         sys.exit(2)
     except MemoryError:
         click.echo(
@@ -128,6 +128,25 @@ def _run(fn, args, kwargs):
         except (OSError, ValueError):
             pass
         _cache.wait()
+
+
+# The command's parameter for each Python argument whose name differs (`kernels --name` is name_kind).
+_PARAMS = {"range": "range_", "min_ns": "min_", "name": "name_kind", "format": "fmt"}
+
+
+def with_flags(e: NsysqlError) -> str:
+    """The error's message with each argument it is about (written `` `window` `` by the library) named by this
+    command's flag (`--window`). An argument this command has no flag for stays as the library wrote it."""
+    text = str(e)
+    ctx = click.get_current_context(silent=True)
+    if not e.options or ctx is None:
+        return text
+    for option in e.options:
+        names = {option, _PARAMS.get(option)}
+        flags = [o for p in ctx.command.params if p.name in names for o in p.opts if o.startswith("--")]
+        if flags:
+            text = text.replace(f"`{option}`", flags[0])
+    return text
 
 
 def _naming_files(message: str) -> str:
