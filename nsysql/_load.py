@@ -2,8 +2,9 @@
 
 This module imports neither polars, pyarrow nor the analyses: on a cold load the canonical tables are built
 on a background thread (DuckDB, without the GIL) while the facade (nsysql.profile, polars and the
-analyses) is imported on this one, so the 0.3–1 s of importing overlaps with building instead of preceding it.
-Errors still surface from `load()`.
+analyses) is imported on this one, so the import overlaps with building instead of preceding it
+(nsysql.tuning's `import_overlap`; the reader threads start even sooner, `early_readers`). Errors still surface
+from `load()`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import os
 import re
 from typing import TYPE_CHECKING
 
-from . import store
+from . import store, tuning
+from .engine.settings import default_memory_limit, duckdb_config  # noqa: F401 (nsysql._load's API)
 from .errors import NsysqlError
 from .loader.source import open_source
 from .store import tables as _tables
@@ -113,9 +115,10 @@ def _load(path, cache, cache_dir, memory_limit, threads, progress, limit=None) -
             return build(_tables.connect(":memory:", settings()))
 
     # cold: the readers open their SQLite streams (and read the first batch of each) while DuckDB is imported
-    from .loader import raw
+    if tuning.on("early_readers"):
+        from .loader import raw
 
-    readers.append(raw.Readers(src).start())
+        readers.append(raw.Readers(src).start())
     settings()  # here, on this thread, once reading has begun (it imports tempfile, for the spill directory)
     try:
         prof = _cold(src, entry, opener, staged, settings, building)
@@ -136,13 +139,16 @@ def _cold(src, entry, opener, staged, settings, building) -> Profile:
     pool = ThreadPoolExecutor(1, thread_name_prefix="nsysql-load")
     try:
         built = pool.submit(opener)
-        # Import the facade once every reader has registered its Arrow stream with DuckDB and a core is free of
-        # readers (raw.stage says when), while the export is read and the canonical SQL runs. Not sooner:
-        # registering a stream makes DuckDB look polars and pyarrow up, and while this thread is halfway through
-        # importing them the readers would wait on the import lock; and on 2 cores the import would slow the
-        # readers that fill both.
-        while not staged.wait(0.005) and not built.done():
-            pass
+        if tuning.on("import_overlap"):
+            # Import the facade once every reader has registered its Arrow stream with DuckDB and a core is free
+            # of readers (raw.stage says when), while the export is read and the canonical SQL runs. Not sooner:
+            # registering a stream makes DuckDB look polars and pyarrow up, and while this thread is halfway
+            # through importing them the readers would wait on the import lock; and on 2 cores the import would
+            # slow the readers that fill both.
+            while not staged.wait(0.005) and not built.done():
+                pass
+        else:
+            built.result()
         from .profile import Profile  # polars and the analyses (pyarrow is not needed: see analyses._sql)
 
         con = built.result()
@@ -165,13 +171,17 @@ def _cold(src, entry, opener, staged, settings, building) -> Profile:
 
 
 def _in_memory_first(src, config: dict) -> bool:
-    """Build a cache entry in memory and copy it to disk in the background (see store.tables.build_entry) when there
-    are cores to spare for the copy (4 or more) and the canonical tables (about 4x the export's size in memory)
-    fit well within DuckDB's memory limit. Measured on a 16-core machine at 500k kernels: first command 2.6 s ->
-    1.8 s. On 2 cores the copy only competes with the answers (no faster, 300 MB more memory); at 10M kernels
-    under a 2 GB limit the in-memory tables spill (48 s -> 73 s)."""
+    """Build a cache entry in memory and copy it to disk in the background (see store.tables.build_entry;
+    nsysql.tuning's `background_persist`) when there are cores to spare for the copy (4 or more) and the
+    canonical tables (about 4x the export's size in memory) fit well within DuckDB's memory limit. On 2 cores the
+    copy only competes with the answers for the cores, for a second copy's memory; where the in-memory tables
+    would spill, the copy makes the first command slower (BENCHMARKS.md has the figures)."""
     threads = int(config.get("threads") or os.cpu_count() or 1)
-    return threads >= 4 and src.path.stat().st_size * 6 <= _bytes(config["memory_limit"])
+    return (
+        tuning.on("background_persist")
+        and threads >= 4
+        and src.path.stat().st_size * 6 <= _bytes(config["memory_limit"])
+    )
 
 
 def _bytes(size: str) -> int:
@@ -190,6 +200,7 @@ def _checked(memory_limit: str | None, threads: int | None) -> tuple[str | None,
     naming the setting); $NSYSQL_READERS is checked too."""
     from .loader.raw import default_workers
 
+    tuning.check()
     threads = _threads(threads if threads is not None else os.environ.get("NSYSQL_THREADS", "").strip() or None)
     memory_limit = memory_limit or os.environ.get("NSYSQL_MEMORY_LIMIT", "").strip() or None
     if memory_limit is not None and not _MEMORY.fullmatch(str(memory_limit)):
@@ -198,17 +209,6 @@ def _checked(memory_limit: str | None, threads: int | None) -> tuple[str | None,
         )
     default_workers()
     return memory_limit, threads
-
-
-def duckdb_config(memory_limit: str | None, threads: int | None) -> dict:
-    """DuckDB's settings from _checked()'s values."""
-    cfg = {
-        "memory_limit": memory_limit or default_memory_limit(threads),
-        "temp_directory": _tables.spill_dir(),
-    }
-    if threads:
-        cfg["threads"] = threads
-    return cfg
 
 
 # the memory limits DuckDB reads (4GB, 1.5 GiB, 512 megabytes, 80%, -1 or none for no limit), checked here so that
@@ -238,19 +238,3 @@ def _threads(value) -> int | None:
         )
         n = most
     return n
-
-
-def default_memory_limit(threads: int | None = None, ram_mb: int | None = None) -> str:
-    """DuckDB's memory limit (beyond it, it spills to disk): 512 MB per thread and at least 3 GB, but at most a
-    quarter of the machine's memory (and never below 512 MB). 3 GB on a 2-core laptop with 12 GB or more, 2 GB
-    with 8 GB; more on a many-core server, where DuckDB's per-thread buffers would otherwise run out (a
-    16-thread aggregate over 10M kernels needs more than 2 GB). At 10M kernels on 2 cores, 3 GB instead of 2 GB
-    keeps the canonical tables and the answers' sorts in memory (faster, for more peak memory; the figures are in
-    the commit that set it)."""
-    threads = threads or os.cpu_count() or 2
-    if ram_mb is None:
-        try:
-            ram_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
-        except (ValueError, OSError, AttributeError):
-            ram_mb = 8192
-    return f"{max(512, min(max(3072, 512 * threads), ram_mb // 4))}MB"

@@ -1,4 +1,4 @@
-"""The one process-wide shortcut of the `nsysql` executable, kept here so that it is found in one place.
+"""How the `nsysql` executable leaves (nsysql.tuning's `fast_exit`).
 
 How the executable leaves: once a command is done (its output flushed, a cold load's cache entry on disk,
 DuckDB's spill files of this process deleted), `leave` ends the process with `os._exit`, skipping the
@@ -7,7 +7,7 @@ system takes back anyway, and it is a large part of a command answered from the 
 skipping it, because everything a command leaves behind is written before `leave` is called, and the export is
 only ever read.
 
-NSYSQL_NO_TUNING=1 turns it off: the process then leaves through `sys.exit`, as any Python program does (the
+NSYSQL_NO_TUNING=1 (or =fast_exit) turns it off: the process then leaves through `sys.exit`, as any Python program does (the
 way to rule the shortcut out when something at exit looks wrong). Library use (`nsysql.load`, click's
 CliRunner) never goes through here.
 """
@@ -19,13 +19,9 @@ import sys
 from typing import NoReturn
 
 
-def tuned() -> bool:
-    """Whether the shortcut is on: NSYSQL_NO_TUNING unset, empty or 0."""
-    return os.environ.get("NSYSQL_NO_TUNING", "").strip() in ("", "0")
-
-
 def leave(code: int) -> NoReturn:
     """End the `nsysql` process with exit status `code`, once its output and cache entries are complete."""
+    from . import tuning
     from .store import tables
 
     for stream in (sys.stdout, sys.stderr):
@@ -38,6 +34,6 @@ def leave(code: int) -> NoReturn:
                 pass
     tables.wait()  # a cold load's entry still on its way to disk
     tables.remove_spill_files()
-    if tuned():
+    if tuning.on("fast_exit"):
         os._exit(code)
     sys.exit(code)

@@ -6,10 +6,15 @@ still shows its traceback.
 
 
 class NsysqlError(Exception):
-    """A problem with an input file or an argument, stated in one line."""
+    """A problem with an input file or an argument, stated in one line.
 
-    def __init__(self, message: str, path: str | None = None):
+    `option`: the argument (or arguments) the problem is with, by its Python name (`window`), which the message
+    writes in backticks (`` `window` is START:END ... ``): the library names no command-line flag; the CLI puts
+    its flag (`--window`) in that place."""
+
+    def __init__(self, message: str, path: str | None = None, option: str | tuple[str, ...] | None = None):
         self.path = path
+        self.options = (option,) if isinstance(option, str) else tuple(option or ())
         super().__init__(f"{path}: {message}" if path else message)
 
 

@@ -104,7 +104,7 @@ EXPORT_ORDER = {"gpu_busy": "device_id, start_ns"}
 def export(con: duckdb.DuckDBPyConnection, to: Path, format: str = "parquet") -> pl.DataFrame:
     """Write every canonical table to `to/<table>.<format>` plus `to/README.md`; one row per table written."""
     if format not in EXPORT_FORMATS:
-        raise NsysqlError(f"--format must be parquet or csv, not {format!r}")
+        raise NsysqlError(f"`format` must be parquet or csv, not {format!r}", option="format")
     to = Path(to)
     if to.exists() and not to.is_dir():
         raise NsysqlError(f"{to} exists and is not a directory")

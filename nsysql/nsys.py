@@ -64,24 +64,6 @@ def is_report(path: str | os.PathLike) -> bool:
     return str(path).lower().endswith(REPORT_SUFFIXES)
 
 
-# How a report's bytes begin, as far as nsysql checks (see looks_like_report): a zip's local file header, or
-# the QDSTRM stream's name near the start of a binary header
-ZIP_MAGIC = b"PK\x03\x04"
-QDSTRM_MAGIC = b"QDSTRM"
-
-
-def looks_like_report(path: str | os.PathLike, head: bytes) -> bool:
-    """Whether a file that is not SQLite is an Nsight Systems report: by its suffix (`.nsys-rep`, `.qdrep`,
-    `.qdstrm`, in any case), or by its first bytes `head` (at least 64): a zip's local file header, or QDSTRM in
-    a binary header. Text is never a report, whatever words it holds ("nsys" in a README or a log is not one)."""
-    if str(path).lower().endswith((*REPORT_SUFFIXES, ".qdstrm")):
-        return True
-    if head.startswith(ZIP_MAGIC):
-        return True
-    first = head[:64]
-    return QDSTRM_MAGIC in first and any(b < 0x09 or 0x0E <= b < 0x20 for b in first)
-
-
 def _executable(p: str | os.PathLike) -> bool:
     return os.path.isfile(p) and os.access(p, os.X_OK)
 

@@ -64,39 +64,54 @@ def _batches(table):
         yield from table.batches(CHUNK)
 
 
+class _Tracks:
+    """The metadata events that name and order processes and tracks, collected while the tracks are laid out (they
+    lead the file), and the next made-up track id."""
+
+    def __init__(self) -> None:
+        self.meta: list[dict] = []
+        self.next_tid = SYNTHETIC + 1
+
+    def track(self, pid: int, label: str, sort: int) -> int:
+        tid = self.next_tid
+        self.next_tid += 1
+        self.meta.append(_meta("thread_name", pid, tid, {"name": label}))
+        self.meta.append(_meta("thread_sort_index", pid, tid, {"sort_index": sort}))
+        return tid
+
+    def process(self, pid: int, label: str, sort: int) -> None:
+        self.meta.append(_meta("process_name", pid, 0, {"name": label}))
+        self.meta.append(_meta("process_sort_index", pid, 0, {"sort_index": sort}))
+
+
 def events(tables: dict, counts: dict | None = None) -> Iterator[pl.DataFrame]:
     """The trace's events as frames of one JSON object per row (column `e`), metadata first; the GPU ops, API
     calls and NVTX ranges a batch at a time. `counts` gets the rows read of each of those tables."""
     counts = {} if counts is None else counts
     names = tables["names"]
-    thread_name = {
-        (r["id"], r["sub_id"]): r["name"] for r in names.filter(pl.col("kind") == "thread").iter_rows(named=True)
-    }
-    proc_name = {r["id"]: r["name"] for r in names.filter(pl.col("kind") == "process").iter_rows(named=True)}
     dev_name = {r["id"]: r["name"] for r in names.filter(pl.col("kind") == "device").iter_rows(named=True)}
-    meta: list[dict] = []
-    next_tid = [SYNTHETIC + 1]
-
-    def track(pid: int, label: str, sort: int) -> int:
-        tid = next_tid[0]
-        next_tid[0] += 1
-        meta.append(_meta("thread_name", pid, tid, {"name": label}))
-        meta.append(_meta("thread_sort_index", pid, tid, {"sort_index": sort}))
-        return tid
-
-    def process(pid: int, label: str, sort: int) -> None:
-        meta.append(_meta("process_name", pid, 0, {"name": label}))
-        meta.append(_meta("process_sort_index", pid, 0, {"sort_index": sort}))
-
+    tracks = _Tracks()
     # every track first (the metadata leads the file); the events after it, in this order
-    annotations: list = []
+    annotations = _annotations(tables, tracks)
+    ops, api, nvtx = tables["gpu_ops"], tables["api_calls"], tables["nvtx_ranges"]
+    stream_tids = _gpu_tracks(ops, dev_name, tracks)
+    api_tids, nvtx_tids = _cpu_tracks(names, ops, api, nvtx, tracks)
 
-    # nsysql's annotations
+    yield pl.DataFrame({"e": [json.dumps(m, ensure_ascii=False) for m in tracks.meta]}, schema={"e": pl.String})
+    yield from annotations
+    yield from _gpu_op_events(ops, stream_tids, counts)
+    yield from _api_events(api, api_tids, counts)
+    yield from _nvtx_events(nvtx, nvtx_tids, counts)
+
+
+def _annotations(tables: dict, tracks: _Tracks) -> list[pl.DataFrame]:
+    """nsysql's own tracks: the iterations (warm-up and outliers named) and each GPU's idle gaps by cause."""
+    annotations: list = []
     its, gaps = tables.get("iterations"), tables.get("gaps")
     if its is not None or gaps is not None:
-        process(ANNOTATIONS_PID, "nsysql: iterations and idle gaps", -100)
+        tracks.process(ANNOTATIONS_PID, "nsysql: iterations and idle gaps", -100)
     if its is not None:
-        tid = track(ANNOTATIONS_PID, "iterations", 0)
+        tid = tracks.track(ANNOTATIONS_PID, "iterations", 0)
         label = pl.format("iteration {}", pl.col("iteration"))
         label = (
             pl.when(pl.col("warmup"))
@@ -125,7 +140,7 @@ def events(tables: dict, counts: dict | None = None) -> Iterator[pl.DataFrame]:
         )
     if gaps is not None:
         for i, dev in enumerate(gaps["device_id"].unique().sort().to_list()):
-            tid = track(ANNOTATIONS_PID, f"idle gaps, GPU {dev} (cause)", 1 + i)
+            tid = tracks.track(ANNOTATIONS_PID, f"idle gaps, GPU {dev} (cause)", 1 + i)
             annotations.append(
                 _complete(
                     gaps.filter(pl.col("device_id") == dev),
@@ -144,43 +159,50 @@ def events(tables: dict, counts: dict | None = None) -> Iterator[pl.DataFrame]:
                     },
                 )
             )
+    return annotations
 
-    # GPU work: a process per device, a thread per stream
-    ops = tables["gpu_ops"]
+
+def _gpu_tracks(ops, dev_name: dict, tracks: _Tracks) -> pl.DataFrame:
+    """GPU work: a process per device, a track per stream; (device_id, stream_id) -> `_tid`."""
     streams = _distinct(ops, ["device_id", "stream_id"])
     tids = []
     for dev in streams["device_id"].unique().sort().to_list():
-        process(GPU_PID + dev, f"GPU {dev}" + (f": {dev_name[dev]}" if dev_name.get(dev) else ""), -50 + dev)
+        tracks.process(GPU_PID + dev, f"GPU {dev}" + (f": {dev_name[dev]}" if dev_name.get(dev) else ""), -50 + dev)
     for dev, stream in streams.iter_rows():
-        tids.append(track(GPU_PID + dev, f"stream {stream}", stream))
-    stream_tids = streams.with_columns(_tid=pl.Series(tids, dtype=pl.Int64))
+        tids.append(tracks.track(GPU_PID + dev, f"stream {stream}", stream))
+    return streams.with_columns(_tid=pl.Series(tids, dtype=pl.Int64))
 
-    # the CPU side: CUDA API calls and NVTX ranges per thread, under their process
-    api, nvtx = tables["api_calls"], tables["nvtx_ranges"]
+
+def _cpu_tracks(names: pl.DataFrame, ops, api, nvtx, tracks: _Tracks) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The CPU side: each process that called, launched or annotated, and per thread one track of CUDA API calls
+    and one per NVTX domain; (pid, tid) -> `_tid` and (pid, tid, domain) -> `_tid`."""
+    thread_name = {
+        (r["id"], r["sub_id"]): r["name"] for r in names.filter(pl.col("kind") == "thread").iter_rows(named=True)
+    }
+    proc_name = {r["id"]: r["name"] for r in names.filter(pl.col("kind") == "process").iter_rows(named=True)}
     pids = sorted(
         set(_distinct(api, ["pid"])["pid"].to_list())
         | set(_distinct(nvtx, ["pid"])["pid"].to_list())
         | set(_distinct(ops, ["pid"])["pid"].to_list())
     )
     for pid in pids:
-        process(pid, f"{proc_name.get(pid) or 'process'} {pid}", pid)
+        tracks.process(pid, f"{proc_name.get(pid) or 'process'} {pid}", pid)
 
     def thread_label(pid: int, tid: int, what: str) -> str:
         return f"{thread_name.get((pid, tid)) or 'thread'} {tid}: {what}"
 
     lanes = _distinct(api, ["pid", "tid"])
-    tids = [track(pid, thread_label(pid, tid, "CUDA API"), 2 * tid) for pid, tid in lanes.iter_rows()]
+    tids = [tracks.track(pid, thread_label(pid, tid, "CUDA API"), 2 * tid) for pid, tid in lanes.iter_rows()]
     api_tids = lanes.with_columns(_tid=pl.Series(tids, dtype=pl.Int64))
     lanes = _distinct(nvtx, ["pid", "tid", "domain"])
     tids = [
-        track(pid, thread_label(pid, tid, f"NVTX {domain}" if domain else "NVTX"), 2 * tid + 1)
+        tracks.track(pid, thread_label(pid, tid, f"NVTX {domain}" if domain else "NVTX"), 2 * tid + 1)
         for pid, tid, domain in lanes.iter_rows()
     ]
-    nvtx_tids = lanes.with_columns(_tid=pl.Series(tids, dtype=pl.Int64))
+    return api_tids, lanes.with_columns(_tid=pl.Series(tids, dtype=pl.Int64))
 
-    yield pl.DataFrame({"e": [json.dumps(m, ensure_ascii=False) for m in meta]}, schema={"e": pl.String})
-    yield from annotations
 
+def _gpu_op_events(ops, stream_tids: pl.DataFrame, counts: dict) -> Iterator[pl.DataFrame]:
     counts["gpu_ops"] = 0
     for batch in _batches(ops):
         counts["gpu_ops"] += batch.height
@@ -198,6 +220,9 @@ def events(tables: dict, counts: dict | None = None) -> Iterator[pl.DataFrame]:
                 "graph_node_id": pl.col("graph_node_id"),
             },
         )
+
+
+def _api_events(api, api_tids: pl.DataFrame, counts: dict) -> Iterator[pl.DataFrame]:
     counts["api_calls"] = 0
     for batch in _batches(api):
         counts["api_calls"] += batch.height
@@ -210,8 +235,10 @@ def events(tables: dict, counts: dict | None = None) -> Iterator[pl.DataFrame]:
             {"tid": pl.col("tid"), "correlation_id": pl.col("correlation_id")},
         )
 
-    # NVTX: push/pop ranges as complete events, then start/end ranges (which may overlap each other) as async
-    # pairs matched by id: every begin, then every end (one pass over the ranges each)
+
+def _nvtx_events(nvtx, nvtx_tids: pl.DataFrame, counts: dict) -> Iterator[pl.DataFrame]:
+    """Push/pop ranges as complete events, then start/end ranges (which may overlap each other) as async pairs
+    matched by id: every begin, then every end (one pass over the ranges each)."""
     counts["nvtx_ranges"] = 0
     args = {"domain": pl.col("domain"), "tid": pl.col("tid"), "depth": pl.col("depth")}
     for batch in _batches(nvtx):

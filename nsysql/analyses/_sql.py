@@ -18,7 +18,7 @@ def run(con: duckdb.DuckDBPyConnection, name: str, **params) -> pl.DataFrame:
 
 def frame(con: duckdb.DuckDBPyConnection, sql: str, params: dict | None = None) -> pl.DataFrame:
     """The result of one query as a polars DataFrame: polars reads DuckDB's Arrow C stream itself (no Python
-    rows, and no pyarrow: importing it took 0.2-0.3 s of a cold command's critical path on a 16-core machine)."""
+    rows, and no pyarrow, whose import would lie on a cold command's critical path)."""
     return pl.DataFrame(_Stream(con.sql(sql, params=params or None).__arrow_c_stream__()))
 
 

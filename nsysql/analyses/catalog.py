@@ -73,9 +73,9 @@ INCLUDE_WARMUP = Param("include_warmup", bool, False, doc="count the warm-up ite
 
 def _head(whole: pl.DataFrame, top: int) -> pl.DataFrame:
     """The first `top` rows of a whole ranked table (ordered by total time, then name; pct is of the whole), so
-    the one stored answer serves summary's top 10, `--top N` and everything."""
+    the one stored answer serves summary's top 10, any `top` and everything."""
     if top < 0:
-        raise NsysqlError(f"--top must be 0 or more, not {top}")
+        raise NsysqlError(f"`top` must be 0 or more, not {top}", option="top")
     return whole.head(min(top, whole.height))  # polars takes no count beyond 64 bits: --top 10**30 is all rows
 
 
@@ -352,7 +352,7 @@ def headroom_work(ctx, range) -> pl.DataFrame:
 def overlap(ctx, by, range) -> pl.DataFrame:
     """Communication hidden or exposed, per device or per iteration of the loop."""
     if by not in _overlap.GROUPINGS:
-        raise NsysqlError(f"--by must be one of {', '.join(_overlap.GROUPINGS)}, not {by!r}")
+        raise NsysqlError(f"`by` must be one of {', '.join(_overlap.GROUPINGS)}, not {by!r}", option="by")
     if by == "iteration":
         its = ctx.ask("iterations", range=range)
         return _overlap.by_iteration(its, ctx.ask("iteration_range", range=range).device_id)
@@ -512,13 +512,13 @@ def trace(ctx, window, iterations, lazy) -> dict:
     """The rows of a timeline (nsysql.analyses.trace) within `window` or iterations "A:B"; the whole profile
     by default."""
     if window and iterations:
-        raise NsysqlError("give --window or --iterations, not both")
+        raise NsysqlError("give `window` or `iterations`, not both", option=("window", "iterations"))
     start, end = _trace.span(ctx.con)
     try:
         its = ctx.ask("iterations")
     except NsysqlError as e:
         if iterations:
-            raise NsysqlError(f"--iterations: {e}") from None
+            raise NsysqlError(f"`iterations`: {e}", option="iterations") from None
         its = None
     if iterations:
         t0, t1 = _trace.iterations_window(its, *_trace.parse_iterations(iterations))

@@ -267,7 +267,9 @@ def _named(con, range: str, procs: pl.DataFrame) -> IterationRange:
     names, how = resolve_range(con, range)
     found = run(con, "range_count", names=names)
     if found.height == 0:
-        raise NsysqlError(f"--range {range!r} selects only start/end ranges; iterations need push/pop ranges")
+        raise NsysqlError(
+            f"`range` {range!r} selects only start/end ranges; iterations need push/pop ranges", option="range"
+        )
     per_thread = found.group_by(["pid", "tid"]).agg(pl.col("n").sum()).sort(["n", "tid"], descending=[True, False])
     pid, tid, total = per_thread.row(0)
     mine = found.filter((pl.col("pid") == pid) & (pl.col("tid") == tid))  # most instances first, outermost on a tie
@@ -420,7 +422,7 @@ def flag(df: pl.DataFrame, skip: int | None, outlier_sigmas: float = OUTLIER_SIG
     """Warm-up and outlier flags (module docstring), judged on step_ns where `df` has it, else on wall_ns;
     `outlier_sigmas`: k of the outlier rule."""
     if skip is not None and skip < 0:
-        raise NsysqlError(f"--skip must be 0 or more, not {skip}")
+        raise NsysqlError(f"`skip` must be 0 or more, not {skip}", option="skip")
     col = "step_ns" if "step_ns" in df.columns else "wall_ns"
     n = 1 if skip is None else skip
     steady = df.filter(pl.col("iteration") >= n)[col]

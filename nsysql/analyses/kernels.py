@@ -17,11 +17,11 @@ def kernels(con, name: str = "demangled", top: int | None = None, by: str = "nam
     and tensor_cores (queries/v1/canonical/44_kernel_rules.sql). by="category": per category and tensor_cores,
     count, total_ns and pct (`name` and `top` do not apply)."""
     if by not in GROUPINGS:
-        raise NsysqlError(f"--by must be one of {', '.join(GROUPINGS)}, not {by!r}")
+        raise NsysqlError(f"`by` must be one of {', '.join(GROUPINGS)}, not {by!r}", option="by")
     if by == "category":
         return run(con, "kernels_by_category")
     if name not in NAME_KINDS:
-        raise NsysqlError(f"--name must be one of {', '.join(NAME_KINDS)}, not {name!r}")
+        raise NsysqlError(f"`name` must be one of {', '.join(NAME_KINDS)}, not {name!r}", option="name")
     return run(con, "kernels", name_kind=name, top=top)
 
 

@@ -16,6 +16,6 @@ def launches(con, by: str = "launch") -> pl.DataFrame:
     total, api, queue and kernel times (`{total,api,queue,kernel}_{avg,med,min,max,stddev}_ns`).
     by="kernel": the same figures per kernel name, over every process, thread, device and launching call."""
     if by not in GROUPINGS:
-        raise NsysqlError(f"--by must be one of {', '.join(GROUPINGS)}, not {by!r}")
+        raise NsysqlError(f"`by` must be one of {', '.join(GROUPINGS)}, not {by!r}", option="by")
     df = run(con, "launches", by=by)
     return df.drop(KEYS) if by == "kernel" else df

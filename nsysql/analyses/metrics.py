@@ -39,7 +39,7 @@ def gpu_metrics(
     """Per device and metric over the capture; by="iteration" (`windows`: iterations.Windows of process `pid`)
     or by="range": the time-weighted mean per instance's GPU-projected window."""
     if by is not None and by not in GROUPINGS:
-        raise NsysqlError(f"--by must be one of {', '.join(GROUPINGS)}, not {by!r}")
+        raise NsysqlError(f"`by` must be one of {', '.join(GROUPINGS)}, not {by!r}", option="by")
     if not has_metrics(con):
         raise NsysqlError(NO_METRICS)
     if by is None:

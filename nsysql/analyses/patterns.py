@@ -13,7 +13,7 @@ def resolve_range(con, pattern: str) -> tuple[list[str], str]:
     """
     names = run(con, "range_names")["name"].to_list()
     if not names:
-        raise NsysqlError("the profile has no NVTX ranges, so --range cannot select any")
+        raise NsysqlError("the profile has no NVTX ranges, so `range` cannot select any", option="range")
     if pattern in names:
         return [pattern], "exact"
     fam = run(con, "range_family", stem=pattern)["name"].to_list()

@@ -28,15 +28,18 @@ def parse_window(text: str, start: int, end: int) -> tuple[int, int]:
     clock, clipped to the profile's span [start, end]."""
     if text.count(":") != 1:
         raise NsysqlError(
-            f"--window is START:END, durations from the start of the profile (e.g. 2s:3.5s), not {text!r}"
+            f"`window` is START:END, durations from the start of the profile (e.g. 2s:3.5s), not {text!r}",
+            option="window",
         )
     a, b = (x.strip() for x in text.split(":"))
     t0 = start + parse_duration(a) if a else start
     t1 = start + parse_duration(b) if b else end
     if t0 > end:  # before END's check: `10s:` on a 9 s profile ends at the profile's end, before its START
-        raise NsysqlError(f"--window {text}: starts after the profile ends ({(end - start) / 1e9:.3f} s long)")
+        raise NsysqlError(
+            f"`window` {text}: starts after the profile ends ({(end - start) / 1e9:.3f} s long)", option="window"
+        )
     if t1 <= t0:
-        raise NsysqlError(f"--window {text}: END must be after START")
+        raise NsysqlError(f"`window` {text}: END must be after START", option="window")
     return t0, min(t1, end)
 
 
@@ -53,8 +56,9 @@ def check_window(got: dict[str, pl.DataFrame], text: str, start: int, end: int, 
     if its is not None and its.height:
         where = f"; its iterations run {_s(int(its['start_ns'].min()) - start)}..{_s(int(its['end_ns'].max()) - start)}"
     raise NsysqlError(
-        f"--window {text}: nothing in {_s(t0 - start)}..{_s(t1 - start)} (no GPU op, CUDA API call or NVTX range); "
-        f"the profile spans 0 s..{_s(end - start)}{where}"
+        f"`window` {text}: nothing in {_s(t0 - start)}..{_s(t1 - start)} (no GPU op, CUDA API call or NVTX range); "
+        f"the profile spans 0 s..{_s(end - start)}{where}",
+        option="window",
     )
 
 
@@ -75,9 +79,11 @@ def parse_iterations(text: str) -> tuple[int, int]:
         else:
             raise ValueError
     except ValueError:
-        raise NsysqlError(f"--iterations is A:B (iteration numbers, both included), not {text!r}") from None
+        raise NsysqlError(
+            f"`iterations` is A:B (iteration numbers, both included), not {text!r}", option="iterations"
+        ) from None
     if b < a:
-        raise NsysqlError(f"--iterations {text}: B must not be before A")
+        raise NsysqlError(f"`iterations` {text}: B must not be before A", option="iterations")
     return a, b
 
 
@@ -86,7 +92,9 @@ def iterations_window(its: pl.DataFrame, a: int, b: int) -> tuple[int, int]:
     sel = its.filter(pl.col("iteration").is_between(a, b))
     if sel.height == 0:
         last = its["iteration"].max() if its.height else None
-        raise NsysqlError(f"--iterations {a}:{b}: no such iterations (the profile has 0 to {last})")
+        raise NsysqlError(
+            f"`iterations` {a}:{b}: no such iterations (the profile has 0 to {last})", option="iterations"
+        )
     return int(sel["start_ns"].min()), int(sel["end_ns"].max())
 
 

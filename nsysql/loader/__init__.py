@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import duckdb
 
-from .. import __version__
+from .. import __version__, tuning
 from ..queries import SCHEMA_VERSION, canonical_files
 from .source import Source, open_source
 
@@ -110,7 +110,8 @@ def run_files(con: duckdb.DuckDBPyConnection, files, progress=None) -> None:
             cur.close()
 
     done: dict[Path, object] = {}
-    with ThreadPoolExecutor(len(files) or 1, thread_name_prefix="nsysql-sql") as pool:
+    workers = len(files) if tuning.on("parallel_sql") else 1  # one worker: the files in order, one at a time
+    with ThreadPoolExecutor(workers or 1, thread_name_prefix="nsysql-sql") as pool:
         for f in files:
             done[f] = pool.submit(run, f, [done[g] for g in needs[f]])
         for f in files:

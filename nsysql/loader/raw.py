@@ -260,7 +260,7 @@ class Readers:
     """The reader threads of one load, one per job. `start()` may come before DuckDB is even imported: each
     thread opens its stream at once (SQLite runs the query and reads the first batch, without the GIL) and then
     waits for `stage` to hand it the DuckDB connection to append to. So a cold load reads the export while
-    Python imports DuckDB (0.1-0.2 s). `close()` releases streams that were opened but never read."""
+    Python imports DuckDB (nsysql.tuning's `early_readers`). `close()` releases streams that were opened but never read."""
 
     def __init__(self, src: Source, workers: int | None = None):
         self.src = src
@@ -416,7 +416,7 @@ def stage(
     called once all are registered and a core is free of readers. Registered: registering makes DuckDB look
     polars and pyarrow up (what kind of object is this?), so a caller importing them meanwhile would hold the
     readers on Python's import lock, while the scans themselves need no import and may run beside it. A core
-    free: the caller's import (nsysql._load imports polars then, ~0.2 s on one core) then fills the core that
+    free: the caller's import (nsysql._load imports polars then, a fraction of a second on one core) then fills the core that
     the first reader to finish leaves, rather than taking one from readers that fill every core. With more cores than workers, one
     is free from the start.
     """

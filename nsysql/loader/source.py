@@ -16,18 +16,16 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-import stat
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from ..errors import NsysqlError, one_line
+from ..filekind import SQLITE_MAGIC, looks_like_report, special_file
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def looks_like_sqlite(path: str | Path) -> bool:
@@ -38,28 +36,6 @@ def looks_like_sqlite(path: str | Path) -> bool:
             return f.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
     except OSError:
         return False
-
-
-_SPECIAL = (
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISDIR, "a directory"),
-)
-
-
-def special_file(path: str | os.PathLike) -> str | None:
-    """What `path` is when it exists and is not a regular file (links followed): "a FIFO (named pipe)", "a
-    socket", ...; None for a regular file or a path that cannot be stat'ed (the open that follows says why).
-    Only stat: nothing is opened, so a FIFO with no writer cannot block the caller."""
-    try:
-        mode = os.stat(path).st_mode
-    except (OSError, ValueError):
-        return None
-    if stat.S_ISREG(mode):
-        return None
-    return next((what for test, what in _SPECIAL if test(mode)), "not a regular file")
 
 
 BATCH_ROWS = 65536  # rows per batch of Python's sqlite3 (the fallback without the ADBC driver)
@@ -290,7 +266,7 @@ def _to_utf8(a: pa.Array) -> pa.Array:
     if pa.types.is_null(a.type):
         return pa.nulls(len(a), pa.string())
     if not (pa.types.is_binary(a.type) or pa.types.is_large_binary(a.type)):
-        import pyarrow.compute as pc  # only here: importing it costs ~60 ms
+        import pyarrow.compute as pc  # only here: a costly import, needed for TEXT columns alone
 
         return pc.cast(a, pa.string())  # numbers stored in a TEXT column
     try:
@@ -326,8 +302,6 @@ def open_source(path: str | os.PathLike) -> Source:
     if size == 0:
         raise NsysqlError("is empty, not an nsys SQLite export", shown)
     if not head.startswith(SQLITE_MAGIC):
-        from ..nsys import looks_like_report
-
         if looks_like_report(p, head):
             raise NsysqlError(
                 "is an Nsight Systems report, not its SQLite export; make one with "

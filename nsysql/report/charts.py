@@ -101,20 +101,7 @@ def iterations_chart(its: pl.DataFrame) -> tuple[go.Figure, str]:
             lower_bound=0
         ),
     )
-    note = ""
-    bucket = max(1, math.ceil(df.height / MAX_ITERATION_BARS))
-    if bucket > 1:
-        note = f"{df.height:,} iterations shown as means of {bucket} consecutive iterations."
-        df = (
-            df.with_columns(b=pl.col("iteration") // bucket)
-            .group_by("b", maintain_order=True)
-            .agg(
-                pl.col("iteration").first(),
-                pl.all().exclude("iteration", "warmup", "outlier", "name").mean(),
-                pl.col("warmup").any(),
-                pl.col("outlier").any(),
-            )
-        )
+    df, bucket, note = _bucketed(df)
     x = df["iteration"].to_list()
     ms = lambda c: (df[c].cast(pl.Float64) / 1e6).to_list()  # noqa: E731
     fig = go.Figure()
@@ -161,25 +148,52 @@ def iterations_chart(its: pl.DataFrame) -> tuple[go.Figure, str]:
     _layout(fig, "Iterations: CPU time per phase, GPU idle", barmode="stack", bargap=0.15)
     fig.update_xaxes(title_text="iteration")
     fig.update_yaxes(title_text="ms", rangemode="tozero")
-    steady = df.filter(~pl.col("warmup"))
-    top = float(steady["wall_ns"].max() or 0) / 1e6
-    tallest = float(df["wall_ns"].max() or 0) / 1e6
-    if steady.height and tallest > 1.5 * top > 0:
-        # warm-up dwarfs the loop: scale to the steady state, label the clipped bars
-        fig.update_yaxes(range=[0, top * 1.15])
-        for r in df.filter(pl.col("wall_ns") / 1e6 > top * 1.15).iter_rows(named=True):
-            fig.add_annotation(
-                x=r["iteration"],
-                y=top * 1.12,
-                text=f"{r['wall_ns'] / 1e6:,.0f} ms ↑",
-                showarrow=False,
-                font=dict(size=10, color="#444"),
-                bgcolor="rgba(255,255,255,.8)",
-            )
+    if _clip_warmup(fig, df):
         note = (
             note + " " if note else ""
         ) + "The y axis is scaled to the steady state; taller warm-up bars are clipped (their time is written on them)."
     return fig, note
+
+
+def _bucketed(df: pl.DataFrame) -> tuple[pl.DataFrame, int, str]:
+    """A long loop as means of `bucket` consecutive iterations (at most MAX_ITERATION_BARS bars), and the note
+    that says so."""
+    bucket = max(1, math.ceil(df.height / MAX_ITERATION_BARS))
+    if bucket == 1:
+        return df, bucket, ""
+    note = f"{df.height:,} iterations shown as means of {bucket} consecutive iterations."
+    df = (
+        df.with_columns(b=pl.col("iteration") // bucket)
+        .group_by("b", maintain_order=True)
+        .agg(
+            pl.col("iteration").first(),
+            pl.all().exclude("iteration", "warmup", "outlier", "name").mean(),
+            pl.col("warmup").any(),
+            pl.col("outlier").any(),
+        )
+    )
+    return df, bucket, note
+
+
+def _clip_warmup(fig: go.Figure, df: pl.DataFrame) -> bool:
+    """Where warm-up dwarfs the loop (its tallest bar over 1.5x the steady state's), scale the y axis to the
+    steady state and write their time on the clipped bars; whether it did."""
+    steady = df.filter(~pl.col("warmup"))
+    top = float(steady["wall_ns"].max() or 0) / 1e6
+    tallest = float(df["wall_ns"].max() or 0) / 1e6
+    if not (steady.height and tallest > 1.5 * top > 0):
+        return False
+    fig.update_yaxes(range=[0, top * 1.15])
+    for r in df.filter(pl.col("wall_ns") / 1e6 > top * 1.15).iter_rows(named=True):
+        fig.add_annotation(
+            x=r["iteration"],
+            y=top * 1.12,
+            text=f"{r['wall_ns'] / 1e6:,.0f} ms ↑",
+            showarrow=False,
+            font=dict(size=10, color="#444"),
+            bgcolor="rgba(255,255,255,.8)",
+        )
+    return True
 
 
 def _warmup_band(fig: go.Figure, df: pl.DataFrame, x: list, bucket: int) -> None:

@@ -276,7 +276,8 @@ def _elsewhere(prof) -> str:
 
 
 # GPUs drawn on the timeline at most: each costs two queries and a trace of ~1,500 points (an export whose kernels
-# claimed 632 device ids made a 21 MB report in 48 s); the busiest are drawn and the note says what was left out
+# claimed hundreds of device ids made a report of tens of MB, slowly); the busiest are drawn and the note says
+# what was left out
 MAX_DEVICES_DRAWN = 16
 
 
@@ -306,6 +307,18 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
     page.add(_facts(prof, summ, stats))
     page.add(page.section("Findings", _findings(summ["findings"])))
 
+    _iterations_section(page, its, stats, why, prefix)
+    gpus = summ["gpus"]
+    _timeline_section(page, prof, gpus, its, palette, prefix)
+    _kernels_and_idle(page, prof, summ, gpus, palette, prefix)
+    _range_sections(page, prof)
+    if summ["memory"].height:
+        page.add(page.section("Memory operations", table(summ["memory"], scroll=False)))
+    page.add(page.section("Profile facts", table(summ["facts"].select("item", "value"), name_cols=(), scroll=False)))
+
+
+def _iterations_section(page: Page, its, stats, why: str, prefix: str) -> None:
+    """The iterations chart and sentence, or why there is none."""
     if its is not None:
         fig, note = charts.iterations_chart(its)
         s = stats.row(0, named=True)
@@ -335,7 +348,10 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
     else:
         page.add(page.section("Iterations", f'<p class="why">No iteration breakdown: {esc(charts.bounded(why))}.</p>'))
 
-    gpus = summ["gpus"]
+
+def _timeline_section(page: Page, prof, gpus: pl.DataFrame, its, palette: dict, prefix: str) -> None:
+    """The GPU timeline over the iterations (else the whole active span), idle gaps by cause, and GPU metrics where
+    sampled."""
     if gpus.height:
         try:
             g = prof.gaps()
@@ -381,6 +397,9 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
             )
         )
 
+
+def _kernels_and_idle(page: Page, prof, summ: dict, gpus: pl.DataFrame, palette: dict, prefix: str) -> None:
+    """Top kernels and categories beside idle time by cause and the work elsewhere meanwhile."""
     left, right = [], []
     k = summ["kernels"]
     if k.height:
@@ -412,6 +431,9 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
         right.append(page.section("Idle time by cause", f'<p class="why">Nothing to show: {why_idle}.</p>'))
     page.add('<div class="grid2">' + "".join(left) + "".join(right) + "</div>")
 
+
+def _range_sections(page: Page, prof) -> None:
+    """NVTX ranges, kernels by range and PyTorch operators, or why there are none."""
     rg = prof.ranges()
     if rg.height:
         page.add(page.section("NVTX ranges", table(rg.sort("total_ns", descending=True), limit=100)))
@@ -438,9 +460,6 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
                 "-t nvtx, or the program has no NVTX annotations.</p>",
             )
         )
-    if summ["memory"].height:
-        page.add(page.section("Memory operations", table(summ["memory"], scroll=False)))
-    page.add(page.section("Profile facts", table(summ["facts"].select("item", "value"), name_cols=(), scroll=False)))
 
 
 def build(prof) -> tuple[str, dict]:

@@ -1,0 +1,181 @@
+"""What every command shares: the global options, loading FILE, the option decorators and the error wrapper.
+
+Problems with the input end in one line on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import warnings
+from pathlib import Path
+
+import click
+
+from .. import store as _store
+from ..errors import NsysqlError, one_line
+from ..render import one_line as _line
+from ..store import tables as _tables
+
+
+def global_opts() -> dict:
+    ctx = click.get_current_context(silent=True)
+    root = ctx.find_root() if ctx else None
+    return (root.obj or {}) if root else {}
+
+
+def state_dir() -> Path:
+    from .. import discover
+
+    return discover.state_dir(global_opts().get("cache_dir"))
+
+
+_loaded: list[str] = []  # the exports this command loaded
+
+
+def load_profile(file: str | None):
+    import nsysql
+
+    from .. import discover
+
+    path, why = discover.pick_profile(file, global_opts().get("cache_dir"))
+    if why:
+        click.echo(f"nsysql: using {path} ({why})", err=True)
+    _loaded.append(path)  # for error messages of commands whose FILE is optional (sql)
+    opts = global_opts()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", _store.CacheWarning)
+        prof = nsysql.load(
+            path,
+            cache=not opts.get("no_cache"),
+            cache_dir=opts.get("cache_dir"),
+            progress=_progress(path) if sys.stderr.isatty() else None,
+            nsys=opts.get("nsys"),
+            cache_max=opts.get("cache_max"),
+        )
+    if sys.stderr.isatty():
+        click.echo("\r\033[K", err=True, nl=False)
+    for w in caught:
+        click.echo(f"nsysql: warning: {_line(str(w.message))}", err=True)
+    from .. import nsys as _nsys
+
+    # a report is remembered as itself: the export made of it may be a temporary file, gone at exit (--no-cache)
+    report = _nsys.is_report(path)
+    discover.remember(os.path.abspath(os.path.expanduser(path)) if report else prof.path, opts.get("cache_dir"))
+    return prof
+
+
+def _progress(path):
+    def show(step: str) -> None:
+        click.echo(f"\r\033[Knsysql: loading {Path(path).name}: {step}", err=True, nl=False)
+
+    return show
+
+
+def handled(fn):
+    """Turn NsysqlError (and database errors) into one stderr line and exit code 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        _loaded.clear()
+        # a warning raised while the command runs (a cache write that fails after the load, in the background
+        # copy, NSYSQL_THREADS cut down) is said in one line, as errors are, once the command is done
+        with warnings.catch_warnings(record=True) as caught:
+            try:
+                return _run(fn, args, kwargs)
+            finally:
+                for w in caught:
+                    click.echo(f"nsysql: warning: {_line(str(w.message))}", err=True)
+
+    return wrapper
+
+
+def _run(fn, args, kwargs):
+    """fn(*args, **kwargs), its NsysqlError (and database errors) said in one stderr line, exit code 2."""
+    try:
+        return fn(*args, **kwargs)
+    except NsysqlError as e:  # its text may quote the export's names: control characters shown, one line
+        click.echo(f"nsysql: error: {_line(_naming_files(with_flags(e)))}", err=True)
+        sys.exit(2)
+    except MemoryError:
+        click.echo(
+            "nsysql: error: out of memory (set NSYSQL_MEMORY_LIMIT, e.g. 4GB, or NSYSQL_THREADS lower)", err=True
+        )
+        sys.exit(2)
+    except KeyboardInterrupt:  # Ctrl-C: said here, before click's Abort adds a blank line and "Aborted!"
+        click.echo("nsysql: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except OSError as e:  # writing -o/--to somewhere impossible
+        click.echo(f"nsysql: error: {e.filename or ''}: {e.strerror or e}", err=True)
+        sys.exit(2)
+    except Exception as e:
+        if not type(e).__module__.startswith(("duckdb", "_duckdb")):
+            raise
+        files = (
+            kwargs.get("file")
+            or ", ".join(map(str, kwargs.get("files") or ()))
+            or ", ".join(map(str, _loaded))
+            or "(no file)"
+        )
+        click.echo(f"nsysql: error: {_line(files)}: query failed: {_line(one_line(e))}", err=True)
+        sys.exit(2)
+    finally:
+        # the answer is out; a cold load's cache entry may still be on its way to disk: wait for it here
+        # (the process would at exit anyway), so a command always leaves its entry in place
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+        _tables.wait()
+
+
+# The command's parameter for each Python argument whose name differs (`kernels --name` is name_kind).
+_PARAMS = {"range": "range_", "min_ns": "min_", "name": "name_kind", "format": "fmt"}
+
+
+def with_flags(e: NsysqlError) -> str:
+    """The error's message with each argument it is about (written `` `window` `` by the library) named by this
+    command's flag (`--window`). An argument this command has no flag for stays as the library wrote it."""
+    text = str(e)
+    ctx = click.get_current_context(silent=True)
+    if not e.options or ctx is None:
+        return text
+    for option in e.options:
+        names = {option, _PARAMS.get(option)}
+        flags = [o for p in ctx.command.params if p.name in names for o in p.opts if o.startswith("--")]
+        if flags:
+            text = text.replace(f"`{option}`", flags[0])
+    return text
+
+
+def _naming_files(message: str) -> str:
+    """An error about the exports loaded (an analysis that does not apply, a --range that matches nothing) with
+    their paths in front, unless it names them already."""
+    if not _loaded or any(str(p) in message or os.path.basename(str(p)) in message for p in _loaded):
+        return message
+    return f"{', '.join(dict.fromkeys(map(str, _loaded)))}: {message}"
+
+
+def several(files: tuple[str, ...]) -> bool:
+    """Several exports: more than one FILE, or a quoted glob (`'rank*.sqlite'`) for nsysql to expand."""
+    return len(files) > 1 or bool(files and _is_glob(files[0]))
+
+
+def _is_glob(path: str) -> bool:
+    """many.is_glob, without importing polars before the load (see _load.py): an existing path is that path,
+    whatever it is called (`run[1].sqlite`, `what?.sqlite`)."""
+    return any(c in path for c in "*?[") and not os.path.lexists(os.path.expanduser(path))
+
+
+def each_rank(files: tuple[str, ...], method: str, **kwargs):
+    """Run Profile.<method> on each export, stacked with a `rank` column (numbered as `nsysql ranks` does)."""
+    from ..many import expand, number, stack
+
+    paths = expand(list(files))
+    profs = [load_profile(p) for p in paths]
+    ranks, why = number(profs)
+    click.echo(f"nsysql: {len(paths)} files; {why}", err=True)
+    return stack(profs, ranks, method, **kwargs)

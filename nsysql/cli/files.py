@@ -1,0 +1,335 @@
+"""The commands that write files or compare profiles: report, export, trace, diff, stats, schema, sql, profile."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import click
+
+from .. import stats as _stats
+from ..errors import NsysqlError
+from ..render import one_line as _line
+from ..render import render
+from .common import global_opts, handled, load_profile
+from .options import attribution_option, format_option, output_option
+from .output import answer_to_stdout, emit, emit_text, precious, stream_target, write_output
+
+
+@click.command()
+@click.argument("file", required=False)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Where to write (HTML default: <FILE stem>.report.html, or <NEW stem>.diff.html with "
+    "--baseline; Markdown default: stdout).",
+)
+@click.option("-f", "--format", "fmt", type=click.Choice(["html", "markdown"]), default="html", show_default=True)
+@click.option(
+    "--baseline",
+    type=click.Path(dir_okay=False),
+    metavar="BASE",
+    help="Compare FILE (NEW) against BASE and draw the comparison.",
+)
+@click.option(
+    "--png",
+    "png_dir",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="Also write each chart as DIR/<chart>.png (needs kaleido and Chrome/Chromium).",
+)
+@handled
+def report(file, output, fmt, baseline, png_dir):
+    """A self-contained HTML report (works offline), or a PR-ready Markdown snippet with -f markdown."""
+    from .. import report as _report
+
+    prof = load_profile(file)
+    base = load_profile(baseline) if baseline else None
+    if fmt == "markdown":
+        text = _report.diff_snippet(base, prof) if base else _report.snippet(prof)
+        emit_text(text, output)
+        return
+    page, figures = _report.build_diff(base, prof) if base else _report.build(prof)
+    out = Path(output or f"{prof.path.stem}.{'diff' if base else 'report'}.html")
+    write_output(out, page)
+    click.echo(f"nsysql: wrote {out} ({len(page) / 2**20:.1f} MiB, {len(figures)} charts)", err=True)
+    if png_dir:
+        got = _report.write_pngs(figures, Path(png_dir))
+        if isinstance(got, str):
+            click.echo(f"nsysql: {got}", err=True)
+        else:
+            click.echo(f"nsysql: wrote {len(got)} PNG files to {png_dir}", err=True)
+
+
+@click.command()
+@click.argument("file", required=False)
+@click.option(
+    "--to",
+    "to",
+    required=True,
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="Directory to write the tables and README.md into (created if missing).",
+)
+@click.option("-f", "--format", "fmt", type=click.Choice(["parquet", "csv"]), default="parquet", show_default=True)
+@handled
+def export(file, to, fmt):
+    """Write the canonical tables as Parquet or CSV, with a README.md describing every column."""
+    written = load_profile(file).export(to, format=fmt)
+    click.echo(render(written, "table"), nl=False)
+    click.echo(f"nsysql: wrote {written.height} tables and README.md to {to}", err=True)
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="Folder for the report, its export and the analyses [default: nsysql-<program name>].",
+)
+@click.option("--gpu-metrics", is_flag=True, help="Also sample GPU metrics (nsys --gpu-metrics-devices=all).")
+@click.option("--nsys", "nsys_path", metavar="PATH", help="The nsys to run [default: as for --nsys of nsysql].")
+@click.option(
+    "--chart",
+    type=click.Choice(["auto", "png", "svg"]),
+    default="auto",
+    show_default=True,
+    help="The top-10 kernels chart: png (needs kaleido and a Chrome), svg (drawn by nsysql), auto: png if it can.",
+)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[-- NSYS OPTIONS] -- COMMAND [ARGS]...")
+@handled
+def profile(out, gpu_metrics, nsys_path, chart, args):
+    """Run COMMAND under nsys (CUDA, NVTX, OS runtime, CUDA graphs node by node), export it, and write the summary,
+    report.html, report.md, kernels.csv, api.csv and a top-10 kernels chart into DIR.
+
+    Exits with COMMAND's exit status. Options for nsys go between two `--`:
+    nsysql profile --out run -- --duration=60 -- python3 train.py"""
+    from .. import workflow
+
+    options, command = workflow.split_args(list(args))
+    tty = sys.stderr.isatty()
+
+    def progress(text: str) -> None:
+        if text.startswith("loading: "):
+            click.echo(f"\r\033[Knsysql: {_line(text)}", err=True, nl=False)
+        else:
+            click.echo(f"\r\033[Knsysql: {_line(text)}", err=True)
+
+    opts = global_opts()
+    try:
+        res = workflow.profile(
+            command,
+            out=out,
+            gpu_metrics=gpu_metrics,
+            nsys=nsys_path or opts.get("nsys"),
+            nsys_options=options,
+            cache_dir=opts.get("cache_dir"),
+            progress=progress if tty else None,
+            chart=chart,
+        )
+    except workflow.NoExport as e:  # the program's status (Ctrl-C, a crash) rather than 2, when it failed
+        click.echo(f"nsysql: error: {_line(str(e))}", err=True)
+        sys.exit(e.status or 2)
+    if tty:
+        click.echo("\r\033[K", err=True, nl=False)
+    click.echo(res.summary, nl=False, color=True)
+    click.echo("")
+    click.echo(workflow.listing(res), nl=False)
+    for note in res.notes:
+        click.echo(f"nsysql: note: {_line(note)}", err=True)
+    if res.status:
+        click.echo(f"nsysql: the profiled program exited with status {res.status}", err=True)
+    sys.exit(res.status)
+
+
+@click.command()
+@click.argument("file", required=False)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Where to write the trace [default: <FILE stem>.trace.json].",
+)
+@click.option(
+    "--iterations", metavar="A:B", help="Only iterations A to B (both included), as `nsysql iterations` numbers them."
+)
+@click.option(
+    "--window",
+    metavar="START:END",
+    help="Only this stretch of time, from the profile's start: 2s:3.5s, 500ms:, :1s (events overlapping it).",
+)
+@handled
+def trace(file, output, iterations, window):
+    """A Chrome/Perfetto trace (JSON) of the profile: GPU work per device and stream, CUDA API calls and NVTX
+    ranges per thread, and nsysql's iterations and idle gaps (with their cause) as tracks. Open it in
+    https://ui.perfetto.dev or chrome://tracing; --iterations or --window keep a large profile's trace small."""
+    from .. import perfetto
+
+    prof = load_profile(file)
+    tables = prof.trace(window=window, iterations=iterations, lazy=True)  # streamed as written
+    out = Path(output or f"{Path(prof.path).stem}.trace.json")
+    if precious(out):
+        raise NsysqlError(f"{out}: is {precious(out)}; nsysql does not write its output over it (name another -o file)")
+    from .. import store
+
+    got: dict = {}
+    store.output(out, lambda tmp: got.update(perfetto.write(tables, tmp, source=str(prof.path))))
+    size = "" if stream_target(out) else f"{out.stat().st_size / 2**20:.1f} MiB, "  # a pipe has no size to tell
+    click.echo(
+        f"nsysql: wrote {out} ({size}{got['events']} events: {got['gpu_ops']} GPU ops, "
+        f"{got['api_calls']} CUDA API calls, {got['nvtx_ranges']} NVTX ranges, {got['iterations']} iterations, "
+        f"{got['gaps']} idle gaps)",
+        err=True,
+    )
+
+
+@click.command()
+@click.argument("base")
+@click.argument("new")
+@format_option()
+@output_option()
+@click.option(
+    "--fail-above",
+    type=float,
+    metavar="PCT",
+    help="Exit 1 when NEW's mean steady-state iteration time is more than PCT % slower than BASE's.",
+)
+@handled
+def diff(base, new, fmt, output, fail_above):
+    """Compare two profiles (BASE, then NEW): iteration time, GPU busy, idle causes, ranges, kernels, verdict."""
+    if fail_above is not None and not math.isfinite(fail_above):
+        raise NsysqlError(f"--fail-above must be a finite percentage, not {fail_above}")
+    b, n = load_profile(base), load_profile(new)
+    res = b.diff(n)
+    emit(res.to_frames(), fmt, output)
+    if fail_above is not None:
+        pct = res.mean_change_pct
+        if pct is None:
+            raise NsysqlError("--fail-above needs iterations in both profiles (none detected)")
+        if pct > fail_above:
+            click.echo(
+                f"nsysql: NEW's mean iteration time is {pct:+.1f}% vs BASE (above --fail-above "
+                f"{fail_above:g}%, a hard limit: the verdict's noise rule does not apply to it)",
+                err=True,
+            )
+            sys.exit(1)
+
+
+@click.command()
+@click.argument("file", required=False)
+@click.option(
+    "-r",
+    "--report",
+    "reports",
+    default="kernels,ranges,kernels-by-range,iterations,gaps",
+    show_default=True,
+    help=f"Comma-separated: {', '.join(_stats.REPORTS)}.",
+)
+@format_option(default="csv")
+@click.option(
+    "-o",
+    "--output",
+    "prefix",
+    metavar="PREFIX",
+    help="Write each report to PREFIX_<report>.<ext> (as `nsys stats -o`); default stdout.",
+)
+@attribution_option
+@handled
+def stats(file, reports, fmt, prefix, attribution):
+    """Several reports from one load, like `nsys stats -r ...`: one process, one read of the export."""
+    names = [r.strip() for r in reports.split(",") if r.strip()]
+    _stats.check(names)
+    prof = load_profile(file)
+    ext = {"table": "txt", "csv": "csv", "json": "json", "markdown": "md"}[fmt]
+    got = {}
+    for name, df in _stats.stats(prof, names, attribution):
+        if isinstance(df, NsysqlError):
+            click.echo(f"nsysql: {name}: skipped: {df}", err=True)
+        elif prefix:
+            out = f"{prefix}_{name.replace('-', '_')}.{ext}"
+            write_output(out, render(df, fmt))
+            click.echo(f"nsysql: wrote {out}", err=True)
+        else:
+            got[name] = df
+    if got:  # on stdout one document: a JSON object of the reports, or the sections one after another
+        answer_to_stdout()
+        click.echo(render(got, fmt), nl=False, color=True)  # as written (see emit)
+
+
+@click.command()
+@click.argument("table", required=False)
+@format_option()
+@handled
+def schema(table, fmt):
+    """The canonical tables (schema v1) and what each column means: what `nsysql sql` and `export` give you."""
+    import polars as pl
+
+    from ..export import schema_docs
+
+    docs = schema_docs()
+    if table and table not in docs:
+        raise NsysqlError(f"no canonical table {table!r}; tables: {', '.join(docs)}")
+    rows = [(t, c, d) for t, info in docs.items() if not table or t == table for c, d in info["columns"].items()]
+    if not table:
+        emit(
+            pl.DataFrame(
+                [(t, i["description"]) for t, i in docs.items()], schema=["table", "description"], orient="row"
+            ),
+            fmt,
+            None,
+        )
+        return
+    emit(pl.DataFrame(rows, schema=["table", "column", "description"], orient="row"), fmt, None)
+
+
+@click.command(name="sql")
+@click.argument("args", nargs=-1, required=True, metavar="[FILE] QUERY")
+@format_option()
+@output_option(help=None)
+@handled
+def sql_(args, fmt, output):
+    """Run QUERY over the canonical tables (gpu_ops, api_calls, nvtx_ranges, op_ranges, ...)."""
+    if len(args) > 2:
+        raise NsysqlError("give FILE and one QUERY (quote the query)")
+    file, query = (None, args[0]) if len(args) == 1 else args
+    emit(_interruptible(load_profile(file), query), fmt, output)
+
+
+def _interruptible(prof, query: str):
+    """prof.sql(query), run on a thread of its own while this (the main) thread waits, so that a Ctrl-C is
+    delivered here at once, whatever DuckDB or polars are doing: the query is then stopped (DuckDB's interrupt,
+    repeated until it takes, for at most INTERRUPT_WAIT_S) and the KeyboardInterrupt goes on to run(), which
+    says `nsysql: interrupted` and exits 130."""
+    import threading
+    import time
+
+    box: dict = {}
+
+    def work():
+        try:
+            box["result"] = prof.sql(query)
+        except BaseException as e:  # raised again on the main thread
+            box["error"] = e
+
+    t = threading.Thread(target=work, name="nsysql-sql", daemon=True)
+    t.start()
+    try:
+        while t.is_alive():
+            t.join(0.1)
+    except KeyboardInterrupt:
+        deadline = time.monotonic() + INTERRUPT_WAIT_S
+        while t.is_alive() and time.monotonic() < deadline:
+            prof.interrupt()  # again: the first may come before the query has begun
+            t.join(0.1)
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+INTERRUPT_WAIT_S = 5  # after a Ctrl-C, how long a query may take to stop before nsysql leaves without it
+
+
+COMMANDS = (report, export, profile, trace, diff, stats, schema, sql_)

@@ -1,0 +1,73 @@
+"""The options every command shares, defined once: the output switches (`-f table|csv|json|markdown` and one flag
+per format, `-o FILE`), FILE or FILEs, and the NVTX attribution switches."""
+
+from __future__ import annotations
+
+import click
+
+from ..render import FORMATS
+
+ATTRIBUTION_HELP = (
+    "How GPU work is tied to NVTX ranges: 'thread' = the launching thread's open ranges (exactly nsys); "
+    "'process' (default) = also inherit the ranges open on other threads of the process when the launching "
+    "thread has none (PyTorch's autograd thread)."
+)
+
+
+def output_option(help: str | None = "Write to FILE instead of stdout."):
+    """-o/--output FILE (a file, never a folder)."""
+    return click.option("-o", "--output", type=click.Path(dir_okay=False), help=help)
+
+
+def format_option(default: str = "table", choices=FORMATS):
+    """-f/--format, plus one switch per format (--table, --csv, --json, --markdown), as sqlite-utils has."""
+
+    def deco(fn):
+        for c in reversed(choices):
+            fn = click.option(f"--{c}", "fmt", flag_value=c, help=f"Same as -f {c}.")(fn)
+        return click.option(
+            "-f",
+            "--format",
+            "fmt",
+            type=click.Choice(choices),
+            default=default,
+            show_default=True,
+            help="Output format.",
+        )(fn)
+
+    return deco
+
+
+def output_options(fn):
+    fn = output_option()(fn)
+    fn = format_option()(fn)
+    fn = click.argument("file", required=False)(fn)
+    return fn
+
+
+def files_options(fn):
+    """Like output_options, but FILE may be given several times (one export per rank)."""
+    fn = output_option()(fn)
+    fn = format_option()(fn)
+    fn = click.argument("files", nargs=-1, metavar="[FILE]...")(fn)
+    return fn
+
+
+def attribution_option(fn):
+    return click.option(
+        "--attribution",
+        type=click.Choice(["process", "thread"]),
+        default="process",
+        show_default=True,
+        help=ATTRIBUTION_HELP,
+    )(fn)
+
+
+def group_ops_option(fn):
+    return click.option(
+        "--group-ops/--no-group-ops",
+        default=None,
+        help="Name PyTorch's ranges (emit_nvtx, nsys --pytorch=autograd-nvtx) without their per-call arguments "
+        "(`aten::addmm, seq = 5, op_id = 9, ...` -> `aten::addmm`): one row per operator instead of one per call. "
+        "Default: grouped with --attribution process, per call with thread (as nsys stats).",
+    )(fn)

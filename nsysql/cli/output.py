@@ -1,0 +1,140 @@
+"""Where answers go: stdout or `-o FILE` (never over an export), in one of render's formats, and what the
+executable does with its standard streams."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import NsysqlError
+from ..filekind import QDSTRM_MAGIC, REPORT_SUFFIXES, SQLITE_MAGIC, ZIP_MAGIC, special_file
+from ..render import render
+
+
+def write_output(output: str | Path, text: str) -> None:
+    """Write an output file, never over an export: `-o run.sqlite` by mistake must not destroy the profile."""
+    p = Path(output)
+    if stream_target(p):  # a pipe, a terminal, /dev/stdout: written in place, as a stream (no file to replace)
+        try:
+            with open(p, "w", encoding="utf-8") as f:
+                f.write(text)
+        except BrokenPipeError:  # the reader went away (`-o >(head -1)`): as for stdout, nothing more to say
+            raise
+        except OSError as e:  # a write error has no file name of its own
+            raise NsysqlError(f"cannot write to it ({e.strerror or e})", str(output)) from None
+        return
+    what = precious(p)
+    if what:
+        raise NsysqlError(f"{output}: is {what}; nsysql does not write its output over it (name another -o file)")
+    from .. import store
+
+    store.output_text(p, text)  # whole or not at all: a failed write leaves the file there as it was
+
+
+def stream_target(p: Path) -> bool:
+    """Whether `-o p` names something that exists and is not a regular file: a FIFO, `/dev/stdout` or a process
+    substitution (`>(gzip > x.gz)`) on a pipe, a terminal. Told by stat alone: it is never opened to be read (a
+    pipe opened for reading waits for a writer, which nsysql itself would be: a deadlock), and it holds no
+    export to protect."""
+    return bool(special_file(p)) and not p.is_dir()
+
+
+def precious(p: Path) -> str | None:
+    """What `p` is when nsysql must not write over it: an Nsight Systems report, by its name in any case
+    (`rep.NSYS-REP`) or by its first bytes, or a SQLite database (an export) by its header. None otherwise."""
+    if p.suffix.lower() in REPORT_SUFFIXES:
+        return "an Nsight Systems report"
+    if stream_target(p):  # not a file that could hold one, and never opened for reading (see stream_target)
+        return None
+    try:
+        with open(p, "rb") as f:
+            head = f.read(64)
+    except OSError:  # not there yet (or unreadable: the write says why)
+        return None
+    if head.startswith(SQLITE_MAGIC):
+        return "a SQLite database"
+    # a zip or a QDSTRM stream: how reports begin (no text output of nsysql does)
+    if head.startswith(ZIP_MAGIC) or QDSTRM_MAGIC in head:
+        return "an Nsight Systems report"
+    return None
+
+
+def emit(result, fmt: str, output: str | None, title: str | None = None) -> None:
+    text = render(result, fmt, title)
+    if output:
+        write_output(output, text)
+    else:
+        answer_to_stdout()
+        # color=True: as written, never with click's ANSI stripping (off a terminal it would take escape sequences
+        # out of a name in CSV or JSON; table output has shown them as text already)
+        click.echo(text, nl=False, color=True)
+
+
+def emit_text(text: str, output: str | None) -> None:
+    if output:
+        write_output(output, text)
+    else:
+        answer_to_stdout()
+        click.echo(text, nl=False, color=True)  # as written (see emit)
+
+
+# What the executable does with its standard streams (run() sets it up; CliRunner and library use never see it):
+# - one closed when nsysql starts (`>&-`, `2>&-`, a daemon) is opened on the null device, so that no file
+#   nsysql opens later takes its descriptor and gets text meant for the terminal;
+# - stdout closed: an answer meant for it (no -o) has nowhere to go: one line on stderr, exit 2 (quietly, when
+#   stderr is closed too); with -o the answer is written and the exit status is 0;
+# - stderr closed: its messages are dropped; the exit status is what it would be;
+# - text the output's encoding cannot hold (a Latin-1 or ASCII locale, PYTHONIOENCODING) degrades: "…" as
+#   "...", other characters as escapes (`\u2192`, `\xe9` for a byte of a file name that is not UTF-8).
+_closed: set[str] = set()  # "stdout", "stderr": closed when the process started
+_PLAIN = {"…": "...", "–": "-", "—": "-", "→": "->", "µ": "u", "Δ": "delta ", "²": "^2", "√": "sqrt", "·": "*"}
+
+
+def standard_streams() -> None:
+    import codecs
+
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        _closed.add(name)
+        try:
+            os.fstat(fd)  # taken meanwhile (nothing of nsysql's has run yet): left as it is
+        except OSError:
+            new = os.open(os.devnull, os.O_RDWR)
+            if new != fd:
+                os.dup2(new, fd)
+                os.close(new)
+        setattr(sys, name, open(os.devnull, "r" if fd == 0 else "w", encoding="utf-8"))
+    codecs.register_error("nsysql-plain", _plain)
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="nsysql-plain")
+            except (OSError, ValueError):
+                pass
+
+
+def _plain(e: UnicodeError) -> tuple[str, int]:
+    """The codec error handler of stdout and stderr: what an encoding cannot hold, in plain ASCII."""
+    if not isinstance(e, UnicodeEncodeError):
+        raise e
+    out = []
+    for c in e.object[e.start : e.end]:
+        if c in _PLAIN:
+            out.append(_PLAIN[c])
+        elif 0xDC80 <= ord(c) <= 0xDCFF:  # a byte of a path that is not UTF-8, as Python decodes it
+            out.append(f"\\x{ord(c) - 0xDC00:02x}")
+        else:
+            out.append(
+                f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}"
+            )
+    return "".join(out), e.end
+
+
+def answer_to_stdout() -> None:
+    """Refuse to compute an answer for a standard output that was closed when nsysql started (see above)."""
+    if "stdout" in _closed:
+        raise NsysqlError("standard output is closed: the answer has nowhere to go (name a file with -o)")

@@ -1,0 +1,62 @@
+"""nsysql's speed tricks, named in one place, each behind one switch.
+
+Each trick changes when or where work happens, never what is computed: with any of them off, every answer is
+the same (the tests run commands with each one off and compare). Everything else in nsysql is plain.
+
+`NSYSQL_NO_TUNING=1` (or `all`) turns every trick off; `NSYSQL_NO_TUNING=fast_exit,parallel_sql` turns off
+those named (a name that is no trick is an error, said in one line). Unset, empty or `0`: all on.
+Their gains, measured with `benchmarks/ab.py` on and off, are in BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .errors import NsysqlError
+
+TRICKS = {
+    "fast_exit": "the `nsysql` executable leaves through os._exit once its output and cache entry are written, "
+    "skipping the interpreter's teardown, which frees DuckDB's and polars' objects one by one for memory the "
+    "operating system takes back anyway (nsysql/_process.py); off: sys.exit",
+    "early_readers": "a cold load starts its reader threads, which open the export's SQLite streams and read "
+    "their first batch without the GIL, before DuckDB is imported (nsysql/_load.py, loader/raw.py Readers); "
+    "off: the readers start once DuckDB is imported, inside the build",
+    "import_overlap": "a cold load builds the canonical tables on a background thread while this thread imports "
+    "the facade, polars and the analyses, once the readers have registered their streams (nsysql/_load.py); "
+    "off: the build runs to its end first, then the import",
+    "background_persist": "with 4 or more threads and memory to spare, a first load builds its tables in memory, "
+    "answers from them, and copies them into the cache entry on background threads (cache.build_entry); off: "
+    "built straight into the cache file",
+    "parallel_sql": "the canonical SQL files run side by side on cursors of their own as soon as the files they "
+    "read are done (loader.run_files); off: one after another, in file order",
+}
+
+
+def disabled() -> frozenset[str]:
+    """The tricks NSYSQL_NO_TUNING turns off (names that are no trick are left out here: check() says them)."""
+    value = os.environ.get("NSYSQL_NO_TUNING", "").strip()
+    if value in ("", "0"):
+        return frozenset()
+    if value.lower() in ("1", "all"):
+        return frozenset(TRICKS)
+    return frozenset(n.strip() for n in value.split(",") if n.strip() in TRICKS)
+
+
+def check() -> None:
+    """NsysqlError naming the first word of NSYSQL_NO_TUNING that is no trick (a typo would leave it on)."""
+    value = os.environ.get("NSYSQL_NO_TUNING", "").strip()
+    if value in ("", "0") or value.lower() in ("1", "all"):
+        return
+    unknown = [n.strip() for n in value.split(",") if n.strip() and n.strip() not in TRICKS]
+    if unknown:
+        raise NsysqlError(
+            f"NSYSQL_NO_TUNING names no trick {unknown[0][:40]!r}: 1 or all turns every one off, or name some of "
+            f"{', '.join(TRICKS)}"
+        )
+
+
+def on(name: str) -> bool:
+    """Whether the trick `name` (a key of TRICKS) is on."""
+    if name not in TRICKS:
+        raise KeyError(name)
+    return name not in disabled()
