@@ -14,10 +14,10 @@ import re
 from typing import TYPE_CHECKING
 
 from . import store, tuning
-from .engine.settings import default_memory_limit, duckdb_config  # noqa: F401 (nsysql._load's API)
 from .errors import NsysqlError
 from .loader.source import open_source
 from .store import tables as _tables
+from .store.settings import default_memory_limit, duckdb_config  # noqa: F401 (also nsysql._load's API)
 
 if TYPE_CHECKING:
     from .profile import Profile

@@ -200,6 +200,6 @@ class Context:
 
 
 def _default_settings() -> dict:
-    from .settings import duckdb_config
+    from ..store.settings import duckdb_config
 
     return duckdb_config(None, None)

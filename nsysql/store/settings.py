@@ -1,14 +1,14 @@
 """DuckDB's settings for a profile's connection: the memory limit (with its default) and the spill directory.
 
-In the engine layer, so that the engine, the loader's entry point (nsysql._load) and the sandbox take them from
-one place below all of them.
+In the store's layer, beside the spill directory it names, so that the engine and the loader's entry point
+(nsysql._load) take them from one place below both, at no import cost to a load (the store is imported already).
 """
 
 from __future__ import annotations
 
 import os
 
-from ..store import tables as _tables
+from . import tables as _tables
 
 
 def duckdb_config(memory_limit: str | None, threads: int | None) -> dict:
