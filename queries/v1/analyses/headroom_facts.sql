@@ -1,3 +1,7 @@
+-- @tables devices, gpu_ops, kernel_classes, kernel_tensor_use
+-- @param $matrix VARCHAR[]: the kernel categories that multiply matrices
+-- @param $min_bytes BIGINT: the fewest bytes of pageable copies that count
+
 -- What the headroom of two findings needs from the whole profile (nsysql/analyses/headroom.py), one row:
 -- the measured rate of pinned host-to-device copies, and the compute capability of the GPUs that ran matrix
 -- kernels on CUDA cores.

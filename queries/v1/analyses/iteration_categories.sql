@@ -1,11 +1,15 @@
+-- @tables gpu_ops, kernel_classes, kernel_tensor_use
+-- @macros ops_by_iteration
+-- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
+-- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
+
 -- Kernel time per iteration (rows of the table named $windows, made by iteration_windows.sql), category and
 -- tensor-core use: kernels_by_category.sql for the kernels launched in each iteration (as iterations.sql: by any
 -- thread of process $pid, at the launching call's start). pct is of the iteration's kernel time.
-WITH k AS (
-  SELECT i.iteration, o.name_id, o.duration_ns
-  FROM (SELECT *, coalesce(api_start_ns, start_ns) AS t FROM gpu_ops WHERE pid = $pid AND kind = 'kernel') o
-  ASOF JOIN query_table($windows) i ON o.t >= i.start_ns
-  WHERE o.t < i.end_ns
+WITH mine AS (
+  SELECT * FROM gpu_ops WHERE pid = $pid AND kind = 'kernel'
+), k AS (
+  SELECT iteration, name_id, duration_ns FROM ops_by_iteration('mine', $windows)
 )
 SELECT
   k.iteration,

@@ -1,3 +1,8 @@
+-- @tables gpu_ops, kernel_classes, kernel_tensor_use, strings
+-- @macros stats_durations
+-- @param $name_kind VARCHAR: 'demangled' (nsys's default), 'short' or 'mangled'
+-- @param $top BIGINT: row limit, NULL for all
+
 -- Top kernels: per kernel name, the same quantity as `nsys stats -r cuda_gpu_kern_sum`.
 -- $name_kind: 'demangled' (nsys's default), 'short' or 'mangled'. $top: row limit, NULL for all.
 -- After nsys's columns: category and tensor_cores (kernel_classes, by the rules of kernel_rules), which belong
@@ -15,12 +20,7 @@ WITH k AS (
   SELECT
     name_id,
     count(*) AS count,
-    sum(d)::BIGINT AS total_ns,
-    avg(d) AS avg_ns,
-    median(d) AS med_ns,
-    min(d) AS min_ns,
-    max(d) AS max_ns,
-    stats_stddev(d) AS stddev_ns
+    unnest(stats_durations(d))
   FROM k
   GROUP BY name_id
 ), classes AS (

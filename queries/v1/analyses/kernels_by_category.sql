@@ -1,3 +1,5 @@
+-- @tables gpu_ops, kernel_classes, kernel_tensor_use
+
 -- Kernel time per category and tensor-core use (kernel_classes, by the rules of kernel_rules): the kernels
 -- table summed by its category and tensor_cores columns, counted per launch from gpu_ops. tensor_cores is what
 -- the GPU metrics measured where they judge the kernel (kernel_tensor_use.measured), else what its name says;

@@ -1,3 +1,7 @@
+-- @tables gpu_ops, kernel_classes, kernel_tensor_use, nvtx_ranges, op_ranges
+-- @macros range_op_name
+-- @param $attribution VARCHAR: 'thread' (nsys's rule) or 'process' (canonical/60_op_ranges.sql)
+
 -- Kernel time per NVTX range (domain, name), category and tensor-core use: kernels_by_category.sql for the
 -- kernels each range encloses, counted in every range open around their launch as nvtx_kern_sum counts them
 -- (canonical/60_op_ranges.sql; $attribution: 'thread' or 'process'). pct is of the range's kernel time.

@@ -1,3 +1,6 @@
+-- @macros stats_stddev
+-- @frames rank_iterations, rank_causes, rank_nccl
+
 -- Per rank, over its steady-state iterations (reads rank_iterations, rank_causes and rank_nccl, the stacked
 -- per-rank frames): iteration time mean and median, GPU busy %, idle, collective kernel time, exposed
 -- communication, the top idle cause, and NCCL NVTX range time.
@@ -14,7 +17,7 @@ SELECT
   count(*) AS iterations,
   avg(s.wall_ns) AS mean_ns,
   median(s.wall_ns) AS median_ns,
-  coalesce(stddev_samp(s.wall_ns), 0) AS stddev_ns,
+  stats_stddev(s.wall_ns) AS stddev_ns,
   -- the share of the iteration windows in which the rank's device ran something
   100.0 * sum(s.wall_ns - s.idle_ns) / sum(s.wall_ns) AS gpu_busy_pct,
   sum(s.idle_ns)::BIGINT AS idle_ns,
