@@ -1,4 +1,3 @@
--- @macros stats_stddev
 -- @frames rank_iterations, rank_causes, rank_nccl
 
 -- Per rank, over its steady-state iterations (reads rank_iterations, rank_causes and rank_nccl, the stacked
@@ -17,7 +16,7 @@ SELECT
   count(*) AS iterations,
   avg(s.wall_ns) AS mean_ns,
   median(s.wall_ns) AS median_ns,
-  stats_stddev(s.wall_ns) AS stddev_ns,
+  coalesce(stddev_samp(s.wall_ns), 0) AS stddev_ns,
   -- the share of the iteration windows in which the rank's device ran something
   100.0 * sum(s.wall_ns - s.idle_ns) / sum(s.wall_ns) AS gpu_busy_pct,
   sum(s.idle_ns)::BIGINT AS idle_ns,
