@@ -187,3 +187,16 @@ def test_shared_rules_are_written_once(what, pattern):
     files = {p: t for p, t in _sql_files().items() if not declarations(t, p).frames}
     where = {p for p, text in files.items() if re.search(pattern, _code(text))}
     assert where == {"canonical/00_macros.sql"}, what
+
+
+def test_an_analysis_runs_with_exactly_its_declared_parameters():
+    """The header's @param lines are what a caller must pass: one missing or one too many is refused by name."""
+    import nsysql
+    from nsysql.analyses._sql import run
+
+    con = nsysql.load(Path(__file__).parent.parent / "fixtures/train_small/train_small.sqlite", cache=False).con
+    assert run(con, "api", top=1).height == 1
+    with pytest.raises(TypeError, match=r"analyses/api.sql takes \$top, not none"):
+        run(con, "api")
+    with pytest.raises(TypeError, match=r"analyses/api.sql takes \$top, not \$pid, \$top"):
+        run(con, "api", top=1, pid=1)
