@@ -7,7 +7,7 @@
 -- tensor-core use: kernels_by_category.sql for the kernels launched in each iteration (as iterations.sql: by any
 -- thread of process $pid, at the launching call's start). pct is of the iteration's kernel time.
 WITH mine AS (
-  SELECT * FROM gpu_ops WHERE pid = $pid AND kind = 'kernel'
+  SELECT name_id, duration_ns, api_start_ns, start_ns FROM gpu_ops WHERE pid = $pid AND kind = 'kernel'
 ), k AS (
   SELECT iteration, name_id, duration_ns FROM ops_by_iteration('mine', $windows)
 )

@@ -15,7 +15,7 @@ WITH simt AS (  -- matrix kernels on CUDA cores: the rows the finding `matrix ma
   LEFT JOIN kernel_tensor_use u ON u.name_id = c.name_id
   WHERE list_contains($matrix, c.category) AND coalesce(u.measured, c.tensor_cores) = 'no'
 ), mine AS (
-  SELECT *
+  SELECT kind, duration_ns, bytes, api_start_ns, start_ns
   FROM gpu_ops
   WHERE pid = $pid
     AND ((kind = 'kernel' AND name_id IN (SELECT name_id FROM simt))

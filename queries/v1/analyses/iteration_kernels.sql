@@ -8,7 +8,7 @@
 -- call was traced), by any thread of process $pid. Names are the demangled kernel names, or nsysql's labels
 -- for memcpy/memset/graph ops. Iterations without an op of a name have no row for it.
 WITH mine AS (
-  SELECT * FROM gpu_ops WHERE pid = $pid
+  SELECT kind, name_id, duration_ns, api_start_ns, start_ns FROM gpu_ops WHERE pid = $pid
 ), ops AS (
   SELECT iteration, kind, name_id, duration_ns FROM ops_by_iteration('mine', $windows)
 )

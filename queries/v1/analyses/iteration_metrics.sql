@@ -11,7 +11,7 @@
 -- for its sampling period (gpu_metric_samples.timestamp_ns) as far as it overlaps the window; the mean is over
 -- the sampled part of the window. $metrics: the metric names to read (NULL: all).
 WITH mine AS (
-  SELECT * FROM gpu_ops WHERE pid = $pid
+  SELECT device_id, start_ns, end_ns, api_start_ns FROM gpu_ops WHERE pid = $pid
 ), ops AS (
   SELECT iteration, device_id, start_ns, end_ns FROM ops_by_iteration('mine', $windows)
 ), proj AS (

@@ -12,7 +12,7 @@
 WITH coll AS (  -- collective communication kernels (NCCL)
   SELECT id FROM strings WHERE value LIKE 'ncclDevKernel%' OR value LIKE 'ncclKernel%' OR value LIKE '%ncclKernel_%'
 ), mine AS (
-  SELECT * FROM gpu_ops WHERE pid = $pid
+  SELECT kind, start_ns, end_ns, duration_ns, name_id, api_start_ns FROM gpu_ops WHERE pid = $pid
 ), ops AS (
   SELECT iteration, kind, start_ns, end_ns, duration_ns, name_id IN (SELECT id FROM coll) AS is_coll
   FROM ops_by_iteration('mine', $windows)
