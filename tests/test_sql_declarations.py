@@ -172,6 +172,7 @@ def test_the_loader_order_is_the_include_dag(tmp_path):
 _RULES = (
     ("the nsys-stats duration columns", r"median\s*\([^()]*\)\s+as\s+med_ns|stddev_samp\s*\(|'med_ns'"),
     ("an op's launch instant", r"coalesce\s*\(\s*(\w+\.)?api_start_ns\s*,\s*(\w+\.)?start_ns\s*\)"),
+    ("a kernel's tensor-core use", r"coalesce\s*\(\s*(\w+\.)?measured\b|then\s+'name'\s+else\s+'metrics'"),
     (
         "which iteration an op was launched in",
         r"asof\s+join\s+query_table\s*\(\s*\$?windows\s*\)\s+\w+\s+on\s+\w+\.(t|launch_ns)\b",
@@ -182,7 +183,7 @@ _RULES = (
 @pytest.mark.parametrize("what,pattern", _RULES, ids=[w for w, _ in _RULES])
 def test_shared_rules_are_written_once(what, pattern):
     """Each rule lives in one macro of 00_macros.sql; every other file calls the macro (stats_durations,
-    op_launch_ns, ops_by_iteration). Files that read only frames (`@frames`: the cross-rank tables) run on a
+    op_launch_ns, ops_by_iteration, kernel_tensor_cores, tensor_cores_evidence). Files that read only frames (`@frames`: the cross-rank tables) run on a
     connection without the canonical macros, and are left out."""
     files = {p: t for p, t in _sql_files().items() if not declarations(t, p).frames}
     where = {p for p, text in files.items() if re.search(pattern, _code(text))}

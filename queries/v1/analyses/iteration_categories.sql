@@ -1,5 +1,5 @@
 -- @tables gpu_ops, kernel_classes, kernel_tensor_use
--- @macros ops_by_iteration
+-- @macros kernel_tensor_cores, ops_by_iteration, tensor_cores_evidence
 -- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
 -- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
 
@@ -14,15 +14,14 @@ WITH mine AS (
 SELECT
   k.iteration,
   coalesce(c.category, 'other') AS category,
-  coalesce(u.measured, c.tensor_cores, 'unknown') AS tensor_cores,
+  kernel_tensor_cores(u.measured, c.tensor_cores) AS tensor_cores,
   count(*) AS count,
   sum(k.duration_ns)::BIGINT AS total_ns,
   -- share of the iteration's kernel time, %
   100.0 * sum(k.duration_ns) / sum(sum(k.duration_ns)) OVER (PARTITION BY k.iteration) AS pct,
-  string_agg(DISTINCT CASE WHEN u.measured IS NULL THEN 'name' ELSE 'metrics' END, '+'
-             ORDER BY CASE WHEN u.measured IS NULL THEN 'name' ELSE 'metrics' END) AS evidence
+  tensor_cores_evidence(u.measured) AS evidence
 FROM k
 LEFT JOIN kernel_classes c ON c.name_id = k.name_id
 LEFT JOIN kernel_tensor_use u ON u.name_id = k.name_id
-GROUP BY k.iteration, coalesce(c.category, 'other'), coalesce(u.measured, c.tensor_cores, 'unknown')
+GROUP BY k.iteration, coalesce(c.category, 'other'), kernel_tensor_cores(u.measured, c.tensor_cores)
 ORDER BY k.iteration, total_ns DESC, category, tensor_cores;

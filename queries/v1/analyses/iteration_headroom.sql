@@ -1,5 +1,5 @@
 -- @tables gpu_ops, kernel_classes, kernel_tensor_use
--- @macros ops_by_iteration
+-- @macros kernel_tensor_cores, ops_by_iteration
 -- @param $matrix VARCHAR[]: the kernel categories that multiply matrices
 -- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
 -- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
@@ -13,7 +13,7 @@ WITH simt AS (  -- matrix kernels on CUDA cores: the rows the finding `matrix ma
   SELECT c.name_id
   FROM kernel_classes c
   LEFT JOIN kernel_tensor_use u ON u.name_id = c.name_id
-  WHERE list_contains($matrix, c.category) AND coalesce(u.measured, c.tensor_cores) = 'no'
+  WHERE list_contains($matrix, c.category) AND kernel_tensor_cores(u.measured, c.tensor_cores) = 'no'
 ), mine AS (
   SELECT kind, duration_ns, bytes, api_start_ns, start_ns
   FROM gpu_ops

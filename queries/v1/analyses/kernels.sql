@@ -1,5 +1,5 @@
 -- @tables gpu_ops, kernel_classes, kernel_tensor_use, strings
--- @macros stats_durations
+-- @macros kernel_tensor_cores, stats_durations
 -- @param $name_kind VARCHAR: 'demangled' (nsys's default), 'short' or 'mangled'
 -- @param $top BIGINT: row limit, NULL for all
 
@@ -26,8 +26,8 @@ WITH k AS (
 ), classes AS (
   SELECT p.name_id,
          string_agg(DISTINCT coalesce(c.category, 'other'), '|' ORDER BY coalesce(c.category, 'other')) AS category,
-         string_agg(DISTINCT coalesce(u.measured, c.tensor_cores, 'unknown'), '|'
-                    ORDER BY coalesce(u.measured, c.tensor_cores, 'unknown')) AS tensor_cores
+         string_agg(DISTINCT kernel_tensor_cores(u.measured, c.tensor_cores), '|'
+                    ORDER BY kernel_tensor_cores(u.measured, c.tensor_cores)) AS tensor_cores
   FROM (SELECT DISTINCT name_id, class_id FROM k) p
   LEFT JOIN kernel_classes c ON c.name_id = p.class_id
   LEFT JOIN kernel_tensor_use u ON u.name_id = p.class_id

@@ -1,7 +1,8 @@
 -- @defines api_display_name, copy_kind_enum, copy_kinds, family_label, family_name, family_number, global_pid
--- @defines global_tid, in_family, is_interval, is_torch_backward_node, is_torch_op, is_torch_range, op_launch_ns
--- @defines ops_by_iteration, overlaps_by_bucket, range_family, range_family_label, range_op_name, stats_durations
--- @defines stats_stddev, torch_evaluated_node, torch_op_name, torch_op_seq, torch_op_sizes, union_stretches
+-- @defines global_tid, in_family, is_interval, is_torch_backward_node, is_torch_op, is_torch_range
+-- @defines kernel_tensor_cores, op_launch_ns, ops_by_iteration, overlaps_by_bucket, range_family, range_family_label
+-- @defines range_op_name, stats_durations, stats_stddev, tensor_cores_evidence, torch_evaluated_node, torch_op_name
+-- @defines torch_op_seq, torch_op_sizes, union_stretches
 
 -- nsysql canonical schema v1: shared rules, defined once and used by every canonical and analysis query.
 -- The macros and types are created in the canonical database itself, so they are stored in each cache entry
@@ -220,6 +221,27 @@ CREATE OR REPLACE MACRO range_family_label(
 )
 -- VARCHAR: the label
 AS CASE WHEN is_torch_range(name) THEN torch_op_name(name) ELSE family_label(name) END;
+
+-- Whether a kernel runs on tensor cores: what the GPU metrics measured where they judge it
+-- (kernel_tensor_use.measured, 49_kernel_tensor_use.sql), else what its name says (kernel_classes.tensor_cores).
+CREATE OR REPLACE MACRO kernel_tensor_cores(
+  -- VARCHAR: kernel_tensor_use.measured (NULL where the metrics do not judge, or the kernel has no row there)
+  measured,
+  -- VARCHAR: kernel_classes.tensor_cores (NULL where the kernel has no row there)
+  by_name
+)
+-- VARCHAR: yes, no or unknown
+AS coalesce(measured, by_name, 'unknown');
+
+-- What a group's kernel_tensor_cores rests on: `name`, `metrics` or `metrics+name` where its kernels were
+-- judged both ways. An aggregate.
+CREATE OR REPLACE MACRO tensor_cores_evidence(
+  -- VARCHAR: kernel_tensor_use.measured of each kernel of the group
+  measured
+)
+-- VARCHAR: the kinds of evidence, sorted, joined by `+`
+AS string_agg(DISTINCT CASE WHEN measured IS NULL THEN 'name' ELSE 'metrics' END, '+'
+              ORDER BY CASE WHEN measured IS NULL THEN 'name' ELSE 'metrics' END);
 
 -- A CUDA API function's name as nsys prints it: a four-digit version suffix dropped (`cudaLaunchKernel_v7000`
 -- -> `cudaLaunchKernel`), longer ones kept (`cudaLaunchKernelExC_v11060`, `cudaGraphLaunch_v10000`).
