@@ -59,39 +59,6 @@ def test_fallback_reader_equals_fast_reader(monkeypatch):
         assert fast[t].height > 0 and fast[t].equals(slow[t]), t
 
 
-def test_canonical_files_wait_for_what_they_read():
-    """run_files starts a file once the files defining the tables it reads are done: every canonical table a
-    file reads is defined by one of the files it waits for (the dependency scan misses none)."""
-    from nsysql.loader import _DEFINES, _WORD, CANONICAL_TABLES, _code
-    from nsysql.queries import canonical_files
-
-    files = canonical_files()
-    defined_by = {}
-    for f in files:
-        for t in _DEFINES.findall(_code(f.read_text()).lower()):
-            defined_by.setdefault(t, f)
-    assert set(CANONICAL_TABLES) <= set(defined_by)
-    for i, f in enumerate(files):
-        own = set(_DEFINES.findall(_code(f.read_text()).lower()))
-        reads = (set(_WORD.findall(_code(f.read_text()).lower())) & set(defined_by)) - own
-        for t in reads:
-            assert files.index(defined_by[t]) < i, f"{f.name} reads {t}, defined by a later file"
-    by_stem = {f.stem: f for f in files}
-
-    def needs(stem):
-        words = set(_WORD.findall(_code(by_stem[stem].read_text()).lower()))
-        return {defined_by[t].stem for t in words & set(defined_by) if defined_by[t] != by_stem[stem]}
-
-    # the chains the build relies on
-    assert {"40_gpu_ops", "50_nvtx"} <= needs("60_op_ranges")
-    assert {"40_gpu_ops", "60_op_ranges"} <= needs("90_process_roles")
-    # the two heaviest files need no table of the files before them (gpu_ops only the strings, for a view; both
-    # the macros of 00_macros.sql, which is made first, at once), so they start together as soon as the export
-    # is read (test_gpu_busy_is_the_union_of_gpu_ops checks that gpu_busy, built from the staging tables, still
-    # agrees with gpu_ops)
-    assert needs("80_gpu_busy") <= {"00_macros"} and "30_api_calls" not in needs("40_gpu_ops")
-
-
 def test_parallel_canonical_build_equals_one_file_at_a_time(monkeypatch):
     from concurrent import futures
 

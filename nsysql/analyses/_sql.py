@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -12,8 +13,20 @@ from .. import queries
 
 
 def run(con: duckdb.DuckDBPyConnection, name: str, **params) -> pl.DataFrame:
+    """queries/v1/analyses/`name`.sql with `params`: exactly the parameters its header declares (`-- @param`)."""
     sql = queries.read(f"analyses/{name}.sql")
+    declared = _declared_params(name)
+    if set(params) != declared:
+        raise TypeError(
+            f"analyses/{name}.sql takes {', '.join('$' + p for p in sorted(declared)) or 'no parameters'}, "
+            f"not {', '.join('$' + p for p in sorted(params)) or 'none'}"
+        )
     return frame(con, sql, params)
+
+
+@lru_cache(maxsize=None)
+def _declared_params(name: str) -> frozenset[str]:
+    return frozenset(queries.declarations(queries.read(f"analyses/{name}.sql"), f"analyses/{name}.sql").param)
 
 
 def frame(con: duckdb.DuckDBPyConnection, sql: str, params: dict | None = None) -> pl.DataFrame:

@@ -7,7 +7,6 @@ names an nsys table.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,7 +14,7 @@ if TYPE_CHECKING:
     import duckdb
 
 from .. import __version__, tuning
-from ..queries import SCHEMA_VERSION, canonical_files
+from ..queries import SCHEMA_VERSION, canonical_order
 from .source import Source, open_source
 
 CANONICAL_TABLES = (
@@ -42,7 +41,11 @@ CANONICAL_TABLES = (
     "data_quality",
 )
 
-__all__ = ["build", "open_source", "Source", "CANONICAL_TABLES", "RAW_TABLES"]
+# The tables the loader itself writes into the staging database (raw.STAGE) beside the raw_* tables of raw.py:
+# canonical files read them qualified (`nsysql_stage._load_facts`) and declare them (`-- @staging`).
+LOADER_TABLES = ("_load_facts", "_load_beyond_int64")
+
+__all__ = ["build", "open_source", "Source", "CANONICAL_TABLES", "LOADER_TABLES", "RAW_TABLES"]
 
 
 def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=None, readers=None) -> None:
@@ -62,10 +65,12 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=Non
         ("tables_in_file", ",".join(sorted(src.tables))),
     ]
     facts += [("missing", msg) for msg in _missing(src, con)]
-    # in the staging database, so that every cursor below sees it (a TEMP table is one connection's own)
-    con.execute(f"CREATE OR REPLACE TABLE {STAGE}._load_facts(key VARCHAR, value VARCHAR)")
+    # in the staging database, so that every cursor below sees it (a TEMP table is one connection's own);
+    # 70_profile_facts.sql reads it
+    load_facts, load_beyond = (f"{STAGE}.{t}" for t in LOADER_TABLES)
+    con.execute(f"CREATE OR REPLACE TABLE {load_facts}(key VARCHAR, value VARCHAR)")
     con.execute(
-        f"INSERT INTO {STAGE}._load_facts VALUES " + ", ".join(["(?, ?)"] * len(facts)),
+        f"INSERT INTO {load_facts} VALUES " + ", ".join(["(?, ?)"] * len(facts)),
         [x for fact in facts for x in fact],
     )
     # REALs beyond 64-bit integers read as NULL (source.Source.beyond_int64), per nsys table and column, for
@@ -73,30 +78,23 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=Non
     beyond: dict[tuple[str, str], int] = {}
     for table, column, n in src.beyond_int64:
         beyond[table, column] = beyond.get((table, column), 0) + n
-    con.execute(f"CREATE OR REPLACE TABLE {STAGE}._load_beyond_int64(source VARCHAR, col VARCHAR, n BIGINT)")
+    con.execute(f"CREATE OR REPLACE TABLE {load_beyond}(source VARCHAR, col VARCHAR, n BIGINT)")
     if beyond:
-        con.executemany(
-            f"INSERT INTO {STAGE}._load_beyond_int64 VALUES (?, ?, ?)", [(t, c, n) for (t, c), n in beyond.items()]
-        )
-    run_files(con, canonical_files(), progress)
+        con.executemany(f"INSERT INTO {load_beyond} VALUES (?, ?, ?)", [(t, c, n) for (t, c), n in beyond.items()])
+    run_files(con, None, progress)
     unstage(con)
 
 
-def run_files(con: duckdb.DuckDBPyConnection, files, progress=None) -> None:
-    """Run the SQL files, each on its own cursor as soon as the files before it that define what it reads
-    are done: independent files (gpu_busy and op_ranges, say) run at once, which keeps more cores busy than
-    DuckDB does inside one statement (a window over one device's ops is mostly serial). The numbering still
-    orders the files: a file may read only tables of files numbered before it. TEMP tables are the file's own."""
+def run_files(con: duckdb.DuckDBPyConnection, files=None, progress=None) -> None:
+    """Run the canonical SQL files (`files`: all of them), each on its own cursor as soon as the files it
+    `@include`s are done (queries.canonical_order: the DAG their headers declare): independent files (gpu_busy
+    and op_ranges, say) run at once, which keeps more cores busy than DuckDB does inside one statement (a window
+    over one device's ops is mostly serial). TEMP tables are the file's own."""
     from concurrent.futures import ThreadPoolExecutor
 
-    files = list(files)
-    texts = {f: f.read_text(encoding="utf-8") for f in files}
-    defines = {f: set(_DEFINES.findall(_code(t).lower())) for f, t in texts.items()}
+    order = canonical_order(files)
+    texts = {f: f.read_text(encoding="utf-8") for f in order}
     where = con.execute("SELECT current_database(), current_setting('search_path')").fetchall()[0]
-    needs = {}
-    for i, f in enumerate(files):
-        words = set(_WORD.findall(_code(texts[f]).lower()))
-        needs[f] = [g for g in files[:i] if defines[g] & words]
 
     def run(f, deps):
         for d in deps:
@@ -110,11 +108,11 @@ def run_files(con: duckdb.DuckDBPyConnection, files, progress=None) -> None:
             cur.close()
 
     done: dict[Path, object] = {}
-    workers = len(files) if tuning.on("parallel_sql") else 1  # one worker: the files in order, one at a time
+    workers = len(order) if tuning.on("parallel_sql") else 1  # one worker: the files in order, one at a time
     with ThreadPoolExecutor(workers or 1, thread_name_prefix="nsysql-sql") as pool:
-        for f in files:
-            done[f] = pool.submit(run, f, [done[g] for g in needs[f]])
-        for f in files:
+        for f, includes in order.items():  # each after its includes: their futures exist
+            done[f] = pool.submit(run, f, [done[g] for g in includes])
+        for f in order:
             done[f].result()
 
 
@@ -127,18 +125,6 @@ def cursor(con: duckdb.DuckDBPyConnection, where: tuple[str, str] | None = None)
     cur.execute(f'USE "{db}"')
     cur.execute("SET search_path = '" + path.replace("'", "''") + "'")
     return cur
-
-
-_DEFINES = re.compile(
-    r"create\s+(?:or\s+replace\s+)?(?:temp\s+|temporary\s+)?(?:table|view|macro|type)\s+"
-    r"(?:if\s+not\s+exists\s+)?(?:[a-z_][a-z0-9_]*\.)?([a-z_][a-z0-9_]*)"
-)
-_WORD = re.compile(r"[a-z_][a-z0-9_]*")
-
-
-def _code(sql: str) -> str:
-    """SQL without its -- comments (which name tables that the statement does not read)."""
-    return re.sub(r"--[^\n]*", "", sql)
 
 
 # What a profile lacks, said plainly: (staging table, nsys table(s), what its absence means).

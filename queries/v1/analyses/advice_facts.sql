@@ -1,3 +1,5 @@
+-- @tables devices, gpu_ops, profile_facts
+
 -- What the findings' advice rests on, one row: the compute capability (`major.minor`, NULL where the export does
 -- not say) of each GPU that ran kernels, and the frameworks the export shows (profile_facts `framework`).
 SELECT

@@ -1,3 +1,7 @@
+-- @tables api_calls, strings
+-- @macros api_display_name, stats_durations
+-- @param $top BIGINT: row limit, NULL for all
+
 -- CUDA API calls: per function, the same quantity as `nsys stats -r cuda_api_sum` (CPU time inside the calls,
 -- every thread of every process). Names as nsys prints them (api_display_name, 00_macros.sql).
 -- $top: row limit, NULL for all.
@@ -12,16 +16,11 @@ SELECT
   name,
   -- calls
   count(*) AS count,
-  -- time inside the calls, summed, ns
-  sum(d)::BIGINT AS total_ns,
-  avg(d) AS avg_ns,
-  median(d) AS med_ns,
-  min(d) AS min_ns,
-  max(d) AS max_ns,
-  stats_stddev(d) AS stddev_ns,
+  -- time inside the calls, ns: total_ns (summed), avg_ns, med_ns, min_ns, max_ns, stddev_ns
+  unnest(stats_durations(d)),
   -- share of all API time, %
   100.0 * sum(d) / sum(sum(d)) OVER () AS pct
 FROM c
 GROUP BY name
-ORDER BY total_ns DESC, name
+ORDER BY sum(d) DESC, name
 LIMIT $top;

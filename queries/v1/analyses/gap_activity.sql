@@ -1,3 +1,15 @@
+-- @tables api_calls, devices, nvtx_open, nvtx_ranges, os_calls, processes, strings, threads
+-- @macros range_op_name
+-- @param $cuda BOOLEAN: read CUDA API calls too (they are most of a large export's events)
+-- @param $devices INTEGER[]: each gap's device
+-- @param $ends BIGINT[]: each gap's end, ns
+-- @param $gap_ids BIGINT[]: the gaps' ids (parallel lists with $starts ... $devices)
+-- @param $pids BIGINT[]: each gap's process (the owner of its device)
+-- @param $skip_pid BIGINT: process of the thread that waits in every gap, -1 for none
+-- @param $skip_tid BIGINT: that thread, -1 for none
+-- @param $starts BIGINT[]: each gap's start, ns
+-- @param $tids BIGINT[]: each gap's thread (that process's main thread)
+
 -- What the other threads and processes of the profile were doing during GPU idle gaps: one row per gap and
 -- activity, with the time the activity overlaps the gap.
 -- $gap_ids, $starts, $ends, $pids, $tids, $devices: the gaps (parallel lists), each with its device and the

@@ -1,3 +1,11 @@
+-- @tables api_calls, gpu_busy, nvtx_open, nvtx_ranges, os_calls, strings
+-- @macros range_family_label
+-- @param $device INTEGER: the device (gpu_ops.device_id)
+-- @param $min_ns BIGINT: the shortest gap kept, ns
+-- @param $names VARCHAR[]: only the parts of gaps inside instances of these ranges count; NULL: all
+-- @param $pid BIGINT: the process that owns $device (most GPU ops)
+-- @param $tid BIGINT: that process's main thread (its NVTX ranges enclose the most GPU work)
+
 -- GPU idle gaps on one device and what its process's CPU side was doing meanwhile.
 -- A gap is a stretch of the device's active span (first op to last op) in which it ran no GPU op of any kind
 -- on any stream (gpu_busy is already the union over kernels, memcpy, memset and graph replays). With $names

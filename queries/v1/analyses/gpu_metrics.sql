@@ -1,3 +1,5 @@
+-- @tables gpu_metric_samples
+
 -- GPU metrics over the whole capture, per device and metric (gpu_metric_samples): the same count, mean, min
 -- and max as `nsys recipe gpu_metric_util_sum` (plain statistics of the samples, not time-weighted: the samples
 -- are evenly spaced), the median and 90th percentile, and a note on counters whose values do not fit their

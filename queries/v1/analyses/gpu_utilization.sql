@@ -1,3 +1,5 @@
+-- @tables devices, gpu_busy, gpu_ops, profile_facts
+
 -- Per GPU: active span (first op start to last op end), busy time (union of ops on all streams), busy %
 -- of that active span and of the whole profile span, and time per op kind.
 WITH busy AS (

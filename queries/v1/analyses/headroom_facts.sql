@@ -1,3 +1,8 @@
+-- @tables devices, gpu_ops, kernel_classes, kernel_tensor_use
+-- @macros kernel_tensor_cores
+-- @param $matrix VARCHAR[]: the kernel categories that multiply matrices
+-- @param $min_bytes BIGINT: the fewest bytes of pageable copies that count
+
 -- What the headroom of two findings needs from the whole profile (nsysql/analyses/headroom.py), one row:
 -- the measured rate of pinned host-to-device copies, and the compute capability of the GPUs that ran matrix
 -- kernels on CUDA cores.
@@ -11,7 +16,7 @@ WITH pinned AS (  -- copies of at least $min_bytes each: smaller ones measure th
   JOIN kernel_classes c ON c.name_id = o.name_id
   LEFT JOIN kernel_tensor_use u ON u.name_id = o.name_id
   WHERE o.kind = 'kernel' AND list_contains($matrix, c.category)
-    AND coalesce(u.measured, c.tensor_cores) = 'no'
+    AND kernel_tensor_cores(u.measured, c.tensor_cores) = 'no'
 ), caps AS (
   SELECT d.device_id, d.compute_capability,
          try_cast(split_part(d.compute_capability, '.', 1) AS INTEGER) * 10

@@ -1,3 +1,6 @@
+-- @tables nvtx_ranges, process_roles
+-- @macros family_name, family_number, is_torch_range
+
 -- Candidates for the iteration range: push/pop range families (names with trailing numbers stripped:
 -- Batch0..Batch59 -> Batch) per thread and depth, with how often they repeat, whether their instances
 -- enclose child ranges, and, for the main thread of each process with GPU work (process_roles), that

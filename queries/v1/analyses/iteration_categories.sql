@@ -1,24 +1,27 @@
+-- @tables gpu_ops, kernel_classes, kernel_tensor_use
+-- @macros kernel_tensor_cores, ops_by_iteration, tensor_cores_evidence
+-- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
+-- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
+
 -- Kernel time per iteration (rows of the table named $windows, made by iteration_windows.sql), category and
 -- tensor-core use: kernels_by_category.sql for the kernels launched in each iteration (as iterations.sql: by any
 -- thread of process $pid, at the launching call's start). pct is of the iteration's kernel time.
-WITH k AS (
-  SELECT i.iteration, o.name_id, o.duration_ns
-  FROM (SELECT *, coalesce(api_start_ns, start_ns) AS t FROM gpu_ops WHERE pid = $pid AND kind = 'kernel') o
-  ASOF JOIN query_table($windows) i ON o.t >= i.start_ns
-  WHERE o.t < i.end_ns
+WITH mine AS (
+  SELECT name_id, duration_ns, api_start_ns, start_ns FROM gpu_ops WHERE pid = $pid AND kind = 'kernel'
+), k AS (
+  SELECT iteration, name_id, duration_ns FROM ops_by_iteration('mine', $windows)
 )
 SELECT
   k.iteration,
   coalesce(c.category, 'other') AS category,
-  coalesce(u.measured, c.tensor_cores, 'unknown') AS tensor_cores,
+  kernel_tensor_cores(u.measured, c.tensor_cores) AS tensor_cores,
   count(*) AS count,
   sum(k.duration_ns)::BIGINT AS total_ns,
   -- share of the iteration's kernel time, %
   100.0 * sum(k.duration_ns) / sum(sum(k.duration_ns)) OVER (PARTITION BY k.iteration) AS pct,
-  string_agg(DISTINCT CASE WHEN u.measured IS NULL THEN 'name' ELSE 'metrics' END, '+'
-             ORDER BY CASE WHEN u.measured IS NULL THEN 'name' ELSE 'metrics' END) AS evidence
+  tensor_cores_evidence(u.measured) AS evidence
 FROM k
 LEFT JOIN kernel_classes c ON c.name_id = k.name_id
 LEFT JOIN kernel_tensor_use u ON u.name_id = k.name_id
-GROUP BY k.iteration, coalesce(c.category, 'other'), coalesce(u.measured, c.tensor_cores, 'unknown')
+GROUP BY k.iteration, coalesce(c.category, 'other'), kernel_tensor_cores(u.measured, c.tensor_cores)
 ORDER BY k.iteration, total_ns DESC, category, tensor_cores;

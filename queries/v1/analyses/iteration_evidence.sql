@@ -1,3 +1,10 @@
+-- @tables gpu_ops, nvtx_ranges
+-- @macros ops_by_iteration, range_family
+-- @param $delimiter BOOLEAN: false: each instance is an iteration (a wrapper); true: instances delimit iterations
+-- @param $pid BIGINT: the process of the windows' thread
+-- @param $tid BIGINT: the thread of the iteration ranges
+-- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
+
 -- What iterations.detect tests before it takes a range family as the loop, measured on the windows in the
 -- table named $windows (iteration_windows.sql, through iterations.Windows): one row. $pid, $tid: the thread
 -- of the windows; $delimiter as in iteration_windows.sql.
@@ -5,7 +12,7 @@
 -- copy benchmark); nothing when it launched none (an NVTX-only profile). An op belongs to the window in which
 -- it was launched, as in iterations.sql.
 WITH proc AS (
-  SELECT kind, name_id, duration_ns, coalesce(api_start_ns, start_ns) AS t FROM gpu_ops WHERE pid = $pid
+  SELECT kind, name_id, duration_ns, api_start_ns, start_ns FROM gpu_ops WHERE pid = $pid
 ), compute AS (
   SELECT count(*) FILTER (WHERE kind IN ('kernel', 'graph')) > 0 AS has_compute,
          count(*) FILTER (WHERE kind = 'graph') > 0 AS has_graphs
@@ -13,9 +20,7 @@ WITH proc AS (
 ), work AS (
   SELECT p.* FROM proc p, compute c WHERE p.kind IN ('kernel', 'graph') OR NOT c.has_compute
 ), placed AS (
-  SELECT i.iteration, w.name_id, w.duration_ns
-  FROM work w ASOF JOIN query_table($windows) i ON w.t >= i.start_ns
-  WHERE w.t < i.end_ns
+  SELECT iteration, name_id, duration_ns FROM ops_by_iteration('work', $windows)
 ), by_name AS (
   SELECT iteration, name_id, count(*) AS n, sum(duration_ns) AS ns FROM placed GROUP BY iteration, name_id
 ), ops AS (

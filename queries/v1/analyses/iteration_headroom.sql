@@ -1,3 +1,9 @@
+-- @tables gpu_ops, kernel_classes, kernel_tensor_use
+-- @macros kernel_tensor_cores, ops_by_iteration
+-- @param $matrix VARCHAR[]: the kernel categories that multiply matrices
+-- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
+-- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
+
 -- Per iteration (rows of the table named $windows, made by iteration_windows.sql): the GPU work two findings'
 -- headroom rests on (nsysql/analyses/headroom.py), launched in the iteration as iterations.sql counts it (by any
 -- thread of process $pid, at the launching call's start, else the op's own). Iterations without such work have
@@ -7,16 +13,15 @@ WITH simt AS (  -- matrix kernels on CUDA cores: the rows the finding `matrix ma
   SELECT c.name_id
   FROM kernel_classes c
   LEFT JOIN kernel_tensor_use u ON u.name_id = c.name_id
-  WHERE list_contains($matrix, c.category) AND coalesce(u.measured, c.tensor_cores) = 'no'
+  WHERE list_contains($matrix, c.category) AND kernel_tensor_cores(u.measured, c.tensor_cores) = 'no'
+), mine AS (
+  SELECT kind, duration_ns, bytes, api_start_ns, start_ns
+  FROM gpu_ops
+  WHERE pid = $pid
+    AND ((kind = 'kernel' AND name_id IN (SELECT name_id FROM simt))
+         OR (kind = 'memcpy' AND copy_kind = 'Host-to-Device' AND src_kind = 'Pageable'))
 ), ops AS (
-  SELECT i.iteration, o.kind, o.duration_ns, o.bytes
-  FROM (SELECT *, coalesce(api_start_ns, start_ns) AS t
-        FROM gpu_ops
-        WHERE pid = $pid
-          AND ((kind = 'kernel' AND name_id IN (SELECT name_id FROM simt))
-               OR (kind = 'memcpy' AND copy_kind = 'Host-to-Device' AND src_kind = 'Pageable'))) o
-  ASOF JOIN query_table($windows) i ON o.t >= i.start_ns
-  WHERE o.t < i.end_ns
+  SELECT iteration, kind, duration_ns, bytes FROM ops_by_iteration('mine', $windows)
 )
 SELECT
   iteration,

@@ -1,14 +1,19 @@
+-- @tables gpu_ops
+-- @macros metric_periods, ops_by_iteration, overlaps_by_bucket
+-- @param $metrics VARCHAR[]: the metric names to read, NULL for all
+-- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
+-- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
+
 -- GPU metrics per iteration (rows of the table named $windows, made by iteration_windows.sql): the
 -- time-weighted mean of each metric over the iteration's GPU-projected window, per device: from the first
 -- start to the last end of the GPU ops launched in the iteration (by any thread of process $pid, as in
 -- iterations.sql), so an iteration that only enqueues work is judged by when that work ran. Each sample counts
 -- for its sampling period (gpu_metric_samples.timestamp_ns) as far as it overlaps the window; the mean is over
 -- the sampled part of the window. $metrics: the metric names to read (NULL: all).
-WITH ops AS (
-  SELECT i.iteration, o.device_id, o.start_ns, o.end_ns
-  FROM (SELECT *, coalesce(api_start_ns, start_ns) AS t FROM gpu_ops WHERE pid = $pid) o
-  ASOF JOIN query_table($windows) i ON o.t >= i.start_ns
-  WHERE o.t < i.end_ns
+WITH mine AS (
+  SELECT device_id, start_ns, end_ns, api_start_ns FROM gpu_ops WHERE pid = $pid
+), ops AS (
+  SELECT iteration, device_id, start_ns, end_ns FROM ops_by_iteration('mine', $windows)
 ), proj AS (
   SELECT iteration, device_id, min(start_ns) AS a, max(end_ns) AS b FROM ops GROUP BY ALL
 ), s AS (

@@ -1,3 +1,8 @@
+-- @tables nvtx_ranges
+-- @macros op_range_totals, range_family
+-- @param $delimiter BOOLEAN: false: each instance is an iteration (a wrapper); true: instances delimit iterations
+-- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
+
 -- Per iteration and child range (for a wrapper range: its direct children, e.g. `Forward Pass`; for a
 -- delimiter range: the sibling ranges of the same thread and level that start inside the window, e.g.
 -- `forward`, `backward`; one phase per range_family: `Batch3` is `Batch`, each call of `aten::zero_` is

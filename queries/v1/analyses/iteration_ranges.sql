@@ -1,3 +1,8 @@
+-- @tables nvtx_ranges
+-- @macros op_range_totals, range_family
+-- @param $pid BIGINT: the process whose ranges count (any thread)
+-- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
+
 -- Per iteration (rows of the table named $windows, made by iteration_windows.sql) and NVTX range family: CPU
 -- time of the ranges of process $pid (any thread) that start inside the iteration window, and the summed
 -- duration of the GPU ops attributed to them (process rule, see op_ranges). A numbered family (`Batch0`,

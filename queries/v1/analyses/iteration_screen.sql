@@ -1,3 +1,11 @@
+-- @tables gpu_ops, nvtx_ranges
+-- @macros op_launch_ns
+-- @param $delimiter BOOLEAN[]: per family, whether it delimits (see iteration_windows.sql)
+-- @param $depth BIGINT[]: per family, the depth
+-- @param $names VARCHAR[][]: per family, its range names
+-- @param $pid BIGINT[]: per family, the process (parallel lists, one entry per family)
+-- @param $tid BIGINT[]: per family, the thread
+
 -- Tests 1 and 3 of iterations.detect (work and coverage) for many candidate range families at once, as upper
 -- bounds, so that the families that cannot pass them fail without their windows being built one by one.
 -- Parallel lists $pid, $tid, $depth, $names, $delimiter: one entry per family, numbered i from 0.
@@ -23,7 +31,7 @@ WITH c AS (
          CASE WHEN NOT delimiter THEN end_ns ELSE coalesce(next_start_ns, thread_end_ns) END AS end_ns
   FROM inst
 ), proc AS (
-  SELECT pid, kind, duration_ns, coalesce(api_start_ns, start_ns) AS t
+  SELECT pid, kind, duration_ns, op_launch_ns(api_start_ns, start_ns) AS t
   FROM gpu_ops WHERE pid IN (SELECT pid FROM c)
 ), compute AS (
   SELECT pid, count(*) FILTER (WHERE kind IN ('kernel', 'graph')) > 0 AS has_compute FROM proc GROUP BY pid

@@ -1,3 +1,5 @@
+-- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
+
 -- The iteration windows alone (rows of the table named $windows, made by iteration_windows.sql), in order:
 -- what gaps need to be indexed by iteration. iterations.sql gives the same four columns and adds what the GPU did.
 SELECT

@@ -1,3 +1,11 @@
+-- @tables nvtx_ranges
+-- @macros range_op_name
+-- @param $delimiter BOOLEAN: false: each instance is an iteration (a wrapper); true: instances delimit iterations
+-- @param $depth BIGINT: the nesting depth of the iteration ranges
+-- @param $names VARCHAR[]: the range names (a numbered family counts as one range)
+-- @param $pid BIGINT: the process of the iteration ranges
+-- @param $tid BIGINT: the thread of the iteration ranges
+
 -- Iteration windows, one row per push/pop instance of the chosen range at one depth on its thread, in start order.
 -- $pid, $tid, $depth: the thread and depth; $names: the range names (a numbered family counts as one range);
 -- $delimiter: false = each instance is an iteration (wrapper range); true = an iteration runs from the start

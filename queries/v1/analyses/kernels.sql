@@ -1,3 +1,8 @@
+-- @tables gpu_ops, kernel_classes, kernel_tensor_use, strings
+-- @macros kernel_tensor_cores, stats_durations
+-- @param $name_kind VARCHAR: 'demangled' (nsys's default), 'short' or 'mangled'
+-- @param $top BIGINT: row limit, NULL for all
+
 -- Top kernels: per kernel name, the same quantity as `nsys stats -r cuda_gpu_kern_sum`.
 -- $name_kind: 'demangled' (nsys's default), 'short' or 'mangled'. $top: row limit, NULL for all.
 -- After nsys's columns: category and tensor_cores (kernel_classes, by the rules of kernel_rules), which belong
@@ -15,19 +20,14 @@ WITH k AS (
   SELECT
     name_id,
     count(*) AS count,
-    sum(d)::BIGINT AS total_ns,
-    avg(d) AS avg_ns,
-    median(d) AS med_ns,
-    min(d) AS min_ns,
-    max(d) AS max_ns,
-    stats_stddev(d) AS stddev_ns
+    unnest(stats_durations(d))
   FROM k
   GROUP BY name_id
 ), classes AS (
   SELECT p.name_id,
          string_agg(DISTINCT coalesce(c.category, 'other'), '|' ORDER BY coalesce(c.category, 'other')) AS category,
-         string_agg(DISTINCT coalesce(u.measured, c.tensor_cores, 'unknown'), '|'
-                    ORDER BY coalesce(u.measured, c.tensor_cores, 'unknown')) AS tensor_cores
+         string_agg(DISTINCT kernel_tensor_cores(u.measured, c.tensor_cores), '|'
+                    ORDER BY kernel_tensor_cores(u.measured, c.tensor_cores)) AS tensor_cores
   FROM (SELECT DISTINCT name_id, class_id FROM k) p
   LEFT JOIN kernel_classes c ON c.name_id = p.class_id
   LEFT JOIN kernel_tensor_use u ON u.name_id = p.class_id

@@ -1,3 +1,6 @@
+-- @tables gpu_ops, kernel_classes, kernel_tensor_use
+-- @macros kernel_tensor_cores, tensor_cores_evidence
+
 -- Kernel time per category and tensor-core use (kernel_classes, by the rules of kernel_rules): the kernels
 -- table summed by its category and tensor_cores columns, counted per launch from gpu_ops. tensor_cores is what
 -- the GPU metrics measured where they judge the kernel (kernel_tensor_use.measured), else what its name says;
@@ -10,13 +13,12 @@ WITH k AS (
 )
 SELECT
   coalesce(c.category, 'other') AS category,
-  coalesce(u.measured, c.tensor_cores, 'unknown') AS tensor_cores,
+  kernel_tensor_cores(u.measured, c.tensor_cores) AS tensor_cores,
   sum(k.n)::BIGINT AS count,
   sum(k.t)::BIGINT AS total_ns,
   -- share of all kernel time, %
   100.0 * sum(k.t) / sum(sum(k.t)) OVER () AS pct,
-  string_agg(DISTINCT CASE WHEN u.measured IS NULL THEN 'name' ELSE 'metrics' END, '+'
-             ORDER BY CASE WHEN u.measured IS NULL THEN 'name' ELSE 'metrics' END) AS evidence
+  tensor_cores_evidence(u.measured) AS evidence
 FROM k
 LEFT JOIN kernel_classes c ON c.name_id = k.name_id
 LEFT JOIN kernel_tensor_use u ON u.name_id = k.name_id

@@ -1,3 +1,10 @@
+-- @tables gpu_ops, nvtx_ranges, op_range_links, range_chains, strings
+-- @macros range_op_name, stats_durations
+-- @param $attribution VARCHAR: 'thread' (nsys's rule) or 'process' (canonical/60_op_ranges.sql)
+-- @param $group_ops BOOLEAN: names lose PyTorch's per-call arguments (range_op_name)
+-- @param $innermost BOOLEAN: each kernel counts only under the deepest of its kept ranges
+-- @param $names VARCHAR[]: the range names to keep, NULL for all
+
 -- Kernels per NVTX range: the quantity of `nsys stats -r nvtx_kern_sum`, per (range name, domain, kernel).
 -- $attribution: 'thread' (nsys's rule) or 'process'. $names: the range names to keep, NULL for all.
 -- $innermost: when true each kernel counts only under the deepest of its (kept) ranges.
@@ -69,12 +76,7 @@ WITH rn AS (  -- the kept ranges, each with a key for its (name, domain)
   SELECT
     sid, kkey,
     count(*) AS count,
-    sum(duration_ns)::BIGINT AS total_ns,
-    avg(duration_ns) AS avg_ns,
-    median(duration_ns) AS med_ns,
-    min(duration_ns) AS min_ns,
-    max(duration_ns) AS max_ns,
-    stats_stddev(duration_ns) AS stddev_ns
+    unnest(stats_durations(duration_ns))
   FROM pairs GROUP BY sid, kkey
 ), agg AS (
   SELECT g.key, s.kkey, c.range_count, s.* EXCLUDE (sid, kkey)
@@ -85,12 +87,7 @@ WITH rn AS (  -- the kept ranges, each with a key for its (name, domain)
     key, kkey,
     count(DISTINCT range_id) AS range_count,
     count(*) AS count,
-    sum(duration_ns)::BIGINT AS total_ns,
-    avg(duration_ns) AS avg_ns,
-    median(duration_ns) AS med_ns,
-    min(duration_ns) AS min_ns,
-    max(duration_ns) AS max_ns,
-    stats_stddev(duration_ns) AS stddev_ns
+    unnest(stats_durations(duration_ns))
   FROM deepest
   GROUP BY key, kkey
 )

@@ -1,3 +1,6 @@
+-- @tables gpu_ops
+-- @param $empty_queue_ns BIGINT: a kernel starting later than this after its call returned found the queue empty, ns
+
 -- The figures the launch-bound finding rests on (nsysql/analyses/findings.py), over every kernel whose launching
 -- call was traced, with the definitions of launches.sql: how many kernels found the queue empty (started no
 -- later than $empty_queue_ns after their call returned, or before it returned), and the median launch call

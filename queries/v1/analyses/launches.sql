@@ -1,3 +1,7 @@
+-- @tables gpu_ops, strings
+-- @macros api_display_name, stats_durations
+-- @param $by VARCHAR: 'kernel' rolls the rows up per kernel name; 'launch': one row per launch site
+
 -- Launch latency: per (pid, tid, device, launching API, kernel name), how long a kernel takes from the launch
 -- call's start to its end, split into the call, the queue and the kernel: the same figures as `nsys stats -r
 -- cuda_kern_exec_sum`. Every kernel (gpu_ops of kind `kernel`) whose launching call was traced; the node kernels
@@ -25,6 +29,12 @@ WITH l AS (
   LEFT JOIN strings an ON an.id = o.api_name_id
   LEFT JOIN strings n ON n.id = o.name_id
   WHERE o.kind = 'kernel' AND o.api_call_id IS NOT NULL
+), s AS (  -- per group, the nsys-stats figures of each time (stats_durations, 00_macros.sql)
+  SELECT pid, tid, device_id, api_name, kernel_name, count(*) AS count, count(queue) AS queue_count,
+         stats_durations(total) AS total_s, stats_durations(api) AS api_s, stats_durations(queue) AS queue_s,
+         stats_durations(kernel) AS kernel_s
+  FROM l
+  GROUP BY ALL
 )
 SELECT
   -- process that launched the kernels
@@ -38,21 +48,20 @@ SELECT
   -- the kernel's demangled name
   kernel_name,
   -- kernels launched
-  count(*) AS count,
+  count,
   -- kernels with a queue time (queue >= 0)
-  count(queue) AS queue_count,
+  queue_count,
   -- total: call start to the later of call end and kernel end, ns (avg, median, min, max, sample stddev)
-  avg(total) AS total_avg_ns, median(total) AS total_med_ns, min(total) AS total_min_ns, max(total) AS total_max_ns,
-  coalesce(stddev_samp(total), 0) AS total_stddev_ns,
+  total_s.avg_ns AS total_avg_ns, total_s.med_ns AS total_med_ns, total_s.min_ns AS total_min_ns,
+  total_s.max_ns AS total_max_ns, total_s.stddev_ns AS total_stddev_ns,
   -- api: the launch call, ns
-  avg(api) AS api_avg_ns, median(api) AS api_med_ns, min(api) AS api_min_ns, max(api) AS api_max_ns,
-  coalesce(stddev_samp(api), 0) AS api_stddev_ns,
+  api_s.avg_ns AS api_avg_ns, api_s.med_ns AS api_med_ns, api_s.min_ns AS api_min_ns, api_s.max_ns AS api_max_ns,
+  api_s.stddev_ns AS api_stddev_ns,
   -- queue: call end to kernel start, over the kernels that queued, ns (NULL where none did)
-  avg(queue) AS queue_avg_ns, median(queue) AS queue_med_ns, min(queue) AS queue_min_ns,
-  max(queue) AS queue_max_ns, coalesce(stddev_samp(queue), 0) AS queue_stddev_ns,
+  queue_s.avg_ns AS queue_avg_ns, queue_s.med_ns AS queue_med_ns, queue_s.min_ns AS queue_min_ns,
+  queue_s.max_ns AS queue_max_ns, queue_s.stddev_ns AS queue_stddev_ns,
   -- kernel: the kernel's duration, ns
-  avg(kernel) AS kernel_avg_ns, median(kernel) AS kernel_med_ns, min(kernel) AS kernel_min_ns,
-  max(kernel) AS kernel_max_ns, coalesce(stddev_samp(kernel), 0) AS kernel_stddev_ns
-FROM l
-GROUP BY ALL
+  kernel_s.avg_ns AS kernel_avg_ns, kernel_s.med_ns AS kernel_med_ns, kernel_s.min_ns AS kernel_min_ns,
+  kernel_s.max_ns AS kernel_max_ns, kernel_s.stddev_ns AS kernel_stddev_ns
+FROM s
 ORDER BY total_avg_ns DESC, pid, tid, device_id, api_name, kernel_name;

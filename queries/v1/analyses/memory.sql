@@ -1,3 +1,5 @@
+-- @tables gpu_ops, strings
+
 -- Memory operations: per kind (memcpy direction and memory kinds, memset) count, bytes and GPU time.
 SELECT
   s.value AS operation,

@@ -1,3 +1,5 @@
+-- @tables nvtx_ranges
+
 -- NVTX ranges of NCCL's own domain (`NCCL:ncclAllReduce`, ...): instances and CPU-side time per name.
 SELECT name, count(*) AS instances, sum(duration_ns)::BIGINT AS total_ns
 FROM nvtx_ranges WHERE domain = 'NCCL'

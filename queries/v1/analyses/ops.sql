@@ -1,3 +1,7 @@
+-- @tables gpu_ops, nvtx_ranges, op_ranges, strings
+-- @macros is_torch_backward_node, is_torch_op, torch_evaluated_node, torch_op_name, torch_op_seq, torch_op_sizes
+-- @param $shapes BOOLEAN: one row per (name, sizes), not per name
+
 -- PyTorch operators (ranges of torch.autograd.profiler.emit_nvtx; naming rules: the torch_* macros of
 -- canonical/00_macros.sql): one row per operator name without its arguments, or per (name, sizes) when $shapes.
 -- Every kernel launched inside an operator range or a backward node is counted once, on one row:

@@ -1,3 +1,6 @@
+-- @tables gpu_busy
+-- @macros device_layers
+
 -- Communication hidden or exposed, per device: the time in communication kernels (the union of their
 -- intervals), the part of it during which a compute kernel ran on the same device (any other stream), and the
 -- exposed rest, with no compute beside it; from the layers of device_layers (46_device_layers.sql) and the

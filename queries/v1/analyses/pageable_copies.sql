@@ -1,3 +1,5 @@
+-- @tables gpu_ops
+
 -- Host-to-device copies from pageable (unpinned) host memory: synchronous staging copies.
 SELECT count(*) AS copies, coalesce(sum(bytes), 0)::BIGINT AS bytes, coalesce(sum(duration_ns), 0)::BIGINT AS ns
 FROM gpu_ops WHERE kind = 'memcpy' AND copy_kind = 'Host-to-Device' AND src_kind = 'Pageable';

@@ -1,3 +1,7 @@
+-- @tables gpu_ops, kernel_classes, kernel_tensor_use, nvtx_ranges, op_ranges
+-- @macros kernel_tensor_cores, range_op_name, tensor_cores_evidence
+-- @param $attribution VARCHAR: 'thread' (nsys's rule) or 'process' (canonical/60_op_ranges.sql)
+
 -- Kernel time per NVTX range (domain, name), category and tensor-core use: kernels_by_category.sql for the
 -- kernels each range encloses, counted in every range open around their launch as nvtx_kern_sum counts them
 -- (canonical/60_op_ranges.sql; $attribution: 'thread' or 'process'). pct is of the range's kernel time.
@@ -15,15 +19,14 @@ SELECT
   k.range,
   k.domain,
   coalesce(c.category, 'other') AS category,
-  coalesce(u.measured, c.tensor_cores, 'unknown') AS tensor_cores,
+  kernel_tensor_cores(u.measured, c.tensor_cores) AS tensor_cores,
   count(*) AS count,
   sum(k.duration_ns)::BIGINT AS total_ns,
   -- share of the range's kernel time, %
   100.0 * sum(k.duration_ns) / sum(sum(k.duration_ns)) OVER (PARTITION BY k.domain, k.range) AS pct,
-  string_agg(DISTINCT CASE WHEN u.measured IS NULL THEN 'name' ELSE 'metrics' END, '+'
-             ORDER BY CASE WHEN u.measured IS NULL THEN 'name' ELSE 'metrics' END) AS evidence
+  tensor_cores_evidence(u.measured) AS evidence
 FROM k
 LEFT JOIN kernel_classes c ON c.name_id = k.name_id
 LEFT JOIN kernel_tensor_use u ON u.name_id = k.name_id
-GROUP BY k.domain, k.range, coalesce(c.category, 'other'), coalesce(u.measured, c.tensor_cores, 'unknown')
+GROUP BY k.domain, k.range, coalesce(c.category, 'other'), kernel_tensor_cores(u.measured, c.tensor_cores)
 ORDER BY k.domain, k.range, total_ns DESC, category, tensor_cores;

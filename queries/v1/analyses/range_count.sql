@@ -1,3 +1,6 @@
+-- @tables nvtx_ranges
+-- @param $names VARCHAR[]: the range names
+
 -- Push/pop instances of the named ranges ($names) per thread and depth: where a --range finds its iterations.
 -- with_children: how many of them enclose a child range (none: the range is a delimiter).
 SELECT r.pid, r.tid, r.depth, count(*) AS n,

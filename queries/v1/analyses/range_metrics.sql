@@ -1,3 +1,7 @@
+-- @tables gpu_ops, nvtx_ranges, op_ranges
+-- @macros metric_periods, overlaps_by_bucket, range_op_name
+-- @param $attribution VARCHAR: 'thread' (nsys's rule) or 'process' (canonical/60_op_ranges.sql)
+
 -- GPU metrics per NVTX range (domain, name, style), per device: the time-weighted mean of each metric over the
 -- GPU-projected windows of its instances (first start to last end of the GPU ops it encloses, as ranges.sql
 -- projects them), so a range that only enqueues work is judged by when that work ran. Each sample counts for

@@ -1,3 +1,8 @@
+-- @tables gpu_ops, nvtx_ranges
+-- @macros op_range_totals, range_op_name, stats_durations
+-- @param $attribution VARCHAR: 'thread' (nsys's rule) or 'process' (canonical/60_op_ranges.sql)
+-- @param $group_ops BOOLEAN: names lose PyTorch's per-call arguments (range_op_name)
+
 -- NVTX ranges: per (domain, name, style) the CPU-side statistics of `nsys stats -r nvtx_sum` and the
 -- GPU projection of `nvtx_gpu_proj_sum`: per instance, first enclosed GPU op start to last enclosed GPU op
 -- end, summed over instances, and the number of enclosed GPU ops.
@@ -14,12 +19,7 @@ SELECT
   r.name,
   r.style,
   count(*) AS count,
-  sum(r.duration_ns)::BIGINT AS total_ns,
-  avg(r.duration_ns) AS avg_ns,
-  median(r.duration_ns) AS med_ns,
-  min(r.duration_ns) AS min_ns,
-  max(r.duration_ns) AS max_ns,
-  stats_stddev(r.duration_ns) AS stddev_ns,
+  unnest(stats_durations(r.duration_ns)),
   -- sum over instances of (last enclosed GPU op end - first enclosed GPU op start)
   coalesce(sum(p.last_ns - p.first_ns), 0)::BIGINT AS gpu_total_ns,
   -- GPU ops enclosed, over all instances
@@ -27,4 +27,4 @@ SELECT
 FROM (SELECT * REPLACE (CASE WHEN $group_ops THEN range_op_name(name) ELSE name END AS name) FROM nvtx_ranges) r
 LEFT JOIN proj p USING (range_id)
 GROUP BY r.domain, r.name, r.style
-ORDER BY total_ns DESC, r.domain, r.name;
+ORDER BY sum(r.duration_ns) DESC, r.domain, r.name;

@@ -1,3 +1,5 @@
+-- @frames rank_iterations
+
 -- Per iteration index across ranks: the slowest rank, its time, the median of the others, and by how much
 -- it was slower; plus the spread of collective time.
 WITH ranked AS (

@@ -1,3 +1,5 @@
+-- @frames rank_iterations, rank_causes, rank_nccl
+
 -- Per rank, over its steady-state iterations (reads rank_iterations, rank_causes and rank_nccl, the stacked
 -- per-rank frames): iteration time mean and median, GPU busy %, idle, collective kernel time, exposed
 -- communication, the top idle cause, and NCCL NVTX range time.

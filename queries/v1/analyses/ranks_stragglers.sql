@@ -1,3 +1,9 @@
+-- @frames rank_iterations
+-- @param $excess_share DOUBLE: share of the median steady iteration time that counts
+-- @param $min_excess BIGINT: the least excess that counts, ns
+-- @param $noise_k DOUBLE: how many MADs of a rank's own times are its noise
+-- @param $wait_share DOUBLE: share of r's excess idle another rank's wait must reach
+
 -- Stragglers (rule in nsysql/analyses/ranks.py): rank r in iteration i when, with T = max($min_excess,
 -- $excess_share x the median steady iteration time of all ranks),
 -- - its iteration time exceeds its own steady-state median by >= max(T, $noise_k x the median absolute deviation

@@ -1,3 +1,5 @@
+-- @tables api_calls, gpu_ops, strings
+
 -- The checks of the export's rows that the load leaves out, each needing a pass the load should not pay for
 -- (`nsysql info` asks them once; its answer is stored), in data_quality's columns:
 --   1. exact duplicates: GPU ops and CUDA API calls that repeat another row in every column but their id (no two

@@ -1,3 +1,5 @@
+-- @tables api_calls, devices, gpu_metric_samples, gpu_ops, nvtx_marks, nvtx_ranges, os_calls, processes, threads
+
 -- Row counts of the canonical tables, by what they hold.
 SELECT 'kernels' AS what, count(*) AS rows FROM gpu_ops WHERE kind = 'kernel'
 UNION ALL SELECT 'memcpy', count(*) FROM gpu_ops WHERE kind = 'memcpy'

@@ -1,3 +1,9 @@
+-- @tables gpu_busy
+-- @param $bins BIGINT: how many equal bins [$t0, $t1) is cut in
+-- @param $device INTEGER: the device (gpu_ops.device_id)
+-- @param $t0 BIGINT: start of the time window, ns
+-- @param $t1 BIGINT: end of the time window, ns
+
 -- GPU busy time of device $device in $bins equal bins over [$t0, $t1) (ns): the busy ns inside each bin,
 -- read from gpu_busy's prefix sums (busy_before_ns) at the bin edges with ASOF joins, so the cost does not
 -- grow with the number of busy stretches. For the report's timeline strip.

@@ -1,3 +1,7 @@
+-- @tables api_calls, strings
+-- @param $t0 BIGINT: start of the time window, ns
+-- @param $t1 BIGINT: end of the time window, ns
+
 -- CUDA API calls for the trace timeline: one row per api_calls row that overlaps [$t0, $t1] (ns), on its
 -- process and thread, in start order (longer first at one instant: a runtime call before the driver call in it).
 SELECT

@@ -1,3 +1,7 @@
+-- @tables gpu_ops, strings
+-- @param $t0 BIGINT: start of the time window, ns
+-- @param $t1 BIGINT: end of the time window, ns
+
 -- GPU work for the trace timeline: one row per gpu_ops row that overlaps [$t0, $t1] (ns; an op counts when
 -- start_ns <= $t1 and end_ns >= $t0), on its device and stream, in start order (longer first at one instant, so
 -- that enclosing slices come before enclosed ones).

@@ -1,3 +1,5 @@
+-- @tables api_calls, devices, gpu_ops, nvtx_ranges, processes, threads
+
 -- Names of the processes and threads the trace shows (those with CUDA API calls or NVTX ranges, and the
 -- processes that own GPU work), and of the GPUs: kind ('process', 'thread' or 'device'), ids, name.
 WITH shown AS (

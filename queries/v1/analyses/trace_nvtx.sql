@@ -1,3 +1,7 @@
+-- @tables nvtx_ranges
+-- @param $t0 BIGINT: start of the time window, ns
+-- @param $t1 BIGINT: end of the time window, ns
+
 -- NVTX ranges for the trace timeline: one row per nvtx_ranges row that overlaps [$t0, $t1] (ns), with its
 -- domain and style (push/pop ranges nest per thread; start/end ranges may overlap), in start order.
 SELECT

@@ -1,3 +1,9 @@
+-- @defines api_display_name, copy_kind_enum, copy_kinds, family_label, family_name, family_number, global_pid
+-- @defines global_tid, in_family, is_interval, is_torch_backward_node, is_torch_op, is_torch_range
+-- @defines kernel_tensor_cores, op_launch_ns, ops_by_iteration, overlaps_by_bucket, range_family, range_family_label
+-- @defines range_op_name, stats_durations, stats_stddev, tensor_cores_evidence, torch_evaluated_node, torch_op_name
+-- @defines torch_op_seq, torch_op_sizes, union_stretches
+
 -- nsysql canonical schema v1: shared rules, defined once and used by every canonical and analysis query.
 -- The macros and types are created in the canonical database itself, so they are stored in each cache entry
 -- and every connection that reads the canonical tables (warm or cold, the `sql` sandbox) calls the same ones.
@@ -94,6 +100,19 @@ CREATE OR REPLACE MACRO stats_stddev(
 )
 -- DOUBLE: the sample standard deviation, 0 for one value
 AS coalesce(stddev_samp(x), 0);
+
+-- The duration columns of `nsys stats` summaries (cuda_gpu_kern_sum, cuda_api_sum, nvtx_sum), as nsys computes
+-- them: the sum, mean, median (the mean of the two middle values for an even count), minimum, maximum and
+-- stats_stddev of a group's durations. An aggregate: `unnest(stats_durations(d))` in a grouped SELECT gives
+-- the six columns in that order.
+CREATE OR REPLACE MACRO stats_durations(
+  -- BIGINT: a duration column, ns
+  x
+)
+-- STRUCT(total_ns BIGINT, avg_ns DOUBLE, med_ns DOUBLE, min_ns, max_ns, stddev_ns DOUBLE): min_ns and max_ns of
+-- x's type
+AS {'total_ns': sum(x)::BIGINT, 'avg_ns': avg(x), 'med_ns': median(x), 'min_ns': min(x), 'max_ns': max(x),
+    'stddev_ns': stats_stddev(x)};
 
 -- PyTorch operator ranges. Under torch.autograd.profiler.emit_nvtx() each operator call is a push/pop range
 -- named `<op>[, seq = N][, op_id = N][, sizes = [[...], ...]][, input_op_ids = [...]]` (`op_id` and
@@ -203,6 +222,27 @@ CREATE OR REPLACE MACRO range_family_label(
 -- VARCHAR: the label
 AS CASE WHEN is_torch_range(name) THEN torch_op_name(name) ELSE family_label(name) END;
 
+-- Whether a kernel runs on tensor cores: what the GPU metrics measured where they judge it
+-- (kernel_tensor_use.measured, 49_kernel_tensor_use.sql), else what its name says (kernel_classes.tensor_cores).
+CREATE OR REPLACE MACRO kernel_tensor_cores(
+  -- VARCHAR: kernel_tensor_use.measured (NULL where the metrics do not judge, or the kernel has no row there)
+  measured,
+  -- VARCHAR: kernel_classes.tensor_cores (NULL where the kernel has no row there)
+  by_name
+)
+-- VARCHAR: yes, no or unknown
+AS coalesce(measured, by_name, 'unknown');
+
+-- What a group's kernel_tensor_cores rests on: `name`, `metrics` or `metrics+name` where its kernels were
+-- judged both ways. An aggregate.
+CREATE OR REPLACE MACRO tensor_cores_evidence(
+  -- VARCHAR: kernel_tensor_use.measured of each kernel of the group
+  measured
+)
+-- VARCHAR: the kinds of evidence, sorted, joined by `+`
+AS string_agg(DISTINCT CASE WHEN measured IS NULL THEN 'name' ELSE 'metrics' END, '+'
+              ORDER BY CASE WHEN measured IS NULL THEN 'name' ELSE 'metrics' END);
+
 -- A CUDA API function's name as nsys prints it: a four-digit version suffix dropped (`cudaLaunchKernel_v7000`
 -- -> `cudaLaunchKernel`), longer ones kept (`cudaLaunchKernelExC_v11060`, `cudaGraphLaunch_v10000`).
 CREATE OR REPLACE MACRO api_display_name(
@@ -304,3 +344,32 @@ SELECT wb.* EXCLUDE (bucket), pb.* EXCLUDE (device_id, bucket, bucket_ns),
        least(pb.t1, wb.b) - greatest(pb.t0, wb.a) AS overlap_ns
 FROM wb JOIN pb ON pb.device_id = wb.device_id AND pb.bucket = wb.bucket
 WHERE pb.t0 < wb.b AND pb.t1 > wb.a AND greatest(pb.t0, wb.a) // pb.bucket_ns = pb.bucket;
+
+-- When a GPU op was launched, as the CPU's timeline places it: the start of the API call that launched it, or
+-- the op's own start when no call was traced (gpu_ops.api_start_ns is NULL).
+CREATE OR REPLACE MACRO op_launch_ns(
+  -- BIGINT: gpu_ops.api_start_ns
+  api_start_ns,
+  -- BIGINT: gpu_ops.start_ns
+  start_ns
+)
+-- BIGINT: ns
+AS coalesce(api_start_ns, start_ns);
+
+-- Which iteration a GPU op belongs to: the one in which it was launched (op_launch_ns), whichever thread of the
+-- process launched it (PyTorch's autograd thread launches the backward pass). An op launched at an iteration's
+-- start belongs to it; one launched at its end, to the next (or to none).
+CREATE OR REPLACE MACRO ops_by_iteration(
+  -- the name of a table or CTE of gpu_ops rows (any subset of its columns that has api_start_ns and start_ns)
+  ops,
+  -- the name of a table of iteration windows (columns iteration, start_ns, end_ns: analyses/iteration_windows.sql,
+  -- held by nsysql.analyses.iterations.Windows), disjoint
+  windows
+)
+-- TABLE(iteration, the columns of ops..., launch_ns): one row per op launched inside a window; launch_ns: the
+-- instant that placed it
+AS TABLE
+SELECT i.iteration, o.*
+FROM (SELECT *, op_launch_ns(api_start_ns, start_ns) AS launch_ns FROM query_table(ops)) o
+ASOF JOIN query_table(windows) i ON o.launch_ns >= i.start_ns
+WHERE o.launch_ns < i.end_ns;

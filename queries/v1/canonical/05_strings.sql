@@ -1,3 +1,8 @@
+-- @include 00_macros.sql
+-- @staging raw_graph, raw_strings
+-- @macros copy_kinds
+-- @defines strings
+
 -- nsysql canonical schema v1: strings.
 -- Names are stored once and referenced by id (gpu_ops.name_id, api_calls.name_id, os_calls.name_id): a
 -- profile with millions of kernels has a few hundred distinct kernel names, each often hundreds of bytes.

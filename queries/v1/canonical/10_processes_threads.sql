@@ -1,3 +1,9 @@
+-- @include 00_macros.sql
+-- @staging raw_graph, raw_kernel, raw_memcpy, raw_memset, raw_nvtx, raw_processes, raw_runtime, raw_strings
+-- @staging raw_threadnames
+-- @macros global_pid, global_tid
+-- @defines processes, threads
+
 -- nsysql canonical schema v1: processes and threads.
 -- Built from the loader's raw_* staging tables; analyses read only the tables defined here.
 -- nsys packs ids as globalTid = (pid << 24) | tid and globalPid = pid << 24, with VM/host bits above 48.

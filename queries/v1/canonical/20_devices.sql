@@ -1,3 +1,6 @@
+-- @staging raw_cuda_device, raw_cuda_gpu_info, raw_gpu_info, raw_graph, raw_kernel, raw_memcpy, raw_memset
+-- @defines devices
+
 -- nsysql canonical schema v1: GPUs.
 
 -- One row per GPU, from TARGET_INFO_GPU (2021.2 and later) and TARGET_INFO_CUDA_GPU (older; 2020-2021 exports

@@ -1,3 +1,8 @@
+-- @include 00_macros.sql
+-- @staging raw_runtime
+-- @macros global_pid, global_tid, is_interval
+-- @defines _calls
+
 -- nsysql canonical schema v1: the CUDA API calls as api_calls has them, nsys's globalTid decoded into pid and
 -- tid. A view in the staging database (gone when loading ends): api_calls (30_api_calls.sql) stores it, and
 -- gpu_ops (40_gpu_ops.sql) joins it without waiting for api_calls to be written, so both start as soon as the

@@ -1,3 +1,9 @@
+-- @include 00_macros.sql, 25_calls.sql
+-- @staging raw_osrt
+-- @tables _calls
+-- @macros global_pid, global_tid, is_interval
+-- @defines api_calls, os_calls
+
 -- nsysql canonical schema v1: CPU-side calls (CUDA API, OS runtime). api_calls stores the staging view
 -- _calls of 25_calls.sql, which gpu_ops joins too.
 

@@ -1,3 +1,9 @@
+-- @include 00_macros.sql, 05_strings.sql, 25_calls.sql
+-- @staging raw_enum_memkind, raw_graph, raw_kernel, raw_memcpy, raw_memset
+-- @tables _calls, strings
+-- @macros copy_kind_enum, copy_kinds, global_pid, is_interval
+-- @defines _shared_calls, gpu_ops, gpu_ops_named
+
 -- nsysql canonical schema v1: work the GPU did.
 -- GPU work = kernels, memcpy, memset and CUDA graph launches that nsys recorded only as whole graphs
 -- (`--cuda-graph-trace=graph`, CUPTI_ACTIVITY_KIND_GRAPH_TRACE), so a graph replay is GPU time, never idle.

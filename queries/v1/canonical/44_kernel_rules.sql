@@ -1,3 +1,5 @@
+-- @defines kernel_rules
+
 -- nsysql canonical schema v1: rules that name what a kernel does and whether it runs on tensor cores.
 --
 -- Data, not code: one row per rule. A kernel takes the first rule, by `priority`, whose `pattern` (an RE2

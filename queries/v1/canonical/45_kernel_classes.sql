@@ -1,3 +1,8 @@
+-- @include 05_strings.sql, 44_kernel_rules.sql
+-- @staging raw_kernel
+-- @tables kernel_rules, strings
+-- @defines kernel_classes
+
 -- nsysql canonical schema v1: what each kernel name does, by the rules of kernel_rules (44_kernel_rules.sql).
 
 -- One row per kernel name of the export (gpu_ops.name_id of kind `kernel`, the demangled name): the first rule

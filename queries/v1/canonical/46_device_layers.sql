@@ -1,3 +1,8 @@
+-- @include 00_macros.sql, 40_gpu_ops.sql, 45_kernel_classes.sql
+-- @tables gpu_ops, kernel_classes
+-- @macros union_stretches
+-- @defines device_layers
+
 -- nsysql canonical schema v1: the sparse layers of a device's GPU time (communication kernels, memory copies) and
 -- the part of each that compute work hid, as a macro over gpu_ops and kernel_classes, for the analyses of
 -- communication overlap (overlap.sql) and of the step's time partition (iterations.sql). A macro, not a table:

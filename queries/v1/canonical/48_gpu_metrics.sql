@@ -1,3 +1,6 @@
+-- @staging raw_gpu_metric_names, raw_gpu_metrics
+-- @defines gpu_metric_samples, metric_periods
+
 -- nsysql canonical schema v1: GPU metrics samples (`nsys profile --gpu-metrics-devices=...`).
 
 -- One row per sample and metric: GPU_METRICS with the metric's name from TARGET_INFO_GPU_METRICS, joined on

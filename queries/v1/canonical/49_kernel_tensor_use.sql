@@ -1,3 +1,8 @@
+-- @include 00_macros.sql, 40_gpu_ops.sql, 45_kernel_classes.sql, 48_gpu_metrics.sql
+-- @tables gpu_metric_samples, gpu_ops, kernel_classes
+-- @macros metric_periods, overlaps_by_bucket
+-- @defines kernel_tensor_use
+
 -- nsysql canonical schema v1: whether matrix kernels ran on tensor cores, as the GPU metrics measured it.
 
 -- One row per matrix kernel name (kernel_classes category gemm, conv or attention) that ran while GPU metrics

@@ -1,3 +1,8 @@
+-- @include 00_macros.sql
+-- @staging raw_nvtx, raw_strings
+-- @macros global_pid, global_tid, is_interval
+-- @defines nvtx_marks, nvtx_open, nvtx_ranges
+
 -- nsysql canonical schema v1: NVTX ranges and marks.
 -- Names resolve as COALESCE(text, StringIds[textId]); domains come from the NvtxDomainCreate events
 -- (eventType 75) of the same process; the default domain is the empty string, shown as `:name` by nsys.

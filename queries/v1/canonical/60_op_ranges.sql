@@ -1,3 +1,8 @@
+-- @include 00_macros.sql, 40_gpu_ops.sql, 50_nvtx.sql
+-- @tables gpu_ops, nvtx_open, nvtx_ranges
+-- @macros is_torch_range
+-- @defines op_range_links, op_range_totals, op_ranges, range_chains
+
 -- nsysql canonical schema v1: which NVTX ranges each GPU operation belongs to.
 --
 -- Thread rule (exactly nsys's): an op belongs to every range that was open on the thread that launched it

@@ -1,5 +1,10 @@
+-- @include 30_api_calls.sql, 40_gpu_ops.sql, 50_nvtx.sql
+-- @staging nsysql_stage._load_facts, raw_capture, raw_env, raw_extents, raw_meta, raw_strings
+-- @tables api_calls, gpu_ops, nvtx_marks, nvtx_ranges, os_calls
+-- @defines profile_facts
+
 -- nsysql canonical schema v1: facts about the profile as a whole.
--- The loader first writes `_load_facts` (source path, size, tables read); this file adds what the data says.
+-- The loader first writes `nsysql_stage._load_facts` (source path, size, tables read); this file adds what the data says.
 
 CREATE OR REPLACE TEMP TABLE _version AS
 WITH meta AS (
@@ -90,7 +95,7 @@ SELECT
   -- fact value, as text
   value
 FROM (
-  SELECT key, value FROM _load_facts
+  SELECT key, value FROM nsysql_stage._load_facts
   UNION ALL SELECT 'nsys_version', nsys_version FROM _version
   UNION ALL SELECT 'version_source', version_source FROM _version
   UNION ALL SELECT 'capture_version', capture_version FROM _version

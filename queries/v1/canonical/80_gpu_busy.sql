@@ -1,3 +1,8 @@
+-- @include 00_macros.sql
+-- @staging raw_graph, raw_kernel, raw_memcpy, raw_memset
+-- @macros is_interval, union_stretches
+-- @defines gpu_busy
+
 -- nsysql canonical schema v1: when each GPU was busy.
 
 -- Busy intervals per device: the union of all GPU ops (any kind, any stream, any process) on that device,

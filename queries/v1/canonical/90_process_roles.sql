@@ -1,3 +1,7 @@
+-- @include 40_gpu_ops.sql, 50_nvtx.sql, 60_op_ranges.sql
+-- @tables gpu_ops, nvtx_ranges, op_ranges
+-- @defines process_roles
+
 -- nsysql canonical schema v1: the role of each process that did GPU work.
 
 -- One row per process with GPU work: the device it used most, and its main thread: the thread whose NVTX

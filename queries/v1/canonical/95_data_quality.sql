@@ -1,3 +1,10 @@
+-- @include 00_macros.sql, 30_api_calls.sql, 40_gpu_ops.sql, 50_nvtx.sql
+-- @staging nsysql_stage._load_beyond_int64, raw_graph, raw_kernel, raw_memcpy, raw_memset, raw_nvtx, raw_osrt
+-- @staging raw_runtime
+-- @tables _shared_calls, api_calls, gpu_ops, nvtx_ranges, os_calls
+-- @macros is_interval
+-- @defines data_quality
+
 -- nsysql canonical schema v1: the export's flawed rows, counted, so that what nsysql leaves out is said.
 -- The other files drop a row that is no interval (no start or no end, an end before its start: it would give
 -- a negative duration and busy time, or a time beyond any clock: is_interval in 00_macros.sql) and keep a row
@@ -79,7 +86,7 @@ WITH gpu AS (
                       WHEN source = 'NVTX_EVENTS' THEN 'nvtx_ranges' WHEN source = 'OSRT_API' THEN 'os_calls'
                       ELSE '' END,
          9, col || ' beyond 64-bit integers (a REAL)', n, 'read as NULL (unknown), never wrapped round'
-  FROM _load_beyond_int64
+  FROM nsysql_stage._load_beyond_int64
   UNION ALL
   SELECT 'NVTX_EVENTS', 'nvtx_ranges', 8, 'range with no start', no_start, 'dropped' FROM nvtx
   UNION ALL
