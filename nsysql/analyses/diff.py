@@ -264,18 +264,52 @@ def diff(b: Side, n: Side, base_label: str = "BASE", new_label: str = "NEW") -> 
 
 def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> Diff:
     nb, nn = b.steady.height, n.steady.height
-    tb = b.steady["wall_ns"].cast(pl.Float64) / 1e6
-    tn = n.steady["wall_ns"].cast(pl.Float64) / 1e6
-    mb, smb, db, sdb = _robust(tb)
-    mn, smn, dn, sdn = _robust(tn)
-    busy_b = 100.0 * (1 - b.steady["idle_ns"] / b.steady["wall_ns"])
-    busy_n = 100.0 * (1 - n.steady["idle_ns"] / n.steady["wall_ns"])
-    bb, sbb, _, _ = _robust(busy_b)
-    bn, sbn, _, _ = _robust(busy_n)
-    idle_b = b.steady["idle_ns"].cast(pl.Float64) / 1e6
-    idle_n = n.steady["idle_ns"].cast(pl.Float64) / 1e6
-    ib, sib, _, _ = _robust(idle_b)
-    inn, sin_, _, _ = _robust(idle_n)
+    rows, parts = _iteration_metrics(b, n)
+    itime = _iteration_time(rows, nb, nn)
+    idle = _compare(
+        _per_iteration(b.gaps, "cause", "duration_ns", nb), _per_iteration(n.gaps, "cause", "duration_ns", nn), "cause"
+    )
+    rng = _compare(
+        _per_iteration(b.ranges, "name", "cpu_ns", nb), _per_iteration(n.ranges, "name", "cpu_ns", nn), "name"
+    )
+    kern = _compare(_per_iteration(b.kernels, "name", "ns", nb), _per_iteration(n.kernels, "name", "ns", nn), "name")
+    act = _compare(
+        _per_iteration(b.activity, "activity", "overlap_ns", nb),
+        _per_iteration(n.activity, "activity", "overlap_ns", nn),
+        "activity",
+    )
+    verdict = _iteration_notes(rows, parts)
+    pb, pn = b.stats["outlier_pattern"][0], n.stats["outlier_pattern"][0]
+    if pb or pn:
+        verdict.append(("slow iterations", f"{bl}: {pb or 'none'}; {nl}: {pn or 'none'}"))
+    verdict += _largest_changes(
+        (
+            ("idle cause", idle, "cause"),
+            ("idle activity elsewhere", act, "activity"),
+            ("range", rng, "name"),
+            ("kernel", kern, "name"),
+        )
+    )
+    verdict += _warnings(b, n, bl, nl, kern)
+    rule = (
+        f"a change counts when |Δ| > {Z:g}·sqrt(se_base² + se_new²), se = standard error of the "
+        "per-iteration mean (sd/√n) or median (1.2533·1.4826·MAD/√n), over steady-state "
+        f"iterations ({nb} in {bl}, {nn} in {nl})"
+    )
+    head = _iteration_headline(rows[0], nl)
+    return Diff(head, _notes(verdict), rule, rng, kern, iteration_time=itime, idle=idle, activity=act)
+
+
+def _iteration_metrics(b: Side, n: Side) -> tuple[list[dict], list[tuple[str, dict]]]:
+    """The `iteration time` rows (_metric), in order: mean and median iteration time, GPU busy and GPU idle
+    (rows 0 to 3, which the verdict reads by position), then the parts of PARTS both profiles have; and the
+    parts of the iteration's wall time, `(label, row)`: GPU idle, then those of PARTS (the same row objects)."""
+    mb, smb, db, sdb = _robust(b.steady["wall_ns"].cast(pl.Float64) / 1e6)
+    mn, smn, dn, sdn = _robust(n.steady["wall_ns"].cast(pl.Float64) / 1e6)
+    bb, sbb, _, _ = _robust(100.0 * (1 - b.steady["idle_ns"] / b.steady["wall_ns"]))
+    bn, sbn, _, _ = _robust(100.0 * (1 - n.steady["idle_ns"] / n.steady["wall_ns"]))
+    ib, sib, _, _ = _robust(b.steady["idle_ns"].cast(pl.Float64) / 1e6)
+    inn, sin_, _, _ = _robust(n.steady["idle_ns"].cast(pl.Float64) / 1e6)
     rows = [
         _metric("iteration time, mean", mb, smb, mn, smn),
         _metric("iteration time, median", db, sdb, dn, sdn),
@@ -290,8 +324,13 @@ def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> Diff:
             pn_, spn, _, _ = _robust(n.steady[col].cast(pl.Float64) / 1e6)
             parts.append((label, _metric(f"{label} in an iteration, mean", pb_, spb, pn_, spn)))
             rows.append(parts[-1][1])
+    return rows, parts
+
+
+def _iteration_time(rows: list[dict], nb: int, nn: int) -> pl.DataFrame:
+    """The `iteration time` frame: the metric rows, then the count of steady-state iterations (not judged)."""
     itime = pl.DataFrame(rows)
-    itime = pl.concat(
+    return pl.concat(
         [
             itime,
             pl.DataFrame(
@@ -314,41 +353,34 @@ def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> Diff:
         ]
     )
 
-    idle = _compare(
-        _per_iteration(b.gaps, "cause", "duration_ns", nb), _per_iteration(n.gaps, "cause", "duration_ns", nn), "cause"
-    )
-    rng = _compare(
-        _per_iteration(b.ranges, "name", "cpu_ns", nb), _per_iteration(n.ranges, "name", "cpu_ns", nn), "name"
-    )
-    kern = _compare(_per_iteration(b.kernels, "name", "ns", nb), _per_iteration(n.kernels, "name", "ns", nn), "name")
-    act = _compare(
-        _per_iteration(b.activity, "activity", "overlap_ns", nb),
-        _per_iteration(n.activity, "activity", "overlap_ns", nn),
-        "activity",
-    )
 
-    m = rows[0]
-    faster = m["delta"] < 0
+def _iteration_headline(m: dict, nl: str) -> str:
+    """The verdict sentence, on `m`, the mean iteration time's metric (the verdict is the mean's: module doc)."""
+    mb, mn = m["base"], m["new"]
     if m["significant"]:
-        head = (
-            f"{nl} is {'faster' if faster else 'slower'}: mean steady-state iteration {mb:.2f} -> {mn:.2f} ms "
+        return (
+            f"{nl} is {'faster' if m['delta'] < 0 else 'slower'}: mean steady-state iteration {mb:.2f} -> {mn:.2f} ms "
             f"({m['delta_pct']:+.1f}%), beyond the noise threshold of {m['noise']:.2f} ms"
         )
-    else:
-        head = (
-            f"no significant change in mean iteration time: {mb:.2f} -> {mn:.2f} ms ({m['delta_pct']:+.1f}%); "
-            f"|change| {abs(m['delta']):.2f} ms is within the noise threshold of {m['noise']:.2f} ms"
-            + ("; more steady-state iterations would decide it" if abs(m["delta_pct"] or 0) >= 10 else "")
-        )
-    md = rows[1]
+    return (
+        f"no significant change in mean iteration time: {mb:.2f} -> {mn:.2f} ms ({m['delta_pct']:+.1f}%); "
+        f"|change| {abs(m['delta']):.2f} ms is within the noise threshold of {m['noise']:.2f} ms"
+        + ("; more steady-state iterations would decide it" if abs(m["delta_pct"] or 0) >= 10 else "")
+    )
+
+
+def _iteration_notes(rows: list[dict], parts: list[tuple[str, dict]]) -> list[tuple[str, str]]:
+    """The verdict's first notes (_iteration_metrics' rows and parts): the median, GPU busy, and the part of the
+    iteration's wall time that changed most."""
+    md, busy = rows[1], rows[2]
     verdict = [
         (
             "median",
-            f"{db:.2f} -> {dn:.2f} ms ({md['delta_pct']:+.1f}%), "
+            f"{md['base']:.2f} -> {md['new']:.2f} ms ({md['delta_pct']:+.1f}%), "
             + ("significant" if md["significant"] else "within noise")
             + f" (threshold {md['noise']:.2f} ms)",
         ),
-        ("GPU busy", f"{bb:.1f}% -> {bn:.1f}% of an iteration (mean)"),
+        ("GPU busy", f"{busy['base']:.1f}% -> {busy['new']:.1f}% of an iteration (mean)"),
     ]
     label, r = max(parts, key=lambda p: abs(p[1]["delta"]))
     verdict.append(
@@ -359,43 +391,43 @@ def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> Diff:
             + ")",
         )
     )
-    pb, pn = b.stats["outlier_pattern"][0], n.stats["outlier_pattern"][0]
-    if pb or pn:
-        verdict.append(("slow iterations", f"{bl}: {pb or 'none'}; {nl}: {pn or 'none'}"))
-    for label, df, key in (
-        ("idle cause", idle, "cause"),
-        ("idle activity elsewhere", act, "activity"),
-        ("range", rng, "name"),
-        ("kernel", kern, "name"),
-    ):
+    return verdict
+
+
+def _largest_changes(sections: tuple[tuple[str, pl.DataFrame, str], ...]) -> list[tuple[str, str]]:
+    """A note per `(label, frame, key)` section with rows: its first row, the largest change (_compare's order)."""
+    notes = []
+    for label, df, key in sections:
         if df.height:
             r = df.row(0, named=True)
             what = {"new": " (new)", "vanished": " (vanished)"}.get(r["status"], "")
-            verdict.append(
+            notes.append(
                 (
                     f"largest {label} change",
                     f"{r[key]}{what}: {r['base_ns'] / 1e6:.2f} -> {r['new_ns'] / 1e6:.2f} ms per iteration "
                     f"({r['delta_ns'] / 1e6:+.2f} ms, {'significant' if r['significant'] else 'within noise'})",
                 )
             )
+    return notes
+
+
+def _warnings(b: Side, n: Side, bl: str, nl: str, kern: pl.DataFrame) -> list[tuple[str, str]]:
+    """Warnings that the two profiles may not be comparable: different iteration ranges, or too little kernel time
+    in kernels both run (SAME_PROGRAM_SHARE)."""
+    notes = []
     if b.family != n.family:
-        verdict.append(("warning", f"iterations are `{b.family}` in {bl} but `{n.family}` in {nl}"))
+        notes.append(("warning", f"iterations are `{b.family}` in {bl} but `{n.family}` in {nl}"))
     named = kern.filter(~pl.col("name").str.starts_with("["))  # kernels, not `[CUDA memcpy ...]` labels
     shared = [named.filter(pl.col("status") == "both")[c].sum() / (named[c].sum() or 1) for c in ("base_ns", "new_ns")]
     if named.height and min(shared) < SAME_PROGRAM_SHARE:
-        verdict.append(
+        notes.append(
             (
                 "warning",
                 f"only {shared[0]:.0%} of {bl}'s kernel time and {shared[1]:.0%} of {nl}'s is in "
                 "kernels both run: are they profiles of the same program?",
             )
         )
-    rule = (
-        f"a change counts when |Δ| > {Z:g}·sqrt(se_base² + se_new²), se = standard error of the "
-        "per-iteration mean (sd/√n) or median (1.2533·1.4826·MAD/√n), over steady-state "
-        f"iterations ({nb} in {bl}, {nn} in {nl})"
-    )
-    return Diff(head, _notes(verdict), rule, rng, kern, iteration_time=itime, idle=idle, activity=act)
+    return notes
 
 
 def _compare_totals(b: Side, n: Side, bl: str, nl: str) -> Diff:

@@ -59,6 +59,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 import polars as pl
 
@@ -130,60 +131,22 @@ def detect(con, range: str | None = None) -> IterationRange:
     cands = run(con, "iteration_candidates")
     procs = run(con, "process_devices")
     if cands.height == 0:
-        push_pop, pytorch = run(con, "pytorch_ranges").row(0)
-        if not push_pop:
-            raise NsysqlError("no NVTX push/pop ranges, so iterations cannot be found (profile with -t nvtx)")
-        if not range:  # every push/pop range is PyTorch's (iteration_candidates.sql leaves them out)
-            raise NsysqlError(
-                f"no repeating loop found: all {pytorch:,} push/pop ranges are PyTorch's own operator ranges "
-                "(emit_nvtx, nsys --pytorch), which name operator calls, not steps, and the program repeats no "
-                "range of its own; name the loop with --range PATTERN"
-            )
+        _check_push_pop(con, range)
     if range:
         return _named(con, range, procs)
-    if procs.height:  # the main thread of each process with GPU work (thread_ops > 0 there only)
-        cands = cands.filter(pl.col("thread_ops") > 0)
-    where = "the main thread of a process with GPU work" if procs.height else "any thread"
-    cands = cands.filter(pl.col("instances") >= MIN_REPEATS)
-    if cands.height == 0:
-        raise NsysqlError(
-            f"no repeating loop found: no NVTX range repeats {MIN_REPEATS}+ times at one depth on "
-            f"{where}; name the loop with --range PATTERN"
-        )
-    cands = cands.head(MAX_CANDIDATES)
+    cands = _candidates(cands, procs)
     screen = None
     rejected: list[tuple[dict, str]] = []
     for i, row in enumerate(cands.iter_rows(named=True)):
-        if i == 1:  # the first failed (and is told in full): tests 1 and 3 for the rest at once, as upper
-            # bounds (iteration_screen.sql); a family that fails them there fails them on its own windows too
-            rest = cands.slice(1)
-            screen = run(
-                con,
-                "iteration_screen",
-                pid=rest["pid"].to_list(),
-                tid=rest["tid"].to_list(),
-                depth=rest["depth"].to_list(),
-                names=rest["names"].to_list(),
-                delimiter=(rest["with_children"] == 0).to_list(),
-            )
+        if i == 1:  # the first failed (and is told in full): the rest are screened at once (_screen)
+            screen = _screen(con, cands.slice(1))
         bound = screen.row(i - 1, named=True) if screen is not None else None
         if bound and bound["work_share"] is not None:
             failed = _failed_test({**bound, "work": "GPU work", "resemblance": 1.0, "wall_share": None})
             if failed:
                 rejected.append((row, failed))
                 continue
-        dev = procs.filter(pl.col("pid") == row["pid"])
-        it = IterationRange(
-            list(row["names"]),
-            row["family"],
-            row["pid"],
-            row["tid"],
-            dev["device_id"][0] if dev.height else None,
-            row["with_children"] == 0,
-            "",
-            row["instances"],
-            depth=row["depth"],
-        )
+        it = _candidate(row, procs)
         ev = (
             windows(con, it)
             .run("iteration_evidence", pid=it.pid, tid=it.tid, delimiter=it.delimiter)
@@ -195,22 +158,89 @@ def detect(con, range: str | None = None) -> IterationRange:
             continue
         it.instances = ev["iterations"]
         it.extra["evidence"] = ev
-        it.why = (
-            f"`{it.family}` repeats {it.instances} times at depth {it.depth} on thread {it.tid}, "
-            f"{'the main thread of its process' if procs.height else 'in a profile without GPU work'}; "
-            f"taken as the loop because {_passed(ev)}"
-        )
-        if rejected:
-            it.why += (
-                f" (tried after {len(rejected)} range famil{'y' if len(rejected) == 1 else 'ies'} that failed "
-                "these tests)"
-            )
-        it.why += (
-            "; its instances hold no child ranges, so each iteration runs from one start to the next"
-            if it.delimiter
-            else "; each instance is one iteration"
-        )
+        it.why = _why_detected(it, ev, procs.height > 0, len(rejected))
         return it
+    _no_loop(rejected)
+
+
+def _check_push_pop(con, range: str | None) -> None:
+    """Raise when the profile has no push/pop range that could be the loop (iteration_candidates found none):
+    none at all, or, without a --range to name one, only PyTorch's own operator ranges."""
+    push_pop, pytorch = run(con, "pytorch_ranges").row(0)
+    if not push_pop:
+        raise NsysqlError("no NVTX push/pop ranges, so iterations cannot be found (profile with -t nvtx)")
+    if not range:  # every push/pop range is PyTorch's (iteration_candidates.sql leaves them out)
+        raise NsysqlError(
+            f"no repeating loop found: all {pytorch:,} push/pop ranges are PyTorch's own operator ranges "
+            "(emit_nvtx, nsys --pytorch), which name operator calls, not steps, and the program repeats no "
+            "range of its own; name the loop with --range PATTERN"
+        )
+
+
+def _candidates(cands: pl.DataFrame, procs: pl.DataFrame) -> pl.DataFrame:
+    """The families to try, in order (see the module docstring), at most MAX_CANDIDATES; raises when none
+    repeats MIN_REPEATS times."""
+    if procs.height:  # the main thread of each process with GPU work (thread_ops > 0 there only)
+        cands = cands.filter(pl.col("thread_ops") > 0)
+    where = "the main thread of a process with GPU work" if procs.height else "any thread"
+    cands = cands.filter(pl.col("instances") >= MIN_REPEATS)
+    if cands.height == 0:
+        raise NsysqlError(
+            f"no repeating loop found: no NVTX range repeats {MIN_REPEATS}+ times at one depth on "
+            f"{where}; name the loop with --range PATTERN"
+        )
+    return cands.head(MAX_CANDIDATES)
+
+
+def _screen(con, rest: pl.DataFrame) -> pl.DataFrame:
+    """Tests 1 and 3 for the candidates after the first, at once, as upper bounds (iteration_screen.sql), one
+    row per candidate in order; a family that fails them there fails them on its own windows too."""
+    return run(
+        con,
+        "iteration_screen",
+        pid=rest["pid"].to_list(),
+        tid=rest["tid"].to_list(),
+        depth=rest["depth"].to_list(),
+        names=rest["names"].to_list(),
+        delimiter=(rest["with_children"] == 0).to_list(),
+    )
+
+
+def _candidate(row: dict, procs: pl.DataFrame) -> IterationRange:
+    """The iteration range a candidate row would be, before its tests (`why` is set once it passes them)."""
+    dev = procs.filter(pl.col("pid") == row["pid"])
+    return IterationRange(
+        list(row["names"]),
+        row["family"],
+        row["pid"],
+        row["tid"],
+        dev["device_id"][0] if dev.height else None,
+        row["with_children"] == 0,
+        "",
+        row["instances"],
+        depth=row["depth"],
+    )
+
+
+def _why_detected(it: IterationRange, ev: dict, gpu_work: bool, rejected: int) -> str:
+    """Why the candidate `it` was taken as the loop, after `rejected` others failed their tests."""
+    why = (
+        f"`{it.family}` repeats {it.instances} times at depth {it.depth} on thread {it.tid}, "
+        f"{'the main thread of its process' if gpu_work else 'in a profile without GPU work'}; "
+        f"taken as the loop because {_passed(ev)}"
+    )
+    if rejected:
+        why += f" (tried after {rejected} range famil{'y' if rejected == 1 else 'ies'} that failed these tests)"
+    return why + (
+        "; its instances hold no child ranges, so each iteration runs from one start to the next"
+        if it.delimiter
+        else "; each instance is one iteration"
+    )
+
+
+def _no_loop(rejected: list[tuple[dict, str]]) -> NoReturn:
+    """Raise that no candidate is the loop, telling the first one's failed test in full (at least one was
+    tried: _candidates raises when there is none)."""
     row, failed = rejected[0]
     more = len(rejected) - 1
     raise NsysqlError(
