@@ -80,7 +80,6 @@ MAX_FUNCTION_LINES = 80
 ALLOWED_LONG = {
     "nsysql.analyses.diff:_compare_iterations": "analyses/ are rewritten as declarations in issue 32 (h32engine)",
     "nsysql.analyses.iterations:detect": "analyses/ are rewritten as declarations in issue 32 (h32engine)",
-    "nsysql.nsys:sqlite_for": "the .nsys-rep export cache moves into the one store in issue 32 (h32store)",
 }
 
 
