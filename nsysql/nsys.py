@@ -359,8 +359,9 @@ def sqlite_for(
     (--no-cache), or a cache directory that cannot be written (said once, as a CacheWarning): the export goes
     into a private temporary folder instead (`temporary` says so), which the caller removes with
     `remove_temporary` once it has read it."""
+    import tempfile
+
     from . import store
-    from .loader.source import open_source
 
     shown = str(report)
     p = Path(os.path.expanduser(shown))
@@ -368,70 +369,18 @@ def sqlite_for(
         raise NsysqlError("no such file" if not p.exists() else "is not a file", shown)
     cache = store.directory(cache_dir)
     final = store.export_path(p, cache)
-    if keep and final.is_file():
-        try:
-            open_source(final)
-            store.used(final.with_suffix(""))
-            return final
-        except NsysqlError:  # kept by an nsysql that did not check it: exported again below
-            for f in (final, store.marker(final.with_suffix(""))):
-                store.remove(f)
-            try:
-                final.parent.rmdir()
-            except OSError:
-                pass
+    if keep and _kept_export(final):
+        return final
     found = find(nsys)
     if found is None:
-        cmd = shell(export_command("nsys", p, p.with_suffix(".sqlite"), force=False))  # theirs to overwrite
-        raise NsysqlError(
-            f"is an Nsight Systems report and nsys was not found to export it (looked at {WHERE_LOOKED}); run "
-            f"`{cmd}` and analyse that file, or name nsys with --nsys PATH or $NSYS",
-            shown,
-        )
-    import tempfile
-    import uuid
-
-    tmp = None
-    if keep:
-        # made in a folder of its own beside its final one (with the marker first), renamed in whole
-        tmp = final.parent.parent / f".{final.parent.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{store.TEMP_SUFFIX}"
-        try:
-            tmp.mkdir(parents=True)
-            store.claim(tmp / p.stem, note=str(p.resolve()))
-        except OSError as e:
-            shutil.rmtree(tmp, ignore_errors=True)
-            store.failed(e, cache)
-            tmp = None
+        raise _no_nsys(p, shown)
+    tmp = _export_folder(p, final, cache) if keep else None
     if tmp is None:
         tmp = Path(tempfile.mkdtemp(prefix="nsysql-export-"))  # private (0700), removed by the caller
         _TEMPORARY.add(tmp)
     try:
         out = tmp / final.name
-        argv = export_command(found.path, p.resolve(), out)
-        if sys.stderr.isatty():
-            where = f"once: kept in {cache}" if tmp not in _TEMPORARY else "not kept"
-            print(f"nsysql: exporting {p.name} to SQLite with {found.path} ({where})", file=sys.stderr)
-        limit = timeout_s()
-        code, output = capture(argv, limit)
-        why = last_line(output)
-        if code is None:
-            raise NsysqlError(
-                f"`{shell(argv)}` did not finish in {limit:g} s and was stopped"
-                + (f" (last said: {why})" if why else "")
-                + "; set NSYSQL_NSYS_TIMEOUT to give it longer (seconds, 0: no limit)",
-                shown,
-            )
-        if code != 0 or not out.is_file():
-            raise NsysqlError(
-                f"`{shell(argv)}` failed (exit status {_status(code)}" + (f": {why}" if why else "") + ")", shown
-            )
-        try:
-            open_source(out)
-        except NsysqlError as e:
-            what = str(e)[len(e.path) + 2 :] if e.path else str(e)
-            raise NsysqlError(
-                f"`{shell(argv)}` exited with status 0 but wrote no usable export: it {what}; not kept", shown
-            ) from None
+        _export(found.path, p, out, cache, shown)
         if tmp in _TEMPORARY:
             return out
         try:
@@ -448,6 +397,91 @@ def sqlite_for(
     finally:
         if tmp not in _TEMPORARY:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _kept_export(final: Path) -> bool:
+    """Whether the cache holds the export `final` and it opens as an nsys SQLite export (then marked used). One
+    that does not, kept by an nsysql that did not check it, is removed with its marker and folder, to be
+    exported again."""
+    from . import store
+    from .loader.source import open_source
+
+    if not final.is_file():
+        return False
+    try:
+        open_source(final)
+        store.used(final.with_suffix(""))
+        return True
+    except NsysqlError:
+        for f in (final, store.marker(final.with_suffix(""))):
+            store.remove(f)
+        try:
+            final.parent.rmdir()
+        except OSError:
+            pass
+        return False
+
+
+def _no_nsys(p: Path, shown: str) -> NsysqlError:
+    """The error when no nsys is found to export the report `p`: the `nsys export` command to run instead,
+    writing beside the report without overwriting (that file is theirs)."""
+    cmd = shell(export_command("nsys", p, p.with_suffix(".sqlite"), force=False))
+    return NsysqlError(
+        f"is an Nsight Systems report and nsys was not found to export it (looked at {WHERE_LOOKED}); run "
+        f"`{cmd}` and analyse that file, or name nsys with --nsys PATH or $NSYS",
+        shown,
+    )
+
+
+def _export_folder(p: Path, final: Path, cache: Path) -> Path | None:
+    """A folder of its own beside the export's final one, holding the marker that names the report
+    (store.claim), so that the export is renamed into place in whole; None where the cache cannot be written
+    (said once, as a CacheWarning: store.failed)."""
+    import uuid
+
+    from . import store
+
+    tmp = final.parent.parent / f".{final.parent.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{store.TEMP_SUFFIX}"
+    try:
+        tmp.mkdir(parents=True)
+        store.claim(tmp / p.stem, note=str(p.resolve()))
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        store.failed(e, cache)
+        return None
+    return tmp
+
+
+def _export(nsys: str, p: Path, out: Path, cache: Path, shown: str) -> None:
+    """Export the report `p` to `out` with `nsys export`, under timeout_s(); an NsysqlError naming the command
+    when it does not finish, fails, or exits 0 without a file that opens as an nsys SQLite export."""
+    from .loader.source import open_source
+
+    argv = export_command(nsys, p.resolve(), out)
+    if sys.stderr.isatty():
+        where = f"once: kept in {cache}" if out.parent not in _TEMPORARY else "not kept"
+        print(f"nsysql: exporting {p.name} to SQLite with {nsys} ({where})", file=sys.stderr)
+    limit = timeout_s()
+    code, output = capture(argv, limit)
+    why = last_line(output)
+    if code is None:
+        raise NsysqlError(
+            f"`{shell(argv)}` did not finish in {limit:g} s and was stopped"
+            + (f" (last said: {why})" if why else "")
+            + "; set NSYSQL_NSYS_TIMEOUT to give it longer (seconds, 0: no limit)",
+            shown,
+        )
+    if code != 0 or not out.is_file():
+        raise NsysqlError(
+            f"`{shell(argv)}` failed (exit status {_status(code)}" + (f": {why}" if why else "") + ")", shown
+        )
+    try:
+        open_source(out)
+    except NsysqlError as e:
+        what = str(e)[len(e.path) + 2 :] if e.path else str(e)
+        raise NsysqlError(
+            f"`{shell(argv)}` exited with status 0 but wrote no usable export: it {what}; not kept", shown
+        ) from None
 
 
 _TEMPORARY: set[Path] = set()  # the private folders of exports not kept (sqlite_for)

@@ -143,57 +143,85 @@ def findings(
     finding. `its`: the iterations, whose child-range times say where the outliers' extra time went
     (slow_phase). `limits`: the rules' thresholds."""
     read = read or tables(con, limits.empty_queue_ns)
-    rows: list[tuple[str, str]] = []
-    busy = None
-    steady, steady_kernels = 0, 0
-    if iteration_stats is not None and iteration_stats.height:
-        st = iteration_stats.row(0, named=True)
-        busy = st["median_gpu_busy_pct"]
-        steady, steady_kernels = st["steady"], st.get("steady_kernels") or 0
-        if st["outlier_pattern"]:
-            rows.append(
-                (
-                    "periodic slow iterations" if "every" in st["outlier_pattern"] else "slow iterations",
-                    f"{st['outlier_pattern']} ({_dur(st['median_ns'])} median)" + slow_phase(its),
-                )
-            )
-    if (
-        causes is not None
-        and causes.height
-        and (not causes["span_ns"][0] or 100.0 * causes["idle_ns"].sum() / causes["span_ns"][0] >= limits.min_idle_pct)
-    ):
-        idle = causes["idle_ns"].sum()
-        top = causes.row(0, named=True)
-        share = top["idle_ns"] / idle if idle else 0
-        if top["cause"].startswith("host:") and share >= limits.host_share:
-            rng = top["cause"][5:]
-            # a PyTorch operator's range is the operator's work, never data loading, whatever its name holds
-            loader = DATA_WORDS.search(rng) and not run(con, "range_label_pytorch", label=rng)["pytorch"][0]
-            kind = "data-loader bound" if loader else "host bound"
-            rows.append(
-                (
-                    kind,
-                    f"{share:.0%} of the GPU idle time in gaps >= 1 ms ({_ms(top['idle_ns'])} in {top['gaps']} gaps) is "
-                    f"spent in `{rng}` on the CPU" + (f"; meanwhile {activity}" if activity else ""),
-                )
-            )
-        for cause, limit, label, advice in (
-            ("sync", limits.sync_share, "synchronization bound", "the CPU waits in synchronize calls"),
-            ("alloc", limits.alloc_share, "allocation stalls", "cudaMalloc/cudaFree inside the loop"),
-            ("memcpy", limits.sync_share, "copy bound", "the CPU waits in memory copies"),
-        ):
-            c = causes.filter(pl.col("cause") == cause)
-            if c.height and idle and c["idle_ns"][0] / idle >= limit:
-                rows.append(
-                    (
-                        label,
-                        f"{c['idle_ns'][0] / idle:.0%} of the GPU idle time in gaps >= 1 ms ({_ms(c['idle_ns'][0])}): "
-                        f"{advice}",
-                    )
-                )
-    # launch bound rests on the kernels of the loop: none when its steady-state iterations launch no kernel
+    st = iteration_stats.row(0, named=True) if iteration_stats is not None and iteration_stats.height else None
+    # the order of the rows is the order of the rules: each helper adds its findings in turn
+    rows = _slow_iteration_rows(st, its)
+    rows += _idle_rows(con, causes, activity, limits)
+    # launch bound is not said where host work already explains the idle time (the rows so far)
     host_explained = any(r[0] in ("data-loader bound", "host bound") for r in rows)
-    if busy is not None and steady_kernels and not host_explained:
+    rows += _steady_state_rows(st, read, host_explained, limits)
+    rows += _pageable_rows(con, read, limits)
+    rows += _tensor_core_rows(con, read, limits)
+    return pl.DataFrame(rows, schema=["finding", "evidence"], orient="row")
+
+
+def _slow_iteration_rows(st: dict | None, its: pl.DataFrame | None) -> list[tuple[str, str]]:
+    """The slow-iteration finding, from iteration stats' row (None: no iterations) where it has an outlier
+    pattern, with where the outliers' extra time went (slow_phase)."""
+    if st is None or not st["outlier_pattern"]:
+        return []
+    return [
+        (
+            "periodic slow iterations" if "every" in st["outlier_pattern"] else "slow iterations",
+            f"{st['outlier_pattern']} ({_dur(st['median_ns'])} median)" + slow_phase(its),
+        )
+    ]
+
+
+def _idle_rows(con, causes: pl.DataFrame | None, activity: str | None, limits: Thresholds) -> list[tuple[str, str]]:
+    """The idle-time findings (host or data-loader bound, synchronization, allocation, copies): only where the
+    idle time in gaps is worth a finding, at least limits.min_idle_pct of the time counted (or no span to
+    compare it with)."""
+    if causes is None or not causes.height:
+        return []
+    span = causes["span_ns"][0]
+    if not (not span or 100.0 * causes["idle_ns"].sum() / span >= limits.min_idle_pct):  # no span: always worth it
+        return []
+    rows: list[tuple[str, str]] = []
+    idle = causes["idle_ns"].sum()
+    top = causes.row(0, named=True)
+    share = top["idle_ns"] / idle if idle else 0
+    if top["cause"].startswith("host:") and share >= limits.host_share:
+        rng = top["cause"][5:]
+        # a PyTorch operator's range is the operator's work, never data loading, whatever its name holds
+        loader = DATA_WORDS.search(rng) and not run(con, "range_label_pytorch", label=rng)["pytorch"][0]
+        kind = "data-loader bound" if loader else "host bound"
+        rows.append(
+            (
+                kind,
+                f"{share:.0%} of the GPU idle time in gaps >= 1 ms ({_ms(top['idle_ns'])} in {top['gaps']} gaps) is "
+                f"spent in `{rng}` on the CPU" + (f"; meanwhile {activity}" if activity else ""),
+            )
+        )
+    for cause, limit, label, advice in (
+        ("sync", limits.sync_share, "synchronization bound", "the CPU waits in synchronize calls"),
+        ("alloc", limits.alloc_share, "allocation stalls", "cudaMalloc/cudaFree inside the loop"),
+        ("memcpy", limits.sync_share, "copy bound", "the CPU waits in memory copies"),
+    ):
+        c = causes.filter(pl.col("cause") == cause)
+        if c.height and idle and c["idle_ns"][0] / idle >= limit:
+            rows.append(
+                (
+                    label,
+                    f"{c['idle_ns'][0] / idle:.0%} of the GPU idle time in gaps >= 1 ms ({_ms(c['idle_ns'][0])}): "
+                    f"{advice}",
+                )
+            )
+    return rows
+
+
+def _steady_state_rows(
+    st: dict | None, read: dict[str, pl.DataFrame], host_explained: bool, limits: Thresholds
+) -> list[tuple[str, str]]:
+    """The findings on the steady-state iterations' GPU figures (launch bound, exposed communication, GPU
+    mostly idle), in that order; none without iteration stats or without a median GPU busy share."""
+    busy = st["median_gpu_busy_pct"] if st is not None else None
+    if busy is None:
+        return []
+    rows: list[tuple[str, str]] = []
+    steady, steady_kernels = st["steady"], st.get("steady_kernels") or 0
+    # launch bound rests on the kernels of the loop: none when its steady-state iterations launch no kernel
+    if steady_kernels and not host_explained:
         evidence = launch_bound(
             read["launch_figures"].row(0, named=True),
             busy,
@@ -203,7 +231,7 @@ def findings(
         )
         if evidence:
             rows.append(("launch bound", f"{evidence} (median of {steady}, which launch {steady_kernels:,} kernels)"))
-    exposed = st.get("exposed_comm_pct") if busy is not None else None
+    exposed = st.get("exposed_comm_pct")
     if exposed is not None and exposed >= limits.exposed_comm_pct:
         rows.append(
             (
@@ -212,32 +240,43 @@ def findings(
                 f"beside them ({st['steady_comm_ns'] / 1e6:,.1f} ms of communication in {steady} iterations)",
             )
         )
-    if busy is not None and busy < limits.idle_busy_pct:
+    if busy < limits.idle_busy_pct:
         rows.append(("GPU mostly idle", f"busy {busy:.0f}% of a steady-state iteration (median of {steady})"))
+    return rows
+
+
+def _pageable_rows(con, read: dict[str, pl.DataFrame], limits: Thresholds) -> list[tuple[str, str]]:
+    """The pageable host-to-device copies finding, where they move limits.pageable_min_bytes or more."""
     pc = read["pageable_copies"].row(0, named=True)
-    if pc["copies"] and (pc["bytes"] or 0) >= limits.pageable_min_bytes:
-        rows.append(
-            (
-                "pageable host-to-device copies",
-                f"{pc['copies']:,} copies, {pc['bytes'] / 2**20:,.1f} MiB, {_ms(pc['ns'])} on the GPU: "
-                + _advice.pinned_memory_advice(_facts(con, read)),
-            )
+    if not (pc["copies"] and (pc["bytes"] or 0) >= limits.pageable_min_bytes):
+        return []
+    return [
+        (
+            "pageable host-to-device copies",
+            f"{pc['copies']:,} copies, {pc['bytes'] / 2**20:,.1f} MiB, {_ms(pc['ns'])} on the GPU: "
+            + _advice.pinned_memory_advice(_facts(con, read)),
         )
+    ]
+
+
+def _tensor_core_rows(con, read: dict[str, pl.DataFrame], limits: Thresholds) -> list[tuple[str, str]]:
+    """The matrix-math-without-tensor-cores finding, where such kernels hold limits.no_tensor_core_pct or more
+    of all kernel time and a GPU that ran kernels has tensor cores."""
     cats = read.get("kernel_categories")
-    if cats is not None and cats.height:
-        simt = cats.filter(pl.col("category").is_in(MATRIX_CATEGORIES) & (pl.col("tensor_cores") == "no"))
-        pct = simt["pct"].sum() if simt.height else 0.0
-        advice = _advice.tensor_core_advice(_facts(con, read)) if pct >= limits.no_tensor_core_pct else None
-        if advice:  # None: no GPU that ran them has tensor cores
-            rows.append(
-                (
-                    "matrix math without tensor cores",
-                    f"{pct:.0f}% of kernel time ({_ms(simt['total_ns'].sum())}) is in "
-                    f"{'/'.join(sorted(simt['category'].unique()))} kernels on CUDA cores {_tc_evidence(simt)}; "
-                    + advice,
-                )
-            )
-    return pl.DataFrame(rows, schema=["finding", "evidence"], orient="row")
+    if cats is None or not cats.height:
+        return []
+    simt = cats.filter(pl.col("category").is_in(MATRIX_CATEGORIES) & (pl.col("tensor_cores") == "no"))
+    pct = simt["pct"].sum() if simt.height else 0.0
+    advice = _advice.tensor_core_advice(_facts(con, read)) if pct >= limits.no_tensor_core_pct else None
+    if not advice:  # None: no GPU that ran them has tensor cores
+        return []
+    return [
+        (
+            "matrix math without tensor cores",
+            f"{pct:.0f}% of kernel time ({_ms(simt['total_ns'].sum())}) is in "
+            f"{'/'.join(sorted(simt['category'].unique()))} kernels on CUDA cores {_tc_evidence(simt)}; " + advice,
+        )
+    ]
 
 
 def _facts(con, read: dict) -> _advice.Facts:

@@ -56,10 +56,49 @@ def summary(
     (`read` made with the same). Only facts and idle time by cause are read here."""
     its, st = loop if not isinstance(loop, NsysqlError) else (None, None)
     f = facts(con)
-    one = lambda k, d=None: (f.get(k) or [d])[0]  # noqa: E731
     gpus = read["gpus"]
+    rows = _profile_facts(f, gpus, st, its, gaps_df)  # (key, label, value): front ends read a fact by its key
+    rows += _loop_facts(loop, its)
+    causes, activity = None, None
+    if gpus.height:
+        if isinstance(gaps_df, NsysqlError):
+            raise gaps_df
+        causes = _gaps.by_cause(con, gaps_df, its=its)
+        if causes.height:
+            idle_rows, activity = _idle_facts(con, f, causes, gaps_df, gpus, loop=st is not None)
+            rows += idle_rows
+    for msg in f.get("missing", []):
+        rows.append(("lacks", "lacks", msg))
+    out = {"facts": pl.DataFrame(rows, schema=FACTS_SCHEMA, orient="row"), "gpus": gpus}
+    found = findings(con, st, causes, read, activity=activity, its=its, limits=limits)
+    out["findings"], first = _ranked_findings(found, its, gaps_df, causes, work, read)
+    if first:
+        lead = pl.DataFrame([("fix_first", *first)], schema=FACTS_SCHEMA, orient="row")
+        out["facts"] = pl.concat([lead, out["facts"]])
+    if causes is not None:
+        out["idle by cause"] = causes.select("cause", "gaps", "idle_ns", "pct_of_idle", "pct_of_span")
+    out["kernels"] = kernels_df
+    out["ranges"], note = _top_ranges(ranges_df, top)
+    if note:
+        out["facts"] = pl.concat(
+            [out["facts"], pl.DataFrame([("ranges", "ranges", note)], schema=FACTS_SCHEMA, orient="row")]
+        )
+    out["memory"] = read["memory"]
+    return out
+
+
+def _profile_facts(
+    f: dict,
+    gpus: pl.DataFrame,
+    st: pl.DataFrame | None,
+    its: pl.DataFrame | None,
+    gaps_df: pl.DataFrame | NsysqlError,
+) -> list[tuple[str, str, str]]:
+    """The facts that open the section: the headline (where there is a loop), the file, nsys's version, the
+    span, the GPUs and each one's busy share of the whole profile."""
+    one = lambda k, d=None: (f.get(k) or [d])[0]  # noqa: E731
     span_ns = int(one("span_ns") or 0)
-    rows = []  # (key, label, value): front ends read a fact by its key and show its label
+    rows = []
     if st is not None:  # the headline: the steady-state step, its GPU busy share and where the rest went
         gaps_ok = None if isinstance(gaps_df, NsysqlError) else gaps_df
         rows.append(("step", "steady-state step", step_sentence(headline(st, its, gaps_ok))))
@@ -76,73 +115,80 @@ def summary(
     ]
     for r in gpus.iter_rows(named=True):
         rows.append((f"gpu_{r['device_id']}_busy", f"GPU {r['device_id']} busy (whole profile)", _device_busy(r)))
-    causes, activity = None, None
+    return rows
+
+
+def _loop_facts(
+    loop: tuple[pl.DataFrame, pl.DataFrame] | NsysqlError, its: pl.DataFrame | None
+) -> list[tuple[str, str, str]]:
+    """The iterations fact (or why there are none), then the outliers, SM / tensor activity and exposed
+    communication where the loop has them."""
     if isinstance(loop, NsysqlError):
-        rows.append(("iterations", "iterations", f"none: {loop}"))
-    else:
-        s = st.row(0, named=True)
-        line = f"{s['iterations']} x `{s['range']}` ({s['mode']}), {s['warmup']} warm-up; " + _iter.steady_sentence(s)
-        rows.append(("iterations", "iterations", line))
-        if s["outlier_pattern"]:
-            rows.append(("outliers", "outliers", s["outlier_pattern"]))
-        hw = _activity_line(its)
-        if hw:
-            rows.append(("sm_tensor_active", "SM / tensor active", hw))
-        if s.get("exposed_comm_pct") is not None:
-            rows.append(("exposed_comm", "exposed communication", _iter.exposed_sentence(s)))
-    if gpus.height:
-        if isinstance(gaps_df, NsysqlError):
-            raise gaps_df
-        causes = _gaps.by_cause(con, gaps_df, its=its)
-        if causes.height:
-            idle = causes["idle_ns"].sum()
-            c = causes.row(0, named=True)
-            top3 = ", ".join(f"{r['cause']} {r['pct_of_idle']:.0f}%" for r in causes.head(3).iter_rows(named=True))
-            top3 = f"top causes (% of the idle time in gaps >= 1 ms): {top3}"
-            # what the other threads and processes did during the top cause's gaps: NVTX ranges and OS calls only
-            # (CUDA API calls, most of a large export's rows, would make every summary pay for `gaps --explain`)
-            top_gaps = gaps_df.filter(pl.col("cause") == c["cause"])
-            elsewhere = _gaps.explain_by_cause(con, top_gaps, top=None, cuda=False)
-            activity = _gaps.top_activity(elsewhere)
-            n_gaps = int(causes["gaps"].sum())
-            rows.append(("idle", "idle", _idle_line(c, idle, n_gaps, top3, gpus, loop=st is not None)))
-            said = activity or _gaps.idle_elsewhere(elsewhere, cuda=False)
-            if said and not activity and said.endswith("explains it"):  # where the answer would have been
-                said += _advice.cpu_capture_hint(con, f)
-            if said:
-                rows.append(("meanwhile", "meanwhile", f"during {c['cause']}: {said}"))
-    for msg in f.get("missing", []):
-        rows.append(("lacks", "lacks", msg))
-    out = {"facts": pl.DataFrame(rows, schema=FACTS_SCHEMA, orient="row"), "gpus": gpus}
-    out["findings"] = findings(con, st, causes, read, activity=activity, its=its, limits=limits)
-    # each finding with the time it would give back per iteration, ranked; the top one leads the summary
+        return [("iterations", "iterations", f"none: {loop}")]
+    s = loop[1].row(0, named=True)
+    line = f"{s['iterations']} x `{s['range']}` ({s['mode']}), {s['warmup']} warm-up; " + _iter.steady_sentence(s)
+    rows = [("iterations", "iterations", line)]
+    if s["outlier_pattern"]:
+        rows.append(("outliers", "outliers", s["outlier_pattern"]))
+    hw = _activity_line(its)
+    if hw:
+        rows.append(("sm_tensor_active", "SM / tensor active", hw))
+    if s.get("exposed_comm_pct") is not None:
+        rows.append(("exposed_comm", "exposed communication", _iter.exposed_sentence(s)))
+    return rows
+
+
+def _idle_facts(
+    con, f: dict, causes: pl.DataFrame, gaps_df: pl.DataFrame, gpus: pl.DataFrame, loop: bool
+) -> tuple[list[tuple[str, str, str]], str | None]:
+    """The idle fact and what happened elsewhere meanwhile, from the idle causes (at least one row), with the
+    sentence naming the work elsewhere during the top cause's gaps (gaps.top_activity) that findings reads."""
+    idle = causes["idle_ns"].sum()
+    c = causes.row(0, named=True)
+    top3 = ", ".join(f"{r['cause']} {r['pct_of_idle']:.0f}%" for r in causes.head(3).iter_rows(named=True))
+    top3 = f"top causes (% of the idle time in gaps >= 1 ms): {top3}"
+    # what the other threads and processes did during the top cause's gaps: NVTX ranges and OS calls only
+    # (CUDA API calls, most of a large export's rows, would make every summary pay for `gaps --explain`)
+    top_gaps = gaps_df.filter(pl.col("cause") == c["cause"])
+    elsewhere = _gaps.explain_by_cause(con, top_gaps, top=None, cuda=False)
+    activity = _gaps.top_activity(elsewhere)
+    n_gaps = int(causes["gaps"].sum())
+    rows = [("idle", "idle", _idle_line(c, idle, n_gaps, top3, gpus, loop=loop))]
+    said = activity or _gaps.idle_elsewhere(elsewhere, cuda=False)
+    if said and not activity and said.endswith("explains it"):  # where the answer would have been
+        said += _advice.cpu_capture_hint(con, f)
+    if said:
+        rows.append(("meanwhile", "meanwhile", f"during {c['cause']}: {said}"))
+    return rows, activity
+
+
+def _ranked_findings(
+    found: pl.DataFrame,
+    its: pl.DataFrame | None,
+    gaps_df: pl.DataFrame | NsysqlError,
+    causes: pl.DataFrame | None,
+    work: pl.DataFrame | None,
+    read: dict[str, pl.DataFrame],
+) -> tuple[pl.DataFrame, tuple[str, str] | None]:
+    """Each finding with the time it would give back per iteration, ranked (headroom.rank), and the fix_first
+    fact's (label, value) that leads the summary, or None (headroom.top_line)."""
     step = _headroom.step(its)
     facts_row = read["headroom_facts"].row(0, named=True) if "headroom_facts" in read else None
     g = None if isinstance(gaps_df, NsysqlError) or its is None else gaps_df
     inputs = _headroom.Inputs(step, its, g, causes, work, facts_row)
-    out["findings"] = _headroom.rank(out["findings"], inputs)
-    first = _headroom.top_line(out["findings"], step)
-    if first:
-        lead = pl.DataFrame([("fix_first", *first)], schema=FACTS_SCHEMA, orient="row")
-        out["facts"] = pl.concat([lead, out["facts"]])
-    if causes is not None:
-        out["idle by cause"] = causes.select("cause", "gaps", "idle_ns", "pct_of_idle", "pct_of_span")
-    out["kernels"] = kernels_df
-    rg = ranges_df
+    ranked = _headroom.rank(found, inputs)
+    return ranked, _headroom.top_line(ranked, step)
+
+
+def _top_ranges(rg: pl.DataFrame, top: int) -> tuple[pl.DataFrame, str | None]:
+    """The `top` ranges with most GPU time; where no range encloses GPU work (an NVTX-only profile), those with
+    most CPU time, with the note that says so."""
     on_gpu = rg.filter(pl.col("gpu_ops") > 0)
     if on_gpu.height or rg.height == 0:
-        out["ranges"] = on_gpu.sort("gpu_total_ns", descending=True).head(min(top, rg.height))
-    else:  # NVTX without GPU work under it (an NVTX-only profile): the ranges that took the CPU's time
-        out["ranges"] = rg.sort(["total_ns", "name"], descending=[True, False]).head(min(top, rg.height))
-        note = (
-            "no NVTX range encloses GPU work, so `ranges` lists the "
-            f"{out['ranges'].height} of {rg.height} with most CPU time"
-        )
-        out["facts"] = pl.concat(
-            [out["facts"], pl.DataFrame([("ranges", "ranges", note)], schema=FACTS_SCHEMA, orient="row")]
-        )
-    out["memory"] = read["memory"]
-    return out
+        return on_gpu.sort("gpu_total_ns", descending=True).head(min(top, rg.height)), None
+    ranges = rg.sort(["total_ns", "name"], descending=[True, False]).head(min(top, rg.height))
+    note = f"no NVTX range encloses GPU work, so `ranges` lists the {ranges.height} of {rg.height} with most CPU time"
+    return ranges, note
 
 
 def idle_in_gaps(gaps_df: pl.DataFrame, its: pl.DataFrame, device_id: int | None) -> int:
