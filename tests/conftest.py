@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
+import sqlite3
 import tempfile
 from pathlib import Path
 
@@ -52,6 +54,17 @@ def h200(name: str) -> Path:
 
 def fixture(name: str) -> Path:
     return FIXTURES / name / f"{name}.sqlite"
+
+
+def craft(path: Path, *statements, source: str = "train_small") -> Path:
+    """A mutated copy of the fixture `source` at `path`: each statement (SQL, or (SQL, parameters)) run on it."""
+    shutil.copy(fixture(source), path)
+    con = sqlite3.connect(path)
+    for st in statements:
+        con.execute(*st) if isinstance(st, tuple) else con.execute(st)
+    con.commit()
+    con.close()
+    return path
 
 
 def gpu_busy_by_construction(prof) -> list[tuple[int, int, int, int, int | None]]:

@@ -17,6 +17,7 @@ import sys
 
 import pytest
 from click.testing import CliRunner
+from conftest import craft as _craft
 from conftest import fixture, gpu_busy_by_construction
 
 from nsysql.cli import main
@@ -37,12 +38,8 @@ def digest(path):
 
 
 def craft(path, *statements):
-    shutil.copy(fixture("train_small"), path)
-    con = sqlite3.connect(path)
-    for st in statements:
-        con.execute(*st) if isinstance(st, tuple) else con.execute(st)
-    con.commit()
-    con.close()
+    """conftest.craft, with a fixed mtime: digest() checks that no command changes it."""
+    _craft(path, *statements)
     os.utime(path, ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_000))
     return path
 

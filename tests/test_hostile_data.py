@@ -18,7 +18,7 @@ import time
 
 import pytest
 from click.testing import CliRunner
-from conftest import fixture, gpu_busy_by_construction, reference_csv
+from conftest import craft, fixture, gpu_busy_by_construction, reference_csv
 
 import nsysql
 from nsysql.cli import main
@@ -30,16 +30,6 @@ INT64_MAX = 2**63 - 1
 
 def run(args):
     return CliRunner().invoke(main, ["--no-cache", *args], catch_exceptions=False)
-
-
-def craft(path, *statements, source="train_small"):
-    shutil.copy(fixture(source), path)
-    con = sqlite3.connect(path)
-    for st in statements:
-        con.execute(*st) if isinstance(st, tuple) else con.execute(st)
-    con.commit()
-    con.close()
-    return path
 
 
 def ranges_csv(path, *opts):

@@ -24,7 +24,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import ROOT, fixture
+from conftest import ROOT, craft, fixture
 
 import nsysql
 from nsysql.cli import main
@@ -32,16 +32,6 @@ from nsysql.cli import main
 
 def run(args, env=None):
     return CliRunner(env=env).invoke(main, args, catch_exceptions=False)
-
-
-def craft(path: Path, *statements) -> Path:
-    shutil.copy(fixture("train_small"), path)
-    con = sqlite3.connect(path)
-    for st in statements:
-        con.execute(*st) if isinstance(st, tuple) else con.execute(st)
-    con.commit()
-    con.close()
-    return path
 
 
 # --- item 19: every connection locks extensions; paths are always paths ---------------------------------------
