@@ -154,9 +154,11 @@ def _idle_facts(
     activity = _gaps.top_activity(elsewhere)
     n_gaps = int(causes["gaps"].sum())
     rows = [("idle", "idle", _idle_line(c, idle, n_gaps, top3, gpus, loop=loop))]
-    said = activity or _gaps.idle_elsewhere(elsewhere, cuda=False)
-    if said and not activity and said.endswith("explains it"):  # where the answer would have been
-        said += _advice.cpu_capture_hint(con, f)
+    said = activity
+    if not said:
+        said = _gaps.idle_elsewhere(elsewhere, cuda=False)  # said only when nothing traced explains the gaps
+        if said:  # where the answer would have been: the capture that records what the CPU ran
+            said += _advice.cpu_capture_hint(con, f)
     if said:
         rows.append(("meanwhile", "meanwhile", f"during {c['cause']}: {said}"))
     return rows, activity
