@@ -33,6 +33,8 @@ CANONICAL_TABLES = (
     "nvtx_ranges",
     "nvtx_open",
     "nvtx_marks",
+    "nvtx_payloads",
+    "nvtx_payload_fields",
     "op_ranges",
     "op_range_links",
     "range_chains",
