@@ -35,6 +35,7 @@ CANONICAL_TABLES = (
     "nvtx_marks",
     "nvtx_payloads",
     "nvtx_payload_fields",
+    "session_clock",
     "op_ranges",
     "op_range_links",
     "range_chains",
@@ -164,6 +165,10 @@ def _missing(src: Source, con: duckdb.DuckDBPyConnection) -> list[str]:
             present = next((t for t in rt.sources if src.has(t)), None)
             out.append(f"{'empty ' + present if present else 'no ' + table}: {meaning}")
     return out
+
+
+# the `nsys export` that keeps NVTX payload bytes (nsys leaves them out by default)
+REEXPORT_BLOBS = "nsys export --type sqlite --include-blobs=true -o X.sqlite X.nsys-rep"
 
 
 def __getattr__(name):  # RAW_TABLES without importing raw.py up front

@@ -203,6 +203,9 @@ RAW_TABLES: tuple[RawTable, ...] = (
     RawTable("raw_env", ("TARGET_INFO_SYSTEM_ENV",), (("name", S), ("value", S))),
     # the profiled processes' environment (PROCESS_n:ENVIRONMENT_VARIABLE rows), 2023.3 and later
     RawTable("raw_capture", ("META_DATA_CAPTURE",), (("name", S), ("value", S))),
+    # the UTC time of the session's time zero (each nsys process has its own zero: ranks profiled by one nsys
+    # each are put on one clock with it)
+    RawTable("raw_session", ("TARGET_INFO_SESSION_START_TIME",), (("utcEpochNs", I),)),
     RawTable("raw_analysis", ("ANALYSIS_DETAILS",), (("startTime", I), ("stopTime", I), ("duration", I))),
     RawTable("raw_enum_memkind", ("ENUM_CUDA_MEM_KIND",), (("id", I), ("label", S))),
     # GPU metrics sampling (`nsys profile --gpu-metrics-devices=...`): both tables exist only in exports that
