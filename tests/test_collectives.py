@@ -115,3 +115,26 @@ def test_across_ranks_the_straggler_arrives_last_by_its_sleep():
     assert max(others) < 30_000_000
     by_rank = {row["rank"]: row for row in out["collectives"]}
     assert by_rank[1]["last_arrivals"] == sum(s["last_rank"] == 1 for s in skew)
+
+
+def test_without_payload_bytes_says_how_to_export_them():
+    """fixtures/ddp_pair: the same program exported without --include-blobs."""
+    pair = FIXTURES / "ddp_pair" / "rank0.sqlite"
+    r = CliRunner().invoke(main, ["collectives", str(pair)])
+    assert r.exit_code == 2
+    (line,) = r.stderr.strip().splitlines()
+    assert str(pair) in line and "nsys export --type sqlite --include-blobs=true -o X.sqlite X.nsys-rep" in line
+    info = CliRunner().invoke(main, ["info", str(pair), "-f", "csv"])
+    rows = [ln for ln in info.stdout.splitlines() if "binaryData" in ln]
+    assert any(ln.startswith("lacks,") and "--include-blobs=true" in ln for ln in rows)
+    assert any(ln.startswith('analyses,collectives,"no: the export lacks NVTX payload bytes') for ln in rows)
+    # with the bytes, neither line
+    blobs = CliRunner().invoke(main, ["info", str(RANK0), "-f", "csv"]).stdout
+    assert "binaryData" not in blobs and "analyses,collectives,yes" in blobs
+
+
+def test_without_nccl_says_there_are_no_collectives():
+    path = FIXTURES / "train_small" / "train_small.sqlite"
+    r = CliRunner().invoke(main, ["collectives", str(path)])
+    assert r.exit_code == 2
+    assert "no NCCL collectives" in r.stderr and len(r.stderr.strip().splitlines()) == 1

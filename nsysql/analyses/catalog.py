@@ -95,6 +95,7 @@ def facts(ctx) -> dict[str, list[str]]:
         "gpu_metric_samples",
         "gpu_ops",
         "nvtx_marks",
+        "nvtx_payloads",
         "nvtx_ranges",
         "os_calls",
         "processes",
