@@ -7,6 +7,8 @@
 --
 -- Its GPU kernels are those launched on the calling thread while the range was open (nsys's thread rule: the
 -- launch call starts inside the range); its GPU time is from the first kernel's start to the last one's end.
+-- A call made between ncclGroupStart and ncclGroupEnd launches its kernel at ncclGroupEnd, outside its own range:
+-- it has no kernel here (kernels 0, no GPU time, no bandwidth), rather than a kernel guessed.
 -- Bandwidths follow NCCL's PERFORMANCE notes (nccl-tests): algbw = S / t, busbw = algbw x factor, with the
 -- factor 2(n-1)/n for all-reduce, (n-1)/n for all-gather and reduce-scatter, 1 for broadcast and reduce (n: the
 -- communicator's ranks), and S the message size, except for all-gather and reduce-scatter, where NCCL's payload
