@@ -63,14 +63,16 @@ def option(p: dict):
     )
 
 
-def declared(analysis: str, *, answers: str | None = None):
+def declared(analysis: str, *, answers: str | None = None, report: bool = False):
     """Decorator: the options of `analysis`, and the command marked as the front end of `answers` (by default
-    the same analysis; `gaps` takes gap_activity's options, a superset of gaps')."""
+    the same analysis; `gaps` takes gap_activity's options, a superset of gaps'); `report`: its analysis'
+    frame is one of `nsysql stats`' reports (nsysql.cli.stats)."""
 
     def deco(fn):
         for p in reversed(params(analysis)):
             fn = option(p)(fn)
         fn.__nsysql_analysis__ = answers or analysis
+        fn.__nsysql_report__ = report
         return fn
 
     return deco
@@ -104,6 +106,6 @@ def answer(name: str, analysis: str, doc: str, *, files: bool = False) -> click.
     run.__doc__ = doc
     run.__name__ = name.replace("-", "_")
     fn = handled(run)
-    fn = declared(analysis)(fn)
+    fn = declared(analysis, report=True)(fn)
     fn = (files_options if files else output_options)(fn)
     return click.command(name, help=doc)(fn)

@@ -1,4 +1,4 @@
-"""The commands that write files or compare profiles: report, export, trace, diff, stats, schema, sql, profile."""
+"""The commands that write files or compare profiles: report, export, trace, diff, schema, sql, profile."""
 
 from __future__ import annotations
 
@@ -8,14 +8,13 @@ from pathlib import Path
 
 import click
 
-from .. import stats as _stats
 from ..errors import NsysqlError
 from ..render import one_line as _line
 from ..render import render
 from .common import global_opts, handled, load_profile
 from .declared import about, declared
-from .options import attribution_option, format_option, output_option
-from .output import answer_to_stdout, emit, emit_text, precious, stream_target, write_output
+from .options import format_option, output_option
+from .output import emit, emit_text, precious, stream_target, write_output
 
 
 @click.command()
@@ -204,47 +203,6 @@ def diff(base, new, fmt, output, fail_above):
 
 
 @click.command()
-@click.argument("file", required=False)
-@click.option(
-    "-r",
-    "--report",
-    "reports",
-    default="kernels,ranges,kernels-by-range,iterations,gaps",
-    show_default=True,
-    help=f"Comma-separated: {', '.join(_stats.REPORTS)}.",
-)
-@format_option(default="csv")
-@click.option(
-    "-o",
-    "--output",
-    "prefix",
-    metavar="PREFIX",
-    help="Write each report to PREFIX_<report>.<ext> (as `nsys stats -o`); default stdout.",
-)
-@attribution_option
-@handled
-def stats(file, reports, fmt, prefix, attribution):
-    """Several reports from one load, like `nsys stats -r ...`: one process, one read of the export."""
-    names = [r.strip() for r in reports.split(",") if r.strip()]
-    _stats.check(names)
-    prof = load_profile(file)
-    ext = {"table": "txt", "csv": "csv", "json": "json", "markdown": "md"}[fmt]
-    got = {}
-    for name, df in _stats.stats(prof, names, attribution):
-        if isinstance(df, NsysqlError):
-            click.echo(f"nsysql: {name}: skipped: {df}", err=True)
-        elif prefix:
-            out = f"{prefix}_{name.replace('-', '_')}.{ext}"
-            write_output(out, render(df, fmt))
-            click.echo(f"nsysql: wrote {out}", err=True)
-        else:
-            got[name] = df
-    if got:  # on stdout one document: a JSON object of the reports, or the sections one after another
-        answer_to_stdout()
-        click.echo(render(got, fmt), nl=False, color=True)  # as written (see emit)
-
-
-@click.command()
 @click.argument("table", required=False)
 @format_option()
 @handled
@@ -319,7 +277,6 @@ INTERRUPT_WAIT_S = 5  # after a Ctrl-C, how long a query may take to stop before
 
 
 about(diff, python="`p.diff(q)`")
-about(stats, nsys="`nsys stats -r ... -o`")
 about(sql_, python="`p.sql(q)`")
 about(profile, python="`nsysql.workflow.profile(cmd)`", nsys="`nsys profile`")
-COMMANDS = (report, export, profile, trace, diff, stats, schema, sql_)
+COMMANDS = (report, export, profile, trace, diff, schema, sql_)

@@ -70,7 +70,7 @@ ops = answer(
 
 @click.command()
 @files_options
-@declared("iterations")
+@declared("iterations", report=True)
 @handled
 def iterations(files, fmt, output, **params):
     """Per-iteration breakdown: wall time, GPU busy/idle, per child range, warm-up and outliers."""
@@ -115,7 +115,7 @@ def _narrow(df):
 
 @click.command()
 @files_options
-@declared("gap_activity", answers="gaps")
+@declared("gap_activity", answers="gaps", report=True)
 @click.option(
     "--explain",
     is_flag=True,
