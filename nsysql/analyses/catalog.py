@@ -147,7 +147,7 @@ def facts(ctx) -> dict[str, list[str]]:
         "strings",
         "threads",
     ),
-    sql=("table_counts", "data_quality", "row_checks", "devices"),
+    sql=("table_counts", "data_quality", "row_checks", "devices", "table_rows"),
 )
 def info(ctx) -> pl.DataFrame:
     """What the export holds and lacks, and which analyses apply."""
