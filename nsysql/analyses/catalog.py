@@ -428,6 +428,20 @@ def iteration_stats(ctx, range, skip, outlier_sigmas) -> pl.DataFrame:
 
 
 @analysis(
+    "iteration_note",
+    params=(RANGE, SKIP, OUTLIER_SIGMAS),
+    keep="none",
+    needs=("iteration_stats",),
+    requires=("nvtx_ranges",),
+)
+def iteration_note(ctx, range, skip, outlier_sigmas) -> dict[str, str | None]:
+    """What a front end says under the iterations, as summary and the report word it: `range` (which range is
+    the loop, and why), `steady` (the steady state in one sentence), `outliers` (their pattern, or None)."""
+    s = ctx.ask("iteration_stats", range=range, skip=skip, outlier_sigmas=outlier_sigmas).row(0, named=True)
+    return {"range": s["detected"], "steady": _iter.steady_sentence(s), "outliers": s["outlier_pattern"] or None}
+
+
+@analysis(
     "iteration_spans",
     params=(RANGE, SKIP, OUTLIER_SIGMAS),
     needs=("iteration_range",),

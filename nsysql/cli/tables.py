@@ -79,18 +79,15 @@ def iterations(files, fmt, output, **params):
         return
     prof = load_profile(files[0] if files else None)
     df = prof.iterations(**params)
-    st = prof.iteration_stats(**params)
     if fmt in ("json", "markdown"):
-        emit({"iterations": df, "steady state": st}, fmt, output)
+        emit({"iterations": df, "steady state": prof.iteration_stats(**params)}, fmt, output)
     elif fmt == "csv":
         emit(df, fmt, output)
     else:
-        from ..analyses.iterations import steady_sentence
-
-        s = st.row(0, named=True)
-        note = f"\nrange: {_line(s['detected'])}\n{steady_sentence(s)}\n"
-        if s["outlier_pattern"]:
-            note += f"outliers: {_line(s['outlier_pattern'])}\n"
+        said = prof.iteration_note(**params)
+        note = f"\nrange: {_line(said['range'])}\n{said['steady']}\n"
+        if said["outliers"]:
+            note += f"outliers: {_line(said['outliers'])}\n"
         emit_text(render(_narrow(df), "table") + note, output)
 
 
@@ -134,12 +131,6 @@ def gaps(files, fmt, output, explain, top, **params):
     emit(getattr(load_profile(files[0] if files else None), what)(**params), fmt, output)
 
 
-def _ranks_rule() -> str:
-    from ..analyses.ranks import RULE
-
-    return RULE
-
-
 def _ranks_result(files, dask, workers):
     from ..many import connect_dask, load_many
 
@@ -158,7 +149,7 @@ def _ranks_result(files, dask, workers):
         if client is not None:
             client.close()
     click.echo(f"nsysql: {r.files.height} ranks; {r.numbering}", err=True)
-    click.echo(f"nsysql: straggler rule: {_ranks_rule()}", err=True)
+    click.echo(f"nsysql: straggler rule: {r.rule}", err=True)
     return {
         "files": r.files.select("rank", "path", "rank_source"),
         "per rank": r.per_rank(),
