@@ -87,6 +87,8 @@ def _job(
 class Ranks:
     """The per-rank frames of several exports and the cross-rank answers, as polars DataFrames."""
 
+    rule: str = _ranks.RULE  # the straggler rule in words, said with every answer (nsysql.analyses.ranks)
+
     def __init__(self, tables: dict[str, pl.DataFrame], numbering: str):
         self.tables = tables
         self.numbering = numbering

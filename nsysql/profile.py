@@ -186,6 +186,13 @@ class Profile:
         max(`outlier_sigmas` x 1.4826 x MAD, 25% of the median, 50 us)."""
         return self._engine.run("iterations", range=range, skip=skip, outlier_sigmas=outlier_sigmas)
 
+    def iteration_note(
+        self, range: str | None = None, skip: int | None = None, outlier_sigmas: float = OUTLIER_SIGMAS
+    ) -> dict[str, str | None]:
+        """What to say under the iterations (parameters as in iterations): `range` (the loop's range and why),
+        `steady` (the steady state in one sentence), `outliers` (their pattern, or None)."""
+        return self._engine.run("iteration_note", range=range, skip=skip, outlier_sigmas=outlier_sigmas)
+
     def overlap(self, by: str = "device", range: str | None = None) -> pl.DataFrame:
         """Communication hidden or exposed: per device with communication kernels, `device_id, comm_ns,
         overlapped_ns, exposed_ns, compute_ns`; by="iteration": the same per iteration of the loop (`range`, as

@@ -68,12 +68,7 @@ ALLOWED_CIRCLES = {
 # What the CLI may import: the front ends, the base and the store (`cache info|clear` is the store's API) -
 # never the analyses or the loader, which it reaches through the Profile.
 CLI_BYPASS = ("analyses", "loader")
-ALLOWED_CLI_BYPASS = {
-    ("nsysql.cli.tables", "nsysql.analyses.iterations"): "`iterations`' table note is steady_sentence(), which "
-    "summary and the report also word; it moves with the analysis declarations of issue 32 (h32engine)",
-    ("nsysql.cli.tables", "nsysql.analyses.ranks"): "`ranks` prints the straggler rule, ranks.RULE; the Ranks "
-    "facade (nsysql.many, h32store) does not carry it yet",
-}
+ALLOWED_CLI_BYPASS = {}
 
 MAX_FUNCTION_LINES = 80
 # "module:function" -> why it is longer than MAX_FUNCTION_LINES (none today: keep it so).

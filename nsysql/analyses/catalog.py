@@ -9,10 +9,11 @@ A declaration's function gets a Context: `ctx.con` (the calling thread's connect
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import polars as pl
 
-from ..engine import Engine, Param, analysis
+from ..engine import Engine, Flag, Param, analysis
 from ..errors import NsysqlError
 from . import api as _api
 from . import collectives as _coll
@@ -41,15 +42,51 @@ from .ranges import ATTRIBUTIONS, DEFAULT_ATTRIBUTION
 OPT_STR = (str, type(None))
 OPT_INT = (int, type(None))
 OPT_BOOL = (bool, type(None))
-RANGE = Param("range", OPT_STR, None, doc="NVTX range pattern of the loop (exact, family, prefix or RE2)")
-SKIP = Param("skip", OPT_INT, None, doc="iterations counted as warm-up (None: found from the times)")
-ATTRIBUTION = Param("attribution", str, DEFAULT_ATTRIBUTION, ATTRIBUTIONS, doc="which ranges a GPU op belongs to")
-GROUP_OPS = Param("group_ops", OPT_BOOL, None, doc="PyTorch operator ranges without their per-call arguments")
-TOP = Param("top", OPT_INT, None, doc="the first N rows (None: all)")
-MIN_NS = Param(
-    "min_ns", (int, str), _gaps.DEFAULT_MIN_NS, normalize=_gaps.parse_duration, doc="shortest gap (ns, or '1ms')"
+# (a parameter's doc is also its command line option's help: one sentence; an analysis whose options read
+# differently takes the shared one with its own doc, `replace(RANGE, doc=...)`)
+PATTERN = Flag(metavar="PATTERN")
+RANGE = Param(
+    "range",
+    OPT_STR,
+    None,
+    doc="The iteration range (exact name, numbered family, prefix or regex); detected when left out.",
+    flag=PATTERN,
 )
-BY_CAUSE = Param("by", OPT_STR, None, (None, "cause"), doc="per cause instead of per gap")
+SKIP = Param(
+    "skip",
+    OPT_INT,
+    None,
+    doc="Warm-up iterations to leave out of steady state (default: the first, extended while the next ones are "
+    "still outliers).",
+)
+ATTRIBUTION = Param(
+    "attribution",
+    str,
+    DEFAULT_ATTRIBUTION,
+    ATTRIBUTIONS,
+    doc="How GPU work is tied to NVTX ranges: 'thread' = the launching thread's open ranges (exactly nsys); "
+    "'process' (default) = also inherit the ranges open on other threads of the process when the launching "
+    "thread has none (PyTorch's autograd thread).",
+)
+GROUP_OPS = Param(
+    "group_ops",
+    OPT_BOOL,
+    None,
+    doc="Name PyTorch's ranges (emit_nvtx, nsys --pytorch=autograd-nvtx) without their per-call arguments "
+    "(`aten::addmm, seq = 5, op_id = 9, ...` -> `aten::addmm`): one row per operator instead of one per call. "
+    "Default: grouped with --attribution process, per call with thread (as nsys stats).",
+)
+TOP = Param("top", OPT_INT, None, doc="Only the first N rows (default: all).")
+MIN_NS = Param(
+    "min_ns",
+    (int, str),
+    _gaps.DEFAULT_MIN_NS,
+    normalize=_gaps.parse_duration,
+    doc="Shortest gap to report: 500us, 2ms, 1s ... (nsys recipe gpu_gaps uses 500ms).",
+    flag=Flag(name="--min", metavar="DURATION", default="1ms"),
+)
+BY_CAUSE = Param("by", OPT_STR, None, (None, "cause"), doc="Idle time per cause instead of one row per gap.")
+GAPS_RANGE = replace(RANGE, doc="Only gaps inside instances of these ranges.")
 
 
 def _sigmas(k) -> float:
@@ -64,12 +101,22 @@ OUTLIER_SIGMAS = Param(
     (float, int),
     _iter.OUTLIER_SIGMAS,
     normalize=_sigmas,
-    doc="k of the outlier rule: a step is an outlier above median + max(k x 1.4826 x MAD, 25% of it, 50 us)",
+    doc="k of the outlier rule: a step is an outlier above median + max(k x 1.4826 x MAD, 25% of it, 50 us).",
+    flag=Flag(metavar="K"),
 )
 THRESHOLDS = Param(
-    "thresholds", Thresholds, Thresholds(), doc="the findings' limits (nsysql.analyses.findings.Thresholds)"
+    "thresholds",
+    Thresholds,
+    Thresholds(),
+    doc="The findings' limits (nsysql.analyses.findings.Thresholds).",
+    flag=None,
 )
-INCLUDE_WARMUP = Param("include_warmup", bool, False, doc="count the warm-up iterations' gaps too")
+INCLUDE_WARMUP = Param(
+    "include_warmup",
+    bool,
+    False,
+    doc="With --by cause: count warm-up iterations and time outside iterations too.",
+)
 
 
 def _head(whole: pl.DataFrame, top: int) -> pl.DataFrame:
@@ -102,7 +149,7 @@ def facts(ctx) -> dict[str, list[str]]:
         "strings",
         "threads",
     ),
-    sql=("table_counts", "data_quality", "row_checks", "devices"),
+    sql=("table_counts", "data_quality", "row_checks", "devices", "table_rows"),
 )
 def info(ctx) -> pl.DataFrame:
     """What the export holds and lacks, and which analyses apply."""
@@ -116,6 +163,7 @@ def info(ctx) -> pl.DataFrame:
     needs=("resolve_range",),
     tables=("gpu_ops", "nvtx_ranges", "process_roles"),
     sql=("iteration_candidates", "process_devices", "pytorch_ranges", "iteration_evidence", "range_count"),
+    requires=("nvtx_ranges",),
 )
 def iteration_range(ctx, range):
     """The iteration range for `range` (nsysql.analyses.iterations.detect), found once per Profile and its
@@ -126,15 +174,36 @@ def iteration_range(ctx, range):
 @analysis(
     "kernels",
     params=(
-        Param("name", str, "demangled", _kernels.NAME_KINDS, doc="which spelling of kernel names"),
-        TOP,
-        Param("by", str, "name", _kernels.GROUPINGS),
-        Param("per", OPT_STR, None, (None, "iteration", "range")),
+        Param(
+            "name",
+            str,
+            "demangled",
+            _kernels.NAME_KINDS,
+            doc="Which kernel name to group by (nsys's default is demangled).",
+        ),
+        replace(TOP, doc="Only the N kernels with most total time."),
+        Param(
+            "by",
+            str,
+            "name",
+            _kernels.GROUPINGS,
+            doc="Group by kernel name, or by category and tensor-core use (rules: "
+            "queries/v1/canonical/44_kernel_rules.sql).",
+        ),
+        Param(
+            "per",
+            OPT_STR,
+            None,
+            (None, "iteration", "range"),
+            doc="With --by category: per iteration of the loop (as `iterations` finds it), or per NVTX range.",
+        ),
         ATTRIBUTION,
     ),
     needs=("iteration_range",),
     tables=("gpu_ops", "kernel_classes", "kernel_tensor_use", "nvtx_ranges", "op_ranges", "strings"),
     sql=("kernels", "kernels_by_category", "range_categories", "iteration_categories"),
+    nsys=("cuda_gpu_kern_sum",),
+    requires=("gpu_ops",),
 )
 def kernels(ctx, name, top, by, per, attribution) -> pl.DataFrame:
     """Per kernel name (nsys's cuda_gpu_kern_sum, then category and tensor_cores); by category; per iteration or
@@ -153,10 +222,23 @@ def kernels(ctx, name, top, by, per, attribution) -> pl.DataFrame:
 
 @analysis(
     "gpu_metrics",
-    params=(Param("by", OPT_STR, None, (None, *_metrics.GROUPINGS)), RANGE, ATTRIBUTION),
+    params=(
+        Param(
+            "by",
+            OPT_STR,
+            None,
+            (None, *_metrics.GROUPINGS),
+            doc="Per iteration of the loop, or per NVTX range: the time-weighted mean over each instance's "
+            "GPU-projected window (first to last GPU op launched inside it).",
+        ),
+        replace(RANGE, doc="With --by iteration: the range that is one iteration (as `iterations --range`)."),
+        ATTRIBUTION,
+    ),
     needs=("iteration_range",),
     tables=("gpu_metric_samples", "gpu_ops", "nvtx_ranges", "op_ranges"),
     sql=("gpu_metrics", "range_metrics", "iteration_metrics"),
+    nsys=("recipe gpu_metric_util_sum",),
+    requires=("gpu_metric_samples",),
 )
 def gpu_metrics(ctx, by, range, attribution) -> pl.DataFrame:
     """GPU metrics per device and metric, or their time-weighted mean per iteration or range."""
@@ -166,7 +248,14 @@ def gpu_metrics(ctx, by, range, attribution) -> pl.DataFrame:
     return _metrics.gpu_metrics(ctx.con, by=by, attribution=attribution)
 
 
-@analysis("api", params=(TOP,), tables=("api_calls", "strings"), sql=("api",))
+@analysis(
+    "api",
+    params=(replace(TOP, doc="Only the N API functions with most total time."),),
+    tables=("api_calls", "strings"),
+    sql=("api",),
+    nsys=("cuda_api_sum",),
+    requires=("api_calls",),
+)
 def api(ctx, top) -> pl.DataFrame:
     """CUDA API calls by function (as `nsys stats -r cuda_api_sum`)."""
     if top is not None:
@@ -176,16 +265,33 @@ def api(ctx, top) -> pl.DataFrame:
 
 @analysis(
     "launches",
-    params=(Param("by", str, "launch", _launches.GROUPINGS),),
+    params=(
+        Param(
+            "by",
+            str,
+            "launch",
+            _launches.GROUPINGS,
+            doc="One row per process, thread, device, launching call and kernel, or one per kernel name.",
+        ),
+    ),
     tables=("gpu_ops", "strings"),
     sql=("launches",),
+    nsys=("cuda_kern_exec_sum",),
+    requires=("gpu_ops",),
 )
 def launches(ctx, by) -> pl.DataFrame:
     """Launch latency (as `nsys stats -r cuda_kern_exec_sum`)."""
     return _launches.launches(ctx.con, by=by)
 
 
-@analysis("ranges", params=(ATTRIBUTION, GROUP_OPS), tables=("gpu_ops", "nvtx_ranges"), sql=("ranges",))
+@analysis(
+    "ranges",
+    params=(ATTRIBUTION, GROUP_OPS),
+    tables=("gpu_ops", "nvtx_ranges"),
+    sql=("ranges",),
+    nsys=("nvtx_sum", "nvtx_gpu_proj_sum"),
+    requires=("nvtx_ranges",),
+)
 def ranges(ctx, attribution, group_ops) -> pl.DataFrame:
     """NVTX ranges per name (nsys's nvtx_sum and nvtx_gpu_proj_sum)."""
     return _ranges.ranges(ctx.con, attribution=attribution, group_ops=group_ops)
@@ -193,10 +299,20 @@ def ranges(ctx, attribution, group_ops) -> pl.DataFrame:
 
 @analysis(
     "kernels_by_range",
-    params=(RANGE, Param("innermost", bool, False), ATTRIBUTION, GROUP_OPS),
+    params=(
+        replace(
+            RANGE,
+            doc="Only ranges named PATTERN: exact name, numbered family (Batch -> Batch0..Batch59), prefix, or regex.",
+        ),
+        Param("innermost", bool, False, doc="Credit each kernel only to its innermost enclosing range."),
+        ATTRIBUTION,
+        GROUP_OPS,
+    ),
     needs=("resolve_range",),
     tables=("gpu_ops", "nvtx_ranges", "op_range_links", "range_chains", "strings"),
     sql=("kernels_by_range",),
+    nsys=("nvtx_kern_sum",),
+    requires=("gpu_ops", "nvtx_ranges"),
 )
 def kernels_by_range(ctx, range, innermost, attribution, group_ops) -> pl.DataFrame:
     """Kernels per NVTX range (as `nsys stats -r nvtx_kern_sum`)."""
@@ -207,9 +323,10 @@ def kernels_by_range(ctx, range, innermost, attribution, group_ops) -> pl.DataFr
 
 @analysis(
     "ops",
-    params=(Param("shapes", bool, False),),
+    params=(Param("shapes", bool, False, doc="One row per operator and input sizes (record_shapes=True)."),),
     tables=("gpu_ops", "nvtx_ranges", "op_ranges", "strings"),
     sql=("ops",),
+    requires=("nvtx_ranges",),
 )
 def ops(ctx, shapes) -> pl.DataFrame:
     """PyTorch operators (emit_nvtx ranges)."""
@@ -248,7 +365,7 @@ def summary_tables(ctx, thresholds) -> dict[str, pl.DataFrame]:
 
 @analysis(
     "summary",
-    params=(ATTRIBUTION, Param("top", int, 10, doc="top kernels and ranges shown"), THRESHOLDS),
+    params=(ATTRIBUTION, Param("top", int, 10, doc="Rows in the kernel and range tables."), THRESHOLDS),
     needs=("iterations", "iteration_stats", "gaps", "kernels", "ranges", "summary_tables", "headroom_work"),
 )
 def summary(ctx, attribution, top, thresholds) -> dict[str, pl.DataFrame]:
@@ -290,6 +407,7 @@ def findings(ctx, thresholds) -> pl.DataFrame:
     params=(RANGE, SKIP, OUTLIER_SIGMAS),
     needs=("iteration_range",),
     tables=("gpu_busy", "gpu_ops", "nvtx_ranges", "strings"),
+    requires=("nvtx_ranges",),
     sql=("iteration_windows", "iterations", "iteration_phases", "iteration_metrics"),
 )
 def iterations(ctx, range, skip, outlier_sigmas) -> pl.DataFrame:
@@ -298,7 +416,12 @@ def iterations(ctx, range, skip, outlier_sigmas) -> pl.DataFrame:
     return _iter.iterations(ctx.con, range=range, skip=skip, it=it, outlier_sigmas=outlier_sigmas)
 
 
-@analysis("iteration_stats", params=(RANGE, SKIP, OUTLIER_SIGMAS), needs=("iteration_range", "iterations"))
+@analysis(
+    "iteration_stats",
+    params=(RANGE, SKIP, OUTLIER_SIGMAS),
+    needs=("iteration_range", "iterations"),
+    requires=("nvtx_ranges",),
+)
 def iteration_stats(ctx, range, skip, outlier_sigmas) -> pl.DataFrame:
     """Steady-state summary of iteration time, the outlier pattern, and which range was chosen and why."""
     it = ctx.ask("iteration_range", range=range)
@@ -307,11 +430,26 @@ def iteration_stats(ctx, range, skip, outlier_sigmas) -> pl.DataFrame:
 
 
 @analysis(
+    "iteration_note",
+    params=(RANGE, SKIP, OUTLIER_SIGMAS),
+    keep="none",
+    needs=("iteration_stats",),
+    requires=("nvtx_ranges",),
+)
+def iteration_note(ctx, range, skip, outlier_sigmas) -> dict[str, str | None]:
+    """What a front end says under the iterations, as summary and the report word it: `range` (which range is
+    the loop, and why), `steady` (the steady state in one sentence), `outliers` (their pattern, or None)."""
+    s = ctx.ask("iteration_stats", range=range, skip=skip, outlier_sigmas=outlier_sigmas).row(0, named=True)
+    return {"range": s["detected"], "steady": _iter.steady_sentence(s), "outliers": s["outlier_pattern"] or None}
+
+
+@analysis(
     "iteration_spans",
     params=(RANGE, SKIP, OUTLIER_SIGMAS),
     needs=("iteration_range",),
     tables=("nvtx_ranges",),
     sql=("iteration_windows", "iteration_spans"),
+    requires=("nvtx_ranges",),
 )
 def iteration_spans(ctx, range, skip, outlier_sigmas) -> pl.DataFrame:
     """The iteration windows with their flags, without the GPU work per iteration (iterations.spans)."""
@@ -325,6 +463,7 @@ def iteration_spans(ctx, range, skip, outlier_sigmas) -> pl.DataFrame:
     needs=("iteration_range",),
     tables=("gpu_ops", "nvtx_ranges", "strings"),
     sql=("iteration_kernels", "iteration_ranges"),
+    requires=("nvtx_ranges",),
 )
 def iteration_breakdown(ctx, range) -> dict[str, pl.DataFrame]:
     """Per iteration: the GPU time of each op name and the CPU time of each range family (iterations.breakdown)."""
@@ -337,6 +476,7 @@ def iteration_breakdown(ctx, range) -> dict[str, pl.DataFrame]:
     needs=("iteration_range",),
     tables=("gpu_ops", "kernel_classes", "kernel_tensor_use", "nvtx_ranges"),
     sql=("iteration_windows", "iteration_headroom"),
+    requires=("nvtx_ranges",),
 )
 def headroom_work(ctx, range) -> pl.DataFrame:
     """Per iteration of the loop: the GPU work findings' headroom reads (nsysql.analyses.headroom.work)."""
@@ -346,10 +486,21 @@ def headroom_work(ctx, range) -> pl.DataFrame:
 
 @analysis(
     "overlap",
-    params=(Param("by", str, "device", _overlap.GROUPINGS), RANGE),
+    params=(
+        Param(
+            "by",
+            str,
+            "device",
+            _overlap.GROUPINGS,
+            doc="One row per device, or one per iteration of the loop (on the loop's device).",
+        ),
+        replace(RANGE, doc="With --by iteration: the iteration range, as in iterations."),
+    ),
     needs=("iterations", "iteration_range"),
     tables=("gpu_busy",),
     sql=("overlap",),
+    nsys=("recipe nccl_gpu_overlap_trace",),
+    requires=("gpu_busy",),
 )
 def overlap(ctx, by, range) -> pl.DataFrame:
     """Communication hidden or exposed, per device or per iteration of the loop."""
@@ -437,10 +588,12 @@ def _gap_spans(ctx, range: str | None) -> pl.DataFrame | None:
 
 @analysis(
     "gaps",
-    params=(RANGE, MIN_NS, BY_CAUSE, INCLUDE_WARMUP),
+    params=(GAPS_RANGE, MIN_NS, BY_CAUSE, INCLUDE_WARMUP),
     needs=("iteration_spans", "resolve_range"),
     tables=("api_calls", "gpu_busy", "nvtx_open", "nvtx_ranges", "os_calls", "process_roles", "strings"),
     sql=("process_devices", "gaps", "range_time", "device_span"),
+    nsys=("recipe gpu_gaps",),
+    requires=("gpu_busy",),
 )
 def gaps(ctx, range, min_ns, by, include_warmup) -> pl.DataFrame:
     """GPU idle gaps with their causes; `by="cause"` for idle time per cause."""
@@ -459,7 +612,13 @@ def gaps(ctx, range, min_ns, by, include_warmup) -> pl.DataFrame:
 
 @analysis(
     "gap_activity",
-    params=(RANGE, MIN_NS, BY_CAUSE, INCLUDE_WARMUP, TOP),
+    params=(
+        GAPS_RANGE,
+        MIN_NS,
+        BY_CAUSE,
+        INCLUDE_WARMUP,
+        replace(TOP, doc="With --explain: activities per gap/cause.", flag=Flag(default=5, minimum=1)),
+    ),
     needs=("gaps",),
     tables=(
         "api_calls",
@@ -484,7 +643,7 @@ def gap_activity(ctx, range, min_ns, by, include_warmup, top) -> pl.DataFrame:
     return _gaps.explain_by_cause(ctx.con, g, include_warmup=include_warmup, top=top)
 
 
-@analysis("nccl_ranges", tables=("nvtx_ranges",), sql=("nccl_ranges",))
+@analysis("nccl_ranges", tables=("nvtx_ranges",), sql=("nccl_ranges",), requires=("nvtx_ranges",))
 def nccl_ranges(ctx) -> pl.DataFrame:
     """NCCL range time: instances and total time of the NCCL NVTX ranges (for nsysql.many)."""
     return _ranks.nccl(ctx.con)
@@ -521,7 +680,7 @@ def diff_totals(ctx):
 
 @analysis(
     "diff",
-    params=(Param("other", Engine, doc="the NEW profile's engine"),),
+    params=(Param("other", Engine, doc="The NEW profile's engine.", flag=None),),
     keep="none",
     needs=("diff_side", "diff_totals"),
 )
@@ -566,7 +725,23 @@ def metrics_timeline(ctx, start_ns, end_ns, bins) -> pl.DataFrame:
 
 @analysis(
     "trace",
-    params=(Param("window", OPT_STR, None), Param("iterations", OPT_STR, None), Param("lazy", bool, False)),
+    params=(
+        Param(
+            "window",
+            OPT_STR,
+            None,
+            doc="Only this stretch of time, from the profile's start: 2s:3.5s, 500ms:, :1s (events overlapping it).",
+            flag=Flag(metavar="START:END"),
+        ),
+        Param(
+            "iterations",
+            OPT_STR,
+            None,
+            doc="Only iterations A to B (both included), as `nsysql iterations` numbers them.",
+            flag=Flag(metavar="A:B"),
+        ),
+        Param("lazy", bool, False, doc="Read the large tables a batch at a time when written.", flag=None),
+    ),
     keep="none",
     needs=("iterations", "gaps"),
     tables=("api_calls", "devices", "gpu_ops", "nvtx_ranges", "processes", "profile_facts", "strings", "threads"),
@@ -602,7 +777,15 @@ def trace(ctx, window, iterations, lazy) -> dict:
 
 @analysis(
     "export",
-    params=(Param("to", (str, os.PathLike)), Param("format", str, "parquet", ("parquet", "csv"))),
+    params=(
+        Param(
+            "to",
+            (str, os.PathLike),
+            doc="Directory to write the tables and README.md into (created if missing).",
+            flag=Flag(metavar="DIR", path="dir"),
+        ),
+        Param("format", str, "parquet", ("parquet", "csv"), doc="Output format.", flag=Flag(short="-f")),
+    ),
     keep="none",
 )
 def export(ctx, to, format) -> pl.DataFrame:
@@ -620,6 +803,7 @@ def export(ctx, to, format) -> pl.DataFrame:
     keep="none",
     tables=("nvtx_ranges",),
     sql=("range_names", "range_family", "range_family_labels", "range_regex"),
+    requires=("nvtx_ranges",),
 )
 def resolve_range(ctx, pattern) -> list[str]:
     """The range names `pattern` selects (exact, numbered family, prefix, else RE2)."""

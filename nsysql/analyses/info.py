@@ -47,7 +47,10 @@ def info(con) -> pl.DataFrame:
     for msg in f.get("missing", []):
         rows.append(("lacks", msg.split(":")[0], msg.split(":", 1)[1].strip() if ":" in msg else msg))
     rows += quality(con)
-    for name, ok, why in supports(counts) + [("collectives", *_collectives(counts, f.get("missing", [])))]:
+    payloads = _collectives(counts, f.get("missing", []))  # NCCL ranges with payload bytes: not a table's rows
+    for name, ok, why in supports(con):
+        if name in ("collectives", "collective_calls", "collective_findings") and ok:
+            ok, why = payloads
         rows.append(("analyses", name, ("yes" if ok else "no") + (f": {why}" if why else "")))
     # what this export cannot answer, and the capture switch that would (advice.CAPTURE_RULES)
     for r in _advice.unanswered(_advice.holdings(con, f, counts)):
@@ -68,27 +71,33 @@ def quality(con) -> list[tuple[str, str, str]]:
     return rows or [("data quality", "flawed rows", none)]
 
 
-def supports(counts: dict[str, int]) -> list[tuple[str, bool, str]]:
-    k = counts.get("kernels", 0)
-    ops = k + counts.get("memcpy", 0) + counts.get("memset", 0) + counts.get("graph launches", 0)
-    api = counts.get("CUDA API calls", 0)
-    nvtx = counts.get("NVTX ranges", 0)
-    out = [
-        ("kernels", k > 0, "" if k else "no kernels in this profile"),
-        ("ranges", nvtx > 0, "" if nvtx else "no NVTX ranges"),
-    ]
-    if not nvtx:
-        kbr = (False, "no NVTX ranges")
-    elif not k:
-        kbr = (False, "no kernels")
-    elif not api:
-        kbr = (False, "no CUDA API calls to tie kernels to ranges")
-    else:
-        kbr = (True, "")
-    out.append(("kernels-by-range", *kbr))
-    out.append(("summary", True, "" if ops else "no GPU work: facts only"))
-    m = counts.get("GPU metrics samples", 0)
-    out.append(("metrics", m > 0, "" if m else f"no GPU metrics (profile with {_advice.switch('gpu_metrics')})"))
+# What a canonical table holds, for the line saying an analysis that requires it does not apply; and the
+# capture rule (advice.CAPTURE_RULES) whose switch would have recorded it, where one would.
+HOLDS = {
+    "gpu_ops": ("GPU work (kernels, copies, memsets)", None),
+    "gpu_busy": ("GPU work (kernels, copies, memsets)", None),
+    "nvtx_ranges": ("NVTX ranges", None),
+    "api_calls": ("CUDA API calls", None),
+    "gpu_metric_samples": ("GPU metrics", "gpu_metrics"),
+}
+
+
+def supports(con) -> list[tuple[str, bool, str]]:
+    """Every declared analysis (nsysql.engine's registry), whether it applies to this export, and why not: the
+    canonical tables it requires (Analysis.requires) that hold no rows here, and what they would hold."""
+    from ..engine import REGISTRY
+
+    needed = sorted({t for a in REGISTRY.values() for t in a.requires})
+    rows = {t: run(con, "table_rows", table=t).item() for t in needed}
+    out = []
+    for name, a in sorted(REGISTRY.items()):
+        empty = [t for t in a.requires if not rows[t]]
+        why = []
+        for t in empty:
+            what, rule = HOLDS.get(t, (None, None))
+            hint = f"; profile with {_advice.switch(rule)}" if rule else ""
+            why.append(f"no {what}: {t} is empty{hint}" if what else f"{t} is empty")
+        out.append((name, not empty, "; ".join(dict.fromkeys(why))))
     return out
 
 

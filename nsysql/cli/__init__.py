@@ -1,10 +1,17 @@
 """The `nsysql` command line: one command per Profile method, the same output switches everywhere.
 
 This module holds the click group (`main`) and the executable (`run`); the commands live by family in
-`tables` (answers as tables), `files` (reports, exports, traces, diffs, SQL, `profile`) and `admin` (`cache`),
-the shared options in `options`, where answers go in `output`, and loading and errors in `common`. Each command
-parses its options, calls the Profile (or the store, for `cache`) and renders. Problems with the input end in
-one line on stderr and exit code 2, never a traceback.
+`tables` (answers as tables), `files` (reports, exports, traces, diffs, SQL, `profile`), `stats` (several
+reports at once) and `admin` (`cache`), the shared options in `options`, where answers go in `output`, and
+loading and errors in `common`. Each command parses its options, calls the Profile (or the store, for `cache`)
+and renders. Problems with the input end in one line on stderr and exit code 2, never a traceback.
+
+A new analysis gets its command from its declaration (nsysql.analyses.catalog): each parameter is an option
+(its Flag says a spelling other than `--<name>`, its doc is the help), derived by `declared`: add one entry to a
+family's COMMANDS, `answer("name", "analysis", "What it answers.")` for a command that prints the Profile
+method's frame (FILEs with `files=True`; it is then also a report of `nsysql stats`), or `@declared("analysis")`
+over a function of its own; then run `python scripts/readme_commands.py`, which writes the declarations the
+CLI reads (cli/declared.json) and README's command table.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ import click
 from .. import __version__
 from .. import store as _store
 from ..errors import NsysqlError, utf8_path
-from . import admin, collectives, files, tables
+from . import admin, collectives, files, stats, tables
 from .output import standard_streams
 
 
@@ -109,7 +116,7 @@ def main(ctx, cache_dir, no_cache, cache_max, nsys_path):
     ctx.obj = {"cache_dir": cache_dir, "no_cache": no_cache, "cache_max": cache_max, "nsys": nsys_path}
 
 
-for _module in (admin, tables, files, collectives):
+for _module in (admin, tables, files, stats, collectives):
     for _command in _module.COMMANDS:
         main.add_command(_command)
 

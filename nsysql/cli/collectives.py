@@ -6,6 +6,7 @@ import click
 
 from ..render import render
 from .common import handled, load_profile, several
+from .declared import about
 from .options import files_options
 from .output import emit, emit_text
 
@@ -89,4 +90,5 @@ _CLOCKS = {
     "ranks profiled by separate nsys processes may be offset",
 }
 
+about(collectives, python="p.collectives()", nsys="nsys recipe nccl_sum (no payloads)")
 COMMANDS = (collectives,)

@@ -132,20 +132,16 @@ def _run(fn, args, kwargs):
         _tables.wait()
 
 
-# The command's parameter for each Python argument whose name differs (`kernels --name` is name_kind).
-_PARAMS = {"range": "range_", "min_ns": "min_", "name": "name_kind", "format": "fmt"}
-
-
 def with_flags(e: NsysqlError) -> str:
     """The error's message with each argument it is about (written `` `window` `` by the library) named by this
-    command's flag (`--window`). An argument this command has no flag for stays as the library wrote it."""
+    command's flag (`--window`; a declared parameter's option carries its name: nsysql.cli.declared). An argument
+    this command has no flag for stays as the library wrote it."""
     text = str(e)
     ctx = click.get_current_context(silent=True)
     if not e.options or ctx is None:
         return text
     for option in e.options:
-        names = {option, _PARAMS.get(option)}
-        flags = [o for p in ctx.command.params if p.name in names for o in p.opts if o.startswith("--")]
+        flags = [o for p in ctx.command.params if p.name == option for o in p.opts if o.startswith("--")]
         if flags:
             text = text.replace(f"`{option}`", flags[0])
     return text

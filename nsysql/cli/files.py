@@ -1,4 +1,4 @@
-"""The commands that write files or compare profiles: report, export, trace, diff, stats, schema, sql, profile."""
+"""The commands that write files or compare profiles: report, export, trace, diff, schema, sql, profile."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from pathlib import Path
 
 import click
 
-from .. import stats as _stats
 from ..errors import NsysqlError
 from ..render import one_line as _line
 from ..render import render
 from .common import global_opts, handled, load_profile
-from .options import attribution_option, format_option, output_option
-from .output import answer_to_stdout, emit, emit_text, precious, stream_target, write_output
+from .declared import about, declared
+from .options import format_option, output_option
+from .output import emit, emit_text, precious, stream_target, write_output
 
 
 @click.command()
@@ -65,19 +65,11 @@ def report(file, output, fmt, baseline, png_dir):
 
 @click.command()
 @click.argument("file", required=False)
-@click.option(
-    "--to",
-    "to",
-    required=True,
-    type=click.Path(file_okay=False),
-    metavar="DIR",
-    help="Directory to write the tables and README.md into (created if missing).",
-)
-@click.option("-f", "--format", "fmt", type=click.Choice(["parquet", "csv"]), default="parquet", show_default=True)
+@declared("export")
 @handled
-def export(file, to, fmt):
+def export(file, to, format):
     """Write the canonical tables as Parquet or CSV, with a README.md describing every column."""
-    written = load_profile(file).export(to, format=fmt)
+    written = load_profile(file).export(to, format=format)
     click.echo(render(written, "table"), nl=False)
     click.echo(f"nsysql: wrote {written.height} tables and README.md to {to}", err=True)
 
@@ -152,16 +144,9 @@ def profile(out, gpu_metrics, nsys_path, chart, args):
     type=click.Path(dir_okay=False),
     help="Where to write the trace [default: <FILE stem>.trace.json].",
 )
-@click.option(
-    "--iterations", metavar="A:B", help="Only iterations A to B (both included), as `nsysql iterations` numbers them."
-)
-@click.option(
-    "--window",
-    metavar="START:END",
-    help="Only this stretch of time, from the profile's start: 2s:3.5s, 500ms:, :1s (events overlapping it).",
-)
+@declared("trace")
 @handled
-def trace(file, output, iterations, window):
+def trace(file, output, window, iterations):
     """A Chrome/Perfetto trace (JSON) of the profile: GPU work per device and stream, CUDA API calls and NVTX
     ranges per thread, and nsysql's iterations and idle gaps (with their cause) as tracks. Open it in
     https://ui.perfetto.dev or chrome://tracing; --iterations or --window keep a large profile's trace small."""
@@ -215,47 +200,6 @@ def diff(base, new, fmt, output, fail_above):
                 err=True,
             )
             sys.exit(1)
-
-
-@click.command()
-@click.argument("file", required=False)
-@click.option(
-    "-r",
-    "--report",
-    "reports",
-    default="kernels,ranges,kernels-by-range,iterations,gaps",
-    show_default=True,
-    help=f"Comma-separated: {', '.join(_stats.REPORTS)}.",
-)
-@format_option(default="csv")
-@click.option(
-    "-o",
-    "--output",
-    "prefix",
-    metavar="PREFIX",
-    help="Write each report to PREFIX_<report>.<ext> (as `nsys stats -o`); default stdout.",
-)
-@attribution_option
-@handled
-def stats(file, reports, fmt, prefix, attribution):
-    """Several reports from one load, like `nsys stats -r ...`: one process, one read of the export."""
-    names = [r.strip() for r in reports.split(",") if r.strip()]
-    _stats.check(names)
-    prof = load_profile(file)
-    ext = {"table": "txt", "csv": "csv", "json": "json", "markdown": "md"}[fmt]
-    got = {}
-    for name, df in _stats.stats(prof, names, attribution):
-        if isinstance(df, NsysqlError):
-            click.echo(f"nsysql: {name}: skipped: {df}", err=True)
-        elif prefix:
-            out = f"{prefix}_{name.replace('-', '_')}.{ext}"
-            write_output(out, render(df, fmt))
-            click.echo(f"nsysql: wrote {out}", err=True)
-        else:
-            got[name] = df
-    if got:  # on stdout one document: a JSON object of the reports, or the sections one after another
-        answer_to_stdout()
-        click.echo(render(got, fmt), nl=False, color=True)  # as written (see emit)
 
 
 @click.command()
@@ -332,4 +276,7 @@ def _interruptible(prof, query: str):
 INTERRUPT_WAIT_S = 5  # after a Ctrl-C, how long a query may take to stop before nsysql leaves without it
 
 
-COMMANDS = (report, export, profile, trace, diff, stats, schema, sql_)
+about(diff, python="`p.diff(q)`")
+about(sql_, python="`p.sql(q)`")
+about(profile, python="`nsysql.workflow.profile(cmd)`", nsys="`nsys profile`")
+COMMANDS = (report, export, profile, trace, diff, schema, sql_)

@@ -5,6 +5,6 @@ here (nsysql.analyses.catalog), and the front ends (nsysql.profile, the CLI), wh
 """
 
 from .core import Context, Engine
-from .declare import REGISTRY, REQUIRED, Analysis, Param, analysis, plan
+from .declare import REGISTRY, REQUIRED, SAME, Analysis, Flag, Param, analysis, plan
 
-__all__ = ["REGISTRY", "REQUIRED", "Analysis", "Context", "Engine", "Param", "analysis", "plan"]
+__all__ = ["REGISTRY", "REQUIRED", "SAME", "Analysis", "Context", "Engine", "Flag", "Param", "analysis", "plan"]

@@ -24,13 +24,32 @@ class _Required:
 
 
 REQUIRED: Any = _Required()  # a parameter without a default: the caller must give it
+SAME: Any = type("_Same", (), {"__repr__": lambda self: "SAME"})()  # Flag.default: the parameter's own default
+
+
+@dataclass(frozen=True)
+class Flag:
+    """How a parameter is spelled on the command line, where it is not `--<name with dashes>` taking the
+    parameter's default: the long `name` (`--min` for min_ns), a `short` one (`-f`), the `metavar` shown in
+    help, the command line's own `default` (a duration written as the user writes it, `1ms`; a smaller `--top`),
+    the `minimum` of a whole number, and `path`: "dir" or "file" where the value names one. The option's help
+    is the parameter's doc."""
+
+    name: str | None = None
+    short: str | None = None
+    metavar: str | None = None
+    default: Any = SAME
+    minimum: int | None = None
+    path: str | None = None
 
 
 @dataclass(frozen=True)
 class Param:
     """One parameter: `type` (a type or a tuple of types; None allowed where the default is None), `default`
     (or REQUIRED), `choices` (the values it may take, where it is one of a few), `normalize` (maps every
-    spelling of a value to its canonical one, which both the answer's key and the function get)."""
+    spelling of a value to its canonical one, which both the answer's key and the function get), `doc` (one
+    sentence; also the command line option's help), `flag` (its command line spelling, None where it has none:
+    a Python object such as another Profile or the findings' Thresholds)."""
 
     name: str
     type: type | tuple
@@ -38,6 +57,7 @@ class Param:
     choices: tuple | None = None
     normalize: Callable[[Any], Any] | None = None
     doc: str = ""
+    flag: Flag | None = Flag()
 
 
 @dataclass(frozen=True)
@@ -50,6 +70,11 @@ class Analysis:
     sql: tuple[str, ...] = ()  # files of queries/v1/analyses/, without .sql
     keep: str = "store"
     doc: str = field(default="")
+    # what nsys calls the same question: `nsys stats` report names (`nsysql stats -r` takes them as aliases of
+    # this analysis' report) or `recipe NAME`
+    nsys: tuple[str, ...] = ()
+    # canonical tables that must hold rows for the answer to say anything (`info` lists the analyses that apply)
+    requires: tuple[str, ...] = ()
 
     def bind(self, given: dict) -> dict:
         """Every parameter's value for a call giving `given` (defaults filled, normalized), in declared order;
@@ -70,7 +95,7 @@ class Analysis:
 REGISTRY: dict[str, Analysis] = {}
 
 
-def analysis(name: str, *, params=(), needs=(), tables=(), sql=(), keep: str = "store"):
+def analysis(name: str, *, params=(), needs=(), tables=(), sql=(), keep: str = "store", nsys=(), requires=()):
     """Decorator: declare `fn(ctx, **params)` as the analysis `name` in REGISTRY."""
 
     def wrap(fn):
@@ -79,7 +104,16 @@ def analysis(name: str, *, params=(), needs=(), tables=(), sql=(), keep: str = "
         if keep not in KEEPS:
             raise ValueError(f"analysis {name!r}: keep must be one of {KEEPS}, not {keep!r}")
         REGISTRY[name] = Analysis(
-            name, fn, tuple(params), tuple(needs), tuple(tables), tuple(sql), keep, fn.__doc__ or ""
+            name,
+            fn,
+            tuple(params),
+            tuple(needs),
+            tuple(tables),
+            tuple(sql),
+            keep,
+            fn.__doc__ or "",
+            tuple(nsys),
+            tuple(requires),
         )
         return fn
 

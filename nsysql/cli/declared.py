@@ -1,0 +1,111 @@
+"""Commands derived from the analyses' declarations: each parameter of a declared analysis (nsysql.engine.declare)
+becomes an option of the command that asks it: `--<name with dashes>` (or its Flag's spelling), its type,
+default and choices, its doc as the help.
+
+The declarations are read from declared.json beside this module, which `python scripts/readme_commands.py`
+writes from the registry (nsysql.analyses.catalog), with README's command table; `--check` and
+tests/test_readme_commands.py fail when either is stale. A file rather than the registry itself: the
+declarations import polars and every analysis, which a command imports only while its cold load reads the
+export (nsysql.tuning's import_overlap), and `nsysql --help` never.
+
+A new analysis gets its command from one entry in a family's COMMANDS: `answer("name", "analysis", "What it
+answers.")` (FILEs with `files=True`) for a command that prints the Profile method's frame, or
+`@declared("analysis")` over a function of its own, which takes the analysis' options as keyword arguments.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from .common import each_rank, handled, load_profile, several
+from .options import files_options, output_options
+from .output import emit
+
+MANIFEST = Path(__file__).with_name("declared.json")
+DECLARED: dict[str, dict] = json.loads(MANIFEST.read_text(encoding="utf-8"))
+
+
+def params(analysis: str) -> list[dict]:
+    """The command-line parameters of a declared analysis, in declared order (see scripts/readme_commands.py)."""
+    return DECLARED[analysis]["params"]
+
+
+def option(p: dict):
+    """The click option of one declared parameter."""
+    decls = [d for d in (p.get("short"), p["flag"]) if d]
+    help, kind = p.get("help") or None, p["kind"]
+    if kind == "flag":
+        return click.option(*decls, p["name"], is_flag=True, default=False, help=help)
+    if kind == "switch":  # True, False, or None: the analysis decides
+        flag = p["flag"][2:]
+        return click.option(f"--{flag}/--no-{flag}", p["name"], default=None, help=help)
+    if kind == "choice":
+        typ = click.Choice(p["choices"])
+    elif kind == "int":
+        typ = click.IntRange(min=p["minimum"]) if "minimum" in p else click.INT
+    elif kind == "path":
+        typ = click.Path(file_okay=p["path"] != "dir", dir_okay=p["path"] != "file")
+    else:
+        typ = {"float": click.FLOAT, "str": click.STRING}[kind]
+    default = p.get("default")
+    return click.option(
+        *decls,
+        p["name"],
+        type=typ,
+        default=default,
+        required=p.get("required", False),
+        show_default=default is not None,
+        metavar=p.get("metavar"),
+        help=help,
+    )
+
+
+def declared(analysis: str, *, answers: str | None = None, report: bool = False):
+    """Decorator: the options of `analysis`, and the command marked as the front end of `answers` (by default
+    the same analysis; `gaps` takes gap_activity's options, a superset of gaps'); `report`: its analysis'
+    frame is one of `nsysql stats`' reports (nsysql.cli.stats)."""
+
+    def deco(fn):
+        for p in reversed(params(analysis)):
+            fn = option(p)(fn)
+        fn.__nsysql_analysis__ = answers or analysis
+        fn.__nsysql_report__ = report
+        return fn
+
+    return deco
+
+
+def analysis_of(cmd: click.Command) -> str | None:
+    """The declared analysis a command answers with, or None."""
+    return getattr(cmd.callback, "__nsysql_analysis__", None) if cmd.callback else None
+
+
+def about(cmd: click.Command, python: str = "", nsys: str = "") -> None:
+    """What README's command table says of a command that no declared analysis answers: its Python
+    counterpart and nsys's (scripts/readme_commands.py reads them)."""
+    cmd.python, cmd.nsys = python, nsys
+
+
+def answer(name: str, analysis: str, doc: str, *, files: bool = False) -> click.Command:
+    """The command `name` that prints Profile.<analysis>(options) for FILE (or each of FILEs, stacked with a
+    `rank` column, with `files`), its options derived from the declaration, `doc` its help."""
+    names = [p["name"] for p in params(analysis)]
+
+    def run(fmt, output, **kwargs):
+        chosen = {k: kwargs[k] for k in names}
+        paths = kwargs.get("files") if files else (kwargs.get("file"),)
+        if files and several(paths):
+            emit(each_rank(paths, analysis, **chosen), fmt, output)
+            return
+        prof = load_profile(paths[0] if paths else None)
+        emit(getattr(prof, analysis)(**chosen), fmt, output)
+
+    run.__doc__ = doc
+    run.__name__ = name.replace("-", "_")
+    fn = handled(run)
+    fn = declared(analysis, report=True)(fn)
+    fn = (files_options if files else output_options)(fn)
+    return click.command(name, help=doc)(fn)

@@ -1,0 +1,158 @@
+"""`nsysql stats`: several reports of one profile at once, as `nsys stats -r a,b,c` gives them: one load, one
+process, the reports computed side by side (Profile.parallel), a report that does not apply said in one line.
+
+The reports are derived from the commands that answer with one declared analysis' frame (see
+nsysql.cli.declared): each such command is a report of its name, and each other choice of its `--by` one more
+(`gaps-by-cause`, `kernels-by-category`); nsys's report names that a declaration names as its counterpart
+(`Analysis.nsys`: kernels' `cuda_gpu_kern_sum`) are aliases of that report.
+"""
+
+from __future__ import annotations
+
+import click
+
+from ..errors import NsysqlError
+from ..render import render
+from . import tables
+from .common import handled, load_profile
+from .declared import DECLARED, about, analysis_of, params
+from .options import attribution_option, format_option
+from .output import answer_to_stdout, write_output
+
+# `nsys stats`' reports (nsys 2023 to 2026); those with no counterpart here are said so in one line
+NSYS_REPORTS = (
+    "cuda_api_gpu_sum",
+    "cuda_api_sum",
+    "cuda_api_trace",
+    "cuda_gpu_kern_gb_sum",
+    "cuda_gpu_kern_sum",
+    "cuda_gpu_mem_size_sum",
+    "cuda_gpu_mem_time_sum",
+    "cuda_gpu_sum",
+    "cuda_gpu_trace",
+    "cuda_kern_exec_sum",
+    "cuda_kern_exec_trace",
+    "dx11_pix_sum",
+    "dx12_gpu_marker_sum",
+    "dx12_pix_sum",
+    "mpi_event_sum",
+    "mpi_event_trace",
+    "nvtx_gpu_proj_sum",
+    "nvtx_gpu_proj_trace",
+    "nvtx_kern_sum",
+    "nvtx_pushpop_sum",
+    "nvtx_pushpop_trace",
+    "nvtx_startend_sum",
+    "nvtx_sum",
+    "openacc_sum",
+    "opengl_khr_gpu_range_sum",
+    "opengl_khr_range_sum",
+    "openmp_sum",
+    "osrt_sum",
+    "syscall_sum",
+    "um_cpu_page_faults_sum",
+    "um_sum",
+    "um_total_sum",
+    "vulkan_api_sum",
+    "vulkan_api_trace",
+    "vulkan_gpu_marker_sum",
+    "vulkan_marker_sum",
+    "wddm_queue_sum",
+)
+
+
+def reports() -> dict[str, tuple[str, dict]]:
+    """Report name -> (the analysis, the parameters it is asked with), in the commands' order."""
+    out: dict[str, tuple[str, dict]] = {}
+    for cmd in tables.COMMANDS:
+        analysis = analysis_of(cmd)
+        if not analysis or not getattr(cmd.callback, "__nsysql_report__", False):
+            continue
+        out[cmd.name] = (analysis, {})
+        for p in params(analysis):
+            if p["name"] == "by" and p["kind"] == "choice":
+                out.update({f"{cmd.name}-by-{c}": (analysis, {"by": c}) for c in p["choices"] if c != p.get("default")})
+    return out
+
+
+def aliases() -> dict[str, str]:
+    """nsys's report name -> the report of ours that answers the same question."""
+    return {n: name for name, (a, kw) in reports().items() if not kw for n in DECLARED[a]["nsys"] if " " not in n}
+
+
+def resolve(names: list[str]) -> tuple[list[tuple[str, str, dict]], list[str]]:
+    """(name as given, analysis, parameters) for each report asked, and a line for each of nsys's reports that
+    has no counterpart here; NsysqlError naming the first name that is neither."""
+    known, alias = reports(), aliases()
+    asked, unmatched = [], []
+    for n in names:
+        if n in known or n in alias:
+            asked.append((n, *known[alias.get(n, n)]))
+        elif n in NSYS_REPORTS:
+            unmatched.append(f"{n}: nsys's report has no counterpart among nsysql's ({', '.join(known)})")
+        else:
+            raise NsysqlError(f"unknown report {n!r}; choose from {', '.join(known)} (or nsys's {', '.join(alias)})")
+    return asked, unmatched
+
+
+def _ask(analysis: str, kwargs: dict, attribution: str):
+    if any(p["name"] == "attribution" for p in params(analysis)):
+        kwargs = {**kwargs, "attribution": attribution}
+
+    def call(prof):
+        try:
+            return getattr(prof, analysis)(**kwargs)
+        except NsysqlError as e:
+            return e
+
+    return call
+
+
+@click.command()
+@click.argument("file", required=False)
+@click.option(
+    "-r",
+    "--report",
+    "reports_",
+    metavar="NAMES",
+    default="kernels,ranges,kernels-by-range,iterations,gaps",
+    show_default=True,
+    help=f"Comma-separated: {', '.join(reports())}; or nsys's names of the same: {', '.join(aliases())}.",
+)
+@format_option(default="csv")
+@click.option(
+    "-o",
+    "--output",
+    "prefix",
+    metavar="PREFIX",
+    help="Write each report to PREFIX_<report>.<ext> (as `nsys stats -o`); default stdout.",
+)
+@attribution_option
+@handled
+def stats(file, reports_, fmt, prefix, attribution):
+    """Several reports from one load, like `nsys stats -r ...`: one process, one read of the export."""
+    asked, unmatched = resolve([r.strip() for r in reports_.split(",") if r.strip()])
+    for line in unmatched:
+        click.echo(f"nsysql: {line}", err=True)
+    if not asked:
+        raise NsysqlError("no report of nsysql's was asked")
+    prof = load_profile(file)
+    ext = {"table": "txt", "csv": "csv", "json": "json", "markdown": "md"}[fmt]
+    got = {}
+    answers = prof.parallel(*(_ask(a, kw, attribution) for _, a, kw in asked))
+    for (name, _, _), df in zip(asked, answers):
+        if isinstance(df, NsysqlError):
+            click.echo(f"nsysql: {name}: skipped: {df}", err=True)
+        elif prefix:
+            out = f"{prefix}_{name.replace('-', '_')}.{ext}"
+            write_output(out, render(df, fmt))
+            click.echo(f"nsysql: wrote {out}", err=True)
+        else:
+            got[name] = df
+    if got:  # on stdout one document: a JSON object of the reports, or the sections one after another
+        answer_to_stdout()
+        click.echo(render(got, fmt), nl=False, color=True)  # as written (see emit)
+
+
+about(stats, nsys="`nsys stats -r ... -o`")
+COMMANDS = (stats,)

@@ -1,0 +1,40 @@
+"""`info`'s "which analyses apply": every declared analysis, from the registry, with why one does not apply (the
+canonical tables it requires, Analysis.requires, that hold no rows)."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+from conftest import craft
+
+import nsysql
+from nsysql.cli import main
+from nsysql.engine import REGISTRY, plan
+
+
+def _applies(path) -> dict[str, str]:
+    with nsysql.load(path) as p:
+        info = p.info()
+    rows = info.filter(info["section"] == "analyses")
+    assert rows["item"].is_unique().all()
+    return dict(zip(rows["item"], rows["value"]))
+
+
+def test_an_export_without_nvtx_says_the_range_analyses_do_not_apply(tmp_path, monkeypatch):
+    monkeypatch.setenv("NSYSQL_CACHE_DIR", str(tmp_path / "cache"))
+    bare = craft(tmp_path / "no_nvtx.sqlite", "DROP TABLE NVTX_EVENTS")
+    got = _applies(bare)
+    assert set(got) == set(REGISTRY)  # every declared analysis, once
+    for name in ("ranges", "kernels_by_range", "iterations", "ops"):
+        assert got[name] == "no: no NVTX ranges: nvtx_ranges is empty", (name, got[name])
+    for name in ("kernels", "api", "launches", "gaps", "summary"):
+        assert got[name] == "yes", (name, got[name])
+    # the same export with its NVTX ranges: they apply
+    assert _applies(craft(tmp_path / "whole.sqlite"))["ranges"] == "yes"
+    res = CliRunner().invoke(main, ["info", str(bare), "-f", "csv"])
+    assert res.exit_code == 0 and "analyses,ranges,no: no NVTX ranges: nvtx_ranges is empty" in res.stdout
+
+
+def test_what_an_analysis_requires_is_among_the_tables_it_or_its_needs_read():
+    for name, a in REGISTRY.items():
+        read = {t for n in plan(name) for t in REGISTRY[n].tables}
+        assert set(a.requires) <= read, (name, set(a.requires) - read)

@@ -1,0 +1,57 @@
+"""`nsysql stats -r`: its report names derived from the declared commands, and nsys's report names as aliases of
+the report of ours that answers the same question."""
+
+from __future__ import annotations
+
+import polars as pl
+from click.testing import CliRunner
+from conftest import fixture
+
+from nsysql.cli import main
+from nsysql.cli.stats import aliases, reports
+
+TRAIN = fixture("train_small")
+REFERENCE = TRAIN.parent / "reference"
+
+
+def run(args):
+    return CliRunner().invoke(main, args)
+
+
+def test_nsys_names_are_aliases_of_the_report_that_answers_the_same():
+    assert aliases() == {
+        "cuda_gpu_kern_sum": "kernels",
+        "cuda_api_sum": "api",
+        "cuda_kern_exec_sum": "launches",
+        "nvtx_sum": "ranges",
+        "nvtx_gpu_proj_sum": "ranges",
+        "nvtx_kern_sum": "kernels-by-range",
+    }
+    # every command that prints one declared analysis' frame is a report, each other --by choice one more
+    assert {"kernels", "api", "ranges", "kernels-by-range", "iterations", "gaps", "gaps-by-cause"} <= set(reports())
+    assert reports()["kernels-by-category"] == ("kernels", {"by": "category"})
+
+
+def test_each_alias_gives_the_same_csv_as_our_name(tmp_path):
+    asked = sorted(set(aliases()) | set(aliases().values()))
+    res = run(["stats", str(TRAIN), "-r", ",".join(asked), "-o", str(tmp_path / "run")])
+    assert res.exit_code == 0, res.stderr
+    for alias, ours in aliases().items():
+        got = (tmp_path / f"run_{alias}.csv").read_bytes()
+        assert got and got == (tmp_path / f"run_{ours.replace('-', '_')}.csv").read_bytes(), alias
+    # and the alias' numbers are nsys's own report's (cuda_gpu_kern_sum, as nsys stats wrote it)
+    ours = pl.read_csv(tmp_path / "run_cuda_gpu_kern_sum.csv")
+    want = pl.read_csv(REFERENCE / "train_small_cuda_gpu_kern_sum.csv")
+    assert sorted(ours["total_ns"].to_list()) == sorted(want["Total Time (ns)"].to_list())
+
+
+def test_an_nsys_report_with_no_counterpart_is_one_line(tmp_path):
+    res = run(["stats", str(TRAIN), "-r", "osrt_sum,cuda_api_sum", "-o", str(tmp_path / "run")])
+    assert res.exit_code == 0, res.stderr
+    said = [line for line in res.stderr.splitlines() if "osrt_sum" in line]
+    assert len(said) == 1 and said[0].startswith("nsysql: osrt_sum: nsys's report has no counterpart"), res.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run_cuda_api_sum.csv"]
+    alone = run(["stats", str(TRAIN), "-r", "cuda_gpu_mem_time_sum"])
+    assert alone.exit_code == 2 and alone.stderr.splitlines()[-1] == "nsysql: error: no report of nsysql's was asked"
+    bad = run(["stats", str(TRAIN), "-r", "kernels,nope"])
+    assert bad.exit_code == 2 and "unknown report 'nope'" in bad.stderr
