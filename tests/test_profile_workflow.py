@@ -133,7 +133,7 @@ def test_profile_command_line_user_switch_replaces_ours():
 
 
 def test_split_nsys_options_from_command():
-    from nsysql.workflow import run_name, split_args
+    from nsysql.nsys.workflow import run_name, split_args
 
     assert split_args(["-s", "cpu", "--", "python3", "t.py"]) == (["-s", "cpu"], ["python3", "t.py"])
     assert split_args(["python3", "t.py", "--", "-x"]) == ([], ["python3", "t.py", "--", "-x"])
@@ -203,7 +203,7 @@ def test_profile_writes_everything_and_exits_with_the_programs_status(tmp_path, 
 
 
 def nsys_name(program):
-    from nsysql.workflow import run_name
+    from nsysql.nsys.workflow import run_name
 
     return run_name(program)
 

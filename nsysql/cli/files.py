@@ -106,7 +106,7 @@ def profile(out, gpu_metrics, nsys_path, chart, args):
 
     Exits with COMMAND's exit status. Options for nsys go between two `--`:
     nsysql profile --out run -- --duration=60 -- python3 train.py"""
-    from .. import workflow
+    from ..nsys import workflow
 
     options, command = workflow.split_args(list(args))
     tty = sys.stderr.isatty()

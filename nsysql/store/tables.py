@@ -85,7 +85,7 @@ def build_entry(file: Path, build, config: dict, background: bool = False) -> du
 
     `background=True`: built in memory, and a background thread copies the tables into the entry while the
     caller asks its questions from memory. The same CPU in all, but the copy overlaps with answering: worth it
-    with cores to spare and memory for a second copy (nsysql._load decides). The interpreter waits for the
+    with cores to spare and memory for a second copy (nsysql.store.opening decides). The interpreter waits for the
     copy before it exits; `wait()` waits sooner.
     """
     try:

@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import NsysqlError
-from .nsys import PROFILE_OPTIONS, Found, profile_command, profile_switches, require, run, shell
+from ..errors import NsysqlError
+from . import PROFILE_OPTIONS, Found, profile_command, profile_switches, require, run, shell
 
 DEFAULT_OUT = "nsysql-{name}"
 
@@ -190,7 +190,7 @@ def _remember(folder: Path, files: dict) -> None:
     cannot be written only means the next run into `folder` refuses those files."""
     import json
 
-    from . import store
+    from .. import store
 
     # an earlier run's files not written this time (its PNG chart, where this one drew an SVG) stay its own
     own = {n: st for n, st in _manifest(folder).items() if st == _own_stamp(folder / n)}
@@ -213,8 +213,8 @@ def _stamp(p: Path) -> tuple | None:
 def write_outputs(export: Path, folder: Path, res: Result, cache_dir=None, progress=None, chart="auto") -> None:
     """Load `export` and write summary.txt, report.html, report.md, kernels.csv, api.csv and the chart into
     `folder`, noting each file in `res.files` (or why it is missing in `res.problems`)."""
-    from ._load import load
-    from .render import render, summary_view
+    from .._load import load
+    from ..render import render, summary_view
 
     say = progress or (lambda text: None)
     prof = load(export, cache_dir=cache_dir, progress=(lambda step: say(f"loading: {step}")) if progress else None)
@@ -233,14 +233,14 @@ def write_outputs(export: Path, folder: Path, res: Result, cache_dir=None, progr
         res.files["summary.txt"] = "the summary printed above"
 
     def html():
-        from .report import build
+        from ..report import build
 
         page, figures = build(prof)
         _text(folder / "report.html", page)
         res.files["report.html"] = f"the report ({len(figures)} charts, works offline)"
 
     def markdown():
-        from .report import snippet
+        from ..report import snippet
 
         _text(folder / "report.md", snippet(prof))
         res.files["report.md"] = "the Markdown snippet to paste into a PR"
@@ -253,8 +253,8 @@ def write_outputs(export: Path, folder: Path, res: Result, cache_dir=None, progr
         return write
 
     def top10():
-        from .report.charts import kernels_chart
-        from .report.svg import kernels_svg
+        from ..report.charts import kernels_chart
+        from ..report.svg import kernels_svg
 
         k = prof.kernels(top=10)
         if k.height == 0:
@@ -279,7 +279,7 @@ def write_outputs(export: Path, folder: Path, res: Result, cache_dir=None, progr
 
 
 def _text(path: Path, text: str) -> None:
-    from . import store
+    from .. import store
 
     store.output_text(path, text, links=False)  # whole or not at all, never through a link
 
@@ -290,7 +290,7 @@ def _png(fig, path: Path) -> str | None:
         import kaleido  # noqa: F401
     except ImportError:
         return "no PNG: kaleido is not installed"
-    from . import store
+    from .. import store
 
     def fill(tmp: Path) -> None:  # the format named: the temporary file's name does not say it
         fig.write_image(str(tmp), format="png", width=1200, height=fig.layout.height or 400, scale=1)

@@ -1,0 +1,164 @@
+"""A report (`.nsys-rep`, or `.qdrep` before 2021.4) exported to SQLite once, into its entry of the store."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from ..errors import NsysqlError
+from . import WHERE_LOOKED, _status, capture, export_command, find, last_line, shell, timeout_s
+
+
+def sqlite_for(
+    report: str | os.PathLike, cache_dir: str | os.PathLike | None = None, nsys: str | None = None, keep: bool = True
+) -> Path:
+    """The SQLite export of the report `report`, made once with `nsys export` into the cache directory; an
+    NsysqlError naming the exact `nsys export` command to run when no nsys is found, or when it fails.
+
+    What nsys wrote is kept only once it opens as an nsys SQLite export (an nsys that exits 0 but leaves a
+    truncated or garbage file must not become the report's export for every later command), together with a
+    marker naming the report (store.claim), the proof `cache clear` and `cache info` go by. `keep=False`
+    (--no-cache), or a cache directory that cannot be written (said once, as a CacheWarning): the export goes
+    into a private temporary folder instead (`temporary` says so), which the caller removes with
+    `remove_temporary` once it has read it."""
+    import tempfile
+
+    from .. import store
+
+    shown = str(report)
+    p = Path(os.path.expanduser(shown))
+    if not p.is_file():
+        raise NsysqlError("no such file" if not p.exists() else "is not a file", shown)
+    cache = store.directory(cache_dir)
+    final = store.export_path(p, cache)
+    if keep and _kept_export(final):
+        return final
+    found = find(nsys)
+    if found is None:
+        raise _no_nsys(p, shown)
+    tmp = _export_folder(p, final, cache) if keep else None
+    if tmp is None:
+        tmp = Path(tempfile.mkdtemp(prefix="nsysql-export-"))  # private (0700), removed by the caller
+        _TEMPORARY.add(tmp)
+    try:
+        out = tmp / final.name
+        _export(found.path, p, out, cache, shown)
+        if tmp in _TEMPORARY:
+            return out
+        try:
+            store.sync(out)  # whole on disk before its folder is renamed into place
+            os.replace(tmp, final.parent)
+        except OSError:  # another process put the same export in place meanwhile: read that one
+            if not final.is_file():
+                raise
+        store.used(final.with_suffix(""))
+        return final
+    except BaseException:
+        remove_temporary(tmp / final.name)
+        raise
+    finally:
+        if tmp not in _TEMPORARY:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _kept_export(final: Path) -> bool:
+    """Whether the cache holds the export `final` and it opens as an nsys SQLite export (then marked used). One
+    that does not, kept by an nsysql that did not check it, is removed with its marker and folder, to be
+    exported again."""
+    from .. import store
+    from ..loader.source import open_source
+
+    if not final.is_file():
+        return False
+    try:
+        open_source(final)
+        store.used(final.with_suffix(""))
+        return True
+    except NsysqlError:
+        for f in (final, store.marker(final.with_suffix(""))):
+            store.remove(f)
+        try:
+            final.parent.rmdir()
+        except OSError:
+            pass
+        return False
+
+
+def _no_nsys(p: Path, shown: str) -> NsysqlError:
+    """The error when no nsys is found to export the report `p`: the `nsys export` command to run instead,
+    writing beside the report without overwriting (that file is theirs)."""
+    cmd = shell(export_command("nsys", p, p.with_suffix(".sqlite"), force=False))
+    return NsysqlError(
+        f"is an Nsight Systems report and nsys was not found to export it (looked at {WHERE_LOOKED}); run "
+        f"`{cmd}` and analyse that file, or name nsys with --nsys PATH or $NSYS",
+        shown,
+    )
+
+
+def _export_folder(p: Path, final: Path, cache: Path) -> Path | None:
+    """A folder of its own beside the export's final one, holding the marker that names the report
+    (store.claim), so that the export is renamed into place in whole; None where the cache cannot be written
+    (said once, as a CacheWarning: store.failed)."""
+    import uuid
+
+    from .. import store
+
+    tmp = final.parent.parent / f".{final.parent.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{store.TEMP_SUFFIX}"
+    try:
+        tmp.mkdir(parents=True)
+        store.claim(tmp / p.stem, note=str(p.resolve()))
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        store.failed(e, cache)
+        return None
+    return tmp
+
+
+def _export(nsys: str, p: Path, out: Path, cache: Path, shown: str) -> None:
+    """Export the report `p` to `out` with `nsys export`, under timeout_s(); an NsysqlError naming the command
+    when it does not finish, fails, or exits 0 without a file that opens as an nsys SQLite export."""
+    from ..loader.source import open_source
+
+    argv = export_command(nsys, p.resolve(), out)
+    if sys.stderr.isatty():
+        where = f"once: kept in {cache}" if out.parent not in _TEMPORARY else "not kept"
+        print(f"nsysql: exporting {p.name} to SQLite with {nsys} ({where})", file=sys.stderr)
+    limit = timeout_s()
+    code, output = capture(argv, limit)
+    why = last_line(output)
+    if code is None:
+        raise NsysqlError(
+            f"`{shell(argv)}` did not finish in {limit:g} s and was stopped"
+            + (f" (last said: {why})" if why else "")
+            + "; set NSYSQL_NSYS_TIMEOUT to give it longer (seconds, 0: no limit)",
+            shown,
+        )
+    if code != 0 or not out.is_file():
+        raise NsysqlError(
+            f"`{shell(argv)}` failed (exit status {_status(code)}" + (f": {why}" if why else "") + ")", shown
+        )
+    try:
+        open_source(out)
+    except NsysqlError as e:
+        what = str(e)[len(e.path) + 2 :] if e.path else str(e)
+        raise NsysqlError(
+            f"`{shell(argv)}` exited with status 0 but wrote no usable export: it {what}; not kept", shown
+        ) from None
+
+
+_TEMPORARY: set[Path] = set()  # the private folders of exports not kept (sqlite_for)
+
+
+def temporary(path: str | os.PathLike) -> bool:
+    """Whether `path` is an export of sqlite_for in a private temporary folder (not kept)."""
+    return Path(path).parent in _TEMPORARY
+
+
+def remove_temporary(path: str | os.PathLike) -> None:
+    """Remove the private temporary folder of the export `path` (see sqlite_for), if it is one."""
+    d = Path(path).parent
+    if d in _TEMPORARY:
+        shutil.rmtree(d, ignore_errors=True)
+        _TEMPORARY.discard(d)
