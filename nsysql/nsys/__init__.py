@@ -1,15 +1,13 @@
-"""Nsight Systems' `nsys`: where it is, the command lines nsysql gives it, and `.nsys-rep` reports exported once.
+"""Nsight Systems' `nsys`, in one place: where it is, the command lines nsysql gives it, and running it.
 
 Where nsys is looked for, first found wins: `--nsys PATH`, `$NSYS`, `nsys` on PATH, then the install folders of
 Nsight Systems (and of the CUDA toolkit, which ships it) and the copy inside Nsight Compute's folder, newest
 version first (the version is read from the folder names, after resolving links: /usr/local/cuda/bin/nsys is
 usually a link into a versioned folder).
 
-A report (`.nsys-rep`, or `.qdrep` before 2021.4) is exported to SQLite into the cache directory, under
-`exports/<key>/<name>.sqlite`, the key being the report's identity (store.export_id: path, inode, size, times and
-its first and last MiB): nothing is written beside the report or into it, and a later command on the same report
-reads the same export. It is kept only once it opens as an nsys export, with a marker naming the report (what
-`cache info` and `cache clear` go by); without a cache, into a private temporary folder (sqlite_for). This module imports only the standard library (the CLI imports it before every load).
+Beside it: `export.py` exports a report (`.nsys-rep`, or `.qdrep` before 2021.4) to SQLite once, into the
+report's entry of the store; `workflow.py` is `nsysql profile`. This module imports only the standard library
+(the CLI imports it before every load).
 """
 
 from __future__ import annotations

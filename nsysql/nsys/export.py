@@ -14,12 +14,13 @@ from . import WHERE_LOOKED, _status, capture, export_command, find, last_line, s
 def sqlite_for(
     report: str | os.PathLike, cache_dir: str | os.PathLike | None = None, nsys: str | None = None, keep: bool = True
 ) -> Path:
-    """The SQLite export of the report `report`, made once with `nsys export` into the cache directory; an
-    NsysqlError naming the exact `nsys export` command to run when no nsys is found, or when it fails.
+    """The SQLite export of the report `report`, made once with `nsys export` into the report's entry of the
+    store (store.export_path), beside the tables and answers made from it; an NsysqlError naming the exact `nsys
+    export` command to run when no nsys is found, or when it fails.
 
     What nsys wrote is kept only once it opens as an nsys SQLite export (an nsys that exits 0 but leaves a
-    truncated or garbage file must not become the report's export for every later command), together with a
-    marker naming the report (store.claim), the proof `cache clear` and `cache info` go by. `keep=False`
+    truncated or garbage file must not become the report's export for every later command), after the entry's
+    marker, which names the report (store.claim), the proof `cache clear` and `cache info` go by. `keep=False`
     (--no-cache), or a cache directory that cannot be written (said once, as a CacheWarning): the export goes
     into a private temporary folder instead (`temporary` says so), which the caller removes with
     `remove_temporary` once it has read it."""
@@ -33,6 +34,7 @@ def sqlite_for(
         raise NsysqlError("no such file" if not p.exists() else "is not a file", shown)
     cache = store.directory(cache_dir)
     final = store.export_path(p, cache)
+    stem = final.parent.with_suffix("")
     if keep and _kept_export(final):
         return final
     found = find(nsys)
@@ -53,7 +55,7 @@ def sqlite_for(
         except OSError:  # another process put the same export in place meanwhile: read that one
             if not final.is_file():
                 raise
-        store.used(final.with_suffix(""))
+        store.used(stem)
         return final
     except BaseException:
         remove_temporary(tmp / final.name)
@@ -61,12 +63,14 @@ def sqlite_for(
     finally:
         if tmp not in _TEMPORARY:
             shutil.rmtree(tmp, ignore_errors=True)
+            store.remove(tmp)  # no longer this process's to remove on Ctrl-C
+            store.release(stem)  # no value after all (a failed export): no marker either
 
 
 def _kept_export(final: Path) -> bool:
-    """Whether the cache holds the export `final` and it opens as an nsys SQLite export (then marked used). One
-    that does not, kept by an nsysql that did not check it, is removed with its marker and folder, to be
-    exported again."""
+    """Whether the report's entry holds the export `final` and it opens as an nsys SQLite export (then marked
+    used). One that does not, kept by an nsysql that did not check it, is removed with its folder, to be exported
+    again."""
     from .. import store
     from ..loader.source import open_source
 
@@ -74,15 +78,10 @@ def _kept_export(final: Path) -> bool:
         return False
     try:
         open_source(final)
-        store.used(final.with_suffix(""))
+        store.used(final.parent.with_suffix(""))
         return True
     except NsysqlError:
-        for f in (final, store.marker(final.with_suffix(""))):
-            store.remove(f)
-        try:
-            final.parent.rmdir()
-        except OSError:
-            pass
+        shutil.rmtree(final.parent, ignore_errors=True)
         return False
 
 
@@ -98,19 +97,17 @@ def _no_nsys(p: Path, shown: str) -> NsysqlError:
 
 
 def _export_folder(p: Path, final: Path, cache: Path) -> Path | None:
-    """A folder of its own beside the export's final one, holding the marker that names the report
-    (store.claim), so that the export is renamed into place in whole; None where the cache cannot be written
-    (said once, as a CacheWarning: store.failed)."""
-    import uuid
-
+    """A temporary folder beside the export's final one (`.<stem>.export.<pid>.<random>.tmp`, store.temp_path),
+    renamed into place once the export in it is whole, after the entry's marker naming the report (store.claim);
+    None where the cache cannot be written (said once, as a CacheWarning: store.failed)."""
     from .. import store
 
-    tmp = final.parent.parent / f".{final.parent.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{store.TEMP_SUFFIX}"
+    tmp = store.temp_path(final.parent)
     try:
-        tmp.mkdir(parents=True)
-        store.claim(tmp / p.stem, note=str(p.resolve()))
+        store.claim(final.parent.with_suffix(""), note=str(p.resolve()))
+        tmp.mkdir()
     except OSError as e:
-        shutil.rmtree(tmp, ignore_errors=True)
+        store.remove(tmp)
         store.failed(e, cache)
         return None
     return tmp
