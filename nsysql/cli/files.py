@@ -90,6 +90,12 @@ def export(file, to, fmt):
     help="Folder for the report, its export and the analyses [default: nsysql-<program name>].",
 )
 @click.option("--gpu-metrics", is_flag=True, help="Also sample GPU metrics (nsys --gpu-metrics-devices=all).")
+@click.option(
+    "--cpu",
+    is_flag=True,
+    help="Also record CPU samples, thread scheduling, forked workers and Python stacks (nsys -s process-tree "
+    "--cpuctxsw=process-tree --trace-fork-before-exec=true --python-sampling=true).",
+)
 @click.option("--nsys", "nsys_path", metavar="PATH", help="The nsys to run [default: as for --nsys of nsysql].")
 @click.option(
     "--chart",
@@ -100,7 +106,7 @@ def export(file, to, fmt):
 )
 @click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[-- NSYS OPTIONS] -- COMMAND [ARGS]...")
 @handled
-def profile(out, gpu_metrics, nsys_path, chart, args):
+def profile(out, gpu_metrics, cpu, nsys_path, chart, args):
     """Run COMMAND under nsys (CUDA, NVTX, OS runtime, CUDA graphs node by node), export it, and write the summary,
     report.html, report.md, kernels.csv, api.csv and a top-10 kernels chart into DIR.
 
@@ -128,6 +134,7 @@ def profile(out, gpu_metrics, nsys_path, chart, args):
             cache_dir=opts.get("cache_dir"),
             progress=progress if tty else None,
             chart=chart,
+            cpu=cpu,
         )
     except workflow.NoExport as e:  # the program's status (Ctrl-C, a crash) rather than 2, when it failed
         click.echo(f"nsysql: error: {_line(str(e))}", err=True)

@@ -137,10 +137,10 @@ def require(explicit: str | None = None) -> Found:
 # -- nsys profile ----------------------------------------------------------------------------------------------
 
 # What nsysql's analyses read, and no more: CUDA (kernels, copies, API calls), NVTX, OS runtime calls (the causes
-# of idle gaps); no CPU sampling or context switches (nothing reads them; they make the export several times
-# larger); OS runtime calls under 10 us and backtraces under 1 ms left out (Python's imports make tens of thousands
-# of short stat/open calls; everything a gap's cause needs is longer); CUDA graphs node by node, so each kernel
-# of a graph replay is a kernel.
+# of idle gaps); no CPU sampling or context switches (nothing reads them by default; they make the export several
+# times larger); OS runtime calls under 10 us and backtraces under 1 ms left out (Python's imports make tens of
+# thousands of short stat/open calls; everything a gap's cause needs is longer); CUDA graphs node by node, so each
+# kernel of a graph replay is a kernel. OS runtime tracing is Linux's (`trace_set`).
 PROFILE_OPTIONS = (
     ("--trace", "cuda,nvtx,osrt"),
     ("--sample", "none"),
@@ -149,10 +149,20 @@ PROFILE_OPTIONS = (
     ("--osrt-backtrace-threshold", "1000000"),
     ("--cuda-graph-trace", "node"),
 )
+OSRT_OPTIONS = ("--osrt-threshold", "--osrt-backtrace-threshold")  # meaningless without osrt in --trace
+# `nsysql profile --cpu`: CPU samples with call stacks and thread scheduling over the whole process tree, forked
+# workers (DataLoader's) traced from the fork, and Python's stacks sampled (NVTX marks whose frames are payloads:
+# kept by the export's --include-blobs=true). They replace the `none` of --sample and --cpuctxsw.
+CPU_OPTIONS = (
+    ("--sample", "process-tree"),
+    ("--cpuctxsw", "process-tree"),
+    ("--trace-fork-before-exec", "true"),
+    ("--python-sampling", "true"),
+)
 GPU_METRICS = ("--gpu-metrics-devices", "all")  # nsys 2024.2 and later (before: --gpu-metrics-device)
 # the short spellings of nsys profile's switches nsysql sets, so a user's `-t cuda` replaces nsysql's --trace
 _SHORT = {"-t": "--trace", "-s": "--sample", "-o": "--output", "-f": "--force-overwrite"}
-_OWN = ("--output", "--export", "--force-overwrite")  # nsysql names the report and its export itself
+_OWN = ("--output", "--export", "--force-overwrite")  # nsysql names the report and exports it itself
 
 
 def _switches(options: list[str]) -> set[str]:
@@ -164,14 +174,49 @@ def _switches(options: list[str]) -> set[str]:
     return names
 
 
-def profile_switches(nsys: str) -> set[str]:
-    """The switches `nsys profile --help` lists (empty when it says nothing usable): older versions lack some of
-    nsysql's (--osrt-backtrace-threshold, --cuda-graph-trace; --gpu-metrics-device before 2024.2)."""
+def profile_help(nsys: str) -> str:
+    """What `nsys profile --help` prints ("" when it cannot be asked)."""
     try:  # a help text is some 50 KB: 1 MiB of it is plenty, and the most kept of one that floods
         _, text = capture([nsys, "profile", "--help"], 120, keep=2**20)
     except OSError:
-        return set()
-    return set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", text.decode("utf-8", "replace")))
+        return ""
+    return text.decode("utf-8", "replace")
+
+
+def switches_in(help_text: str) -> set[str]:
+    """The switches a help text lists (`--trace`, `--cuda-graph-trace`, ...)."""
+    return set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", help_text))
+
+
+def profile_switches(nsys: str) -> set[str]:
+    """The switches `nsys profile --help` lists (empty when it says nothing usable): older versions lack some of
+    nsysql's (--osrt-backtrace-threshold, --cuda-graph-trace; --gpu-metrics-device before 2024.2)."""
+    return switches_in(profile_help(nsys))
+
+
+def trace_set(system: str | None = None, help_text: str = "") -> str:
+    """What nsysql traces (`--trace`): CUDA, NVTX and OS runtime calls, less `osrt` on Windows (nsys there
+    rejects it: OS runtime tracing is Linux's) or where `nsys profile --help` is known and does not name it among
+    what it traces. `system`: `Linux` or `Windows` (default: this one)."""
+    system = system or ("Windows" if os.name == "nt" else "Linux")
+    osrt = system != "Windows" and (not help_text or re.search(r"(?<![\w-])osrt(?![\w-])", help_text))
+    return "cuda,nvtx,osrt" if osrt else "cuda,nvtx"
+
+
+def nsysql_switches(
+    gpu_metrics: bool = False, cpu: bool = False, system: str | None = None, help_text: str = ""
+) -> list[tuple[str, str]]:
+    """The switches nsysql gives `nsys profile`, before what this nsys lacks is left out (profile_command)."""
+    trace = trace_set(system, help_text)
+    ours = dict(PROFILE_OPTIONS, **{"--trace": trace})
+    if "osrt" not in trace.split(","):
+        for k in OSRT_OPTIONS:
+            ours.pop(k)
+    if cpu:
+        ours.update(CPU_OPTIONS)
+    if gpu_metrics:
+        ours.update((GPU_METRICS,))
+    return list(ours.items())
 
 
 def profile_command(
@@ -181,17 +226,22 @@ def profile_command(
     gpu_metrics: bool = False,
     options: list[str] = (),
     supported: set[str] | None = None,
+    cpu: bool = False,
+    system: str | None = None,
+    help_text: str = "",
 ) -> list[str]:
-    """`nsys profile` for `command`: nsysql's switches (PROFILE_OPTIONS, GPU metrics on request), then the user's
-    `options` (a switch given there replaces nsysql's), writing `<base>.nsys-rep` and its SQLite export
-    `<base>.sqlite`, over earlier ones. `supported` (profile_switches): nsysql's switches this nsys lacks are left
-    out (all are kept when it is empty or None)."""
+    """`nsys profile` for `command`: nsysql's switches (nsysql_switches: PROFILE_OPTIONS with the trace set of
+    this system and nsys, CPU_OPTIONS and GPU metrics on request), then the user's `options` (a switch given there
+    replaces nsysql's), writing the report `<base>.nsys-rep` over an earlier one; nsysql exports it to SQLite
+    itself (export_command: payloads included). `supported` (profile_switches): nsysql's switches this nsys lacks
+    are left out (all are kept when it is empty or None); `help_text`: `nsys profile --help`, which says whether
+    it traces `osrt` (trace_set)."""
     options = list(options)
     theirs = _switches(options)
     taken = [s for s in _OWN if s in theirs]
     if taken:
         raise NsysqlError(f"nsys option {taken[0]} is nsysql's to set (the report goes into --out DIR); leave it out")
-    ours = [*PROFILE_OPTIONS, *((GPU_METRICS,) if gpu_metrics else ())]
+    ours = nsysql_switches(gpu_metrics, cpu, system, help_text)
     if supported:
         if gpu_metrics and GPU_METRICS[0] not in supported and "--gpu-metrics-device" in supported:
             ours[-1] = ("--gpu-metrics-device", "all")
@@ -199,14 +249,30 @@ def profile_command(
     argv = [nsys, "profile"]
     argv += [f"{k}={v}" for k, v in ours if k not in theirs]
     argv += options
-    argv += ["--force-overwrite=true", f"--output={base}", "--export=sqlite"]
+    argv += ["--force-overwrite=true", f"--output={base}"]
     return argv + list(command)
 
 
-def export_command(nsys: str, report: str | os.PathLike, output: str | os.PathLike, force: bool = True) -> list[str]:
-    """`nsys export` of `report` to the SQLite file `output` (replacing one there when `force`)."""
+BLOBS = "--include-blobs=true"  # NVTX payloads (NCCL's, Python sampling's frames) reach the export only with it
+
+
+def export_command(
+    nsys: str, report: str | os.PathLike, output: str | os.PathLike, force: bool = True, blobs: bool = True
+) -> list[str]:
+    """`nsys export` of `report` to the SQLite file `output` (replacing one there when `force`), with NVTX payloads
+    (`blobs`: --include-blobs=true, which an nsys older than the option refuses: see nsys.export)."""
     over = ["--force-overwrite", "true"] if force else []
-    return [nsys, "export", "--type", "sqlite", "--output", str(output), *over, str(report)]
+    return [
+        nsys,
+        "export",
+        "--type",
+        "sqlite",
+        *([BLOBS] if blobs else []),
+        "--output",
+        str(output),
+        *over,
+        str(report),
+    ]
 
 
 def shell(argv: list[str]) -> str:

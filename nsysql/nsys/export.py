@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..errors import NsysqlError
-from . import WHERE_LOOKED, _status, capture, export_command, find, last_line, shell, timeout_s
+from . import BLOBS, WHERE_LOOKED, _status, capture, export_command, find, last_line, shell, timeout_s
 
 
 def sqlite_for(
@@ -114,16 +114,33 @@ def _export_folder(p: Path, final: Path, cache: Path) -> Path | None:
 
 
 def _export(nsys: str, p: Path, out: Path, cache: Path, shown: str) -> None:
-    """Export the report `p` to `out` with `nsys export`, under timeout_s(); an NsysqlError naming the command
-    when it does not finish, fails, or exits 0 without a file that opens as an nsys SQLite export."""
-    from ..loader.source import open_source
-
-    argv = export_command(nsys, p.resolve(), out)
     if sys.stderr.isatty():
         where = f"once: kept in {cache}" if out.parent not in _TEMPORARY else "not kept"
         print(f"nsysql: exporting {p.name} to SQLite with {nsys} ({where})", file=sys.stderr)
+    export_to(nsys, p, out, shown)
+
+
+def export_to(nsys: str, p: Path, out: Path, shown: str) -> list[str]:
+    """Export the report `p` to `out` with `nsys export` (export_command: NVTX payloads included), under
+    timeout_s(); the command that made it. An NsysqlError naming the command (about `shown`) when it does not
+    finish, fails, or exits 0 without a file that opens as an nsys SQLite export. An nsys older than
+    --include-blobs, which refuses it by name, exports without payloads, with a warning saying so."""
+    from ..loader.source import open_source
+
+    argv = export_command(nsys, p.resolve(), out)
     limit = timeout_s()
     code, output = capture(argv, limit)
+    if code not in (0, None) and BLOBS.split("=")[0] in output.decode("utf-8", "replace"):
+        argv = export_command(nsys, p.resolve(), out, blobs=False)
+        code, output = capture(argv, limit)
+        if code == 0:
+            import warnings
+
+            warnings.warn(
+                f"{nsys} refuses {BLOBS} (an older nsys): exported without NVTX payloads (NCCL's, Python "
+                "sampling's frames)",
+                stacklevel=2,
+            )
     why = last_line(output)
     if code is None:
         raise NsysqlError(
@@ -143,6 +160,7 @@ def _export(nsys: str, p: Path, out: Path, cache: Path, shown: str) -> None:
         raise NsysqlError(
             f"`{shell(argv)}` exited with status 0 but wrote no usable export: it {what}; not kept", shown
         ) from None
+    return argv
 
 
 _TEMPORARY: set[Path] = set()  # the private folders of exports not kept (sqlite_for)

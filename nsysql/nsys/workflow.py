@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import NsysqlError
-from . import PROFILE_OPTIONS, Found, profile_command, profile_switches, require, run, shell
+from . import Found, nsysql_switches, profile_command, profile_help, require, run, shell, switches_in, trace_set
 
 DEFAULT_OUT = "nsysql-{name}"
 
@@ -82,12 +82,14 @@ def profile(
     cache_dir: str | os.PathLike | None = None,
     progress=None,
     chart: str = "auto",
+    cpu: bool = False,
 ) -> Result:
     """Profile `command` with nsys into `out` (default `nsysql-<name>`), then write the analyses there.
 
     `progress(text)` is told each step (the CLI shows it on a terminal). `chart`: the top-10 kernels chart as
     `png` (plotly through kaleido, which starts a Chrome), `svg` (drawn by nsysql) or `auto` (PNG when kaleido is
-    installed and works, else SVG). Raises NsysqlError when nsys is not found or makes no export; a program that
+    installed and works, else SVG). `cpu`: also record CPU samples, thread scheduling, forked workers and Python's
+    stacks (nsys.CPU_OPTIONS). Raises NsysqlError when nsys is not found or makes no export; a program that
     fails still gets its outputs, and its exit status is `Result.status`."""
     if not command:
         raise NsysqlError("give the program to profile after `--`, e.g. nsysql profile -- python3 train.py")
@@ -100,36 +102,68 @@ def profile(
         raise NsysqlError(f"cannot create the output folder ({e.strerror})", str(folder)) from None
     _check_free(folder, name)
     say = progress or (lambda text: None)
-    supported = profile_switches(found.path)
+    text = profile_help(found.path)
+    supported = switches_in(text)
     argv = profile_command(
-        found.path, folder / name, command, gpu_metrics=gpu_metrics, options=list(nsys_options), supported=supported
+        found.path,
+        folder / name,
+        command,
+        gpu_metrics=gpu_metrics,
+        options=list(nsys_options),
+        supported=supported,
+        cpu=cpu,
+        help_text=text,
     )
-    notes = []
-    if supported:
-        wanted = [k for k, _ in PROFILE_OPTIONS] + (["--gpu-metrics-devices"] if gpu_metrics else [])
-        lacks = [k for k in wanted if k not in supported and not (k.startswith("--gpu") and k[:-1] in supported)]
-        if lacks:
-            notes.append(f"{found.path} lacks {', '.join(lacks)} (an older nsys): profiled without")
+    notes = _notes(found.path, supported, nsysql_switches(gpu_metrics, cpu, help_text=text), text)
     export = folder / f"{name}.sqlite"
     rep = folder / f"{name}.nsys-rep"
-    before = _stamp(export)  # an export of an earlier run in DIR is not this run's
+    before = _stamp(rep)  # a report of an earlier run in DIR is not this run's
     say(f"profiling with {found.path} ({found.how}): {shell(argv)}")
     t = time.monotonic()
     status = run(argv)
     res = Result(status, folder, name, argv, notes=notes)
     if rep.is_file():
         res.files[rep.name] = "the Nsight Systems report (open it in nsys-ui)"
-    if _stamp(export) in (None, before):
+    if _stamp(rep) in (None, before):
         _remember(folder, res.files)  # the report nsys wrote is this run's, to replace next time
         raise NoExport(
-            f"nsys exited with status {status} and wrote no SQLite export ({export}); its messages above say why",
+            f"nsys exited with status {status} and wrote no report ({rep}) to export to SQLite; its messages above "
+            "say why",
             status=status,
         )
+    _export_report(found.path, rep, export, res, say)
     say(f"profiled in {time.monotonic() - t:.1f} s; analysing {export}")
     res.files[export.name] = "the SQLite export (every nsysql command reads it)"
     _remember(folder, res.files)
     write_outputs(export, folder, res, cache_dir=cache_dir, progress=say, chart=chart)
     return res
+
+
+def _notes(nsys: str, supported: set[str], wanted: list[tuple[str, str]], help_text: str) -> list[str]:
+    """What the profile lacks for this system or nsys: OS runtime calls (not traced on Windows, or by an nsys
+    that lists no osrt), nsysql's switches this nsys does not list (an older nsys)."""
+    notes = []
+    if "osrt" not in trace_set(help_text=help_text).split(","):
+        notes.append("OS runtime calls not traced (osrt: Linux only): idle gaps get no cause on the CPU side")
+    if supported:
+        keys = [k for k, _ in wanted]
+        lacks = [k for k in keys if k not in supported and not (k.startswith("--gpu") and k[:-1] in supported)]
+        if lacks:
+            notes.append(f"{nsys} lacks {', '.join(lacks)} (an older nsys): profiled without")
+    return notes
+
+
+def _export_report(nsys: str, rep: Path, export: Path, res: Result, say) -> None:
+    """Export this run's report to SQLite beside it (nsys.export.export_to: NVTX payloads included, which `nsys
+    profile --export=sqlite` leaves out); NoExport with the program's status when that fails."""
+    from .export import export_to
+
+    say(f"exporting {rep.name} to SQLite")
+    try:
+        export_to(nsys, rep, export, str(rep))
+    except NsysqlError as e:
+        _remember(rep.parent, res.files)
+        raise NoExport(str(e), status=res.status) from None
 
 
 # What `profile` may write into DIR, besides `<name>.nsys-rep` and `<name>.sqlite` (nsys writes those).
