@@ -102,12 +102,13 @@ def _export_folder(p: Path, final: Path, cache: Path) -> Path | None:
     None where the cache cannot be written (said once, as a CacheWarning: store.failed)."""
     from .. import store
 
-    tmp = store.temp_path(final.parent)
+    tmp, stem = store.temp_path(final.parent), final.parent.with_suffix("")
     try:
-        store.claim(final.parent.with_suffix(""), note=str(p.resolve()))
+        store.claim(stem, note=str(p.resolve()))
         tmp.mkdir()
     except OSError as e:
         store.remove(tmp)
+        store.release(stem)
         store.failed(e, cache)
         return None
     return tmp
