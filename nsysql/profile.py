@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Callable
 
 import polars as pl
 
-from ._load import load  # noqa: F401 (nsysql.profile.load, as before)
 from .analyses import catalog as _catalog  # noqa: F401 (declares every analysis in the engine's registry)
 from .analyses._sql import user_frame as _user_frame
 from .analyses.findings import Thresholds

@@ -1,12 +1,14 @@
 """A stand-in for Nsight Systems' `nsys`, for tests on machines without it (run through an executable `nsys`
 script that the tests write). It does what nsysql needs nsys to do, with a real export:
 
-- `nsys profile [--switch=value ...] --output=BASE --export=sqlite COMMAND ...`: runs COMMAND (a SIGINT it gets
-  is passed on to COMMAND, as nsys stops a collection), then writes BASE.nsys-rep and BASE.sqlite (a copy of
-  $FAKE_NSYS_EXPORT, default fixtures/train_small) and exits with COMMAND's status;
-  $FAKE_NSYS_NO_EXPORT=1: writes no export.
-- `nsys profile --help`: lists the switches nsysql sets, less those named in $FAKE_NSYS_LACKS (comma-separated).
-- `nsys export --type sqlite --output OUT --force-overwrite true REPORT`: copies $FAKE_NSYS_EXPORT to OUT;
+- `nsys profile [--switch=value ...] --output=BASE [--export=sqlite] COMMAND ...`: runs COMMAND (a SIGINT it gets
+  is passed on to COMMAND, as nsys stops a collection), then writes BASE.nsys-rep (and with --export=sqlite
+  BASE.sqlite, a copy of $FAKE_NSYS_EXPORT, default fixtures/train_small) and exits with COMMAND's status;
+  $FAKE_NSYS_NO_EXPORT=1: writes neither.
+- `nsys profile --help`: lists the switches nsysql sets, less those named in $FAKE_NSYS_LACKS (comma-separated),
+  and what --trace traces (`osrt` among them unless $FAKE_NSYS_LACKS names `osrt`).
+- `nsys export --type sqlite [--include-blobs=true] --output OUT --force-overwrite true REPORT`: copies
+  $FAKE_NSYS_EXPORT to OUT (refusing --include-blobs, by name, when $FAKE_NSYS_LACKS names it);
   $FAKE_NSYS_FAIL=1: fails with a message; $FAKE_NSYS_HANG=1: never finishes (sleeps); $FAKE_NSYS_FLOOD=N:
   prints N MiB on stdout first, then a last line on stderr, and fails. $FAKE_NSYS_TRUNCATE=N: writes only its first N
   bytes, and exits 0.
@@ -35,6 +37,8 @@ HELP = (
     "--osrt-backtrace-threshold",
     "--cuda-graph-trace",
     "--gpu-metrics-devices",
+    "--trace-fork-before-exec",
+    "--python-sampling",
     "--force-overwrite",
     "--output",
     "--export",
@@ -60,6 +64,10 @@ def main(args):
         if os.environ.get("FAKE_NSYS_FAIL"):
             print("ERROR: cannot import the report (fake)", file=sys.stderr)
             return 1
+        lacks = os.environ.get("FAKE_NSYS_LACKS", "").split(",")
+        if "--include-blobs" in lacks and any(a.startswith("--include-blobs") for a in args):
+            print("unrecognised option '--include-blobs=true' (fake)", file=sys.stderr)
+            return 1
         out = args[args.index("--output") + 1]
         shutil.copyfile(EXPORT, out)
         if os.environ.get("FAKE_NSYS_TRUNCATE"):
@@ -74,6 +82,8 @@ def main(args):
         for s in HELP:
             if s not in lacks:
                 print(f"    {s}=<value>\n        what it does")
+        traced = ["cuda", "nvtx", *([] if "osrt" in lacks else ["osrt"]), "none"]
+        print(f"    -t, --trace=\n        Possible values are {', '.join(traced)}")
         return 0
     base = None
     i = 0
@@ -86,7 +96,8 @@ def main(args):
     code = child.wait()
     if not os.environ.get("FAKE_NSYS_NO_EXPORT"):
         Path(base + ".nsys-rep").write_bytes(b"PK\x03\x04 fake report")
-        shutil.copyfile(EXPORT, base + ".sqlite")
+        if "--export=sqlite" in rest[:i]:
+            shutil.copyfile(EXPORT, base + ".sqlite")
     return 128 - code if code < 0 else code
 
 

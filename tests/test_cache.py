@@ -15,14 +15,14 @@ from conftest import fixture
 from polars.testing import assert_frame_equal
 
 import nsysql
-from nsysql import _load
 from nsysql.cli import main
+from nsysql.store import opening as _load
 from nsysql.store import tables as cache
 
 
 @pytest.fixture(params=["in the file", "in memory, copied in the background"])
 def build_mode(request, monkeypatch):
-    """Both ways a cold load builds its entry: nsysql._load copies an entry built in memory in the background
+    """Both ways a cold load builds its entry: nsysql.store.opening copies an entry built in memory in the background
     with 4 or more DuckDB threads and memory to spare, so NSYSQL_THREADS picks the way on any machine (8 threads
     on a 2-core machine are within the 4 per CPU that NSYSQL_THREADS allows)."""
     background = request.param != "in the file"

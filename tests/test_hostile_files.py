@@ -106,7 +106,7 @@ def test_cache_clear_in_a_working_folder_removes_only_what_nsysql_wrote(tmp_path
     info = r.invoke(main, ["--cache-dir", str(work), "cache", "info", "-f", "csv"])
     assert info.exit_code == 0
     listed = pl.read_csv(info.stdout.encode())["entry"].to_list()
-    assert len(listed) == 1 and listed[0].endswith(".duckdb") and listed[0] != "foo.duckdb"
+    assert len(listed) == 1 and f"{listed[0]}.duckdb" in ours and listed[0] != "foo"
 
     cleared = r.invoke(main, ["--cache-dir", str(work), "cache", "clear"])
     assert cleared.exit_code == 0 and "removed 1 cache entries" in cleared.stdout
@@ -146,7 +146,7 @@ def test_cache_clear_removes_entries_of_an_nsysql_without_markers(tmp_path):
     (cdir / "exports" / "mine").mkdir()
     shutil.copy(TRAIN, cdir / "exports" / "mine" / "run.sqlite")
     listed = r.invoke(main, ["--cache-dir", str(cdir), "cache", "info", "-f", "csv"])
-    assert "1 entries, 1 exports of .nsys-rep reports" in listed.stderr
+    assert "1 entries, 1 exports kept apart by nsysql 0.4.0" in listed.stderr
     cleared = r.invoke(main, ["--cache-dir", str(cdir), "cache", "clear"])
     assert cleared.exit_code == 0 and "removed 1 cache entries" in cleared.stdout
     assert set(tree(cdir)) == {users.name, "last_profile", "exports/mine/run.sqlite"} and digest(users) == kept
@@ -323,7 +323,7 @@ def test_a_truncated_export_that_nsys_calls_a_success_is_not_kept(tmp_path, repo
     bad = r.invoke(main, ["--cache-dir", str(cache), "--nsys", str(fake), "info", str(report)])
     assert bad.exit_code == 2
     one_error(bad.stderr, str(report), "exited with status 0 but wrote no usable export", "truncated", "not kept")
-    assert not [p for p in (cache / "exports").rglob("*") if p.is_file()]
+    assert not [p for p in cache.rglob("*.sqlite")] and not list(cache.glob("*.nsysql"))
     # a working nsys then exports it, and cache info lists what is kept
     monkeypatch.delenv("FAKE_NSYS_TRUNCATE")
     good = r.invoke(main, ["--cache-dir", str(cache), "--nsys", str(fake), "kernels", "--csv", str(report)])
@@ -332,19 +332,19 @@ def test_a_truncated_export_that_nsys_calls_a_success_is_not_kept(tmp_path, repo
     assert good.stdout == want.stdout
     info = r.invoke(main, ["--cache-dir", str(cache), "cache", "info", "-f", "csv"])
     rows = pl.read_csv(info.stdout.encode())
-    kept = rows.filter(pl.col("entry").str.starts_with("exports/"))
-    assert kept.height == 1 and kept["source_path"][0] == str(report.resolve())
-    assert (cache / kept["entry"][0]).stat().st_size == TRAIN.stat().st_size
-    assert "1 exports of .nsys-rep reports" in info.stderr
+    kept = rows.filter(pl.col("export").is_not_null())
+    assert rows.height == 1 and kept["source_path"][0] == str(report.resolve())
+    assert (cache / kept["export"][0]).stat().st_size == TRAIN.stat().st_size
+    assert "(1 entries," in info.stderr
     # one kept broken (as an nsysql that did not check kept it) is exported again, not failed on for good
-    os.truncate(cache / kept["entry"][0], 5000)
+    os.truncate(cache / kept["export"][0], 5000)
     again = r.invoke(
         main, ["--no-cache", "--cache-dir", str(cache), "--nsys", str(fake), "kernels", "--csv", str(report)]
     )
     assert again.exit_code == 0 and again.stdout == want.stdout, again.output
     again = r.invoke(main, ["--cache-dir", str(cache), "--nsys", str(fake), "kernels", "--csv", str(report)])
     assert again.exit_code == 0 and again.stdout == want.stdout, again.output
-    assert (cache / kept["entry"][0]).stat().st_size == TRAIN.stat().st_size
+    assert (cache / kept["export"][0]).stat().st_size == TRAIN.stat().st_size
 
 
 def test_no_cache_exports_a_report_into_a_private_folder_removed_after(tmp_path, report):
@@ -357,9 +357,34 @@ def test_no_cache_exports_a_report_into_a_private_folder_removed_after(tmp_path,
         proc = nsysql(*how, "--nsys", fake, "kernels", "--csv", report, env=env)
         assert proc.returncode == 0 and proc.stderr == "", proc.stderr
         assert proc.stdout == want
-        assert not (cache / "exports").exists() and not list(cache.glob("*.duckdb"))
+        assert not list(cache.glob("*.export")) and not list(cache.glob("*.duckdb"))
         # the private folder is gone (DuckDB's spill directory, made private at connect, stays: nsysql.duck)
         assert [f.name for f in tmp.iterdir()] in ([], [f"nsysql-spill-{os.getuid()}"])
+
+
+def test_a_report_export_kept_apart_by_0_4_0_is_never_read_and_is_cleared(tmp_path, report):
+    """nsysql 0.4.0 kept a report's export apart, `exports/<key>/<name>.sqlite` with a marker naming the report,
+    under the report's identity alone. That export (here another workload's) is never read: the report is exported
+    into its own entry, and answers as that export does. `cache info` counts the old one, `cache clear` removes
+    it with the entry."""
+    from nsysql import store
+
+    fake = fake_nsys(tmp_path / "bin")
+    cache = tmp_path / "cache"
+    old = cache / "exports" / hashlib.sha256(store.export_id(report).encode()).hexdigest()[:32]
+    old.mkdir(parents=True)
+    shutil.copy(fixture("mem_growth"), old / "run.sqlite")
+    (old / "run.nsysql").write_text(store.MARK_TEXT + f"{report.resolve()}\n")
+    r = CliRunner()
+    got = r.invoke(main, ["--cache-dir", str(cache), "--nsys", str(fake), "kernels", "--csv", str(report)])
+    assert got.exit_code == 0, got.output
+    assert got.stdout == r.invoke(main, ["--no-cache", "kernels", "--csv", str(TRAIN)]).stdout
+    assert got.stdout != r.invoke(main, ["--no-cache", "kernels", "--csv", str(old / "run.sqlite")]).stdout
+    info = r.invoke(main, ["--cache-dir", str(cache), "cache", "info"])
+    assert "(1 entries, 1 exports kept apart by nsysql 0.4.0 (cache clear removes them)" in info.stderr
+    cleared = r.invoke(main, ["--cache-dir", str(cache), "cache", "clear"])
+    assert cleared.exit_code == 0 and "removed 1 cache entries" in cleared.stdout
+    assert set(tree(cache)) == {"last_profile"}
 
 
 def test_an_unwritable_cache_directory_falls_back_for_a_report(tmp_path, report):

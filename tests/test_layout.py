@@ -34,7 +34,6 @@ PLACES = {
     "nsysql.memo": "store/engine",
     "nsysql.sandbox": "store/engine",
     "nsysql.engine": "store/engine",
-    "nsysql._load": "store/engine",
     # writes the canonical tables as Parquet/CSV files through the store's writer (the `export` analysis)
     "nsysql.export": "store/engine",
     "nsysql.analyses": "analyses",
@@ -48,23 +47,15 @@ PLACES = {
     "nsysql.perfetto": "front ends",
     "nsysql.stats": "front ends",
     "nsysql.discover": "front ends",
-    "nsysql.workflow": "front ends",  # the nsys program integration: finding nsys, `profile`, `.nsys-rep` export
+    "nsysql._load": "front ends",  # nsysql.load(): the report's export, the store's tables, the Profile over them
+    # the nsys program integration: finding nsys, `nsysql profile`, the `.nsys-rep` export into the store
     "nsysql.nsys": "front ends",
     "nsysql._process": "front ends",
 }
 
 # (importer, imported): imports that break the rules today, each with why it is not fixed here.
-ALLOWED_UPWARD = {
-    ("nsysql._load", "nsysql.profile"): "load() builds the Profile facade, importing it while the canonical tables "
-    "build (the import overlap of nsysql.tuning); issue 32's engine (h32engine) takes loading over and returns "
-    "no facade",
-    ("nsysql._load", "nsysql.nsys"): "load() exports an .nsys-rep through nsys before reading it; issue 32's one "
-    "store (h32store) keeps the report's export in the store's own layout",
-}
-ALLOWED_CIRCLES = {
-    frozenset({"nsysql._load", "nsysql.profile"}): "the same load() -> Profile import (see ALLOWED_UPWARD); "
-    "profile re-exports load and asks _load for DuckDB's settings",
-}
+ALLOWED_UPWARD: dict = {}
+ALLOWED_CIRCLES: dict = {}
 # What the CLI may import: the front ends, the base and the store (`cache info|clear` is the store's API) -
 # never the analyses or the loader, which it reaches through the Profile.
 CLI_BYPASS = ("analyses", "loader")
@@ -311,13 +302,14 @@ ALLOWED_FLAG_IN_ERROR = {
     ("nsysql.analyses.iterations", "--range"): "`no repeating loop found ...; name the loop with --range PATTERN` is "
     "also summary's and the report's text (an answer, not only an error); issue 32's declarations (h32engine) "
     "give the CLI and the report their own wording",
-    ("nsysql.nsys", "--nsys"): "where nsys was looked for names --nsys among $NSYS and PATH; the .nsys-rep export "
-    "moves into the one store in issue 32 (h32store)",
+    ("nsysql.nsys", "--nsys"): "where nsys was looked for names --nsys among $NSYS and PATH",
     ("nsysql.nsys", "--out"): "nsys.check_options refuses nsys options that `nsysql profile --out` sets; h32store's",
     ("nsysql.many", "--dask"): "load_many(client=) is given a client, not an address; the address is the CLI's "
     "(connect_dask), in many.py, which issue 32's one store rewrites (h32store)",
-    ("nsysql.workflow", "--out"): "`nsysql profile` is the CLI's own workflow; its Python entry names --out as the "
-    "command does",
+    (
+        "nsysql.nsys.workflow",
+        "--out",
+    ): "`nsysql profile` is the CLI's own workflow; its Python entry names --out as the command does",
     ("nsysql.export", "--to"): "export refuses a folder with others' files, naming `--to DIR` as the command does",
 }
 

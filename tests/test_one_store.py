@@ -190,9 +190,10 @@ def test_sizes_in_every_unit_and_none(tmp_path):
     assert sources(cdir) == {"a", "b"}, "a warm load stores no new entry and evicts nothing"
 
 
-def test_a_reports_export_is_evicted_with_its_tables(tmp_path):
-    """An `.nsys-rep`'s SQLite export (kept under exports/) counts toward the cap and goes, least recently used
-    first, as the tables loaded from it do. tests/fake_nsys.py stands in for nsys."""
+def test_a_reports_export_tables_and_answers_are_one_entry_evicted_together(tmp_path):
+    """An `.nsys-rep`'s SQLite export, the tables loaded from it and the answers stored for it are one entry of
+    the store: named by one key (the report's), one row of `cache info` whose bytes are all of them, and evicted
+    together, least recently used first. tests/fake_nsys.py stands in for nsys."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "nsys"
@@ -206,12 +207,18 @@ def test_a_reports_export_is_evicted_with_its_tables(tmp_path):
         reports.append(rep)
     cdir = tmp_path / "cache"
     env = {"FAKE_NSYS_EXPORT": str(SMALL)}
-    nsysql_cli("--nsys", fake, "info", reports[0], cdir=cdir, env=env)
+    nsysql_cli("--nsys", fake, "summary", reports[0], cdir=cdir, env=env)
     rows = cached(cdir)
-    assert rows.height == 2 and rows.filter(pl.col("entry").str.starts_with("exports/")).height == 1
-    one = sum(rows["bytes"].to_list())  # a report's export and its tables
-    nsysql_cli("--nsys", fake, "--cache-max", one * 3 // 2, "info", reports[1], cdir=cdir, env=env)
+    assert rows.height == 1 and rows["source_path"][0] == str(reports[0].resolve())
+    (entry,) = rows["entry"].to_list()
+    parts = {p.name.removeprefix(entry) for p in cdir.iterdir() if p.name.startswith(entry)}
+    assert parts == {".nsysql", ".export", ".duckdb", ".results"}, parts
+    assert rows["export"][0] == f"{entry}.export/r1.sqlite"
+    assert (cdir / rows["export"][0]).read_bytes() == SMALL.read_bytes()
+    one = rows["bytes"][0]  # the export, its tables and the summary's answers
+    values = [p for p in cdir.iterdir() if p.name.startswith(entry) and p.suffix != ".nsysql"]
+    assert one == sum(f.stat().st_size for v in values for f in [v, *v.rglob("*")] if f.is_file())
+    nsysql_cli("--nsys", fake, "--cache-max", one * 3 // 2, "summary", reports[1], cdir=cdir, env=env)
     rows = cached(cdir)
-    assert rows.height == 2
-    assert all("r2" in Path(s).name for s in rows["source_path"].to_list()), rows
-    assert not (cdir / "exports").exists() or len(list((cdir / "exports").iterdir())) == 1
+    assert rows.height == 1 and rows["source_path"][0] == str(reports[1].resolve()), rows
+    assert not [p for p in cdir.iterdir() if p.name.startswith(entry)], "r1's export, tables and answers all went"

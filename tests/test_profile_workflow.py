@@ -114,7 +114,6 @@ def test_profile_command_line():
         "--cuda-graph-trace=node",
         "--force-overwrite=true",
         "--output=out/train",
-        "--export=sqlite",
         "python3",
         "train.py",
         "--lr",
@@ -122,6 +121,62 @@ def test_profile_command_line():
     ]
     with_metrics = nsys.profile_command("/x/nsys", "o", ["a"], gpu_metrics=True)
     assert "--gpu-metrics-devices=all" in with_metrics
+
+
+def test_profile_cpu_records_samples_scheduling_and_forks(tmp_path, clean_env, monkeypatch):
+    """`nsysql profile --cpu` replaces nsysql's `--sample=none --cpuctxsw=none` with the process tree's samples and
+    scheduling, follows forked workers and samples Python's stacks; the rest stays."""
+    fake = fake_nsys(tmp_path / "bin")
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("FAKE_NSYS_LOG", str(log))
+    program = [sys.executable, "-c", "pass"]
+    args = ["profile", "--cpu", "--nsys", str(fake), "--out", str(tmp_path / "o"), "--chart", "svg", "--", *program]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    argv = [json.loads(line) for line in log.read_text().splitlines()][1]
+    assert argv[1 : argv.index("--force-overwrite=true")] == [
+        "--trace=cuda,nvtx,osrt",
+        "--sample=process-tree",
+        "--cpuctxsw=process-tree",
+        "--osrt-threshold=10000",
+        "--osrt-backtrace-threshold=1000000",
+        "--cuda-graph-trace=node",
+        "--trace-fork-before-exec=true",
+        "--python-sampling=true",
+    ]
+
+
+def test_the_trace_set_follows_the_platform_and_what_nsys_lists():
+    """Windows' nsys rejects `osrt`: there nsysql traces CUDA and NVTX, without the OS runtime switches; so it does
+    where `nsys profile --help` does not name osrt among what it traces. Linux, or a help text naming it: osrt."""
+    linux_help = "-t, --trace=\n   Possible values are cuda, nvtx, osrt, none\n--osrt-threshold=<nanoseconds>"
+    old_help = "-t, --trace=\n   Possible values are cuda, nvtx, none\n--osrt-threshold=<nanoseconds>"
+    for system, text, want in (
+        ("Windows", "", "cuda,nvtx"),
+        ("Windows", linux_help, "cuda,nvtx"),
+        ("Linux", "", "cuda,nvtx,osrt"),
+        ("Linux", linux_help, "cuda,nvtx,osrt"),
+        ("Linux", old_help, "cuda,nvtx"),
+    ):
+        argv = nsys.profile_command("nsys", "o", ["a"], system=system, help_text=text)
+        assert [a for a in argv if a.startswith("--trace=")] == [f"--trace={want}"], (system, text)
+        assert any(a.startswith("--osrt-") for a in argv) == ("osrt" in want), (system, text)
+
+
+def test_a_windows_nsys_is_run_without_osrt(tmp_path, clean_env, monkeypatch):
+    """`nsysql profile` with an nsys whose help names no osrt (as Windows' lists none): the command it runs traces
+    CUDA and NVTX only, and the listing says the profile has no OS runtime calls."""
+    fake = fake_nsys(tmp_path / "bin")
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("FAKE_NSYS_LOG", str(log))
+    monkeypatch.setenv("FAKE_NSYS_LACKS", "osrt")
+    program = [sys.executable, "-c", "pass"]
+    r = CliRunner().invoke(main, ["profile", "--nsys", str(fake), "--out", str(tmp_path / "o"), "--", *program])
+    assert r.exit_code == 0, r.output
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert calls[1][:4] == ["profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none"]
+    assert not [a for a in calls[1] if "osrt" in a]
+    assert "OS runtime calls not traced" in r.stderr
 
 
 def test_profile_command_line_user_switch_replaces_ours():
@@ -133,7 +188,7 @@ def test_profile_command_line_user_switch_replaces_ours():
 
 
 def test_split_nsys_options_from_command():
-    from nsysql.workflow import run_name, split_args
+    from nsysql.nsys.workflow import run_name, split_args
 
     assert split_args(["-s", "cpu", "--", "python3", "t.py"]) == (["-s", "cpu"], ["python3", "t.py"])
     assert split_args(["python3", "t.py", "--", "-x"]) == ([], ["python3", "t.py", "--", "-x"])
@@ -180,10 +235,22 @@ def test_profile_writes_everything_and_exits_with_the_programs_status(tmp_path, 
         "--cuda-graph-trace=node",
         "--force-overwrite=true",
         f"--output={out / nsys_name(program)}",
-        "--export=sqlite",
         *program,
     ]
     name = nsys_name(program)
+    # nsysql exports the report itself, with the NVTX payloads `nsys profile --export=sqlite` leaves out
+    assert calls[2] == [
+        "export",
+        "--type",
+        "sqlite",
+        "--include-blobs=true",
+        "--output",
+        str(out / f"{name}.sqlite"),
+        "--force-overwrite",
+        "true",
+        str((out / f"{name}.nsys-rep").resolve()),
+    ]
+    assert len(calls) == 3
     expected = {f"{name}.nsys-rep", f"{name}.sqlite", "summary.txt", "report.html", "report.md", "kernels.csv"}
     expected |= {"api.csv"}
     files = {p.name for p in out.iterdir()}
@@ -203,7 +270,7 @@ def test_profile_writes_everything_and_exits_with_the_programs_status(tmp_path, 
 
 
 def nsys_name(program):
-    from nsysql.workflow import run_name
+    from nsysql.nsys.workflow import run_name
 
     return run_name(program)
 
@@ -249,7 +316,7 @@ def test_ctrl_c_sent_to_nsysql_reaches_the_program(tmp_path):
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=30)
     assert p.returncode == 42, err
-    assert "nsys exited with status 42 and wrote no SQLite export" in err
+    assert "nsys exited with status 42 and wrote no report" in err
 
 
 # -- .nsys-rep input -------------------------------------------------------------------------------------------
@@ -272,7 +339,7 @@ def test_nsys_rep_without_nsys_names_the_export_command(tmp_path, report, clean_
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in r.stderr
     assert lines[0].startswith(f"nsysql: error: {report}: is an Nsight Systems report and nsys was not found")
-    want = f"`nsys export --type sqlite --output {report.with_suffix('.sqlite')} {report}`"
+    want = f"`nsys export --type sqlite --include-blobs=true --output {report.with_suffix('.sqlite')} {report}`"
     assert want in lines[0]
     assert report.read_bytes() == before and sorted(report.parent.iterdir()) == [report]
 
@@ -288,19 +355,20 @@ def test_nsys_rep_is_exported_once_into_the_cache(tmp_path, report, clean_env, m
         assert r.exit_code == 0, r.output
         assert r.stdout == ref.stdout
     calls = [json.loads(line) for line in log.read_text().splitlines()]
-    assert len(calls) == 1 and calls[0][:6] == [
+    assert len(calls) == 1 and calls[0][:7] == [
         "export",
         "--type",
         "sqlite",
+        "--include-blobs=true",
         "--output",
-        calls[0][4],
+        calls[0][5],
         "--force-overwrite",
     ]
     assert calls[0][-1] == str(report.resolve())
-    exported = list((cache / "exports").glob("*/run.sqlite"))
-    assert len(exported) == 1 and Path(calls[0][4]).name == "run.sqlite"
+    exported = list(cache.glob("run-*.export/run.sqlite"))
+    assert len(exported) == 1 and Path(calls[0][5]).name == "run.sqlite"
     r = CliRunner().invoke(main, ["--cache-dir", str(cache), "cache", "clear"])
-    assert r.exit_code == 0 and not list((cache / "exports").iterdir())
+    assert r.exit_code == 0 and not list(cache.glob("run-*"))
     assert sorted(report.parent.iterdir()) == [report]  # nothing beside the input
 
 
@@ -312,4 +380,19 @@ def test_nsys_rep_export_failure_is_one_line(tmp_path, report, clean_env, monkey
     assert r.exit_code == 2
     assert r.stderr.count("\n") == 1
     assert "failed (exit status 1: ERROR: cannot import the report (fake))" in r.stderr
-    assert not list((tmp_path / "cache" / "exports").glob("*"))
+    assert not list((tmp_path / "cache").glob("*"))
+
+
+def test_an_nsys_without_include_blobs_exports_without_payloads(tmp_path, report, clean_env, monkeypatch):
+    """An nsys older than `--include-blobs` refuses it by name: the report is exported without it, the answer is
+    the export's, and one warning says the NVTX payloads are missing."""
+    fake = fake_nsys(tmp_path / "bin")
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("FAKE_NSYS_LOG", str(log))
+    monkeypatch.setenv("FAKE_NSYS_LACKS", "--include-blobs")
+    r = CliRunner().invoke(main, ["--cache-dir", str(tmp_path / "c"), "--nsys", str(fake), "kernels", str(report)])
+    assert r.exit_code == 0, r.output
+    assert r.stdout == CliRunner().invoke(main, ["--no-cache", "kernels", str(TRAIN)]).stdout
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert ["--include-blobs=true" in c for c in calls] == [True, False]
+    assert r.stderr.count("\n") == 1 and "refuses --include-blobs=true (an older nsys)" in r.stderr

@@ -90,5 +90,5 @@ _CLOCKS = {
     "ranks profiled by separate nsys processes may be offset",
 }
 
-about(collectives, python="p.collectives()", nsys="nsys recipe nccl_sum (no payloads)")
+about(collectives, python="`p.collectives()`")
 COMMANDS = (collectives,)

@@ -82,6 +82,12 @@ def export(file, to, format):
     help="Folder for the report, its export and the analyses [default: nsysql-<program name>].",
 )
 @click.option("--gpu-metrics", is_flag=True, help="Also sample GPU metrics (nsys --gpu-metrics-devices=all).")
+@click.option(
+    "--cpu",
+    is_flag=True,
+    help="Also record CPU samples, thread scheduling, forked workers and Python stacks (nsys -s process-tree "
+    "--cpuctxsw=process-tree --trace-fork-before-exec=true --python-sampling=true).",
+)
 @click.option("--nsys", "nsys_path", metavar="PATH", help="The nsys to run [default: as for --nsys of nsysql].")
 @click.option(
     "--chart",
@@ -92,13 +98,13 @@ def export(file, to, format):
 )
 @click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[-- NSYS OPTIONS] -- COMMAND [ARGS]...")
 @handled
-def profile(out, gpu_metrics, nsys_path, chart, args):
+def profile(out, gpu_metrics, cpu, nsys_path, chart, args):
     """Run COMMAND under nsys (CUDA, NVTX, OS runtime, CUDA graphs node by node), export it, and write the summary,
     report.html, report.md, kernels.csv, api.csv and a top-10 kernels chart into DIR.
 
     Exits with COMMAND's exit status. Options for nsys go between two `--`:
     nsysql profile --out run -- --duration=60 -- python3 train.py"""
-    from .. import workflow
+    from ..nsys import workflow
 
     options, command = workflow.split_args(list(args))
     tty = sys.stderr.isatty()
@@ -120,6 +126,7 @@ def profile(out, gpu_metrics, nsys_path, chart, args):
             cache_dir=opts.get("cache_dir"),
             progress=progress if tty else None,
             chart=chart,
+            cpu=cpu,
         )
     except workflow.NoExport as e:  # the program's status (Ctrl-C, a crash) rather than 2, when it failed
         click.echo(f"nsysql: error: {_line(str(e))}", err=True)
@@ -278,5 +285,5 @@ INTERRUPT_WAIT_S = 5  # after a Ctrl-C, how long a query may take to stop before
 
 about(diff, python="`p.diff(q)`")
 about(sql_, python="`p.sql(q)`")
-about(profile, python="`nsysql.workflow.profile(cmd)`", nsys="`nsys profile`")
+about(profile, python="`nsysql.nsys.workflow.profile(cmd)`", nsys="`nsys profile`")
 COMMANDS = (report, export, profile, trace, diff, schema, sql_)

@@ -1,21 +1,28 @@
 """The store: everything nsysql keeps between runs, in one directory, under one key and one way of writing.
 
-The cache directory is resolved here alone (`directory`). Per export, named after one key (`key`):
-- `<name>-<key>.duckdb`: the export's canonical tables (store.tables);
+The cache directory is resolved here alone (`directory`). Each file a user names (an export, or an `.nsys-rep`
+report) has one entry: every value stored for it is named `<name>-<key>` (`stem`), the one key (`key`):
+- `<name>-<key>.nsysql`: the marker (below), written first; its modification time is the entry's last use
+  (`used`), and for a report it names the report;
+- `<name>-<key>.export/<name>.sqlite`: a report's SQLite export, made by `nsys export` (nsysql.nsys.export);
+- `<name>-<key>.duckdb`: the canonical tables, of the export or of the report's export (store.tables);
 - `<name>-<key>.results/<question>-<hash>/`: answers, as Parquet (store.answers);
-- `<name>-<key>.<table>.parquet`: the per-rank frames of `nsysql ranks` (store.ranks);
-- `<name>-<key>.nsysql`: the marker (below), whose modification time is the values' last use (`used`);
-and per `.nsys-rep` report, `exports/<key>/<name>.sqlite` (`export_path`, made by nsysql.nsys), keyed by the
-report's identity alone: what nsys exports does not depend on nsysql's code.
+- `<name>-<key>.<table>.parquet`: the per-rank frames of `nsysql ranks` (store.ranks).
+`values(stem)` lists them; `cache info` shows an entry as one row, `cache clear` and the size cap (store.tables)
+remove an entry's values together. nsysql 0.4.0 kept a report's export apart, under `exports/<key>/`: such
+folders are recognised (by their marker, or for 0.3 by name and content), counted, trimmed and cleared, and never
+read.
 
-A value is whole once its last-written part is in place, and only then: the tables' `complete` fact (written
-last, then the file renamed in), an answer's index.json, the per-rank `info` frame, a report's export folder
-(renamed in once it opens as an nsys export). A part missing or damaged is rebuilt, never read half.
+One completeness rule: a value is read only once it is in place under its final name, and it is put there
+whole: made under a temporary name, checked (the tables hold their `complete` fact, an answer its index.json,
+the per-rank frames their `info` frame, a report's export opens as an nsys export), flushed to disk and renamed
+in. A value in place that does not open is removed and made again, never read half.
 
-The key is the export's identity (`export_id`) and the hash of every file of code and SQL that could have made
-the value (`code_hash`: all of nsysql's .py files and queries' .sql files, and nsysql's version). No finer rule
-(which analysis reads which file) has to be kept right by hand: any edit to nsysql, or a new version, starts a
-fresh set of values, and a value in the store is always one this code would compute for this export.
+The key is the identity of the file named (`export_id`) and the hash of every file of code and SQL that could
+have made the value (`code_hash`: all of nsysql's .py files and queries' .sql files, and nsysql's version). No
+finer rule (which analysis reads which file) has to be kept right by hand: any edit to nsysql, or a new version,
+starts a fresh entry, and a value in the store is always one this code would compute for this file. That holds
+for a report's export too: the `nsys export` options are nsysql's code (`--include-blobs=true` since 0.4.0).
 
 Every file is written by `write` (or `commit`, for DuckDB, which writes its own file): to a temporary file in
 the same directory, named by `temp_path`, flushed to disk, then renamed into place. A reader sees the whole
@@ -34,12 +41,12 @@ Writing is never a reason to fail: `failed` turns an error into one warning per 
 caller answers from memory.
 
 The directory holds at most `cap()` bytes (NSYSQL_CACHE_MAX, default DEFAULT_MAX): after a load stores a new
-entry, store.tables.trim removes the least recently used value sets first, never one in use (`in_use`).
+entry, store.tables.trim removes the least recently used entries first, never one in use (`in_use`).
 
 State of the process, each for a reason: `_own` (this process's temporary files, removed on Ctrl-C), `_in_use`
 (what this process loaded: not evicted under it), `_warned` (one warning per directory), store.tables' pending
-background writes (waited for before exit), and `code_hash`'s one reading of nsysql's files (15 ms a call, asked
-once per export and per rank).
+background writes (waited for before exit), and `code_hash`'s one reading of nsysql's files (asked once per
+export and per rank).
 """
 
 from __future__ import annotations
@@ -109,12 +116,10 @@ def export_id(path: Path) -> str:
     return h.hexdigest()
 
 
-def key(path: Path, code: bool = True) -> str:
-    """The one key of every value stored for the file `path`: its identity and the code that computes (the
-    tables, answers and per-rank frames of an export). `code=False`: its identity alone, for what nsysql's code
-    does not make (the SQLite export nsys makes of a report: `export_path`)."""
-    ident = export_id(path)
-    return hashlib.sha256((f"{ident}\0{code_hash()}" if code else ident).encode()).hexdigest()[:32]
+def key(path: Path) -> str:
+    """The one key of every value stored for the file `path` (an export, or a report): its identity and the code
+    that computes them (a report's export, tables, answers and per-rank frames)."""
+    return hashlib.sha256(f"{export_id(path)}\0{code_hash()}".encode()).hexdigest()[:32]
 
 
 def stem(cache_dir: Path, path: Path) -> Path:
@@ -181,15 +186,14 @@ def last_use(stem: Path) -> float:
     return max(times, default=0.0)
 
 
-EXPORTS = "exports"
+EXPORT = ".export"
 
 
 def export_path(report: Path, cache_dir: Path) -> Path:
-    """Where the SQLite export of the report `report` is kept: `<cache_dir>/exports/<key>/<report's name>.sqlite`
-    (the report's own name, so that outputs named after the export, `run.report.html`, are named after the
-    report), under the report's key without the code (`key(code=False)`: an edit to nsysql does not change
-    what nsys exports)."""
-    return cache_dir / EXPORTS / key(report, code=False) / f"{report.stem}.sqlite"
+    """Where the SQLite export of the report `report` is kept: in the report's entry, `<stem>.export/<report's
+    name>.sqlite` (the report's own name, so that outputs named after the export, `run.report.html`, are named
+    after the report). The folder is put in place whole, once the export in it opens (nsysql.nsys.export)."""
+    return Path(f"{stem(cache_dir, report)}{EXPORT}") / f"{report.stem}.sqlite"
 
 
 def temp_path(final: Path) -> Path:
@@ -289,10 +293,12 @@ def owned(cache_dir: Path) -> list[Path]:
 
 
 def values(stem: Path) -> list[Path]:
-    """What the store may hold under `stem` (see the module's docstring), as far as it is there: the entry and
-    its DuckDB log, the answers' folder, the per-rank frames, and the temporary files of any of them."""
+    """What the store may hold under `stem` (see the module's docstring), as far as it is there: a report's export
+    folder, the tables and their DuckDB log, the answers' folder, the per-rank frames, and the temporary files of
+    any of them."""
     d, name = stem.parent, stem.name
-    found = [p for p in (Path(f"{stem}.duckdb"), Path(f"{stem}.duckdb.wal"), Path(f"{stem}.results")) if _there(p)]
+    parts = (f"{stem}{EXPORT}", f"{stem}.duckdb", f"{stem}.duckdb.wal", f"{stem}.results")
+    found = [Path(p) for p in parts if _there(Path(p))]
     found += sorted(d.glob(f"{name}.*.parquet"))  # the name holds only letters, digits and ._- (`stem`)
     found += sorted(p for p in d.glob(f".{name}.*") if _temp_pid(p) is not None)
     return found

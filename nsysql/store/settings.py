@@ -1,7 +1,7 @@
 """DuckDB's settings for a profile's connection: the memory limit (with its default) and the spill directory.
 
 In the store's layer, beside the spill directory it names, so that the engine and the loader's entry point
-(nsysql._load) take them from one place below both, at no import cost to a load (the store is imported already).
+(nsysql.store.opening) take them from one place below both, at no import cost to a load (the store is imported already).
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ def build_entry(file: Path, build, config: dict, background: bool = False) -> du
 
     `background=True`: built in memory, and a background thread copies the tables into the entry while the
     caller asks its questions from memory. The same CPU in all, but the copy overlaps with answering: worth it
-    with cores to spare and memory for a second copy (nsysql._load decides). The interpreter waits for the
+    with cores to spare and memory for a second copy (nsysql.store.opening decides). The interpreter waits for the
     copy before it exits; `wait()` waits sooner.
     """
     try:
@@ -291,10 +291,14 @@ def _legacy(f: Path) -> bool:
     return _LEGACY_FACTS <= keys
 
 
-def exports(cache_dir: Path) -> list[Path]:
-    """The SQLite exports of `.nsys-rep` reports kept in `cache_dir` (nsysql.nsys): `exports/<key>/<name>.sqlite`
-    with its marker beside it."""
-    d = cache_dir / store.EXPORTS
+OLD_EXPORTS = "exports"  # where nsysql 0.4.0 and 0.3 kept the exports of reports, apart from their entries
+
+
+def old_exports(cache_dir: Path) -> list[Path]:
+    """The SQLite exports of `.nsys-rep` reports that nsysql 0.4.0 kept apart from the report's entry,
+    `exports/<key>/<name>.sqlite` with its marker beside it (and 0.3's, without: `_legacy_export`). Never read
+    now (a report's export is in its entry: store.export_path); counted, trimmed and cleared."""
+    d = cache_dir / OLD_EXPORTS
     if not d.is_dir() or d.is_symlink():
         return []
     out = []
@@ -327,8 +331,9 @@ _KEY = re.compile(r"[0-9a-f]{32}")
 
 
 def _export_temps(cache_dir: Path) -> list[Path]:
-    """Folders an `.nsys-rep` export is made in (`exports/.<key>.<pid>.<random>.tmp`, with a marker inside)."""
-    d = cache_dir / store.EXPORTS
+    """Folders nsysql 0.4.0 made an `.nsys-rep` export in (`exports/.<key>.<pid>.<random>.tmp`, with a marker
+    inside)."""
+    d = cache_dir / OLD_EXPORTS
     if not d.is_dir() or d.is_symlink():
         return []
     return [
@@ -360,13 +365,15 @@ def describe(file: Path) -> dict:
 
 
 def info(cache_dir: Path) -> tuple[pl.DataFrame, str]:
-    """What `nsysql cache info` shows: one row per entry (`entry, bytes, source_path, complete, source_exists`;
-    a temporary file, of a load still writing or killed while it did, as a row that is not complete), and one
-    line on the directory (entries, temporary files, size in all)."""
+    """What `nsysql cache info` shows: one row per entry (`entry` its name, `bytes` of all its values, the
+    `source_path` it was loaded from, whether its tables are `complete`, `source_exists`, and a report's `export`);
+    a temporary file, of a load still writing or killed while it did, as a row that is not complete; an export
+    that nsysql 0.4.0 kept apart, as a row of its own. And one line on the directory (entries, temporary files,
+    size in all)."""
     import polars as pl
 
-    rows = [describe(f) for f in entries(cache_dir)]
-    kept = [_describe_export(cache_dir, f) for f in exports(cache_dir)]
+    rows = [r for r in (_describe_stem(s) for s in stems(cache_dir)) if r is not None]
+    kept = [_describe_export(cache_dir, f) for f in old_exports(cache_dir)]
     rows += kept
     temps = unfinished(cache_dir)
     rows += [
@@ -379,18 +386,41 @@ def info(cache_dir: Path) -> tuple[pl.DataFrame, str]:
         "source_path": pl.String,
         "complete": pl.Boolean,
         "source_exists": pl.Boolean,
+        "export": pl.String,
     }
     df = (
-        pl.DataFrame(rows, schema=schema, orient="row")
+        pl.DataFrame([{"export": None, **r} for r in rows], schema=schema, orient="row")
         if rows
         else pl.DataFrame(schema={"entry": pl.String, "bytes": pl.Int64, "source_path": pl.String})
     )
     left = sum(not t["running"] for t in temps)
     extra = f", {len(temps)} temporary files ({left} left by killed loads)" if temps else ""
-    extra = (f", {len(kept)} exports of .nsys-rep reports" if kept else "") + extra
+    extra = (f", {len(kept)} exports kept apart by nsysql 0.4.0 (cache clear removes them)" if kept else "") + extra
     n = len(rows) - len(temps) - len(kept)
     line = f"cache: {cache_dir} ({n} entries{extra}, {size(cache_dir) / 2**20:.1f} MiB in all)"
     return df, line
+
+
+def _describe_stem(stem: Path) -> dict | None:
+    """An entry as a row of `cache info` (None while it holds nothing whole: only a running or killed load's
+    temporary files): its tables' facts (store.tables' `describe`), what its marker names (a report), its
+    report's export, and the bytes of all its values."""
+    parts = [v for v in store.values(stem) if store._temp_pid(v) is None]
+    if not parts:
+        return None
+    tables = Path(f"{stem}{SUFFIX}")
+    row = describe(tables) if tables.is_file() else {"source_path": None, "complete": False}
+    export = Path(f"{stem}{store.EXPORT}")
+    named = store.note(stem) or None  # a report's entry names its report: the file the user gave
+    src = named or row["source_path"]
+    return {
+        "entry": stem.name,
+        "bytes": _bytes(parts),
+        "source_path": src,
+        "complete": row["complete"],
+        "source_exists": bool(src) and Path(src).exists(),
+        "export": str(next(export.glob("*.sqlite")).relative_to(stem.parent)) if export.is_dir() else None,
+    }
 
 
 def _describe_export(cache_dir: Path, f: Path) -> dict:
@@ -414,6 +444,7 @@ def unfinished(cache_dir: Path) -> list[dict]:
             nbytes = f.stat().st_size
         except OSError:  # renamed into place or removed meanwhile
             continue
+        nbytes = _bytes([f]) if f.is_dir() else nbytes  # a report's export being made
         out.append({"entry": str(f.relative_to(cache_dir)), "bytes": nbytes, "running": not store.abandoned(f)})
     return out
 
@@ -428,16 +459,16 @@ def _owned_files(cache_dir: Path) -> list[Path]:
     out = []
     for stem in stems(cache_dir):
         out += store.values(stem) + [store.marker(stem)]
-    for e in exports(cache_dir):
+    for e in old_exports(cache_dir):
         out += [e, store.marker(e.with_suffix(""))]
     return out + _export_temps(cache_dir)
 
 
 def clear(cache_dir: Path) -> int:
-    """Delete what nsysql wrote in `cache_dir`, and nothing else: every value of the store that its marker (or an
-    older entry's content) proves nsysql's (`stems`: entries, their stored answers and per-rank frames), the
-    exports of .nsys-rep reports
-    (with their marker), and the temporary files that killed processes left. Returns the number of entries.
+    """Delete what nsysql wrote in `cache_dir`, and nothing else: every entry that its marker (or an older
+    entry's content) proves nsysql's (`stems`: a report's export, the tables, stored answers and per-rank frames),
+    the exports nsysql 0.4.0 kept apart (`old_exports`, with their marker), and the temporary files that killed
+    processes left. Returns the number of entries.
 
     A load still running keeps its temporary files (and puts its entry in place when done): deleting them from
     under the load would only make that load warn. A file that cannot be removed (a read-only directory) is an
@@ -471,7 +502,7 @@ def clear(cache_dir: Path) -> int:
     n = 0
     for stem in stems(cache_dir):
         n += _remove_stem(stem, rm, failed)
-    for e in exports(cache_dir):
+    for e in old_exports(cache_dir):
         _remove_export(e, rm)
     for t in _export_temps(cache_dir):
         if store.abandoned(t):
@@ -488,13 +519,13 @@ def clear(cache_dir: Path) -> int:
 
 def _remove_stem(stem: Path, rm, failed: list) -> int:
     """Remove the values of `stem` (not the temporary files of a running load), then its marker once nothing of it
-    is left; the number of entries removed (0 or 1)."""
+    is left; the number of entries removed (0 or 1: one whose values, a temporary file aside, were there)."""
     n, before = 0, len(failed)
     for v in store.values(stem):
         if store._temp_pid(v) is not None and not store.abandoned(v):
             continue  # a running load's
-        if rm(v) and v.suffix == SUFFIX:
-            n += 1
+        if rm(v) and store._temp_pid(v) is None:
+            n = 1
     if len(failed) == before and not _running(stem) and os.path.lexists(store.marker(stem)):
         rm(store.marker(stem))  # else kept: what is left is still nsysql's to remove
     return n
@@ -521,8 +552,8 @@ def _bytes(files: list[Path]) -> int:
 
 def trim(cache_dir: Path, limit: int | None) -> list[Path]:
     """Keep what nsysql stores in `cache_dir` within `limit` bytes (store.cap; None: no cap): while it holds more,
-    remove the least recently used value set (store.last_use), an export's tables with its answers and per-rank
-    frames, or a report's SQLite export, as `clear` removes them. Never one in use (store.in_use: loaded by this
+    remove the least recently used entry (store.last_use): a report's SQLite export with the tables, answers and
+    per-rank frames made from it, as `clear` removes them (or an export nsysql 0.4.0 kept apart). Never one in use (store.in_use: loaded by this
     process, being written by a running one), nor one another process holds open (`_held`). Returns the stems
     removed. A value that cannot be removed is left as it is: trimming never fails a command."""
     if limit is None:
@@ -537,7 +568,7 @@ def _trim(cache_dir: Path, limit: int) -> list[Path]:
     sets = [(store.last_use(s), s, store.values(s) + [store.marker(s)], None) for s in stems(cache_dir)]
     sets += [
         (store.last_use(e.with_suffix("")), e.with_suffix(""), [e, store.marker(e.with_suffix(""))], e)
-        for e in exports(cache_dir)
+        for e in old_exports(cache_dir)
     ]
     total = size(cache_dir)
     removed = []

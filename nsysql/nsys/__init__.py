@@ -1,15 +1,13 @@
-"""Nsight Systems' `nsys`: where it is, the command lines nsysql gives it, and `.nsys-rep` reports exported once.
+"""Nsight Systems' `nsys`, in one place: where it is, the command lines nsysql gives it, and running it.
 
 Where nsys is looked for, first found wins: `--nsys PATH`, `$NSYS`, `nsys` on PATH, then the install folders of
 Nsight Systems (and of the CUDA toolkit, which ships it) and the copy inside Nsight Compute's folder, newest
 version first (the version is read from the folder names, after resolving links: /usr/local/cuda/bin/nsys is
 usually a link into a versioned folder).
 
-A report (`.nsys-rep`, or `.qdrep` before 2021.4) is exported to SQLite into the cache directory, under
-`exports/<key>/<name>.sqlite`, the key being the report's identity (store.export_id: path, inode, size, times and
-its first and last MiB): nothing is written beside the report or into it, and a later command on the same report
-reads the same export. It is kept only once it opens as an nsys export, with a marker naming the report (what
-`cache info` and `cache clear` go by); without a cache, into a private temporary folder (sqlite_for). This module imports only the standard library (the CLI imports it before every load).
+Beside it: `export.py` exports a report (`.nsys-rep`, or `.qdrep` before 2021.4) to SQLite once, into the
+report's entry of the store; `workflow.py` is `nsysql profile`. This module imports only the standard library
+(the CLI imports it before every load).
 """
 
 from __future__ import annotations
@@ -18,11 +16,9 @@ import os
 import re
 import shlex
 import shutil
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
-from .errors import NsysqlError
+from ..errors import NsysqlError
 
 REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
 EXE = "nsys.exe" if os.name == "nt" else "nsys"
@@ -141,10 +137,10 @@ def require(explicit: str | None = None) -> Found:
 # -- nsys profile ----------------------------------------------------------------------------------------------
 
 # What nsysql's analyses read, and no more: CUDA (kernels, copies, API calls), NVTX, OS runtime calls (the causes
-# of idle gaps); no CPU sampling or context switches (nothing reads them; they make the export several times
-# larger); OS runtime calls under 10 us and backtraces under 1 ms left out (Python's imports make tens of thousands
-# of short stat/open calls; everything a gap's cause needs is longer); CUDA graphs node by node, so each kernel
-# of a graph replay is a kernel.
+# of idle gaps); no CPU sampling or context switches (nothing reads them by default; they make the export several
+# times larger); OS runtime calls under 10 us and backtraces under 1 ms left out (Python's imports make tens of
+# thousands of short stat/open calls; everything a gap's cause needs is longer); CUDA graphs node by node, so each
+# kernel of a graph replay is a kernel. OS runtime tracing is Linux's (`trace_set`).
 PROFILE_OPTIONS = (
     ("--trace", "cuda,nvtx,osrt"),
     ("--sample", "none"),
@@ -153,10 +149,20 @@ PROFILE_OPTIONS = (
     ("--osrt-backtrace-threshold", "1000000"),
     ("--cuda-graph-trace", "node"),
 )
+OSRT_OPTIONS = ("--osrt-threshold", "--osrt-backtrace-threshold")  # meaningless without osrt in --trace
+# `nsysql profile --cpu`: CPU samples with call stacks and thread scheduling over the whole process tree, forked
+# workers (DataLoader's) traced from the fork, and Python's stacks sampled (NVTX marks whose frames are payloads:
+# kept by the export's --include-blobs=true). They replace the `none` of --sample and --cpuctxsw.
+CPU_OPTIONS = (
+    ("--sample", "process-tree"),
+    ("--cpuctxsw", "process-tree"),
+    ("--trace-fork-before-exec", "true"),
+    ("--python-sampling", "true"),
+)
 GPU_METRICS = ("--gpu-metrics-devices", "all")  # nsys 2024.2 and later (before: --gpu-metrics-device)
 # the short spellings of nsys profile's switches nsysql sets, so a user's `-t cuda` replaces nsysql's --trace
 _SHORT = {"-t": "--trace", "-s": "--sample", "-o": "--output", "-f": "--force-overwrite"}
-_OWN = ("--output", "--export", "--force-overwrite")  # nsysql names the report and its export itself
+_OWN = ("--output", "--export", "--force-overwrite")  # nsysql names the report and exports it itself
 
 
 def _switches(options: list[str]) -> set[str]:
@@ -168,14 +174,49 @@ def _switches(options: list[str]) -> set[str]:
     return names
 
 
-def profile_switches(nsys: str) -> set[str]:
-    """The switches `nsys profile --help` lists (empty when it says nothing usable): older versions lack some of
-    nsysql's (--osrt-backtrace-threshold, --cuda-graph-trace; --gpu-metrics-device before 2024.2)."""
+def profile_help(nsys: str) -> str:
+    """What `nsys profile --help` prints ("" when it cannot be asked)."""
     try:  # a help text is some 50 KB: 1 MiB of it is plenty, and the most kept of one that floods
         _, text = capture([nsys, "profile", "--help"], 120, keep=2**20)
     except OSError:
-        return set()
-    return set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", text.decode("utf-8", "replace")))
+        return ""
+    return text.decode("utf-8", "replace")
+
+
+def switches_in(help_text: str) -> set[str]:
+    """The switches a help text lists (`--trace`, `--cuda-graph-trace`, ...)."""
+    return set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", help_text))
+
+
+def profile_switches(nsys: str) -> set[str]:
+    """The switches `nsys profile --help` lists (empty when it says nothing usable): older versions lack some of
+    nsysql's (--osrt-backtrace-threshold, --cuda-graph-trace; --gpu-metrics-device before 2024.2)."""
+    return switches_in(profile_help(nsys))
+
+
+def trace_set(system: str | None = None, help_text: str = "") -> str:
+    """What nsysql traces (`--trace`): CUDA, NVTX and OS runtime calls, less `osrt` on Windows (nsys there
+    rejects it: OS runtime tracing is Linux's) or where `nsys profile --help` is known and does not name it among
+    what it traces. `system`: `Linux` or `Windows` (default: this one)."""
+    system = system or ("Windows" if os.name == "nt" else "Linux")
+    osrt = system != "Windows" and (not help_text or re.search(r"(?<![\w-])osrt(?![\w-])", help_text))
+    return "cuda,nvtx,osrt" if osrt else "cuda,nvtx"
+
+
+def nsysql_switches(
+    gpu_metrics: bool = False, cpu: bool = False, system: str | None = None, help_text: str = ""
+) -> list[tuple[str, str]]:
+    """The switches nsysql gives `nsys profile`, before what this nsys lacks is left out (profile_command)."""
+    trace = trace_set(system, help_text)
+    ours = dict(PROFILE_OPTIONS, **{"--trace": trace})
+    if "osrt" not in trace.split(","):
+        for k in OSRT_OPTIONS:
+            ours.pop(k)
+    if cpu:
+        ours.update(CPU_OPTIONS)
+    if gpu_metrics:
+        ours.update((GPU_METRICS,))
+    return list(ours.items())
 
 
 def profile_command(
@@ -185,17 +226,22 @@ def profile_command(
     gpu_metrics: bool = False,
     options: list[str] = (),
     supported: set[str] | None = None,
+    cpu: bool = False,
+    system: str | None = None,
+    help_text: str = "",
 ) -> list[str]:
-    """`nsys profile` for `command`: nsysql's switches (PROFILE_OPTIONS, GPU metrics on request), then the user's
-    `options` (a switch given there replaces nsysql's), writing `<base>.nsys-rep` and its SQLite export
-    `<base>.sqlite`, over earlier ones. `supported` (profile_switches): nsysql's switches this nsys lacks are left
-    out (all are kept when it is empty or None)."""
+    """`nsys profile` for `command`: nsysql's switches (nsysql_switches: PROFILE_OPTIONS with the trace set of
+    this system and nsys, CPU_OPTIONS and GPU metrics on request), then the user's `options` (a switch given there
+    replaces nsysql's), writing the report `<base>.nsys-rep` over an earlier one; nsysql exports it to SQLite
+    itself (export_command: payloads included). `supported` (profile_switches): nsysql's switches this nsys lacks
+    are left out (all are kept when it is empty or None); `help_text`: `nsys profile --help`, which says whether
+    it traces `osrt` (trace_set)."""
     options = list(options)
     theirs = _switches(options)
     taken = [s for s in _OWN if s in theirs]
     if taken:
         raise NsysqlError(f"nsys option {taken[0]} is nsysql's to set (the report goes into --out DIR); leave it out")
-    ours = [*PROFILE_OPTIONS, *((GPU_METRICS,) if gpu_metrics else ())]
+    ours = nsysql_switches(gpu_metrics, cpu, system, help_text)
     if supported:
         if gpu_metrics and GPU_METRICS[0] not in supported and "--gpu-metrics-device" in supported:
             ours[-1] = ("--gpu-metrics-device", "all")
@@ -203,14 +249,30 @@ def profile_command(
     argv = [nsys, "profile"]
     argv += [f"{k}={v}" for k, v in ours if k not in theirs]
     argv += options
-    argv += ["--force-overwrite=true", f"--output={base}", "--export=sqlite"]
+    argv += ["--force-overwrite=true", f"--output={base}"]
     return argv + list(command)
 
 
-def export_command(nsys: str, report: str | os.PathLike, output: str | os.PathLike, force: bool = True) -> list[str]:
-    """`nsys export` of `report` to the SQLite file `output` (replacing one there when `force`)."""
+BLOBS = "--include-blobs=true"  # NVTX payloads (NCCL's, Python sampling's frames) reach the export only with it
+
+
+def export_command(
+    nsys: str, report: str | os.PathLike, output: str | os.PathLike, force: bool = True, blobs: bool = True
+) -> list[str]:
+    """`nsys export` of `report` to the SQLite file `output` (replacing one there when `force`), with NVTX payloads
+    (`blobs`: --include-blobs=true, which an nsys older than the option refuses: see nsys.export)."""
     over = ["--force-overwrite", "true"] if force else []
-    return [nsys, "export", "--type", "sqlite", "--output", str(output), *over, str(report)]
+    return [
+        nsys,
+        "export",
+        "--type",
+        "sqlite",
+        *([BLOBS] if blobs else []),
+        "--output",
+        str(output),
+        *over,
+        str(report),
+    ]
 
 
 def shell(argv: list[str]) -> str:
@@ -342,159 +404,3 @@ def last_line(output: bytes, limit: int = 200) -> str:
     """The last non-empty line of a program's output, decoded leniently and cut to `limit` characters."""
     lines = output.decode("utf-8", "replace").strip().splitlines()
     return lines[-1].strip()[:limit] if lines else ""
-
-
-# -- .nsys-rep in ----------------------------------------------------------------------------------------------
-
-
-def sqlite_for(
-    report: str | os.PathLike, cache_dir: str | os.PathLike | None = None, nsys: str | None = None, keep: bool = True
-) -> Path:
-    """The SQLite export of the report `report`, made once with `nsys export` into the cache directory; an
-    NsysqlError naming the exact `nsys export` command to run when no nsys is found, or when it fails.
-
-    What nsys wrote is kept only once it opens as an nsys SQLite export (an nsys that exits 0 but leaves a
-    truncated or garbage file must not become the report's export for every later command), together with a
-    marker naming the report (store.claim), the proof `cache clear` and `cache info` go by. `keep=False`
-    (--no-cache), or a cache directory that cannot be written (said once, as a CacheWarning): the export goes
-    into a private temporary folder instead (`temporary` says so), which the caller removes with
-    `remove_temporary` once it has read it."""
-    import tempfile
-
-    from . import store
-
-    shown = str(report)
-    p = Path(os.path.expanduser(shown))
-    if not p.is_file():
-        raise NsysqlError("no such file" if not p.exists() else "is not a file", shown)
-    cache = store.directory(cache_dir)
-    final = store.export_path(p, cache)
-    if keep and _kept_export(final):
-        return final
-    found = find(nsys)
-    if found is None:
-        raise _no_nsys(p, shown)
-    tmp = _export_folder(p, final, cache) if keep else None
-    if tmp is None:
-        tmp = Path(tempfile.mkdtemp(prefix="nsysql-export-"))  # private (0700), removed by the caller
-        _TEMPORARY.add(tmp)
-    try:
-        out = tmp / final.name
-        _export(found.path, p, out, cache, shown)
-        if tmp in _TEMPORARY:
-            return out
-        try:
-            store.sync(out)  # whole on disk before its folder is renamed into place
-            os.replace(tmp, final.parent)
-        except OSError:  # another process put the same export in place meanwhile: read that one
-            if not final.is_file():
-                raise
-        store.used(final.with_suffix(""))
-        return final
-    except BaseException:
-        remove_temporary(tmp / final.name)
-        raise
-    finally:
-        if tmp not in _TEMPORARY:
-            shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _kept_export(final: Path) -> bool:
-    """Whether the cache holds the export `final` and it opens as an nsys SQLite export (then marked used). One
-    that does not, kept by an nsysql that did not check it, is removed with its marker and folder, to be
-    exported again."""
-    from . import store
-    from .loader.source import open_source
-
-    if not final.is_file():
-        return False
-    try:
-        open_source(final)
-        store.used(final.with_suffix(""))
-        return True
-    except NsysqlError:
-        for f in (final, store.marker(final.with_suffix(""))):
-            store.remove(f)
-        try:
-            final.parent.rmdir()
-        except OSError:
-            pass
-        return False
-
-
-def _no_nsys(p: Path, shown: str) -> NsysqlError:
-    """The error when no nsys is found to export the report `p`: the `nsys export` command to run instead,
-    writing beside the report without overwriting (that file is theirs)."""
-    cmd = shell(export_command("nsys", p, p.with_suffix(".sqlite"), force=False))
-    return NsysqlError(
-        f"is an Nsight Systems report and nsys was not found to export it (looked at {WHERE_LOOKED}); run "
-        f"`{cmd}` and analyse that file, or name nsys with --nsys PATH or $NSYS",
-        shown,
-    )
-
-
-def _export_folder(p: Path, final: Path, cache: Path) -> Path | None:
-    """A folder of its own beside the export's final one, holding the marker that names the report
-    (store.claim), so that the export is renamed into place in whole; None where the cache cannot be written
-    (said once, as a CacheWarning: store.failed)."""
-    import uuid
-
-    from . import store
-
-    tmp = final.parent.parent / f".{final.parent.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{store.TEMP_SUFFIX}"
-    try:
-        tmp.mkdir(parents=True)
-        store.claim(tmp / p.stem, note=str(p.resolve()))
-    except OSError as e:
-        shutil.rmtree(tmp, ignore_errors=True)
-        store.failed(e, cache)
-        return None
-    return tmp
-
-
-def _export(nsys: str, p: Path, out: Path, cache: Path, shown: str) -> None:
-    """Export the report `p` to `out` with `nsys export`, under timeout_s(); an NsysqlError naming the command
-    when it does not finish, fails, or exits 0 without a file that opens as an nsys SQLite export."""
-    from .loader.source import open_source
-
-    argv = export_command(nsys, p.resolve(), out)
-    if sys.stderr.isatty():
-        where = f"once: kept in {cache}" if out.parent not in _TEMPORARY else "not kept"
-        print(f"nsysql: exporting {p.name} to SQLite with {nsys} ({where})", file=sys.stderr)
-    limit = timeout_s()
-    code, output = capture(argv, limit)
-    why = last_line(output)
-    if code is None:
-        raise NsysqlError(
-            f"`{shell(argv)}` did not finish in {limit:g} s and was stopped"
-            + (f" (last said: {why})" if why else "")
-            + "; set NSYSQL_NSYS_TIMEOUT to give it longer (seconds, 0: no limit)",
-            shown,
-        )
-    if code != 0 or not out.is_file():
-        raise NsysqlError(
-            f"`{shell(argv)}` failed (exit status {_status(code)}" + (f": {why}" if why else "") + ")", shown
-        )
-    try:
-        open_source(out)
-    except NsysqlError as e:
-        what = str(e)[len(e.path) + 2 :] if e.path else str(e)
-        raise NsysqlError(
-            f"`{shell(argv)}` exited with status 0 but wrote no usable export: it {what}; not kept", shown
-        ) from None
-
-
-_TEMPORARY: set[Path] = set()  # the private folders of exports not kept (sqlite_for)
-
-
-def temporary(path: str | os.PathLike) -> bool:
-    """Whether `path` is an export of sqlite_for in a private temporary folder (not kept)."""
-    return Path(path).parent in _TEMPORARY
-
-
-def remove_temporary(path: str | os.PathLike) -> None:
-    """Remove the private temporary folder of the export `path` (see sqlite_for), if it is one."""
-    d = Path(path).parent
-    if d in _TEMPORARY:
-        shutil.rmtree(d, ignore_errors=True)
-        _TEMPORARY.discard(d)

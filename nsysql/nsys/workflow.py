@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import NsysqlError
-from .nsys import PROFILE_OPTIONS, Found, profile_command, profile_switches, require, run, shell
+from ..errors import NsysqlError
+from . import Found, nsysql_switches, profile_command, profile_help, require, run, shell, switches_in, trace_set
 
 DEFAULT_OUT = "nsysql-{name}"
 
@@ -82,12 +82,14 @@ def profile(
     cache_dir: str | os.PathLike | None = None,
     progress=None,
     chart: str = "auto",
+    cpu: bool = False,
 ) -> Result:
     """Profile `command` with nsys into `out` (default `nsysql-<name>`), then write the analyses there.
 
     `progress(text)` is told each step (the CLI shows it on a terminal). `chart`: the top-10 kernels chart as
     `png` (plotly through kaleido, which starts a Chrome), `svg` (drawn by nsysql) or `auto` (PNG when kaleido is
-    installed and works, else SVG). Raises NsysqlError when nsys is not found or makes no export; a program that
+    installed and works, else SVG). `cpu`: also record CPU samples, thread scheduling, forked workers and Python's
+    stacks (nsys.CPU_OPTIONS). Raises NsysqlError when nsys is not found or makes no export; a program that
     fails still gets its outputs, and its exit status is `Result.status`."""
     if not command:
         raise NsysqlError("give the program to profile after `--`, e.g. nsysql profile -- python3 train.py")
@@ -100,36 +102,68 @@ def profile(
         raise NsysqlError(f"cannot create the output folder ({e.strerror})", str(folder)) from None
     _check_free(folder, name)
     say = progress or (lambda text: None)
-    supported = profile_switches(found.path)
+    text = profile_help(found.path)
+    supported = switches_in(text)
     argv = profile_command(
-        found.path, folder / name, command, gpu_metrics=gpu_metrics, options=list(nsys_options), supported=supported
+        found.path,
+        folder / name,
+        command,
+        gpu_metrics=gpu_metrics,
+        options=list(nsys_options),
+        supported=supported,
+        cpu=cpu,
+        help_text=text,
     )
-    notes = []
-    if supported:
-        wanted = [k for k, _ in PROFILE_OPTIONS] + (["--gpu-metrics-devices"] if gpu_metrics else [])
-        lacks = [k for k in wanted if k not in supported and not (k.startswith("--gpu") and k[:-1] in supported)]
-        if lacks:
-            notes.append(f"{found.path} lacks {', '.join(lacks)} (an older nsys): profiled without")
+    notes = _notes(found.path, supported, nsysql_switches(gpu_metrics, cpu, help_text=text), text)
     export = folder / f"{name}.sqlite"
     rep = folder / f"{name}.nsys-rep"
-    before = _stamp(export)  # an export of an earlier run in DIR is not this run's
+    before = _stamp(rep)  # a report of an earlier run in DIR is not this run's
     say(f"profiling with {found.path} ({found.how}): {shell(argv)}")
     t = time.monotonic()
     status = run(argv)
     res = Result(status, folder, name, argv, notes=notes)
     if rep.is_file():
         res.files[rep.name] = "the Nsight Systems report (open it in nsys-ui)"
-    if _stamp(export) in (None, before):
+    if _stamp(rep) in (None, before):
         _remember(folder, res.files)  # the report nsys wrote is this run's, to replace next time
         raise NoExport(
-            f"nsys exited with status {status} and wrote no SQLite export ({export}); its messages above say why",
+            f"nsys exited with status {status} and wrote no report ({rep}) to export to SQLite; its messages above "
+            "say why",
             status=status,
         )
+    _export_report(found.path, rep, export, res, say)
     say(f"profiled in {time.monotonic() - t:.1f} s; analysing {export}")
     res.files[export.name] = "the SQLite export (every nsysql command reads it)"
     _remember(folder, res.files)
     write_outputs(export, folder, res, cache_dir=cache_dir, progress=say, chart=chart)
     return res
+
+
+def _notes(nsys: str, supported: set[str], wanted: list[tuple[str, str]], help_text: str) -> list[str]:
+    """What the profile lacks for this system or nsys: OS runtime calls (not traced on Windows, or by an nsys
+    that lists no osrt), nsysql's switches this nsys does not list (an older nsys)."""
+    notes = []
+    if "osrt" not in trace_set(help_text=help_text).split(","):
+        notes.append("OS runtime calls not traced (osrt: Linux only): idle gaps get no cause on the CPU side")
+    if supported:
+        keys = [k for k, _ in wanted]
+        lacks = [k for k in keys if k not in supported and not (k.startswith("--gpu") and k[:-1] in supported)]
+        if lacks:
+            notes.append(f"{nsys} lacks {', '.join(lacks)} (an older nsys): profiled without")
+    return notes
+
+
+def _export_report(nsys: str, rep: Path, export: Path, res: Result, say) -> None:
+    """Export this run's report to SQLite beside it (nsys.export.export_to: NVTX payloads included, which `nsys
+    profile --export=sqlite` leaves out); NoExport with the program's status when that fails."""
+    from .export import export_to
+
+    say(f"exporting {rep.name} to SQLite")
+    try:
+        export_to(nsys, rep, export, str(rep))
+    except NsysqlError as e:
+        _remember(rep.parent, res.files)
+        raise NoExport(str(e), status=res.status) from None
 
 
 # What `profile` may write into DIR, besides `<name>.nsys-rep` and `<name>.sqlite` (nsys writes those).
@@ -190,7 +224,7 @@ def _remember(folder: Path, files: dict) -> None:
     cannot be written only means the next run into `folder` refuses those files."""
     import json
 
-    from . import store
+    from .. import store
 
     # an earlier run's files not written this time (its PNG chart, where this one drew an SVG) stay its own
     own = {n: st for n, st in _manifest(folder).items() if st == _own_stamp(folder / n)}
@@ -213,8 +247,8 @@ def _stamp(p: Path) -> tuple | None:
 def write_outputs(export: Path, folder: Path, res: Result, cache_dir=None, progress=None, chart="auto") -> None:
     """Load `export` and write summary.txt, report.html, report.md, kernels.csv, api.csv and the chart into
     `folder`, noting each file in `res.files` (or why it is missing in `res.problems`)."""
-    from ._load import load
-    from .render import render, summary_view
+    from .._load import load
+    from ..render import render, summary_view
 
     say = progress or (lambda text: None)
     prof = load(export, cache_dir=cache_dir, progress=(lambda step: say(f"loading: {step}")) if progress else None)
@@ -233,14 +267,14 @@ def write_outputs(export: Path, folder: Path, res: Result, cache_dir=None, progr
         res.files["summary.txt"] = "the summary printed above"
 
     def html():
-        from .report import build
+        from ..report import build
 
         page, figures = build(prof)
         _text(folder / "report.html", page)
         res.files["report.html"] = f"the report ({len(figures)} charts, works offline)"
 
     def markdown():
-        from .report import snippet
+        from ..report import snippet
 
         _text(folder / "report.md", snippet(prof))
         res.files["report.md"] = "the Markdown snippet to paste into a PR"
@@ -253,8 +287,8 @@ def write_outputs(export: Path, folder: Path, res: Result, cache_dir=None, progr
         return write
 
     def top10():
-        from .report.charts import kernels_chart
-        from .report.svg import kernels_svg
+        from ..report.charts import kernels_chart
+        from ..report.svg import kernels_svg
 
         k = prof.kernels(top=10)
         if k.height == 0:
@@ -279,7 +313,7 @@ def write_outputs(export: Path, folder: Path, res: Result, cache_dir=None, progr
 
 
 def _text(path: Path, text: str) -> None:
-    from . import store
+    from .. import store
 
     store.output_text(path, text, links=False)  # whole or not at all, never through a link
 
@@ -290,7 +324,7 @@ def _png(fig, path: Path) -> str | None:
         import kaleido  # noqa: F401
     except ImportError:
         return "no PNG: kaleido is not installed"
-    from . import store
+    from .. import store
 
     def fill(tmp: Path) -> None:  # the format named: the temporary file's name does not say it
         fig.write_image(str(tmp), format="png", width=1200, height=fig.layout.height or 400, scale=1)

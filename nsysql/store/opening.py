@@ -1,0 +1,218 @@
+"""Open an export's canonical tables: its store entry, or built by the loader (nsysql/loader/) into a new entry
+or in memory. What it returns (`Opened`) is what the engine needs; the facade is built above (nsysql._load).
+
+This module imports neither polars, pyarrow nor the analyses: on a cold load the canonical tables are built
+on a background thread (DuckDB, without the GIL) while the caller's `meanwhile()` imports the facade on this
+one, so the import overlaps with building instead of preceding it (nsysql.tuning's `import_overlap`; the reader
+threads start even sooner, `early_readers`). Errors still surface from `open_tables`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .. import store, tuning
+from ..errors import NsysqlError
+from ..loader.source import open_source
+from . import tables as _tables
+from .settings import default_memory_limit, duckdb_config  # noqa: F401 (also this module's API)
+
+if TYPE_CHECKING:
+    import duckdb
+
+
+@dataclass(frozen=True)
+class Opened:
+    """An export's canonical tables, as the engine takes them: the connection (None until a question needs it, for
+    an entry opened warm), the export's path, the store entry (None: in memory), the function that opens or builds
+    the connection, and DuckDB's settings."""
+
+    con: duckdb.DuckDBPyConnection | None
+    path: Path
+    entry: Path | None
+    opener: Callable[[], duckdb.DuckDBPyConnection] | None
+    settings: Callable[[], dict]
+
+
+def open_tables(
+    path, cache, cache_dir, memory_limit, threads, progress, limit=None, keyed_by=None, meanwhile=None
+) -> Opened:
+    """The canonical tables of the export `path`: its store entry opened (warm: DuckDB opens only when a question
+    needs it), or built by the loader (cold), into the entry (`cache`) or in memory. `keyed_by`: the file whose
+    identity keys the entry (default `path`; a report's, for the export made of it: store.stem). `limit`: the
+    store's cap (store.cap), kept once a new entry is stored. `meanwhile()`: called on this thread while a cold
+    build runs on another (nsysql.tuning's `import_overlap`: the caller imports the facade then)."""
+    import threading
+
+    src = open_source(path)
+    # the settings checked now, warm or cold: a typo in one is said on every run, not only when DuckDB opens
+    memory_limit, threads = _checked(memory_limit, threads)
+    config: dict = {}  # DuckDB's settings: made once reading has begun (cold) or when DuckDB opens (warm)
+
+    def settings() -> dict:
+        if not config:
+            config.update(duckdb_config(memory_limit, threads))
+        return config
+
+    staged = threading.Event()
+    readers = []  # the cold load's reader threads, started before DuckDB is imported
+
+    building = []  # the connections being built (interrupted if the user presses Ctrl-C meanwhile)
+
+    def build(con):
+        from ..loader import build as build_tables
+
+        building.append(con)
+        build_tables(src, con, progress, staged=staged.set, readers=readers.pop() if readers else None)
+        return con
+
+    entry = None
+    if cache and os.environ.get("NSYSQL_NO_CACHE", "") in ("", "0"):
+        entry = _tables.entry(store.directory(cache_dir), Path(keyed_by or src.path))
+
+        def opener():
+            cfg = settings()
+            con = _tables.open_entry(entry, cfg)
+            if con is None and not entry.exists():
+                con = _tables.build_entry(entry, build, cfg, background=_in_memory_first(src, cfg))
+            if con is None:  # the cache cannot be written: in memory, as with cache=False
+                con = build(_tables.connect(":memory:", cfg))
+            return con
+
+        if entry.exists():
+            # warm: answers may come from the stored results; DuckDB opens only when a question needs it
+            return Opened(None, src.path, entry, opener, settings)
+    else:
+
+        def opener():
+            return build(_tables.connect(":memory:", settings()))
+
+    # cold: the readers open their SQLite streams (and read the first batch of each) while DuckDB is imported
+    if tuning.on("early_readers"):
+        from ..loader import raw
+
+        readers.append(raw.Readers(src).start())
+    settings()  # here, on this thread, once reading has begun (it imports tempfile, for the spill directory)
+    try:
+        opened = _cold(src, entry, opener, staged, settings, building, meanwhile)
+        if entry is not None:  # a new entry (or one on its way): the directory kept within its cap
+            _tables.trim(entry.parent, limit)
+        return opened
+    finally:
+        for r in readers:  # started but not used: the entry was written by another process meanwhile
+            r.close()
+
+
+def _cold(src, entry, opener, staged, settings, building, meanwhile) -> Opened:
+    # everything the build thread imports is imported here first (no two threads importing one module)
+    from concurrent.futures import ThreadPoolExecutor
+
+    import duckdb  # noqa: F401
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="nsysql-load")
+    try:
+        built = pool.submit(opener)
+        if tuning.on("import_overlap"):
+            # Import the facade once every reader has registered its Arrow stream with DuckDB and a core is free
+            # of readers (raw.stage says when), while the export is read and the canonical SQL runs. Not sooner:
+            # registering a stream makes DuckDB look polars and pyarrow up, and while this thread is halfway
+            # through importing them the readers would wait on the import lock; and on 2 cores the import would
+            # slow the readers that fill both.
+            while not staged.wait(0.005) and not built.done():
+                pass
+        else:
+            built.result()
+        if meanwhile is not None:
+            meanwhile()  # the caller's imports: the facade, polars and the analyses
+        con = built.result()
+    except BaseException:
+        # Ctrl-C (or an error here) while the build runs: leave now, not once the build is done. Its temporary
+        # entry goes (the build, if it goes on, finds it gone and stores nothing) and its DuckDB work is
+        # interrupted; the process may end at once (the CLI leaves through os._exit).
+        if entry is not None:
+            store.remove_temps_of(entry)
+            store.release(entry.with_suffix(""))
+        for con in building:
+            try:
+                con.interrupt()
+            except Exception:  # noqa: BLE001 - closed meanwhile
+                pass
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+    return Opened(con, src.path, entry, None, settings)
+
+
+def _in_memory_first(src, config: dict) -> bool:
+    """Build a cache entry in memory and copy it to disk in the background (see store.tables.build_entry;
+    nsysql.tuning's `background_persist`) when there are cores to spare for the copy (4 or more) and the
+    canonical tables (about 4x the export's size in memory) fit well within DuckDB's memory limit. On 2 cores the
+    copy only competes with the answers for the cores, for a second copy's memory; where the in-memory tables
+    would spill, the copy makes the first command slower (BENCHMARKS.md has the figures)."""
+    threads = int(config.get("threads") or os.cpu_count() or 1)
+    return (
+        tuning.on("background_persist")
+        and threads >= 4
+        and src.path.stat().st_size * 6 <= _bytes(config["memory_limit"])
+    )
+
+
+def _bytes(size: str) -> int:
+    """'2048MB' -> bytes (the memory limits nsysql writes, and DuckDB's units)."""
+    import re
+
+    m = re.fullmatch(r"\s*([\d.]+)\s*([KMGT]i?B?|B)?\s*", size, re.IGNORECASE)
+    if not m:
+        return 0
+    unit = (m.group(2) or "B").upper().rstrip("B").rstrip("I")
+    return int(float(m.group(1)) * 1024 ** " KMGT".index(unit or " ")) if unit in ("", "K", "M", "G", "T") else 0
+
+
+def _checked(memory_limit: str | None, threads: int | None) -> tuple[str | None, int | None]:
+    """load()'s memory_limit and threads, else $NSYSQL_MEMORY_LIMIT and $NSYSQL_THREADS, checked (NsysqlError
+    naming the setting); $NSYSQL_READERS is checked too."""
+    from ..loader.raw import default_workers
+
+    tuning.check()
+    threads = _threads(threads if threads is not None else os.environ.get("NSYSQL_THREADS", "").strip() or None)
+    memory_limit = memory_limit or os.environ.get("NSYSQL_MEMORY_LIMIT", "").strip() or None
+    if memory_limit is not None and not _MEMORY.fullmatch(str(memory_limit)):
+        raise NsysqlError(
+            f"NSYSQL_MEMORY_LIMIT (memory_limit) must be a size such as 4GB or 512MB, not {str(memory_limit)[:40]!r}"
+        )
+    default_workers()
+    return memory_limit, threads
+
+
+# the memory limits DuckDB reads (4GB, 1.5 GiB, 512 megabytes, 80%, -1 or none for no limit), checked here so that
+# a typo is said as the setting's problem, not as a failed query
+_MEMORY = re.compile(
+    r"\s*(?:-1|none|(?:\d+(?:\.\d*)?|\.\d+)\s*(?:%|b|bytes|[kmgt]i?b|"
+    r"(?:kilo|mega|giga|tera|kibi|mebi|gibi|tebi)bytes))\s*",
+    re.IGNORECASE,
+)
+MAX_THREADS_PER_CPU = 4  # DuckDB threads beyond the CPUs only wait; thousands would take minutes to start
+
+
+def _threads(value) -> int | None:
+    """$NSYSQL_THREADS (or load(threads=)) checked: a whole number from 1 up, at most MAX_THREADS_PER_CPU per CPU
+    (more is said on stderr and cut down); None: DuckDB's default (one per CPU)."""
+    if value is None or value == 0:  # 0: DuckDB's default, as before
+        return None
+    text = str(value).strip()
+    if not text.isdigit() or int(text) < 1:
+        raise NsysqlError(f"NSYSQL_THREADS (threads) must be a whole number of threads, 1 or more, not {text[:40]!r}")
+    n, most = int(text), MAX_THREADS_PER_CPU * (os.cpu_count() or 1)
+    if n > most:
+        import warnings
+
+        warnings.warn(
+            f"NSYSQL_THREADS={n} is more than {MAX_THREADS_PER_CPU} per CPU of this machine: using {most}", stacklevel=2
+        )
+        n = most
+    return n
