@@ -7,6 +7,7 @@ pieces of a request side by side. Nothing here composes answers.
 
 from __future__ import annotations
 
+import inspect
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -20,7 +21,7 @@ from .analyses.gaps import DEFAULT_MIN_NS
 from .analyses.iterations import OUTLIER_SIGMAS
 from .analyses.ranges import DEFAULT_ATTRIBUTION
 from .analyses.timeline import DEFAULT_BINS
-from .engine import Engine
+from .engine import REGISTRY, REQUIRED, Engine
 from .errors import NsysqlError
 from .store.answers import Answers
 
@@ -32,6 +33,24 @@ if TYPE_CHECKING:
 
 class Profile:
     """An nsys export loaded into DuckDB's canonical tables. `con` is the DuckDB connection, for your own SQL."""
+
+    def __getattr__(self, name: str):
+        """`p.<analysis>(**params)` for an analysis that declares a command (Analysis.command) and has no method
+        written here: it asks the engine in one line, as the written methods do, its doc the declaration's."""
+        decl = REGISTRY.get(name)
+        if decl is None or decl.command is None or "_engine" not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+        def method(**params):
+            return self._engine.run(name, **params)
+
+        method.__name__ = method.__qualname__ = name
+        method.__doc__ = decl.doc
+        method.__signature__ = _signature(decl)
+        return method
+
+    def __dir__(self):
+        return sorted({*super().__dir__(), *(n for n, a in REGISTRY.items() if a.command)})
 
     def __init__(
         self,
@@ -304,3 +323,14 @@ class Profile:
             return _user_frame(self._engine.sandbox.cursor(), query)
         except NsysqlError as e:
             raise NsysqlError(f"{self.path}: {e}") from None
+
+
+def _signature(decl) -> inspect.Signature:
+    """A declared analysis' parameters as a keyword-only signature (what help() and editors show)."""
+    kw = inspect.Parameter.KEYWORD_ONLY
+    return inspect.Signature(
+        [
+            inspect.Parameter(p.name, kw, **({} if p.default is REQUIRED else {"default": p.default}))
+            for p in decl.params
+        ]
+    )

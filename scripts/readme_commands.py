@@ -78,6 +78,8 @@ def manifest() -> str:
             "nsys": list(a.nsys),
             "params": [d for d in map(_param, a.params) if d is not None],
         }
+        if a.command:  # a command derived whole from the declaration (nsysql.cli.tables.derived)
+            out[name].update(command=a.command, files=a.files)
     return json.dumps(out, indent=1, ensure_ascii=False) + "\n"
 
 

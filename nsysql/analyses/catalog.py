@@ -255,9 +255,10 @@ def gpu_metrics(ctx, by, range, attribution) -> pl.DataFrame:
     sql=("api",),
     nsys=("cuda_api_sum",),
     requires=("api_calls",),
+    command="api",
 )
 def api(ctx, top) -> pl.DataFrame:
-    """CUDA API calls by function (as `nsys stats -r cuda_api_sum`)."""
+    """CUDA API calls by function: calls and CPU time inside them (as `nsys stats -r cuda_api_sum`)."""
     if top is not None:
         return _head(ctx.ask("api"), top)
     return _api.api(ctx.con)

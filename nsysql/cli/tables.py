@@ -7,7 +7,7 @@ import click
 from ..render import one_line as _line
 from ..render import render, summary_view
 from .common import each_rank, global_opts, handled, load_profile, several
-from .declared import about, answer, declared
+from .declared import DECLARED, about, answer, declared
 from .options import files_options, format_option, output_option
 from .output import emit, emit_text
 
@@ -35,9 +35,6 @@ def summary(files, fmt, output, attribution, top):
     emit(summary_view(s), fmt, output)
 
 
-api = answer(
-    "api", "api", "CUDA API calls by function: calls and CPU time inside them (as `nsys stats -r cuda_api_sum`)."
-)
 launches = answer(
     "launches",
     "launches",
@@ -179,10 +176,9 @@ def ranks(files, fmt, output, dask, workers):
 
 
 about(ranks, python="`nsysql.load_many(paths)`")
-COMMANDS = (
+_WRITTEN = (
     info,
     summary,
-    api,
     launches,
     kernels,
     ranges,
@@ -194,3 +190,17 @@ COMMANDS = (
     gaps,
     ranks,
 )
+
+
+def derived(written) -> tuple:
+    """The commands of the analyses that declare one (Analysis.command) and no module writes: each prints its
+    Profile method's frame, its options and help derived from the declaration."""
+    have = {c.name for c in written}
+    return tuple(
+        answer(d["command"], name, d["doc"], files=d["files"])
+        for name, d in DECLARED.items()
+        if d.get("command") and d["command"] not in have
+    )
+
+
+COMMANDS = _WRITTEN + derived(_WRITTEN)

@@ -75,6 +75,10 @@ class Analysis:
     nsys: tuple[str, ...] = ()
     # canonical tables that must hold rows for the answer to say anything (`info` lists the analyses that apply)
     requires: tuple[str, ...] = ()
+    # the command that prints this analysis' frame (`nsysql <command> FILE`), derived with its options, and
+    # Profile's method of the analysis' name (nsysql.profile): None where a front end of its own asks it, or none
+    command: str | None = None
+    files: bool = False  # the command takes several FILEs (one per rank), stacked with a `rank` column
 
     def bind(self, given: dict) -> dict:
         """Every parameter's value for a call giving `given` (defaults filled, normalized), in declared order;
@@ -95,7 +99,19 @@ class Analysis:
 REGISTRY: dict[str, Analysis] = {}
 
 
-def analysis(name: str, *, params=(), needs=(), tables=(), sql=(), keep: str = "store", nsys=(), requires=()):
+def analysis(
+    name: str,
+    *,
+    params=(),
+    needs=(),
+    tables=(),
+    sql=(),
+    keep: str = "store",
+    nsys=(),
+    requires=(),
+    command: str | None = None,
+    files: bool = False,
+):
     """Decorator: declare `fn(ctx, **params)` as the analysis `name` in REGISTRY."""
 
     def wrap(fn):
@@ -114,6 +130,8 @@ def analysis(name: str, *, params=(), needs=(), tables=(), sql=(), keep: str = "
             fn.__doc__ or "",
             tuple(nsys),
             tuple(requires),
+            command,
+            files,
         )
         return fn
 
