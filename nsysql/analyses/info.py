@@ -79,6 +79,7 @@ HOLDS = {
     "nvtx_ranges": ("NVTX ranges", None),
     "api_calls": ("CUDA API calls", None),
     "gpu_metric_samples": ("GPU metrics", "gpu_metrics"),
+    "gpu_memory_events": ("CUDA memory usage events", "memory_usage"),
 }
 
 

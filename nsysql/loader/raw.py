@@ -208,6 +208,22 @@ RAW_TABLES: tuple[RawTable, ...] = (
     RawTable("raw_session", ("TARGET_INFO_SESSION_START_TIME",), (("utcEpochNs", I),)),
     RawTable("raw_analysis", ("ANALYSIS_DETAILS",), (("startTime", I), ("stopTime", I), ("duration", I))),
     RawTable("raw_enum_memkind", ("ENUM_CUDA_MEM_KIND",), (("id", I), ("label", S))),
+    # CUDA memory allocations and frees (`nsys profile --cuda-memory-usage=true`): the table exists only in
+    # exports that traced them, so an export without it reads nothing more
+    RawTable(
+        "raw_gpu_memory",
+        ("CUDA_GPU_MEMORY_USAGE_EVENTS",),
+        (
+            ("start", I),
+            ("globalPid", I),
+            ("deviceId", I),
+            ("address", I),
+            ("bytes", I),
+            ("memKind", I),
+            ("memoryOperationType", I),
+            ("name", S),
+        ),
+    ),
     # GPU metrics sampling (`nsys profile --gpu-metrics-devices=...`): both tables exist only in exports that
     # sampled, so an export without them reads nothing more. The value is read as a DOUBLE: the schema says
     # INTEGER, and a REAL written by another version must not fail the load.
