@@ -809,3 +809,30 @@ def export(ctx, to, format) -> pl.DataFrame:
 def resolve_range(ctx, pattern) -> list[str]:
     """The range names `pattern` selects (exact, numbered family, prefix, else RE2)."""
     return _resolve_range(ctx.con, pattern)[0]
+
+
+@analysis(
+    "gpu_memory",
+    params=(
+        Param("by", OPT_STR, None, (None, "iteration", "range"), doc="per iteration of the loop, or per NVTX range"),
+        RANGE,
+    ),
+    needs=("iteration_range",),
+    tables=("gpu_memory_events", "nvtx_ranges"),
+    sql=("gpu_memory", "gpu_memory_iterations", "gpu_memory_ranges"),
+    requires=("gpu_memory_events",),
+    command="gpu-memory",
+)
+def gpu_memory(ctx, by, range) -> pl.DataFrame:
+    """GPU memory held through CUDA's allocator (`nsys profile --cuda-memory-usage=true`): every allocation and
+    free with what its process then held; per iteration or NVTX range, what it held at the start, at the peak
+    and at the end, and the growth."""
+    if not ctx.con.sql("SELECT 1 FROM gpu_memory_events LIMIT 1").fetchall():
+        raise NsysqlError(
+            "no GPU memory events: the export did not trace CUDA memory usage "
+            "(profile with `nsys profile --cuda-memory-usage=true`)"
+        )
+    if by == "iteration":
+        it = ctx.ask("iteration_range", range=range)
+        return _iter.windows(ctx.con, it).run("gpu_memory_iterations", pid=it.pid)
+    return _api.run(ctx.con, "gpu_memory_ranges" if by == "range" else "gpu_memory")
