@@ -12,7 +12,6 @@ from collections import defaultdict
 from pathlib import Path
 
 import polars as pl
-import pytest
 from conftest import craft, fixture, h200, loaded, reference_csv
 
 GRAPH_LOOP = fixture("graph_loop")
@@ -202,12 +201,31 @@ def test_a_cycle_of_original_nodes_credits_no_capture(tmp_path):
     assert rows["layer 0"] == PER_LAYER * WARMUP and rows["step 0"] == 4 * PER_LAYER
 
 
-@pytest.mark.parametrize("attribution", ["process", "thread"])
-def test_each_op_and_range_pair_once(attribution):
-    """No (op, range) pair is listed twice, whatever rules credit it."""
-    prof = loaded(str(GRAPH_LOOP))
-    dup = prof.sql(
-        "SELECT count(*) FROM (SELECT op_id, range_id FROM op_ranges "
-        f"WHERE via = 'thread' OR '{attribution}' = 'process' GROUP BY ALL HAVING count(*) > 1)"
+def test_ranges_open_at_capture_and_replay_count_each_kernel_once(tmp_path):
+    """A push/pop range and a start/end range around the whole program, open both where the graph was captured
+    and where it was replayed: each holds every GPU op once (no (op, range) pair twice), under both rules."""
+    span = "(SELECT min(start) - 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME), (SELECT max(end) + 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME)"
+    tid = "(SELECT globalTid FROM NVTX_EVENTS WHERE text = 'capture')"
+    path = craft(
+        tmp_path / "outer.sqlite",
+        f"INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) SELECT {span}, 59, 'run', {tid}",
+        f"INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) SELECT {span}, 60, 'job', {tid}",
+        source="graph_loop",
     )
-    assert dup.item() == 0
+    prof = loaded(str(path))
+    launched = prof.sql("SELECT count(*) FROM gpu_ops WHERE api_start_ns IS NOT NULL").item()
+    assert (
+        launched
+        == len(kernel_rows(path))
+        + raw(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY")[0][0]
+        + (raw(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMSET")[0][0])
+    )
+    for attribution in ("process", "thread"):
+        rows = {r["name"]: r["gpu_ops"] for r in prof.ranges(attribution=attribution).iter_rows(named=True)}
+        assert rows["run"] == rows["job"] == launched
+        dup = prof.sql(
+            "SELECT count(*) FROM (SELECT op_id, range_id FROM op_ranges "
+            f"WHERE via = 'thread' OR '{attribution}' = 'process' GROUP BY ALL HAVING count(*) > 1)"
+        )
+        assert dup.item() == 0
+    assert prof.sql("SELECT count(DISTINCT op_id) FROM op_ranges WHERE via = 'capture'").item() == 4 * PER_LAYER * STEPS

@@ -33,6 +33,7 @@ CANONICAL_TABLES = (
     "nvtx_ranges",
     "nvtx_open",
     "nvtx_marks",
+    "graph_nodes",
     "op_ranges",
     "op_range_links",
     "range_chains",
