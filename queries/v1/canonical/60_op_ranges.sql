@@ -159,7 +159,8 @@ SELECT
   -- gpu_ops.op_id
   m.op_id,
   -- nvtx_ranges.range_id: with expand, the innermost push/pop range open on the thread (range_chains lists
-  -- it and the ranges enclosing it); else a start/end range open on it
+  -- it and the ranges enclosing it); else a start/end range open on it, or (via `capture`) any range open on
+  -- the thread that created the op's graph node
   m.range_id,
   -- `thread`, `process` or `capture`, as op_ranges.via
   m.via::ENUM('thread', 'process', 'capture') AS via,
@@ -189,7 +190,7 @@ CREATE OR REPLACE VIEW op_ranges AS
 SELECT
   -- gpu_ops.op_id
   m.op_id,
-  -- nvtx_ranges.range_id of a range enclosing the op's launch
+  -- nvtx_ranges.range_id of a range enclosing the op's launch (via `capture`: the creation of its graph node)
   m.range_id,
   -- `thread`: the range was open on the launching thread (nsys's rule); `process`: inherited from another
   -- thread of the process because the launching thread had no user range open, only library ranges or none
