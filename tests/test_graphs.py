@@ -136,6 +136,24 @@ def test_iterations_of_step_keep_their_kernels():
         assert r["kernel_ns"] == sum(kernels[o][1] - kernels[o][0] for o in ops)
 
 
+def test_the_capturing_iteration_gets_no_replayed_time(tmp_path):
+    """With the capture itself an iteration (`capture` renamed `step 30`, so `layer i` are its phases), its `layer`
+    phase holds the GPU time of the kernels launched inside its layers (none: a captured kernel does not run), not
+    that of the 30 later replays the capture rule credits to those ranges; each replaying step keeps its own."""
+    path = craft(
+        tmp_path / "capturing.sqlite",
+        "UPDATE NVTX_EVENTS SET text = 'step 30' WHERE text = 'capture'",
+        source="graph_loop",
+    )
+    df = loaded(str(path)).iterations()
+    (cap,) = raw(path, "SELECT start, end FROM NVTX_EVENTS WHERE text = 'step 30'")
+    kernels = kernel_rows(path)
+    launched = {o for (_, start), ops in launched_in(path, "layer %").items() if cap[0] <= start < cap[1] for o in ops}
+    row = df.filter(pl.col("name") == "step 30").row(0, named=True)
+    assert row["layer gpu_ns"] == sum(kernels[o][1] - kernels[o][0] for o in launched)
+    assert df.filter(pl.col("name") != "step 30")["kernels"].to_list() == [4 * PER_LAYER] * STEPS
+
+
 def test_ops_credit_the_operator_that_captured_the_kernel(tmp_path):
     """With the layers named as PyTorch operators (`aten::layerI`), `ops` gives each operator the kernels launched in
     its eager calls and the replayed kernels of the nodes it captured, each kernel once."""

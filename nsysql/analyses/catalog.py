@@ -322,7 +322,7 @@ def iteration_spans(ctx, range, skip, outlier_sigmas) -> pl.DataFrame:
     "iteration_breakdown",
     params=(RANGE,),
     needs=("iteration_range",),
-    tables=("gpu_ops", "nvtx_ranges", "op_range_links", "strings"),
+    tables=("gpu_ops", "nvtx_ranges", "strings"),
     sql=("iteration_kernels", "iteration_ranges"),
 )
 def iteration_breakdown(ctx, range) -> dict[str, pl.DataFrame]:
