@@ -216,7 +216,8 @@ FROM (
 -- chains, whatever the nesting depth.
 CREATE OR REPLACE MACRO op_range_totals(attribution) AS TABLE
 WITH own AS (  -- per link target (an innermost push/pop range, or a start/end range), rule and replay: its ops
-  SELECT l.range_id, l.via, l.expand, CASE WHEN l.via = 'capture' THEN coalesce(o.correlation_id, -1 - o.op_id) END AS replay,
+  SELECT l.range_id, l.via, l.expand,
+         CASE WHEN l.via = 'capture' THEN coalesce(o.correlation_id, -1 - o.op_id) END AS replay,
          count(*) AS ops, min(o.start_ns) AS first_ns, max(o.end_ns) AS last_ns, sum(o.duration_ns) AS total_ns
   FROM op_range_links l JOIN gpu_ops o USING (op_id)
   WHERE l.via = 'thread' OR attribution = 'process'
@@ -233,6 +234,7 @@ WITH own AS (  -- per link target (an innermost push/pop range, or a start/end r
   GROUP BY range_id, replay
 )
 SELECT range_id, sum(ops) AS ops, min(first_ns) AS first_ns, max(last_ns) AS last_ns, sum(total_ns) AS total_ns,
-       sum(last_ns - first_ns) AS proj_ns, coalesce(sum(total_ns) FILTER (WHERE replay IS NOT NULL), 0) AS captured_ns
+       sum(last_ns - first_ns) AS proj_ns,
+       coalesce(sum(total_ns) FILTER (WHERE replay IS NOT NULL), 0) AS captured_ns
 FROM per
 GROUP BY range_id;
