@@ -160,6 +160,21 @@ CAPTURE_RULES: tuple[CaptureRule, ...] = (
         lambda h: _gpu_work(h) and "CUDA_GPU_MEMORY_USAGE_EVENTS" not in h.tables,
     ),
     CaptureRule(
+        "graph_trace",
+        "which NVTX ranges captured the kernels of each CUDA graph replay",
+        "--cuda-graph-trace=node",
+        "CUDA graphs traced whole (CUPTI_ACTIVITY_KIND_GRAPH_TRACE): their kernels are not recorded",
+        lambda h: h.counts.get("graph launches", 0) > 0,
+    ),
+    CaptureRule(
+        "graph_nodes",
+        "which NVTX ranges captured the kernels of each CUDA graph replay (counted in their launch's ranges)",
+        "--cuda-graph-trace=node",
+        "kernels ran from CUDA graph nodes, but no node's creation is recorded (CUDA_GRAPH_NODE_EVENTS absent or "
+        "without originalGraphNodeId: an nsys that does not write them)",
+        lambda h: h.counts.get("graph node ops", 0) > 0 and not h.counts.get("graph node ops traced to their capture"),
+    ),
+    CaptureRule(
         "op_ranges",
         "which PyTorch operator launched each kernel (`nsysql ops`)",
         "--pytorch=autograd-shapes-nvtx",

@@ -141,6 +141,7 @@ def facts(ctx) -> dict[str, list[str]]:
         "devices",
         "gpu_metric_samples",
         "gpu_ops",
+        "graph_nodes",
         "nvtx_marks",
         "nvtx_payloads",
         "nvtx_ranges",

@@ -111,6 +111,14 @@ RAW_TABLES: tuple[RawTable, ...] = (
         GPU_COMMON + (("bytes", I), ("memKind", I), ("graphNodeId", I)),
     ),
     RawTable("raw_graph", ("CUPTI_ACTIVITY_KIND_GRAPH_TRACE",), GPU_COMMON + (("graphId", I),)),
+    # CUDA graph nodes as they were created (captured, added, or cloned when a graph is instantiated: a clone's
+    # originalGraphNodeId is the node it copies), with the thread and time: node kernels are credited to the
+    # ranges open where their original node was created (canonical/55_graph_nodes.sql)
+    RawTable(
+        "raw_graph_nodes",
+        ("CUDA_GRAPH_NODE_EVENTS",),
+        (("start", I), ("globalTid", I), ("graphNodeId", I), ("originalGraphNodeId", I)),
+    ),
     RawTable(
         "raw_runtime",
         ("CUPTI_ACTIVITY_KIND_RUNTIME",),

@@ -8,6 +8,9 @@
 -- `forward`, `backward`; one phase per range_family: `Batch3` is `Batch`, each call of `aten::zero_` is
 -- `aten::zero_`): CPU time and the summed duration of the GPU ops attributed to it (process rule).
 -- $windows: the table of the iteration windows (iteration_windows.sql); $delimiter as in iteration_windows.sql.
+-- Kernels replayed from CUDA graph nodes and credited to the ranges that captured them (the capture rule of
+-- op_ranges) are left out here: they ran when the graph was replayed, in whatever iteration launched it, not in
+-- the one where the capturing range started (iteration_ranges.sql counts them by their launch).
 WITH cand AS (
   SELECT r.* FROM nvtx_ranges r
   WHERE r.style = 'PushPop'  -- start/end ranges have depth 0 but no place among the thread's push/pop ranges
@@ -22,7 +25,7 @@ WITH cand AS (
 ), kept AS (
   SELECT * FROM placed WHERE CASE WHEN $delimiter THEN true ELSE parent_id = iter_range_id END
 ), gpu AS (
-  SELECT range_id, total_ns::BIGINT AS gpu_ns FROM op_range_totals('process')  -- op_ranges' sums, at any depth
+  SELECT range_id, (total_ns - captured_ns)::BIGINT AS gpu_ns FROM op_range_totals('process')  -- at any depth
   WHERE range_id IN (SELECT range_id FROM kept)
 )
 SELECT k.iteration, range_family(k.name) AS phase,

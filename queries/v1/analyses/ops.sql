@@ -10,7 +10,9 @@
 --     that seq started before it (the latest such: the op that created the node); the kernel is the backward
 --     GPU time of that op's outermost operator range.
 --   forward: otherwise, the outermost operator range open on the launching thread (nsys's thread rule, no
---     process rule: another thread's operator did not launch it).
+--     process rule: another thread's operator did not launch it); for a kernel replayed from a CUDA graph node,
+--     the outermost operator range open where its node was captured (the capture rule of op_ranges), before any
+--     open at the replay: the operator that made the kernel.
 -- Calls: an operator range inside a range of the same operator on its thread is a re-entry, not a call (see
 -- user_calls), so aten::conv2d redispatched by autocast inside aten::conv2d is one call.
 -- So an op nested in another (aten::addmm in aten::linear) has its calls and CPU time but no GPU time: it is
@@ -50,19 +52,19 @@ WITH op AS (  -- operator calls
 ), creator AS (  -- each backward range with the operator call that created its node
   SELECT b.range_id AS bwd_id, c.range_id AS op_id
   FROM bwd b ASOF JOIN op c ON b.pid = c.pid AND b.seq = c.seq AND b.start_ns >= c.start_ns
-), k AS (  -- kernels with the ranges they were launched in (thread rule)
-  SELECT x.op_id AS kernel_id, x.range_id, g.duration_ns, g.name_id
+), k AS (  -- kernels with the ranges they were launched in (thread rule) or captured in (capture rule)
+  SELECT x.op_id AS kernel_id, x.range_id, x.via, g.duration_ns, g.name_id
   FROM op_ranges x JOIN gpu_ops g USING (op_id)
-  WHERE x.via = 'thread' AND g.kind = 'kernel'
+  WHERE x.via IN ('thread', 'capture') AND g.kind = 'kernel'
 ), k_bwd AS (  -- kernels in a backward range: the forward call whose backward they are (outermost range)
   SELECT k.kernel_id, t.top_id AS owner
   FROM k JOIN bwd b USING (range_id) JOIN creator c ON c.bwd_id = b.range_id JOIN op_top t ON t.range_id = c.op_id
-  QUALIFY row_number() OVER (PARTITION BY k.kernel_id ORDER BY b.depth, b.range_id) = 1
+  QUALIFY row_number() OVER (PARTITION BY k.kernel_id ORDER BY k.via = 'capture' DESC, b.depth, b.range_id) = 1
 ), k_fwd AS (  -- other kernels in an operator call: its outermost call
   SELECT k.kernel_id, o.range_id AS owner
   FROM k JOIN op o USING (range_id)
   WHERE k.kernel_id NOT IN (SELECT kernel_id FROM k_bwd)
-  QUALIFY row_number() OVER (PARTITION BY k.kernel_id ORDER BY o.depth, o.range_id) = 1
+  QUALIFY row_number() OVER (PARTITION BY k.kernel_id ORDER BY k.via = 'capture' DESC, o.depth, o.range_id) = 1
 ), owned AS (
   SELECT kernel_id, owner, false AS backward FROM k_fwd
   UNION ALL

@@ -3,14 +3,16 @@
 -- @param $attribution VARCHAR: 'thread' (nsys's rule) or 'process' (canonical/60_op_ranges.sql)
 
 -- GPU metrics per NVTX range (domain, name, style), per device: the time-weighted mean of each metric over the
--- GPU-projected windows of its instances (first start to last end of the GPU ops it encloses, as ranges.sql
--- projects them), so a range that only enqueues work is judged by when that work ran. Each sample counts for
+-- GPU-projected windows of its instances (first start to last end of the GPU ops it encloses, per graph replay
+-- for the kernels of CUDA graph nodes it captured, as ranges.sql projects them), so a range that only enqueues
+-- work is judged by when that work ran. Each sample counts for
 -- its sampling period (gpu_metric_samples.timestamp_ns) as far as it overlaps a window; instances weigh by
 -- their sampled GPU-projected time. $attribution: 'thread' or 'process' (see canonical/60_op_ranges.sql); under
 -- 'process' PyTorch's ranges are named without their per-call arguments (range_op_name: one row per operator,
 -- as ranges.sql by default), under 'thread' by their full names.
-WITH proj AS (
-  SELECT x.range_id, o.device_id, min(o.start_ns) AS a, max(o.end_ns) AS b
+WITH proj AS (  -- replay: the graph launch of a captured op (op_range_totals), NULL for the ops launched inside
+  SELECT x.range_id, o.device_id, min(o.start_ns) AS a, max(o.end_ns) AS b,
+         CASE WHEN x.via = 'capture' THEN coalesce(o.correlation_id, -1 - o.op_id) END AS replay
   FROM op_ranges x JOIN gpu_ops o USING (op_id)
   WHERE x.via = 'thread' OR $attribution = 'process'
   GROUP BY ALL

@@ -1,4 +1,5 @@
--- @tables api_calls, devices, gpu_metric_samples, gpu_ops, nvtx_marks, nvtx_payloads, nvtx_ranges, os_calls, processes
+-- @tables api_calls, devices, gpu_metric_samples, gpu_ops, graph_nodes, nvtx_marks, nvtx_payloads, nvtx_ranges
+-- @tables os_calls, processes
 -- @tables threads
 
 -- Row counts of the canonical tables, by what they hold.
@@ -6,6 +7,11 @@ SELECT 'kernels' AS what, count(*) AS rows FROM gpu_ops WHERE kind = 'kernel'
 UNION ALL SELECT 'memcpy', count(*) FROM gpu_ops WHERE kind = 'memcpy'
 UNION ALL SELECT 'memset', count(*) FROM gpu_ops WHERE kind = 'memset'
 UNION ALL SELECT 'graph launches', count(*) FROM gpu_ops WHERE kind = 'graph'
+UNION ALL SELECT 'graph node ops', count(*) FROM gpu_ops WHERE graph_node_id IS NOT NULL
+-- the graph node ops whose node the export traces back to its creation (the capture rule of op_ranges)
+UNION ALL SELECT 'graph node ops traced to their capture', count(*)
+  FROM gpu_ops o SEMI JOIN graph_nodes g
+    ON g.pid = o.pid AND g.graph_node_id = o.graph_node_id AND g.original_id IS NOT NULL AND g.created_ns IS NOT NULL
 UNION ALL SELECT 'CUDA API calls', count(*) FROM api_calls
 UNION ALL SELECT 'NVTX ranges', count(*) FROM nvtx_ranges
 UNION ALL SELECT 'NVTX marks', count(*) FROM nvtx_marks

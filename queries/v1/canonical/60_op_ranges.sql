@@ -1,5 +1,5 @@
--- @include 00_macros.sql, 40_gpu_ops.sql, 50_nvtx.sql
--- @tables gpu_ops, nvtx_open, nvtx_ranges
+-- @include 00_macros.sql, 40_gpu_ops.sql, 50_nvtx.sql, 55_graph_nodes.sql
+-- @tables gpu_ops, graph_nodes, nvtx_open, nvtx_ranges
 -- @macros is_torch_range
 -- @defines op_range_links, op_range_totals, op_ranges, range_chains
 
@@ -14,6 +14,10 @@
 -- which has no ranges of its own, or only a library's (CCCL's `cub::DeviceRadixSort` around a sort, NCCL's
 -- `ncclAllReduce`): under the process rule they land in the `Backward Pass` (and `Batch`) range the main thread
 -- has open, and in the library's range too.
+-- Capture rule (nsysql's, with the process rule): a GPU op replayed from an instantiated CUDA graph
+-- (--cuda-graph-trace=node: gpu_ops.graph_node_id) also belongs to the ranges open on the thread that created its
+-- node, when it created it (graph_nodes: the node the program captured, behind the copy that ran), as the
+-- `layer 3` around a captured layer; its launch (`graph.replay()` in `step 7`) keeps it under the rules above.
 
 -- Push/pop ranges as a tree in pre-order: `pre` numbers them per thread by start, longer first (an enclosing
 -- range before the ranges it encloses), and `last` is the pre of the last range of the thread that starts before
@@ -98,6 +102,38 @@ FROM probe p
 ASOF JOIN nvtx_open s ON p.pid = s.pid AND p.tid = s.tid AND p.api_start_ns >= s.ts_ns
 WHERE s.range_id IS NOT NULL;
 
+-- The capture rule's ranges: per graph node op whose node has a creator (graph_nodes), every range open on the
+-- creating thread when the node was created (a push/pop range and those enclosing it, or a start/end range that
+-- thread opened or closed), less those the op's launch already gives it (open then on the launching thread, or
+-- user ranges inherited under the process rule): each (op, range) once. Nodes are looked up once per creation
+-- instant, not once per replay.
+CREATE OR REPLACE TEMP TABLE _captured AS
+WITH made AS (  -- the creation instants of the nodes that ran ops
+  SELECT DISTINCT pid, created_tid AS tid, created_ns FROM graph_nodes
+  WHERE created_ns IS NOT NULL AND original_id IS NOT NULL
+), inner_at AS (  -- the innermost push/pop range open then
+  SELECT m.pid, m.tid, m.created_ns, s.range_id
+  FROM made m ASOF JOIN nvtx_open s ON m.pid = s.pid AND m.tid = s.tid AND m.created_ns >= s.ts_ns
+  WHERE s.range_id IS NOT NULL
+), open_at AS (  -- it and the ranges enclosing it, and the start/end ranges open on the thread
+  SELECT i.pid, i.tid, i.created_ns, t.range_id
+  FROM inner_at i JOIN _pp_tree x ON x.range_id = i.range_id JOIN _pp_tree t ON t.pre <= x.pre AND x.pre <= t.last
+  UNION ALL
+  SELECT m.pid, m.tid, m.created_ns, r.range_id
+  FROM made m JOIN nvtx_ranges r
+    ON r.style = 'StartEnd' AND r.pid = m.pid AND m.created_ns >= r.start_ns AND m.created_ns < r.end_ns
+   AND (m.tid = r.tid OR m.tid = r.end_tid)
+)
+SELECT o.op_id, a.range_id
+FROM gpu_ops o
+JOIN graph_nodes g ON g.pid = o.pid AND g.graph_node_id = o.graph_node_id AND g.original_id IS NOT NULL
+JOIN open_at a ON a.pid = g.pid AND a.tid = g.created_tid AND a.created_ns = g.created_ns
+JOIN nvtx_ranges r ON r.range_id = a.range_id
+WHERE NOT (  -- given by the launch already: open at the launch on its thread, or inherited by an orphan op
+  o.api_start_ns IS NOT NULL AND o.api_start_ns >= r.start_ns AND o.api_start_ns < r.end_ns
+  AND (o.api_tid = r.tid OR (r.style = 'StartEnd' AND o.api_tid = r.end_tid)
+       OR (o.op_id IN (SELECT op_id FROM _orphans) AND r.range_id NOT IN (SELECT range_id FROM _library_ranges))));
+
 -- Which ranges each GPU op belongs to, stored without listing every enclosing push/pop range of every op (a
 -- profile nested 20,000 deep would list each op 20,000 times): one row per op and innermost push/pop range
 -- (`expand`: the op belongs to that range and every range enclosing it, range_chains), and one per op and
@@ -116,15 +152,18 @@ WITH m AS (  -- no duplicates: the thread rule's innermost and start/end ranges,
   JOIN nvtx_ranges r
     ON r.style = 'StartEnd' AND r.pid = o.pid AND o.api_start_ns >= r.start_ns AND o.api_start_ns < r.end_ns
   WHERE r.range_id NOT IN (SELECT range_id FROM _library_ranges)
+  UNION ALL  -- none is a launch's range of the op (_captured)
+  SELECT op_id, range_id, 'capture', false FROM _captured
 )
 SELECT
   -- gpu_ops.op_id
   m.op_id,
   -- nvtx_ranges.range_id: with expand, the innermost push/pop range open on the thread (range_chains lists
-  -- it and the ranges enclosing it); else a start/end range open on it
+  -- it and the ranges enclosing it); else a start/end range open on it, or (via `capture`) any range open on
+  -- the thread that created the op's graph node
   m.range_id,
-  -- `thread` or `process`, as op_ranges.via
-  m.via::ENUM('thread', 'process') AS via,
+  -- `thread`, `process` or `capture`, as op_ranges.via
+  m.via::ENUM('thread', 'process', 'capture') AS via,
   -- true: the op belongs to range_id and to every range enclosing it (under `process`, every user range:
   -- range_chains.library false); false: to range_id alone
   m.expand
@@ -151,11 +190,12 @@ CREATE OR REPLACE VIEW op_ranges AS
 SELECT
   -- gpu_ops.op_id
   m.op_id,
-  -- nvtx_ranges.range_id of a range enclosing the op's launch
+  -- nvtx_ranges.range_id of a range enclosing the op's launch (via `capture`: the creation of its graph node)
   m.range_id,
   -- `thread`: the range was open on the launching thread (nsys's rule); `process`: inherited from another
   -- thread of the process because the launching thread had no user range open, only library ranges or none
-  -- (nsysql's process rule); an ENUM,
+  -- (nsysql's process rule); `capture`: the op ran from a CUDA graph node created while the range was open on
+  -- the creating thread, and its launch was outside the range (the capture rule, counted with `process`); an ENUM,
   -- compared like a string (`via = 'thread'`), as gpu_ops.kind
   m.via
 FROM (
@@ -166,23 +206,35 @@ FROM (
   SELECT op_id, range_id, via FROM op_range_links WHERE NOT expand
 ) m;
 
--- Per range: its GPU ops under `attribution` ('thread': nsys's rule; 'process': both rules, as op_ranges.via):
--- how many, the first start, the last end and their summed duration. The figures of op_ranges joined to gpu_ops
+-- Per range: its GPU ops under `attribution` ('thread': nsys's rule; 'process': all rules, as op_ranges.via):
+-- how many, the first start, the last end, their summed duration, and the GPU-projected time (proj_ns): the
+-- first-to-last span of the ops, taken apart for each replay of a CUDA graph whose nodes the range captured
+-- (capture rule: the ops of one graph launch, one correlation id), so that a `layer 3` captured once and
+-- replayed 30 times projects 30 spans of its own kernels, not one span over the 30 replays and everything between
+-- them. captured_ns: the part of total_ns that came by the capture rule. The figures of op_ranges joined to gpu_ops
 -- and grouped by range, computed per link first and then over range_chains: time linear in the ops and the
 -- chains, whatever the nesting depth.
 CREATE OR REPLACE MACRO op_range_totals(attribution) AS TABLE
-WITH own AS (  -- per link target (an innermost push/pop range, or a start/end range) and rule: its ops
-  SELECT l.range_id, l.via, l.expand, count(*) AS ops, min(o.start_ns) AS first_ns, max(o.end_ns) AS last_ns,
-         sum(o.duration_ns) AS total_ns
+WITH own AS (  -- per link target (an innermost push/pop range, or a start/end range), rule and replay: its ops
+  SELECT l.range_id, l.via, l.expand,
+         CASE WHEN l.via = 'capture' THEN coalesce(o.correlation_id, -1 - o.op_id) END AS replay,
+         count(*) AS ops, min(o.start_ns) AS first_ns, max(o.end_ns) AS last_ns, sum(o.duration_ns) AS total_ns
   FROM op_range_links l JOIN gpu_ops o USING (op_id)
   WHERE l.via = 'thread' OR attribution = 'process'
   GROUP BY ALL
+), per AS (  -- per range and replay (NULL: the ops its launches gave it)
+  SELECT range_id, replay, sum(ops) AS ops, min(first_ns) AS first_ns, max(last_ns) AS last_ns,
+         sum(total_ns) AS total_ns
+  FROM (
+    SELECT c.range_id, w.replay, w.ops, w.first_ns, w.last_ns, w.total_ns
+    FROM own w JOIN range_chains c ON c.inner_id = w.range_id
+    WHERE w.expand AND (w.via = 'thread' OR NOT c.library)
+    UNION ALL
+    SELECT range_id, replay, ops, first_ns, last_ns, total_ns FROM own WHERE NOT expand)
+  GROUP BY range_id, replay
 )
-SELECT range_id, sum(ops) AS ops, min(first_ns) AS first_ns, max(last_ns) AS last_ns, sum(total_ns) AS total_ns
-FROM (
-  SELECT c.range_id, w.ops, w.first_ns, w.last_ns, w.total_ns
-  FROM own w JOIN range_chains c ON c.inner_id = w.range_id
-  WHERE w.expand AND (w.via = 'thread' OR NOT c.library)
-  UNION ALL
-  SELECT range_id, ops, first_ns, last_ns, total_ns FROM own WHERE NOT expand)
+SELECT range_id, sum(ops) AS ops, min(first_ns) AS first_ns, max(last_ns) AS last_ns, sum(total_ns) AS total_ns,
+       sum(last_ns - first_ns) AS proj_ns,
+       coalesce(sum(total_ns) FILTER (WHERE replay IS NOT NULL), 0) AS captured_ns
+FROM per
 GROUP BY range_id;
