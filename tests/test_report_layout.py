@@ -107,24 +107,35 @@ def layout(page: Path, width: int, shot: Path | None = None) -> dict:
     return verdict
 
 
+# What each report is: `report` of a fixture, or `report NEW --baseline BASE` (the diff page)
+REPORTS = {
+    "train_small": ["train_small"],  # every chart of a profile; legends of phases and idle causes
+    "pytorch_nvtx": ["pytorch_nvtx"],  # emit_nvtx: long operator and kernel names in the tables
+    "hw_mix": ["hw_mix"],  # the GPU metrics strip
+    "loop_diff": ["loop_after", "loop_before"],  # the diff page: iteration comparison, changes, both tables
+}
+
+
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory) -> dict[str, Path]:
-    """Each fixture's report, written once for both widths."""
+    """Each report, written once for both widths."""
     folder, out = tmp_path_factory.mktemp("reports"), {}
-    for name in NAMES:
+    for name, (new, *base) in REPORTS.items():
         out[name] = folder / f"{name}.html"
-        r = CliRunner().invoke(main, ["report", str(fixture(name)), "-o", str(out[name])])
+        args = ["report", str(fixture(new)), "-o", str(out[name])] + (
+            ["--baseline", str(fixture(base[0]))] if base else []
+        )
+        r = CliRunner().invoke(main, args)
         assert r.exit_code == 0, r.output
     return out
 
 
-# train_small: every chart, legends of phases and idle causes; pytorch_nvtx: emit_nvtx's long operator names in
-# the tables
-NAMES = ("train_small", "pytorch_nvtx")
+# Both widths for the two reports whose screenshots the docs show; 900 px alone, where legends wrap and columns
+# narrow, for the other two (each browser run takes seconds)
+CASES = [(name, w) for name in ("train_small", "pytorch_nvtx") for w in WIDTHS] + [("hw_mix", 900), ("loop_diff", 900)]
 
 
-@pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize(("name", "width"), CASES, ids=[f"{n}-{w}" for n, w in CASES])
 def test_no_legend_covers_a_title_and_no_cell_breaks_a_word(reports, name, width):
     shots = os.environ.get("NSYSQL_REPORT_SHOTS")
     v = layout(reports[name], width, Path(shots) / f"{name}-{width}.png" if shots else None)

@@ -19,27 +19,24 @@ CAUSE_COLORS = {
     "unknown": "#BAB0AC",
     "outside iterations": "#D3D3D3",
 }
-# Every other name's colour (ranges, GPUs, metrics) comes from this list, which holds none of the fixed colours
+# Every other name's colour (ranges, GPUs, metrics) comes from this list: twelve hues far apart and four pale ones,
+# none of the fixed colours
 NAME_COLORS = [
     "#1F77B4",
     "#2CA02C",
     "#9467BD",
-    "#8C564B",
     "#E377C2",
-    "#BCBD22",
     "#17BECF",
+    "#BCBD22",
     "#EECA3B",
-    "#9D755D",
-    "#FF9DA6",
+    "#8C564B",
     "#393B79",
-    "#637939",
-    "#8C6D31",
-    "#843C39",
-    "#7B4173",
+    "#FFBB78",
     "#AEC7E8",
+    "#7B4173",
+    "#FF9DA6",
     "#98DF8A",
-    "#C5B0D5",
-    "#C49C94",
+    "#637939",
     "#9EDAE5",
 ]
 MAX_ITERATION_BARS = 600
