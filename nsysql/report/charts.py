@@ -60,8 +60,9 @@ def name_colors(names: list[str], palette: dict[str, str]) -> dict[str, str]:
     return {n: CAUSE_COLORS.get(n) or palette[_color_key(n)] for n in names}
 
 
-def _color_key(name: str) -> str:
-    """The name a colour belongs to: an idle cause `host:<range>` is the range's."""
+def _color_key(name: str | None) -> str:
+    """The name a colour belongs to: an idle cause `host:<range>` is the range's; a missing name is NO_NAME."""
+    name = NO_NAME if name is None else name
     return name[len("host:") :] if name.startswith("host:") else name
 
 
