@@ -1,6 +1,7 @@
 """`nsysql profile`: run a program under nsys with the switches nsysql's analyses need, then write everything a
 user looks at into one folder: the report and its SQLite export, summary.txt, report.html, report.md (the PR
-snippet), kernels.csv, api.csv and a top-10 kernels chart.
+snippet), kernels.csv, api.csv and a top-10 kernels chart. `nsysql bundle` writes the same files from a report or
+export made earlier, without running the program again.
 
 Front end: it runs nsys (nsysql.nsys) and asks the Profile's analyses; it holds no SQL.
 """
@@ -40,6 +41,7 @@ class Result:
     summary: str = ""
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # about the profile itself (a switch this nsys lacks)
+    made_by: str = "profile"  # the command: `profile`, or `bundle` (from an existing report or export)
 
 
 def split_args(args: list[str]) -> tuple[list[str], list[str]]:
@@ -166,6 +168,27 @@ def _export_report(nsys: str, rep: Path, export: Path, res: Result, say) -> None
         raise NoExport(str(e), status=res.status) from None
 
 
+def bundle(prof, source: str | os.PathLike, out=None, progress=None, chart: str = "auto") -> Result:
+    """What `profile` writes (summary.txt, report.html, report.md, kernels.csv, api.csv and the top-10 kernels
+    chart) into `out` (default `nsysql-<source's name>`), from a profile already made: `prof`, loaded from
+    `source` (an .nsys-rep, which nsysql exported into its cache, or a SQLite export). The program is not run
+    again and nothing is written beside `source`; into an existing folder only the files an earlier `profile` or
+    `bundle` wrote there are replaced, as for `profile`."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(source).stem).strip("._") or "run"
+    folder = Path(out if out is not None else DEFAULT_OUT.format(name=name))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise NsysqlError(f"cannot create the output folder ({e.strerror})", str(folder)) from None
+    _check_free(folder, name, OUTPUTS)
+    res = Result(0, folder, name, [str(source)], made_by="bundle")
+    if Path(prof.path).resolve() != Path(source).resolve():  # an .nsys-rep: the export nsys made of it is nsysql's
+        where = f"into nsysql's cache, {prof.path}" if Path(prof.path).is_file() else "into a temporary file, removed"
+        res.notes.append(f"{source} was exported to SQLite by nsys {where}; the files above are made from it")
+    write_outputs(Path(prof.path), folder, res, progress=progress, chart=chart, prof=prof)
+    return res
+
+
 # What `profile` may write into DIR, besides `<name>.nsys-rep` and `<name>.sqlite` (nsys writes those).
 OUTPUTS = (
     "summary.txt",
@@ -179,12 +202,12 @@ OUTPUTS = (
 MANIFEST = ".nsysql-profile.json"  # the files an earlier `nsysql profile` wrote into DIR, as it left them
 
 
-def _check_free(folder: Path, name: str) -> None:
-    """Refuse (before the program runs) an --out DIR where a file `profile` would write is a link, or a file no
-    earlier `nsysql profile` wrote (or one changed since: not in the manifest as it was left). nsysql replaces its
-    own outputs of an earlier run, and nothing else."""
+def _check_free(folder: Path, name: str, files: tuple[str, ...] | None = None) -> None:
+    """Refuse (before the program runs) an --out DIR where a file `profile` would write (or `files`, where given)
+    is a link, or a file no earlier `nsysql profile` wrote (or one changed since: not in the manifest as it was
+    left). nsysql replaces its own outputs of an earlier run, and nothing else."""
     own = _manifest(folder)
-    for n in (f"{name}.nsys-rep", f"{name}.sqlite", *OUTPUTS, MANIFEST):
+    for n in (*(files if files is not None else (f"{name}.nsys-rep", f"{name}.sqlite", *OUTPUTS)), MANIFEST):
         p = folder / n
         if p.is_symlink():
             raise NsysqlError(
@@ -244,14 +267,17 @@ def _stamp(p: Path) -> tuple | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def write_outputs(export: Path, folder: Path, res: Result, cache_dir=None, progress=None, chart="auto") -> None:
-    """Load `export` and write summary.txt, report.html, report.md, kernels.csv, api.csv and the chart into
-    `folder`, noting each file in `res.files` (or why it is missing in `res.problems`)."""
+def write_outputs(
+    export: Path, folder: Path, res: Result, cache_dir=None, progress=None, chart="auto", prof=None
+) -> None:
+    """Load `export` (unless `prof` is it, loaded) and write summary.txt, report.html, report.md, kernels.csv,
+    api.csv and the chart into `folder`, noting each file in `res.files` (or why it is missing in `res.problems`)."""
     from .._load import load
     from ..render import render, summary_view
 
     say = progress or (lambda text: None)
-    prof = load(export, cache_dir=cache_dir, progress=(lambda step: say(f"loading: {step}")) if progress else None)
+    if prof is None:
+        prof = load(export, cache_dir=cache_dir, progress=(lambda step: say(f"loading: {step}")) if progress else None)
 
     def step(label: str, fn):
         say(f"writing {label}")
@@ -323,7 +349,7 @@ def _png(fig, path: Path) -> str | None:
     try:
         import kaleido  # noqa: F401
     except ImportError:
-        return "no PNG: kaleido is not installed"
+        return "no PNG: kaleido is not installed (pip install kaleido; it also needs a Chrome or Chromium)"
     from .. import store
 
     def fill(tmp: Path) -> None:  # the format named: the temporary file's name does not say it
@@ -332,20 +358,21 @@ def _png(fig, path: Path) -> str | None:
     try:
         store.output(path, fill, links=False)
     except Exception as e:  # noqa: BLE001 - kaleido present but no Chrome/Chromium it can start
-        return f"no PNG: kaleido failed ({str(e).splitlines()[0][:100] if str(e) else type(e).__name__})"
+        why = str(e).splitlines()[0][:100] if str(e) else type(e).__name__
+        return f"no PNG: kaleido failed ({why}); it needs a Chrome or Chromium (`plotly_get_chrome` installs one)"
     return None
 
 
 def listing(res: Result) -> str:
     """Where everything went, one line per file."""
-    lines = [f"nsysql profile: {res.out}/"]
+    lines = [f"nsysql {res.made_by}: {res.out}/"]
     for name, what in res.files.items():
         size = (res.out / name).stat().st_size if (res.out / name).exists() else 0
         lines.append(f"  {name:<24} {_size(size):>9}  {what}")
     if (res.out / MANIFEST).is_file():
         n = (res.out / MANIFEST).stat().st_size
         lines.append(
-            f"  {MANIFEST:<24} {_size(n):>9}  the files above, which a later profile into this folder replaces"
+            f"  {MANIFEST:<24} {_size(n):>9}  the files above, which a later {res.made_by} into this folder replaces"
         )
     for p in res.problems:
         lines.append(f"  not written: {p}")

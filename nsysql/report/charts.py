@@ -3,24 +3,14 @@
 from __future__ import annotations
 
 import math
+import zlib
 
 import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
 FONT = "Inter, -apple-system, Segoe UI, Helvetica, Arial, sans-serif"
-PHASE_COLORS = [
-    "#4C78A8",
-    "#F58518",
-    "#54A24B",
-    "#B279A2",
-    "#72B7B2",
-    "#EECA3B",
-    "#9D755D",
-    "#FF9DA6",
-    "#BAB0AC",
-    "#79706E",
-]
+# Fixed colours: the causes that are not a range, the parts of an iteration (PARTS) and tensor-core use
 CAUSE_COLORS = {
     "sync": "#E45756",
     "memcpy": "#F58518",
@@ -29,33 +19,51 @@ CAUSE_COLORS = {
     "unknown": "#BAB0AC",
     "outside iterations": "#D3D3D3",
 }
-HOST_COLORS = [
-    "#4C78A8",
-    "#54A24B",
-    "#EECA3B",
-    "#9D755D",
-    "#FF9DA6",
-    "#17BECF",
-    "#8C564B",
-    "#BCBD22",
+# Every other name's colour (ranges, GPUs, metrics) comes from this list: twelve hues far apart and four pale ones,
+# none of the fixed colours
+NAME_COLORS = [
     "#1F77B4",
-    "#E377C2",
     "#2CA02C",
     "#9467BD",
+    "#E377C2",
+    "#17BECF",
+    "#BCBD22",
+    "#EECA3B",
+    "#8C564B",
+    "#393B79",
+    "#FFBB78",
+    "#AEC7E8",
+    "#7B4173",
+    "#FF9DA6",
+    "#98DF8A",
+    "#637939",
+    "#9EDAE5",
 ]
 MAX_ITERATION_BARS = 600
 MAX_GAP_BARS = 1500
 MAX_PHASES = 8
 
 
-def cause_colors(causes: list[str], palette: dict[str, str]) -> dict[str, str]:
-    """The same colour for a cause in every chart of a report: fixed for sync/memcpy/alloc/launch, host:<range>
-    causes take the next free colour the first time they are seen. `palette` holds those choices; one report
-    owns one (a new dict per report), so a report's colours never depend on the reports built before it."""
-    for c in causes:
-        if c not in CAUSE_COLORS and c not in palette:
-            palette[c] = HOST_COLORS[len(palette) % len(HOST_COLORS)]
-    return {c: CAUSE_COLORS.get(c) or palette[c] for c in causes}
+def name_colors(names: list[str], palette: dict[str, str]) -> dict[str, str]:
+    """One colour per name, in every chart of every report: the fixed colour of a cause that is not a range
+    (CAUSE_COLORS), else the colour its name hashes to (crc32: the same in every process and on every machine), a
+    `host:<range>` cause coloured as the range itself, so `Load data` is one colour as an iteration phase, as the
+    idle cause `host:Load data` and in the next report. `palette` (one per report: a report's colours never
+    depend on the reports built before it) remembers each name's colour; a name whose colour another name of the
+    report holds already takes the next free one, new names taken in sorted order, so that the choice does not
+    depend on the order of the charts' traces."""
+    for key in sorted({_color_key(n) for n in names if n not in CAUSE_COLORS} - palette.keys()):
+        taken = set(palette.values())
+        first = zlib.crc32(key.encode("utf-8", "surrogatepass")) % len(NAME_COLORS)
+        free = [NAME_COLORS[(first + i) % len(NAME_COLORS)] for i in range(len(NAME_COLORS))]
+        palette[key] = next((c for c in free if c not in taken), free[0])  # all taken: share the hashed one
+    return {n: CAUSE_COLORS.get(n) or palette[_color_key(n)] for n in names}
+
+
+def _color_key(name: str | None) -> str:
+    """The name a colour belongs to: an idle cause `host:<range>` is the range's; a missing name is NO_NAME."""
+    name = NO_NAME if name is None else name
+    return name[len("host:") :] if name.startswith("host:") else name
 
 
 def _layout(fig: go.Figure, title: str, height: int = 360, **kw) -> go.Figure:
@@ -65,7 +73,11 @@ def _layout(fig: go.Figure, title: str, height: int = 360, **kw) -> go.Figure:
         margin=dict(l=60, r=20, t=48, b=44),
         template="plotly_white",
         font=dict(family=FONT, size=12, color="#222"),
-        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0, font=dict(size=11)),
+        # the legend under the plot, in a strip of the figure's own (yref container: plotly.js reserves its
+        # height below the axes): above the plot, a legend that wraps at a narrow width covered the title
+        legend=dict(
+            orientation="h", yref="container", y=0, yanchor="bottom", xanchor="left", x=0.01, font=dict(size=11)
+        ),
         hoverlabel=dict(font=dict(family=FONT)),
         **kw,
     )
@@ -90,9 +102,10 @@ def bounded(name: str | None) -> str:
     return short(name, NAME_MAX)
 
 
-def iterations_chart(its: pl.DataFrame) -> tuple[go.Figure, str]:
+def iterations_chart(its: pl.DataFrame, palette: dict[str, str] | None = None) -> tuple[go.Figure, str]:
     """Stacked bars per iteration: CPU time of each child range (phase) plus the rest of the iteration; GPU idle
-    time as a line; warm-up shaded, outliers marked. Long loops are shown in buckets of consecutive iterations."""
+    time as a line; warm-up shaded, outliers marked. Long loops are shown in buckets of consecutive iterations.
+    Each phase in its colour of the report's `palette` (name_colors)."""
     phases = [c[: -len(" cpu_ns")] for c in its.columns if c.endswith(" cpu_ns")]
     totals = sorted(phases, key=lambda p: -its[f"{p} cpu_ns"].sum())
     shown, rest = totals[:MAX_PHASES], totals[MAX_PHASES:]
@@ -105,12 +118,13 @@ def iterations_chart(its: pl.DataFrame) -> tuple[go.Figure, str]:
     x = df["iteration"].to_list()
     ms = lambda c: (df[c].cast(pl.Float64) / 1e6).to_list()  # noqa: E731
     fig = go.Figure()
-    for i, p in enumerate(shown):
+    colors = name_colors(shown, {} if palette is None else palette)
+    for p in shown:
         fig.add_bar(
             x=x,
             y=ms(f"{p} cpu_ns"),
             name=short(p, 30),
-            marker_color=PHASE_COLORS[i % len(PHASE_COLORS)],
+            marker_color=colors[p],
             hovertemplate=f"{bounded(p)}: %{{y:.2f}} ms<extra>iteration %{{x}}</extra>",
         )
     # the phases past MAX_PHASES join the rest (a Series: pl.sum_horizontal over Series is an expression)
@@ -271,7 +285,7 @@ def timeline_chart(
     origin: str = "the first GPU op",
 ) -> tuple[go.Figure, str]:
     """Top: GPU busy % per time bin, per device. Bottom: idle gaps >= 1 ms as bars coloured by cause (colours
-    from the report's `palette`, see cause_colors)."""
+    from the report's `palette`, see name_colors)."""
     t0 = tl["start_ns"].min()
     span = (tl["end_ns"].max() - t0) / 1e9
     unit, scale = ("ms", 1e6) if span < 2 else ("s", 1e9)
@@ -281,14 +295,16 @@ def timeline_chart(
         rows=rows, cols=1, shared_xaxes=True, row_heights=[0.6, 0.4] if has_gaps else None, vertical_spacing=0.06
     )
     names = {r["device_id"]: r["device"] or "GPU" for r in gpus.iter_rows(named=True)}
-    for i, dev in enumerate(tl["device_id"].unique().sort().to_list()):
+    devices = tl["device_id"].unique().sort().to_list()
+    lines = name_colors([f"GPU {dev} busy" for dev in devices], palette)
+    for dev in devices:
         d = tl.filter(pl.col("device_id") == dev)
         mid = ((d["start_ns"] + d["end_ns"]) / 2 - t0) / scale
         fig.add_scatter(
             x=mid.to_list(),
             y=d["busy_pct"].fill_null(0).to_list(),
             mode="lines",
-            line=dict(width=1, color=PHASE_COLORS[i % len(PHASE_COLORS)], shape="hv"),
+            line=dict(width=1, color=lines[f"GPU {dev} busy"], shape="hv"),
             fill="tozeroy",
             name=f"GPU {dev} busy",
             row=1,
@@ -304,7 +320,7 @@ def timeline_chart(
                 f"({g.sort('duration_ns', descending=True).head(MAX_GAP_BARS)['duration_ns'].sum() / g['duration_ns'].sum():.0%} of the idle time)."
             )
             g = g.sort("duration_ns", descending=True).head(MAX_GAP_BARS)
-        colors = cause_colors(
+        colors = name_colors(
             g.group_by("cause")
             .agg(pl.col("duration_ns").sum())
             .sort("duration_ns", descending=True)["cause"]
@@ -337,21 +353,22 @@ def timeline_chart(
     return fig, note
 
 
-def metrics_chart(m: pl.DataFrame, t0: int, t1: int, origin: str) -> go.Figure:
+def metrics_chart(m: pl.DataFrame, t0: int, t1: int, origin: str, palette: dict[str, str] | None = None) -> go.Figure:
     """The strip under the GPU timeline: SMs Active and Tensor Active (GPU metrics) per device over the same
-    window and time axis (Profile.metrics_timeline)."""
+    window and time axis (Profile.metrics_timeline); colours from the report's `palette` (name_colors)."""
     unit, scale = ("ms", 1e6) if (t1 - t0) / 1e9 < 2 else ("s", 1e9)
     fig = go.Figure()
-    for i, ((dev, metric), d) in enumerate(
-        m.sort("device_id", "metric", "bin").group_by("device_id", "metric", maintain_order=True)
-    ):
+    series = m.sort("device_id", "metric", "bin").group_by("device_id", "metric", maintain_order=True)
+    series = [(f"GPU {dev} {metric}", d) for (dev, metric), d in series]
+    colors = name_colors([name for name, _ in series], {} if palette is None else palette)
+    for name, d in series:
         fig.add_scatter(
             x=((d["start_ns"] - t0) / scale).to_list(),
             y=d["mean"].to_list(),
             mode="lines",
-            line=dict(width=1, color=PHASE_COLORS[i % len(PHASE_COLORS)], shape="hv"),
-            name=f"GPU {dev} {metric}",
-            hovertemplate=f"GPU {dev} {metric}: %{{y:.0f}}%<extra>t=%{{x:.3f}} {unit}</extra>",
+            line=dict(width=1, color=colors[name], shape="hv"),
+            name=name,
+            hovertemplate=f"{name}: %{{y:.0f}}%<extra>t=%{{x:.3f}} {unit}</extra>",
         )
     _layout(fig, "GPU metrics: SMs Active and Tensor Active %", height=220)
     fig.update_yaxes(title_text="%", range=[0, 105])
@@ -410,7 +427,7 @@ def categories_chart(c: pl.DataFrame) -> go.Figure:
             )
         )
     _layout(fig, "Kernel time by category and tensor-core use", height=max(220, 100 + 30 * len(order)))
-    fig.update_layout(barmode="stack", margin=dict(l=10, r=30), legend=dict(orientation="h", y=-0.25))
+    fig.update_layout(barmode="stack", margin=dict(l=10, r=30))
     fig.update_yaxes(automargin=True, categoryorder="array", categoryarray=order)
     fig.update_xaxes(title_text="ms")
     return fig
@@ -418,7 +435,7 @@ def categories_chart(c: pl.DataFrame) -> go.Figure:
 
 def idle_chart(causes: pl.DataFrame, palette: dict[str, str]) -> go.Figure:
     c = causes.reverse()
-    colors = cause_colors(causes["cause"].to_list(), palette)
+    colors = name_colors(causes["cause"].to_list(), palette)
     fig = go.Figure(
         go.Bar(
             x=(c["idle_ns"] / 1e6).to_list(),

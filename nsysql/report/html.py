@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html as _html
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -40,8 +41,12 @@ table { border-collapse:collapse; width:100%; font-size:12.5px; }
 th, td { padding:4px 8px; border-bottom:1px solid var(--line); text-align:left; vertical-align:top; }
 th { color:var(--muted); font-weight:600; background:#fafbfc; position:sticky; top:0; }
 td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; white-space:nowrap; }
-td.name { font-family:ui-monospace, Menlo, Consolas, monospace; font-size:11.5px; word-break:break-all; }
+td.name { font-family:ui-monospace, Menlo, Consolas, monospace; font-size:11.5px; }
+td, th { word-break:normal; overflow-wrap:normal; }
 .scroll { max-height:420px; overflow:auto; border:1px solid var(--line); border-radius:6px; }
+.wide { overflow-x:auto; }
+code { font-family:ui-monospace, Menlo, Consolas, monospace; font-size:.92em; background:#eef1f5;
+       padding:0 3px; border-radius:3px; }
 ul.findings { margin:0; padding-left:0; list-style:none; }
 ul.findings li { padding:6px 10px; margin:0 0 6px; border-left:4px solid #F58518; background:#fff8f0;
                  border-radius:4px; }
@@ -78,6 +83,26 @@ def esc(x) -> str:
     return _html.escape(str(x), quote=True)
 
 
+# Where a long name may wrap in a table cell: after these separators (`aten::` `cutlass_80_` `Kernel2<`), never
+# inside a word. A cell whose name has no separator where it needs one grows the table, which then scrolls
+# sideways, rather than breaking a word in two ("Forwar d Pass").
+BREAK_AFTER = re.compile(r"(?<=[_:,;(<\[{/.=|-])(?=[^_:,;(<\[{/.=|\s-])")
+
+
+def breakable(text: str) -> str:
+    """`text` escaped for HTML, with a line-break opportunity (<wbr>) after each separator of a long name."""
+    return "<wbr>".join(esc(part) for part in BREAK_AFTER.split(text))
+
+
+def inline_code(text: str) -> str:
+    """`text` escaped for HTML, each pair of backticks (`name`) as a code span, as Markdown shows it; a lone
+    backtick stays as it is."""
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:  # an odd number of backticks: the last one has no partner and is text
+        parts[-2:] = [parts[-2] + "`" + parts[-1]]
+    return "".join(f"<code>{breakable(p)}</code>" if i % 2 else esc(p) for i, p in enumerate(parts))
+
+
 def fmt_value(col: str, v) -> tuple[str, bool]:
     """Cell text and whether it is numeric. *_ns columns are shown in ms."""
     if v is None:
@@ -110,11 +135,11 @@ def table(
         for c, v in zip(cols, r):
             text, num = fmt_value(c, v)
             cls = "num" if num else ("name" if c in name_cols else "")
-            cells.append(f'<td class="{cls}">{esc(text if num else charts.bounded(text))}</td>')
+            cells.append(f'<td class="{cls}">{esc(text) if num else breakable(charts.bounded(text))}</td>')
         rows.append("<tr>" + "".join(cells) + "</tr>")
     more = f'<p class="note">First {limit} of {df.height:,} rows.</p>' if df.height > limit else ""
     t = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-    return (f'<div class="scroll">{t}</div>' if scroll else t) + more
+    return f'<div class="{"scroll" if scroll else "wide"}">{t}</div>' + more
 
 
 class Page:
@@ -132,7 +157,7 @@ class Page:
             config={"displaylogo": False, "responsive": True},
         )
         return f'<div class="nsysql-chart" data-chart="{esc(key)}">{div}</div>' + (
-            f'<p class="note">{esc(note)}</p>' if note else ""
+            f'<p class="note">{inline_code(note)}</p>' if note else ""
         )
 
     def section(self, title: str, body: str) -> str:
@@ -235,7 +260,7 @@ def _findings(df: pl.DataFrame) -> str:
     return (
         '<ul class="findings">'
         + "".join(
-            f"<li><b>{esc(r['finding'])}</b>{_headroom(r)}{esc(charts.bounded(r['evidence']))}</li>"
+            f"<li><b>{inline_code(r['finding'])}</b>{_headroom(r)}{inline_code(charts.bounded(r['evidence']))}</li>"
             for r in df.iter_rows(named=True)
         )
         + "</ul>"
@@ -263,7 +288,7 @@ def _elsewhere(prof) -> str:
     try:
         act = prof.gap_activity(by="cause", top=5)
     except NsysqlError as e:
-        return f'<p class="why">Nothing to show: {esc(charts.bounded(str(e)))}.</p>'
+        return f'<p class="why">Nothing to show: {inline_code(charts.bounded(str(e)))}.</p>'
     if act.height == 0:
         return '<p class="why">No other thread or process was traced during these gaps.</p>'
     note = (
@@ -299,15 +324,15 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
     """Every section of the single-profile report."""
     summ = prof.summary()
     its, stats, why = _iterations(prof)
-    palette: dict[str, str] = {}  # this report's cause colours, shared by its timeline and idle charts
+    palette: dict[str, str] = {}  # this report's name colours, shared by all its charts (charts.name_colors)
     top = summ["facts"].filter(pl.col("key") == "fix_first")
     if top.height:  # the finding that would give back most time per iteration: the report's first line
         label, text = top.row(0, named=True)["item"].capitalize(), charts.bounded(top["value"][0])
-        page.add(f'<div class="verdict bad" id="fix-first">{esc(label)}: {esc(text)}</div>')
+        page.add(f'<div class="verdict bad" id="fix-first">{inline_code(label)}: {inline_code(text)}</div>')
     page.add(_facts(prof, summ, stats))
     page.add(page.section("Findings", _findings(summ["findings"])))
 
-    _iterations_section(page, its, stats, why, prefix)
+    _iterations_section(page, its, stats, why, palette, prefix)
     gpus = summ["gpus"]
     _timeline_section(page, prof, gpus, its, palette, prefix)
     _kernels_and_idle(page, prof, summ, gpus, palette, prefix)
@@ -317,10 +342,10 @@ def profile_sections(page: Page, prof, prefix: str = "") -> None:
     page.add(page.section("Profile facts", table(summ["facts"].select("item", "value"), name_cols=(), scroll=False)))
 
 
-def _iterations_section(page: Page, its, stats, why: str, prefix: str) -> None:
+def _iterations_section(page: Page, its, stats, why: str, palette: dict, prefix: str) -> None:
     """The iterations chart and sentence, or why there is none."""
     if its is not None:
-        fig, note = charts.iterations_chart(its)
+        fig, note = charts.iterations_chart(its, palette)
         s = stats.row(0, named=True)
         line = (
             f"{s['iterations']} iterations of `{s['range']}` ({s['mode']}), {s['warmup']} warm-up (shaded); "
@@ -334,7 +359,7 @@ def _iterations_section(page: Page, its, stats, why: str, prefix: str) -> None:
             page.section(
                 "Iterations",
                 page.chart(prefix + "iterations", fig, note)
-                + f'<p class="note">{esc(charts.short(line, 3 * charts.NAME_MAX))}</p>'
+                + f'<p class="note">{inline_code(charts.short(line, 3 * charts.NAME_MAX))}</p>'
                 + page.chart(
                     prefix + "partition",
                     parts,
@@ -346,7 +371,11 @@ def _iterations_section(page: Page, its, stats, why: str, prefix: str) -> None:
             )
         )
     else:
-        page.add(page.section("Iterations", f'<p class="why">No iteration breakdown: {esc(charts.bounded(why))}.</p>'))
+        page.add(
+            page.section(
+                "Iterations", f'<p class="why">No iteration breakdown: {inline_code(charts.bounded(why))}.</p>'
+            )
+        )
 
 
 def _timeline_section(page: Page, prof, gpus: pl.DataFrame, its, palette: dict, prefix: str) -> None:
@@ -388,7 +417,7 @@ def _timeline_section(page: Page, prof, gpus: pl.DataFrame, its, palette: dict, 
             m = m.filter(pl.col("device_id").is_in(drawn))
         if m is not None and m.height:  # only where the export sampled GPU metrics
             origin = "the first iteration" if window else "the first GPU op"
-            body += page.chart(prefix + "metrics", charts.metrics_chart(m, t0, t1, origin))
+            body += page.chart(prefix + "metrics", charts.metrics_chart(m, t0, t1, origin, palette))
         page.add(page.section("GPU timeline", body))
     else:
         page.add(
@@ -475,7 +504,7 @@ def build_diff(base, new) -> tuple[str, dict]:
     cls = "same"
     if res.significant:
         cls = "good" if it["delta"][0] < 0 else "bad"
-    page.add(f'<div class="verdict {cls}">{esc(res.headline)}</div>')
+    page.add(f'<div class="verdict {cls}">{inline_code(res.headline)}</div>')
     page.add(page.section("Verdict", table(res.verdict(headline=False), name_cols=(), scroll=False)))
     if it is not None:
         tb, tn = _steady(base), _steady(new)

@@ -1,0 +1,144 @@
+"""The HTML report at any width, as a real headless Chromium lays it out (skipped where Chromium is missing, as on
+CI runners without it): at 1400 and 900 px no chart legend covers a title, an axis label or the plot, and no table
+cell breaks a word across lines ("Forwar d Pass").
+
+How: a checker script is injected into a copy of the report; after the charts are drawn it measures the legend,
+title and label boxes of every chart and, in every wrapped table cell, where each line break falls, and writes its
+verdict into the DOM, read back with `chromium --headless --dump-dom`. Screenshots at both widths are kept in
+$NSYSQL_REPORT_SHOTS (a folder) when it is set, named <fixture>-<width>.png."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import fixture
+from test_report import check_report
+
+from nsysql.cli import main
+
+pytestmark = pytest.mark.skipif(check_report.chromium() is None, reason="chromium not installed (CI may lack it)")
+
+WIDTHS = (1400, 900)
+
+# After load (and plotly's drawing): every chart's legend against its title, axis titles, tick labels,
+# annotations and plot areas, and every table cell's line breaks. A break between two letters or digits is a
+# word broken in two; a break after a separator (space, `_`, `::`, `,`, `(`) is not.
+CHECKER = r"""
+window.addEventListener('load', function () { setTimeout(function () {
+  var out = {legends: 0, cells: 0, wrapped: 0, overlaps: [], broken: [], width: window.innerWidth,
+             height: document.documentElement.scrollHeight};
+  function box(el) { var r = el.getBoundingClientRect(); return {l: r.left, t: r.top, r: r.right, b: r.bottom}; }
+  function meets(a, b) {
+    return Math.min(a.r, b.r) - Math.max(a.l, b.l) > 1 && Math.min(a.b, b.b) - Math.max(a.t, b.t) > 1;
+  }
+  var others = [['g[class^="g-"][class$="title"] text', 'title'], ['.xtick text, .ytick text', 'tick label'],
+                ['.annotation', 'annotation'], ['.nsewdrag', 'plot area']];
+  document.querySelectorAll('.nsysql-chart').forEach(function (c) {
+    var key = c.getAttribute('data-chart'), svg = c.querySelector('.main-svg');
+    c.querySelectorAll('g.legend').forEach(function (lg) {
+      var L = box(lg);
+      if (L.r - L.l < 1 || L.b - L.t < 1) return;
+      out.legends++;
+      var S = box(svg);
+      if (L.l < S.l - 1 || L.r > S.r + 1 || L.t < S.t - 1 || L.b > S.b + 1)
+        out.overlaps.push(key + ': legend outside the chart');
+      others.forEach(function (o) {
+        c.querySelectorAll(o[0]).forEach(function (el) {
+          var B = box(el);
+          if (B.r - B.l >= 1 && B.b - B.t >= 1 && meets(L, B))
+            out.overlaps.push(key + ': legend covers ' + o[1] + ' "' + (el.textContent || '').slice(0, 60) + '"');
+        });
+      });
+    });
+  });
+  var word = /[\p{L}\p{N}]/u, range = document.createRange();
+  document.querySelectorAll('td, th').forEach(function (cell) {
+    out.cells++;
+    range.selectNodeContents(cell);
+    var tops = {};
+    Array.prototype.forEach.call(range.getClientRects(), function (r) { if (r.width) tops[Math.round(r.top)] = 1; });
+    if (Object.keys(tops).length < 2) return;
+    out.wrapped++;
+    // last: the character before this one (a space at a line's end has no box, yet separates the words);
+    // top: where the last character with a box was drawn
+    var walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT), node, last = null, top = null;
+    while ((node = walk.nextNode())) {
+      for (var i = 0; i < node.data.length; i++) {
+        var ch = node.data[i];
+        range.setStart(node, i); range.setEnd(node, i + 1);
+        var rs = range.getClientRects();
+        if (rs.length && rs[0].width) {
+          if (top !== null && rs[0].top > top + 2 && word.test(last) && word.test(ch))
+            out.broken.push(cell.textContent.slice(0, 80) + ' (between "' + last + '" and "' + ch + '")');
+          top = rs[0].top;
+        }
+        last = ch;
+      }
+    }
+  });
+  var m = document.createElement('div');
+  m.id = 'nsysql-layout';
+  m.setAttribute('data-verdict', JSON.stringify(out));
+  document.body.appendChild(m);
+}, 600); });
+"""
+
+
+def layout(page: Path, width: int, shot: Path | None = None) -> dict:
+    """The checker's verdict on `page` laid out `width` px wide (and its screenshot, the whole page, at `shot`)."""
+    checked = page.with_name(f"{page.stem}.checked-{width}.html")
+    checked.write_text(page.read_text(encoding="utf-8").replace("</body>", f"<script>{CHECKER}</script></body>"))
+    browser = check_report.chromium()
+    p = check_report.run(browser, checked.resolve().as_uri(), ["--dump-dom", f"--window-size={width},1000"])
+    m = re.search(r'<div id="nsysql-layout" data-verdict="([^"]*)"', p.stdout)
+    assert m, p.stderr[-2000:]
+    verdict = json.loads(html.unescape(m.group(1)))
+    if shot is not None:
+        shot.parent.mkdir(parents=True, exist_ok=True)
+        size = f"--window-size={width},{min(verdict['height'], 16000)}"
+        check_report.run(browser, page.resolve().as_uri(), [f"--screenshot={shot.resolve()}", size])
+        assert shot.stat().st_size > 10_000
+    return verdict
+
+
+# What each report is: `report` of a fixture, or `report NEW --baseline BASE` (the diff page)
+REPORTS = {
+    "train_small": ["train_small"],  # every chart of a profile; legends of phases and idle causes
+    "pytorch_nvtx": ["pytorch_nvtx"],  # emit_nvtx: long operator and kernel names in the tables
+    "hw_mix": ["hw_mix"],  # the GPU metrics strip
+    "loop_diff": ["loop_after", "loop_before"],  # the diff page: iteration comparison, changes, both tables
+}
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory) -> dict[str, Path]:
+    """Each report, written once for both widths."""
+    folder, out = tmp_path_factory.mktemp("reports"), {}
+    for name, (new, *base) in REPORTS.items():
+        out[name] = folder / f"{name}.html"
+        args = ["report", str(fixture(new)), "-o", str(out[name])] + (
+            ["--baseline", str(fixture(base[0]))] if base else []
+        )
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 0, r.output
+    return out
+
+
+# Both widths for the two reports whose screenshots the docs show; 900 px alone, where legends wrap and columns
+# narrow, for the other two (each browser run takes seconds)
+CASES = [(name, w) for name in ("train_small", "pytorch_nvtx") for w in WIDTHS] + [("hw_mix", 900), ("loop_diff", 900)]
+
+
+@pytest.mark.parametrize(("name", "width"), CASES, ids=[f"{n}-{w}" for n, w in CASES])
+def test_no_legend_covers_a_title_and_no_cell_breaks_a_word(reports, name, width):
+    shots = os.environ.get("NSYSQL_REPORT_SHOTS")
+    v = layout(reports[name], width, Path(shots) / f"{name}-{width}.png" if shots else None)
+    assert v["width"] == width
+    assert v["legends"] >= 3 and v["cells"] >= 200, v  # the check saw the charts' legends and the tables
+    assert (v["overlaps"], v["broken"][:10]) == ([], [])
