@@ -67,7 +67,7 @@ def test_bundle_of_an_nsys_rep_exports_it_once_and_writes_nothing_beside_it(tmp_
     assert sorted(rep.parent.iterdir()) == [rep]
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     assert [c[:3] for c in calls] == [["export", "--type", "sqlite"]] and calls[0][-1] == str(rep.resolve())
-    export = next((cache / "exports").glob("*/run.sqlite"))
+    export = next(cache.glob("run-*.export/run.sqlite"))  # the report's store entry (nsysql.store)
     assert f"{rep} was exported to SQLite by nsys into nsysql's cache, {export}" in r.stderr
     # the same answers as from the export itself (fake nsys exports train_small)
     assert _csv(out / "kernels.csv", "name", "count", "total_ns") == _csv(
