@@ -38,6 +38,10 @@ CANONICAL_TABLES = (
     "range_chains",
     "gpu_busy",
     "process_roles",
+    "cpu_samples",
+    "cpu_stack_frames",
+    "thread_states",
+    "thread_roles",
     "data_quality",
 )
 
