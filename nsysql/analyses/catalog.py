@@ -442,7 +442,8 @@ def cpu(ctx, during, by, top) -> pl.DataFrame:
         gaps_df = ctx.ask("gaps")
     elif kind == "iterations":
         spans = _gap_spans(ctx, None)
-    wins = _cpu.windows(ctx.con, kind, arg, gaps_df=gaps_df, spans=spans)
+    its = _trace.parse_iterations(arg) if kind == "iterations" else None
+    wins = _cpu.windows(ctx.con, kind, arg, gaps_df=gaps_df, spans=spans, its=its)
     if by == "stack":
         return _cpu.folded(ctx.con, wins)
     return _cpu.cpu(ctx.con, wins, by=by)

@@ -31,6 +31,9 @@ from ._sql import run
 
 BYS = ("function", "module", "thread", "process")
 LOADER_SHARE = 0.50
+# a role's time on a CPU, or the main thread's wait, is told from this share of the idle time (the share from
+# which gaps.ACTIVITY_MIN_SHARE names work elsewhere)
+ACTIVITY_MIN_SHARE = 0.20
 _INT64 = (-(2**62), 2**62)  # the whole profile as one window (is_interval's bounds)
 _ROLE_WORDS = {
     "data_loader": ("data-loader worker", "data-loader workers"),
@@ -92,8 +95,9 @@ def _wrapped(s: str) -> str | None:
     return m.group(1) if m else None
 
 
-def windows(con, kind: str | None, arg: str | None, gaps_df=None, spans=None) -> list[tuple[int, int]]:
-    """The windows of a `during` (parse_during): `gaps_df` for gaps, `spans` (iteration spans) for iterations."""
+def windows(con, kind: str | None, arg: str | None, gaps_df=None, spans=None, its=None) -> list[tuple[int, int]]:
+    """The windows of a `during` (parse_during): `gaps_df` for gaps; for iterations `spans` (iteration spans)
+    and `its`, the iterations (A, B) that `arg` names."""
     if kind is None:
         return [_INT64]
     if kind == "gaps":
@@ -101,13 +105,11 @@ def windows(con, kind: str | None, arg: str | None, gaps_df=None, spans=None) ->
             raise NsysqlError("no GPU idle gaps of 1 ms or more in this profile: nothing to read during them")
         return list(zip(gaps_df["start_ns"].to_list(), gaps_df["end_ns"].to_list()))
     if kind == "iterations":
-        from .trace import parse_iterations
-
         if spans is None:
             raise NsysqlError(
                 "no repeating loop found, so no iterations to read during (give `during` as range PATTERN)"
             )
-        a, b = parse_iterations(arg)
+        a, b = its
         sel = spans.filter(pl.col("iteration").is_between(a, b))
         if not sel.height:
             raise NsysqlError(
@@ -218,3 +220,172 @@ def folded(con, wins: list[tuple[int, int]]) -> pl.DataFrame:
         stack=pl.col("stack_id").map_elements(lambda i: names.get(i, "?"), return_dtype=pl.String).fill_null("?")
     )
     return out.group_by("stack").agg(pl.col("samples").sum()).sort(["samples", "stack"], descending=[True, False])
+
+
+def _gap_frames(con, gaps_df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Per gap of `gaps_df` (window_id: its row number): thread states, samples (with short names), and every
+    thread's role, process and name."""
+    wf = _windows_frame(list(zip(gaps_df["start_ns"].to_list(), gaps_df["end_ns"].to_list())))
+    states = run(con, "cpu_window_states", **wf)
+    samples = run(con, "cpu_window_samples", **wf).with_columns(
+        function=pl.col("leaf_frame").map_elements(short_name, return_dtype=pl.String)
+    )
+    return states, samples, run(con, "cpu_threads")
+
+
+def _scheduled(con) -> bool:
+    return con.execute("SELECT EXISTS (SELECT 1 FROM thread_states WHERE source = 'sched')").fetchall()[0][0]
+
+
+def gap_rows(con, gaps_df: pl.DataFrame, waiters: pl.DataFrame) -> pl.DataFrame:
+    """What the threads did on the CPU during each gap, as rows of gaps.activity (gap_id: the gap's row number in
+    `gaps_df`; kind `cpu`, domain: the thread's role): every thread's time on a CPU (scheduling events) with its
+    top function in the samples, work; and the waiting thread's (`waiters`: pid, tid of each gap's process) time
+    blocked in each OS call, waiting. nsys's own threads are left out. Only where the export has scheduling
+    events: without them no time on a CPU is measured, and the waiting thread's wait is the gap's cause."""
+    cols = {"gap_id": pl.Int64, "pid": pl.Int64, "process": pl.String, "tid": pl.Int64, "thread": pl.String}
+    cols |= {"kind": pl.String, "domain": pl.String, "name": pl.String, "waiting": pl.Boolean, "overlap_ns": pl.Int64}
+    if not gaps_df.height or not _scheduled(con):  # no measured time on a CPU: nothing to add
+        return pl.DataFrame(schema=cols)
+    states, samples, threads = _gap_frames(con, gaps_df)
+    gp = gaps_df.with_row_index("window_id").select(pl.col("window_id").cast(pl.Int64), pl.col("pid").alias("_gpid"))
+    waiting = waiters.unique().select(pl.col("pid").alias("_gpid"), pl.col("tid").alias("_wtid"), _w=pl.lit(True))
+    top = (
+        samples.group_by("window_id", "pid", "tid", "function")
+        .agg(pl.col("samples").sum())
+        .sort(["samples", "function"], descending=[True, False])
+        .group_by("window_id", "pid", "tid", maintain_order=True)
+        .first()
+        .select("window_id", "pid", "tid", "function")
+    )
+    st = (
+        states.join(gp, on="window_id")
+        .join(waiting, on="_gpid", how="left")
+        .with_columns(
+            is_waiter=(
+                pl.col("_w").fill_null(False) & (pl.col("pid") == pl.col("_gpid")) & (pl.col("tid") == pl.col("_wtid"))
+            )
+        )
+    )
+    on = st.filter(pl.col("state") == "running").join(top, on=["window_id", "pid", "tid"], how="left")
+    on = on.with_columns(name=pl.format("on CPU: {}", pl.col("function").fill_null("no samples")), waiting=False)
+    blocked = st.filter((pl.col("state") == "blocked") & pl.col("is_waiter"))
+    blocked = blocked.with_columns(name=pl.format("blocked in {}", pl.col("call")), waiting=True)
+    both = pl.concat([on.select(blocked.columns), blocked], how="vertical_relaxed")
+    out = both.join(threads, on=["pid", "tid"], how="left").filter(pl.col("role") != "profiler")
+    return out.select(
+        pl.col("window_id").alias("gap_id"),
+        "pid",
+        "process",
+        "tid",
+        "thread",
+        kind=pl.lit("cpu"),
+        domain=pl.col("role").fill_null("other"),
+        name="name",
+        waiting="waiting",
+        overlap_ns="overlap_ns",
+    ).cast(cols)
+
+
+def _pct(ns: float, idle: float) -> str:
+    return f"{100.0 * ns / idle:.0f}%"
+
+
+def story(con, gaps_df: pl.DataFrame) -> tuple[str | None, bool]:
+    """What the CPU did during the gaps of `gaps_df` (one cause's), as one sentence, and whether it names the
+    data loader as what the GPU waited for (the rules above). (None, False) without scheduling events in those
+    gaps (no measured on-CPU time to tell)."""
+    idle = float(gaps_df["duration_ns"].sum() or 0)
+    if not idle:
+        return None, False
+    states, samples, threads = _gap_frames(con, gaps_df)
+    sched = states.filter(pl.col("source") == "sched")
+    if not sched.height:
+        return None, False
+    mains = threads.filter(pl.col("role") == "main").select("pid", "tid")
+    is_main = pl.struct("pid", "tid").is_in(mains.to_struct().implode())
+    parts, waited = _main_clause(states.filter(is_main), samples.filter(is_main), idle)
+    others = sched.filter(~is_main & (pl.col("state") == "running")).join(threads, on=["pid", "tid"], how="left")
+    others = others.filter(pl.col("role").fill_null("other") != "profiler").with_columns(
+        pl.col("role").fill_null("other")
+    )
+    per_role = (
+        others.group_by("role")
+        .agg(
+            pl.col("overlap_ns").sum(),
+            pl.col("pid").n_unique().alias("processes"),
+            pl.col("tid").n_unique().alias("n"),
+            pl.col("thread").drop_nulls().first().alias("name"),
+        )
+        .sort(["overlap_ns", "role"], descending=[True, False])
+    )
+    loader_ns = 0.0
+    for r in per_role.iter_rows(named=True):
+        if r["overlap_ns"] < ACTIVITY_MIN_SHARE * idle:
+            continue
+        if r["role"] == "data_loader":
+            loader_ns = r["overlap_ns"]
+        parts.append(
+            _role_clause(
+                r, samples.join(threads.filter(pl.col("role") == r["role"]), on=["pid", "tid"]), idle, len(gaps_df)
+            )
+        )
+    if not parts:
+        return None, False
+    loader = waited >= LOADER_SHARE * idle and loader_ns >= LOADER_SHARE * idle
+    return "; ".join(parts), loader
+
+
+def _main_clause(states: pl.DataFrame, samples: pl.DataFrame, idle: float) -> tuple[list[str], float]:
+    """The waiting (main) thread's part of the story, and how long it was off the CPU (blocked in an OS call or
+    descheduled, the longer of the two measures)."""
+    by = lambda state: states.filter(pl.col("state") == state)  # noqa: E731
+    calls = (
+        by("blocked")
+        .group_by("call")
+        .agg(pl.col("overlap_ns").sum())
+        .sort(["overlap_ns", "call"], descending=[True, False])
+    )
+    running, off = by("running")["overlap_ns"].sum() or 0, by("off_cpu")["overlap_ns"].sum() or 0
+    blocked = calls["overlap_ns"].sum() or 0
+    said = []
+    if calls.height and calls["overlap_ns"][0] >= ACTIVITY_MIN_SHARE * idle:
+        more = ", ".join(f"`{c}` {_pct(n, idle)}" for c, n in calls.slice(1, 2).iter_rows() if n >= 0.05 * idle)
+        said.append(
+            f"waited in `{calls['call'][0]}` for {_pct(calls['overlap_ns'][0], idle)} of that time"
+            + (f" (also {more})" if more else "")
+        )
+    elif off >= ACTIVITY_MIN_SHARE * idle:
+        said.append(f"was off the CPU for {_pct(off, idle)} of that time")
+    if running >= ACTIVITY_MIN_SHARE * idle or not said:
+        said.append(f"was on a CPU for {_pct(running, idle)} of it" + _frames(samples))
+    return ([f"the main thread {' and '.join(said)}"] if said else []), max(blocked, off)
+
+
+def _role_clause(r: dict, samples: pl.DataFrame, idle: float, gaps: int) -> str:
+    """One role's part of the story: who, how long on a CPU, their top frames."""
+    one, many = _ROLE_WORDS.get(r["role"], (r["role"], r["role"]))
+    if r["role"] in ("data_loader", "child_process") and r["processes"] > 1:
+        who = f"{r['processes']} {one} processes"
+    else:
+        who = f"{r['n']} {many}" if r["n"] > 1 else f"the {one}"
+    name = f" ({r['name']})" if r["name"] else ""
+    cpus = r["overlap_ns"] / idle
+    load = f" ({cpus:.1f} CPUs on average)" if cpus >= 1.05 else ""
+    verb = "were" if r["n"] > 1 or r["processes"] > 1 else "was"
+    return f"{who}{name} {verb} on a CPU for {_pct(r['overlap_ns'], idle)} of it{load}" + _frames(samples)
+
+
+def _frames(samples: pl.DataFrame, n: int = 3) -> str:
+    """`, top frames `f` 30%, ...` of these samples (share of them), or nothing without samples."""
+    total = samples["samples"].sum() if samples.height else 0
+    if not total:
+        return ""
+    top = (
+        samples.group_by("function")
+        .agg(pl.col("samples").sum())
+        .sort(["samples", "function"], descending=[True, False])
+        .head(n)
+    )
+    said = ", ".join(f"`{f}` {_pct(c, total)}" for f, c in top.iter_rows())
+    return f", top frames {said} (of {total:,} samples)"
