@@ -211,7 +211,8 @@ class Profile:
 
     def cpu(self, during: str | None = None, by: str = "function", top: int | None = None) -> pl.DataFrame:
         """Where CPU time went, from CPU samples: per function, module, thread or process (by="stack": folded
-        stacks), over the whole profile or `during` "gaps", "iterations A:B" or "range PATTERN"."""
+        stacks; by="cause": what the CPU did during each idle cause's gaps, as summary says it), over the whole
+        profile or `during` "gaps", "iterations A:B" or "range PATTERN"."""
         return self._engine.run("cpu", during=during, by=by, top=top)
 
     def gap_activity(

@@ -149,3 +149,21 @@ def test_diff_says_the_workers_cpu_time_went_away():
     assert act.height == 1
     r = act.row(0, named=True)
     assert r["significant"] and r["new_ns"] < 0.1 * r["base_ns"]
+
+
+def test_explain_says_the_same_sentence_as_summary():
+    res = CliRunner().invoke(
+        main, ["gaps", str(BEFORE), "--by", "cause", "--explain", "--top", "2"], catch_exceptions=False
+    )
+    assert res.exit_code == 0, res.output
+    facts = loaded(str(BEFORE)).summary()["facts"]
+    meanwhile = facts.filter(pl.col("key") == "meanwhile")["value"][0]
+    assert f"meanwhile: {meanwhile}\n" in res.stdout
+
+
+def test_without_scheduling_events_explain_names_the_switch():
+    path = fixture("train_small")  # recorded with --cpuctxsw=none
+    assert raw(path, "SELECT count(*) FROM sqlite_master WHERE name = 'SCHED_EVENTS'")[0][0] == 0
+    res = CliRunner().invoke(main, ["gaps", str(path), "--by", "cause", "--explain"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert "no scheduling events in this profile: record them with `nsys profile --cpuctxsw=process-tree`" in res.stdout

@@ -425,7 +425,13 @@ def gap_activity(ctx, range, min_ns, by, include_warmup, top) -> pl.DataFrame:
     "cpu",
     params=(
         Param("during", OPT_STR, None, doc="gaps, iterations A:B or range PATTERN (None: the whole profile)"),
-        Param("by", str, "function", (*_cpu.BYS, "stack"), doc="per function, module, thread, process or stack"),
+        Param(
+            "by",
+            str,
+            "function",
+            (*_cpu.BYS, "stack", "cause"),
+            doc="per function, module, thread, process, stack, or (during gaps) what the CPU did per idle cause",
+        ),
         TOP,
     ),
     needs=("gaps", "iteration_spans", "resolve_range"),
@@ -437,6 +443,10 @@ def cpu(ctx, during, by, top) -> pl.DataFrame:
     if top is not None:
         return _head(ctx.ask("cpu", during=during, by=by), top)
     kind, arg = _cpu.parse_during(during)
+    if by == "cause":
+        if kind not in (None, "gaps"):
+            raise NsysqlError(f"by='cause' tells what the CPU did during the idle gaps, not during {during!r}")
+        return _cpu.stories(ctx.con, ctx.ask("gaps"))
     gaps_df = spans = None
     if kind == "gaps":
         gaps_df = ctx.ask("gaps")

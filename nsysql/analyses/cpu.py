@@ -388,4 +388,25 @@ def _frames(samples: pl.DataFrame, n: int = 3) -> str:
         .head(n)
     )
     said = ", ".join(f"`{f}` {_pct(c, total)}" for f, c in top.iter_rows())
-    return f", top frames {said} (of {total:,} samples)"
+    return f", top frames {said} (of {total:,} sample{'s' if total != 1 else ''})"
+
+
+def stories(con, gaps_df: pl.DataFrame) -> pl.DataFrame:
+    """Per cause of `gaps_df` (the steady-state gaps where they carry iterations, as gaps.by_cause counts), largest
+    idle first: the story of what the CPU did meanwhile (story), and whether it names the data loader. Without
+    scheduling events the one line saying which capture switch records them."""
+    from .advice import switch
+
+    g = gaps_df
+    if g.height and g["iteration"].is_not_null().any():
+        g = g.filter(pl.col("iteration").is_not_null() & ~pl.col("warmup"))
+    causes = g.group_by("cause").agg(pl.len().alias("gaps"), pl.col("duration_ns").sum().alias("idle_ns"))
+    rows = []
+    for cause, n, idle in causes.sort(["idle_ns", "cause"], descending=[True, False]).iter_rows():
+        if not _scheduled(con):
+            said, loader = f"no scheduling events in this profile: record them with {switch('scheduling')}", False
+        else:
+            said, loader = story(con, g.filter(pl.col("cause") == cause))
+        rows.append((cause, n, idle, said, loader))
+    schema = {"cause": pl.String, "gaps": pl.Int64, "idle_ns": pl.Int64, "meanwhile": pl.String}
+    return pl.DataFrame(rows, schema=schema | {"data_loader": pl.Boolean}, orient="row")

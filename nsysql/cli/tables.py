@@ -266,7 +266,15 @@ def gaps(files, fmt, output, range_, min_, by, include_warmup, explain, top):
     if several(files):
         emit(each_rank(files, what, **kwargs), fmt, output)
         return
-    emit(getattr(load_profile(files[0] if files else None), what)(**kwargs), fmt, output)
+    prof = load_profile(files[0] if files else None)
+    got = getattr(prof, what)(**kwargs)
+    if not (explain and fmt == "table"):
+        emit(got, fmt, output)
+        return
+    # under the table: what the CPU did during each cause's gaps (samples and scheduling), as summary says it
+    said = prof.cpu(during="gaps", by="cause").drop_nulls("meanwhile")
+    notes = "".join(f"meanwhile: during {c}: {_line(m)}\n" for c, m in said.select("cause", "meanwhile").iter_rows())
+    emit_text(render(got, "table") + notes, output)
 
 
 def _ranks_rule() -> str:
