@@ -164,12 +164,13 @@ _KIND_ORDER = {"nvtx": 0, "cuda": 1, "os": 2, "cpu": 3}
 _ACTIVITY_COLS = ["pid", "process", "tid", "thread", "other_process", "kind", "domain", "activity", "waiting"]
 
 
-def activity(con, gaps_df: pl.DataFrame, cuda: bool = True) -> pl.DataFrame:
+def activity(con, gaps_df: pl.DataFrame, cuda: bool = True, cpu: bool = True) -> pl.DataFrame:
     """Per gap of `gaps_df` (a `gaps` frame) and activity of another thread or process during it: the time
     they overlap (rules in queries/v1/analyses/gap_activity.sql). Unranked; `explain` and `explain_by_cause`
     rank it. `cuda=False` leaves CUDA API calls out (NVTX ranges and OS calls only: the cheap part). Rows of kind
-    `cpu` (cpu.gap_rows, where the export has scheduling events): each thread's time on a CPU with its top
-    function (domain: the thread's role), and the waiting thread's time blocked in each OS call."""
+    `cpu` (cpu.gap_rows, where the export has scheduling events; `cpu=False` leaves them out): each thread's
+    time on a CPU with its top function (domain: the thread's role), and the waiting thread's time blocked in
+    each OS call."""
     g = gaps_df.with_row_index("gap_id")
     if g.height == 0:
         return _empty_activity(g)
@@ -190,9 +191,9 @@ def activity(con, gaps_df: pl.DataFrame, cuda: bool = True) -> pl.DataFrame:
         skip_tid=skip[1],
         cuda=cuda,
     )
-    acts = pl.concat(
-        [acts.with_columns(pl.col("gap_id").cast(pl.Int64)), gap_rows(con, gaps_df, g.select("pid", "tid"))]
-    )
+    acts = acts.with_columns(pl.col("gap_id").cast(pl.Int64))
+    if cpu:
+        acts = pl.concat([acts, gap_rows(con, gaps_df, g.select("pid", "tid"))])
     gpid = g.select(pl.col("gap_id").cast(pl.Int64), pl.col("pid").alias("_gpid"))
     return (
         acts.join(gpid, on="gap_id")
@@ -247,7 +248,12 @@ def explain(con, gaps_df: pl.DataFrame, top: int | None = None) -> pl.DataFrame:
 
 
 def explain_by_cause(
-    con, gaps_df: pl.DataFrame, include_warmup: bool = False, top: int | None = None, cuda: bool = True
+    con,
+    gaps_df: pl.DataFrame,
+    include_warmup: bool = False,
+    top: int | None = None,
+    cuda: bool = True,
+    cpu: bool = True,
 ) -> pl.DataFrame:
     """Per cause group of `by_cause` (the same gaps: steady-state ones when the gaps carry iterations, unless
     `include_warmup`): the activities elsewhere during the group's gaps, overlaps summed over its gaps, ranked
@@ -256,7 +262,7 @@ def explain_by_cause(
     g = gaps_df
     if steady_only(g, include_warmup):
         g = g.filter(pl.col("iteration").is_not_null() & ~pl.col("warmup"))
-    acts = activity(con, g, cuda=cuda)
+    acts = activity(con, g, cuda=cuda, cpu=cpu)
     gi = g.with_row_index("gap_id").select(pl.col("gap_id").cast(pl.Int64), "cause", "duration_ns")
     idle = gi.group_by("cause").agg(pl.col("duration_ns").sum().alias("idle_ns"))
     summed = (

@@ -152,7 +152,7 @@ def _idle_facts(
     # what the other threads and processes did during the top cause's gaps: NVTX ranges and OS calls only
     # (CUDA API calls, most of a large export's rows, would make every summary pay for `gaps --explain`)
     top_gaps = gaps_df.filter(pl.col("cause") == c["cause"])
-    elsewhere = _gaps.explain_by_cause(con, top_gaps, top=None, cuda=False)
+    elsewhere = _gaps.explain_by_cause(con, top_gaps, top=None, cuda=False, cpu=False)  # the CPU: cpu.story
     activity = _gaps.top_activity(elsewhere)
     n_gaps = int(causes["gaps"].sum())
     rows = [("idle", "idle", _idle_line(c, idle, n_gaps, top3, gpus, loop=loop))]

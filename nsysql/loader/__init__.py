@@ -41,6 +41,7 @@ CANONICAL_TABLES = (
     "cpu_samples",
     "cpu_stack_frames",
     "thread_states",
+    "process_parents",
     "thread_roles",
     "data_quality",
 )
