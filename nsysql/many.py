@@ -179,6 +179,21 @@ def stack(profiles: list, ranks: list[int], method: str, **kwargs) -> pl.DataFra
     return out.select("rank", *[c for c in out.columns if c != "rank"]).sort("rank", maintain_order=True)
 
 
+def collectives(profiles: list, ranks: list[int], by: str, range: str | None = None) -> dict[str, pl.DataFrame]:
+    """`nsysql collectives` over several exports (one per rank): `collectives` by `by` with a rank column
+    (`rank`: per rank, with the collective instances each arrived last at), and `skew`, one row per collective
+    instance across them (nsysql.analyses.collectives.skew)."""
+    from .analyses import collectives as _coll
+
+    calls = stack(profiles, ranks, "collectives", by="call", range=range)
+    inst = _coll.skew(calls)
+    if by == "rank":
+        table = _coll.grouped(calls, "rank").join(_coll.skew_by_rank(inst), on="rank", how="left")
+    else:
+        table = calls if by == "call" else stack(profiles, ranks, "collectives", by=by, range=range)
+    return {"collectives": table, "skew": inst, "skew_by_rank": _coll.skew_by_rank(inst)}
+
+
 def connect_dask(address: str):
     try:
         from dask.distributed import Client

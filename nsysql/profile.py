@@ -192,6 +192,19 @@ class Profile:
         in iterations), on the loop's device."""
         return self._engine.run("overlap", by=by, range=range)
 
+    def collectives(self, by: str = "size", range: str | None = None) -> pl.DataFrame:
+        """NCCL collectives from their NVTX payloads (exported with --include-blobs=true): by="call" one row per
+        call (kind, bytes, op or root, communicator and ranks, kernels, GPU time, algbw and busbw in GB/s,
+        iteration), else per `size` (kind and message size), `kind` or `iteration` of the loop (`range`): calls,
+        bytes, GPU time, bus bandwidth median/p10/p90. Rules: nsysql.analyses.collectives."""
+        return self._engine.run("collectives", by=by, range=range)
+
+    def collective_findings(self, slow_ratio: float = 0.5) -> pl.DataFrame:
+        """Collectives slower than `slow_ratio` x the median bus bandwidth of their kind and size: one row with
+        the calls flagged, their GPU time beyond the median (`extra_ms`), the evidence (None when none is) and
+        the rule."""
+        return self._engine.run("collective_findings", slow_ratio=slow_ratio)
+
     def iteration_stats(
         self, range: str | None = None, skip: int | None = None, outlier_sigmas: float = OUTLIER_SIGMAS
     ) -> pl.DataFrame:

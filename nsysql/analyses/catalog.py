@@ -15,6 +15,7 @@ import polars as pl
 from ..engine import Engine, Param, analysis
 from ..errors import NsysqlError
 from . import api as _api
+from . import collectives as _coll
 from . import cpu as _cpu
 from . import diff as _diff
 from . import gaps as _gaps
@@ -95,6 +96,7 @@ def facts(ctx) -> dict[str, list[str]]:
         "gpu_metric_samples",
         "gpu_ops",
         "nvtx_marks",
+        "nvtx_payloads",
         "nvtx_ranges",
         "os_calls",
         "processes",
@@ -358,6 +360,68 @@ def overlap(ctx, by, range) -> pl.DataFrame:
         its = ctx.ask("iterations", range=range)
         return _overlap.by_iteration(its, ctx.ask("iteration_range", range=range).device_id)
     return _overlap.overlap(ctx.con)
+
+
+def _ratio(x) -> float:
+    """slow_ratio as a float: a number above 0 and at most 1."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 < x <= 1:
+        raise NsysqlError(f"slow_ratio must be a number above 0 and at most 1, not {x!r}", option="slow_ratio")
+    return float(x)
+
+
+SLOW_RATIO = Param(
+    "slow_ratio",
+    (float, int),
+    _coll.SLOW_RATIO,
+    normalize=_ratio,
+    doc="a collective is slow below this share of the median bus bandwidth of its kind and size",
+)
+
+
+@analysis(
+    "collective_calls",
+    params=(RANGE,),
+    needs=("iterations",),
+    tables=(
+        "gpu_ops",
+        "nvtx_payload_fields",
+        "nvtx_payloads",
+        "nvtx_ranges",
+        "profile_facts",
+        "session_clock",
+        "strings",
+    ),
+    sql=("collectives", "collectives_missing"),
+)
+def collective_calls(ctx, range) -> pl.DataFrame:
+    """One row per NCCL call with a payload: kind, size, op or root, communicator, kernels, time, bandwidths, and
+    the iteration of the loop it starts in (NULL without a loop)."""
+    df = _coll.calls(ctx.con)
+    try:
+        its = ctx.ask("iterations", range=range)
+    except NsysqlError:  # no loop: the calls still stand, their iteration is unknown
+        if range is not None:  # but a loop the user named must be found
+            raise
+        return df.with_columns(pl.lit(None, pl.Int64).alias("iteration"))
+    return _coll.by_iteration(df, its).sort("call")
+
+
+@analysis("collectives", params=(Param("by", str, "size", _coll.GROUPINGS[:-1]), RANGE), needs=("collective_calls",))
+def collectives(ctx, by, range) -> pl.DataFrame:
+    """NCCL collectives per call, or per message size, kind or iteration: calls, bytes, GPU time, bus bandwidth."""
+    df = ctx.ask("collective_calls", range=range)
+    if by == "call":
+        return df
+    if by == "iteration" and df["iteration"].is_null().all():
+        raise NsysqlError("no collective call lies in an iteration of a loop (see `nsysql iterations`)")
+    return _coll.grouped(df, by)
+
+
+@analysis("collective_findings", params=(SLOW_RATIO,), needs=("collective_calls",))
+def collective_findings(ctx, slow_ratio) -> pl.DataFrame:
+    """The slow-size finding (nsysql.analyses.collectives): one row, with the calls it flags, their GPU time
+    beyond their groups' medians, the evidence (NULL when it flags none) and the rule."""
+    return _coll.findings(ctx.ask("collective_calls", range=None), slow_ratio)
 
 
 def _gap_spans(ctx, range: str | None) -> pl.DataFrame | None:

@@ -47,7 +47,7 @@ def info(con) -> pl.DataFrame:
     for msg in f.get("missing", []):
         rows.append(("lacks", msg.split(":")[0], msg.split(":", 1)[1].strip() if ":" in msg else msg))
     rows += quality(con)
-    for name, ok, why in supports(counts):
+    for name, ok, why in supports(counts) + [("collectives", *_collectives(counts, f.get("missing", [])))]:
         rows.append(("analyses", name, ("yes" if ok else "no") + (f": {why}" if why else "")))
     # what this export cannot answer, and the capture switch that would (advice.CAPTURE_RULES)
     for r in _advice.unanswered(_advice.holdings(con, f, counts)):
@@ -90,3 +90,11 @@ def supports(counts: dict[str, int]) -> list[tuple[str, bool, str]]:
     m = counts.get("GPU metrics samples", 0)
     out.append(("metrics", m > 0, "" if m else f"no GPU metrics (profile with {_advice.switch('gpu_metrics')})"))
     return out
+
+
+def _collectives(counts: dict[str, int], missing: list[str]) -> tuple[bool, str]:
+    """Whether `collectives` can measure NCCL calls: NCCL ranges whose payload bytes the export kept."""
+    from .collectives import why_not
+
+    why = why_not(counts.get("NCCL ranges", 0), counts.get("NCCL ranges with payloads", 0), missing)
+    return why is None, why or ""

@@ -33,6 +33,9 @@ CANONICAL_TABLES = (
     "nvtx_ranges",
     "nvtx_open",
     "nvtx_marks",
+    "nvtx_payloads",
+    "nvtx_payload_fields",
+    "session_clock",
     "op_ranges",
     "op_range_links",
     "range_chains",
@@ -160,13 +163,32 @@ def _missing(src: Source, con: duckdb.DuckDBPyConnection) -> list[str]:
     empty = con.execute(
         "SELECT " + ", ".join(f"NOT EXISTS (SELECT 1 FROM {STAGE}.{staging})" for staging, _, _ in _WHAT_IT_MEANS)
     ).fetchall()[0]
-    out = []
+    out = _missing_payloads(con)
     for (staging, table, meaning), is_empty in zip(_WHAT_IT_MEANS, empty):
         if is_empty:
             rt = next(r for r in RAW_TABLES if r.name == staging)
             present = next((t for t in rt.sources if src.has(t)), None)
             out.append(f"{'empty ' + present if present else 'no ' + table}: {meaning}")
     return out
+
+
+# the `nsys export` that keeps NVTX payload bytes (nsys leaves them out by default)
+REEXPORT_BLOBS = "nsys export --type sqlite --include-blobs=true -o X.sqlite X.nsys-rep"
+
+
+def _missing_payloads(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """NVTX payload schemas declared but no event's bytes: the export was made without --include-blobs."""
+    from .raw import STAGE
+
+    schemas, events = con.execute(
+        f"SELECT (SELECT count(*) FROM {STAGE}.raw_payload_schemas), (SELECT count(*) FROM {STAGE}.raw_nvtx_payload)"
+    ).fetchall()[0]
+    if schemas and not events:
+        return [
+            "no NVTX_EVENTS.binaryData: the export left out the NVTX payload bytes its payload schemas describe "
+            f"(NCCL message sizes, Python sampling frames); export the report again with `{REEXPORT_BLOBS}`"
+        ]
+    return []
 
 
 def __getattr__(name):  # RAW_TABLES without importing raw.py up front

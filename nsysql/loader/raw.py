@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 I = "BIGINT"  # noqa: E741 (the staging schema reads as a table of types: I, S, ...)
 S = "VARCHAR"
 D = "DOUBLE"
+B = "BLOB"
 
 
 @dataclass(frozen=True)
@@ -35,12 +36,15 @@ class RawTable:
     # present source, aggregated in SQLite: one row per source table (its name, min of start, max of end). For
     # timed tables that only widen the profile's span: scheduling events, CPU samples.
     extent: tuple[str, str] | None = None
+    # only the rows where this nsys column IS NOT NULL, and nothing when the column is absent: for a sparse
+    # column such as NVTX_EVENTS.binaryData (payloads), read apart from the table's other rows
+    nonnull: str | None = None
 
     def schema(self) -> pa.Schema:
         """The Arrow schema of the staging table (for the fallback reader only: the fast path needs no pyarrow)."""
         import pyarrow as pa
 
-        kinds = {S: pa.string(), D: pa.float64()}
+        kinds = {S: pa.string(), D: pa.float64(), B: pa.binary()}
         return pa.schema([(c, kinds.get(t, pa.int64())) for c, t in self.columns])
 
 
@@ -127,6 +131,63 @@ RAW_TABLES: tuple[RawTable, ...] = (
             ("category", I),
         ),
     ),
+    # NVTX events that carry binary payloads (exported with `--include-blobs=true`; NULL otherwise), and the
+    # schemas that lay those bytes out (NVTX payload extension: nvToolsExtPayload.h). Read apart from raw_nvtx so
+    # that the bytes of a few events never widen the read of millions without.
+    RawTable(
+        "raw_nvtx_payload",
+        ("NVTX_EVENTS",),
+        (
+            ("start", I),
+            ("end", I),
+            ("eventType", I),
+            ("text", S),
+            ("textId", I),
+            ("globalTid", I),
+            ("domainId", I),
+            ("binaryData", B),
+        ),
+        nonnull="binaryData",
+    ),
+    RawTable(
+        "raw_payload_schemas",
+        ("NVTX_PAYLOAD_SCHEMAS",),
+        (
+            ("domainId", I),
+            ("schemaId", I),
+            ("name", S),
+            ("type", I),
+            ("flags", I),
+            ("numEntries", I),
+            ("payloadSize", I),
+            ("alignTo", I),
+        ),
+    ),
+    RawTable(
+        "raw_payload_entries",
+        ("NVTX_PAYLOAD_SCHEMA_ENTRIES",),
+        (
+            ("domainId", I),
+            ("schemaId", I),
+            ("idx", I),
+            ("flags", I),
+            ("type", I),
+            ("name", S),
+            ("description", S),
+            ("arrayOrUnionDetail", I),
+            ("offset", I),
+        ),
+    ),
+    RawTable(
+        "raw_payload_enums",
+        ("NVTX_PAYLOAD_ENUMS",),
+        (("domainId", I), ("schemaId", I), ("name", S), ("numEntries", I), ("size", I)),
+    ),
+    RawTable(
+        "raw_payload_enum_entries",
+        ("NVTX_PAYLOAD_ENUM_ENTRIES",),
+        (("domainId", I), ("schemaId", I), ("idx", I), ("name", S), ("value", I), ("isFlag", I)),
+    ),
     RawTable(
         "raw_osrt",
         ("OSRT_API",),
@@ -142,6 +203,9 @@ RAW_TABLES: tuple[RawTable, ...] = (
     RawTable("raw_env", ("TARGET_INFO_SYSTEM_ENV",), (("name", S), ("value", S))),
     # the profiled processes' environment (PROCESS_n:ENVIRONMENT_VARIABLE rows), 2023.3 and later
     RawTable("raw_capture", ("META_DATA_CAPTURE",), (("name", S), ("value", S))),
+    # the UTC time of the session's time zero (each nsys process has its own zero: ranks profiled by one nsys
+    # each are put on one clock with it)
+    RawTable("raw_session", ("TARGET_INFO_SESSION_START_TIME",), (("utcEpochNs", I),)),
     RawTable("raw_analysis", ("ANALYSIS_DETAILS",), (("startTime", I), ("stopTime", I), ("duration", I))),
     RawTable("raw_enum_memkind", ("ENUM_CUDA_MEM_KIND",), (("id", I), ("label", S))),
     # GPU metrics sampling (`nsys profile --gpu-metrics-devices=...`): both tables exist only in exports that
@@ -186,8 +250,8 @@ def _select(src: Source, rt: RawTable, text_as_blob: bool = False) -> tuple[str 
     if rt.extent is not None:
         return _extent_select(src, rt, text_as_blob)
     table = next((t for t in rt.sources if src.has(t)), None)
-    if table is None:
-        return None, ""
+    if table is None or (rt.nonnull and not src.has(table, rt.nonnull)):
+        return None, table or ""
     alias = dict(rt.aliases)
     exprs = []
     present = 0
@@ -200,10 +264,13 @@ def _select(src: Source, rt: RawTable, text_as_blob: bool = False) -> tuple[str 
             exprs.append(f"NULL AS {q(col)}")
             continue
         present += 1
-        exprs.append(f"CAST({q(name)} AS BLOB) AS {q(col)}" if typ == S and text_as_blob else f"{q(name)} AS {q(col)}")
+        # bytes are read as BLOB whatever the column's declared type (nsys declares binaryData TEXT)
+        as_blob = typ == B or (typ == S and text_as_blob)
+        exprs.append(f"CAST({q(name)} AS BLOB) AS {q(col)}" if as_blob else f"{q(name)} AS {q(col)}")
     if present == 0:
         return None, table
-    return f"SELECT {', '.join(exprs)} FROM {q(table)}", table
+    where = f" WHERE {q(rt.nonnull)} IS NOT NULL" if rt.nonnull else ""
+    return f"SELECT {', '.join(exprs)} FROM {q(table)}{where}", table
 
 
 # A table with more rows than this is read in rowid-range chunks, one per worker, when there are more than two
@@ -254,7 +321,7 @@ def plan(src: Source, workers: int) -> tuple[dict[str, str], list[Job]]:
             continue
         rowid = src.rowid(table)
         for a, b in rowid_ranges(src.scalar(f"SELECT min({rowid}) FROM {q(table)}"), rows, n):
-            where = f" WHERE {rowid} BETWEEN {a} AND {b}"
+            where = f" {'AND' if rt.nonnull else 'WHERE'} {rowid} BETWEEN {a} AND {b}"
             jobs.append(Job(b - a + 1, rt, sql + where, blob_sql + where, table))
     jobs.sort(key=lambda j: -j.rows)
     return used, jobs

@@ -1,4 +1,5 @@
--- @tables api_calls, devices, gpu_metric_samples, gpu_ops, nvtx_marks, nvtx_ranges, os_calls, processes, threads
+-- @tables api_calls, devices, gpu_metric_samples, gpu_ops, nvtx_marks, nvtx_payloads, nvtx_ranges, os_calls, processes
+-- @tables threads
 
 -- Row counts of the canonical tables, by what they hold.
 SELECT 'kernels' AS what, count(*) AS rows FROM gpu_ops WHERE kind = 'kernel'
@@ -12,4 +13,7 @@ UNION ALL SELECT 'OS runtime calls', count(*) FROM os_calls
 UNION ALL SELECT 'processes', count(*) FROM processes
 UNION ALL SELECT 'threads', count(*) FROM threads
 UNION ALL SELECT 'GPUs', count(*) FROM devices
-UNION ALL SELECT 'GPU metrics samples', count(*) FROM gpu_metric_samples;
+UNION ALL SELECT 'GPU metrics samples', count(*) FROM gpu_metric_samples
+UNION ALL SELECT 'NVTX events with payloads', count(DISTINCT event_id) FROM nvtx_payloads
+UNION ALL SELECT 'NCCL ranges', count(*) FROM nvtx_ranges WHERE domain = 'NCCL'
+UNION ALL SELECT 'NCCL ranges with payloads', count(DISTINCT event_id) FROM nvtx_payloads WHERE domain = 'NCCL' AND event = 'range';

@@ -1,0 +1,217 @@
+"""NCCL collectives by their NVTX payloads: per call, per group, across ranks, and the slow-size finding.
+
+Per call (queries/v1/analyses/collectives.sql): kind, message size, reduction op or root, communicator and its
+ranks, the kernels the call launched and their GPU time, algorithm and bus bandwidth (NCCL's factors; the rules
+are in the SQL file's header).
+
+Groups (`by`): `size` (kind and message size), `kind`, `iteration` (the loop `iterations` finds; a call belongs
+to the iteration its NVTX range starts in), `rank` (several exports): calls, bytes, GPU time, and the bus
+bandwidth's median, p10 and p90 over the calls that have one.
+
+Across ranks (`skew`): NCCL runs the calls of one communicator in the same order on every rank, so the k-th call
+of a communicator in each export is one collective instance. Each rank arrives when its kernel starts on its
+GPU; the rank that arrived last held the others, for the skew (last start - first start). Each export counts
+time from its own session's zero: starts are compared on the UTC clock (session_clock), as far as the hosts'
+clocks agree (the ranks of one host share one; across hosts they may differ by more than the skew), or as the
+exports have them where one does not say when its session started (`clock` says which).
+
+Slow-size rule (SLOW_RULE, the finding): among the calls of one kind and message size with a bus bandwidth (at
+least MIN_CALLS of them), a call is slow when its bus bandwidth is below `slow_ratio` (default 0.5) x the
+median of that kind and size. The time it would give back is its GPU time beyond the group's median GPU time.
+No finding where no group has MIN_CALLS calls, or none is slow.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ..errors import NsysqlError
+from ..loader import REEXPORT_BLOBS as REEXPORT
+from ._sql import run
+
+GROUPINGS = ("call", "size", "kind", "iteration", "rank")
+SLOW_RATIO = 0.5
+MIN_CALLS = 3
+NO_PAYLOADS = (
+    "the export lacks NVTX payload bytes (NVTX_EVENTS.binaryData), which hold NCCL's message sizes; "
+    f"export the report again with them: `{REEXPORT}`"
+)
+NO_NCCL = "no NCCL collectives in this profile (no NVTX ranges of NCCL's domain)"
+NO_SCHEMAS = (
+    "NCCL's NVTX ranges here carry no payloads (the export declares no NVTX payload schema): this NCCL names its "
+    "calls without their sizes, so no collective can be measured"
+)
+NO_SIZES = "NCCL ranges here carry no message size in their payloads, so no collective can be measured"
+
+
+def slow_rule(ratio: float) -> str:
+    return (
+        f"a call is slow when its bus bandwidth is below {ratio:.0%} of the median of the calls of its kind and "
+        f"message size (groups of {MIN_CALLS} or more calls); it would give back its GPU time beyond the group's median"
+    )
+
+
+def calls(con) -> pl.DataFrame:
+    """One row per collective call (collectives.sql); raises NsysqlError saying why there is none."""
+    df = run(con, "collectives")
+    if df.height:
+        return df
+    raise NsysqlError(why_none(con))
+
+
+def why_none(con) -> str:
+    """Why a profile has no measured collective (why_not, from the canonical tables)."""
+    nccl, payloads, missing = run(con, "collectives_missing").row(0)
+    return why_not(nccl, payloads, missing) or NO_SIZES
+
+
+def why_not(nccl_ranges: int, nccl_payloads: int, missing: list[str]) -> str | None:
+    """None when NCCL ranges carry payloads; else why not: no NCCL ranges; payload bytes left out of the export
+    (the loader's `missing` fact: schemas declared, no bytes), with the re-export command; or no payloads at all
+    (NCCL then annotates its calls by name only: re-exporting would not help)."""
+    if not nccl_ranges:
+        return NO_NCCL
+    if nccl_payloads:
+        return None
+    if any(m.startswith("no NVTX_EVENTS.binaryData") for m in missing):
+        return NO_PAYLOADS
+    return NO_SCHEMAS
+
+
+def _bandwidths(group: list[str]) -> list[pl.Expr]:
+    bw = pl.col("busbw_gbps")
+    return [
+        pl.len().alias("calls"),
+        pl.col("data_bytes").sum().alias("bytes"),
+        pl.col("gpu_ns").sum().alias("gpu_ns"),
+        pl.col("gpu_ns").median().alias("med_gpu_ns"),
+        bw.median().alias("busbw_med_gbps"),
+        bw.quantile(0.1, "linear").alias("busbw_p10_gbps"),
+        bw.quantile(0.9, "linear").alias("busbw_p90_gbps"),
+        pl.col("algbw_gbps").median().alias("algbw_med_gbps"),
+    ]
+
+
+def grouped(df: pl.DataFrame, by: str) -> pl.DataFrame:
+    """Calls, bytes, GPU time and bandwidths per group of `df` (calls, with `iteration` or `rank` when by asks)."""
+    keys = {"size": ["kind", "bytes"], "kind": ["kind"], "iteration": ["iteration"], "rank": ["rank"]}[by]
+    if by == "size":  # the group's message size, not its total
+        df = df.rename({"bytes": "size"})
+        keys = ["kind", "size"]
+    return df.group_by(keys).agg(_bandwidths(keys)).sort(keys, nulls_last=True)
+
+
+def by_iteration(df: pl.DataFrame, iterations: pl.DataFrame) -> pl.DataFrame:
+    """`df` with the iteration each call's NVTX range starts in (NULL outside every iteration)."""
+    win = iterations.select("iteration", pl.col("start_ns").alias("it_start"), "wall_ns").sort("it_start")
+    out = df.sort("start_ns").join_asof(win, left_on="start_ns", right_on="it_start", strategy="backward")
+    inside = pl.col("start_ns") < pl.col("it_start") + pl.col("wall_ns")
+    return out.with_columns(pl.when(inside).then(pl.col("iteration")).alias("iteration")).drop("it_start", "wall_ns")
+
+
+def slow_calls(df: pl.DataFrame, ratio: float = SLOW_RATIO) -> pl.DataFrame:
+    """The calls the slow-size rule flags, each with its group's median bus bandwidth and GPU time and the time it
+    would give back (`extra_ns`)."""
+    has = df.filter(pl.col("busbw_gbps").is_not_null())
+    med = has.group_by("kind", "bytes").agg(
+        pl.len().alias("group_calls"),
+        pl.col("busbw_gbps").median().alias("group_busbw_gbps"),
+        pl.col("gpu_ns").median().alias("group_gpu_ns"),
+    )
+    out = has.join(med.filter(pl.col("group_calls") >= MIN_CALLS), on=["kind", "bytes"])
+    out = out.filter(pl.col("busbw_gbps") < ratio * pl.col("group_busbw_gbps"))
+    return out.with_columns((pl.col("gpu_ns") - pl.col("group_gpu_ns")).cast(pl.Int64).alias("extra_ns"))
+
+
+def finding(df: pl.DataFrame, ratio: float = SLOW_RATIO) -> str | None:
+    """One sentence per kind and size with slow calls (largest time first), or None where the rule flags none."""
+    slow = slow_calls(df, ratio)
+    if not slow.height:
+        return None
+    parts = []
+    groups = slow.group_by("kind", "bytes", "group_calls", "group_busbw_gbps", "group_gpu_ns").agg(
+        pl.len().alias("n"), pl.col("extra_ns").sum().alias("extra_ns"), pl.col("busbw_gbps").max().alias("worst")
+    )
+    for g in groups.sort("extra_ns", descending=True).iter_rows(named=True):
+        parts.append(
+            f"{g['n']} of {g['group_calls']} {g['kind']} calls of {_size(g['bytes'])} ran at {g['worst']:.3g} GB/s "
+            f"bus bandwidth or less, below {ratio:.0%} of that size's median {g['group_busbw_gbps']:.3g} GB/s: "
+            f"{g['extra_ns'] / 1e6:.3g} ms of GPU time in all beyond that size's median of "
+            f"{g['group_gpu_ns'] / 1e6:.3g} ms a call (a call's GPU time includes waiting for the other ranks: "
+            "`nsysql collectives` over every rank's export says who arrived last)"
+        )
+    return "; ".join(parts)
+
+
+def findings(df: pl.DataFrame, ratio: float = SLOW_RATIO) -> pl.DataFrame:
+    """One row: `finding`, `slow_calls`, `extra_ms` (their GPU time beyond their groups' medians: the time fixing
+    them would give back), `evidence` (NULL when the rule flags none) and `rule`."""
+    slow = slow_calls(df, ratio)
+    return pl.DataFrame(
+        {
+            "finding": ["slow collectives"],
+            "slow_calls": [slow.height],
+            "extra_ms": [slow["extra_ns"].sum() / 1e6],
+            "evidence": [finding(df, ratio)],
+            "rule": [slow_rule(ratio)],
+        },
+        schema={
+            "finding": pl.String,
+            "slow_calls": pl.Int64,
+            "extra_ms": pl.Float64,
+            "evidence": pl.String,
+            "rule": pl.String,
+        },
+    )
+
+
+def _size(n: int) -> str:
+    for unit, k in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= k:
+            return f"{n / k:.4g} {unit}"
+    return f"{n} B"
+
+
+def skew(stacked: pl.DataFrame) -> pl.DataFrame:
+    """One row per collective instance across ranks (`stacked`: calls with a `rank` column, one export each):
+    its communicator, sequence number, kind, size, how many ranks have it, the rank that arrived last and the
+    skew (ns from the first rank's kernel start to the last's)."""
+    # one clock: UTC (each export's session zero + its times) where every export says when it started
+    utc = stacked["gpu_start_utc_ns"].is_not_null().sum() == stacked["gpu_start_ns"].is_not_null().sum()
+    df = stacked.filter(pl.col("gpu_start_ns").is_not_null()).with_columns(
+        pl.col("call").rank("ordinal").over("rank", "comm").cast(pl.Int64).sub(1).alias("seq"),
+        pl.col("gpu_start_utc_ns" if utc else "gpu_start_ns").alias("arrival_ns"),
+    )
+    return (
+        df.sort("arrival_ns")
+        .group_by("comm", "seq")
+        .agg(
+            pl.col("kind").first(),
+            pl.col("bytes").first(),
+            # the iteration of the loop each rank was in (the ranks' loops are numbered alike)
+            pl.col("iteration").min() if "iteration" in df.columns else pl.lit(None, pl.Int64).alias("iteration"),
+            pl.col("kind").n_unique().alias("kinds"),
+            pl.len().alias("ranks_seen"),
+            pl.col("rank").last().alias("last_rank"),
+            pl.col("rank").first().alias("first_rank"),
+            (pl.col("arrival_ns").max() - pl.col("arrival_ns").min()).alias("skew_ns"),
+            pl.col("arrival_ns").min().alias("first_arrival_ns"),
+            pl.lit("utc" if utc else "export").alias("clock"),
+        )
+        .filter((pl.col("ranks_seen") > 1) & (pl.col("kinds") == 1))
+        .drop("kinds")
+        .sort("first_arrival_ns")
+    )
+
+
+def skew_by_rank(inst: pl.DataFrame) -> pl.DataFrame:
+    """Per rank: the instances it arrived last at, and the others' wait for it (the skews of those instances)."""
+    return (
+        inst.group_by(pl.col("last_rank").alias("rank"))
+        .agg(
+            pl.len().alias("last_arrivals"),
+            pl.col("skew_ns").sum().alias("held_others_ns"),
+            pl.col("skew_ns").max().alias("max_skew_ns"),
+        )
+        .sort("held_others_ns", descending=True)
+    )

@@ -1,0 +1,92 @@
+"""`nsysql collectives`: NCCL collectives measured from their NVTX payloads, per group, across ranks."""
+
+from __future__ import annotations
+
+import click
+
+from ..render import render
+from .common import handled, load_profile, several
+from .options import files_options
+from .output import emit, emit_text
+
+
+@click.command()
+@files_options
+@click.option(
+    "--by",
+    type=click.Choice(["size", "kind", "iteration", "rank", "call"]),
+    default="size",
+    show_default=True,
+    help="Group by kind and message size, kind, iteration of the loop, or rank (several FILEs); or one row per call.",
+)
+@click.option("--range", "range_", metavar="PATTERN", help="The loop's NVTX range, for --by iteration.")
+@click.option(
+    "--slow-ratio",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=0.5,
+    show_default=True,
+    help="A call is slow below this share of the median bus bandwidth of its kind and size.",
+)
+@handled
+def collectives(files, fmt, output, by, range_, slow_ratio):
+    """NCCL collectives from their NVTX payloads: calls, bytes, GPU time, bus bandwidth (median, p10, p90).
+
+    Needs an export with payload bytes: `nsys export --type sqlite --include-blobs=true`. With several FILEs (one
+    per rank), a rank column, and who arrived last at each collective and how long the others waited."""
+    if several(files):
+        _many(files, fmt, output, by, range_)
+        return
+    if by == "rank":
+        raise click.UsageError("--by rank needs several FILEs, one per rank")
+    prof = load_profile(files[0] if files else None)
+    df = prof.collectives(by=by, range=range_)
+    found = prof.collective_findings(slow_ratio=slow_ratio)
+    if fmt in ("json", "markdown"):
+        emit({"collectives": df, "findings": found}, fmt, output)
+    elif fmt == "csv":
+        emit(df, fmt, output)
+    else:
+        emit_text(render(df, "table") + "\n" + _finding_lines(found), output)
+
+
+def _finding_lines(found) -> str:
+    row = found.row(0, named=True)
+    return f"slow collectives: {row['evidence'] or 'none'}\nrule: {row['rule']}\n"
+
+
+def _many(files, fmt, output, by, range_):
+    from ..many import collectives as across
+    from ..many import expand, number
+
+    profs = [load_profile(p) for p in expand(list(files))]
+    ranks, why = number(profs)
+    click.echo(f"nsysql: {len(profs)} files; {why}", err=True)
+    out = across(profs, ranks, by, range_)
+    if fmt in ("json", "markdown"):
+        emit({"collectives": out["collectives"], "skew": out["skew"]}, fmt, output)
+    elif fmt == "csv":
+        emit(out["collectives"], fmt, output)
+    else:
+        emit_text(render(out["collectives"], "table") + "\n" + _skew_line(out["skew"], out["skew_by_rank"]), output)
+
+
+def _skew_line(inst, by_rank) -> str:
+    if not inst.height:
+        return "skew: no collective instance is in more than one of these exports\n"
+    top = by_rank.row(0, named=True)
+    return (
+        f"skew: {inst.height} collective instances matched across ranks (the k-th call of each communicator), "
+        f"median start skew {inst['skew_ns'].median() / 1e3:.4g} us, max {inst['skew_ns'].max() / 1e3:.4g} us; "
+        f"rank {top['rank']} arrived last at {top['last_arrivals']} of them, holding the others "
+        f"{top['held_others_ns'] / 1e6:.4g} ms in all ({_CLOCKS[inst['clock'][0]]})\n"
+    )
+
+
+# how arrivals were compared (nsysql.analyses.collectives.skew)
+_CLOCKS = {
+    "utc": "kernel starts on the UTC clock of each export's session; across hosts, as far as their clocks agree",
+    "export": "kernel starts as the exports record them: an export does not say when its session started, so "
+    "ranks profiled by separate nsys processes may be offset",
+}
+
+COMMANDS = (collectives,)

@@ -1,0 +1,140 @@
+"""`nsysql collectives` / Profile.collectives on fixtures/ddp_blobs (2-rank DDP, exported with --include-blobs=true).
+
+Known answers: the payload bytes and kernel rows of the export read here with sqlite3 and struct; the program's
+parameters (fixtures/workloads/ddp_straggler.py: Linear(1024, 4096), SiLU, Linear(4096, 1024) in float32), all
+gradients all-reduced once per step by DDP; rank 1 sleeping 30 ms in `data` on steps i % 5 == 2."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import struct
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+from conftest import FIXTURES
+
+import nsysql
+from nsysql.cli import main
+
+RANK0 = FIXTURES / "ddp_blobs" / "rank0.sqlite"
+RANK1 = FIXTURES / "ddp_blobs" / "rank1.sqlite"
+# float32 weights and biases of Linear(1024, 4096) and Linear(4096, 1024)
+PARAM_BYTES = 4 * (1024 * 4096 + 4096 + 4096 * 1024 + 1024)
+STRAGGLER_STEPS = {2, 7, 12, 17}
+
+
+def raw(path, sql, *args):
+    con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    try:
+        return con.execute(sql, args).fetchall()
+    finally:
+        con.close()
+
+
+def payload_field(path, blob: bytes, field: str) -> int:
+    """A field of the (single) payload of an event's binaryData, unpacked at the offset its schema row gives."""
+    (_, schema, _, off) = struct.unpack_from("<QQQQ", blob, 0)
+    ((at, t),) = raw(
+        path, "SELECT offset, type FROM NVTX_PAYLOAD_SCHEMA_ENTRIES WHERE schemaId = ? AND name = ?", schema, field
+    )
+    return struct.unpack_from({5: "<i", 22: "<Q"}[t], blob, off + at)[0]
+
+
+def test_bus_bandwidth_of_one_call_by_hand():
+    """The 7th all-reduce on rank 0: message size from its payload, ranks from the communicator's init payload,
+    its kernel from CUPTI (launched by a runtime call on the range's thread while it was open)."""
+    ar = raw(
+        RANK0,
+        "SELECT n.start, n.end, n.globalTid, n.binaryData FROM NVTX_EVENTS n JOIN StringIds s ON s.id = n.textId "
+        "WHERE s.value = 'ncclAllReduce' ORDER BY n.start",
+    )
+    start, end, gtid, blob = ar[6]
+    size = payload_field(RANK0, blob, "Message size [bytes]")
+    ((init,),) = raw(
+        RANK0,
+        "SELECT n.binaryData FROM NVTX_EVENTS n JOIN StringIds s ON s.id = n.textId "
+        "WHERE s.value LIKE 'ncclCommInitRank%'",
+    )
+    n = payload_field(RANK0, init, "No. of ranks")
+    ((k_start, k_end),) = raw(
+        RANK0,
+        "SELECT k.start, k.end FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r "
+        "USING (correlationId) WHERE r.globalTid = ? AND r.start >= ? AND r.start < ?",
+        gtid,
+        start,
+        end,
+    )
+    busbw = size / (k_end - k_start) * 2 * (n - 1) / n  # bytes per ns = GB/s; all-reduce: 2(n-1)/n
+    calls = nsysql.load(RANK0).collectives(by="call")
+    row = calls.filter(calls["start_ns"] == start).row(0, named=True)
+    assert (row["kind"], row["bytes"], row["ranks"], row["op"]) == ("AllReduce", size, n, "Sum")
+    assert row["gpu_ns"] == k_end - k_start
+    assert row["busbw_gbps"] == pytest.approx(busbw, rel=1e-12)
+    assert row["algbw_gbps"] == pytest.approx(size / (k_end - k_start), rel=1e-12)
+
+
+def test_every_step_all_reduces_the_parameters_bytes():
+    calls = nsysql.load(RANK0).collectives(by="call")
+    ar = calls.filter((calls["kind"] == "AllReduce") & calls["iteration"].is_not_null())
+    per_step = dict(ar.group_by("iteration").agg(pl.col("bytes").sum()).iter_rows())
+    assert per_step == {i: PARAM_BYTES for i in range(20)}
+
+
+def test_the_slow_calls_are_the_ones_that_waited_for_the_straggler():
+    """On rank 0, the first all-reduce bucket of steps 2, 7, 12, 17 waits ~30 ms for rank 1: those and only those
+    fall below half the median bus bandwidth of their size."""
+    p = nsysql.load(RANK0)
+    calls = p.collectives(by="call")
+    f = p.collective_findings().row(0, named=True)
+    med = calls.group_by("kind", "bytes").agg(pl.col("busbw_gbps").median().alias("med"), pl.len().alias("n"))
+    joined = calls.join(med, on=["kind", "bytes"])
+    slow = joined.filter((joined["n"] >= 3) & (joined["busbw_gbps"] < 0.5 * joined["med"]))
+    assert set(slow["iteration"]) == STRAGGLER_STEPS and slow.height == 4
+    assert f["slow_calls"] == 4 and "4 of 19 AllReduce" in f["evidence"]
+    # the time given back: each slow call's GPU time beyond its size's median
+    group_med = joined.filter(pl.col("kind") == "AllReduce").group_by("bytes").agg(pl.col("gpu_ns").median())
+    m = dict(group_med.iter_rows())
+    assert f["extra_ms"] == pytest.approx(sum(g - m[b] for g, b in slow.select("gpu_ns", "bytes").iter_rows()) / 1e6)
+    # a stricter ratio flags none: the finding is silent, its rule still stated
+    none = p.collective_findings(slow_ratio=0.05).row(0, named=True)
+    assert none["slow_calls"] == 0 and none["evidence"] is None and "5%" in none["rule"]
+
+
+def test_across_ranks_the_straggler_arrives_last_by_its_sleep():
+    r = CliRunner().invoke(main, ["collectives", str(RANK0), str(RANK1), "--by", "rank", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    skew = out["skew"]
+    assert len(skew) == 45  # every call of rank 0 has its match on rank 1
+    waited = [s for s in skew if s["iteration"] in STRAGGLER_STEPS and s["kind"] == "AllReduce"]
+    assert {s["last_rank"] for s in waited} == {1}
+    assert max(s["skew_ns"] for s in waited) >= 30_000_000  # the 30 ms sleep
+    others = [s["skew_ns"] for s in skew if s["iteration"] not in STRAGGLER_STEPS]
+    assert max(others) < 30_000_000
+    by_rank = {row["rank"]: row for row in out["collectives"]}
+    assert by_rank[1]["last_arrivals"] == sum(s["last_rank"] == 1 for s in skew)
+
+
+def test_without_payload_bytes_says_how_to_export_them():
+    """fixtures/ddp_pair: the same program exported without --include-blobs."""
+    pair = FIXTURES / "ddp_pair" / "rank0.sqlite"
+    r = CliRunner().invoke(main, ["collectives", str(pair)])
+    assert r.exit_code == 2
+    (line,) = r.stderr.strip().splitlines()
+    assert str(pair) in line and "nsys export --type sqlite --include-blobs=true -o X.sqlite X.nsys-rep" in line
+    info = CliRunner().invoke(main, ["info", str(pair), "-f", "csv"])
+    rows = [ln for ln in info.stdout.splitlines() if "binaryData" in ln]
+    assert any(ln.startswith("lacks,") and "--include-blobs=true" in ln for ln in rows)
+    assert any(ln.startswith('analyses,collectives,"no: the export lacks NVTX payload bytes') for ln in rows)
+    # with the bytes, neither line
+    blobs = CliRunner().invoke(main, ["info", str(RANK0), "-f", "csv"]).stdout
+    assert "binaryData" not in blobs and "analyses,collectives,yes" in blobs
+
+
+def test_without_nccl_says_there_are_no_collectives():
+    path = FIXTURES / "train_small" / "train_small.sqlite"
+    r = CliRunner().invoke(main, ["collectives", str(path)])
+    assert r.exit_code == 2
+    assert "no NCCL collectives" in r.stderr and len(r.stderr.strip().splitlines()) == 1
