@@ -499,8 +499,25 @@ def gap_activity(ctx, range, min_ns, by, include_warmup, top) -> pl.DataFrame:
         TOP,
     ),
     needs=("gaps", "iteration_spans", "resolve_range"),
-    tables=("cpu_samples", "cpu_stack_frames", "nvtx_ranges", "processes", "strings", "thread_roles", "thread_states"),
-    sql=("cpu_window_samples", "cpu_window_states", "cpu_threads", "cpu_stacks", "cpu_range_windows"),
+    tables=(
+        "cpu_samples",
+        "cpu_stack_frames",
+        "nvtx_ranges",
+        "processes",
+        "python_frames",
+        "python_samples",
+        "strings",
+        "thread_roles",
+        "thread_states",
+    ),
+    sql=(
+        "cpu_window_samples",
+        "cpu_window_states",
+        "cpu_window_python",
+        "cpu_threads",
+        "cpu_stacks",
+        "cpu_range_windows",
+    ),
 )
 def cpu(ctx, during, by, top) -> pl.DataFrame:
     """Where CPU time went, from CPU samples (nsysql.analyses.cpu); by="stack": flame-graph folded stacks."""

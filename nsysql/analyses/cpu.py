@@ -18,6 +18,11 @@ The rules:
   named as what the GPU waited for when, in those gaps, the waiting thread was off the CPU (blocked or
   descheduled) for at least LOADER_SHARE of the idle time and the data-loader workers were on a CPU for at least
   LOADER_SHARE of it: the loop waited for a batch while the workers made it.
+- Python frames (`nsys profile --python-sampling=true`, exported with `--include-blobs=true`: python_samples):
+  a Python sample is placed at its innermost frame outside Python's standard library (files under
+  `.../lib/pythonX.Y/` but not `site-packages` or `dist-packages`, and `<frozen ...>` modules), named with the
+  two frames that called it: where the program was, rather than the `select` it waits in. The story gives the
+  main thread's most common place and its share of the main thread's Python samples in the gaps.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import polars as pl
 from ..errors import NsysqlError
 from ._sql import run
 
-BYS = ("function", "module", "thread", "process")
+BYS = ("function", "module", "thread", "process", "python")
 LOADER_SHARE = 0.50
 # a role's time on a CPU, or the main thread's wait, is told from this share of the idle time (the share from
 # which gaps.ACTIVITY_MIN_SHARE names work elsewhere)
@@ -140,13 +145,16 @@ def no_samples(con) -> str | None:
 
 def cpu(con, wins: list[tuple[int, int]], by: str = "function") -> pl.DataFrame:
     """Where CPU time went in the windows `wins`, from the samples: one row per function (with its module), module,
-    thread or process, most samples first; pct is of the samples in the windows."""
+    thread or process, most samples first; pct is of the samples in the windows. by="python": one row per place
+    in the Python samples (python_place) and thread."""
     if by not in BYS:
         raise NsysqlError(f"`by` must be one of {', '.join(BYS)}, not {by!r}", option="by")
+    wf = _windows_frame(merged(wins))
+    if by == "python":
+        return _python(con, wf)
     why = no_samples(con)
     if why:
         raise NsysqlError(why)
-    wf = _windows_frame(merged(wins))
     s = run(con, "cpu_window_samples", **wf).with_columns(
         function=pl.col("leaf_frame").map_elements(short_name, return_dtype=pl.String)
     )
@@ -169,6 +177,30 @@ def cpu(con, wins: list[tuple[int, int]], by: str = "function") -> pl.DataFrame:
         )
         return out.with_columns(pct=pct).sort(["samples", "module"], descending=[True, False])
     return _by_threads(con, s, wf, by, pct)
+
+
+def _python(con, wf: dict) -> pl.DataFrame:
+    """cpu(by="python"): the Python samples per place (python_place) and thread, most first."""
+    if not con.execute("SELECT EXISTS (SELECT 1 FROM python_samples)").fetchall()[0][0]:
+        raise NsysqlError(
+            "no Python samples in this profile: record them with `nsys profile --python-sampling=true` and export "
+            "with `nsys export --type sqlite --include-blobs=true`"
+        )
+    py = run(con, "cpu_window_python", **wf)
+    places = [python_place(f) for f in py["frames"].to_list()]
+    df = py.select("pid", "tid").with_columns(
+        place=pl.Series([p for p, _ in places], dtype=pl.String),
+        file=pl.Series([f for _, f in places], dtype=pl.String),
+    )
+    total = df.height
+    out = df.group_by("place", "file", "pid", "tid").agg(pl.len().cast(pl.Int64).alias("samples"))
+    out = out.with_columns(pct=(100.0 * pl.col("samples") / total) if total else pl.lit(0.0))
+    threads = run(con, "cpu_threads").select("pid", "tid", "thread", "role")
+    return (
+        out.join(threads, on=["pid", "tid"], how="left")
+        .sort(["samples", "place", "pid", "tid"], descending=[True, False, False, False])
+        .select("place", "file", "pid", "tid", "thread", "role", "samples", "pct")
+    )
 
 
 def _by_threads(con, s: pl.DataFrame, wf: dict, by: str, pct: pl.Expr) -> pl.DataFrame:
@@ -220,6 +252,32 @@ def folded(con, wins: list[tuple[int, int]]) -> pl.DataFrame:
         stack=pl.col("stack_id").map_elements(lambda i: names.get(i, "?"), return_dtype=pl.String).fill_null("?")
     )
     return out.group_by("stack").agg(pl.col("samples").sum()).sort(["samples", "stack"], descending=[True, False])
+
+
+_STDLIB = re.compile(r"(/lib/python\d+(\.\d+)?/(?!.*(site|dist)-packages/))|^<frozen ")
+
+
+def python_place(frames: list[dict]) -> tuple[str, str]:
+    """Where a Python sample was (the rules above): `inner ← caller ← caller`, and the file of the first."""
+    if not frames:
+        return "?", ""
+    i = next((k for k, f in enumerate(frames) if not _STDLIB.search(f["file"] or "")), 0)
+    names = " ← ".join(f"{f['function']}" for f in frames[i : i + 3])
+    return names, frames[i]["file"] or ""
+
+
+def _python_clause(con, wf: dict, pid: int, tid: int) -> str:
+    """The main thread's most common Python place in the windows, or nothing without Python samples."""
+    py = run(con, "cpu_window_python", **wf).filter((pl.col("pid") == pid) & (pl.col("tid") == tid))
+    if not py.height:
+        return ""
+    places = [python_place(f) for f in py["frames"].to_list()]
+    top = max(set(places), key=lambda p: (places.count(p), p))
+    short = "/".join(top[1].split("/")[-3:]) if top[1] else "?"
+    return (
+        f"; in Python it was in `{top[0]}` ({short}) in {places.count(top) / len(places):.0%} of its "
+        f"{len(places):,} Python samples"
+    )
 
 
 def _gap_frames(con, gaps_df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
@@ -305,6 +363,9 @@ def story(con, gaps_df: pl.DataFrame) -> tuple[str | None, bool]:
     mains = threads.filter(pl.col("role") == "main").select("pid", "tid")
     is_main = pl.struct("pid", "tid").is_in(mains.to_struct().implode())
     parts, waited = _main_clause(states.filter(is_main), samples.filter(is_main), idle)
+    if parts and mains.height == 1:
+        wf = _windows_frame(list(zip(gaps_df["start_ns"].to_list(), gaps_df["end_ns"].to_list())))
+        parts[0] += _python_clause(con, wf, *mains.row(0))
     others = sched.filter(~is_main & (pl.col("state") == "running")).join(threads, on=["pid", "tid"], how="left")
     others = others.filter(pl.col("role").fill_null("other") != "profiler").with_columns(
         pl.col("role").fill_null("other")

@@ -22,10 +22,11 @@ from .output import emit, emit_text
 )
 @click.option(
     "--by",
-    type=click.Choice(["function", "module", "thread", "process"]),
+    type=click.Choice(["function", "module", "thread", "process", "python"]),
     default="function",
     show_default=True,
-    help="One row per leaf function, module, thread or process.",
+    help="One row per leaf function, module, thread or process; python: per place in the Python samples "
+    "(nsys profile --python-sampling=true, exported with --include-blobs=true) and thread.",
 )
 @click.option("--top", type=click.IntRange(min=0), default=None, help="Only the first N rows.")
 @handled

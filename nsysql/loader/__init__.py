@@ -46,6 +46,8 @@ CANONICAL_TABLES = (
     "thread_states",
     "process_parents",
     "thread_roles",
+    "python_samples",
+    "python_frames",
     "data_quality",
 )
 
