@@ -6,6 +6,7 @@ import io
 import sqlite3
 
 import polars as pl
+import pytest
 from click.testing import CliRunner
 from conftest import fixture
 
@@ -97,3 +98,31 @@ def test_no_samples_says_which_switch_records_them():
 def test_bad_during_is_one_line():
     res = CliRunner().invoke(main, ["cpu", str(BEFORE), "--during", "yesterday"])
     assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1
+
+
+def _sampled():
+    from conftest import h200_exports, own_exports, public_exports
+
+    out = []
+    for p in own_exports() + h200_exports() + public_exports():
+        try:
+            n = raw(p, "SELECT count(*) FROM COMPOSITE_EVENTS")[0][0]
+        except sqlite3.OperationalError:
+            continue
+        if n:
+            out.append(pytest.param(p, id=p.stem[:40]))
+    return out
+
+
+@pytest.mark.parametrize("path", _sampled())
+def test_every_cpu_command_on_every_export_with_samples(path):
+    # always an answer where there are samples
+    for args in (["cpu"], ["cpu", "--by", "thread"], ["cpu", "--by", "process"], ["cpu", "-f", "folded"]):
+        res = CliRunner().invoke(main, [args[0], str(path), *args[1:]])
+        assert res.exit_code == 0, (args, res.stderr)
+    # an answer, or one line saying why it does not apply (no GPU gaps, no Python samples)
+    for args in (["cpu", "--during", "gaps"], ["cpu", "--by", "python"], ["gaps", "--by", "cause", "--explain"]):
+        res = CliRunner().invoke(main, [args[0], str(path), *args[1:]])
+        assert res.exit_code in (0, 2) and "Traceback" not in res.output, (args, res.output)
+        if res.exit_code == 2:
+            assert len(res.stderr.strip().splitlines()) == 1, res.stderr
