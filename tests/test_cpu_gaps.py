@@ -166,4 +166,15 @@ def test_without_scheduling_events_explain_names_the_switch():
     assert raw(path, "SELECT count(*) FROM sqlite_master WHERE name = 'SCHED_EVENTS'")[0][0] == 0
     res = CliRunner().invoke(main, ["gaps", str(path), "--by", "cause", "--explain"], catch_exceptions=False)
     assert res.exit_code == 0, res.output
-    assert "no scheduling events in this profile: record them with `nsys profile --cpuctxsw=process-tree`" in res.stdout
+    want = (
+        "time on a CPU: no scheduling events in this profile: record them with `nsys profile --cpuctxsw=process-tree`"
+    )
+    assert res.stdout.count(want) == 1
+
+
+def test_report_says_the_same_sentence():
+    res = CliRunner().invoke(main, ["report", str(BEFORE), "-f", "markdown"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    facts = loaded(str(BEFORE)).summary()["facts"]
+    story = facts.filter(pl.col("key") == "meanwhile")["value"][0].split(": ", 1)[1]
+    assert "**data-loader bound**" in res.stdout and story in res.stdout

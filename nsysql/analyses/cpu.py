@@ -454,8 +454,9 @@ def _frames(samples: pl.DataFrame, n: int = 3) -> str:
 
 def stories(con, gaps_df: pl.DataFrame) -> pl.DataFrame:
     """Per cause of `gaps_df` (the steady-state gaps where they carry iterations, as gaps.by_cause counts), largest
-    idle first: the story of what the CPU did meanwhile (story), and whether it names the data loader. Without
-    scheduling events the one line saying which capture switch records them."""
+    idle first: the story of what the CPU did meanwhile (story), and whether it names the data loader; `told`:
+    whether the export's scheduling events tell it (without them `meanwhile` is the one line saying which capture
+    switch records them)."""
     from .advice import switch
 
     g = gaps_df
@@ -468,6 +469,7 @@ def stories(con, gaps_df: pl.DataFrame) -> pl.DataFrame:
             said, loader = f"no scheduling events in this profile: record them with {switch('scheduling')}", False
         else:
             said, loader = story(con, g.filter(pl.col("cause") == cause))
-        rows.append((cause, n, idle, said, loader))
+        rows.append((cause, n, idle, said, loader, _scheduled(con)))
     schema = {"cause": pl.String, "gaps": pl.Int64, "idle_ns": pl.Int64, "meanwhile": pl.String}
-    return pl.DataFrame(rows, schema=schema | {"data_loader": pl.Boolean}, orient="row")
+    schema |= {"data_loader": pl.Boolean, "told": pl.Boolean}
+    return pl.DataFrame(rows, schema=schema, orient="row")

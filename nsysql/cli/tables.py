@@ -273,7 +273,11 @@ def gaps(files, fmt, output, range_, min_, by, include_warmup, explain, top):
         return
     # under the table: what the CPU did during each cause's gaps (samples and scheduling), as summary says it
     said = prof.cpu(during="gaps", by="cause").drop_nulls("meanwhile")
-    notes = "".join(f"meanwhile: during {c}: {_line(m)}\n" for c, m in said.select("cause", "meanwhile").iter_rows())
+    lines = [
+        f"meanwhile: during {c}: {_line(m)}" for c, m, n in said.select("cause", "meanwhile", "told").iter_rows() if n
+    ]
+    lines += sorted({f"time on a CPU: {_line(m)}" for m, n in said.select("meanwhile", "told").iter_rows() if not n})
+    notes = "".join(f"{line}\n" for line in lines)
     emit_text(render(got, "table") + notes, output)
 
 
