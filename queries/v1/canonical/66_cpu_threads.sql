@@ -57,8 +57,11 @@ FROM (
   FROM _sched WHERE next_in IS NOT NULL AND next_in <> sched_in AND next_ns >= ts_ns
   UNION ALL
   SELECT o.pid, o.tid, o.start_ns, o.end_ns, 'blocked', 'osrt', o.name_id
-  FROM os_calls o JOIN strings s ON s.id = o.name_id
-  WHERE o.nesting_level = 0 AND os_call_waits(s.value)
+  FROM os_calls o
+  -- each call name judged once, not once per call
+  SEMI JOIN (SELECT s.id FROM (SELECT DISTINCT name_id FROM os_calls) n JOIN strings s ON s.id = n.name_id
+             WHERE os_call_waits(s.value)) w ON w.id = o.name_id
+  WHERE o.nesting_level = 0
 )
 ORDER BY pid, tid, start_ns;
 

@@ -2,16 +2,8 @@
 -- @tables cpu_samples, gpu_ops, process_parents, process_roles, thread_states, threads
 -- @defines thread_roles
 
--- nsysql canonical schema v1: the role of each thread in the job (after process_roles, which says which thread
--- is a process's main thread; everything else it reads is ready before).
-
-CREATE OR REPLACE TEMP TABLE _known AS
-SELECT pid, tid FROM threads
-UNION SELECT DISTINCT pid, tid FROM cpu_samples
-UNION SELECT DISTINCT pid, tid FROM thread_states WHERE source = 'sched';
-
-CREATE OR REPLACE TEMP TABLE _launchers AS
-SELECT DISTINCT pid, api_tid AS tid FROM gpu_ops WHERE api_tid IS NOT NULL;
+-- nsysql canonical schema v1: the role of each thread in the job. A view: computed when asked (by the CPU
+-- analyses), so loading pays nothing for it.
 
 -- One row per thread seen (named, sampled or scheduled), with its role in the job. The first rule that holds:
 --   profiler            nsys's and CUPTI's own threads (`[NSys]`, `[NSys Comms]`, `NSys PySampling`, `CUPTI
@@ -26,17 +18,23 @@ SELECT DISTINCT pid, api_tid AS tid FROM gpu_ops WHERE api_tid IS NOT NULL;
 --   launcher            another thread that launched GPU work
 --   child_process       a thread of a process forked by a process with GPU work (parent_pid), none of the above
 --   other               the rest
-CREATE OR REPLACE TABLE thread_roles AS
-WITH named AS (
+CREATE OR REPLACE VIEW thread_roles AS
+WITH known AS (
+  SELECT pid, tid FROM threads
+  UNION SELECT DISTINCT pid, tid FROM cpu_samples
+  UNION SELECT DISTINCT pid, tid FROM thread_states WHERE source = 'sched'
+), launchers AS (
+  SELECT DISTINCT pid, api_tid AS tid FROM gpu_ops WHERE api_tid IS NOT NULL
+), named AS (
   SELECT k.pid, k.tid, t.name, m.name AS process_thread_name, p.parent_pid,
          r.main_tid IS NOT NULL AS is_main, l.tid IS NOT NULL AS launched,
          pp.pid IS NOT NULL AS parent_has_gpu
-  FROM _known k
+  FROM known k
   LEFT JOIN threads t ON t.pid = k.pid AND t.tid = k.tid
   LEFT JOIN threads m ON m.pid = k.pid AND m.tid = k.pid
   LEFT JOIN process_parents p ON p.pid = k.pid
   LEFT JOIN process_roles r ON r.pid = k.pid AND r.main_tid = k.tid
-  LEFT JOIN _launchers l ON l.pid = k.pid AND l.tid = k.tid
+  LEFT JOIN launchers l ON l.pid = k.pid AND l.tid = k.tid
   LEFT JOIN (SELECT DISTINCT pid FROM process_roles) pp ON pp.pid = p.parent_pid
 )
 SELECT

@@ -6,23 +6,15 @@
 -- from the payloads of the NVTX marks of the domain `Python Periodic Sampling` (nvtx_payloads, decoded by the
 -- export's schema: a thread state, a frame count, then the frames, innermost first, each a function, a file and a
 -- line). Empty unless the report was exported with `nsys export --type sqlite --include-blobs=true`. nsys writes
--- the names HTML-escaped (`&lt;module&gt;`); they are stored unescaped (`<module>`).
-
-CREATE OR REPLACE TEMP TABLE _py AS
-SELECT event_id, pid, tid, start_ns FROM nvtx_payloads
-WHERE domain = 'Python Periodic Sampling' AND event = 'mark' AND decoded;
-
-CREATE OR REPLACE TEMP TABLE _pyf AS
-SELECT f.event_id, f.element,
-       any_value(f.value) FILTER (WHERE f.field = 'Frames.Function') AS function,
-       any_value(f.value) FILTER (WHERE f.field = 'Frames.File') AS file,
-       any_value(f.int_value) FILTER (WHERE f.field = 'Frames.Line') AS line
-FROM nvtx_payload_fields f SEMI JOIN _py USING (event_id)
-WHERE f.field IN ('Frames.Function', 'Frames.File', 'Frames.Line') AND f.element IS NOT NULL
-GROUP BY f.event_id, f.element;
+-- the names HTML-escaped (`&lt;module&gt;`); they are given unescaped (`<module>`). Views: computed when asked,
+-- so loading pays nothing for them.
 
 -- One row per Python sample of a thread.
-CREATE OR REPLACE TABLE python_samples AS
+CREATE OR REPLACE VIEW python_samples AS
+WITH py AS (
+  SELECT event_id, pid, tid, start_ns FROM nvtx_payloads
+  WHERE domain = 'Python Periodic Sampling' AND event = 'mark' AND decoded
+)
 SELECT
   -- nvtx_payloads.event_id of the sample's mark (python_frames.sample_id)
   p.event_id AS sample_id,
@@ -36,12 +28,22 @@ SELECT
   any_value(f.value) FILTER (WHERE f.field = 'Thread state') AS state,
   -- the number of frames of its stack
   any_value(f.int_value) FILTER (WHERE f.field = 'Frames count') AS frames
-FROM _py p
+FROM py p
 LEFT JOIN nvtx_payload_fields f ON f.event_id = p.event_id AND f.field IN ('Thread state', 'Frames count')
 GROUP BY p.event_id, p.pid, p.tid, p.start_ns;
 
 -- One row per frame of each Python sample.
-CREATE OR REPLACE TABLE python_frames AS
+CREATE OR REPLACE VIEW python_frames AS
+WITH fr AS (
+  SELECT f.event_id, f.element,
+         any_value(f.value) FILTER (WHERE f.field = 'Frames.Function') AS function,
+         any_value(f.value) FILTER (WHERE f.field = 'Frames.File') AS file,
+         any_value(f.int_value) FILTER (WHERE f.field = 'Frames.Line') AS line
+  FROM nvtx_payload_fields f
+  SEMI JOIN nvtx_payloads p ON p.event_id = f.event_id AND p.domain = 'Python Periodic Sampling' AND p.event = 'mark'
+  WHERE f.field IN ('Frames.Function', 'Frames.File', 'Frames.Line') AND f.element IS NOT NULL
+  GROUP BY f.event_id, f.element
+)
 SELECT
   -- python_samples.sample_id
   event_id AS sample_id,
@@ -55,5 +57,4 @@ SELECT
           '&amp;', '&') AS file,
   -- line in that file
   line
-FROM _pyf
-ORDER BY sample_id, depth;
+FROM fr;
