@@ -10,7 +10,7 @@ The rules:
   (`c10::function_ref::callback_fn`). A template instance that wraps a function, as PyTorch's TensorIterator loops
   wrap the kernel they run, is named by the first function its template arguments name with its argument list
   (`at::native::aminmax_kernel`); the whole demangled name stays in `frame`.
-- Roles are thread_roles' (queries/v1/canonical/66_cpu_threads.sql). nsys's and CUPTI's own threads (role
+- Roles are thread_roles' (queries/v1/canonical/67_thread_roles.sql). nsys's and CUPTI's own threads (role
   `profiler`) are left out of the gap story.
 - What the threads did during gaps (`gap_rows`, `story`): the waiting (main) thread's time blocked in OS calls
   (by call) and on a CPU (with its top frames), and every other thread's on-CPU time with its top frame; a role

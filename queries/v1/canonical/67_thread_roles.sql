@@ -44,7 +44,7 @@ SELECT
   tid,
   -- thread name (threads.name), NULL where nsys recorded none
   name,
-  -- profiler, main, autograd, data_loader, nccl, cuda_event_handler, launcher, child_process or other (the rules above it in 66_cpu_threads.sql)
+  -- profiler, main, autograd, data_loader, nccl, cuda_event_handler, launcher, child_process or other (the rules above it in 67_thread_roles.sql)
   CASE
     WHEN regexp_matches(coalesce(name, ''), '^(\[NSys|NSys |CUPTI worker|\*[0-9])') THEN 'profiler'
     WHEN is_main THEN 'main'
