@@ -247,6 +247,12 @@ class Profile:
         """GPU idle gaps with their causes; `by="cause"` for idle time per cause."""
         return self._engine.run("gaps", range=range, min_ns=min_ns, by=by, include_warmup=include_warmup)
 
+    def cpu(self, during: str | None = None, by: str = "function", top: int | None = None) -> pl.DataFrame:
+        """Where CPU time went, from CPU samples: per function, module, thread or process (by="stack": folded
+        stacks; by="cause": what the CPU did during each idle cause's gaps, as summary says it), over the whole
+        profile or `during` "gaps", "iterations A:B" or "range PATTERN"."""
+        return self._engine.run("cpu", during=during, by=by, top=top)
+
     def gap_activity(
         self,
         range: str | None = None,

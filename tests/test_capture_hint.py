@@ -1,5 +1,6 @@
 """Where summary's `meanwhile` line finds nothing traced elsewhere, it says which capture would have shown what
-the CPU ran, or that the export holds CPU samples this nsysql does not read yet (advice.cpu_capture_hint)."""
+the CPU ran (advice.cpu_capture_hint); where the export holds CPU samples and scheduling events, it says what the
+CPU did instead (cpu.story)."""
 
 from __future__ import annotations
 
@@ -33,9 +34,9 @@ def test_without_cpu_samples_the_switch_is_named():
     assert "`nsys profile -s process-tree --cpuctxsw=process-tree" in text and "would record what the CPU ran" in text
 
 
-def test_with_cpu_samples_the_export_is_said_to_hold_them():
+def test_with_cpu_samples_the_cpu_evidence_is_said():
     path = fixture("loader_cpu_before")  # recorded with -s process-tree --cpuctxsw=process-tree
     assert _rows(path, "COMPOSITE_EVENTS") > 0 and _rows(path, "SCHED_EVENTS") > 0
     text = _meanwhile(path)
-    assert "the export's CPU samples would show what the CPU ran, which this nsysql does not read yet" in text
+    assert "nothing traced elsewhere explains it" not in text and "the main thread waited in" in text
     assert "nsys profile -s process-tree" not in text

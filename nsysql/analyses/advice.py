@@ -219,14 +219,11 @@ CPU_RULES = ("cpu_samples", "scheduling", "forked_workers")
 
 
 def cpu_capture_hint(con, facts_: dict) -> str:
-    """A clause for a gap explanation that found nothing traced elsewhere: the `nsys profile` switches that would
-    have recorded what the CPU ran meanwhile (the CPU_RULES that hold for this export), and, where the export
-    holds CPU samples, that they are there but not read by this nsysql. Empty when neither applies."""
+    """A clause for a gap explanation that found nothing traced elsewhere and no CPU evidence (cpu.story: it
+    needs scheduling events): the `nsys profile` switches that would have recorded what the CPU ran meanwhile
+    (the CPU_RULES that hold for this export). Empty when none applies."""
     h = holdings(con, facts_, dict(run(con, "table_counts").iter_rows()))
     missing = [rule(k) for k in CPU_RULES if rule(k).holds(h)]
-    parts = []
-    if not rule("cpu_samples").holds(h):
-        parts.append("the export's CPU samples would show what the CPU ran, which this nsysql does not read yet")
     if missing:
-        parts.append(f"`nsys profile {' '.join(r.switch for r in missing)}` would record what the CPU ran meanwhile")
-    return "; " + "; ".join(parts) if parts else ""
+        return f"; `nsys profile {' '.join(r.switch for r in missing)}` would record what the CPU ran meanwhile"
+    return ""

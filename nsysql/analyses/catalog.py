@@ -17,6 +17,7 @@ from ..engine import Engine, Flag, Param, analysis
 from ..errors import NsysqlError
 from . import api as _api
 from . import collectives as _coll
+from . import cpu as _cpu
 from . import diff as _diff
 from . import gaps as _gaps
 from . import headroom as _headroom
@@ -643,6 +644,62 @@ def gap_activity(ctx, range, min_ns, by, include_warmup, top) -> pl.DataFrame:
     if by is None:
         return _gaps.explain(ctx.con, g, top=top)
     return _gaps.explain_by_cause(ctx.con, g, include_warmup=include_warmup, top=top)
+
+
+@analysis(
+    "cpu",
+    params=(
+        Param("during", OPT_STR, None, doc="gaps, iterations A:B or range PATTERN (None: the whole profile)"),
+        Param(
+            "by",
+            str,
+            "function",
+            (*_cpu.BYS, "stack", "cause"),
+            doc="per function, module, thread, process, stack, or (during gaps) what the CPU did per idle cause",
+        ),
+        TOP,
+    ),
+    needs=("gaps", "iteration_spans", "resolve_range"),
+    tables=(
+        "cpu_samples",
+        "cpu_stack_frames",
+        "nvtx_ranges",
+        "processes",
+        "python_frames",
+        "python_samples",
+        "strings",
+        "thread_roles",
+        "thread_states",
+    ),
+    sql=(
+        "cpu_window_samples",
+        "cpu_window_states",
+        "cpu_window_python",
+        "cpu_threads",
+        "cpu_stacks",
+        "cpu_range_windows",
+    ),
+    requires=("cpu_samples",),
+)
+def cpu(ctx, during, by, top) -> pl.DataFrame:
+    """Where CPU time went, from CPU samples (nsysql.analyses.cpu); by="stack": flame-graph folded stacks."""
+    if top is not None:
+        return _head(ctx.ask("cpu", during=during, by=by), top)
+    kind, arg = _cpu.parse_during(during)
+    if by == "cause":
+        if kind not in (None, "gaps"):
+            raise NsysqlError(f"by='cause' tells what the CPU did during the idle gaps, not during {during!r}")
+        return _cpu.stories(ctx.con, ctx.ask("gaps"))
+    gaps_df = spans = None
+    if kind == "gaps":
+        gaps_df = ctx.ask("gaps")
+    elif kind == "iterations":
+        spans = _gap_spans(ctx, None)
+    its = _trace.parse_iterations(arg) if kind == "iterations" else None
+    wins = _cpu.windows(ctx.con, kind, arg, gaps_df=gaps_df, spans=spans, its=its)
+    if by == "stack":
+        return _cpu.folded(ctx.con, wins)
+    return _cpu.cpu(ctx.con, wins, by=by)
 
 
 @analysis("nccl_ranges", tables=("nvtx_ranges",), sql=("nccl_ranges",), requires=("nvtx_ranges",))

@@ -8,7 +8,10 @@ not data-loader bound.
   (cause `host:<range>`); named a data-loader when the range name says data/load/input/batch/fetch/augment and
   the range is not one PyTorch opened itself (`aten::batch_norm` is an operator).
   When another thread or process worked during those gaps (gaps.top_activity: not waiting, >= 20% of that
-  idle time), the finding names the activity and where it ran (a DataLoader worker's transform, say).
+  idle time), the finding names the activity and where it ran (a DataLoader worker's transform, say); where no
+  traced call or range did, what the CPU did (cpu.story: the main thread's wait, the other threads' time on a
+  CPU and their top frames). It is also named data-loader bound, whatever the range's name, when that CPU
+  evidence shows the main thread waiting while DataLoader workers computed (cpu.story's rule).
 - `synchronization bound`: >= 30% of idle time has cause `sync` (the CPU waits in a synchronize call).
 - `allocation stalls`: >= 20% of idle time has cause `alloc` (cudaMalloc/cudaFree in the loop).
 - `launch bound`: the GPU idles between kernels while the queue is empty and launches are slower than the
@@ -137,16 +140,17 @@ def findings(
     activity: str | None = None,
     its: pl.DataFrame | None = None,
     limits: Thresholds = Thresholds(),
+    loader: bool = False,
 ) -> pl.DataFrame:
     """`read`: what tables(con, limits.empty_queue_ns) returns, when the caller has it already. `activity`: the
-    sentence naming the work elsewhere during the top cause's gaps (gaps.top_activity), added to a host-bound
-    finding. `its`: the iterations, whose child-range times say where the outliers' extra time went
+    sentence naming the work elsewhere during the top cause's gaps (gaps.top_activity or cpu.story), added to a
+    host-bound finding; `loader`: that cpu.story's sentence names the data loader as what the GPU waited for. `its`: the iterations, whose child-range times say where the outliers' extra time went
     (slow_phase). `limits`: the rules' thresholds."""
     read = read or tables(con, limits.empty_queue_ns)
     st = iteration_stats.row(0, named=True) if iteration_stats is not None and iteration_stats.height else None
     # the order of the rows is the order of the rules: each helper adds its findings in turn
     rows = _slow_iteration_rows(st, its)
-    rows += _idle_rows(con, causes, activity, limits)
+    rows += _idle_rows(con, causes, activity, limits, loader)
     # launch bound is not said where host work already explains the idle time (the rows so far)
     host_explained = any(r[0] in ("data-loader bound", "host bound") for r in rows)
     rows += _steady_state_rows(st, read, host_explained, limits)
@@ -168,7 +172,9 @@ def _slow_iteration_rows(st: dict | None, its: pl.DataFrame | None) -> list[tupl
     ]
 
 
-def _idle_rows(con, causes: pl.DataFrame | None, activity: str | None, limits: Thresholds) -> list[tuple[str, str]]:
+def _idle_rows(
+    con, causes: pl.DataFrame | None, activity: str | None, limits: Thresholds, loader: bool = False
+) -> list[tuple[str, str]]:
     """The idle-time findings (host or data-loader bound, synchronization, allocation, copies): only where the
     idle time in gaps is worth a finding, at least limits.min_idle_pct of the time counted (or no span to
     compare it with)."""
@@ -184,8 +190,8 @@ def _idle_rows(con, causes: pl.DataFrame | None, activity: str | None, limits: T
     if top["cause"].startswith("host:") and share >= limits.host_share:
         rng = top["cause"][5:]
         # a PyTorch operator's range is the operator's work, never data loading, whatever its name holds
-        loader = DATA_WORDS.search(rng) and not run(con, "range_label_pytorch", label=rng)["pytorch"][0]
-        kind = "data-loader bound" if loader else "host bound"
+        named = DATA_WORDS.search(rng) and not run(con, "range_label_pytorch", label=rng)["pytorch"][0]
+        kind = "data-loader bound" if named or loader else "host bound"
         rows.append(
             (
                 kind,

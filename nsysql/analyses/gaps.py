@@ -12,6 +12,7 @@ import polars as pl
 
 from ..errors import NsysqlError
 from ._sql import run
+from .cpu import gap_rows
 from .patterns import resolve_range
 
 DEFAULT_MIN_NS = 1_000_000
@@ -159,14 +160,17 @@ def _device_span(con) -> int:
 # An activity elsewhere is named as what the idle time waited on only when it overlaps at least this share of
 # that idle time (as gaps.sql's third rule: a call that only touches the edge of the idle time explains nothing)
 ACTIVITY_MIN_SHARE = 0.20
-_KIND_ORDER = {"nvtx": 0, "cuda": 1, "os": 2}
+_KIND_ORDER = {"nvtx": 0, "cuda": 1, "os": 2, "cpu": 3}
 _ACTIVITY_COLS = ["pid", "process", "tid", "thread", "other_process", "kind", "domain", "activity", "waiting"]
 
 
-def activity(con, gaps_df: pl.DataFrame, cuda: bool = True) -> pl.DataFrame:
+def activity(con, gaps_df: pl.DataFrame, cuda: bool = True, cpu: bool = True) -> pl.DataFrame:
     """Per gap of `gaps_df` (a `gaps` frame) and activity of another thread or process during it: the time
     they overlap (rules in queries/v1/analyses/gap_activity.sql). Unranked; `explain` and `explain_by_cause`
-    rank it. `cuda=False` leaves CUDA API calls out (NVTX ranges and OS calls only: the cheap part)."""
+    rank it. `cuda=False` leaves CUDA API calls out (NVTX ranges and OS calls only: the cheap part). Rows of kind
+    `cpu` (cpu.gap_rows, where the export has scheduling events; `cpu=False` leaves them out): each thread's
+    time on a CPU with its top function (domain: the thread's role), and the waiting thread's time blocked in
+    each OS call."""
     g = gaps_df.with_row_index("gap_id")
     if g.height == 0:
         return _empty_activity(g)
@@ -187,10 +191,12 @@ def activity(con, gaps_df: pl.DataFrame, cuda: bool = True) -> pl.DataFrame:
         skip_tid=skip[1],
         cuda=cuda,
     )
+    acts = acts.with_columns(pl.col("gap_id").cast(pl.Int64))
+    if cpu:
+        acts = pl.concat([acts, gap_rows(con, gaps_df, g.select("pid", "tid"))])
     gpid = g.select(pl.col("gap_id").cast(pl.Int64), pl.col("pid").alias("_gpid"))
     return (
-        acts.with_columns(pl.col("gap_id").cast(pl.Int64))
-        .join(gpid, on="gap_id")
+        acts.join(gpid, on="gap_id")
         .with_columns(other_process=pl.col("pid") != pl.col("_gpid"))
         .drop("_gpid")
         .rename({"name": "activity"})
@@ -242,7 +248,12 @@ def explain(con, gaps_df: pl.DataFrame, top: int | None = None) -> pl.DataFrame:
 
 
 def explain_by_cause(
-    con, gaps_df: pl.DataFrame, include_warmup: bool = False, top: int | None = None, cuda: bool = True
+    con,
+    gaps_df: pl.DataFrame,
+    include_warmup: bool = False,
+    top: int | None = None,
+    cuda: bool = True,
+    cpu: bool = True,
 ) -> pl.DataFrame:
     """Per cause group of `by_cause` (the same gaps: steady-state ones when the gaps carry iterations, unless
     `include_warmup`): the activities elsewhere during the group's gaps, overlaps summed over its gaps, ranked
@@ -251,7 +262,7 @@ def explain_by_cause(
     g = gaps_df
     if steady_only(g, include_warmup):
         g = g.filter(pl.col("iteration").is_not_null() & ~pl.col("warmup"))
-    acts = activity(con, g, cuda=cuda)
+    acts = activity(con, g, cuda=cuda, cpu=cpu)
     gi = g.with_row_index("gap_id").select(pl.col("gap_id").cast(pl.Int64), "cause", "duration_ns")
     idle = gi.group_by("cause").agg(pl.col("duration_ns").sum().alias("idle_ns"))
     summed = (
@@ -277,6 +288,7 @@ def idle_elsewhere(ranked: pl.DataFrame, cuda: bool = True) -> str | None:
     """When no work elsewhere explains a cause group's idle time (top_activity is None) but other threads
     were traced during it: the sentence saying so, with what they waited in; None when nothing was traced
     (then there is no evidence either way). `cuda`: whether `ranked` includes CUDA API calls."""
+    ranked = ranked.filter(pl.col("kind") != "cpu")  # told by cpu.story
     if ranked.height == 0 or top_activity(ranked) is not None:
         return None
     waits = ranked.filter(pl.col("waiting"))["activity"].unique(maintain_order=True).head(3).to_list()
@@ -292,7 +304,7 @@ def top_activity(ranked: pl.DataFrame) -> str | None:
     """The sentence naming the work elsewhere that overlapped the most of a cause group's idle time (rows of
     `explain_by_cause` for one cause), or None when no work overlapped at least ACTIVITY_MIN_SHARE of it
     (waiting in poll or a condition variable is not what the idle time waited on)."""
-    work = ranked.filter(~pl.col("waiting"))
+    work = ranked.filter(~pl.col("waiting") & (pl.col("kind") != "cpu"))  # CPU rows: told by cpu.story
     if work.height == 0 or work["overlap_ns"][0] < ACTIVITY_MIN_SHARE * work["idle_ns"][0]:
         return None
     r = work.row(0, named=True)
@@ -321,12 +333,19 @@ def activity_label(kind: pl.Expr, domain: pl.Expr, name: pl.Expr, other_process:
     """An activity as diff matches it across two profiles, whose pids differ: `domain:name` (NVTX) or
     `name (os|cuda)`, and where: in other processes or in other threads of the waiting process."""
     what = (
-        pl.when(kind != "nvtx")
+        pl.when(kind == "cpu")
+        .then(pl.format("{} threads on a CPU (cpu)", domain))
+        .when(kind != "nvtx")
         .then(pl.format("{} ({})", name, kind))
         .when(domain != "")
         .then(pl.format("{}:{}", domain, name))
         .otherwise(name)
     )
-    return pl.format(
-        "{} [{}]", what, pl.when(other_process).then(pl.lit("other processes")).otherwise(pl.lit("other threads"))
+    where = (
+        pl.when((kind == "cpu") & (domain == "main"))
+        .then(pl.lit("the waiting thread"))
+        .when(other_process)
+        .then(pl.lit("other processes"))
+        .otherwise(pl.lit("other threads"))
     )
+    return pl.format("{} [{}]", what, where)

@@ -80,6 +80,7 @@ HOLDS = {
     "api_calls": ("CUDA API calls", None),
     "gpu_metric_samples": ("GPU metrics", "gpu_metrics"),
     "gpu_memory_events": ("CUDA memory usage events", "memory_usage"),
+    "cpu_samples": ("CPU samples", "cpu_samples"),
 }
 
 

@@ -6,6 +6,7 @@ import polars as pl
 
 from ..errors import NsysqlError
 from . import advice as _advice
+from . import cpu as _cpu
 from . import gaps as _gaps
 from . import headroom as _headroom
 from . import iterations as _iter
@@ -59,18 +60,18 @@ def summary(
     gpus = read["gpus"]
     rows = _profile_facts(f, gpus, st, its, gaps_df)  # (key, label, value): front ends read a fact by its key
     rows += _loop_facts(loop, its)
-    causes, activity = None, None
+    causes, activity, loader = None, None, False
     if gpus.height:
         if isinstance(gaps_df, NsysqlError):
             raise gaps_df
         causes = _gaps.by_cause(con, gaps_df, its=its)
         if causes.height:
-            idle_rows, activity = _idle_facts(con, f, causes, gaps_df, gpus, loop=st is not None)
+            idle_rows, activity, loader = _idle_facts(con, f, causes, gaps_df, gpus, loop=st is not None)
             rows += idle_rows
     for msg in f.get("missing", []):
         rows.append(("lacks", "lacks", msg))
     out = {"facts": pl.DataFrame(rows, schema=FACTS_SCHEMA, orient="row"), "gpus": gpus}
-    found = findings(con, st, causes, read, activity=activity, its=its, limits=limits)
+    found = findings(con, st, causes, read, activity=activity, its=its, limits=limits, loader=loader)
     out["findings"], first = _ranked_findings(found, its, gaps_df, causes, work, read)
     if first:
         lead = pl.DataFrame([("fix_first", *first)], schema=FACTS_SCHEMA, orient="row")
@@ -142,7 +143,8 @@ def _idle_facts(
     con, f: dict, causes: pl.DataFrame, gaps_df: pl.DataFrame, gpus: pl.DataFrame, loop: bool
 ) -> tuple[list[tuple[str, str, str]], str | None]:
     """The idle fact and what happened elsewhere meanwhile, from the idle causes (at least one row), with the
-    sentence naming the work elsewhere during the top cause's gaps (gaps.top_activity) that findings reads."""
+    sentence naming the work elsewhere during the top cause's gaps (gaps.top_activity, else what the CPU did:
+    cpu.story) that findings reads, and whether that sentence names the data loader as what the GPU waited for."""
     idle = causes["idle_ns"].sum()
     c = causes.row(0, named=True)
     top3 = ", ".join(f"{r['cause']} {r['pct_of_idle']:.0f}%" for r in causes.head(3).iter_rows(named=True))
@@ -150,18 +152,22 @@ def _idle_facts(
     # what the other threads and processes did during the top cause's gaps: NVTX ranges and OS calls only
     # (CUDA API calls, most of a large export's rows, would make every summary pay for `gaps --explain`)
     top_gaps = gaps_df.filter(pl.col("cause") == c["cause"])
-    elsewhere = _gaps.explain_by_cause(con, top_gaps, top=None, cuda=False)
+    elsewhere = _gaps.explain_by_cause(con, top_gaps, top=None, cuda=False, cpu=False)  # the CPU: cpu.story
     activity = _gaps.top_activity(elsewhere)
     n_gaps = int(causes["gaps"].sum())
     rows = [("idle", "idle", _idle_line(c, idle, n_gaps, top3, gpus, loop=loop))]
-    said = activity
+    said, loader = activity, False
+    if not said:  # no traced work elsewhere explains it: what the CPU did, where scheduling events say
+        steady = _gaps.steady_only(top_gaps)  # the same gaps as the cause's idle time (gaps.by_cause)
+        said, loader = _cpu.story(con, top_gaps.filter(~pl.col("warmup")) if steady else top_gaps)
+        activity = said
     if not said:
         said = _gaps.idle_elsewhere(elsewhere, cuda=False)  # said only when nothing traced explains the gaps
         if said:  # where the answer would have been: the capture that records what the CPU ran
             said += _advice.cpu_capture_hint(con, f)
     if said:
         rows.append(("meanwhile", "meanwhile", f"during {c['cause']}: {said}"))
-    return rows, activity
+    return rows, activity, loader
 
 
 def _ranked_findings(

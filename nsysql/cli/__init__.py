@@ -23,7 +23,7 @@ import click
 from .. import __version__
 from .. import store as _store
 from ..errors import NsysqlError, utf8_path
-from . import admin, bundle, collectives, files, stats, tables
+from . import admin, bundle, collectives, cpu, files, stats, tables
 from .output import standard_streams
 
 
@@ -116,7 +116,7 @@ def main(ctx, cache_dir, no_cache, cache_max, nsys_path):
     ctx.obj = {"cache_dir": cache_dir, "no_cache": no_cache, "cache_max": cache_max, "nsys": nsys_path}
 
 
-for _module in (admin, tables, files, stats, collectives, bundle):
+for _module in (admin, tables, cpu, files, stats, collectives, bundle):
     for _command in _module.COMMANDS:
         main.add_command(_command)
 

@@ -125,7 +125,19 @@ def gaps(files, fmt, output, explain, top, **params):
     if several(files):
         emit(each_rank(files, what, **params), fmt, output)
         return
-    emit(getattr(load_profile(files[0] if files else None), what)(**params), fmt, output)
+    prof = load_profile(files[0] if files else None)
+    got = getattr(prof, what)(**params)
+    if not (explain and fmt == "table"):
+        emit(got, fmt, output)
+        return
+    # under the table: what the CPU did during each cause's gaps (samples and scheduling), as summary says it
+    said = prof.cpu(during="gaps", by="cause").drop_nulls("meanwhile")
+    lines = [
+        f"meanwhile: during {c}: {_line(m)}" for c, m, n in said.select("cause", "meanwhile", "told").iter_rows() if n
+    ]
+    lines += sorted({f"time on a CPU: {_line(m)}" for m, n in said.select("meanwhile", "told").iter_rows() if not n})
+    notes = "".join(f"{line}\n" for line in lines)
+    emit_text(render(got, "table") + notes, output)
 
 
 def _ranks_result(files, dask, workers):

@@ -43,6 +43,13 @@ CANONICAL_TABLES = (
     "range_chains",
     "gpu_busy",
     "process_roles",
+    "cpu_samples",
+    "cpu_stack_frames",
+    "thread_states",
+    "process_parents",
+    "thread_roles",
+    "python_samples",
+    "python_frames",
     "data_quality",
 )
 

@@ -237,6 +237,16 @@ RAW_TABLES: tuple[RawTable, ...] = (
     # INTEGER, and a REAL written by another version must not fail the load.
     RawTable("raw_gpu_metrics", ("GPU_METRICS",), (("timestamp", I), ("typeId", I), ("metricId", I), ("value", D))),
     RawTable("raw_gpu_metric_names", ("TARGET_INFO_GPU_METRICS",), (("typeId", I), ("metricId", I), ("metricName", S))),
+    # CPU activity (`nsys profile -s process-tree`, `--cpuctxsw=process-tree`): each CPU sample with its thread,
+    # the frames of its call stack (stackDepth 0 is the leaf), and the scheduling events (a thread put on or
+    # taken off a CPU). The tables exist only in exports that sampled or traced scheduling.
+    RawTable("raw_samples", ("COMPOSITE_EVENTS",), (("id", I), ("start", I), ("cpu", I), ("globalTid", I))),
+    RawTable(
+        "raw_callchains",
+        ("SAMPLING_CALLCHAINS",),
+        (("id", I), ("symbol", I), ("module", I), ("kernelMode", I), ("stackDepth", I)),
+    ),
+    RawTable("raw_sched", ("SCHED_EVENTS",), (("start", I), ("cpu", I), ("isSchedIn", I), ("globalTid", I))),
     # instants (no end column): the extent is min(start) to max(start)
     RawTable(
         "raw_extents",

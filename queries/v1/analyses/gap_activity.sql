@@ -30,7 +30,8 @@
 --   os    OS runtime calls (-t osrt) at nesting level 0 (a call made inside another traced call is part of it)
 --   cuda  CUDA runtime/driver API calls (when $cuda: they are most of a large export's events, and summary's
 --         one line leaves them out to stay cheap)
--- CPU sampling is not in the canonical tables, so samples count for nothing here.
+-- Time on a CPU (scheduling events) and CPU samples are not read here: nsysql.analyses.cpu.gap_rows adds them
+-- beside these rows (kind `cpu`).
 --
 -- Waiting, not work (`waiting` = true): OS calls that block until another thread, process, timer or file
 -- descriptor is ready (poll/select/epoll, futex, pthread_cond_*wait, pthread_join, mutex and rwlock locks,

@@ -1,0 +1,475 @@
+"""Where CPU time went, from CPU samples and thread scheduling, and what the threads did while the GPU waited.
+
+The rules:
+- A CPU sample (cpu_samples) counts in a window when its instant lies in [start, end). `--during gaps` is every
+  GPU idle gap of `gaps()` (1 ms or longer); `iterations A:B` the windows of iterations A to B (both included);
+  `range P` every instance of the NVTX ranges P selects. Overlapping windows count a sample once.
+- On-CPU time (`on_cpu_ns`) is measured, not estimated from samples: the thread's `running` intervals of
+  thread_states (scheduling events) inside the windows. Without scheduling events it is empty (null).
+- A frame is named by its function without template arguments, parameters or return type
+  (`c10::function_ref::callback_fn`). A template instance that wraps a function, as PyTorch's TensorIterator loops
+  wrap the kernel they run, is named by the first function its template arguments name with its argument list
+  (`at::native::aminmax_kernel`); the whole demangled name stays in `frame`.
+- Roles are thread_roles' (queries/v1/canonical/67_thread_roles.sql). nsys's and CUPTI's own threads (role
+  `profiler`) are left out of the gap story.
+- What the threads did during gaps (`gap_rows`, `story`): the waiting (main) thread's time blocked in OS calls
+  (by call) and on a CPU (with its top frames), and every other thread's on-CPU time with its top frame; a role
+  is told when its threads were on a CPU for at least ACTIVITY_MIN_SHARE of the idle time. The data loader is
+  named as what the GPU waited for when, in those gaps, the waiting thread was off the CPU (blocked or
+  descheduled) for at least LOADER_SHARE of the idle time and the data-loader workers were on a CPU for at least
+  LOADER_SHARE of it: the loop waited for a batch while the workers made it.
+- Python frames (`nsys profile --python-sampling=true`, exported with `--include-blobs=true`: python_samples):
+  a Python sample is placed at its innermost frame outside Python's standard library (files under
+  `.../lib/pythonX.Y/` but not `site-packages` or `dist-packages`, and `<frozen ...>` modules), named with the
+  two frames that called it: where the program was, rather than the `select` it waits in. The story gives the
+  main thread's most common place and its share of the main thread's Python samples in the gaps.
+"""
+
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+from ..errors import NsysqlError
+from ._sql import run
+
+BYS = ("function", "module", "thread", "process", "python")
+LOADER_SHARE = 0.50
+# a role's time on a CPU, or the main thread's wait, is told from this share of the idle time (the share from
+# which gaps.ACTIVITY_MIN_SHARE names work elsewhere)
+ACTIVITY_MIN_SHARE = 0.20
+_INT64 = (-(2**62), 2**62)  # the whole profile as one window (is_interval's bounds)
+_ROLE_WORDS = {
+    "data_loader": ("data-loader worker", "data-loader workers"),
+    "autograd": ("autograd thread", "autograd threads"),
+    "nccl": ("NCCL thread", "NCCL threads"),
+    "cuda_event_handler": ("CUDA event handler", "CUDA event handlers"),
+    "launcher": ("launching thread", "launching threads"),
+    "child_process": ("child process thread", "child process threads"),
+    "main": ("main thread", "main threads"),
+    "other": ("other thread", "other threads"),
+}
+
+
+def parse_during(text: str | None) -> tuple[str | None, str | None]:
+    """`gaps`, `iterations A:B` or `range P` (a space, `=` or `:` after the word) -> (kind, argument)."""
+    if text is None:
+        return None, None
+    m = re.fullmatch(r"\s*(gaps|iterations|range)(?:[\s=:]+(.*))?", str(text)[:1000], re.S)
+    if not m or (m.group(1) != "gaps" and not (m.group(2) or "").strip()):
+        raise NsysqlError(f"`during` is gaps, iterations A:B or range PATTERN, not {str(text)[:60]!r}", option="during")
+    return m.group(1), (m.group(2) or "").strip() or None
+
+
+def merged(windows: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The windows sorted and merged where they overlap or touch, so that no instant counts twice."""
+    out: list[list[int]] = []
+    for s, e in sorted(windows):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
+def short_name(frame: str | None) -> str:
+    """A frame's function as the rules above name it."""
+    if not frame:
+        return "?"
+    s = frame.replace("(anonymous namespace)::", "")
+    inner = _wrapped(s)
+    if inner:
+        return inner
+    while True:  # template arguments, innermost first
+        t = re.sub(r"<[^<>]*>", "", s)
+        if t == s:
+            break
+        s = t
+    s = s.split("(", 1)[0].strip()  # the parameters
+    return s.rsplit(" ", 1)[-1] or frame  # the return type
+
+
+def _wrapped(s: str) -> str | None:
+    """The function a template instance wraps: the first qualified name followed by `(` inside its template
+    arguments (see the rules above), or None."""
+    lt = s.find("<")
+    if lt < 0 or s.find("(") < lt:
+        return None
+    m = re.search(r"([A-Za-z_][\w]*(?:::[A-Za-z_~][\w]*)+)\(", s[lt:])
+    return m.group(1) if m else None
+
+
+def windows(con, kind: str | None, arg: str | None, gaps_df=None, spans=None, its=None) -> list[tuple[int, int]]:
+    """The windows of a `during` (parse_during): `gaps_df` for gaps; for iterations `spans` (iteration spans)
+    and `its`, the iterations (A, B) that `arg` names."""
+    if kind is None:
+        return [_INT64]
+    if kind == "gaps":
+        if gaps_df is None or not gaps_df.height:
+            raise NsysqlError("no GPU idle gaps of 1 ms or more in this profile: nothing to read during them")
+        return list(zip(gaps_df["start_ns"].to_list(), gaps_df["end_ns"].to_list()))
+    if kind == "iterations":
+        if spans is None:
+            raise NsysqlError(
+                "no repeating loop found, so no iterations to read during (give `during` as range PATTERN)"
+            )
+        a, b = its
+        sel = spans.filter(pl.col("iteration").is_between(a, b))
+        if not sel.height:
+            raise NsysqlError(
+                f"`during` iterations {arg}: no such iterations (the profile has 0 to {spans['iteration'].max()})",
+                option="during",
+            )
+        return list(zip(sel["start_ns"].to_list(), sel["end_ns"].to_list()))
+    from .patterns import resolve_range
+
+    names = resolve_range(con, arg)[0]
+    w = run(con, "cpu_range_windows", names=names)
+    return list(zip(w["start_ns"].to_list(), w["end_ns"].to_list()))
+
+
+def _windows_frame(wins: list[tuple[int, int]]) -> dict:
+    return {"ids": list(range(len(wins))), "starts": [s for s, _ in wins], "ends": [e for _, e in wins]}
+
+
+def no_samples(con) -> str | None:
+    """The one line saying why there is nothing to answer from, with the capture switch that records it; None
+    when the export has CPU samples."""
+    from .advice import switch
+
+    if con.execute("SELECT EXISTS (SELECT 1 FROM cpu_samples)").fetchall()[0][0]:
+        return None
+    return f"no CPU samples in this profile: record them with {switch('cpu_samples')}"
+
+
+def cpu(con, wins: list[tuple[int, int]], by: str = "function") -> pl.DataFrame:
+    """Where CPU time went in the windows `wins`, from the samples: one row per function (with its module), module,
+    thread or process, most samples first; pct is of the samples in the windows. by="python": one row per place
+    in the Python samples (python_place) and thread."""
+    if by not in BYS:
+        raise NsysqlError(f"`by` must be one of {', '.join(BYS)}, not {by!r}", option="by")
+    wf = _windows_frame(merged(wins))
+    if by == "python":
+        return _python(con, wf)
+    why = no_samples(con)
+    if why:
+        raise NsysqlError(why)
+    s = run(con, "cpu_window_samples", **wf).with_columns(
+        function=pl.col("leaf_frame").map_elements(short_name, return_dtype=pl.String)
+    )
+    total = s["samples"].sum() or 0
+    pct = (100.0 * pl.col("samples") / total) if total else pl.lit(0.0)
+    if by == "function":
+        out = s.group_by("function", pl.col("leaf_module").alias("module")).agg(
+            pl.col("samples").sum(),
+            pl.struct("pid", "tid").n_unique().alias("threads"),
+            pl.col("leaf_frame").sort_by("samples", descending=True).first().alias("frame"),
+        )
+        return (
+            out.with_columns(pct=pct)
+            .sort(["samples", "function"], descending=[True, False])
+            .select("function", "module", "samples", "pct", "threads", "frame")
+        )
+    if by == "module":
+        out = s.group_by(pl.col("leaf_module").alias("module")).agg(
+            pl.col("samples").sum(), pl.col("function").n_unique().alias("functions")
+        )
+        return out.with_columns(pct=pct).sort(["samples", "module"], descending=[True, False])
+    return _by_threads(con, s, wf, by, pct)
+
+
+def _python(con, wf: dict) -> pl.DataFrame:
+    """cpu(by="python"): the Python samples per place (python_place) and thread, most first."""
+    if not con.execute("SELECT EXISTS (SELECT 1 FROM python_samples)").fetchall()[0][0]:
+        raise NsysqlError(
+            "no Python samples in this profile: record them with `nsys profile --python-sampling=true` and export "
+            "with `nsys export --type sqlite --include-blobs=true`"
+        )
+    py = run(con, "cpu_window_python", **wf)
+    places = [python_place(f) for f in py["frames"].to_list()]
+    df = py.select("pid", "tid").with_columns(
+        place=pl.Series([p for p, _ in places], dtype=pl.String),
+        file=pl.Series([f for _, f in places], dtype=pl.String),
+    )
+    total = df.height
+    out = df.group_by("place", "file", "pid", "tid").agg(pl.len().cast(pl.Int64).alias("samples"))
+    out = out.with_columns(pct=(100.0 * pl.col("samples") / total) if total else pl.lit(0.0))
+    threads = run(con, "cpu_threads").select("pid", "tid", "thread", "role")
+    return (
+        out.join(threads, on=["pid", "tid"], how="left")
+        .sort(["samples", "place", "pid", "tid"], descending=[True, False, False, False])
+        .select("place", "file", "pid", "tid", "thread", "role", "samples", "pct")
+    )
+
+
+def _by_threads(con, s: pl.DataFrame, wf: dict, by: str, pct: pl.Expr) -> pl.DataFrame:
+    """cpu() per thread or process: samples, on-CPU time from scheduling, the top function, the role."""
+    keys = ["pid", "tid"] if by == "thread" else ["pid"]
+    threads = run(con, "cpu_threads")
+    on = (
+        run(con, "cpu_window_states", **wf)
+        .filter(pl.col("state") == "running")
+        .group_by(keys)
+        .agg(pl.col("overlap_ns").sum().alias("on_cpu_ns"))
+    )
+    top = (
+        s.group_by(*keys, "function")
+        .agg(pl.col("samples").sum())
+        .sort(["samples", "function"], descending=[True, False])
+        .group_by(keys, maintain_order=True)
+        .first()
+        .select(*keys, pl.col("function").alias("top_function"))
+    )
+    agg = s.group_by(keys).agg(pl.col("samples").sum(), pl.struct("pid", "tid").n_unique().alias("threads"))
+    if by == "thread":
+        who = threads.select("pid", "process", "tid", "thread", "role")
+        out = agg.drop("threads").join(who, on=keys, how="left")
+    else:  # the process's role: its own thread's (tid = pid), else that of its thread with most samples
+        own = threads.filter(pl.col("pid") == pl.col("tid")).select("pid", "process", pl.col("role"))
+        out = agg.join(own, on="pid", how="left")
+    out = out.join(on, on=keys, how="left").join(top, on=keys, how="left").with_columns(pct=pct)
+    cols = ["pid", "process"] + (["tid", "thread"] if by == "thread" else ["threads"])
+    cols += ["role", "samples", "pct", "on_cpu_ns", "top_function"]
+    return out.sort(["samples", *keys], descending=[True] + [False] * len(keys)).select(cols)
+
+
+def folded(con, wins: list[tuple[int, int]]) -> pl.DataFrame:
+    """The samples in the windows as flame-graph folded stacks: `stack` (frames outermost first, `;` between
+    them, each named as short_name names it) and `samples`, most first. A sample without frames is `?`."""
+    why = no_samples(con)
+    if why:
+        raise NsysqlError(why)
+    s = run(con, "cpu_window_samples", **_windows_frame(merged(wins)))
+    per = s.group_by("stack_id").agg(pl.col("samples").sum())
+    ids = [i for i in per["stack_id"].to_list() if i is not None]
+    stacks = run(con, "cpu_stacks", stack_ids=ids)
+    names = {
+        sid: ";".join(short_name(f).replace(";", ":") for f in frames)
+        for sid, frames in zip(stacks["stack_id"].to_list(), stacks["frames"].to_list())
+    }
+    out = per.with_columns(
+        stack=pl.col("stack_id").map_elements(lambda i: names.get(i, "?"), return_dtype=pl.String).fill_null("?")
+    )
+    return out.group_by("stack").agg(pl.col("samples").sum()).sort(["samples", "stack"], descending=[True, False])
+
+
+_STDLIB = re.compile(r"(/lib/python\d+(\.\d+)?/(?!.*(site|dist)-packages/))|^<frozen ")
+
+
+def python_place(frames: list[dict]) -> tuple[str, str]:
+    """Where a Python sample was (the rules above): `inner ← caller ← caller`, and the file of the first."""
+    if not frames:
+        return "?", ""
+    i = next((k for k, f in enumerate(frames) if not _STDLIB.search(f["file"] or "")), 0)
+    names = " ← ".join(f"{f['function']}" for f in frames[i : i + 3])
+    return names, frames[i]["file"] or ""
+
+
+def _python_clause(con, wf: dict, pid: int, tid: int) -> str:
+    """The main thread's most common Python place in the windows, or nothing without Python samples."""
+    py = run(con, "cpu_window_python", **wf).filter((pl.col("pid") == pid) & (pl.col("tid") == tid))
+    if not py.height:
+        return ""
+    places = [python_place(f) for f in py["frames"].to_list()]
+    top = max(set(places), key=lambda p: (places.count(p), p))
+    short = "/".join(top[1].split("/")[-3:]) if top[1] else "?"
+    return (
+        f"; in Python it was in `{top[0]}` ({short}) in {places.count(top) / len(places):.0%} of its "
+        f"{len(places):,} Python samples"
+    )
+
+
+def _gap_frames(con, gaps_df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Per gap of `gaps_df` (window_id: its row number): thread states, samples (with short names), and every
+    thread's role, process and name."""
+    wf = _windows_frame(list(zip(gaps_df["start_ns"].to_list(), gaps_df["end_ns"].to_list())))
+    states = run(con, "cpu_window_states", **wf)
+    samples = run(con, "cpu_window_samples", **wf).with_columns(
+        function=pl.col("leaf_frame").map_elements(short_name, return_dtype=pl.String)
+    )
+    return states, samples, run(con, "cpu_threads")
+
+
+def _scheduled(con) -> bool:
+    return con.execute("SELECT EXISTS (SELECT 1 FROM thread_states WHERE source = 'sched')").fetchall()[0][0]
+
+
+def gap_rows(con, gaps_df: pl.DataFrame, waiters: pl.DataFrame) -> pl.DataFrame:
+    """What the threads did on the CPU during each gap, as rows of gaps.activity (gap_id: the gap's row number in
+    `gaps_df`; kind `cpu`, domain: the thread's role): every thread's time on a CPU (scheduling events) with its
+    top function in the samples, work; and the waiting thread's (`waiters`: pid, tid of each gap's process) time
+    blocked in each OS call, waiting. nsys's own threads are left out. Only where the export has scheduling
+    events: without them no time on a CPU is measured, and the waiting thread's wait is the gap's cause."""
+    cols = {"gap_id": pl.Int64, "pid": pl.Int64, "process": pl.String, "tid": pl.Int64, "thread": pl.String}
+    cols |= {"kind": pl.String, "domain": pl.String, "name": pl.String, "waiting": pl.Boolean, "overlap_ns": pl.Int64}
+    if not gaps_df.height or not _scheduled(con):  # no measured time on a CPU: nothing to add
+        return pl.DataFrame(schema=cols)
+    states, samples, threads = _gap_frames(con, gaps_df)
+    gp = gaps_df.with_row_index("window_id").select(pl.col("window_id").cast(pl.Int64), pl.col("pid").alias("_gpid"))
+    waiting = waiters.unique().select(pl.col("pid").alias("_gpid"), pl.col("tid").alias("_wtid"), _w=pl.lit(True))
+    top = (
+        samples.group_by("window_id", "pid", "tid", "function")
+        .agg(pl.col("samples").sum())
+        .sort(["samples", "function"], descending=[True, False])
+        .group_by("window_id", "pid", "tid", maintain_order=True)
+        .first()
+        .select("window_id", "pid", "tid", "function")
+    )
+    st = (
+        states.join(gp, on="window_id")
+        .join(waiting, on="_gpid", how="left")
+        .with_columns(
+            is_waiter=(
+                pl.col("_w").fill_null(False) & (pl.col("pid") == pl.col("_gpid")) & (pl.col("tid") == pl.col("_wtid"))
+            )
+        )
+    )
+    on = st.filter(pl.col("state") == "running").join(top, on=["window_id", "pid", "tid"], how="left")
+    on = on.with_columns(name=pl.format("on CPU: {}", pl.col("function").fill_null("no samples")), waiting=False)
+    blocked = st.filter((pl.col("state") == "blocked") & pl.col("is_waiter"))
+    blocked = blocked.with_columns(name=pl.format("blocked in {}", pl.col("call")), waiting=True)
+    both = pl.concat([on.select(blocked.columns), blocked], how="vertical_relaxed")
+    out = both.join(threads, on=["pid", "tid"], how="left").filter(pl.col("role") != "profiler")
+    return out.select(
+        pl.col("window_id").alias("gap_id"),
+        "pid",
+        "process",
+        "tid",
+        "thread",
+        kind=pl.lit("cpu"),
+        domain=pl.col("role").fill_null("other"),
+        name="name",
+        waiting="waiting",
+        overlap_ns="overlap_ns",
+    ).cast(cols)
+
+
+def _pct(ns: float, idle: float) -> str:
+    return f"{100.0 * ns / idle:.0f}%"
+
+
+def story(con, gaps_df: pl.DataFrame) -> tuple[str | None, bool]:
+    """What the CPU did during the gaps of `gaps_df` (one cause's), as one sentence, and whether it names the
+    data loader as what the GPU waited for (the rules above). (None, False) without scheduling events in those
+    gaps (no measured on-CPU time to tell)."""
+    idle = float(gaps_df["duration_ns"].sum() or 0)
+    if not idle:
+        return None, False
+    states, samples, threads = _gap_frames(con, gaps_df)
+    sched = states.filter(pl.col("source") == "sched")
+    if not sched.height:
+        return None, False
+    mains = threads.filter(pl.col("role") == "main").select("pid", "tid")
+    is_main = pl.struct("pid", "tid").is_in(mains.to_struct().implode())
+    parts, waited = _main_clause(states.filter(is_main), samples.filter(is_main), idle)
+    if parts and mains.height == 1:
+        wf = _windows_frame(list(zip(gaps_df["start_ns"].to_list(), gaps_df["end_ns"].to_list())))
+        parts[0] += _python_clause(con, wf, *mains.row(0))
+    others = sched.filter(~is_main & (pl.col("state") == "running")).join(threads, on=["pid", "tid"], how="left")
+    others = others.filter(pl.col("role").fill_null("other") != "profiler").with_columns(
+        pl.col("role").fill_null("other")
+    )
+    per_role = (
+        others.group_by("role")
+        .agg(
+            pl.col("overlap_ns").sum(),
+            pl.col("pid").n_unique().alias("processes"),
+            pl.col("tid").n_unique().alias("n"),
+            pl.col("thread").drop_nulls().first().alias("name"),
+        )
+        .sort(["overlap_ns", "role"], descending=[True, False])
+    )
+    loader_ns = 0.0
+    for r in per_role.iter_rows(named=True):
+        if r["overlap_ns"] < ACTIVITY_MIN_SHARE * idle:
+            continue
+        if r["role"] == "data_loader":
+            loader_ns = r["overlap_ns"]
+        parts.append(
+            _role_clause(
+                r, samples.join(threads.filter(pl.col("role") == r["role"]), on=["pid", "tid"]), idle, len(gaps_df)
+            )
+        )
+    if not parts:
+        return None, False
+    loader = waited >= LOADER_SHARE * idle and loader_ns >= LOADER_SHARE * idle
+    return "; ".join(parts), loader
+
+
+def _main_clause(states: pl.DataFrame, samples: pl.DataFrame, idle: float) -> tuple[list[str], float]:
+    """The waiting (main) thread's part of the story, and how long it was off the CPU (blocked in an OS call or
+    descheduled, the longer of the two measures)."""
+    by = lambda state: states.filter(pl.col("state") == state)  # noqa: E731
+    calls = (
+        by("blocked")
+        .group_by("call")
+        .agg(pl.col("overlap_ns").sum())
+        .sort(["overlap_ns", "call"], descending=[True, False])
+    )
+    running, off = by("running")["overlap_ns"].sum() or 0, by("off_cpu")["overlap_ns"].sum() or 0
+    blocked = calls["overlap_ns"].sum() or 0
+    said = []
+    if calls.height and calls["overlap_ns"][0] >= ACTIVITY_MIN_SHARE * idle:
+        more = ", ".join(f"`{c}` {_pct(n, idle)}" for c, n in calls.slice(1, 2).iter_rows() if n >= 0.05 * idle)
+        said.append(
+            f"waited in `{calls['call'][0]}` for {_pct(calls['overlap_ns'][0], idle)} of that time"
+            + (f" (also {more})" if more else "")
+        )
+    elif off >= ACTIVITY_MIN_SHARE * idle:
+        said.append(f"was off the CPU for {_pct(off, idle)} of that time")
+    if running >= ACTIVITY_MIN_SHARE * idle or not said:
+        said.append(f"was on a CPU for {_pct(running, idle)} of it" + _frames(samples))
+    return ([f"the main thread {' and '.join(said)}"] if said else []), max(blocked, off)
+
+
+def _role_clause(r: dict, samples: pl.DataFrame, idle: float, gaps: int) -> str:
+    """One role's part of the story: who, how long on a CPU, their top frames."""
+    one, many = _ROLE_WORDS.get(r["role"], (r["role"], r["role"]))
+    if r["role"] in ("data_loader", "child_process") and r["processes"] > 1:
+        who = f"{r['processes']} {one} processes"
+    else:
+        who = f"{r['n']} {many}" if r["n"] > 1 else f"the {one}"
+    name = f" ({r['name']})" if r["name"] else ""
+    cpus = r["overlap_ns"] / idle
+    load = f" ({cpus:.1f} CPUs on average)" if cpus >= 1.05 else ""
+    verb = "were" if r["n"] > 1 or r["processes"] > 1 else "was"
+    return f"{who}{name} {verb} on a CPU for {_pct(r['overlap_ns'], idle)} of it{load}" + _frames(samples)
+
+
+def _frames(samples: pl.DataFrame, n: int = 3) -> str:
+    """`, top frames `f` 30%, ...` of these samples (share of them), or nothing without samples."""
+    total = samples["samples"].sum() if samples.height else 0
+    if not total:
+        return ""
+    top = (
+        samples.group_by("function")
+        .agg(pl.col("samples").sum())
+        .sort(["samples", "function"], descending=[True, False])
+        .head(n)
+    )
+    said = ", ".join(f"`{f}` {_pct(c, total)}" for f, c in top.iter_rows())
+    return f", top frames {said} (of {total:,} sample{'s' if total != 1 else ''})"
+
+
+def stories(con, gaps_df: pl.DataFrame) -> pl.DataFrame:
+    """Per cause of `gaps_df` (the steady-state gaps where they carry iterations, as gaps.by_cause counts), largest
+    idle first: the story of what the CPU did meanwhile (story), and whether it names the data loader; `told`:
+    whether the export's scheduling events tell it (without them `meanwhile` is the one line saying which capture
+    switch records them)."""
+    from .advice import switch
+
+    g = gaps_df
+    if g.height and g["iteration"].is_not_null().any():
+        g = g.filter(pl.col("iteration").is_not_null() & ~pl.col("warmup"))
+    causes = g.group_by("cause").agg(pl.len().alias("gaps"), pl.col("duration_ns").sum().alias("idle_ns"))
+    rows = []
+    for cause, n, idle in causes.sort(["idle_ns", "cause"], descending=[True, False]).iter_rows():
+        if not _scheduled(con):
+            said, loader = f"no scheduling events in this profile: record them with {switch('scheduling')}", False
+        else:
+            said, loader = story(con, g.filter(pl.col("cause") == cause))
+        rows.append((cause, n, idle, said, loader, _scheduled(con)))
+    schema = {"cause": pl.String, "gaps": pl.Int64, "idle_ns": pl.Int64, "meanwhile": pl.String}
+    schema |= {"data_loader": pl.Boolean, "told": pl.Boolean}
+    return pl.DataFrame(rows, schema=schema, orient="row")

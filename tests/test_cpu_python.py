@@ -1,0 +1,66 @@
+"""Python frames from nsys's Python sampling (NVTX marks of the domain `Python Periodic Sampling`, payloads
+decoded by nvtx_payload_fields), on fixtures/loader_cpu_before (recorded with --python-sampling=true, exported with
+--include-blobs=true, COMMAND.md)."""
+
+from __future__ import annotations
+
+import io
+import sqlite3
+
+import polars as pl
+from click.testing import CliRunner
+from conftest import fixture, loaded
+
+from nsysql.cli import main
+
+BEFORE = fixture("loader_cpu_before")
+
+
+def raw(sql):
+    con = sqlite3.connect(f"file:{BEFORE}?mode=ro&immutable=1", uri=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_python_samples_per_thread_equal_the_raw_marks():
+    want = raw(
+        "SELECT (n.globalTid >> 24) & 16777215, n.globalTid & 16777215, count(*) FROM NVTX_EVENTS n "
+        "JOIN NVTX_EVENTS d ON d.eventType = 75 AND d.text = 'Python Periodic Sampling' AND d.domainId = n.domainId "
+        "AND (d.globalTid >> 24) = (n.globalTid >> 24) WHERE n.eventType <> 75 GROUP BY 1, 2"
+    )
+    got = loaded(str(BEFORE)).sql("SELECT pid, tid, count(*) FROM python_samples GROUP BY 1, 2").rows()
+    assert sorted(got) == sorted(want)
+
+
+def test_frames_are_unescaped_and_counted():
+    p = loaded(str(BEFORE))
+    assert raw("SELECT count(*) FROM StringIds WHERE value = '&lt;module&gt;'")[0][0] == 1
+    names = set(p.sql("SELECT DISTINCT function FROM python_frames")["function"].to_list())
+    assert "<module>" in names and not any("&lt;" in n for n in names)
+    # each sample holds as many frames as its own `Frames count` says
+    bad = p.sql(
+        "SELECT count(*) FROM python_samples s WHERE s.frames <> "
+        "(SELECT count(*) FROM python_frames f WHERE f.sample_id = s.sample_id)"
+    ).item()
+    assert bad == 0
+
+
+def test_the_main_thread_waits_inside_the_data_loader():
+    # by construction the loop waits for each large batch in DataLoader's __next__ -> _next_data -> _get_data
+    meanwhile = loaded(str(BEFORE)).summary()["facts"].filter(pl.col("key") == "meanwhile")["value"][0]
+    assert "in Python it was in `_try_get_data ← _get_data ← _next_data` (utils/data/dataloader.py)" in meanwhile
+
+
+def test_cpu_by_python():
+    res = CliRunner().invoke(main, ["cpu", str(BEFORE), "--by", "python", "-f", "csv"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    total = raw(
+        "SELECT count(*) FROM NVTX_EVENTS n JOIN NVTX_EVENTS d ON d.eventType = 75 "
+        "AND d.text = 'Python Periodic Sampling' AND d.domainId = n.domainId WHERE n.eventType <> 75"
+    )[0][0]
+    df = pl.read_csv(io.StringIO(res.stdout))
+    assert df["samples"].sum() == total
+    none = CliRunner().invoke(main, ["cpu", str(fixture("train_small")), "--by", "python"])
+    assert none.exit_code == 2 and "--python-sampling=true" in none.stderr
