@@ -244,6 +244,8 @@ def stats(file, reports, fmt, prefix, attribution):
     prof = load_profile(file)
     ext = {"table": "txt", "csv": "csv", "json": "json", "markdown": "md"}[fmt]
     got = {}
+    if prefix:  # `-o out/run` into a folder not made yet: made, as `nsys stats -o` does
+        Path(prefix).parent.mkdir(parents=True, exist_ok=True)
     for name, df in _stats.stats(prof, names, attribution):
         if isinstance(df, NsysqlError):
             click.echo(f"nsysql: {name}: skipped: {df}", err=True)

@@ -158,6 +158,30 @@ RAW_TABLES: tuple[RawTable, ...] = (
     ),
 )
 
+# Where the rows of each nsys table nsysql reads are found among the canonical tables: a user's `nsysql sql` that
+# names an nsys table (`FROM CUPTI_ACTIVITY_KIND_KERNEL`) is answered with the canonical table to use instead.
+CANONICAL_FOR: dict[str, str] = {
+    "StringIds": "strings",
+    "ThreadNames": "threads",
+    "PROCESSES": "processes",
+    "CUPTI_ACTIVITY_KIND_KERNEL": "gpu_ops WHERE kind = 'kernel' (gpu_ops_named spells out the names)",
+    "CUPTI_ACTIVITY_KIND_MEMCPY": "gpu_ops WHERE kind = 'memcpy' (gpu_ops_named spells out the names)",
+    "CUPTI_ACTIVITY_KIND_MEMSET": "gpu_ops WHERE kind = 'memset' (gpu_ops_named spells out the names)",
+    "CUPTI_ACTIVITY_KIND_GRAPH_TRACE": "gpu_ops WHERE kind = 'graph'",
+    "CUPTI_ACTIVITY_KIND_RUNTIME": "api_calls",
+    "NVTX_EVENTS": "nvtx_ranges (and nvtx_marks for marks)",
+    "OSRT_API": "os_calls",
+    "TARGET_INFO_GPU": "devices",
+    "TARGET_INFO_CUDA_GPU": "devices",
+    "TARGET_INFO_CUDA_DEVICE": "devices",
+    "META_DATA_EXPORT": "profile_facts",
+    "EXPORT_META_DATA": "profile_facts",
+    "META_DATA_CAPTURE": "profile_facts",
+    "TARGET_INFO_SYSTEM_ENV": "profile_facts",
+    "GPU_METRICS": "gpu_metric_samples",
+    "TARGET_INFO_GPU_METRICS": "gpu_metric_samples",
+}
+
 
 def _extent_select(src: Source, rt: RawTable, text_as_blob: bool) -> tuple[str | None, str]:
     """One aggregate row per present source table of an extent RawTable (see RawTable.extent)."""

@@ -1,0 +1,60 @@
+"""A new user's first hour, the small things that bite (issue 36): each test runs the CLI as a user would."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+from conftest import fixture
+
+from nsysql.cli import main
+
+SMALL = str(fixture("train_small"))
+
+
+def run(args):
+    return CliRunner().invoke(main, args)
+
+
+def refused(r, *words):
+    assert r.exit_code == 2, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.output, r.output
+    assert all(w in lines[0] for w in words), lines[0]
+
+
+def test_duration_without_unit_is_refused_in_one_line():
+    """`--min 5` once meant 5 ns, silently: a number without its unit is refused, naming the spellings."""
+    refused(run(["gaps", SMALL, "--min", "5"]), "no unit", "5ms", "5us")
+    refused(run(["trace", SMALL, "--window", "1:2s", "-o", "/dev/null"]), "no unit")
+    assert run(["gaps", SMALL, "--min", "5ms", "-f", "csv"]).exit_code == 0
+
+
+def test_stats_output_prefix_in_a_missing_folder_is_made(tmp_path):
+    prefix = tmp_path / "not" / "yet" / "run"
+    r = run(["stats", SMALL, "-r", "kernels,api", "-o", str(prefix)])
+    assert r.exit_code == 0, r.output
+    kernels = (tmp_path / "not" / "yet" / "run_kernels.csv").read_text().splitlines()
+    raw = fixture_count("SELECT COUNT(DISTINCT demangledName) FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    assert len(kernels) == raw + 1  # one row per kernel name, and the header
+    assert (tmp_path / "not" / "yet" / "run_api.csv").exists()
+
+
+def fixture_count(query: str) -> int:
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{SMALL}?mode=ro&immutable=1", uri=True)
+    try:
+        return con.execute(query).fetchone()[0]
+    finally:
+        con.close()
+
+
+def test_sql_on_an_nsys_table_names_the_canonical_table():
+    """`FROM CUPTI_ACTIVITY_KIND_KERNEL` is what an nsys user types first: the error says which table to use, and
+    that table holds the export's kernel rows, counted here in the export itself."""
+    r = run(["sql", SMALL, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"])
+    refused(r, "CUPTI_ACTIVITY_KIND_KERNEL", "gpu_ops WHERE kind = 'kernel'")
+    refused(run(["sql", SMALL, "SELECT * FROM nvtx_events"]), "nvtx_ranges")
+    r = run(["sql", SMALL, "SELECT count(*) AS n FROM gpu_ops WHERE kind = 'kernel'", "-f", "csv"])
+    assert r.stdout.splitlines()[1] == str(fixture_count("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"))
+    r = run(["sql", SMALL, "SELECT * FROM no_such_table"])
+    assert r.exit_code == 2 and "canonical table for it" not in r.stderr
