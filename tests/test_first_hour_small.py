@@ -58,3 +58,37 @@ def test_sql_on_an_nsys_table_names_the_canonical_table():
     assert r.stdout.splitlines()[1] == str(fixture_count("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"))
     r = run(["sql", SMALL, "SELECT * FROM no_such_table"])
     assert r.exit_code == 2 and "canonical table for it" not in r.stderr
+
+
+def _metric_max(path, name: str) -> float:
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    try:
+        q = (
+            "SELECT max(abs(value)) FROM GPU_METRICS g JOIN TARGET_INFO_GPU_METRICS t"
+            " ON t.typeId = g.typeId AND t.metricId = g.metricId WHERE t.metricName = ?"
+        )
+        return con.execute(q, (name,)).fetchone()[0]
+    finally:
+        con.close()
+
+
+def test_metrics_prints_clocks_in_mhz_and_leaves_out_idle_graphics_counters():
+    import csv
+    import io
+
+    path = fixture("hw_mix")
+    r = run(["metrics", str(path), "-f", "csv"])
+    assert r.exit_code == 0, r.output
+    rows = {(x["metric"], x["unit"]): x for x in csv.DictReader(io.StringIO(r.stdout))}
+    raw_hz = _metric_max(path, "GPC Clock Frequency [MHz]")
+    assert raw_hz > 1e6  # nsys wrote Hz under the MHz label in this export
+    assert abs(float(rows[("GPC Clock Frequency", "MHz")]["max"]) - raw_hz / 1e6) < 1e-3
+    assert "shown in MHz" in rows[("GPC Clock Frequency", "MHz")]["note"]
+    # the graphics counters are 0 in every sample of the export: left out, and said so in one line
+    assert _metric_max(path, "Pixel Warps in Flight [Avg]") == 0
+    assert not any(m.startswith(("Pixel", "Vertex")) for m, _ in rows)
+    assert "Pixel Warps in Flight" in r.stderr and "--graphics" in r.stderr
+    every = run(["metrics", str(path), "-f", "csv", "--graphics"]).stdout
+    assert every.count("Pixel Warps in Flight") == 3 and "Tensor Active" in every

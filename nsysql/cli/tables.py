@@ -127,12 +127,23 @@ def ranges(file, fmt, output, attribution, group_ops):
     help="With --by iteration: the range that is one iteration (as `iterations --range`).",
 )
 @attribution_option
+@click.option(
+    "--graphics", is_flag=True, help="Also list graphics counters (pixel, vertex warps) that are 0 throughout."
+)
 @handled
-def metrics(file, fmt, output, by, range_, attribution):
+def metrics(file, fmt, output, by, range_, attribution, graphics):
     """GPU metrics sampled by `nsys profile --gpu-metrics-devices=...`: per device and metric, samples, mean, min,
     p50, p90, max (as `nsys recipe gpu_metric_util_sum`), and a note on counters whose values do not fit their
-    unit."""
-    emit(load_profile(file).gpu_metrics(by=by, range=range_, attribution=attribution), fmt, output)
+    unit. Clocks that nsys wrote in Hz under [MHz] are shown in MHz."""
+    from ..analyses.metrics import printed
+
+    df, left = printed(load_profile(file).gpu_metrics(by=by, range=range_, attribution=attribution), graphics)
+    if left:
+        click.echo(
+            f"nsysql: left out {len(left)} graphics counters at 0 throughout ({_line(', '.join(left), 200)}): --graphics lists them",
+            err=True,
+        )
+    emit(df, fmt, output)
 
 
 @click.command("kernels-by-range")
