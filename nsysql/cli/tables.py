@@ -135,7 +135,7 @@ def metrics(file, fmt, output, by, range_, attribution, graphics):
     """GPU metrics sampled by `nsys profile --gpu-metrics-devices=...`: per device and metric, samples, mean, min,
     p50, p90, max (as `nsys recipe gpu_metric_util_sum`), and a note on counters whose values do not fit their
     unit. Clocks that nsys wrote in Hz under [MHz] are shown in MHz."""
-    from ..analyses.metrics import printed
+    from .metrics_view import printed
 
     df, left = printed(load_profile(file).gpu_metrics(by=by, range=range_, attribution=attribution), graphics)
     if left:
