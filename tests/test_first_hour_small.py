@@ -92,3 +92,27 @@ def test_metrics_prints_clocks_in_mhz_and_leaves_out_idle_graphics_counters():
     assert "Pixel Warps in Flight" in r.stderr and "--graphics" in r.stderr
     every = run(["metrics", str(path), "-f", "csv", "--graphics"]).stdout
     assert every.count("Pixel Warps in Flight") == 3 and "Tensor Active" in every
+
+
+def test_diff_leads_with_periodic_outliers_gone_when_the_mean_is_within_noise():
+    """loader_cpu: every 8th batch holds large images (steps 7, 15, 23, 31, by construction); after the fix the
+    transforms run on the GPU and that period is gone, while the mean's change stays within its noise (a few slow
+    steps make the spread that hides them). The verdict leads with what changed; reversed, with what appeared."""
+    import csv
+    import io
+
+    before, after = str(fixture("loader_cpu_before")), str(fixture("loader_cpu_after"))
+    r = run(["diff", before, after, "-f", "json"])
+    assert r.exit_code == 0, r.output
+    import json
+
+    doc = json.loads(r.stdout)
+    verdict = next(x["value"] for x in doc["verdict"] if x["item"] == "verdict")
+    mean = next(x for x in doc["iteration time"] if x["metric"] == "iteration time, mean")
+    assert mean["significant"] is False
+    assert verdict.startswith("periodic outliers gone: in loader_cpu_before.sqlite iterations 7, 15, 23, 31")
+    back = run(["diff", after, before, "-f", "csv"]).stdout
+    rows = list(csv.reader(io.StringIO(back)))
+    assert rows[2][1].startswith("periodic outliers appeared: in loader_cpu_before.sqlite iterations 7, 15, 23, 31")
+    same = run(["diff", before, before, "-f", "csv"]).stdout
+    assert "periodic outliers" not in same
