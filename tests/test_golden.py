@@ -78,7 +78,7 @@ def test_ranges_match_nvtx_gpu_proj_sum(path):
         if name in skip:
             continue
         g = rows[(domain, name, w["Style"])]
-        assert g["gpu_total_ns"] == int(w["Total Proj Time (ns)"]), name
+        assert g["gpu_proj_ns"] == int(w["Total Proj Time (ns)"]), name
         assert g["gpu_ops"] == int(w["Total GPU Ops"]), name
         checked += 1
     # every range nsys gives GPU time has it in nsysql too; nsysql may give more (cross-thread ranges, graphs)

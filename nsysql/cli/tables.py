@@ -5,10 +5,10 @@ from __future__ import annotations
 import click
 
 from ..render import one_line as _line
-from ..render import render, summary_view
+from ..render import summary_view
 from .common import each_rank, global_opts, handled, load_profile, several
 from .options import attribution_option, files_options, format_option, group_ops_option, output_option, output_options
-from .output import emit, emit_text
+from .output import emit, emit_text, fitted, rendered
 
 
 @click.command()
@@ -23,8 +23,9 @@ def info(file, fmt, output):
 @files_options
 @attribution_option
 @click.option("--top", type=int, default=10, show_default=True, help="Rows in the kernel and range tables.")
+@click.option("--expand", is_flag=True, help="One range row per name: no `Batch*` for Batch0..Batch59.")
 @handled
-def summary(files, fmt, output, attribution, top):
+def summary(files, fmt, output, attribution, top, expand):
     """One screen: span, GPUs, busy %, iterations, idle causes, findings, top kernels and ranges, memory.
 
     With several FILEs (one per rank), the cross-rank summary of `nsysql ranks`."""
@@ -37,7 +38,7 @@ def summary(files, fmt, output, attribution, top):
 
         emit_text(snippet(prof), output)
         return
-    s = prof.summary(attribution=attribution, top=top)
+    s = prof.summary(attribution=attribution, top=top, families=not expand)
     emit(summary_view(s), fmt, output)
 
 
@@ -105,10 +106,15 @@ def kernels(files, fmt, output, name_kind, top, by, per):
 @output_options
 @attribution_option
 @group_ops_option
+@click.option(
+    "--expand", is_flag=True, help="One row per name: Batch0..Batch59 listed, not folded into one `Batch*` row."
+)
 @handled
-def ranges(file, fmt, output, attribution, group_ops):
-    """NVTX ranges: CPU time stats and GPU-projected time (as nvtx_sum + nvtx_gpu_proj_sum)."""
-    emit(load_profile(file).ranges(attribution=attribution, group_ops=group_ops), fmt, output)
+def ranges(file, fmt, output, attribution, group_ops, expand):
+    """NVTX ranges: CPU time stats, GPU-projected time (as nvtx_sum + nvtx_gpu_proj_sum) and the GPU time of the
+    ops they enclose; numbered families (Batch0..Batch59) as one row, `Batch*`, unless --expand."""
+    prof = load_profile(file)
+    emit(prof.ranges(attribution=attribution, group_ops=group_ops, families=not expand), fmt, output)
 
 
 @click.command()
@@ -209,7 +215,7 @@ def iterations(files, fmt, output, range_, skip):
         note = f"\nrange: {_line(s['detected'])}\n{steady_sentence(s)}\n"
         if s["outlier_pattern"]:
             note += f"outliers: {_line(s['outlier_pattern'])}\n"
-        emit_text(render(_narrow(df), "table") + note, output)
+        emit_text(rendered(_narrow(df), "table", output=output) + fitted(note, output), output)
 
 
 @click.command()
