@@ -116,3 +116,28 @@ def test_diff_leads_with_periodic_outliers_gone_when_the_mean_is_within_noise():
     assert rows[2][1].startswith("periodic outliers appeared: in loader_cpu_before.sqlite iterations 7, 15, 23, 31")
     same = run(["diff", before, before, "-f", "csv"]).stdout
     assert "periodic outliers" not in same
+
+
+def test_the_suite_says_where_the_real_exports_are_and_what_their_absence_cost(tmp_path):
+    """NSYSQL_TEST_EXPORTS names the folder of real exports; where it holds none, the run's last line says so,
+    names the variable, and counts the tests that were skipped for it (one here: test_diff's h200 pair)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    node = "tests/test_diff.py::test_same_workload_no_significant_change"
+    env = dict(os.environ, NSYSQL_TEST_EXPORTS=str(tmp_path / "none"))
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "0", "-q", "-p", "no:cacheprovider", node],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    last = r.stdout.strip().splitlines()[-1]
+    assert r.returncode == 0, r.stdout[-2000:]
+    assert last.startswith(f"nsysql: no real exports at {tmp_path / 'none'}") and "NSYSQL_TEST_EXPORTS" in last
+    assert last.endswith(", and 1 test needing one skipped"), last
