@@ -148,6 +148,8 @@ def pytest_runtest_logreport(report):
 def pytest_terminal_summary(terminalreporter):
     ran, skipped = len(_tally["ran"]), len(_tally["skipped"])
     if H200.is_dir() or PUBLIC.is_dir():
+        if not ran + skipped:  # a run of other tests: nothing to say
+            return
         line = f"nsysql: {ran} tests ran over the real exports in {SHARED}"
         line += f", {skipped} skipped (an export they name is not there)" if skipped else ""
     else:

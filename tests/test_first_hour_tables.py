@@ -122,20 +122,30 @@ def _raw_batch_names() -> tuple[int, int]:
 
 
 def test_ranges_fold_numbered_families_unless_expanded():
+    """The table folds Batch0..Batch19 into `Batch*`, its statistics over all their instances (counted in the
+    export, and summed from the rows -f csv lists one per name); --expand lists them in the table too."""
+    import nsysql
+
     names, instances = _raw_batch_names()
     assert names == 20
-    folded = {r["name"]: r for r in rows(run(["ranges", SMALL, "-f", "csv"]).stdout)}
-    every = rows(run(["ranges", SMALL, "-f", "csv", "--expand"]).stdout)
+    every = rows(run(["ranges", SMALL, "-f", "csv"]).stdout)
     batches = [r for r in every if r["name"].startswith("Batch")]
     assert len(batches) == names and "Batch*" not in {r["name"] for r in every}
+    folded = {r["name"]: r for r in nsysql.load(str(SMALL)).ranges(families=True).iter_rows(named=True)}
     b = folded["Batch*"]
-    assert (int(b["names"]), int(b["count"])) == (names, instances)
-    assert int(b["total_ns"]) == sum(int(r["total_ns"]) for r in batches)
-    assert int(b["gpu_proj_ns"]) == sum(int(r["gpu_proj_ns"]) for r in batches)
-    assert int(b["min_ns"]) == min(int(r["min_ns"]) for r in batches)
-    assert int(b["max_ns"]) == max(int(r["max_ns"]) for r in batches)
+    assert (b["names"], b["count"]) == (names, instances)
+    assert b["total_ns"] == sum(int(r["total_ns"]) for r in batches)
+    assert b["gpu_proj_ns"] == sum(int(r["gpu_proj_ns"]) for r in batches)
+    assert b["min_ns"] == min(int(r["min_ns"]) for r in batches)
+    assert b["max_ns"] == max(int(r["max_ns"]) for r in batches)
     assert not any(n.startswith("Batch") and n != "Batch*" for n in folded)
-    assert int(folded["Forward Pass"]["names"]) == 1
+    assert folded["Forward Pass"]["names"] == 1
+    table = run(["ranges", SMALL, "--wide"]).stdout.splitlines()
+    assert [line.split()[0] for line in table if "Batch" in line] == ["Batch*"]
+    head = table[0].split()
+    row = next(line.split() for line in table if line.startswith("        Batch*"))
+    assert row[head.index("names") - 1] == "20"  # the domain column is empty
+    assert sum("Batch" in line for line in run(["ranges", SMALL, "--wide", "--expand"]).stdout.splitlines()) == 20
     summary = run(["summary", SMALL, "--wide"]).stdout
     part = summary[summary.index("== ranges ==") :]
     assert "Batch*" in part and "Batch0 " not in part

@@ -107,14 +107,15 @@ def kernels(files, fmt, output, name_kind, top, by, per):
 @attribution_option
 @group_ops_option
 @click.option(
-    "--expand", is_flag=True, help="One row per name: Batch0..Batch59 listed, not folded into one `Batch*` row."
+    "--expand", is_flag=True, help="Tables: one row per name, Batch0..Batch59 listed, not folded into `Batch*`."
 )
 @handled
 def ranges(file, fmt, output, attribution, group_ops, expand):
     """NVTX ranges: CPU time stats, GPU-projected time (as nvtx_sum + nvtx_gpu_proj_sum) and the GPU time of the
-    ops they enclose; numbered families (Batch0..Batch59) as one row, `Batch*`, unless --expand."""
-    prof = load_profile(file)
-    emit(prof.ranges(attribution=attribution, group_ops=group_ops, families=not expand), fmt, output)
+    ops they enclose; the table shows numbered families (Batch0..Batch59) as one row, `Batch*`, unless --expand
+    (CSV, JSON and Markdown list every name)."""
+    folded = fmt == "table" and not expand
+    emit(load_profile(file).ranges(attribution=attribution, group_ops=group_ops, families=folded), fmt, output)
 
 
 @click.command()
