@@ -141,3 +141,26 @@ def test_the_suite_says_where_the_real_exports_are_and_what_their_absence_cost(t
     assert r.returncode == 0, r.stdout[-2000:]
     assert last.startswith(f"nsysql: no real exports at {tmp_path / 'none'}") and "NSYSQL_TEST_EXPORTS" in last
     assert last.endswith(", and 1 test needing one skipped"), last
+
+
+def test_the_cold_load_progress_says_what_it_reads_and_how_far_it_is():
+    """Each step of a cold load is told in a user's words (`reading CUDA kernels, 15% of about 5,805 rows read`,
+    `building GPU busy time (step 7 of 18)`): no nsys table or SQL file name, a percentage that only grows, and
+    one building step per canonical SQL file."""
+    import re
+    from pathlib import Path
+
+    import nsysql
+
+    said: list[str] = []
+    nsysql.load(SMALL, cache=False, progress=said.append)
+    reading = [s for s in said if s.startswith("reading ")]
+    building = [s for s in said if s.startswith("building ")]
+    assert reading and building and len(reading) + len(building) == len(said)
+    assert not [s for s in said if re.search(r"CUPTI|NVTX_EVENTS|StringIds|[0-9]{2}_[a-z]", s)]
+    pcts = [int(re.search(r", (\d+)% of about [\d,]+ rows read$", s).group(1)) for s in reading]
+    assert pcts == sorted(pcts) and 0 <= pcts[0] and pcts[-1] < 100
+    assert any("CUDA kernels" in s for s in reading)
+    files = len(list((Path(nsysql.__file__).parent.parent / "queries" / "v1" / "canonical").glob("*.sql")))
+    steps = sorted(int(re.search(r"\(step (\d+) of (\d+)\)$", s).group(1)) for s in building)
+    assert steps == list(range(1, files + 1)) and all(s.endswith(f" of {files})") for s in building)
