@@ -347,7 +347,10 @@ def _cell(v, fmt: str, width: int | None, decimals: int | None = None) -> str:
 
 
 def _decimals(column: str) -> int | None:
-    """The decimals of a time column in a unit (in_units' names: `total_ms`), None for any other column."""
+    """The decimals of a time column (in_units' names: `total_ms`) that holds floats, None for any other column
+    (an average of ns keeps one: 782.4, and 768.0 beside it)."""
+    if column.endswith("_ns"):
+        return 1
     return next((d for u, d in _DECIMALS.items() if u != "ns" and column.endswith("_" + u)), None)
 
 

@@ -97,7 +97,8 @@ def rendered(result, fmt: str, title: str | None = None, output: str | None = No
 
 def fitted(text: str, output: str | None = None) -> str:
     """Lines of prose (a note under a table) wrapped at the terminal's width, as rendered() fits tables."""
-    width = None if output else terminal_width()
+    ctx = click.get_current_context(silent=True)
+    width = None if output or (ctx and ctx.meta.get("nsysql.wide")) else terminal_width()
     if not width:
         return text
     import textwrap
