@@ -112,8 +112,8 @@ def render(
     what: str | None = None,
     wide: bool = False,
 ) -> str:
-    """`result` in `fmt`. Table format: times (`*_ns` columns) in the unit that reads best per column (`unit`: one
-    for all), fitted to `width` characters when given (see fit). CSV, JSON and Markdown keep nanoseconds unless
+    """`result` in `fmt`. Table format: times (`*_ns` columns) in the unit that reads best for the table
+    (best_unit; `unit`: the one given), fitted to `width` characters when given (see fit). CSV, JSON and Markdown keep nanoseconds unless
     `unit` is given. `what`: what an untitled answer lists, for the sentence an empty one prints. `wide`: every
     column, names whole (up to PROSE_MAX)."""
     if not isinstance(result, dict):
@@ -402,9 +402,11 @@ MIN_PROSE = 40  # nor is prose wrapped narrower
 def fit(heads, cells, kinds, width):
     """Which columns to show and how wide, for a table of at most `width` characters per line (None: all, as
     wide as their cells). First prose is wrapped and names shortened, the widest first, down to MIN_PROSE and
-    MIN_NAME; then columns are left out from the right (the first always stays). Returns the shown columns'
-    indices, every column's width, and the line that names what was left out (None)."""
-    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(heads)]
+    MIN_NAME; then columns are left out from the right (the first always stays, prose last), each time with the
+    others back at their whole width. Returns the shown columns' indices, every column's width, and the line that
+    names what was left out (None)."""
+    natural = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(heads)]
+    widths = list(natural)
     keep = list(range(len(heads)))
     if width is None:
         return keep, widths, None
@@ -414,7 +416,7 @@ def fit(heads, cells, kinds, width):
 
     least = {"number": 0, "prose": MIN_PROSE, "name": MIN_NAME}
     floor = [
-        widths[i] if k == "number" else min(widths[i], max(len(h), MIN_FIRST if i == 0 else least[k]))
+        natural[i] if k == "number" else min(natural[i], max(len(h), MIN_FIRST if i == 0 else least[k]))
         for i, (h, k) in enumerate(zip(heads, kinds))
     ]
     while total() > width:
@@ -426,6 +428,7 @@ def fit(heads, cells, kinds, width):
         if len(keep) == 1:
             break
         keep.pop(max(range(1, len(keep)), key=lambda j: (kinds[keep[j]] != "prose", j)))
+        widths = list(natural)
     left = [heads[i] for i in range(len(heads)) if i not in keep]
     if not left:
         return keep, widths, None
