@@ -163,11 +163,14 @@ class Profile:
         `count, queue_count` and `{total,api,queue,kernel}_{avg,med,min,max,stddev}_ns`; by="kernel": per kernel."""
         return self._engine.run("launches", by=by)
 
-    def ranges(self, attribution: str = DEFAULT_ATTRIBUTION, group_ops: bool | None = None) -> pl.DataFrame:
+    def ranges(
+        self, attribution: str = DEFAULT_ATTRIBUTION, group_ops: bool | None = None, families: bool = False
+    ) -> pl.DataFrame:
         """NVTX ranges per name (nsys's nvtx_sum and nvtx_gpu_proj_sum); `group_ops`: PyTorch emit_nvtx names
         without their per-call arguments (`aten::addmm, seq = 5, op_id = 9, ...` -> `aten::addmm`); by default
-        (None) grouped under the process rule, per full name under the thread rule (as `nsys stats`)."""
-        return self._engine.run("ranges", attribution=attribution, group_ops=group_ops)
+        (None) grouped under the process rule, per full name under the thread rule (as `nsys stats`).
+        `families`: numbered names (`Batch0..Batch59`) as one row, `Batch*`, with `names`, how many it folds."""
+        return self._engine.run("ranges", attribution=attribution, group_ops=group_ops, families=families)
 
     def kernels_by_range(
         self,
@@ -189,12 +192,17 @@ class Profile:
         return self._engine.run("ops", shapes=shapes)
 
     def summary(
-        self, attribution: str = DEFAULT_ATTRIBUTION, top: int = 10, thresholds: Thresholds = Thresholds()
+        self,
+        attribution: str = DEFAULT_ATTRIBUTION,
+        top: int = 10,
+        thresholds: Thresholds = Thresholds(),
+        families: bool = True,
     ) -> dict[str, pl.DataFrame]:
         """One screen about the profile: facts, GPU busy time, iterations, idle causes, findings, top kernels
         and ranges, memory ops (nsysql.analyses.summary), as frames by section; `thresholds`: the findings'
-        limits (nsysql.analyses.findings.Thresholds, e.g. `Thresholds(host_share=0.4)`)."""
-        return self._engine.run("summary", attribution=attribution, top=top, thresholds=thresholds)
+        limits (nsysql.analyses.findings.Thresholds, e.g. `Thresholds(host_share=0.4)`); `families`: numbered
+        ranges (`Batch0..Batch59`) as one row, `Batch*` (False: one row per name)."""
+        return self._engine.run("summary", attribution=attribution, top=top, thresholds=thresholds, families=families)
 
     def iterations(
         self, range: str | None = None, skip: int | None = None, outlier_sigmas: float = OUTLIER_SIGMAS

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from typing import TYPE_CHECKING
 
@@ -21,7 +22,7 @@ PROSE = {"value", "evidence", "detected", "outlier_pattern", "sentence", "descri
 TABLE_MAX_ROWS = 60
 # prose is not cut at the column width, but a sentence may quote a name (a range family in a finding), and an
 # export's names may be megabytes long: past this it is cut too (csv/json give it whole)
-PROSE_MAX = 1000
+PROSE_MAX = 2000
 
 # Characters a terminal acts on instead of showing: C0 and C1 controls (an ESC starts a sequence that can retitle
 # the window or rewrite the screen; CR returns to the line's start and hides what was before), DEL, and the
@@ -41,6 +42,40 @@ def one_line(text: str, limit: int = PROSE_MAX) -> str:
     """`text` for one line of a terminal: control characters (newlines too) as escapes, at most `limit` long."""
     text = visible(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def distinct(names: list[str | None], limit: int, missing: str = "(no name)") -> list[str]:
+    """Each name as one line of at most `limit` characters, cut with `…`; where two cut names would read the same
+    (kernels that differ only past the cut: `multi_tensor_apply_kernel<...>` of several optimizers), each keeps
+    its head and, after a `…`, the stretch from just before where it first differs from the others. A label that
+    still repeats gets its rank among those (` #2`)."""
+    cut = [one_line(n, limit) if n is not None else missing for n in names]
+    groups: dict[str, list[int]] = {}
+    for i, c in enumerate(cut):
+        groups.setdefault(c, []).append(i)
+    for idx in groups.values():
+        if len({names[i] for i in idx}) < 2:
+            continue
+        for i in idx:
+            cut[i] = _distinguished(visible(names[i]), [visible(names[j]) for j in idx if names[j] != names[i]], limit)
+    seen: dict[str, int] = {}
+    for i, c in enumerate(cut):
+        seen[c] = seen.get(c, 0) + 1
+        if seen[c] > 1:
+            cut[i] = c[: limit - 4 - len(str(seen[c]))] + f"… #{seen[c]}"
+    return cut
+
+
+def _distinguished(name: str, others: list[str], limit: int) -> str:
+    """`name` cut to `limit`: its first third, `…`, then the part around where it first differs from `others`."""
+    differs = max(len(os.path.commonprefix([name, o])) for o in others)
+    head = limit // 3
+    room = limit - head - 2  # room for the stretch, between the `…` after the head and one at its end
+    start = max(head, min(differs - room // 4, len(name) - room - 1))
+    if start <= head:
+        return one_line(name, limit)
+    stretch = name[start : start + room]
+    return name[:head] + "…" + stretch + ("…" if start + room < len(name) else "")
 
 
 def code(text: str, limit: int | None = None, table: bool = False) -> str:
@@ -68,10 +103,24 @@ def _escape(m: re.Match) -> str:
     return _ESCAPES.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
 
 
-def render(result: pl.DataFrame | dict[str, pl.DataFrame], fmt: str, title: str | None = None) -> str:
+def render(
+    result: pl.DataFrame | dict[str, pl.DataFrame],
+    fmt: str,
+    title: str | None = None,
+    width: int | None = None,
+    unit: str | None = None,
+    what: str | None = None,
+    wide: bool = False,
+) -> str:
+    """`result` in `fmt`. Table format: times (`*_ns` columns) in the unit that reads best for the table
+    (best_unit; `unit`: the one given), fitted to `width` characters when given (see fit). CSV, JSON and Markdown keep nanoseconds unless
+    `unit` is given. `what`: what an untitled answer lists, for the sentence an empty one prints. `wide`: every
+    column, names whole (up to PROSE_MAX)."""
     if not isinstance(result, dict):
         result = {title or "": result}
     result = {k: printable(v) for k, v in result.items()}
+    if unit is not None or fmt == "table":
+        result = {k: in_units(v, unit) for k, v in result.items()}
     if fmt == "json":
         return (
             json.dumps(
@@ -86,17 +135,82 @@ def render(result: pl.DataFrame | dict[str, pl.DataFrame], fmt: str, title: str 
     parts = []
     for name, df in result.items():
         if fmt == "csv":
-            parts.append((f"# {name}\n" if name else "") + _flat(df).write_csv(float_precision=3))
+            # 3 decimals of a ns figure (an average), and as many more as the unit's factor has digits
+            digits = 3 + len(str(UNITS[unit])) - 1 if unit else 3
+            parts.append((f"# {name}\n" if name else "") + _flat(df).write_csv(float_precision=digits))
         elif fmt == "markdown":
             parts.append((f"### {visible(name)}\n\n" if name else "") + markdown(df))
         else:
-            parts.append((f"== {visible(name)} ==\n" if name else "") + table(df))
+            parts.append(
+                (f"== {visible(name)} ==\n" if name else "")
+                + table(
+                    df,
+                    width=None if wide else width,
+                    what=name or what,
+                    name_width=PROSE_MAX if wide else TABLE_TEXT_WIDTH,
+                )
+            )
     return "\n".join(parts)
 
 
 def summary_view(s: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
     """A summary's frames as people read them: facts by label (their stable `key` is for programs)."""
     return {**s, "facts": s["facts"].select("item", "value")}
+
+
+UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+# decimals of each unit in the table format: what a nanosecond count can still tell (1 ns is 0.001 us, ...), cut
+# at what one reads (a step of 4.08 ms needs no 4.076631)
+_DECIMALS = {"ns": 0, "us": 1, "ms": 2, "s": 4}
+
+
+def time_columns(df: pl.DataFrame) -> list[str]:
+    """The columns that hold a time in ns: numeric, named `*_ns` (a duration, or a timestamp: start_ns)."""
+    return [c for c, t in df.schema.items() if c.endswith("_ns") and t.is_numeric()]
+
+
+def best_unit(df: pl.DataFrame, cols: list[str]) -> str:
+    """The unit in which the columns' typical value (the median of each column's median non-zero magnitude)
+    reads between 1 and 1000: kernels' 120,401 ns as 120.4 us, a step's 4,076,631 ns as 4.08 ms."""
+    import polars as pl
+
+    typical = [df[c].cast(pl.Float64).abs().filter(df[c].cast(pl.Float64).abs() > 0).median() for c in cols]
+    typical = [t for t in typical if t is not None]
+    if not typical:
+        return "ns"
+    mid = sorted(typical)[len(typical) // 2]
+    return next((u for u in ("s", "ms", "us") if mid >= UNITS[u]), "ns")
+
+
+def _timestamp(column: str) -> bool:
+    """A time of day on the export's clock (`start_ns`, `gpu_end_ns`), not a duration: it gets a unit of its own."""
+    return column in ("start_ns", "end_ns", "ts_ns") or column.endswith(("_start_ns", "_end_ns"))
+
+
+def in_units(df: pl.DataFrame, unit: str | None) -> pl.DataFrame:
+    """`df` with each time column (`x_ns`) in `unit` (`x_ms`, ...), or in its best_unit where `unit` is None,
+    in place, the quotient as a float (the table format shows it with the unit's _DECIMALS). A column whose new
+    name the answer has already keeps its nanoseconds."""
+    import polars as pl
+
+    if unit is not None and unit not in UNITS:
+        raise ValueError(f"unit must be one of {', '.join(UNITS)}, not {unit!r}")
+    cols = set(time_columns(df))
+    if not cols:
+        return df
+    stamps = [c for c in df.columns if c in cols and _timestamp(c)]
+    spans = [c for c in df.columns if c in cols and not _timestamp(c)]
+    units = {c: unit or best_unit(df, stamps) for c in stamps} | {c: unit or best_unit(df, spans) for c in spans}
+    taken = set(df.columns)
+    exprs = []
+    for c in df.columns:
+        u = units.get(c, "ns")
+        name = c[: -len("ns")] + u
+        if u == "ns" or name in taken:
+            exprs.append(pl.col(c))
+            continue
+        exprs.append((pl.col(c).cast(pl.Float64) / UNITS[u]).alias(name))
+    return df.select(exprs)
 
 
 def printable(df: pl.DataFrame) -> pl.DataFrame:
@@ -204,7 +318,7 @@ def _records(df: pl.DataFrame) -> list[dict]:
     return json.loads(df.write_json())
 
 
-def _cell(v, fmt: str, width: int | None) -> str:
+def _cell(v, fmt: str, width: int | None, decimals: int | None = None) -> str:
     if v is None:
         return ""
     if isinstance(v, bool):
@@ -214,8 +328,13 @@ def _cell(v, fmt: str, width: int | None) -> str:
     if isinstance(v, float):
         if math.isnan(v):
             return ""
+        if decimals is not None and fmt == "table":  # a time in a unit: the unit's decimals, aligned
+            # unless they would show a time as 0: then 2 significant digits (0.0028 ms)
+            return f"{v:.2g}" if 0 < abs(v) < 0.5 / 10**decimals else f"{v:,.{decimals}f}"
         if 0 < abs(v) < 1:  # 3 significant digits: 0.0179 ms or -0.04 ms, not 0.0 and -0.0
             return f"{v:.3g}"
+        if fmt == "table" and v.is_integer() and abs(v) < 2**53:  # a count held as a float: 39, not 39.0
+            return f"{int(v):,}"
         return f"{v:,.1f}" if fmt == "table" else f"{v:.1f}"
     if fmt == "markdown":  # text is data (a kernel's, a range's name): a code span, never live Markdown
         return code(str(v).replace("\n", " "), width, table=True)
@@ -227,28 +346,116 @@ def _cell(v, fmt: str, width: int | None) -> str:
     return s
 
 
-def table(df: pl.DataFrame, width: int = TABLE_TEXT_WIDTH, max_rows: int = TABLE_MAX_ROWS) -> str:
+def _decimals(column: str) -> int | None:
+    """The decimals of a time column (in_units' names: `total_ms`) that holds floats, None for any other column
+    (an average of ns keeps one: 782.4, and 768.0 beside it)."""
+    if column.endswith("_ns"):
+        return 1
+    return next((d for u, d in _DECIMALS.items() if u != "ns" and column.endswith("_" + u)), None)
+
+
+def empty(what: str | None) -> str:
+    """The sentence an answer without rows prints: `no findings`, `no gaps`."""
+    return f"no {visible(what)}\n" if what else "no rows: nothing to list\n"
+
+
+def table(
+    df: pl.DataFrame,
+    width: int | None = None,
+    max_rows: int = TABLE_MAX_ROWS,
+    what: str | None = None,
+    name_width: int = TABLE_TEXT_WIDTH,
+) -> str:
+    """`df` as an aligned text table. `width`: the terminal's, which the table then fits (fit): names shortened,
+    prose wrapped, and the right-most columns left out with a line that names them. None: every column, names
+    cut at `name_width`."""
     if df.height == 0:
-        return "(no rows)\n"
+        return empty(what)
     hidden = df.height - max_rows if max_rows and df.height > max_rows else 0
     if hidden:
         df = df.head(max_rows - 10).vstack(df.tail(10))
     cols = df.columns
-    limits = [PROSE_MAX if c in PROSE else width for c in cols]
-    cells = [[_cell(v, "table", w) for v, w in zip(row, limits)] for row in df.iter_rows()]
-    heads = [_cell(c, "table", width) for c in cols]  # a user's `nsysql sql` names its columns
-    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(heads)]
+    limits = [PROSE_MAX if c in PROSE else name_width for c in cols]
+    decimals = [_decimals(c) for c in cols]
+    cells = [[_cell(v, "table", w, d) for v, w, d in zip(row, limits, decimals)] for row in df.iter_rows()]
+    heads = [_cell(c, "table", name_width) for c in cols]  # a user's `nsysql sql` names its columns
     numeric = [df.schema[c].is_numeric() for c in cols]
-
-    def line(vals):
-        return "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(vals, widths, numeric)).rstrip()
-
-    out = [line(heads), line(["-" * w for w in widths])]
-    body = [line(r) for r in cells]
+    kinds = ["number" if n else "prose" if c in PROSE else "name" for c, n in zip(cols, numeric)]
+    keep, widths, note = fit(heads, cells, kinds, width)
+    out = [_line([heads[i] for i in keep], widths, numeric, keep)]
+    out.append(_line(["-" * widths[i] for i in keep], widths, numeric, keep))
+    body = [line for r in cells for line in _row_lines(r, keep, widths, numeric, kinds)]
     if hidden:
-        body.insert(max_rows - 10, f"… {hidden:,} more rows (-f csv or -f json for all {hidden + max_rows:,})")
+        at = sum(len(_row_lines(r, keep, widths, numeric, kinds)) for r in cells[: max_rows - 10])
+        body.insert(at, f"… {hidden:,} more rows (-f csv or -f json for all {hidden + max_rows:,})")
     out += body
+    if note:
+        out.append(note)
     return "\n".join(out) + "\n"
+
+
+MIN_NAME = 24  # a name column is not shortened below this (nor below its header)
+MIN_FIRST = 40  # the first column (what each row is about) not below this
+MIN_PROSE = 40  # nor is prose wrapped narrower
+
+
+def fit(heads, cells, kinds, width):
+    """Which columns to show and how wide, for a table of at most `width` characters per line (None: all, as
+    wide as their cells). First prose is wrapped and names shortened, the widest first, down to MIN_PROSE and
+    MIN_NAME; then columns are left out from the right (the first always stays, prose last), each time with the
+    others back at their whole width. Returns the shown columns' indices, every column's width, and the line that
+    names what was left out (None)."""
+    natural = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(heads)]
+    widths = list(natural)
+    keep = list(range(len(heads)))
+    if width is None:
+        return keep, widths, None
+
+    def total():
+        return sum(widths[i] for i in keep) + 2 * (len(keep) - 1)
+
+    least = {"number": 0, "prose": MIN_PROSE, "name": MIN_NAME}
+    floor = [
+        natural[i] if k == "number" else min(natural[i], max(len(h), MIN_FIRST if i == 0 else least[k]))
+        for i, (h, k) in enumerate(zip(heads, kinds))
+    ]
+    while total() > width:
+        shrink = [i for i in keep if widths[i] > floor[i]]
+        if shrink:
+            i = max(shrink, key=lambda j: widths[j] - floor[j])
+            widths[i] -= min(total() - width, widths[i] - floor[i], max(1, (widths[i] - floor[i]) // 2))
+            continue
+        if len(keep) == 1:
+            break
+        keep.pop(max(range(1, len(keep)), key=lambda j: (kinds[keep[j]] != "prose", j)))
+        widths = list(natural)
+    left = [heads[i] for i in range(len(heads)) if i not in keep]
+    if not left:
+        return keep, widths, None
+    more = f"{len(left)} more column{'s' if len(left) > 1 else ''}"
+    note = f"(--wide shows {more}, -f csv every value: {', '.join(left)})"
+    return keep, widths, one_line(note, max(width, 40))
+
+
+def _row_lines(row, keep, widths, numeric, kinds) -> list[str]:
+    """One table row as lines: prose wrapped at its column's width, a name cut with `…`."""
+    import textwrap
+
+    parts = []
+    for i in keep:
+        v, w = row[i], widths[i]
+        if kinds[i] == "prose" and len(v) > w:
+            parts.append(textwrap.wrap(v, w, break_long_words=True, break_on_hyphens=False) or [""])
+        elif len(v) > w:
+            parts.append([v[: w - 1] + "…"])
+        else:
+            parts.append([v])
+    height = max(len(p) for p in parts)
+    return [_line([p[n] if n < len(p) else "" for p in parts], widths, numeric, keep) for n in range(height)]
+
+
+def _line(vals, widths, numeric, keep) -> str:
+    return "  ".join(v.rjust(widths[i]) if numeric[i] else v.ljust(widths[i]) for v, i in zip(vals, keep)).rstrip()
 
 
 def markdown(df: pl.DataFrame, width: int | None = 100) -> str:

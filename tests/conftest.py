@@ -1,4 +1,6 @@
-"""Shared test data: the project's own fixtures, and the real exports in ../shared (skipped when absent)."""
+"""Shared test data: the project's own fixtures, and the real exports in $NSYSQL_TEST_EXPORTS, else
+../shared/nsys-exports (a folder with h200/ and public/; the tests over them are skipped, or not collected, when
+it is absent, and the run's last line says how many there were)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ os.environ.setdefault("NSYSQL_CACHE_DIR", tempfile.mkdtemp(prefix="nsysql-test-c
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
-SHARED = ROOT.parent / "shared" / "nsys-exports"
+SHARED = Path(os.environ.get("NSYSQL_TEST_EXPORTS") or ROOT.parent / "shared" / "nsys-exports").resolve()
 H200 = SHARED / "h200"
 PUBLIC = SHARED / "public"
 
@@ -111,3 +113,49 @@ def exports_are_never_written():
     yield
     assert _fingerprint(paths) == before, "an export read by the tests was modified"
     assert {d: sorted(x.name for x in d.iterdir()) for d in dirs} == listing, "a file appeared beside an export"
+
+
+# -- how many tests the real exports gave (one line at the end of the run) -------------------------------------
+# A test over a real export is one whose parameters hold a path under SHARED (marked at collection, in the xdist
+# worker that runs it; the mark travels with its reports), or one skipped because an export under SHARED is absent.
+_REAL = ("nsysql_real_export", True)
+_tally: dict[str, set[str]] = {"ran": set(), "skipped": set()}
+
+
+def _under_shared(value) -> bool:
+    if not isinstance(value, (str, Path)):
+        return False
+    try:
+        return Path(value).resolve().is_relative_to(SHARED)
+    except (OSError, ValueError):
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        spec = getattr(item, "callspec", None)
+        if spec is not None and any(_under_shared(v) for v in spec.params.values()):
+            item.user_properties.append(_REAL)
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped and str(SHARED) in str(report.longrepr):
+        _tally["skipped"].add(report.nodeid)
+    elif _REAL in report.user_properties and report.when == "call":
+        _tally["ran"].add(report.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter):
+    ran, skipped = len(_tally["ran"]), len(_tally["skipped"])
+    if H200.is_dir() or PUBLIC.is_dir():
+        if not ran + skipped:  # a run of other tests: nothing to say
+            return
+        line = f"nsysql: {ran} tests ran over the real exports in {SHARED}"
+        line += f", {skipped} skipped (an export they name is not there)" if skipped else ""
+    else:
+        line = (
+            f"nsysql: no real exports at {SHARED} (set NSYSQL_TEST_EXPORTS to the folder that holds h200/ and "
+            f"public/): the tests run once per real export were not collected"
+            + (f", and {skipped} test{'s' if skipped > 1 else ''} needing one skipped" if skipped else "")
+        )
+    terminalreporter.write_line(line)

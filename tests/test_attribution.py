@@ -55,7 +55,7 @@ def test_whole_graph_replays_are_gpu_work():
     assert ":graph_step" not in proj["Range"].to_list()
     row = prof.ranges(attribution="thread").filter(pl.col("name") == "graph_step")
     assert row["gpu_ops"][0] == 30
-    assert row["gpu_total_ns"][0] >= graphs["d"][0] * 30
+    assert row["gpu_proj_ns"][0] >= graphs["d"][0] * 30
 
 
 def test_graph_node_kernels_each_count_as_an_op():
@@ -63,7 +63,7 @@ def test_graph_node_kernels_each_count_as_an_op():
     proj = pl.read_csv(reference_csv(h200("graph_node.sqlite"), "nvtx_gpu_proj_sum"), infer_schema_length=0)
     nsys = proj.filter(pl.col("Range") == ":graph_step")
     row = prof.ranges(attribution="thread").filter(pl.col("name") == "graph_step")
-    assert row["gpu_total_ns"][0] == int(nsys["Total Proj Time (ns)"][0])  # same projection
+    assert row["gpu_proj_ns"][0] == int(nsys["Total Proj Time (ns)"][0])  # same projection
     node_kernels = prof.sql("SELECT count(*) AS n FROM gpu_ops WHERE graph_node_id IS NOT NULL AND kind='kernel'")
     assert int(nsys["Total GPU Ops"][0]) == 30  # nsys: one op per cudaGraphLaunch
     assert row["gpu_ops"][0] == node_kernels["n"][0] == 720  # nsysql: every node kernel

@@ -80,7 +80,7 @@ def test_ranges_match_nvtx_gpu_proj_sum(path):
         if name in skip:
             continue
         g = rows[(domain, name, w["Style"])]
-        assert g["gpu_total_ns"] == int(w["Total Proj Time (ns)"]), name
+        assert g["gpu_proj_ns"] == int(w["Total Proj Time (ns)"]), name
         # one op per graph launch for nsys, every node kernel for nsysql
         assert g["gpu_ops"] > int(w["Total GPU Ops"]) if name in ops_differ else g["gpu_ops"] == int(w["Total GPU Ops"])
         checked += 1

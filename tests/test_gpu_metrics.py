@@ -134,7 +134,7 @@ def test_summary_line(prof):
 def test_cli_metrics():
     r = CliRunner().invoke(main, ["metrics", "--by", "iteration", "--format", "csv", str(HW_MIX)])
     assert r.exit_code == 0, r.output
-    assert r.output.splitlines()[0] == "iteration,device_id,metric,unit,mean"
+    assert r.stdout.splitlines()[0] == "iteration,device_id,metric,unit,mean"
 
 
 def test_without_metrics_says_so():

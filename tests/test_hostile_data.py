@@ -40,7 +40,7 @@ def ranges_csv(path, *opts):
 
 def forward_pass(text):
     row = next(r for r in csv.DictReader(io.StringIO(text)) if r["name"] == "Forward Pass")
-    return int(row["gpu_ops"]), int(row["gpu_total_ns"])
+    return int(row["gpu_ops"]), int(row["gpu_proj_ns"])
 
 
 def nsys_forward_pass():
@@ -266,7 +266,7 @@ def test_deep_nesting_answers_in_time_linear_in_rows(deep):
     ).row(0)
     deep_rows = [r for n, r in rows.items() if n.startswith("deep")]
     assert len(deep_rows) == DEPTH
-    assert {(r["count"], r["gpu_ops"], r["gpu_total_ns"]) for r in deep_rows} == {("1", str(ops), str(last - first))}
+    assert {(r["count"], r["gpu_ops"], r["gpu_proj_ns"]) for r in deep_rows} == {("1", str(ops), str(last - first))}
     assert prof.sql("SELECT max(depth) FROM nvtx_ranges").item() >= DEPTH
     # the (op, range) pairs, listed by op_ranges on demand: every launched op under every deep range
     assert (

@@ -152,7 +152,8 @@ def test_durations():
     assert parse_duration("2ms") == 2_000_000
     assert parse_duration("1s") == 1_000_000_000
     assert parse_duration("1.5ms") == 1_500_000
-    assert parse_duration("750") == 750
+    assert parse_duration("750ns") == parse_duration(750) == 750
+    assert parse_duration("0") == 0
     with pytest.raises(Exception):
         parse_duration("fast")
 

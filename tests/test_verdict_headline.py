@@ -173,14 +173,16 @@ def test_cpu_paced_loops_keep_their_step_time():
 
 
 def test_markdown_and_html_lead_with_the_step(tmp_path):
-    """The PR snippet's first bullet and the report's first card are the headline's step."""
+    """The first bullet of the PR snippet's facts (after its findings) and the report's first card are the
+    headline's step."""
     from nsysql.render import code
 
     path = str(h200("graph_whole.sqlite"))
     prof = loaded(path)
     md = CliRunner().invoke(main, ["report", path, "-f", "markdown"])
     assert md.exit_code == 0, md.output
-    bullets = [line for line in md.output.splitlines() if line.startswith("- ")]
+    facts = md.output[md.output.index("**Profile**") :]
+    bullets = [line for line in facts.splitlines() if line.startswith("- ")]
     assert bullets[0] == f"- **steady-state step**: {code(_facts(prof)['step'])}"  # quotes names: a code span
     out = tmp_path / "r.html"
     r = CliRunner().invoke(main, ["report", path, "-o", str(out)])

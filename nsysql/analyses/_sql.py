@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -87,7 +88,24 @@ def user_frame(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
     try:
         return _user_frame(con, sql)
     except duckdb.Error as e:  # a typo in the user's SQL is their input's problem: one line, as the CLI says it
-        raise NsysqlError(f"query failed: {one_line(e)}") from None
+        raise NsysqlError(f"query failed: {one_line(e)}{_canonical_hint(e)}") from None
+
+
+def _canonical_hint(e: Exception) -> str:
+    """For a query that names an nsys table (`CUPTI_ACTIVITY_KIND_KERNEL`, in any case) that the sandbox does not
+    have: the canonical table that holds its rows. Empty for any other error."""
+    import duckdb
+
+    from ..loader.raw import CANONICAL_FOR
+
+    m = re.search(r"Table with name (\S+) does not exist", str(e))
+    if not isinstance(e, duckdb.CatalogException) or not m:
+        return ""
+    name = m.group(1).strip('"').lower()
+    got = next((v for k, v in CANONICAL_FOR.items() if k.lower() == name), None)
+    if got is None:
+        return ""
+    return f" ({m.group(1)} is a table of the nsys export; nsysql's canonical table for it: {got}; `nsysql schema`)"
 
 
 def _user_frame(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:

@@ -287,17 +287,21 @@ def launches(ctx, by) -> pl.DataFrame:
     return _launches.launches(ctx.con, by=by)
 
 
+# not a command-line option: `ranges` and `summary` fold in their table unless --expand (nsysql.cli.tables)
+FAMILIES = Param("families", bool, False, doc="numbered families (Batch0..Batch59) as one row, Batch*", flag=None)
+
+
 @analysis(
     "ranges",
-    params=(ATTRIBUTION, GROUP_OPS),
+    params=(ATTRIBUTION, GROUP_OPS, FAMILIES),
     tables=("gpu_ops", "nvtx_ranges"),
     sql=("ranges",),
     nsys=("nvtx_sum", "nvtx_gpu_proj_sum"),
     requires=("nvtx_ranges",),
 )
-def ranges(ctx, attribution, group_ops) -> pl.DataFrame:
+def ranges(ctx, attribution, group_ops, families) -> pl.DataFrame:
     """NVTX ranges per name (nsys's nvtx_sum and nvtx_gpu_proj_sum)."""
-    return _ranges.ranges(ctx.con, attribution=attribution, group_ops=group_ops)
+    return _ranges.ranges(ctx.con, attribution=attribution, group_ops=group_ops, families=families)
 
 
 @analysis(
@@ -368,17 +372,22 @@ def summary_tables(ctx, thresholds) -> dict[str, pl.DataFrame]:
 
 @analysis(
     "summary",
-    params=(ATTRIBUTION, Param("top", int, 10, doc="Rows in the kernel and range tables."), THRESHOLDS),
+    params=(
+        ATTRIBUTION,
+        Param("top", int, 10, doc="Rows in the kernel and range tables."),
+        THRESHOLDS,
+        Param("families", bool, True, doc="the ranges table folds numbered families (Batch*)", flag=None),
+    ),
     needs=("iterations", "iteration_stats", "gaps", "kernels", "ranges", "summary_tables", "headroom_work"),
 )
-def summary(ctx, attribution, top, thresholds) -> dict[str, pl.DataFrame]:
+def summary(ctx, attribution, top, thresholds, families) -> dict[str, pl.DataFrame]:
     """One screen about the profile; its pieces are asked side by side, and stored, so a report that asks them
     next reuses them. A piece that does not apply (no loop, no GPU work) is said by its error."""
     got = ctx.gather(
         loop=[("iterations", {}), ("iteration_stats", {})],
         gaps=("gaps", {}),
         kernels=("kernels", {"top": top}),
-        ranges=("ranges", {"attribution": attribution}),
+        ranges=("ranges", {"attribution": attribution, "families": families}),
         read=("summary_tables", {"thresholds": thresholds}),
         work=("headroom_work", {}),
     )

@@ -296,7 +296,7 @@ def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> Diff:
         "per-iteration mean (sd/√n) or median (1.2533·1.4826·MAD/√n), over steady-state "
         f"iterations ({nb} in {bl}, {nn} in {nl})"
     )
-    head = _iteration_headline(rows[0], nl)
+    head = _periodic_change(pb, pn, bl, nl) + _iteration_headline(rows[0], nl)
     return Diff(head, _notes(verdict), rule, rng, kern, iteration_time=itime, idle=idle, activity=act)
 
 
@@ -352,6 +352,18 @@ def _iteration_time(rows: list[dict], nb: int, nn: int) -> pl.DataFrame:
             ),
         ]
     )
+
+
+def _periodic_change(pb: str | None, pn: str | None, bl: str, nl: str) -> str:
+    """The headline's lead when periodic outliers (a pattern with a period, as findings' `periodic slow iterations`
+    reads it) vanish or appear: it stands whatever the mean does, since a few slow steps move the mean by less than
+    the noise their own spread makes. Empty when neither or both profiles have them."""
+    before, after = bool(pb and "every" in pb), bool(pn and "every" in pn)
+    if before == after:
+        return ""
+    if before:
+        return f"periodic outliers gone: in {bl} {pb}; in {nl} {pn or 'no iteration is an outlier'}. "
+    return f"periodic outliers appeared: in {nl} {pn}; in {bl} {pb or 'no iteration is an outlier'}. "
 
 
 def _iteration_headline(m: dict, nl: str) -> str:

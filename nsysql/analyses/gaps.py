@@ -27,7 +27,7 @@ _DURATION = re.compile(r"\s*(\d+(?:\.\d+)?|\.\d+)\s*(ns|us|µs|ms|s)?\s*", re.AS
 
 
 def parse_duration(text: str | int) -> int:
-    """'500us', '2ms', '1s', '1.5ms' or a number of ns -> ns."""
+    """'500us', '2ms', '1s', '1.5ms' (text names its unit; only 0 may go without) or an int of ns -> ns."""
     if isinstance(text, int) and not isinstance(text, bool):
         if text < 0:
             raise NsysqlError(f"a duration is 0 or more, not {text} ns")
@@ -47,6 +47,9 @@ def parse_duration(text: str | int) -> int:
         ns = float(m.group(1)) * _UNITS[m.group(2) or "ns"]  # inf for a number too long for a float
     if ns > MAX_NS:  # the export's clock is a 64-bit count of ns: no gap can be longer
         raise NsysqlError(f"duration {str(text)[:40]!r} is longer than any gap can be (at most {MAX_NS} ns, 292 years)")
+    if isinstance(text, str) and not m.group(2) and ns:  # `--min 5`: 5 what? ns would surprise most who type it
+        num = m.group(1)
+        raise NsysqlError(f"duration {text.strip()!r} has no unit: write {num}ms, {num}us, {num}s or {num}ns")
     return int(round(ns))
 
 

@@ -25,9 +25,13 @@ def group_ops_default(attribution: str, group_ops: bool | None) -> bool:
     return check_attribution(attribution) == "process" if group_ops is None else bool(group_ops)
 
 
-def ranges(con, attribution: str = DEFAULT_ATTRIBUTION, group_ops: bool | None = None) -> pl.DataFrame:
-    """Per (domain, name, style): instances, duration stats (ns), GPU-projected time and GPU op count.
+def ranges(
+    con, attribution: str = DEFAULT_ATTRIBUTION, group_ops: bool | None = None, families: bool = False
+) -> pl.DataFrame:
+    """Per (domain, name, style): instances, duration stats (ns), GPU-projected time, GPU time and GPU op count.
     `group_ops`: PyTorch emit_nvtx names without their per-call arguments (one row per operator); None: as
-    group_ops_default says."""
+    group_ops_default says. `families`: a numbered family's names (`Batch0..Batch59`) as one row, `Batch*`,
+    with `names`, how many it folds (ranges.sql)."""
     group_ops = group_ops_default(attribution, group_ops)
-    return run(con, "ranges", attribution=check_attribution(attribution), group_ops=group_ops)
+    got = run(con, "ranges", attribution=check_attribution(attribution), group_ops=group_ops, families=bool(families))
+    return got if families else got.drop("names")

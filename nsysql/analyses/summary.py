@@ -193,7 +193,7 @@ def _top_ranges(rg: pl.DataFrame, top: int) -> tuple[pl.DataFrame, str | None]:
     most CPU time, with the note that says so."""
     on_gpu = rg.filter(pl.col("gpu_ops") > 0)
     if on_gpu.height or rg.height == 0:
-        return on_gpu.sort("gpu_total_ns", descending=True).head(min(top, rg.height)), None
+        return on_gpu.sort("gpu_proj_ns", descending=True).head(min(top, rg.height)), None
     ranges = rg.sort(["total_ns", "name"], descending=[True, False]).head(min(top, rg.height))
     note = f"no NVTX range encloses GPU work, so `ranges` lists the {ranges.height} of {rg.height} with most CPU time"
     return ranges, note

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import click
 
-from ..render import render
 from ..store import tables as _tables
 from .common import handled, state_dir
 from .options import format_option
-from .output import answer_to_stdout
+from .output import answer_to_stdout, rendered
 
 
 @click.group()
@@ -24,7 +23,7 @@ def cache_info(fmt):
     df, line = _tables.info(state_dir())
     click.echo(line, err=True)
     answer_to_stdout()
-    click.echo(render(df, fmt), nl=False)
+    click.echo(rendered(df, fmt), nl=False)
 
 
 @cache.command("clear")

@@ -10,11 +10,10 @@ import click
 
 from ..errors import NsysqlError
 from ..render import one_line as _line
-from ..render import render
 from .common import global_opts, handled, load_profile
 from .declared import about, declared
 from .options import format_option, output_option
-from .output import emit, emit_text, precious, stream_target, write_output
+from .output import answer_to_stdout, emit, emit_text, precious, rendered, stream_target, write_output
 
 
 @click.command()
@@ -70,7 +69,7 @@ def report(file, output, fmt, baseline, png_dir):
 def export(file, to, format):
     """Write the canonical tables as Parquet or CSV, with a README.md describing every column."""
     written = load_profile(file).export(to, format=format)
-    click.echo(render(written, "table"), nl=False)
+    click.echo(rendered(written, "table"), nl=False)
     click.echo(f"nsysql: wrote {written.height} tables and README.md to {to}", err=True)
 
 
@@ -223,16 +222,18 @@ def schema(table, fmt):
     if table and table not in docs:
         raise NsysqlError(f"no canonical table {table!r}; tables: {', '.join(docs)}")
     rows = [(t, c, d) for t, info in docs.items() if not table or t == table for c, d in info["columns"].items()]
+    # descriptions run to 1,400 characters: wrapped, at the terminal's width or SCHEMA_WIDTH in a pipe
     if not table:
-        emit(
-            pl.DataFrame(
-                [(t, i["description"]) for t, i in docs.items()], schema=["table", "description"], orient="row"
-            ),
-            fmt,
-            None,
+        df = pl.DataFrame(
+            [(t, i["description"]) for t, i in docs.items()], schema=["table", "description"], orient="row"
         )
-        return
-    emit(pl.DataFrame(rows, schema=["table", "column", "description"], orient="row"), fmt, None)
+    else:
+        df = pl.DataFrame(rows, schema=["table", "column", "description"], orient="row")
+    answer_to_stdout()
+    click.echo(rendered(df, fmt, fallback=SCHEMA_WIDTH), nl=False, color=True)
+
+
+SCHEMA_WIDTH = 120
 
 
 @click.command(name="sql")

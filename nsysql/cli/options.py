@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from ..render import FORMATS
+from ..render import FORMATS, UNITS
 
 ATTRIBUTION_HELP = (
     "How GPU work is tied to NVTX ranges: 'thread' = the launching thread's open ranges (exactly nsys); "
@@ -19,10 +19,39 @@ def output_option(help: str | None = "Write to FILE instead of stdout."):
     return click.option("-o", "--output", type=click.Path(dir_okay=False), help=help)
 
 
+def _remember(ctx, param, value):
+    """Keep a view switch in the command's context, where output.rendered() reads it: the commands' own
+    arguments stay what they answer, not how it is shown."""
+    ctx.meta[f"nsysql.{param.name}"] = value
+    return value
+
+
+def view_options(fn):
+    """--wide and --unit: how the table format shows an answer (output.rendered)."""
+    fn = click.option(
+        "--unit",
+        type=click.Choice(list(UNITS)),
+        default=None,
+        expose_value=False,
+        callback=_remember,
+        help="Times (the *_ns columns) in this unit, in every format [default: tables pick a readable unit per "
+        "table, CSV and JSON keep ns].",
+    )(fn)
+    return click.option(
+        "--wide",
+        is_flag=True,
+        expose_value=False,
+        callback=_remember,
+        help="Tables: every column and whole names, whatever the terminal's width.",
+    )(fn)
+
+
 def format_option(default: str = "table", choices=FORMATS):
-    """-f/--format, plus one switch per format (--table, --csv, --json, --markdown), as sqlite-utils has."""
+    """-f/--format, plus one switch per format (--table, --csv, --json, --markdown), as sqlite-utils has, and the
+    view options (--wide, --unit)."""
 
     def deco(fn):
+        fn = view_options(fn)
         for c in reversed(choices):
             fn = click.option(f"--{c}", "fmt", flag_value=c, help=f"Same as -f {c}.")(fn)
         return click.option(

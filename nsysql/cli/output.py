@@ -62,8 +62,52 @@ def precious(p: Path) -> str | None:
     return None
 
 
+def terminal_width() -> int | None:
+    """The width tables fit: $COLUMNS when set, else the terminal's when stdout is one; None (no fitting) for a
+    pipe or a file, whose reader may want every column."""
+    cols = os.environ.get("COLUMNS", "")
+    if cols.isdigit() and int(cols) > 0:
+        return int(cols)
+    try:
+        if sys.stdout.isatty():
+            import shutil
+
+            return shutil.get_terminal_size().columns
+    except (AttributeError, ValueError, OSError):  # a replaced or closed stdout
+        pass
+    return None
+
+
+# what a command's answer lists, where its name does not say (an empty answer prints `no <this>`)
+_LISTS = {"sql": "rows", "kernels-by-range": "kernels in these ranges", "info": "rows"}
+
+
+def rendered(result, fmt: str, title: str | None = None, output: str | None = None, fallback: int | None = None) -> str:
+    """render() with the command's view switches (--wide, --unit: options.view_options), fitted to the terminal
+    (`fallback` characters where there is none: a pipe) unless written to a file (-o), and the command's name for
+    an empty answer's sentence (`no gaps`)."""
+    ctx = click.get_current_context(silent=True)
+    meta = ctx.meta if ctx else {}
+    wide = bool(meta.get("nsysql.wide"))
+    width = None if output else terminal_width() or fallback
+    what = ctx.info_name if ctx and ctx.info_name and ctx.parent else None
+    what = _LISTS.get(what, what)
+    return render(result, fmt, title, width=width, unit=meta.get("nsysql.unit"), what=what, wide=wide)
+
+
+def fitted(text: str, output: str | None = None) -> str:
+    """Lines of prose (a note under a table) wrapped at the terminal's width, as rendered() fits tables."""
+    ctx = click.get_current_context(silent=True)
+    width = None if output or (ctx and ctx.meta.get("nsysql.wide")) else terminal_width()
+    if not width:
+        return text
+    import textwrap
+
+    return "\n".join(textwrap.fill(line, width, break_on_hyphens=False) if line else "" for line in text.split("\n"))
+
+
 def emit(result, fmt: str, output: str | None, title: str | None = None) -> None:
-    text = render(result, fmt, title)
+    text = rendered(result, fmt, title, output)
     if output:
         write_output(output, text)
     else:

@@ -9,15 +9,16 @@ nsysql.cli.declared): each such command is a report of its name, and each other 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from ..errors import NsysqlError
-from ..render import render
 from . import tables
 from .common import handled, load_profile
 from .declared import DECLARED, about, analysis_of, params
 from .options import attribution_option, format_option
-from .output import answer_to_stdout, write_output
+from .output import answer_to_stdout, rendered, write_output
 
 # `nsys stats`' reports (nsys 2023 to 2026); those with no counterpart here are said so in one line
 NSYS_REPORTS = (
@@ -139,19 +140,21 @@ def stats(file, reports_, fmt, prefix, attribution):
     prof = load_profile(file)
     ext = {"table": "txt", "csv": "csv", "json": "json", "markdown": "md"}[fmt]
     got = {}
+    if prefix:  # `-o out/run` into a folder not made yet: made, as `nsys stats -o` does
+        Path(prefix).parent.mkdir(parents=True, exist_ok=True)
     answers = prof.parallel(*(_ask(a, kw, attribution) for _, a, kw in asked))
     for (name, _, _), df in zip(asked, answers):
         if isinstance(df, NsysqlError):
             click.echo(f"nsysql: {name}: skipped: {df}", err=True)
         elif prefix:
             out = f"{prefix}_{name.replace('-', '_')}.{ext}"
-            write_output(out, render(df, fmt))
+            write_output(out, rendered(df, fmt, output=out))
             click.echo(f"nsysql: wrote {out}", err=True)
         else:
             got[name] = df
     if got:  # on stdout one document: a JSON object of the reports, or the sections one after another
         answer_to_stdout()
-        click.echo(render(got, fmt), nl=False, color=True)  # as written (see emit)
+        click.echo(rendered(got, fmt), nl=False, color=True)  # as written (see emit)
 
 
 about(stats, nsys="`nsys stats -r ... -o`")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import click
 
 from ..render import one_line as _line
-from ..render import render, summary_view
+from ..render import summary_view
 from .common import each_rank, global_opts, handled, load_profile, several
 from .declared import DECLARED, about, answer, declared
 from .options import files_options, format_option, output_option
-from .output import emit, emit_text
+from .output import emit, emit_text, fitted, rendered
 
 info = answer("info", "info", "What the export holds, what it lacks, and which analyses apply.")
 
@@ -17,8 +17,9 @@ info = answer("info", "info", "What the export holds, what it lacks, and which a
 @click.command()
 @files_options
 @declared("summary")
+@click.option("--expand", is_flag=True, help="One range row per name: no `Batch*` for Batch0..Batch59.")
 @handled
-def summary(files, fmt, output, attribution, top):
+def summary(files, fmt, output, attribution, top, expand):
     """One screen: span, GPUs, busy %, iterations, idle causes, findings, top kernels and ranges, memory.
 
     With several FILEs (one per rank), the cross-rank summary of `nsysql ranks`."""
@@ -31,7 +32,7 @@ def summary(files, fmt, output, attribution, top):
 
         emit_text(snippet(prof), output)
         return
-    s = prof.summary(attribution=attribution, top=top)
+    s = prof.summary(attribution=attribution, top=top, families=not expand)
     emit(summary_view(s), fmt, output)
 
 
@@ -47,22 +48,54 @@ kernels = answer(
     "Top kernels by total GPU time (as `nsys stats -r cuda_gpu_kern_sum`); several FILEs add a rank column.",
     files=True,
 )
-ranges = answer(
-    "ranges", "ranges", "NVTX ranges: CPU time stats and GPU-projected time (as nvtx_sum + nvtx_gpu_proj_sum)."
-)
-metrics = answer(
-    "metrics",
-    "gpu_metrics",
-    """GPU metrics sampled by `nsys profile --gpu-metrics-devices=...`: per device and metric, samples, mean, min,
-    p50, p90, max (as `nsys recipe gpu_metric_util_sum`), and a note on counters whose values do not fit their
-    unit.""",
-)
 kernels_by_range = answer(
     "kernels-by-range", "kernels_by_range", "Kernels per NVTX range (as `nsys stats -r nvtx_kern_sum`)."
 )
 ops = answer(
     "ops", "ops", "PyTorch operators (emit_nvtx ranges): calls, CPU time, forward and backward GPU time, top kernel."
 )
+
+
+@click.command()
+@click.argument("file", required=False)
+@format_option()
+@output_option()
+@declared("ranges", report=True)
+@click.option(
+    "--expand", is_flag=True, help="Tables: one row per name, Batch0..Batch59 listed, not folded into `Batch*`."
+)
+@handled
+def ranges(file, fmt, output, expand, **params):
+    """NVTX ranges: CPU time stats, GPU-projected time (as nvtx_sum + nvtx_gpu_proj_sum) and the GPU time of the
+    ops they enclose; the table shows numbered families (Batch0..Batch59) as one row, `Batch*`, unless --expand
+    (CSV, JSON and Markdown list every name)."""
+    folded = fmt == "table" and not expand
+    emit(load_profile(file).ranges(families=folded, **params), fmt, output)
+
+
+@click.command()
+@click.argument("file", required=False)
+@format_option()
+@output_option()
+@declared("gpu_metrics", report=True)
+@click.option(
+    "--graphics", is_flag=True, help="Also list graphics counters (pixel, vertex warps) that are 0 throughout."
+)
+@handled
+def metrics(file, fmt, output, graphics, **params):
+    """GPU metrics sampled by `nsys profile --gpu-metrics-devices=...`: per device and metric, samples, mean, min,
+    p50, p90, max (as `nsys recipe gpu_metric_util_sum`), and a note on counters whose values do not fit their
+    unit. Clocks that nsys wrote in Hz under [MHz] are shown in MHz."""
+    from .metrics_view import printed
+
+    df, left = printed(load_profile(file).gpu_metrics(**params), graphics)
+    if left:
+        click.echo(
+            f"nsysql: left out {len(left)} graphics counters at 0 throughout ({_line(', '.join(left), 200)}): "
+            "--graphics lists them",
+            err=True,
+        )
+    emit(df, fmt, output)
 
 
 @click.command()
@@ -85,7 +118,7 @@ def iterations(files, fmt, output, **params):
         note = f"\nrange: {_line(said['range'])}\n{said['steady']}\n"
         if said["outliers"]:
             note += f"outliers: {_line(said['outliers'])}\n"
-        emit_text(render(_narrow(df), "table") + note, output)
+        emit_text(rendered(_narrow(df), "table", output=output) + fitted(note, output), output)
 
 
 overlap = answer(
@@ -137,7 +170,7 @@ def gaps(files, fmt, output, explain, top, **params):
     ]
     lines += sorted({f"time on a CPU: {_line(m)}" for m, n in said.select("meanwhile", "told").iter_rows() if not n})
     notes = "".join(f"{line}\n" for line in lines)
-    emit_text(render(got, "table") + notes, output)
+    emit_text(rendered(got, "table", output=output) + fitted(notes, output), output)
 
 
 def _ranks_result(files, dask, workers):

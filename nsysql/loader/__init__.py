@@ -97,22 +97,50 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=Non
     unstage(con)
 
 
+# What each canonical SQL file builds, as the progress line of a cold load says it (`building iterations`); a
+# file not listed is named by its stem.
+BUILDING = {
+    "00_macros": "shared rules",
+    "05_strings": "names",
+    "10_processes_threads": "processes and threads",
+    "20_devices": "GPUs",
+    "25_calls": "CUDA API calls",
+    "30_api_calls": "CUDA API calls",
+    "40_gpu_ops": "GPU operations",
+    "44_kernel_rules": "kernel categories",
+    "45_kernel_classes": "kernel categories",
+    "46_device_layers": "GPU layers",
+    "48_gpu_metrics": "GPU metrics",
+    "49_kernel_tensor_use": "tensor-core use",
+    "50_nvtx": "NVTX ranges",
+    "60_op_ranges": "which NVTX ranges launched which kernels",
+    "70_profile_facts": "profile facts",
+    "80_gpu_busy": "GPU busy time",
+    "90_process_roles": "main threads and devices",
+    "95_data_quality": "data quality checks",
+}
+
+
 def run_files(con: duckdb.DuckDBPyConnection, files=None, progress=None) -> None:
     """Run the canonical SQL files (`files`: all of them), each on its own cursor as soon as the files it
     `@include`s are done (queries.canonical_order: the DAG their headers declare): independent files (gpu_busy
     and op_ranges, say) run at once, which keeps more cores busy than DuckDB does inside one statement (a window
     over one device's ops is mostly serial). TEMP tables are the file's own."""
+    import threading
     from concurrent.futures import ThreadPoolExecutor
 
     order = canonical_order(files)
     texts = {f: f.read_text(encoding="utf-8") for f in order}
+    lock, started = threading.Lock(), []
     where = con.execute("SELECT current_database(), current_setting('search_path')").fetchall()[0]
 
     def run(f, deps):
         for d in deps:
             d.result()  # and re-raises its error
         if progress:
-            progress(f.stem)
+            with lock:  # told in the order counted
+                started.append(f)
+                progress(f"building {BUILDING.get(f.stem, f.stem)} (step {len(started)} of {len(order)})")
         cur = cursor(con, where)
         try:
             cur.execute(texts[f])

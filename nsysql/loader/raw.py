@@ -256,6 +256,46 @@ RAW_TABLES: tuple[RawTable, ...] = (
     ),
 )
 
+# What each staging table holds, as the progress line of a cold load says it (`reading CUDA kernels`).
+READING = {
+    "raw_strings": "names",
+    "raw_threadnames": "thread names",
+    "raw_processes": "processes",
+    "raw_kernel": "CUDA kernels",
+    "raw_memcpy": "memory copies",
+    "raw_memset": "memsets",
+    "raw_graph": "CUDA graph launches",
+    "raw_runtime": "CUDA API calls",
+    "raw_nvtx": "NVTX ranges",
+    "raw_osrt": "OS runtime calls",
+    "raw_gpu_metrics": "GPU metrics samples",
+    "raw_extents": "the capture's extent",
+}
+
+# Where the rows of each nsys table nsysql reads are found among the canonical tables: a user's `nsysql sql` that
+# names an nsys table (`FROM CUPTI_ACTIVITY_KIND_KERNEL`) is answered with the canonical table to use instead.
+CANONICAL_FOR: dict[str, str] = {
+    "StringIds": "strings",
+    "ThreadNames": "threads",
+    "PROCESSES": "processes",
+    "CUPTI_ACTIVITY_KIND_KERNEL": "gpu_ops WHERE kind = 'kernel' (gpu_ops_named spells out the names)",
+    "CUPTI_ACTIVITY_KIND_MEMCPY": "gpu_ops WHERE kind = 'memcpy' (gpu_ops_named spells out the names)",
+    "CUPTI_ACTIVITY_KIND_MEMSET": "gpu_ops WHERE kind = 'memset' (gpu_ops_named spells out the names)",
+    "CUPTI_ACTIVITY_KIND_GRAPH_TRACE": "gpu_ops WHERE kind = 'graph'",
+    "CUPTI_ACTIVITY_KIND_RUNTIME": "api_calls",
+    "NVTX_EVENTS": "nvtx_ranges (and nvtx_marks for marks)",
+    "OSRT_API": "os_calls",
+    "TARGET_INFO_GPU": "devices",
+    "TARGET_INFO_CUDA_GPU": "devices",
+    "TARGET_INFO_CUDA_DEVICE": "devices",
+    "META_DATA_EXPORT": "profile_facts",
+    "EXPORT_META_DATA": "profile_facts",
+    "META_DATA_CAPTURE": "profile_facts",
+    "TARGET_INFO_SYSTEM_ENV": "profile_facts",
+    "GPU_METRICS": "gpu_metric_samples",
+    "TARGET_INFO_GPU_METRICS": "gpu_metric_samples",
+}
+
 
 def _extent_select(src: Source, rt: RawTable, text_as_blob: bool) -> tuple[str | None, str]:
     """One aggregate row per present source table of an extent RawTable (see RawTable.extent)."""
@@ -372,6 +412,8 @@ class Readers:
         self._con = None
         self._cancelled = False
         self._errors: list[BaseException] = []
+        self._total_rows = sum(j.rows for j in self.jobs)  # about: what progress counts in
+        self._rows_read = 0  # of the jobs read to their end
         self._pending = len(self.jobs)  # jobs whose stream is not yet registered with DuckDB
         self._unfinished = len(self.jobs)  # jobs not yet read to their end
         self._told = False
@@ -472,12 +514,12 @@ class Readers:
                     told = True
                     try:
                         with self._gate:
-                            if self._progress:
-                                self._progress(job.table)
+                            self._tell(job)
                             casts = ", ".join(f"CAST({q(c)} AS {t}) AS {q(c)}" for c, t in rt.columns)
                             cur.execute(f"{target} {casts} FROM _reader")
                     finally:
                         cur.unregister("_reader")  # before the driver's statement is released
+                    self._read(job)
                     return
                 except duckdb.Error:
                     pass  # text that is not UTF-8 (Latin-1 in Windows captures), or a bad file
@@ -485,6 +527,7 @@ class Readers:
                     stack.close()
             # fallback: batches through pyarrow, text decoded with U+FFFD for bad bytes; errors name the file
             with self._gate:
+                self._tell(job)
                 cur.register("_reader", self.src.read(job.blob_sql, rt.schema(), job.table))
                 try:
                     cur.execute(f"{target} * FROM _reader")
@@ -492,10 +535,24 @@ class Readers:
                     raise self.src.read_error(e) from None
                 finally:
                     cur.unregister("_reader")
+            self._read(job)
         finally:
             cur.close()
             if not told:
                 self._registered()
+
+    def _tell(self, job: Job) -> None:
+        """Tell progress what is being read, in a user's words (READING), and how much of the export is read."""
+        if not self._progress:
+            return
+        what = READING.get(job.rt.name, "GPU and capture details")
+        with self._lock:  # told in the order counted: the percentage never goes back
+            pct = 100 * self._rows_read // self._total_rows if self._total_rows else 0
+            self._progress(f"reading {what}, {pct}% of about {self._total_rows:,} rows read")
+
+    def _read(self, job: Job) -> None:
+        with self._lock:
+            self._rows_read += job.rows
 
 
 def stage(

@@ -302,7 +302,8 @@ def write_outputs(
     def markdown():
         from ..report import snippet
 
-        _text(folder / "report.md", snippet(prof))
+        chart = next((n for n in ("top10_kernels.png", "top10_kernels.svg") if n in res.files), None)
+        _text(folder / "report.md", snippet(prof, chart=chart))
         res.files["report.md"] = "the Markdown snippet to paste into a PR"
 
     def csv(label, frame):
@@ -332,10 +333,10 @@ def write_outputs(
 
     step("summary.txt", summary)
     step("report.html", html)
-    step("report.md", markdown)
     step("kernels.csv", csv("kernels.csv", prof.kernels))
     step("api.csv", csv("api.csv", prof.api))
     step("the top-10 kernels chart", top10)
+    step("report.md", markdown)  # after the chart, which it links
 
 
 def _text(path: Path, text: str) -> None:

@@ -9,6 +9,8 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
+from ..render import distinct
+
 FONT = "Inter, -apple-system, Segoe UI, Helvetica, Arial, sans-serif"
 # Fixed colours: the causes that are not a range, the parts of an iteration (PARTS) and tensor-core use
 CAUSE_COLORS = {
@@ -381,7 +383,7 @@ def kernels_chart(k: pl.DataFrame, top: int = 15) -> go.Figure:
     fig = go.Figure(
         go.Bar(
             x=(k["total_ns"] / 1e6).to_list(),
-            y=[f"{k.height - i}. {short(n, 44)}" for i, n in enumerate(k["name"].to_list())],
+            y=[f"{k.height - i}. {n}" for i, n in enumerate(distinct(k["name"].to_list(), 44, NO_NAME))],
             orientation="h",
             marker_color="#4C78A8",
             customdata=list(zip(map(bounded, k["name"].to_list()), k["count"].to_list(), k["pct"].to_list())),

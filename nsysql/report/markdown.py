@@ -13,10 +13,11 @@ import polars as pl
 
 from ..analyses.summary import all_devices_busy
 from ..errors import NsysqlError
-from ..render import code, one_line
+from ..render import code, distinct, one_line
 from ..render import markdown as md_table
 
 NAME_MAX = 200  # a name in a line of prose (a file's, an op's)
+LABEL_MAX = 80  # a kernel's, a range's name in a table (cut with `…`, unique: render.distinct)
 VALUE_MAX = 1000  # a fact or a finding's evidence: every line stays within _lines' limit, so no span is cut
 
 
@@ -24,7 +25,9 @@ def _ms(ns) -> str:
     return f"{ns / 1e6:,.2f}"
 
 
-def snippet(prof, top: int = 10) -> str:
+def snippet(prof, top: int = 10, chart: str | None = None) -> str:
+    """The PR snippet: the finding to fix first, the findings, the facts, the top kernels (the chart's image
+    linked where `chart`, a path relative to the snippet, names it), idle time by cause."""
     s = prof.summary(top=top)
     facts = {key: (item, value) for key, item, value in s["facts"].select("key", "item", "value").iter_rows()}
     value = lambda key, default=None: facts.get(key, (None, default))[1]  # noqa: E731
@@ -32,6 +35,7 @@ def snippet(prof, top: int = 10) -> str:
     out = [f"#### nsysql: {code(prof.path.name, NAME_MAX)}", ""]
     if value("fix_first"):  # the finding that would give back most time per iteration leads
         out += [f"{bold(facts['fix_first'][0].capitalize())}: {code(str(value('fix_first')), VALUE_MAX)}", ""]
+    out += _findings(s["findings"]) + ["**Profile**", ""]
     if value("step"):  # the headline first
         out.append(f"- **steady-state step**: {code(str(value('step')), VALUE_MAX)}")
     line = f"- **nsys** {code(str(value('nsys_version', 'unknown')), NAME_MAX)} · **span** {value('span', '?')}"
@@ -48,12 +52,13 @@ def snippet(prof, top: int = 10) -> str:
     out.append("")
     k = s["kernels"]
     if k.height:
+        out += [f"**Top {k.height} kernels**", ""]
+        if chart:  # nsysql's own file name, beside the snippet: a link no export's text reaches
+            out += [f"![Top {k.height} kernels by total GPU time]({chart})", ""]
         out += [
-            f"**Top {k.height} kernels**",
-            "",
             md_table(
                 k.select(
-                    pl.col("name").str.slice(0, 80).alias("kernel"),
+                    pl.Series("kernel", distinct(k["name"].to_list(), LABEL_MAX)),
                     "count",
                     (pl.col("total_ns") / 1e6).round(3).alias("total_ms"),
                     (pl.col("avg_ns") / 1e3).round(1).alias("avg_us"),
@@ -78,13 +83,15 @@ def snippet(prof, top: int = 10) -> str:
             ),
             "",
         ]
-    f = s["findings"]
-    out.append("**Findings**")
-    out.append("")
-    out += [
-        f"- {bold(r['finding'])}{_headroom(r)}: {code(str(r['evidence']), VALUE_MAX)}" for r in f.iter_rows(named=True)
-    ] or ["- none"]
     return _lines(out)
+
+
+def _findings(f: pl.DataFrame) -> list[str]:
+    """The findings as a list, each with the time it would give back, before the facts they rest on."""
+    rows = [
+        f"- {bold(r['finding'])}{_headroom(r)}: {code(str(r['evidence']), VALUE_MAX)}" for r in f.iter_rows(named=True)
+    ]
+    return ["**Findings**", "", *(rows or ["- none"]), ""]
 
 
 def _headroom(r: dict) -> str:
@@ -172,7 +179,7 @@ def diff_snippet(base, new, top: int = 10) -> str:
             "",
             md_table(
                 df.head(top).select(
-                    pl.col(name).str.slice(0, 70),
+                    pl.Series(name, distinct(df.head(top)[name].to_list(), LABEL_MAX)),
                     "status",
                     (pl.col("base_ns") / 1e6).round(3).alias("base_ms"),
                     (pl.col("new_ns") / 1e6).round(3).alias("new_ms"),

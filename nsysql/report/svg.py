@@ -7,7 +7,7 @@ from html import escape
 
 import polars as pl
 
-from .charts import short
+from ..render import distinct
 
 
 def kernels_svg(k: pl.DataFrame, width: int = 1000) -> str:
@@ -24,10 +24,11 @@ def kernels_svg(k: pl.DataFrame, width: int = 1000) -> str:
         f'<rect width="{width}" height="{height}" fill="white"/>',
         f'<text x="10" y="24" font-size="16">Top {len(rows)} kernels by total GPU time</text>',
     ]
+    labels = distinct([r[0] for r in rows], 48)  # unique where cut names would read the same
     for i, (name, total, count, pct) in enumerate(rows):
         y = top + i * (bar + gap)
         w = max(1.0, span * total / most)
-        label = escape(f"{i + 1}. {short(name, 48)}")
+        label = escape(f"{i + 1}. {labels[i]}")
         out.append(
             f'<text x="{left - 8}" y="{y + bar * 0.7:.1f}" text-anchor="end" font-family="monospace" font-size="11">{label}</text>'
         )

@@ -1,32 +1,51 @@
 -- @tables gpu_ops, nvtx_ranges
--- @macros op_range_totals, range_op_name, stats_durations
+-- @macros family_label, family_name, is_torch_range, op_range_totals, range_op_name, stats_durations
 -- @param $attribution VARCHAR: 'thread' (nsys's rule) or 'process' (canonical/60_op_ranges.sql)
 -- @param $group_ops BOOLEAN: names lose PyTorch's per-call arguments (range_op_name)
+-- @param $families BOOLEAN: numbered families of two or more names as one row (`Batch*`)
 
 -- NVTX ranges: per (domain, name, style) the CPU-side statistics of `nsys stats -r nvtx_sum` and the
 -- GPU projection of `nvtx_gpu_proj_sum`: per instance, first enclosed GPU op start to last enclosed GPU op
 -- end (per graph replay for the ops of CUDA graph nodes it captured: op_range_totals.proj_ns), summed over
--- instances, and the number of enclosed GPU ops.
+-- instances (a span: GPU idle time inside it counts), the GPU time of the enclosed ops (their summed
+-- durations, as nvtx_kern_sum's totals), and the number of enclosed GPU ops.
 -- $attribution: 'thread' (nsys's rule) or 'process' (see canonical/60_op_ranges.sql).
 -- $group_ops: when true, names lose PyTorch's per-call arguments (range_op_name: `aten::addmm, seq = 5,
 -- op_id = 9, ...` -> `aten::addmm`), so an emit_nvtx profile has one row per operator, not one per call.
+-- $families: when true, the names of a numbered family (family_name: `Batch0`..`Batch59`, two names or more in
+-- one domain; PyTorch's operator ranges never) are one row, named by family_label (`Batch*`), with the
+-- statistics over all their instances and `names`, how many names it folds (1 for a name of its own).
 -- The projection comes from op_range_totals (canonical/60_op_ranges.sql): time linear in the ops whatever the
 -- nesting depth.
 WITH proj AS (
-  SELECT range_id, proj_ns, ops FROM op_range_totals($attribution)
+  SELECT range_id, proj_ns, ops, total_ns FROM op_range_totals($attribution)
+),
+named AS (
+  SELECT * REPLACE (CASE WHEN $group_ops THEN range_op_name(name) ELSE name END AS name) FROM nvtx_ranges
+),
+labels AS (  -- each (domain, name) and the row it is shown in
+  SELECT domain, name,
+         CASE WHEN $families AND family_name(name) NOT IN (name, '') AND NOT is_torch_range(name)
+                   AND count(*) OVER (PARTITION BY domain, family_name(name)) > 1
+              THEN family_label(name) ELSE name END AS label
+  FROM (SELECT DISTINCT domain, name FROM named)
 )
 SELECT
   r.domain,
-  r.name,
+  l.label AS name,
   r.style,
+  count(DISTINCT r.name) AS names,
   count(*) AS count,
   unnest(stats_durations(r.duration_ns)),
   -- sum over instances of (last enclosed GPU op end - first enclosed GPU op start), per graph replay for
-  -- captured graph nodes (op_range_totals)
-  coalesce(sum(p.proj_ns), 0)::BIGINT AS gpu_total_ns,
+  -- captured graph nodes (op_range_totals): nsys's projected time
+  coalesce(sum(p.proj_ns), 0)::BIGINT AS gpu_proj_ns,
+  -- summed durations of the enclosed GPU ops (ops that run side by side on several streams each count)
+  coalesce(sum(p.total_ns), 0)::BIGINT AS gpu_time_ns,
   -- GPU ops enclosed, over all instances
   coalesce(sum(p.ops), 0)::BIGINT AS gpu_ops
-FROM (SELECT * REPLACE (CASE WHEN $group_ops THEN range_op_name(name) ELSE name END AS name) FROM nvtx_ranges) r
+FROM named r
+JOIN labels l ON l.domain IS NOT DISTINCT FROM r.domain AND l.name IS NOT DISTINCT FROM r.name
 LEFT JOIN proj p USING (range_id)
-GROUP BY r.domain, r.name, r.style
-ORDER BY sum(r.duration_ns) DESC, r.domain, r.name;
+GROUP BY r.domain, l.label, r.style
+ORDER BY sum(r.duration_ns) DESC, r.domain, l.label;
