@@ -15,6 +15,10 @@ import pytest
 
 # every test run gets its own cache directory, never the user's
 os.environ.setdefault("NSYSQL_CACHE_DIR", tempfile.mkdtemp(prefix="nsysql-test-cache-"))
+# tables fit $COLUMNS (nsysql.cli.output.terminal_width), which pytest-xdist's workers set to 80: the tests that
+# want a width give it themselves, the others see every column as a pipe does
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
