@@ -115,12 +115,12 @@ def test_ranges_project_captured_kernels_per_replay():
             s[0], s[1] = min(s[0], start), max(s[1], end)
         assert len(spans) == STEPS
         assert rows[layer]["gpu_ops"] == nsys[layer][1] + len(ops)
-        assert rows[layer]["gpu_total_ns"] == nsys[layer][0] + sum(e - s for s, e in spans.values())
+        assert rows[layer]["gpu_proj_ns"] == nsys[layer][0] + sum(e - s for s, e in spans.values())
     steps = launched_in(GRAPH_LOOP, "step %")
     assert len(steps) == STEPS
     for (name, _), ops in steps.items():
         assert len(ops) == 4 * PER_LAYER and rows[name]["gpu_ops"] == len(ops)
-        assert rows[name]["gpu_total_ns"] == nsys[name][0]
+        assert rows[name]["gpu_proj_ns"] == nsys[name][0]
 
 
 def test_iterations_of_step_keep_their_kernels():
@@ -197,9 +197,9 @@ def test_info_says_how_to_record_graph_kernels(tmp_path):
     assert prof.sql("SELECT count(*) FROM op_ranges WHERE via = 'capture'").item() == 0
     assert (
         prof.ranges()
-        .select("name", "gpu_ops", "gpu_total_ns")
+        .select("name", "gpu_ops", "gpu_proj_ns")
         .sort("name")
-        .equals(prof.ranges(attribution="thread").select("name", "gpu_ops", "gpu_total_ns").sort("name"))
+        .equals(prof.ranges(attribution="thread").select("name", "gpu_ops", "gpu_proj_ns").sort("name"))
     )
 
 
