@@ -4,7 +4,7 @@ Below it: the loader (canonical tables) and the answers store. Above it: the ana
 here (nsysql.analyses.catalog), and the front ends (nsysql.profile, the CLI), which only ask `Engine.run`.
 """
 
-from .core import Context, Engine
+from .core import Context, Engine, reading
 from .declare import REGISTRY, REQUIRED, Analysis, Param, analysis, plan
 
-__all__ = ["REGISTRY", "REQUIRED", "Analysis", "Context", "Engine", "Param", "analysis", "plan"]
+__all__ = ["REGISTRY", "REQUIRED", "Analysis", "Context", "Engine", "Param", "analysis", "plan", "reading"]
