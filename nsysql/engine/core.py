@@ -266,9 +266,12 @@ class Context:
         """Independent needs side by side: `key=(name, params)`, or a list of such asked in turn on one worker
         (their answers as a list). Each key's value is its answer, or the NsysqlError that says why there is
         none: the caller decides what a missing piece means."""
-        for req in requests.values():
-            for name, _ in req if isinstance(req, list) else [req]:
-                self._check(name)
+        names = [name for req in requests.values() for name, _ in (req if isinstance(req, list) else [req])]
+        for name in names:
+            self._check(name)
+        # what they may read, built at once before they run (the files side by side), not file by file as each
+        # meets its own need while the others wait
+        self._engine.need(frozenset().union(*(tables_of(n) for n in names)))
 
         def one(req):
             def call(e: Engine):
@@ -307,6 +310,20 @@ def _header(sql: str) -> frozenset[str]:
 
     d = declarations(read(f"analyses/{sql}.sql"), sql)
     return frozenset(d.tables + d.macros)
+
+
+@lru_cache(maxsize=None)
+def tables_of(name: str) -> frozenset[str]:
+    """The canonical definitions a request for `name` may read: those its declaration and every one it needs
+    name (`tables`), and those the headers of their SQL files declare (`@tables`, `@macros`)."""
+    from ..loader import definitions
+
+    out = set()
+    for n in plan(name):
+        out.update(REGISTRY[n].tables)
+        for sql in REGISTRY[n].sql:
+            out.update(_header(sql))
+    return frozenset(out & definitions())
 
 
 class _Built:

@@ -162,6 +162,12 @@ def built(con: duckdb.DuckDBPyConnection) -> set[str]:
 
 
 @lru_cache(maxsize=1)
+def definitions() -> frozenset[str]:
+    """Every name the canonical files define (`@defines`)."""
+    return frozenset(d for f in _order() for d in _header(f).defines)
+
+
+@lru_cache(maxsize=1)
 def _order() -> dict[Path, list[Path]]:
     """The canonical files and their includes, in an order that runs each after its includes (read once)."""
     return canonical_order()

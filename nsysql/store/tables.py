@@ -102,10 +102,10 @@ def _file_of(con: duckdb.DuckDBPyConnection) -> str | None:
 
 
 def checkpoint(con: duckdb.DuckDBPyConnection) -> None:
-    """Write what was added to a cache entry into its file, not left in its WAL (the CLI leaves through
-    os._exit). Where queries of other threads hold transactions open, DuckDB refuses now: `wait()`, which runs
-    before the process leaves and before the engine closes, does it then. A connection in memory has nothing to
-    write."""
+    """Write what was added to a cache entry into its file now, not left in its WAL: the WAL of an entry this
+    process built is named after the temporary file it was built as, which no other process reads. Where
+    queries of other threads hold transactions open, DuckDB refuses now: `wait()`, which runs before the process
+    leaves and before the engine closes, does it then. A connection in memory has nothing to write."""
     import duckdb
 
     if _file_of(con) is None:
