@@ -76,7 +76,7 @@ WITH rn AS (  -- the kept ranges, each with a key for its (name, domain)
 ), cumulated AS (  -- with the running count in duration order (for the median), the count and the mean
   SELECT *,
          sum(m) OVER (PARTITION BY sid, kkey ORDER BY d ROWS UNBOUNDED PRECEDING) AS upto,
-         sum(m) OVER (PARTITION BY sid, kkey) AS n,
+         (sum(m) OVER (PARTITION BY sid, kkey))::BIGINT AS n,  -- BIGINT, as count(*) above
          sum(m * d) OVER (PARTITION BY sid, kkey) / sum(m) OVER (PARTITION BY sid, kkey) AS mean
   FROM weighted
 ), stats AS (
