@@ -105,6 +105,8 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=Non
         con.executemany(f"INSERT INTO {load_beyond} VALUES (?, ?, ?)", [(t, c, n) for (t, c), n in beyond.items()])
     run_files(con, files, progress)
     unstage(con, detach=tables is None)  # kept attached for `extend`, out of `con`'s search path
+    if tables is not None:
+        _release(con)
 
 
 # What every build makes, whatever the question: profile_facts (the entry's `complete` fact, the export's
@@ -192,6 +194,21 @@ def _kept(f: Path) -> frozenset[str]:
     return frozenset(d for d in declarations(text, f.name).defines if d not in staged)
 
 
+def _release(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop the staged raw tables that no file left to build reads (`@staging`): their rows are held in memory
+    only as long as a question may still need them (a cold summary of 7.7M GPU metric samples held them
+    to its end, 75 MiB more at its peak)."""
+    from .raw import RAW_TABLES, STAGE, staged
+
+    have = staged(con)
+    if not have:
+        return
+    done = built(con)
+    needed = {s for f in _order() if f.name not in done for s in _header(f).staging}
+    for t in sorted(have & {rt.name for rt in RAW_TABLES} - needed):
+        con.execute(f"DROP TABLE IF EXISTS {STAGE}.{t}")
+
+
 def lacks(con: duckdb.DuckDBPyConnection, tables) -> bool:
     """Whether `con` lacks a canonical file that `tables` (None: every table) need."""
     return not {f.name for f in plan(tables)[0]} <= built(con)
@@ -218,6 +235,7 @@ def extend(src: Source, con: duckdb.DuckDBPyConnection, tables, progress=None) -
     run_files(con, todo, progress)
     # nothing left to build: the staged rows are not needed (else they stay, out of the search path)
     unstage(con, detach=len(built(con)) == len(_order()))
+    _release(con)
     return [f.name for f in todo]
 
 
