@@ -27,6 +27,9 @@ TRICKS = {
     "background_persist": "with 4 or more threads and memory to spare, a first load builds its tables in memory, "
     "answers from them, and copies them into the cache entry on background threads (cache.build_entry); off: "
     "built straight into the cache file",
+    "lazy_build": "a cold load builds the loader's base tables (profile_facts, data_quality and what they are made "
+    "from), and each question adds the canonical tables its declaration reads, into the cache entry (loader.plan, "
+    "loader.extend, engine.Engine.base); off: every canonical table at the first load",
     "parallel_sql": "the canonical SQL files run side by side on cursors of their own as soon as the files they "
     "read are done (loader.run_files); off: one after another, in file order",
 }

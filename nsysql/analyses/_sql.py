@@ -11,10 +11,12 @@ if TYPE_CHECKING:
 import polars as pl
 
 from .. import queries
+from ..engine import reading
 
 
 def run(con: duckdb.DuckDBPyConnection, name: str, **params) -> pl.DataFrame:
     """queries/v1/analyses/`name`.sql with `params`: exactly the parameters its header declares (`-- @param`)."""
+    reading(name)  # the canonical tables its header names, built if the profile's connection lacks them
     sql = queries.read(f"analyses/{name}.sql")
     declared = _declared_params(name)
     if set(params) != declared:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from .. import queries
+from ..engine import reading
 from ..errors import NsysqlError
 from ._sql import frame, run
 from .gaps import parse_duration
@@ -105,6 +106,7 @@ class Lazy:
 
     def __init__(self, con, name: str, t0: int, t1: int):
         self._con, self._params = con, {"t0": t0, "t1": t1}
+        reading(name)  # built now: its rows are read after the analysis returns
         self._sql = queries.read(f"analyses/{name}.sql").strip().rstrip(";")
 
     def distinct(self, cols: list[str]) -> pl.DataFrame:

@@ -4,7 +4,19 @@ Below it: the loader (canonical tables) and the answers store. Above it: the ana
 here (nsysql.analyses.catalog), and the front ends (nsysql.profile, the CLI), which only ask `Engine.run`.
 """
 
-from .core import Context, Engine
+from .core import Context, Engine, reading
 from .declare import REGISTRY, REQUIRED, SAME, Analysis, Flag, Param, analysis, plan
 
-__all__ = ["REGISTRY", "REQUIRED", "SAME", "Analysis", "Context", "Engine", "Flag", "Param", "analysis", "plan"]
+__all__ = [
+    "REGISTRY",
+    "REQUIRED",
+    "SAME",
+    "Analysis",
+    "Context",
+    "Engine",
+    "Flag",
+    "Param",
+    "analysis",
+    "plan",
+    "reading",
+]

@@ -10,7 +10,9 @@ a worker engine (the same answers, a DuckDB cursor of its own: one connection ru
 
 from __future__ import annotations
 
+import sys
 import threading
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -41,7 +43,15 @@ class Engine:
         shared, and the thread that first asks this one owns its connection."""
         self._con = con
         self._opener = opener
+        # builds canonical tables into the connection (nsysql._load's `opener.extend(con, tables)`); None where
+        # every table is there from the start
+        self._extend = getattr(opener, "extend", None)
+        self._root = parent._root if parent else self  # the engine that owns the connection and builds
+        self._built = parent._built if parent else _Built()
         self._lock = parent._lock if parent else threading.RLock()
+        self._retired: list = []  # connections replaced (`_swap`), closed with the engine
+        self._generation = 0  # of the root's connection; a worker's cursor is of the one it was made from
+        self._made = 0
         self.answers = parent.answers if parent else Answers(cache_entry)  # shared with its workers
         self.path = path
         self.cache_entry = cache_entry
@@ -53,11 +63,50 @@ class Engine:
         self.closed = False
         # where sql() runs: a database of its own that reads the canonical tables only (see nsysql.sandbox)
         self._sandbox_own = parent is None
-        self.sandbox = (
-            parent.sandbox
+        self._sandbox = (
+            parent._sandbox
             if parent
             else _sandbox.Sandbox(cache_entry, self.base, lambda: self._where, settings or _default_settings)
         )
+
+    @property
+    def sandbox(self) -> _sandbox.Sandbox:
+        """Where sql() runs; a user's query may read any canonical table: each is built first (`everything`)."""
+        self.everything()
+        return self._sandbox
+
+    def everything(self) -> None:
+        """Build every canonical table the connection (or its cache entry) lacks: for what reads tables no SQL
+        header names (a user's SQL, `p.con`, a query that met a missing table)."""
+        self.need(None)
+
+    def need(self, tables) -> None:
+        """Have the connection hold the canonical definitions `tables` (None: every one) and what they are made
+        from, building what it lacks (nsysql.loader.extend) on a cursor of its own: the same connection, so
+        queries running on other threads meanwhile are untouched."""
+        root = self._root
+        key = None if tables is None else frozenset(tables)
+        if root._extend is None or root._built.has(key):
+            return
+        with self._lock:
+            if root._built.has(key):
+                return
+            base = root.base()
+            cur = _cursor(base, root._where)
+            try:
+                other = root._extend(cur, None if key is None else sorted(key))
+            finally:
+                cur.close()
+            if other is not None:  # every table, in a connection of its own: the old one stays open for the
+                root._swap(other)  # queries running on it, its cursors are remade at their next use
+                key = None
+            root._built.add(key)
+
+    def _swap(self, con) -> None:
+        self._retired.append(self._con)
+        self._con, self._where, self._local = con, None, threading.local()
+        self._generation += 1
+        self._made = self._generation
 
     @property
     def opened(self) -> bool:
@@ -66,8 +115,14 @@ class Engine:
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
-        """The connection for the calling thread: the connection itself for its owner, else a cursor of the
-        thread's own (made on its first use)."""
+        """The connection for the calling thread, every canonical table built (`everything`): the connection
+        itself for its owner, else a cursor of the thread's own (made on its first use)."""
+        self.everything()
+        return self.connection()
+
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        """`con` without building anything: what Context.con gives an analysis, whose SQL files build what
+        their headers read as they run (`reading`)."""
         base = self.base()
         if self._owner is None:  # a worker belongs to the thread that first asks it
             with self._lock:
@@ -90,10 +145,14 @@ class Engine:
         """The connection itself, opened on first use, with the database and search path its cursors need
         (read now, before any query can keep the connection busy)."""
         self.check_open()
-        if self._where is None:
+        if self._where is None or self._made != self._root._generation:
             with self._lock:
+                if self._con is not None and self._made != self._root._generation:  # a worker's old cursor
+                    self._retired.append(self._con)
+                    self._con = self._where = None
                 if self._con is None:
                     self._con = self._opener()
+                    self._made = self._root._generation
                 if self._where is None:
                     self._where = self._con.execute(
                         "SELECT current_database(), current_setting('search_path')"
@@ -108,10 +167,12 @@ class Engine:
                 cur.close()
             self._cursors.clear()
             if self._sandbox_own:
-                self.sandbox.close()
-            if self._con is not None:
-                self._con.close()
-                self._con = None
+                self._sandbox.close()
+            for con in [*self._retired, self._con]:
+                if con is not None:
+                    con.close()
+            self._retired.clear()
+            self._con = None
             self.closed = True
 
     def worker(self) -> Engine:
@@ -146,10 +207,34 @@ class Engine:
         bound = decl.bind(params)
         ctx = Context(self, decl)
         if decl.keep == "store":
-            return self.answers.ask(name, bound, lambda: decl.fn(ctx, **bound))
+            return self.answers.ask(name, bound, lambda: self._answer(decl, ctx, bound))
         if decl.keep == "memory":
-            return self.answers.once((name, tuple(bound.items())), lambda: decl.fn(ctx, **bound))
-        return decl.fn(ctx, **bound)
+            return self.answers.once((name, tuple(bound.items())), lambda: self._answer(decl, ctx, bound))
+        return self._answer(decl, ctx, bound)
+
+    def _answer(self, decl: Analysis, ctx: Context, bound: dict):
+        """`decl.fn`'s answer, its SQL files building what they read as they run (`reading`). A query that reads
+        a definition no header named, and that the connection lacks, fails with DuckDB's catalog error: then
+        every table is built and the answer is asked once more (time, never an answer, is what a header that
+        says too little costs)."""
+        try:
+            return self._call(decl, ctx, bound)
+        except Exception as e:
+            duckdb = sys.modules.get("duckdb")
+            if duckdb is None or not isinstance(e, duckdb.CatalogException) or self._root._extend is None:
+                raise
+            if self._root._built.has(None):
+                raise
+        self.everything()
+        return self._call(decl, ctx, bound)
+
+    def _call(self, decl: Analysis, ctx: Context, bound: dict):
+        before = getattr(_CURRENT, "engine", None)
+        _CURRENT.engine = self
+        try:
+            return decl.fn(ctx, **bound)
+        finally:
+            _CURRENT.engine = before
 
 
 class Context:
@@ -161,7 +246,12 @@ class Context:
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
-        return self._engine.con
+        """The connection; its SQL files build what they read (`reading`). A declaration that names no table, SQL
+        file or need may read any table (export): every one is built first."""
+        d = self._decl
+        if not (d.tables or d.sql or d.needs):
+            self._engine.everything()
+        return self._engine.connection()
 
     @property
     def path(self) -> Path:
@@ -176,9 +266,12 @@ class Context:
         """Independent needs side by side: `key=(name, params)`, or a list of such asked in turn on one worker
         (their answers as a list). Each key's value is its answer, or the NsysqlError that says why there is
         none: the caller decides what a missing piece means."""
-        for req in requests.values():
-            for name, _ in req if isinstance(req, list) else [req]:
-                self._check(name)
+        names = [name for req in requests.values() for name, _ in (req if isinstance(req, list) else [req])]
+        for name in names:
+            self._check(name)
+        # what they may read, built at once before they run (the files side by side), not file by file as each
+        # meets its own need while the others wait
+        self._engine.need(frozenset().union(*(tables_of(n) for n in names)))
 
         def one(req):
             def call(e: Engine):
@@ -197,6 +290,57 @@ class Context:
     def _check(self, name: str) -> None:
         if name != self._decl.name and name not in self._decl.needs:
             raise RuntimeError(f"analysis {self._decl.name!r} asks {name!r}, which it does not declare it needs")
+
+
+_CURRENT = threading.local()  # the engine whose analysis this thread computes (`reading`)
+
+
+def reading(sql: str) -> None:
+    """Called before an analysis runs its SQL file `analyses/<sql>.sql`: the engine computing it on this thread
+    builds the canonical tables and macros the file's header declares (`@tables`, `@macros`), if the connection
+    lacks them. Outside an engine's analysis, nothing."""
+    engine = getattr(_CURRENT, "engine", None)
+    if engine is not None:
+        engine.need(_header(sql))
+
+
+@lru_cache(maxsize=None)
+def _header(sql: str) -> frozenset[str]:
+    from ..queries import declarations, read
+
+    d = declarations(read(f"analyses/{sql}.sql"), sql)
+    return frozenset(d.tables + d.macros)
+
+
+@lru_cache(maxsize=None)
+def tables_of(name: str) -> frozenset[str]:
+    """The canonical definitions a request for `name` may read: those its declaration and every one it needs
+    name (`tables`), and those the headers of their SQL files declare (`@tables`, `@macros`)."""
+    from ..loader import definitions
+
+    out = set()
+    for n in plan(name):
+        out.update(REGISTRY[n].tables)
+        for sql in REGISTRY[n].sql:
+            out.update(_header(sql))
+    return frozenset(out & definitions())
+
+
+class _Built:
+    """The sets of canonical definitions an engine has had built (None: every one)."""
+
+    def __init__(self):
+        self._names: set[str] = set()
+        self._all = False
+
+    def has(self, key) -> bool:
+        return self._all or (key is not None and key <= self._names)
+
+    def add(self, key) -> None:
+        if key is None:
+            self._all = True
+        else:
+            self._names.update(key)
 
 
 def _default_settings() -> dict:

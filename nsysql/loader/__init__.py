@@ -7,6 +7,8 @@ names an nsys table.
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,17 +59,37 @@ CANONICAL_TABLES = (
 # canonical files read them qualified (`nsysql_stage._load_facts`) and declare them (`-- @staging`).
 LOADER_TABLES = ("_load_facts", "_load_beyond_int64")
 
-__all__ = ["build", "open_source", "Source", "CANONICAL_TABLES", "LOADER_TABLES", "RAW_TABLES"]
+__all__ = [
+    "build",
+    "extend",
+    "lacks",
+    "plan",
+    "built",
+    "BASE",
+    "open_source",
+    "Source",
+    "CANONICAL_TABLES",
+    "LOADER_TABLES",
+    "RAW_TABLES",
+]
 
 
-def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=None, readers=None) -> None:
-    """Fill `con` with the canonical tables of the export `src`; `staged()` is called once reading the export
-    needs no more Python imports (every stream is registered: see raw.stage), so the caller may import then.
-    `readers`: a raw.Readers already started on `src` (nsysql._load starts them before importing DuckDB)."""
-    from .raw import STAGE, stage, unstage
+def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=None, readers=None, tables=None) -> None:
+    """Fill `con` with the canonical tables of the export `src`: those `tables` name (None: every one; `BASE` is
+    always built) and what they are made from (`plan`). `staged()` is called once reading the export needs no
+    more Python imports (every stream is registered: see raw.stage), so the caller may import then. `readers`: a
+    raw.Readers already started on `src` (nsysql._load starts them before importing DuckDB, on `plan`'s staging
+    tables). With `tables`, the staging tables stay attached for `extend` (in memory, never in the entry)."""
+    from .raw import STAGE, stage, unstage, would_read
+    from .raw import staged as _staged
 
-    used = stage(src, con, progress, ready=staged, readers=readers)
+    files, staging = plan(tables)
+    stage(src, con, progress, ready=staged, readers=readers, names=staging)
+    rest = staging - _staged(con)  # readers started for fewer tables than these
+    if rest:
+        stage(src, con, progress, names=rest)
     src.unchanged()  # every row is read: refuse a file written meanwhile (before anything is cached)
+    used = would_read(src)  # what a whole build reads, whatever is built now: the facts do not depend on it
     facts = [
         ("source_path", str(src.path)),
         ("source_bytes", str(src.path.stat().st_size)),
@@ -93,8 +115,140 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=Non
     con.execute(f"CREATE OR REPLACE TABLE {load_beyond}(source VARCHAR, col VARCHAR, n BIGINT)")
     if beyond:
         con.executemany(f"INSERT INTO {load_beyond} VALUES (?, ?, ?)", [(t, c, n) for (t, c), n in beyond.items()])
-    run_files(con, None, progress)
-    unstage(con)
+    run_files(con, files, progress)
+    unstage(con, detach=tables is None)  # kept attached for `extend`, out of `con`'s search path
+    if tables is not None:
+        _release(con)
+
+
+# What every build makes, whatever the question: profile_facts (the entry's `complete` fact, the export's
+# metadata and what it lacks) and data_quality. Both read the loader's own facts (LOADER_TABLES), which say what
+# the whole reading of the export found, so they are made in the load that reads it.
+BASE = ("profile_facts", "data_quality")
+
+
+def plan(tables=None) -> tuple[list[Path], set[str]]:
+    """The canonical files that make `tables` (None: every table) and BASE, with the files they `@include`,
+    in the order they run; and the staging tables they read (with those `_missing` reads). From the files'
+    headers alone (`@defines`, `@include`, `@staging`): a new canonical file is planned as it declares itself."""
+
+    order = _order()
+    if tables is None:
+        files = list(order)
+    else:
+        defines = {}
+        for f in order:
+            for name in _header(f).defines:
+                defines.setdefault(name, f)
+        unknown = sorted(set(tables) - set(defines))
+        if unknown:
+            raise ValueError(f"no canonical file defines {', '.join(unknown)}")
+        wanted: set[Path] = set()
+
+        def visit(f: Path) -> None:
+            if f not in wanted:
+                wanted.add(f)
+                for g in order[f]:
+                    visit(g)
+
+        for t in (*BASE, *tables):
+            visit(defines[t])
+        files = [f for f in order if f in wanted]
+    staging = {s for s, _, _ in _WHAT_IT_MEANS}
+    for f in files:
+        staging.update(s for s in _header(f).staging if "." not in s)
+    return files, staging
+
+
+def built(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """The canonical files whose every declared definition (`@defines`: tables, views, macros, types; not those
+    of the staging database) exists in `con`'s current database: what an entry or a connection already holds."""
+    names = {
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+            "UNION ALL SELECT view_name FROM duckdb_views() WHERE database_name = current_database() "
+            "UNION ALL SELECT function_name FROM duckdb_functions() WHERE database_name = current_database() "
+            "UNION ALL SELECT type_name FROM duckdb_types() WHERE database_name = current_database()"
+        ).fetchall()
+    }
+    return {f.name for f in _order() if _kept(f) <= names}
+
+
+@lru_cache(maxsize=1)
+def definitions() -> frozenset[str]:
+    """Every name the canonical files define (`@defines`)."""
+    return frozenset(d for f in _order() for d in _header(f).defines)
+
+
+@lru_cache(maxsize=1)
+def _order() -> dict[Path, list[Path]]:
+    """The canonical files and their includes, in an order that runs each after its includes (read once)."""
+    return canonical_order()
+
+
+@lru_cache(maxsize=None)
+def _header(f: Path):
+    from ..queries import declarations
+
+    return declarations(f.read_text(encoding="utf-8"), f.name)
+
+
+@lru_cache(maxsize=None)
+def _kept(f: Path) -> frozenset[str]:
+    """What canonical file `f` defines that outlives the load: its `@defines` but those it creates in the staging
+    database (`nsysql_stage.name`, gone with it)."""
+    from ..queries import declarations
+    from .raw import STAGE
+
+    text = f.read_text(encoding="utf-8")
+    staged = set(re.findall(rf"\b{STAGE}\.(\w+)", text))
+    return frozenset(d for d in declarations(text, f.name).defines if d not in staged)
+
+
+def _release(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop the staged raw tables that no file left to build reads (`@staging`): their rows are held in memory
+    only as long as a question may still need them (a cold summary of 7.7M GPU metric samples held them
+    to its end, 75 MiB more at its peak)."""
+    from .raw import RAW_TABLES, STAGE, staged
+
+    have = staged(con)
+    if not have:
+        return
+    done = built(con)
+    needed = {s for f in _order() if f.name not in done for s in _header(f).staging}
+    for t in sorted(have & {rt.name for rt in RAW_TABLES} - needed):
+        con.execute(f"DROP TABLE IF EXISTS {STAGE}.{t}")
+
+
+def lacks(con: duckdb.DuckDBPyConnection, tables) -> bool:
+    """Whether `con` lacks a canonical file that `tables` (None: every table) need."""
+    return not {f.name for f in plan(tables)[0]} <= built(con)
+
+
+def extend(src: Source, con: duckdb.DuckDBPyConnection, tables, progress=None) -> list[str]:
+    """Add to `con` (a build of `src`, or its cache entry opened for writing) the canonical files `tables` need
+    that it lacks, reading from the export only the staging tables they read that `con` does not hold yet; the
+    names of the files run."""
+    from .raw import stage, staged, unstage
+
+    files, _ = plan(tables)
+    have = built(con)
+    todo = [f for f in files if f.name not in have]
+    if not todo:
+        return []
+    todo_staging: set[str] = set()
+    for f in todo:
+        todo_staging.update(s for s in _header(f).staging if "." not in s)
+    stage(src, con, progress, names=todo_staging - staged(con))  # (and puts the staging in `con`'s search path)
+    src.unchanged()
+    # every file replaces what it defines (CREATE OR REPLACE): one stopped halfway lacks a definition (`built`)
+    # and runs again whole next time
+    run_files(con, todo, progress)
+    # nothing left to build: the staged rows are not needed (else they stay, out of the search path)
+    unstage(con, detach=len(built(con)) == len(_order()))
+    _release(con)
+    return [f.name for f in todo]
 
 
 # What each canonical SQL file builds, as the progress line of a cold load says it (`building iterations`); a
@@ -137,7 +291,9 @@ def run_files(con: duckdb.DuckDBPyConnection, files=None, progress=None) -> None
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    order = canonical_order(files)
+    whole = _order()
+    keep = set(whole if files is None else files)  # a subset: the includes it lacks are built already
+    order = {f: [g for g in inc if g in keep] for f, inc in whole.items() if f in keep}
     texts = {f: f.read_text(encoding="utf-8") for f in order}
     lock, started = threading.Lock(), []
     where = con.execute("SELECT current_database(), current_setting('search_path')").fetchall()[0]

@@ -51,11 +51,19 @@ class RawTable:
 STAGE = "nsysql_stage"  # also named by canonical SQL that makes staging views (queries/v1/canonical/25_calls.sql)
 
 
-def unstage(con: duckdb.DuckDBPyConnection) -> None:
-    """Drop the staging database and its tables."""
+def staged(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """The staging tables `con` holds (none once unstaged, or on a cache entry just opened)."""
+    return {
+        r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = ?", [STAGE]).fetchall()
+    }
+
+
+def unstage(con: duckdb.DuckDBPyConnection, detach: bool = True) -> None:
+    """Take the staging database out of `con`'s search path and (`detach`) drop it with its tables."""
     db = con.execute("SELECT current_database()").fetchall()[0][0]
     con.execute(f'USE "{db}"')  # the search path as it was before staging (USE sets it too)
-    con.execute(f"DETACH DATABASE IF EXISTS {STAGE}")
+    if detach:
+        con.execute(f"DETACH DATABASE IF EXISTS {STAGE}")
 
 
 # `row_id` is SQLite's rowid of the row, read through a name that no declared column shadows (Source.rowid): a
@@ -365,15 +373,28 @@ class Job:
     table: str  # the nsys table read
 
 
-def plan(src: Source, workers: int) -> tuple[dict[str, str], list[Job]]:
-    """What to read: staging name -> nsys table read, and the jobs, biggest first (so the workers stay busy).
-    SQLite only: no DuckDB needed yet."""
+def would_read(src: Source) -> dict[str, str]:
+    """Staging name -> the nsys table a whole build reads for it (the tables the export has)."""
+    out = {}
+    for rt in RAW_TABLES:
+        sql, table = _select(src, rt)
+        if sql is not None:
+            out[rt.name] = table
+    return out
+
+
+def _chosen(names) -> tuple[RawTable, ...]:
+    return RAW_TABLES if names is None else tuple(rt for rt in RAW_TABLES if rt.name in names)
+
+
+def plan(src: Source, workers: int, names=None) -> tuple[dict[str, str], list[Job]]:
+    """What to read (the staging tables `names`, None: all): staging name -> nsys table read, and the jobs,
+    biggest first (so the workers stay busy). SQLite only: no DuckDB needed yet."""
     used: dict[str, str] = {}
     jobs = []
-    selects = {rt: _select(src, rt) for rt in RAW_TABLES}
+    selects = {rt: _select(src, rt) for rt in _chosen(names)}
     sizes = src.approx_rows_of({table for rt, (sql, table) in selects.items() if sql is not None and not rt.extent})
-    for rt in RAW_TABLES:
-        sql, table = selects[rt]
+    for rt, (sql, table) in selects.items():
         if sql is None:
             continue
         used[rt.name] = table
@@ -403,10 +424,12 @@ class Readers:
     waits for `stage` to hand it the DuckDB connection to append to. So a cold load reads the export while
     Python imports DuckDB (nsysql.tuning's `early_readers`). `close()` releases streams that were opened but never read."""
 
-    def __init__(self, src: Source, workers: int | None = None):
+    def __init__(self, src: Source, workers: int | None = None, names=None):
+        """`names`: the staging tables to read (None: every one)."""
         self.src = src
         self.workers = workers or default_workers()
-        self.used, self.jobs = plan(src, self.workers)
+        self.names = None if names is None else frozenset(names)
+        self.used, self.jobs = plan(src, self.workers, self.names)
         self._threads: list[threading.Thread] = []
         self._go = threading.Event()
         self._con = None
@@ -562,8 +585,11 @@ def stage(
     workers: int | None = None,
     ready=None,
     readers: Readers | None = None,
+    names=None,
 ) -> dict[str, str]:
-    """Copy the needed raw columns into DuckDB `raw_*` tables; returns staging name -> nsys table read.
+    """Copy the needed raw columns into DuckDB `raw_*` tables (those `names` lists, None: every one; `readers`,
+    if given, were made for them); returns staging name -> nsys table read. Staging tables already there and
+    not named are left as they are.
 
     Tables stream in Arrow batches straight into DuckDB, several at once, each on its own DuckDB cursor: DuckDB
     scans the SQLite driver's Arrow C stream itself, so the readers need no GIL and no pyarrow. With more than
@@ -578,7 +604,7 @@ def stage(
     the first reader to finish leaves, rather than taking one from readers that fill every core. With more cores than workers, one
     is free from the start.
     """
-    readers = readers or Readers(src, workers)
+    readers = readers or Readers(src, workers, names)
     try:
         # staging lives in an attached in-memory database, so building into a cache file never writes raw rows
         db = con.execute("SELECT current_database()").fetchall()[0][0]
@@ -586,12 +612,12 @@ def stage(
         con.execute(f"SET search_path = '{db},{STAGE}'")
         # every staging table exists, empty, before any reading: a table the export lacks stays so, and a large
         # table's rowid-range chunks append to it side by side (DuckDB's appends never conflict)
-        con.execute(
-            "; ".join(
-                f"CREATE OR REPLACE TABLE {STAGE}.{rt.name} ({', '.join(f'{q(c)} {t}' for c, t in rt.columns)})"
-                for rt in RAW_TABLES
-            )
+        creates = "; ".join(
+            f"CREATE OR REPLACE TABLE {STAGE}.{rt.name} ({', '.join(f'{q(c)} {t}' for c, t in rt.columns)})"
+            for rt in _chosen(readers.names)
         )
+        if creates:
+            con.execute(creates)
         readers.read_into(con, progress, ready)
     finally:
         readers.close()  # if reading never began

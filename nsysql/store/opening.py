@@ -64,11 +64,17 @@ def open_tables(
 
     building = []  # the connections being built (interrupted if the user presses Ctrl-C meanwhile)
 
-    def build(con):
+    # nsysql.tuning's `lazy_build`: a cold load builds the loader's BASE tables, and each question adds what its
+    # declaration reads (`extend`, which the engine calls); off: every table at once
+    first = [] if tuning.on("lazy_build") else None
+    complete = [first is None]  # whether the connection holds every table: nothing for `extend` to do
+
+    def build(con, tables=first):
         from ..loader import build as build_tables
 
         building.append(con)
-        build_tables(src, con, progress, staged=staged.set, readers=readers.pop() if readers else None)
+        build_tables(src, con, progress, staged=staged.set, readers=readers.pop() if readers else None, tables=tables)
+        complete[0] = tables is None
         return con
 
     entry = None
@@ -77,13 +83,16 @@ def open_tables(
 
         def opener():
             cfg = settings()
-            con = _tables.open_entry(entry, cfg)
+            con = _open_entry(src, entry, cfg, first is not None, progress)
+            complete[0] = con is not None  # (a whole entry: _open_entry completes one built in part)
             if con is None and not entry.exists():
-                con = _tables.build_entry(entry, build, cfg, background=_in_memory_first(src, cfg))
+                bg = _in_memory_first(src, cfg)  # the copy to disk takes what is built: everything, then
+                con = _tables.build_entry(entry, (lambda c: build(c, None)) if bg else build, cfg, background=bg)
             if con is None:  # the cache cannot be written: in memory, as with cache=False
                 con = build(_tables.connect(":memory:", cfg))
             return con
 
+        opener.extend = _extender(src, entry, build, settings, progress, complete)
         if entry.exists():
             # warm: answers may come from the stored results; DuckDB opens only when a question needs it
             return Opened(None, src.path, entry, opener, settings)
@@ -92,11 +101,13 @@ def open_tables(
         def opener():
             return build(_tables.connect(":memory:", settings()))
 
+        opener.extend = _extender(src, entry, build, settings, progress, complete)
+
     # cold: the readers open their SQLite streams (and read the first batch of each) while DuckDB is imported
     if tuning.on("early_readers"):
-        from ..loader import raw
+        from ..loader import plan, raw
 
-        readers.append(raw.Readers(src).start())
+        readers.append(raw.Readers(src, names=None if first is None else plan(first)[1]).start())
     settings()  # here, on this thread, once reading has begun (it imports tempfile, for the spill directory)
     try:
         opened = _cold(src, entry, opener, staged, settings, building, meanwhile)
@@ -145,7 +156,61 @@ def _cold(src, entry, opener, staged, settings, building, meanwhile) -> Opened:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown()
-    return Opened(con, src.path, entry, None, settings)
+    return Opened(con, src.path, entry, opener, settings)
+
+
+def _open_entry(src, entry, cfg: dict, lazy: bool, progress):
+    """The cache entry opened to read. One that the first load built in part (`lazy_build`) is first completed:
+    opened to write, the tables it lacks added (nsysql.loader.extend) and written, then opened to read, as every
+    later load finds it (a connection that read it could not add to it while queries run, and one that writes it
+    would lock every other process out). None where it cannot be (held by another process, or unusable): the
+    caller builds in memory."""
+    from ..loader import lacks
+
+    con = _tables.open_entry(entry, cfg)
+    if con is None or not lazy or not lacks(con, None):
+        return con
+    con.close()
+    con = _tables.open_entry(entry, cfg, writable=True)
+    if con is None:
+        return None
+    try:
+        _extend(src, con, None, progress)
+    except _tables.NotWritten as e:
+        store.failed(e.__cause__, entry.parent)
+        return None
+    finally:
+        con.close()
+    return _tables.open_entry(entry, cfg)
+
+
+def _extender(src, entry, build, settings, progress, complete):
+    """The engine's `opener.extend(con, tables)`: adds what `tables` need to the connection, returning None, or
+    the connection to use from now on where the entry could not take them (a full disk): every table built in
+    memory, with the store's one warning. Nothing to do where the connection holds every table (`complete`):
+    nor is the catalog asked then (a background copy may be failing on it meanwhile)."""
+
+    def extend(con, tables):
+        if complete[0]:
+            return None
+        try:
+            _extend(src, con, tables, progress)
+        except _tables.NotWritten as e:
+            store.failed(e.__cause__, entry.parent)
+            return build(_tables.connect(":memory:", settings()), None)
+        return None
+
+    return extend
+
+
+def _extend(src, con, tables, progress) -> None:
+    """Add to `con` the canonical tables `tables` need (nsysql.loader.extend), written into the entry's file
+    (store.tables.NotWritten where the file cannot take them)."""
+    from ..loader import extend
+
+    with _tables.writing(con):
+        if extend(src, con, tables, progress):
+            _tables.checkpoint(con)
 
 
 def _in_memory_first(src, config: dict) -> bool:

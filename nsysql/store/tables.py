@@ -14,6 +14,7 @@ entry by store.answers.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -46,26 +47,76 @@ def whole(file: Path) -> bool:
     return file.is_file()
 
 
-def open_entry(file: Path, config: dict) -> duckdb.DuckDBPyConnection | None:
-    """A connection whose default catalog is the cached entry (read-only), or None if missing or unusable."""
+def open_entry(file: Path, config: dict, writable: bool = False) -> duckdb.DuckDBPyConnection | None:
+    """A connection whose default catalog is the cached entry (read-only; `writable`: for adding the tables a
+    question needs, nsysql.loader.extend), or None if missing or unusable (or held by another process)."""
     import duckdb
 
     if not file.exists():
         return None
     con = connect(":memory:", config)
     try:
-        con.execute(f"ATTACH '{_sql_str(file)}' AS cache (READ_ONLY)")
+        con.execute(f"ATTACH '{_sql_str(file)}' AS cache" + ("" if writable else " (READ_ONLY)"))
         con.execute("USE cache")
         ok = con.execute("SELECT count(*) FROM profile_facts WHERE key = 'complete'").fetchall()[0][0]
         if ok:
             return con
     except duckdb.Error as e:
-        if _locked(e):  # the process that just built it still has it open: whole, but not ours to read now
+        # the process that just built it still has it open: whole, but not ours to read now; or, to write, a file
+        # that was whole when just read (another process reads it, or it cannot be written)
+        if _locked(e) or writable:
             con.close()
             return None
     con.close()
     store.remove(file)  # corrupt or half-written: rebuild
     return None
+
+
+class NotWritten(Exception):
+    """A cache entry could not take what was added to it (the cause is the error): see `writing`."""
+
+
+@contextlib.contextmanager
+def writing(con: duckdb.DuckDBPyConnection):
+    """Around adding tables to `con`: where its database is a file (a cache entry) and a write fails (a full
+    disk, a file too large), NotWritten from the error. An error of the SQL itself is raised as it is, as is
+    one in memory (nothing was to be written)."""
+    import duckdb
+
+    try:
+        yield
+    except (duckdb.InterruptException, duckdb.OutOfMemoryException):
+        raise
+    except (OSError, duckdb.IOException, duckdb.TransactionException, duckdb.FatalException) as e:
+        if _file_of(con) is None:
+            raise
+        raise NotWritten() from e
+
+
+def _file_of(con: duckdb.DuckDBPyConnection) -> str | None:
+    try:
+        got = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
+    except Exception:  # noqa: BLE001 - a database DuckDB invalidated after a failed write
+        return "?"
+    return got[0][0] if got and got[0][0] else None
+
+
+def checkpoint(con: duckdb.DuckDBPyConnection) -> None:
+    """Write what was added to a cache entry into its file now, not left in its WAL: the WAL of an entry this
+    process built is named after the temporary file it was built as, which no other process reads. Where
+    queries of other threads hold transactions open, DuckDB refuses now: `wait()`, which runs before the process
+    leaves and before the engine closes, does it then. A connection in memory has nothing to write."""
+    import duckdb
+
+    if _file_of(con) is None:
+        return
+    try:
+        con.execute("CHECKPOINT")
+    except duckdb.TransactionException:
+        _UNWRITTEN.append(con.cursor())
+
+
+_UNWRITTEN: list = []  # cursors of entries whose additions wait for a checkpoint (`checkpoint`, `wait`)
 
 
 def _locked(e: Exception) -> bool:
@@ -223,12 +274,23 @@ def _persist(cur, tmp: Path, file: Path) -> None:
 
 
 def wait(file: Path | None = None) -> None:
-    """Wait until the entry `file` (default: every entry) being written in the background is in place."""
+    """Wait until the entry `file` (default: every entry, and every addition to one: `checkpoint`) being
+    written in the background is in place."""
     for f in [file] if file is not None else list(_PENDING):
         t = _PENDING.get(f)
         if t is not None:
             t.join()
             _PENDING.pop(f, None)
+    if file is None:
+        import duckdb
+
+        while _UNWRITTEN:
+            cur = _UNWRITTEN.pop()
+            try:
+                cur.execute("CHECKPOINT")
+                cur.close()
+            except duckdb.Error:  # closed meanwhile (DuckDB checkpoints at close), or still busy: the WAL keeps it
+                pass
 
 
 def connect(database: str, config: dict) -> duckdb.DuckDBPyConnection:

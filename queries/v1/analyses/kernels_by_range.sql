@@ -68,16 +68,36 @@ WITH rn AS (  -- the kept ranges, each with a key for its (name, domain)
   SELECT s.sid, l.kkey, l.duration_ns, s.e.m AS m
   FROM (SELECT sid, unnest(sig) AS e FROM sigs) s
   JOIN links l ON l.t = s.e.t AND l.via = s.e.via AND l.expand = s.e.expand
-), pairs AS (  -- each as many times as it is counted (once, as a rule)
-  SELECT sid, kkey, duration_ns FROM listed WHERE m = 1
-  UNION ALL
-  SELECT sid, kkey, duration_ns FROM (SELECT *, unnest(range(m)) FROM listed WHERE m > 1)
+), repeated AS (  -- the lists that count a kernel more than once (ranges of one name nested in each other)
+  SELECT DISTINCT sid FROM listed WHERE m > 1
+), weighted AS (  -- their kernels as (duration, times counted): never a row repeated m times, which for a chain
+                  -- of 20,000 ranges of a few names would be thousands of copies of every kernel
+  SELECT sid, kkey, duration_ns AS d, sum(m) AS m FROM listed SEMI JOIN repeated USING (sid) GROUP BY ALL
+), cumulated AS (  -- with the running count in duration order (for the median), the count and the mean
+  SELECT *,
+         sum(m) OVER (PARTITION BY sid, kkey ORDER BY d ROWS UNBOUNDED PRECEDING) AS upto,
+         (sum(m) OVER (PARTITION BY sid, kkey))::BIGINT AS n,  -- BIGINT, as count(*) above
+         sum(m * d) OVER (PARTITION BY sid, kkey) / sum(m) OVER (PARTITION BY sid, kkey) AS mean
+  FROM weighted
 ), stats AS (
-  SELECT
+  SELECT  -- each kernel counted once, as a rule: stats_durations itself
     sid, kkey,
     count(*) AS count,
     unnest(stats_durations(duration_ns))
-  FROM pairs GROUP BY sid, kkey
+  FROM listed ANTI JOIN repeated USING (sid) GROUP BY sid, kkey
+  UNION ALL
+  SELECT  -- stats_durations' figures of the durations each repeated m times, from the weights
+    sid, kkey,
+    any_value(n) AS count,
+    sum(m * d)::BIGINT AS total_ns,
+    any_value(mean) AS avg_ns,
+    -- the middle value, or the mean of the two middle values for an even count (as `median`)
+    (min(d) FILTER (WHERE upto >= (n + 1) // 2) + min(d) FILTER (WHERE upto >= n // 2 + 1)) / 2 AS med_ns,
+    min(d) AS min_ns,
+    max(d) AS max_ns,
+    -- the sample standard deviation (stats_stddev), 0 for one value
+    coalesce(sqrt(sum(m * (d - mean) ^ 2) / nullif(any_value(n) - 1, 0)), 0) AS stddev_ns
+  FROM cumulated GROUP BY sid, kkey
 ), agg AS (
   SELECT g.key, s.kkey, c.range_count, s.* EXCLUDE (sid, kkey)
   FROM keyed g JOIN stats s USING (sid)

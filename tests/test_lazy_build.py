@@ -1,0 +1,80 @@
+"""A cold command builds the canonical tables its question reads; a later one adds what it needs to the stored
+entry (issue 35; nsysql.tuning's `lazy_build`). The answers are those of a load that builds every table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import polars as pl
+from click.testing import CliRunner
+from conftest import fixture
+from polars.testing import assert_frame_equal
+
+import nsysql
+from nsysql.cli import main
+
+SMALL = fixture("train_small")
+
+
+def entry_tables(cdir: Path) -> set[str]:
+    (entry,) = cdir.glob("*.duckdb")
+    con = duckdb.connect(str(entry), read_only=True)
+    try:
+        return {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    finally:
+        con.close()
+
+
+def test_a_cold_kernels_builds_no_iterations_gaps_or_nvtx_nesting(tmp_path):
+    cdir = tmp_path / "cache"
+    res = CliRunner().invoke(main, ["--cache-dir", str(cdir), "kernels", str(SMALL), "-f", "csv"])
+    assert res.exit_code == 0, res.output
+    built = entry_tables(cdir)
+    assert {"gpu_ops", "kernel_classes", "strings", "profile_facts", "data_quality"} <= built
+    # what iterations and gaps read (gpu_busy), the NVTX nesting passes (op_ranges' tables) and the process roles
+    assert not built & {"gpu_busy", "op_range_links", "range_chains", "process_roles", "devices"}
+
+
+def test_a_later_question_adds_to_the_entry_without_rebuilding_it(tmp_path, monkeypatch):
+    cdir = tmp_path / "cache"
+    first: list[str] = []
+    with nsysql.load(SMALL, cache_dir=cdir, progress=first.append) as p:
+        kernels = p.kernels()
+    assert "40_gpu_ops" in first and "60_op_ranges" not in first and "80_gpu_busy" not in first
+    later: list[str] = []
+    with nsysql.load(SMALL, cache_dir=cdir, progress=later.append) as p:
+        summary = p.summary()
+        ranges = p.kernels_by_range()
+    # what the entry lacked is built into it; what it held is not built again
+    assert "60_op_ranges" in later and "80_gpu_busy" in later
+    assert "40_gpu_ops" not in later and "45_kernel_classes" not in later
+    assert {"gpu_busy", "op_range_links", "range_chains", "process_roles", "devices"} <= entry_tables(cdir)
+    again: list[str] = []
+    with nsysql.load(SMALL, cache_dir=cdir, progress=again.append) as p:
+        assert p.api().height > 0  # not asked before: from the entry's tables
+    assert again == []  # whole now: opened, nothing built
+
+    # the answers of a load that builds every table (floats to their last bits aside: a sum's order follows
+    # the order DuckDB stored the rows in)
+    monkeypatch.setenv("NSYSQL_NO_TUNING", "lazy_build")
+    with nsysql.load(SMALL, cache=False) as whole:
+        assert_frame_equal(whole.kernels(), kernels)
+        assert_frame_equal(whole.kernels_by_range(), ranges)
+        want = whole.summary()
+    assert want.keys() == summary.keys()
+    for k, v in want.items():
+        if isinstance(v, pl.DataFrame):
+            assert_frame_equal(v, summary[k])
+        else:
+            assert v == summary[k], k
+
+
+def test_user_sql_and_the_connection_see_every_table_of_a_partial_entry(tmp_path):
+    cdir = tmp_path / "cache"
+    with nsysql.load(SMALL, cache_dir=cdir) as p:
+        p.kernels()
+    with nsysql.load(SMALL, cache_dir=cdir) as p:
+        n = p.sql("SELECT count(*) AS n FROM op_range_links")["n"][0]
+    with nsysql.load(SMALL, cache=False) as p:
+        assert p.con.execute("SELECT count(*) FROM op_range_links").fetchall()[0][0] == n
