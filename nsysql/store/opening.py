@@ -92,7 +92,7 @@ def open_tables(
                 con = build(_tables.connect(":memory:", cfg))
             return con
 
-        opener.extend = _extender(src, entry, build, settings, progress, complete)
+        opener.extend = _extender(src, entry, build, settings, progress, complete, limit)
         if entry.exists():
             # warm: answers may come from the stored results; DuckDB opens only when a question needs it
             return Opened(None, src.path, entry, opener, settings)
@@ -101,7 +101,7 @@ def open_tables(
         def opener():
             return build(_tables.connect(":memory:", settings()))
 
-        opener.extend = _extender(src, entry, build, settings, progress, complete)
+        opener.extend = _extender(src, entry, build, settings, progress, complete, limit)
 
     # cold: the readers open their SQLite streams (and read the first batch of each) while DuckDB is imported
     if tuning.on("early_readers"):
@@ -184,11 +184,12 @@ def _open_entry(src, entry, cfg: dict, lazy: bool, progress):
     return _tables.open_entry(entry, cfg)
 
 
-def _extender(src, entry, build, settings, progress, complete):
+def _extender(src, entry, build, settings, progress, complete, limit=None):
     """The engine's `opener.extend(con, tables)`: adds what `tables` need to the connection, returning None, or
     the connection to use from now on where the entry could not take them (a full disk): every table built in
     memory, with the store's one warning. Nothing to do where the connection holds every table (`complete`):
-    nor is the catalog asked then (a background copy may be failing on it meanwhile)."""
+    nor is the catalog asked then (a background copy may be failing on it meanwhile). An entry that grew is
+    kept within the store's cap (`limit`), as a new one is."""
 
     def extend(con, tables):
         if complete[0]:
@@ -198,6 +199,8 @@ def _extender(src, entry, build, settings, progress, complete):
         except _tables.NotWritten as e:
             store.failed(e.__cause__, entry.parent)
             return build(_tables.connect(":memory:", settings()), None)
+        if entry is not None:
+            _tables.trim(entry.parent, limit)
         return None
 
     return extend
