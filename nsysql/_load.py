@@ -57,7 +57,8 @@ def load(
         return _facade(open_tables(path, cache, cache_dir, memory_limit, threads, progress, limit, keyed, _imports))
     try:  # an export in a private temporary folder (--no-cache, or an unwritable cache): read whole, then removed
         # (no cache entry either: one keyed on a file that is gone at exit would never be read again)
-        return _facade(open_tables(path, False, cache_dir, memory_limit, threads, progress, None, None, _imports))
+        opened = open_tables(path, False, cache_dir, memory_limit, threads, progress, None, None, _imports, True)
+        return _facade(opened)
     finally:
         _export.remove_temporary(path)
 

@@ -87,7 +87,7 @@ def test_filling_past_the_cap_evicts_the_least_recently_used(tmp_path):
     assert "warning" not in res.stderr
     # the same through the environment, without the option: c and a are older than a new d
     (d,) = exports(tmp_path, "d")
-    nsysql_cli("info", d, cdir=cdir, env={"NSYSQL_CACHE_MAX": str(cap)})
+    nsysql_cli("kernels", d, cdir=cdir, env={"NSYSQL_CACHE_MAX": str(cap)})
     assert sources(cdir) == {"c", "d"}
 
 

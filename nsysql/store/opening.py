@@ -40,13 +40,14 @@ class Opened:
 
 
 def open_tables(
-    path, cache, cache_dir, memory_limit, threads, progress, limit=None, keyed_by=None, meanwhile=None
+    path, cache, cache_dir, memory_limit, threads, progress, limit=None, keyed_by=None, meanwhile=None, whole=False
 ) -> Opened:
     """The canonical tables of the export `path`: its store entry opened (warm: DuckDB opens only when a question
     needs it), or built by the loader (cold), into the entry (`cache`) or in memory. `keyed_by`: the file whose
     identity keys the entry (default `path`; a report's, for the export made of it: store.stem). `limit`: the
     store's cap (store.cap), kept once a new entry is stored. `meanwhile()`: called on this thread while a cold
-    build runs on another (nsysql.tuning's `import_overlap`: the caller imports the facade then)."""
+    build runs on another (nsysql.tuning's `import_overlap`: the caller imports the facade then). `whole`: build
+    every table now, for an export removed once loaded (later questions could not read it to add theirs)."""
     import threading
 
     src = open_source(path)
@@ -66,7 +67,7 @@ def open_tables(
 
     # nsysql.tuning's `lazy_build`: a cold load builds the loader's BASE tables, and each question adds what its
     # declaration reads (`extend`, which the engine calls); off: every table at once
-    first = [] if tuning.on("lazy_build") else None
+    first = [] if tuning.on("lazy_build") and not whole else None
     complete = [first is None]  # whether the connection holds every table: nothing for `extend` to do
 
     def build(con, tables=first):
