@@ -7,6 +7,7 @@ from pathlib import Path
 
 import duckdb
 import polars as pl
+import pytest
 from click.testing import CliRunner
 from conftest import fixture
 from polars.testing import assert_frame_equal
@@ -16,6 +17,12 @@ from nsysql.cli import main
 from nsysql.loader import BUILDING
 
 SMALL = fixture("train_small")
+
+
+@pytest.fixture(autouse=True)
+def lazy_for_small_exports(monkeypatch):
+    """The lazy build is for large exports (store.opening.LAZY_MIN_MB); these tests see it on a small one."""
+    monkeypatch.setenv("NSYSQL_LAZY_MIN_MB", "0")
 
 
 def entry_tables(cdir: Path) -> set[str]:

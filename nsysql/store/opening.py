@@ -67,7 +67,7 @@ def open_tables(
 
     # nsysql.tuning's `lazy_build`: a cold load builds the loader's BASE tables, and each question adds what its
     # declaration reads (`extend`, which the engine calls); off: every table at once
-    first = [] if tuning.on("lazy_build") and not whole else None
+    first = [] if tuning.on("lazy_build") and not whole and _large(src.path) else None
     complete = [first is None]  # whether the connection holds every table: nothing for `extend` to do
 
     def build(con, tables=first):
@@ -215,6 +215,24 @@ def _extend(src, con, tables, progress) -> None:
     with _tables.writing(con):
         if extend(src, con, tables, progress):
             _tables.checkpoint(con)
+
+
+# The lazy build pays where reading what a question does not need costs more than the passes that add tables
+# later (each reads the export again): on large exports. Below this size an export is built whole at its first
+# load (BENCHMARKS.md has both sides); $NSYSQL_LAZY_MIN_MB sets it (0: every export).
+LAZY_MIN_MB = 32
+
+
+def _large(path: Path) -> bool:
+    """Whether the export `path` is large enough for the lazy build (LAZY_MIN_MB)."""
+    text = os.environ.get("NSYSQL_LAZY_MIN_MB", "").strip()
+    if text and not text.isdigit():
+        raise NsysqlError(f"NSYSQL_LAZY_MIN_MB must be a whole number of MiB, not {text[:40]!r}")
+    limit = int(text) if text else LAZY_MIN_MB
+    try:
+        return path.stat().st_size >= limit * 2**20
+    except OSError:
+        return False
 
 
 def _in_memory_first(src, config: dict) -> bool:
