@@ -21,7 +21,7 @@ SMALL = fixture("train_small")
 
 @pytest.fixture(autouse=True)
 def lazy_for_small_exports(monkeypatch):
-    """The lazy build is for large exports (store.opening.LAZY_MIN_MB); these tests see it on a small one."""
+    """The lazy build applies from $NSYSQL_LAZY_MIN_MB (unset: off); these tests see it on a small export."""
     monkeypatch.setenv("NSYSQL_LAZY_MIN_MB", "0")
 
 

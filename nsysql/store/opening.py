@@ -218,19 +218,18 @@ def _extend(src, con, tables, progress) -> None:
 
 
 # The lazy build pays where reading what a question does not need costs more than the passes that add tables
-# later (each reads the export again): on large exports. Below this size an export is built whole at its first
-# load (BENCHMARKS.md has both sides); $NSYSQL_LAZY_MIN_MB sets it (0: every export).
-LAZY_MIN_MB = 32
-
-
+# later, each reading the export again: a cold `kernels` of a large export, but not a cold `summary`, which adds
+# its tables in several passes (BENCHMARKS.md has both sides). So it is off unless $NSYSQL_LAZY_MIN_MB names the
+# export size (MiB) from which it applies (0: every export), until a request's tables are built in one pass.
 def _large(path: Path) -> bool:
-    """Whether the export `path` is large enough for the lazy build (LAZY_MIN_MB)."""
+    """Whether the lazy build applies to the export `path` ($NSYSQL_LAZY_MIN_MB; unset: never)."""
     text = os.environ.get("NSYSQL_LAZY_MIN_MB", "").strip()
-    if text and not text.isdigit():
+    if not text:
+        return False
+    if not text.isdigit():
         raise NsysqlError(f"NSYSQL_LAZY_MIN_MB must be a whole number of MiB, not {text[:40]!r}")
-    limit = int(text) if text else LAZY_MIN_MB
     try:
-        return path.stat().st_size >= limit * 2**20
+        return path.stat().st_size >= int(text) * 2**20
     except OSError:
         return False
 
