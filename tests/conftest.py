@@ -62,6 +62,16 @@ def fixture(name: str) -> Path:
     return FIXTURES / name / f"{name}.sqlite"
 
 
+def raw(path, sql, *params) -> list[tuple]:
+    """Rows of `sql` (with `params`) straight from the SQLite file `path`, opened read-only: the raw side that a
+    test checks nsysql's answer against."""
+    con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    try:
+        return con.execute(sql, params).fetchall()
+    finally:
+        con.close()
+
+
 def craft(path: Path, *statements, source: str = "train_small") -> Path:
     """A mutated copy of the fixture `source` at `path`: each statement (SQL, or (SQL, parameters)) run on it."""
     shutil.copy(fixture(source), path)

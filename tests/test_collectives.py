@@ -7,13 +7,12 @@ gradients all-reduced once per step by DDP; rank 1 sleeping 30 ms in `data` on s
 from __future__ import annotations
 
 import json
-import sqlite3
 import struct
 
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES
+from conftest import FIXTURES, raw
 
 import nsysql
 from nsysql.cli import main
@@ -23,14 +22,6 @@ RANK1 = FIXTURES / "ddp_blobs" / "rank1.sqlite"
 # float32 weights and biases of Linear(1024, 4096) and Linear(4096, 1024)
 PARAM_BYTES = 4 * (1024 * 4096 + 4096 + 4096 * 1024 + 1024)
 STRAGGLER_STEPS = {2, 7, 12, 17}
-
-
-def raw(path, sql, *args):
-    con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-    try:
-        return con.execute(sql, args).fetchall()
-    finally:
-        con.close()
 
 
 def payload_field(path, blob: bytes, field: str) -> int:

@@ -8,7 +8,7 @@ import sqlite3
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import fixture
+from conftest import fixture, raw
 
 from nsysql.cli import main
 
@@ -17,14 +17,6 @@ BEFORE = fixture("loader_cpu_before")
 
 def run(args):
     return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
-
-
-def raw(path, sql, *params):
-    con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-    try:
-        return con.execute(sql, params).fetchall()
-    finally:
-        con.close()
 
 
 def _step(n: int) -> tuple[int, int]:

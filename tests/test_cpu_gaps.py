@@ -4,24 +4,14 @@ only the loop has NVTX. Known answers come from the raw rows of the export."""
 
 from __future__ import annotations
 
-import sqlite3
-
 import polars as pl
 from click.testing import CliRunner
-from conftest import fixture, loaded
+from conftest import fixture, loaded, raw
 
 from nsysql.cli import main
 
 BEFORE, AFTER = fixture("loader_cpu_before"), fixture("loader_cpu_after")
 SLOW = (7, 15, 23, 31)  # the steps with the large images (COMMAND.md)
-
-
-def raw(path, sql, *params):
-    con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-    try:
-        return con.execute(sql, params).fetchall()
-    finally:
-        con.close()
 
 
 def _step(path, n):

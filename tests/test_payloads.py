@@ -10,21 +10,13 @@ import sqlite3
 import struct
 
 import pytest
-from conftest import FIXTURES, fixture
+from conftest import FIXTURES, fixture, raw
 
 import nsysql
 
 DDP = FIXTURES / "ddp_blobs" / "rank0.sqlite"
 # struct formats of the NVTX payload entry types these fixtures use (nvToolsExtPayload.h, LP64)
 FORMATS = {5: "<i", 15: "<i", 16: "<I", 18: "<Q", 22: "<Q", 80: "<Q"}
-
-
-def raw(path, sql, *args):
-    con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-    try:
-        return con.execute(sql, args).fetchall()
-    finally:
-        con.close()
 
 
 def header(blob: bytes) -> list[tuple[int, int, int]]:
