@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
-from ..render import one_line as _line
-from .common import handled, load_profile
+from .common import folder_progress, folder_written, handled, load_profile
 from .declared import about
 
 
@@ -34,21 +31,8 @@ def bundle(file, out, chart):
     from ..nsys import workflow
 
     prof = load_profile(file)
-    tty = sys.stderr.isatty()
-
-    def progress(text: str) -> None:
-        click.echo(f"\r\033[Knsysql: {_line(text)}", err=True, nl=not text.startswith("loading: "))
-
-    res = workflow.bundle(
-        prof, prof.path if file is None else file, out=out, progress=progress if tty else None, chart=chart
-    )
-    if tty:
-        click.echo("\r\033[K", err=True, nl=False)
-    click.echo(res.summary, nl=False, color=True)
-    click.echo("")
-    click.echo(workflow.listing(res), nl=False)
-    for note in res.notes:
-        click.echo(f"nsysql: note: {_line(note)}", err=True)
+    res = workflow.bundle(prof, prof.path if file is None else file, out=out, progress=folder_progress(), chart=chart)
+    folder_written(res, workflow.listing(res))
 
 
 about(bundle, python="`nsysql.nsys.workflow.bundle(p, FILE)`")

@@ -175,3 +175,26 @@ def each_rank(files: tuple[str, ...], method: str, **kwargs):
     ranks, why = number(profs)
     click.echo(f"nsysql: {len(paths)} files; {why}", err=True)
     return stack(profs, ranks, method, **kwargs)
+
+
+def folder_progress():
+    """The progress line of `profile` and `bundle` on a terminal's stderr (None for a pipe): each step replaces
+    the last; a loading step stays on its line."""
+    if not sys.stderr.isatty():
+        return None
+
+    def progress(text: str) -> None:
+        click.echo(f"\r\033[Knsysql: {_line(text)}", err=True, nl=not text.startswith("loading: "))
+
+    return progress
+
+
+def folder_written(res, listing: str) -> None:
+    """What `profile` and `bundle` print once their folder is written: the summary, the files, the notes."""
+    if sys.stderr.isatty():
+        click.echo("\r\033[K", err=True, nl=False)
+    click.echo(res.summary, nl=False, color=True)
+    click.echo("")
+    click.echo(listing, nl=False)
+    for note in res.notes:
+        click.echo(f"nsysql: note: {_line(note)}", err=True)

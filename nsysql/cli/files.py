@@ -10,7 +10,7 @@ import click
 
 from ..errors import NsysqlError
 from ..render import one_line as _line
-from .common import global_opts, handled, load_profile
+from .common import folder_progress, folder_written, global_opts, handled, load_profile
 from .declared import about, declared
 from .options import format_option, output_option
 from .output import answer_to_stdout, emit, emit_text, precious, rendered, stream_target, write_output
@@ -106,14 +106,6 @@ def profile(out, gpu_metrics, cpu, nsys_path, chart, args):
     from ..nsys import workflow
 
     options, command = workflow.split_args(list(args))
-    tty = sys.stderr.isatty()
-
-    def progress(text: str) -> None:
-        if text.startswith("loading: "):
-            click.echo(f"\r\033[Knsysql: {_line(text)}", err=True, nl=False)
-        else:
-            click.echo(f"\r\033[Knsysql: {_line(text)}", err=True)
-
     opts = global_opts()
     try:
         res = workflow.profile(
@@ -123,20 +115,14 @@ def profile(out, gpu_metrics, cpu, nsys_path, chart, args):
             nsys=nsys_path or opts.get("nsys"),
             nsys_options=options,
             cache_dir=opts.get("cache_dir"),
-            progress=progress if tty else None,
+            progress=folder_progress(),
             chart=chart,
             cpu=cpu,
         )
     except workflow.NoExport as e:  # the program's status (Ctrl-C, a crash) rather than 2, when it failed
         click.echo(f"nsysql: error: {_line(str(e))}", err=True)
         sys.exit(e.status or 2)
-    if tty:
-        click.echo("\r\033[K", err=True, nl=False)
-    click.echo(res.summary, nl=False, color=True)
-    click.echo("")
-    click.echo(workflow.listing(res), nl=False)
-    for note in res.notes:
-        click.echo(f"nsysql: note: {_line(note)}", err=True)
+    folder_written(res, workflow.listing(res))
     if res.status:
         click.echo(f"nsysql: the profiled program exited with status {res.status}", err=True)
     sys.exit(res.status)
