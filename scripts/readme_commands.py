@@ -56,10 +56,12 @@ def _param(p) -> dict | None:
         "kind": kind,
         "help": p.doc,
         "short": p.flag.short,
-        "choices": [c for c in p.choices if c is not None] if p.choices else None,
+        "choices": [c for c in (p.flag.choices or p.choices) if c is not None] if p.choices else None,
         "default": None if default is REQUIRED else default,
         "required": default is REQUIRED,
         "minimum": p.flag.minimum,
+        "maximum": p.flag.maximum,
+        "min_open": p.flag.min_open,
         "metavar": p.flag.metavar,
         "path": p.flag.path,
     }
@@ -78,8 +80,10 @@ def manifest() -> str:
             "nsys": list(a.nsys),
             "params": [d for d in map(_param, a.params) if d is not None],
         }
-        if a.command:  # a command derived whole from the declaration (nsysql.cli.tables.derived)
+        if a.command:  # its command (derived whole by nsysql.cli.tables.derived, unless a module writes it)
             out[name].update(command=a.command, files=a.files)
+        if a.formats:  # output formats its command writes besides the tables'
+            out[name]["formats"] = a.formats
     return json.dumps(out, indent=1, ensure_ascii=False) + "\n"
 
 

@@ -67,19 +67,34 @@ def format_option(default: str = "table", choices=FORMATS):
     return deco
 
 
-def output_options(fn):
-    fn = output_option()(fn)
-    fn = format_option()(fn)
-    fn = click.argument("file", required=False)(fn)
-    return fn
+def table_output(formats=FORMATS):
+    """The output switches of every command that answers with a table, as sqlite-utils has them: -f/--format
+    (table, csv, json, markdown, and the formats a declaration adds: cpu's folded) with one switch per format,
+    --wide, --unit, and -o/--output FILE."""
+
+    def deco(fn):
+        fn = output_option()(fn)
+        return format_option(choices=tuple(formats))(fn)
+
+    return deco
 
 
-def files_options(fn):
+def output_options(fn=None, *, formats=FORMATS):
+    """FILE (optional) and table_output."""
+
+    def deco(fn):
+        return click.argument("file", required=False)(table_output(formats)(fn))
+
+    return deco(fn) if fn is not None else deco
+
+
+def files_options(fn=None, *, formats=FORMATS):
     """Like output_options, but FILE may be given several times (one export per rank)."""
-    fn = output_option()(fn)
-    fn = format_option()(fn)
-    fn = click.argument("files", nargs=-1, metavar="[FILE]...")(fn)
-    return fn
+
+    def deco(fn):
+        return click.argument("files", nargs=-1, metavar="[FILE]...")(table_output(formats)(fn))
+
+    return deco(fn) if fn is not None else deco
 
 
 def attribution_option(fn):

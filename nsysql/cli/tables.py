@@ -6,7 +6,9 @@ import click
 
 from ..render import one_line as _line
 from ..render import summary_view
+from .collectives import collectives
 from .common import each_rank, global_opts, handled, load_profile, several
+from .cpu import cpu
 from .declared import DECLARED, about, answer, declared
 from .options import files_options, format_option, output_option
 from .output import emit, emit_text, fitted, rendered
@@ -234,6 +236,8 @@ _WRITTEN = (
     overlap,
     gaps,
     ranks,
+    cpu,
+    collectives,
 )
 
 
