@@ -12,8 +12,8 @@ from ..errors import NsysqlError
 from ..render import one_line as _line
 from .common import folder_progress, folder_written, global_opts, handled, load_profile
 from .declared import about, declared
-from .options import format_option, output_option
-from .output import answer_to_stdout, emit, emit_text, precious, rendered, stream_target, write_output
+from .options import table_output
+from .output import emit, emit_text, precious, rendered, stream_target, write_output
 
 
 @click.command()
@@ -165,8 +165,7 @@ def trace(file, output, window, iterations):
 @click.command()
 @click.argument("base")
 @click.argument("new")
-@format_option()
-@output_option()
+@table_output()
 @click.option(
     "--fail-above",
     type=float,
@@ -196,9 +195,9 @@ def diff(base, new, fmt, output, fail_above):
 
 @click.command()
 @click.argument("table", required=False)
-@format_option()
+@table_output()
 @handled
-def schema(table, fmt):
+def schema(table, fmt, output):
     """The canonical tables (schema v1) and what each column means: what `nsysql sql` and `export` give you."""
     import polars as pl
 
@@ -215,8 +214,7 @@ def schema(table, fmt):
         )
     else:
         df = pl.DataFrame(rows, schema=["table", "column", "description"], orient="row")
-    answer_to_stdout()
-    click.echo(rendered(df, fmt, fallback=SCHEMA_WIDTH), nl=False, color=True)
+    emit_text(rendered(df, fmt, output=output, fallback=SCHEMA_WIDTH), output)
 
 
 SCHEMA_WIDTH = 120
@@ -224,8 +222,7 @@ SCHEMA_WIDTH = 120
 
 @click.command(name="sql")
 @click.argument("args", nargs=-1, required=True, metavar="[FILE] QUERY")
-@format_option()
-@output_option(help=None)
+@table_output()
 @handled
 def sql_(args, fmt, output):
     """Run QUERY over the canonical tables (gpu_ops, api_calls, nvtx_ranges, op_ranges, ...)."""

@@ -1,17 +1,12 @@
 """The options every command shares, defined once: the output switches (`-f table|csv|json|markdown` and one flag
-per format, `-o FILE`), FILE or FILEs, and the NVTX attribution switches."""
+per format, `--wide`, `--unit`, `-o FILE`) and FILE or FILEs. Every other option is a declared analysis'
+parameter (nsysql.cli.declared)."""
 
 from __future__ import annotations
 
 import click
 
 from ..render import FORMATS, UNITS
-
-ATTRIBUTION_HELP = (
-    "How GPU work is tied to NVTX ranges: 'thread' = the launching thread's open ranges (exactly nsys); "
-    "'process' (default) = also inherit the ranges open on other threads of the process when the launching "
-    "thread has none (PyTorch's autograd thread)."
-)
 
 
 def output_option(help: str | None = "Write to FILE instead of stdout."):
@@ -95,23 +90,3 @@ def files_options(fn=None, *, formats=FORMATS):
         return click.argument("files", nargs=-1, metavar="[FILE]...")(table_output(formats)(fn))
 
     return deco(fn) if fn is not None else deco
-
-
-def attribution_option(fn):
-    return click.option(
-        "--attribution",
-        type=click.Choice(["process", "thread"]),
-        default="process",
-        show_default=True,
-        help=ATTRIBUTION_HELP,
-    )(fn)
-
-
-def group_ops_option(fn):
-    return click.option(
-        "--group-ops/--no-group-ops",
-        default=None,
-        help="Name PyTorch's ranges (emit_nvtx, nsys --pytorch=autograd-nvtx) without their per-call arguments "
-        "(`aten::addmm, seq = 5, op_id = 9, ...` -> `aten::addmm`): one row per operator instead of one per call. "
-        "Default: grouped with --attribution process, per call with thread (as nsys stats).",
-    )(fn)

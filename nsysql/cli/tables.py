@@ -10,7 +10,7 @@ from .collectives import collectives
 from .common import each_rank, global_opts, handled, load_profile, several
 from .cpu import cpu
 from .declared import DECLARED, about, answer, declared
-from .options import files_options, format_option, output_option
+from .options import files_options, output_options, table_output
 from .output import emit, emit_text, fitted, rendered
 
 info = answer("info", "info", "What the export holds, what it lacks, and which analyses apply.")
@@ -59,9 +59,7 @@ ops = answer(
 
 
 @click.command()
-@click.argument("file", required=False)
-@format_option()
-@output_option()
+@output_options
 @declared("ranges", report=True)
 @click.option(
     "--expand", is_flag=True, help="Tables: one row per name, Batch0..Batch59 listed, not folded into `Batch*`."
@@ -76,9 +74,7 @@ def ranges(file, fmt, output, expand, **params):
 
 
 @click.command()
-@click.argument("file", required=False)
-@format_option()
-@output_option()
+@output_options
 @declared("gpu_metrics", report=True)
 @click.option(
     "--graphics", is_flag=True, help="Also list graphics counters (pixel, vertex warps) that are 0 throughout."
@@ -205,8 +201,7 @@ def _ranks_result(files, dask, workers):
 
 @click.command()
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
-@format_option()
-@output_option()
+@table_output()
 @click.option(
     "--dask",
     metavar="ADDRESS",
