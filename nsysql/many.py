@@ -44,23 +44,6 @@ def expand(paths: list[str]) -> list[str]:
     return out
 
 
-def _rank_tables(prof) -> dict[str, pl.DataFrame]:
-    """One rank's frames (nsysql.analyses.ranks.rank_tables), from its Profile's (stored) answers."""
-    try:
-        its = prof.iterations()
-    except NsysqlError as e:
-        return _ranks.rank_tables(str(prof.path), prof.facts, e)
-    return _ranks.rank_tables(
-        str(prof.path),
-        prof.facts,
-        its,
-        family=prof.iteration_stats()["range"][0],
-        gaps=prof.gaps(),
-        causes=prof.gaps(by="cause"),
-        nccl=prof._nccl_ranges(),
-    )
-
-
 def _job(
     path: str, cache_dir: str | None, cache: bool, cache_max: str | int | None = None
 ) -> tuple[str, dict[str, pl.DataFrame], list[str]]:
@@ -77,7 +60,7 @@ def _job(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", store.CacheWarning)
         prof = load(path, cache=cache, cache_dir=cache_dir, cache_max=cache_max)
-        tables = _rank_tables(prof)
+        tables = prof._rank_tables()  # declared: nsysql.analyses.catalog
         prof.close()
         if cache and prof.cache_entry is not None:
             _stored.put(path, cache_dir, tables)

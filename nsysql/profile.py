@@ -274,9 +274,9 @@ class Profile:
         per steady-state iteration (rules in nsysql.analyses.diff); `.to_frames()` gives the sections as frames."""
         return self._engine.run("diff", other=other._engine)
 
-    def _nccl_ranges(self) -> pl.DataFrame:
-        """NCCL range time: instances and total time of the NCCL NVTX ranges (for nsysql.many)."""
-        return self._engine.run("nccl_ranges")
+    def _rank_tables(self) -> dict[str, pl.DataFrame]:
+        """One rank's frames for the cross-rank answers of nsysql.many (nsysql.analyses.ranks.rank_tables)."""
+        return self._engine.run("rank_tables")
 
     def timeline(
         self,

@@ -753,6 +753,25 @@ def nccl_ranges(ctx) -> pl.DataFrame:
     return _ranks.nccl(ctx.con)
 
 
+@analysis("rank_tables", keep="none", needs=("facts", "iterations", "iteration_stats", "gaps", "nccl_ranges"))
+def rank_tables(ctx) -> dict[str, pl.DataFrame]:
+    """One rank's frames for the cross-rank answers of `nsysql ranks` (nsysql.analyses.ranks.rank_tables), from
+    its (stored) answers: what a worker of nsysql.many sends back, and the store keeps per export."""
+    try:
+        its = ctx.ask("iterations")
+    except NsysqlError as e:  # no loop: the rank is listed, with why
+        return _ranks.rank_tables(str(ctx.path), ctx.ask("facts"), e)
+    return _ranks.rank_tables(
+        str(ctx.path),
+        ctx.ask("facts"),
+        its,
+        family=ctx.ask("iteration_stats")["range"][0],
+        gaps=ctx.ask("gaps"),
+        causes=ctx.ask("gaps", by="cause"),
+        nccl=ctx.ask("nccl_ranges"),
+    )
+
+
 @analysis("gpus", tables=("devices", "gpu_busy", "gpu_ops", "profile_facts"), sql=("gpu_utilization",))
 def gpus(ctx) -> pl.DataFrame:
     """Per device: its busy time, share of its active span and of the profile span."""
