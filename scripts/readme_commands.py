@@ -69,9 +69,11 @@ def _param(p) -> dict | None:
 
 
 def manifest() -> str:
-    """declared.json's text: per declared analysis, its first doc line, nsys names and command-line parameters."""
+    """declared.json's text: per declared analysis, its first doc line, nsys names and command-line parameters;
+    per entry point (nsysql.engine.ENTRY_POINTS), its command-line parameters."""
+    import nsysql.many  # noqa: F401 (declares load_many's parameters)
     import nsysql.profile  # noqa: F401 (declares every analysis)
-    from nsysql.engine import REGISTRY
+    from nsysql.engine import ENTRY_POINTS, REGISTRY
 
     out = {}
     for name, a in sorted(REGISTRY.items()):
@@ -84,6 +86,8 @@ def manifest() -> str:
             out[name].update(command=a.command, files=a.files)
         if a.formats:  # output formats its command writes besides the tables'
             out[name]["formats"] = a.formats
+    for name, params in sorted(ENTRY_POINTS.items()):  # not an analysis: parameters only
+        out[name] = {"entry": True, "params": [d for d in map(_param, params) if d is not None]}
     return json.dumps(out, indent=1, ensure_ascii=False) + "\n"
 
 

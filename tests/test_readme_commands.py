@@ -102,3 +102,26 @@ def test_profile_methods_of_written_commands_come_from_the_declarations():
         assert name not in vars(Profile)
         sig = inspect.signature(getattr(p, name)).parameters.values()
         assert [(q.name, q.default) for q in sig] == [(d.name, d.default) for d in REGISTRY[name].params]
+
+
+def test_ranks_options_are_load_manys_declared_parameters():
+    """`nsysql ranks --dask --workers` are the parameters load_many declares (an entry point, not an analysis),
+    and load_many takes them by the same names: a bad address is said of `dask`, not of a flag."""
+    import inspect
+
+    import pytest
+
+    import nsysql
+    import nsysql.many  # noqa: F401 (declares load_many's parameters)
+    from nsysql.engine import ENTRY_POINTS
+
+    ranks = dict(_commands())["ranks"]
+    opts = {p.name: p for p in ranks.params if isinstance(p, click.Option)}
+    declared = ENTRY_POINTS["load_many"]
+    for p in declared:
+        assert opts[p.name].help == p.doc and p.name in inspect.signature(nsysql.load_many).parameters
+    assert opts["workers"].type.min == 1 and opts["dask"].metavar == "ADDRESS"
+    assert analysis_of(ranks) is None  # README's Python column says nsysql.load_many(paths)
+    pytest.importorskip("dask.distributed")
+    with pytest.raises(nsysql.NsysqlError, match="^`dask` tcp://host:notaport: not a Dask scheduler address"):
+        nsysql.load_many(["a.sqlite", "b.sqlite"], dask="tcp://host:notaport")

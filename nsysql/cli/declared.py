@@ -71,14 +71,18 @@ def formats(analysis: str) -> tuple[str, ...]:
 
 
 def declared(analysis: str, *more: str, answers: str | None = None, report: bool = False):
-    """Decorator: the options of `analysis` (then of each of `more`: collectives takes collective_findings'
-    --slow-ratio), and the command marked as the front end of `answers` (by default the same analysis; `gaps`
+    """Decorator: the options of `analysis` or of an entry point (ranks: load_many's), then of each of `more`
+    (collectives takes collective_findings' --slow-ratio), and the command marked as the front end of `answers` (by default the same analysis; `gaps`
     takes gap_activity's options, a superset of gaps'); `report`: its analysis' frame is one of `nsysql stats`'
     reports (nsysql.cli.stats)."""
 
     def deco(fn):
         for p in reversed([p for a in (analysis, *more) for p in params(a)]):
             fn = option(p)(fn)
+        if DECLARED[analysis].get(
+            "entry"
+        ):  # an entry point's parameters (load_many's): the command answers no analysis
+            return fn
         fn.__nsysql_analysis__ = answers or analysis
         fn.__nsysql_report__ = report
         return fn

@@ -172,22 +172,17 @@ def gaps(files, fmt, output, explain, top, **params):
 
 
 def _ranks_result(files, dask, workers):
-    from ..many import connect_dask, load_many
+    from ..many import load_many
 
     opts = global_opts()
-    client = connect_dask(dask) if dask else None
-    try:
-        r = load_many(
-            list(files),
-            cache_dir=opts.get("cache_dir"),
-            cache=not opts.get("no_cache"),
-            workers=workers,
-            client=client,
-            cache_max=opts.get("cache_max"),
-        )
-    finally:
-        if client is not None:
-            client.close()
+    r = load_many(
+        list(files),
+        cache_dir=opts.get("cache_dir"),
+        cache=not opts.get("no_cache"),
+        workers=workers,
+        dask=dask,
+        cache_max=opts.get("cache_max"),
+    )
     click.echo(f"nsysql: {r.files.height} ranks; {r.numbering}", err=True)
     click.echo(f"nsysql: straggler rule: {r.rule}", err=True)
     return {
@@ -202,14 +197,7 @@ def _ranks_result(files, dask, workers):
 @click.command()
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
 @table_output()
-@click.option(
-    "--dask",
-    metavar="ADDRESS",
-    help="Run the per-file loads on a Dask cluster (tcp://host:8786); needs pip install 'nsysql[dask]'.",
-)
-@click.option(
-    "--workers", type=click.IntRange(min=1), default=None, help="Local processes for the loads [default: the cores]."
-)
+@declared("load_many")
 @handled
 def ranks(files, fmt, output, dask, workers):
     """Compare per-rank exports (paths or globs like 'runs/rank*.sqlite'): step time, idle, collectives, and

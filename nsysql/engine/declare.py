@@ -106,6 +106,19 @@ class Analysis:
 
 REGISTRY: dict[str, Analysis] = {}
 
+# The parameters of entry points that are not one profile's analysis (nsysql.load_many's: where the loads of
+# several exports run), declared as an analysis' are, so that a command takes them as options from the same
+# declaration (scripts/readme_commands.py writes them into cli/declared.json): name -> parameters.
+ENTRY_POINTS: dict[str, tuple[Param, ...]] = {}
+
+
+def entry_point(name: str, params) -> tuple[Param, ...]:
+    """Declare the parameters of the entry point `name` (a function of the library, not an analysis)."""
+    if name in REGISTRY or name in ENTRY_POINTS:
+        raise ValueError(f"{name!r} is declared twice")
+    ENTRY_POINTS[name] = tuple(params)
+    return ENTRY_POINTS[name]
+
 
 def analysis(
     name: str,
