@@ -72,6 +72,7 @@ def manifest() -> str:
     """declared.json's text: per declared analysis, its first doc line, nsys names and command-line parameters;
     per entry point (nsysql.engine.ENTRY_POINTS), its command-line parameters."""
     import nsysql.many  # noqa: F401 (declares load_many's parameters)
+    import nsysql.nsys.workflow  # noqa: F401 (declares profile's and bundle's)
     import nsysql.profile  # noqa: F401 (declares every analysis)
     from nsysql.engine import ENTRY_POINTS, REGISTRY
 

@@ -104,24 +104,31 @@ def test_profile_methods_of_written_commands_come_from_the_declarations():
         assert [(q.name, q.default) for q in sig] == [(d.name, d.default) for d in REGISTRY[name].params]
 
 
-def test_ranks_options_are_load_manys_declared_parameters():
-    """`nsysql ranks --dask --workers` are the parameters load_many declares (an entry point, not an analysis),
-    and load_many takes them by the same names: a bad address is said of `dask`, not of a flag."""
+def test_entry_points_options_are_their_declared_parameters():
+    """`nsysql ranks --dask --workers` are the parameters load_many declares, `profile` and `bundle`'s options
+    those of nsysql.nsys.workflow's functions (entry points, not analyses), each function taking them by the same
+    names; a bad Dask address is said of `dask`, not of a flag."""
     import inspect
 
     import pytest
 
     import nsysql
-    import nsysql.many  # noqa: F401 (declares load_many's parameters)
+    import nsysql.many
     from nsysql.engine import ENTRY_POINTS
+    from nsysql.nsys import workflow
 
-    ranks = dict(_commands())["ranks"]
-    opts = {p.name: p for p in ranks.params if isinstance(p, click.Option)}
-    declared = ENTRY_POINTS["load_many"]
-    for p in declared:
-        assert opts[p.name].help == p.doc and p.name in inspect.signature(nsysql.load_many).parameters
-    assert opts["workers"].type.min == 1 and opts["dask"].metavar == "ADDRESS"
-    assert analysis_of(ranks) is None  # README's Python column says nsysql.load_many(paths)
+    commands = dict(_commands())
+    for command, fn in (("ranks", nsysql.many.load_many), ("profile", workflow.profile), ("bundle", workflow.bundle)):
+        cmd = commands[command]
+        opts = {p.name: p for p in cmd.params if isinstance(p, click.Option) and p.name != "help"}
+        declared = ENTRY_POINTS[fn.__name__]
+        assert not {p.name for p in declared} - set(opts), command
+        for p in declared:
+            assert opts[p.name].help == p.doc and p.name in inspect.signature(fn).parameters, (command, p.name)
+        assert analysis_of(cmd) is None  # README's Python column names the function
+    option = {(c, p.name): p for c in ("ranks", "bundle") for p in commands[c].params}
+    assert option["ranks", "workers"].type.min == 1 and option["ranks", "dask"].metavar == "ADDRESS"
+    assert list(option["bundle", "chart"].type.choices) == ["auto", "png", "svg"]
     pytest.importorskip("dask.distributed")
     with pytest.raises(nsysql.NsysqlError, match="^`dask` tcp://host:notaport: not a Dask scheduler address"):
         nsysql.load_many(["a.sqlite", "b.sqlite"], dask="tcp://host:notaport")

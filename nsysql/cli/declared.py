@@ -1,6 +1,8 @@
 """Commands derived from the analyses' declarations: each parameter of a declared analysis (nsysql.engine.declare)
 becomes an option of the command that asks it: `--<name with dashes>` (or its Flag's spelling), its type,
-default and choices, its doc as the help.
+default and choices (or those its Flag says the command line offers: collectives' `--by rank`), its doc as the
+help. A declaration's own output formats (cpu's `folded`) join -f (`formats`); an entry point that is not an
+analysis declares its parameters the same way (load_many's `--dask`, `--workers`: nsysql.engine.entry_point).
 
 The declarations are read from declared.json beside this module, which `python scripts/readme_commands.py`
 writes from the registry (nsysql.analyses.catalog), with README's command table; `--check` and

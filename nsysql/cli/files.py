@@ -74,30 +74,10 @@ def export(file, to, format):
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False),
-    metavar="DIR",
-    help="Folder for the report, its export and the analyses [default: nsysql-<program name>].",
-)
-@click.option("--gpu-metrics", is_flag=True, help="Also sample GPU metrics (nsys --gpu-metrics-devices=all).")
-@click.option(
-    "--cpu",
-    is_flag=True,
-    help="Also record CPU samples, thread scheduling, forked workers and Python stacks (nsys -s process-tree "
-    "--cpuctxsw=process-tree --trace-fork-before-exec=true --python-sampling=true).",
-)
-@click.option("--nsys", "nsys_path", metavar="PATH", help="The nsys to run [default: as for --nsys of nsysql].")
-@click.option(
-    "--chart",
-    type=click.Choice(["auto", "png", "svg"]),
-    default="auto",
-    show_default=True,
-    help="The top-10 kernels chart: png (needs kaleido and a Chrome), svg (drawn by nsysql), auto: png if it can.",
-)
+@declared("profile")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[-- NSYS OPTIONS] -- COMMAND [ARGS]...")
 @handled
-def profile(out, gpu_metrics, cpu, nsys_path, chart, args):
+def profile(out, gpu_metrics, cpu, nsys, chart, args):
     """Run COMMAND under nsys (CUDA, NVTX, OS runtime, CUDA graphs node by node), export it, and write the summary,
     report.html, report.md, kernels.csv, api.csv and a top-10 kernels chart into DIR.
 
@@ -112,7 +92,7 @@ def profile(out, gpu_metrics, cpu, nsys_path, chart, args):
             command,
             out=out,
             gpu_metrics=gpu_metrics,
-            nsys=nsys_path or opts.get("nsys"),
+            nsys=nsys or opts.get("nsys"),
             nsys_options=options,
             cache_dir=opts.get("cache_dir"),
             progress=folder_progress(),
