@@ -1,5 +1,5 @@
 -- @staging raw_gpu_metric_names, raw_gpu_metrics
--- @defines gpu_metric_samples, metric_periods
+-- @defines gpu_metric_periods, gpu_metric_samples, metric_periods
 
 -- nsysql canonical schema v1: GPU metrics samples (`nsys profile --gpu-metrics-devices=...`).
 
@@ -12,20 +12,23 @@
 -- Samples before the session's time origin (timestamp < 0: the first sample of a capture range) are left out,
 -- as nsys's recipes leave them out.
 CREATE OR REPLACE TABLE gpu_metric_samples AS
-WITH names AS (
-  SELECT DISTINCT typeId, metricId, metricName FROM raw_gpu_metric_names
+WITH names AS (  -- each metric's name split once per metric, not once per sample
+  SELECT typeId, metricId,
+         regexp_replace(metricName, '\s*\[[^\]]*\]\s*$', '') AS metric,
+         nullif(regexp_extract(metricName, '\[([^\]]*)\]\s*$', 1), '') AS unit
+  FROM (SELECT DISTINCT typeId, metricId, metricName FROM raw_gpu_metric_names)
 )
 SELECT
   -- CUDA device id the sample was taken on, as in gpu_ops.device_id (typeId & 0xFF, see above)
   (m.typeId & 255)::INTEGER AS device_id,
   -- metric name without its bracketed unit, e.g. `SMs Active`, `Tensor Active`, `DRAM Read Bandwidth`
-  regexp_replace(n.metricName, '\s*\[[^\]]*\]\s*$', '') AS metric,
+  n.metric,
   -- the bracketed unit of nsys's name, e.g. `Throughput %`, `MHz`, `Avg`, `Avg Warps per Cycle`; NULL when
   -- the name has none. As nsys labels it: see `nsysql metrics` for the counters whose values do not fit it
-  nullif(regexp_extract(n.metricName, '\[([^\]]*)\]\s*$', 1), '') AS unit,
+  n.unit,
   -- when the sample was taken, ns (the export's clock). A sample describes the sampling period that starts
-  -- here, up to the device's next sample of the metric: its GR Active follows the kernels that ran after its
-  -- timestamp, not before (checked against the kernels of fixtures/hw_mix)
+  -- here, up to the device's next sampling period (gpu_metric_periods): its GR Active follows the kernels that
+  -- ran after its timestamp, not before (checked against the kernels of fixtures/hw_mix)
   m.timestamp AS timestamp_ns,
   -- the sampled value, as nsys wrote it
   m.value
@@ -35,18 +38,31 @@ JOIN names n ON n.typeId = m.typeId AND n.metricId = m.metricId
 -- than the readers' windows (which sort by partition) gain
 WHERE m.timestamp >= 0;
 
--- Each sample of the metrics `names` (NULL: all) with the sampling period it describes, [t0, t1): from its
--- timestamp to the device's next sample of the same metric, or one period on for the last. The readers that
--- weigh samples by time (49_kernel_tensor_use.sql, analyses/iteration_metrics.sql, range_metrics.sql) take
--- their periods here and meet them with windows through overlaps_by_bucket (00_macros.sql).
+-- One row per device and sampling period: nsys samples every metric of a device at once, so a period is
+-- computed once for all of them (not once per metric: a window over every sample cost more than reading them).
+CREATE OR REPLACE TABLE gpu_metric_periods AS
+SELECT
+  -- CUDA device id, as in gpu_metric_samples.device_id
+  device_id,
+  -- the period's start: the timestamp_ns of the device's samples taken then, ns
+  t0_ns,
+  -- the period's end: the device's next sampling time, or one period on (as long as the one before) for the
+  -- last; NULL for a device sampled only once (its period is unknown), ns
+  coalesce(lead(t0_ns) OVER w, 2 * t0_ns - lag(t0_ns) OVER w) AS t1_ns
+FROM (SELECT DISTINCT device_id, timestamp_ns AS t0_ns FROM gpu_metric_samples)
+WINDOW w AS (PARTITION BY device_id ORDER BY t0_ns);
+
+-- Each sample of the metrics `names` (NULL: all) with the sampling period it describes, [t0, t1)
+-- (gpu_metric_periods). The readers that weigh every metric's samples by time (analyses/iteration_metrics.sql,
+-- range_metrics.sql) take their periods here and meet them with windows through overlaps_by_bucket
+-- (00_macros.sql); those of SMs and Tensor Active alone read gpu_metric_activity (48_gpu_activity.sql).
 CREATE OR REPLACE MACRO metric_periods(
   -- VARCHAR[]: metric names as in gpu_metric_samples.metric; NULL for every metric
   names
 )
 -- device_id, metric, unit, value as in gpu_metric_samples; t0, t1: the period, ns
 AS TABLE
-SELECT device_id, metric, unit, value, timestamp_ns AS t0,
-       coalesce(lead(timestamp_ns) OVER w, 2 * timestamp_ns - lag(timestamp_ns) OVER w) AS t1
-FROM gpu_metric_samples
-WHERE names IS NULL OR list_contains(names, metric)
-WINDOW w AS (PARTITION BY device_id, metric, unit ORDER BY timestamp_ns);
+SELECT s.device_id, s.metric, s.unit, s.value, p.t0_ns AS t0, p.t1_ns AS t1
+FROM gpu_metric_samples s
+JOIN gpu_metric_periods p ON p.device_id = s.device_id AND p.t0_ns = s.timestamp_ns
+WHERE names IS NULL OR list_contains(names, s.metric);
