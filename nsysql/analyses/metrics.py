@@ -29,9 +29,8 @@ SM_ACTIVE = ("SMs Active", "SM Active")
 TENSOR_ACTIVE = ("Tensor Active", "Tensor Active / FP16 Active")
 
 
-def has_metrics(con, table: str = "gpu_metric_samples") -> bool:
-    """Whether `table` (gpu_metric_samples, or gpu_metric_activity: SMs and Tensor Active alone) holds a sample."""
-    return con.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchall()[0][0]
+def has_metrics(con) -> bool:
+    return con.execute("SELECT EXISTS (SELECT 1 FROM gpu_metric_samples)").fetchall()[0][0]
 
 
 def gpu_metrics(
@@ -53,7 +52,7 @@ def gpu_metrics(
 def activity(windows, pid: int, device_id: int | None) -> pl.DataFrame | None:
     """Per iteration: `sm_active_pct` and `tensor_active_pct` on the iteration's device (time-weighted over its
     GPU-projected window), or None when the export has no such samples."""
-    if device_id is None or not has_metrics(windows.con, "gpu_metric_activity"):
+    if device_id is None:
         return None
     df = windows.run("iteration_activity", pid=pid)  # those two metrics' samples alone, in a percent unit
     df = df.filter(pl.col("device_id") == device_id)

@@ -31,6 +31,8 @@ CANONICAL_TABLES = (
     "kernel_rules",
     "kernel_classes",
     "gpu_metric_samples",
+    "gpu_metric_names",
+    "gpu_metric_values",
     "gpu_metric_periods",
     "gpu_metric_activity",
     "gpu_memory_events",

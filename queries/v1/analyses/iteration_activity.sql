@@ -5,9 +5,10 @@
 
 -- SMs Active and Tensor Active per iteration (the columns `iterations` shows): iteration_metrics.sql's
 -- time-weighted mean over each iteration's GPU-projected window, per device, read from gpu_metric_activity (the
--- samples of those two metrics only) rather than from every metric's samples.
+-- samples of those two metrics only) rather than from every metric's samples. No row without samples.
 WITH mine AS (
-  SELECT device_id, start_ns, end_ns, api_start_ns FROM gpu_ops WHERE pid = $pid
+  SELECT device_id, start_ns, end_ns, api_start_ns FROM gpu_ops
+  WHERE pid = $pid AND EXISTS (SELECT 1 FROM gpu_metric_activity)  -- without samples, nothing to read
 ), ops AS (
   SELECT iteration, device_id, start_ns, end_ns FROM ops_by_iteration('mine', $windows)
 ), proj AS (
