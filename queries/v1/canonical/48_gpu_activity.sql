@@ -10,7 +10,7 @@
 -- not sample GPU metrics. Samples before the session's time origin (timestamp < 0) are left out, as in
 -- gpu_metric_samples.
 CREATE OR REPLACE TABLE gpu_metric_activity AS
-WITH names AS (  -- each metric's name split once per metric, as gpu_metric_samples splits it
+WITH names AS MATERIALIZED (  -- each name split once per metric (not per sample), as in gpu_metric_names
   SELECT typeId, metricId,
          regexp_replace(metricName, '\s*\[[^\]]*\]\s*$', '') AS metric,
          nullif(regexp_extract(metricName, '\[([^\]]*)\]\s*$', 1), '') AS unit
