@@ -108,11 +108,13 @@ _GPU_ALIASES = (
 
 _METRIC_COLUMNS = (("timestamp", I), ("typeId", I), ("metricId", I), ("value", D))
 # GPU_METRICS rows whose metric is named `SM Active`, `SMs Active` or `Tensor Active` (with whatever follows:
-# a unit, `/ FP16 Active`), in SQL that SQLite and DuckDB both run; `names`: the table of metric names
-_ACTIVITY = (
-    '("typeId", "metricId") IN (SELECT "typeId", "metricId" FROM {names} WHERE substr("metricName", 1, 9) = '
-    "'SM Active' OR substr(\"metricName\", 1, 10) = 'SMs Active' OR substr(\"metricName\", 1, 13) = 'Tensor Active')"
+# a unit, `/ FP16 Active`), in SQL that SQLite and DuckDB both run; `names`: the table of metric names. The test
+# of metricId alone first: SQLite tests it faster than the pair (0.54 against 0.69 s CPU on 7.7M rows)
+_NAMED = (
+    'SELECT "typeId", "metricId" FROM {names} WHERE substr("metricName", 1, 9) = \'SM Active\' '
+    "OR substr(\"metricName\", 1, 10) = 'SMs Active' OR substr(\"metricName\", 1, 13) = 'Tensor Active'"
 )
+_ACTIVITY = f'"metricId" IN (SELECT "metricId" FROM ({_NAMED})) AND ("typeId", "metricId") IN ({_NAMED})'
 
 RAW_TABLES: tuple[RawTable, ...] = (
     RawTable("raw_strings", ("StringIds",), (("id", I), ("value", S))),
