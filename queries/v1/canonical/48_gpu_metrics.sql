@@ -77,9 +77,10 @@ FROM (SELECT DISTINCT (type_id & 255)::INTEGER AS device_id, timestamp_ns AS t0_
 WINDOW w AS (PARTITION BY device_id ORDER BY t0_ns);
 
 -- Each sample of the metrics `names` (NULL: all) with the sampling period it describes, [t0, t1)
--- (gpu_metric_periods). The readers that weigh every metric's samples by time (analyses/iteration_metrics.sql,
--- range_metrics.sql) take their periods here and meet them with windows through overlaps_by_bucket
--- (00_macros.sql); those of SMs and Tensor Active alone read gpu_metric_activity (48_gpu_activity.sql).
+-- (gpu_metric_periods): a sample weighs by time as far as its period overlaps a window. nsysql's own readers
+-- (analyses/iteration_metrics.sql, range_metrics.sql) meet the periods with their windows first, through
+-- overlaps_by_bucket (00_macros.sql), and join the samples after, once per period rather than once per sample;
+-- those of SMs and Tensor Active alone read gpu_metric_activity (48_gpu_activity.sql).
 CREATE OR REPLACE MACRO metric_periods(
   -- VARCHAR[]: metric names as in gpu_metric_samples.metric; NULL for every metric
   names
