@@ -269,6 +269,7 @@ BUILDING = {
     "45_kernel_classes": "kernel categories",
     "46_device_layers": "GPU layers",
     "47_gpu_memory": "GPU memory allocations",
+    "48_gpu_activity": "SM and tensor activity",
     "48_gpu_metrics": "GPU metrics",
     "49_kernel_tensor_use": "tensor-core use",
     "50_nvtx": "NVTX ranges",

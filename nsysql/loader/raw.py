@@ -305,6 +305,7 @@ READING = {
     "raw_nvtx": "NVTX ranges",
     "raw_osrt": "OS runtime calls",
     "raw_gpu_metrics": "GPU metrics samples",
+    "raw_gpu_activity": "SM and tensor activity samples",
     "raw_extents": "the capture's extent",
 }
 
