@@ -98,3 +98,14 @@ def test_iterations_and_metrics_by_iteration_agree():
         rows = by.filter((by["metric"] == metric) & (by["device_id"] == 0)).iter_rows(named=True)
         got = {r["iteration"]: r["mean"] for r in rows}
         assert len(got) == 16 and got == pytest.approx({i: its[i][col] for i in got}, rel=1e-12)
+
+
+@pytest.mark.parametrize("lazy", ["0", ""], ids=["lazy", "whole"])
+def test_metric_names_missing_read_no_activity(tmp_path, monkeypatch, lazy):
+    # an export whose metric table lacks the names: no activity sample can be told, and the load goes on
+    path = craft(tmp_path / "hw.sqlite", "ALTER TABLE TARGET_INFO_GPU_METRICS DROP COLUMN metricName", source="hw_mix")
+    monkeypatch.setenv("NSYSQL_LAZY_MIN_MB", lazy)
+    p = nsysql.load(path, cache_dir=tmp_path / "c")
+    assert p.iterations().height == 16
+    assert p.sql("SELECT count(*) FROM gpu_metric_activity").item() == 0
+    assert p.sql("SELECT count(*) FROM kernel_tensor_use").item() == 0

@@ -44,7 +44,7 @@ class RawTable:
     # the same condition as DuckDB runs it on the staged rows). A reader of a few rows of a large table reads
     # them alone, and a pass that reads the whole table reads it once.
     where: str | None = None
-    where_reads: tuple[str, ...] = ()  # the nsys tables `where` reads: without them, nothing is read
+    where_reads: tuple[tuple[str, str], ...] = ()  # the (nsys table, column)s `where` reads: nothing without one
     subset_of: tuple[str, str] | None = None
 
     def schema(self) -> pa.Schema:
@@ -270,7 +270,13 @@ RAW_TABLES: tuple[RawTable, ...] = (
         ("GPU_METRICS",),
         _METRIC_COLUMNS,
         where=_ACTIVITY.format(names="TARGET_INFO_GPU_METRICS"),
-        where_reads=("TARGET_INFO_GPU_METRICS",),
+        where_reads=(
+            ("GPU_METRICS", "typeId"),
+            ("GPU_METRICS", "metricId"),
+            ("TARGET_INFO_GPU_METRICS", "typeId"),
+            ("TARGET_INFO_GPU_METRICS", "metricId"),
+            ("TARGET_INFO_GPU_METRICS", "metricName"),
+        ),
         subset_of=("raw_gpu_metrics", _ACTIVITY.format(names=f"{STAGE}.raw_gpu_metric_names")),
     ),
     # CPU activity (`nsys profile -s process-tree`, `--cpuctxsw=process-tree`): each CPU sample with its thread,
@@ -351,7 +357,11 @@ def _select(src: Source, rt: RawTable, text_as_blob: bool = False) -> tuple[str 
     if rt.extent is not None:
         return _extent_select(src, rt, text_as_blob)
     table = next((t for t in rt.sources if src.has(t)), None)
-    if table is None or (rt.nonnull and not src.has(table, rt.nonnull)) or not all(map(src.has, rt.where_reads)):
+    if (
+        table is None
+        or (rt.nonnull and not src.has(table, rt.nonnull))
+        or not all(src.has(t, c) for t, c in rt.where_reads)
+    ):
         return None, table or ""
     alias = dict(rt.aliases)
     exprs = []
