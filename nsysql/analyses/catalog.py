@@ -419,9 +419,9 @@ def findings(ctx, thresholds) -> pl.DataFrame:
     "iterations",
     params=(RANGE, SKIP, OUTLIER_SIGMAS),
     needs=("iteration_range",),
-    tables=("gpu_busy", "gpu_ops", "nvtx_ranges", "strings"),
+    tables=("gpu_busy", "gpu_metric_activity", "gpu_ops", "nvtx_ranges", "strings"),
     requires=("nvtx_ranges",),
-    sql=("iteration_windows", "iterations", "iteration_phases", "iteration_metrics"),
+    sql=("iteration_windows", "iterations", "iteration_phases", "iteration_activity"),
 )
 def iterations(ctx, range, skip, outlier_sigmas) -> pl.DataFrame:
     """One row per iteration of the loop (see nsysql.analyses.iterations for the rules)."""
@@ -838,7 +838,7 @@ def timeline(ctx, bins, start_ns, end_ns, devices) -> pl.DataFrame:
     "metrics_timeline",
     params=(Param("start_ns", int), Param("end_ns", int), Param("bins", int, _timeline.DEFAULT_BINS)),
     keep="none",
-    tables=("gpu_metric_samples",),
+    tables=("gpu_metric_activity",),
     sql=("metrics_timeline",),
 )
 def metrics_timeline(ctx, start_ns, end_ns, bins) -> pl.DataFrame:

@@ -52,10 +52,10 @@ def gpu_metrics(
 def activity(windows, pid: int, device_id: int | None) -> pl.DataFrame | None:
     """Per iteration: `sm_active_pct` and `tensor_active_pct` on the iteration's device (time-weighted over its
     GPU-projected window), or None when the export has no such samples."""
-    if device_id is None or not has_metrics(windows.con):
+    if device_id is None:
         return None
-    df = windows.run("iteration_metrics", pid=pid, metrics=[*SM_ACTIVE, *TENSOR_ACTIVE])
-    df = df.filter((pl.col("device_id") == device_id) & pl.col("unit").fill_null("Throughput %").str.contains("%"))
+    df = windows.run("iteration_activity", pid=pid)  # those two metrics' samples alone, in a percent unit
+    df = df.filter(pl.col("device_id") == device_id)
     if not df.height:
         return None
     cols = []

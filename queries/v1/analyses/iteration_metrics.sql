@@ -1,5 +1,5 @@
--- @tables gpu_ops
--- @macros metric_periods, ops_by_iteration, overlaps_by_bucket
+-- @tables gpu_metric_periods, gpu_metric_samples, gpu_ops
+-- @macros ops_by_iteration, overlaps_by_bucket
 -- @param $metrics VARCHAR[]: the metric names to read, NULL for all
 -- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
 -- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
@@ -16,13 +16,17 @@ WITH mine AS (
   SELECT iteration, device_id, start_ns, end_ns FROM ops_by_iteration('mine', $windows)
 ), proj AS (
   SELECT iteration, device_id, min(start_ns) AS a, max(end_ns) AS b FROM ops GROUP BY ALL
-), s AS (
-  SELECT * FROM metric_periods($metrics)
+), p AS (
+  SELECT device_id, t0_ns AS t0, t1_ns AS t1 FROM gpu_metric_periods
+), o AS (  -- each window against the sampling periods it overlaps (overlaps_by_bucket, canonical/00_macros.sql):
+           -- once per period, then its samples of every metric (not once per sample)
+  SELECT iteration, device_id, t0, overlap_ns FROM overlaps_by_bucket('proj', 'p')
 )
--- each window against the sampling periods it overlaps (overlaps_by_bucket, canonical/00_macros.sql)
 SELECT
-  o.iteration, o.device_id, o.metric, o.unit,
-  sum(o.value * o.overlap_ns) / sum(o.overlap_ns) AS mean
-FROM overlaps_by_bucket('proj', 's') o
+  o.iteration, o.device_id, s.metric, s.unit,
+  sum(s.value * o.overlap_ns) / sum(o.overlap_ns) AS mean
+FROM o
+JOIN gpu_metric_samples s ON s.device_id = o.device_id AND s.timestamp_ns = o.t0
+WHERE $metrics IS NULL OR list_contains($metrics, s.metric)
 GROUP BY ALL
-ORDER BY o.iteration, o.device_id, o.metric, o.unit;
+ORDER BY o.iteration, o.device_id, s.metric, s.unit;

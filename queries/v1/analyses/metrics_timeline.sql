@@ -1,4 +1,4 @@
--- @tables gpu_metric_samples
+-- @tables gpu_metric_activity
 -- @param $bins BIGINT: how many equal bins [$t0, $t1) is cut in
 -- @param $t0 BIGINT: start of the time window, ns
 -- @param $t1 BIGINT: end of the time window, ns
@@ -8,12 +8,10 @@
 -- (they are evenly spaced, so the plain mean is the time-weighted one). Bins without a sample have no row.
 SELECT
   device_id, metric,
-  floor((timestamp_ns - $t0) * $bins / ($t1 - $t0))::BIGINT AS bin,
-  ($t0 + floor((timestamp_ns - $t0) * $bins / ($t1 - $t0)) * ($t1 - $t0) / $bins)::BIGINT AS start_ns,
+  floor((t0_ns - $t0) * $bins / ($t1 - $t0))::BIGINT AS bin,
+  ($t0 + floor((t0_ns - $t0) * $bins / ($t1 - $t0)) * ($t1 - $t0) / $bins)::BIGINT AS start_ns,
   avg(value) AS mean
-FROM gpu_metric_samples
-WHERE timestamp_ns >= $t0 AND timestamp_ns < $t1
-  AND metric IN ('SMs Active', 'SM Active', 'Tensor Active', 'Tensor Active / FP16 Active')
-  AND (unit IS NULL OR contains(unit, '%'))
+FROM gpu_metric_activity  -- those two metrics' samples alone, in a percent unit
+WHERE t0_ns >= $t0 AND t0_ns < $t1
 GROUP BY ALL
 ORDER BY device_id, metric, bin;

@@ -1,5 +1,5 @@
--- @tables gpu_ops, nvtx_ranges, op_ranges
--- @macros metric_periods, overlaps_by_bucket, range_op_name
+-- @tables gpu_metric_periods, gpu_metric_samples, gpu_ops, nvtx_ranges, op_ranges
+-- @macros overlaps_by_bucket, range_op_name
 -- @param $attribution VARCHAR: 'thread' (nsys's rule) or 'process' (canonical/60_op_ranges.sql)
 
 -- GPU metrics per NVTX range (domain, name, style), per device: the time-weighted mean of each metric over the
@@ -16,16 +16,19 @@ WITH proj AS (  -- replay: the graph launch of a captured op (op_range_totals), 
   FROM op_ranges x JOIN gpu_ops o USING (op_id)
   WHERE x.via = 'thread' OR $attribution = 'process'
   GROUP BY ALL
-), s AS (
-  SELECT * FROM metric_periods(NULL)
+), p AS (
+  SELECT device_id, t0_ns AS t0, t1_ns AS t1 FROM gpu_metric_periods
+), o AS (  -- each window against the sampling periods it overlaps (overlaps_by_bucket, canonical/00_macros.sql):
+           -- once per period, then its samples of every metric (not once per sample)
+  SELECT range_id, device_id, t0, overlap_ns FROM overlaps_by_bucket('proj', 'p')
 )
--- each window against the sampling periods it overlaps (overlaps_by_bucket, canonical/00_macros.sql)
 SELECT
   CASE WHEN $attribution = 'process' THEN range_op_name(r.name) ELSE r.name END AS range, r.domain, o.device_id,
-  o.metric, o.unit,
+  s.metric, s.unit,
   count(DISTINCT o.range_id) AS instances,
-  sum(o.value * o.overlap_ns) / sum(o.overlap_ns) AS mean
-FROM overlaps_by_bucket('proj', 's') o
+  sum(s.value * o.overlap_ns) / sum(o.overlap_ns) AS mean
+FROM o
+JOIN gpu_metric_samples s ON s.device_id = o.device_id AND s.timestamp_ns = o.t0
 JOIN nvtx_ranges r USING (range_id)
-GROUP BY 1, r.domain, r.style, o.device_id, o.metric, o.unit
-ORDER BY r.domain, range, o.device_id, o.metric, o.unit;
+GROUP BY 1, r.domain, r.style, o.device_id, s.metric, s.unit
+ORDER BY r.domain, range, o.device_id, s.metric, s.unit;

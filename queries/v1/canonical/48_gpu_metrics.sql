@@ -1,52 +1,94 @@
 -- @staging raw_gpu_metric_names, raw_gpu_metrics
--- @defines gpu_metric_samples, metric_periods
+-- @defines gpu_metric_names, gpu_metric_periods, gpu_metric_samples, gpu_metric_values, metric_periods
 
 -- nsysql canonical schema v1: GPU metrics samples (`nsys profile --gpu-metrics-devices=...`).
 
+-- The metrics sampled, one row per metric of each GPU metrics event type: TARGET_INFO_GPU_METRICS, each name
+-- split into the metric and its unit once (not once per sample).
+CREATE OR REPLACE TABLE gpu_metric_names AS
+SELECT
+  -- nsys's event type of the samples (GPU_METRICS.typeId): which GPU, see gpu_metric_samples.device_id
+  typeId AS type_id,
+  -- nsys's id of the metric within its event type (GPU_METRICS.metricId; not stable across nsys versions)
+  metricId AS metric_id,
+  -- as gpu_metric_samples.metric
+  regexp_replace(metricName, '\s*\[[^\]]*\]\s*$', '') AS metric,
+  -- as gpu_metric_samples.unit
+  nullif(regexp_extract(metricName, '\[([^\]]*)\]\s*$', 1), '') AS unit
+FROM (SELECT DISTINCT typeId, metricId, metricName FROM raw_gpu_metric_names);
+
+-- The samples as stored: one row per sample and metric of GPU_METRICS whose metric gpu_metric_names names,
+-- with ids rather than names (what gpu_metric_samples spells out: read that one). Samples before the session's
+-- time origin (timestamp < 0: the first sample of a capture range) are left out, as nsys's recipes leave them out.
+-- no ORDER BY: nsys writes GPU_METRICS in time order, and sorting millions of samples would cost the load more
+-- than the readers' windows (which sort by partition) gain
+CREATE OR REPLACE TABLE gpu_metric_values AS
+SELECT
+  -- as gpu_metric_names.type_id
+  m.typeId AS type_id,
+  -- as gpu_metric_names.metric_id
+  m.metricId AS metric_id,
+  -- as gpu_metric_samples.timestamp_ns
+  m.timestamp AS timestamp_ns,
+  -- as gpu_metric_samples.value
+  m.value
+FROM raw_gpu_metrics m
+SEMI JOIN (SELECT DISTINCT typeId, metricId FROM raw_gpu_metric_names) n
+  ON n.typeId = m.typeId AND n.metricId = m.metricId
+WHERE m.timestamp >= 0;
+
 -- One row per sample and metric: GPU_METRICS with the metric's name from TARGET_INFO_GPU_METRICS, joined on
 -- (typeId, metricId): metric ids are not stable across nsys versions, names are. Empty when the export did not
--- sample GPU metrics (the tables are then absent and nothing is read).
+-- sample GPU metrics (the tables are then absent and nothing is read). A view over gpu_metric_values and
+-- gpu_metric_names: the names are stored once per metric, not once per sample.
 -- The device is the low 8 bits of typeId: nsys's own recipes lay a GPU metrics typeId out as
 -- <Hardware ID:8><VM ID:8><Source ID:16><Event tag:24><GPU ID:8> (nsys_recipe/lib/data_utils.py,
 -- add_cols_from_type_id) and join that GPU ID with the kernels' deviceId (gpu_metric_util_sum --per-kernel).
--- Samples before the session's time origin (timestamp < 0: the first sample of a capture range) are left out,
--- as nsys's recipes leave them out.
-CREATE OR REPLACE TABLE gpu_metric_samples AS
-WITH names AS (
-  SELECT DISTINCT typeId, metricId, metricName FROM raw_gpu_metric_names
-)
+CREATE OR REPLACE VIEW gpu_metric_samples AS
 SELECT
   -- CUDA device id the sample was taken on, as in gpu_ops.device_id (typeId & 0xFF, see above)
-  (m.typeId & 255)::INTEGER AS device_id,
+  (v.type_id & 255)::INTEGER AS device_id,
   -- metric name without its bracketed unit, e.g. `SMs Active`, `Tensor Active`, `DRAM Read Bandwidth`
-  regexp_replace(n.metricName, '\s*\[[^\]]*\]\s*$', '') AS metric,
+  n.metric,
   -- the bracketed unit of nsys's name, e.g. `Throughput %`, `MHz`, `Avg`, `Avg Warps per Cycle`; NULL when
   -- the name has none. As nsys labels it: see `nsysql metrics` for the counters whose values do not fit it
-  nullif(regexp_extract(n.metricName, '\[([^\]]*)\]\s*$', 1), '') AS unit,
+  n.unit,
   -- when the sample was taken, ns (the export's clock). A sample describes the sampling period that starts
-  -- here, up to the device's next sample of the metric: its GR Active follows the kernels that ran after its
-  -- timestamp, not before (checked against the kernels of fixtures/hw_mix)
-  m.timestamp AS timestamp_ns,
+  -- here, up to the device's next sampling period (gpu_metric_periods): its GR Active follows the kernels that
+  -- ran after its timestamp, not before (checked against the kernels of fixtures/hw_mix)
+  v.timestamp_ns,
   -- the sampled value, as nsys wrote it
-  m.value
-FROM raw_gpu_metrics m
-JOIN names n ON n.typeId = m.typeId AND n.metricId = m.metricId
--- no ORDER BY: nsys writes GPU_METRICS in time order, and sorting millions of samples would cost the load more
--- than the readers' windows (which sort by partition) gain
-WHERE m.timestamp >= 0;
+  v.value
+FROM gpu_metric_values v
+JOIN gpu_metric_names n USING (type_id, metric_id);
 
--- Each sample of the metrics `names` (NULL: all) with the sampling period it describes, [t0, t1): from its
--- timestamp to the device's next sample of the same metric, or one period on for the last. The readers that
--- weigh samples by time (49_kernel_tensor_use.sql, analyses/iteration_metrics.sql, range_metrics.sql) take
--- their periods here and meet them with windows through overlaps_by_bucket (00_macros.sql).
+-- One row per device and sampling period: nsys samples every metric of a device at once, so a period is
+-- computed once for all of them (not once per metric: a window over every sample cost more than reading them).
+-- A view: made when a question reads it (0.2 s for 7.7M samples), not by every load.
+CREATE OR REPLACE VIEW gpu_metric_periods AS
+SELECT
+  -- CUDA device id, as in gpu_metric_samples.device_id
+  device_id,
+  -- the period's start: the timestamp_ns of the device's samples taken then, ns
+  t0_ns,
+  -- the period's end: the device's next sampling time, or one period on (as long as the one before) for the
+  -- last; NULL for a device sampled only once (its period is unknown), ns
+  coalesce(lead(t0_ns) OVER w, 2 * t0_ns - lag(t0_ns) OVER w) AS t1_ns
+FROM (SELECT DISTINCT (type_id & 255)::INTEGER AS device_id, timestamp_ns AS t0_ns FROM gpu_metric_values)
+WINDOW w AS (PARTITION BY device_id ORDER BY t0_ns);
+
+-- Each sample of the metrics `names` (NULL: all) with the sampling period it describes, [t0, t1)
+-- (gpu_metric_periods): a sample weighs by time as far as its period overlaps a window. nsysql's own readers
+-- (analyses/iteration_metrics.sql, range_metrics.sql) meet the periods with their windows first, through
+-- overlaps_by_bucket (00_macros.sql), and join the samples after, once per period rather than once per sample;
+-- those of SMs and Tensor Active alone read gpu_metric_activity (48_gpu_activity.sql).
 CREATE OR REPLACE MACRO metric_periods(
   -- VARCHAR[]: metric names as in gpu_metric_samples.metric; NULL for every metric
   names
 )
 -- device_id, metric, unit, value as in gpu_metric_samples; t0, t1: the period, ns
 AS TABLE
-SELECT device_id, metric, unit, value, timestamp_ns AS t0,
-       coalesce(lead(timestamp_ns) OVER w, 2 * timestamp_ns - lag(timestamp_ns) OVER w) AS t1
-FROM gpu_metric_samples
-WHERE names IS NULL OR list_contains(names, metric)
-WINDOW w AS (PARTITION BY device_id, metric, unit ORDER BY timestamp_ns);
+SELECT s.device_id, s.metric, s.unit, s.value, p.t0_ns AS t0, p.t1_ns AS t1
+FROM gpu_metric_samples s
+JOIN gpu_metric_periods p ON p.device_id = s.device_id AND p.t0_ns = s.timestamp_ns
+WHERE names IS NULL OR list_contains(names, s.metric);

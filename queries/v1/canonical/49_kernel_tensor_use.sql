@@ -1,31 +1,29 @@
--- @include 00_macros.sql, 40_gpu_ops.sql, 45_kernel_classes.sql, 48_gpu_metrics.sql
--- @tables gpu_metric_samples, gpu_ops, kernel_classes
--- @macros metric_periods, overlaps_by_bucket
+-- @include 00_macros.sql, 40_gpu_ops.sql, 45_kernel_classes.sql, 48_gpu_activity.sql
+-- @tables gpu_metric_activity, gpu_ops, kernel_classes
+-- @macros overlaps_by_bucket
 -- @defines kernel_tensor_use
 
 -- nsysql canonical schema v1: whether matrix kernels ran on tensor cores, as the GPU metrics measured it.
 
 -- One row per matrix kernel name (kernel_classes category gemm, conv or attention) that ran while GPU metrics
--- were sampled on its device; empty when the export has no GPU metrics (gpu_metric_samples). Names lie in both
+-- were sampled on its device; empty when the export has no GPU metrics (gpu_metric_activity). Names lie in both
 -- directions, and Tensor Active does not: where it judges a kernel (`measured`), it overrides the name's rule
 -- (kernels, kernels --by category, the finding `matrix math without tensor cores`).
--- Each sample counts for its sampling period (see gpu_metric_samples.timestamp_ns) as far as it overlaps one
+-- Each sample counts for its sampling period (gpu_metric_activity.t0_ns, t1_ns) as far as it overlaps one
 -- of the kernel's executions. The rule of `measured`, only where own_share >= 0.5 (the samples that overlap
 -- the kernel are mostly its own time, so its neighbours cannot decide): `yes` when Tensor Active averages
 -- 10% or more over its executions; `no` when Tensor Active averages under 1% while SMs Active averages 50% or
 -- more (the SMs were busy with it, and not on tensor cores); else NULL (the name decides).
 CREATE OR REPLACE TABLE kernel_tensor_use AS
-WITH s AS (  -- the two metrics' sampling periods; their names across nsys versions and GPU generations
-             -- (Turing: `Tensor Active / FP16 Active`)
-  SELECT device_id, starts_with(metric, 'Tensor') AS tensor, value, t0, t1
-  FROM metric_periods(['Tensor Active', 'Tensor Active / FP16 Active', 'SMs Active', 'SM Active'])
-  WHERE unit IS NULL OR contains(unit, '%')
+WITH s AS (  -- the two metrics' sampling periods (their names across nsys versions: gpu_metric_activity)
+  SELECT device_id, starts_with(metric, 'Tensor') AS tensor, value, t0_ns AS t0, t1_ns AS t1
+  FROM gpu_metric_activity
 ), k AS (  -- the matrix kernels' executions, as windows
   SELECT o.name_id, o.device_id, o.start_ns AS a, o.end_ns AS b
   FROM gpu_ops o
   WHERE o.kind = 'kernel'
     AND o.name_id IN (SELECT name_id FROM kernel_classes WHERE category IN ('gemm', 'conv', 'attention'))
-    AND EXISTS (SELECT 1 FROM gpu_metric_samples)  -- without samples, read nothing of gpu_ops
+    AND EXISTS (SELECT 1 FROM gpu_metric_activity)  -- without samples, read nothing of gpu_ops
 ), ov AS (
   SELECT name_id, tensor, value, t1 - t0 AS period, overlap_ns AS w FROM overlaps_by_bucket('k', 's')
 ), per AS (

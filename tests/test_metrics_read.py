@@ -1,0 +1,111 @@
+"""How GPU metrics samples are read and kept: SMs Active and Tensor Active (what tensor-core use, iterations and
+the report read) apart from the other metrics, each sampling period computed once per device and time. Checked
+against the rows of the exports' GPU_METRICS, counted here straight from the SQLite file."""
+
+from __future__ import annotations
+
+import glob
+
+import duckdb
+import pytest
+from conftest import craft, fixture, raw
+
+import nsysql
+
+HW_MIX, HW_ALT = fixture("hw_mix"), fixture("hw_alt")
+ACTIVITY = ("SMs Active", "SM Active", "Tensor Active", "Tensor Active / FP16 Active")
+
+
+def _raw_activity(path) -> list[tuple]:
+    """(device, metric, unit, t0, value) of every SMs / Tensor Active sample in a percent unit, from the file."""
+    rows = raw(
+        path,
+        "SELECT m.typeId & 255, n.metricName, m.timestamp, m.value FROM GPU_METRICS m "
+        "JOIN TARGET_INFO_GPU_METRICS n ON n.typeId = m.typeId AND n.metricId = m.metricId WHERE m.timestamp >= 0",
+    )
+    out = []
+    for dev, name, t, v in rows:
+        metric, _, unit = name.partition(" [")
+        unit = unit[:-1] if unit else None
+        if metric in ACTIVITY and (unit is None or "%" in unit):
+            out.append((dev, metric, unit, t, float(v)))
+    return sorted(out)
+
+
+def _with_ends(rows: list[tuple]) -> list[tuple]:
+    """Each sample with its period's end: the next sample of its device and metric, or one period on."""
+    out = []
+    for i, (dev, metric, unit, t, v) in enumerate(rows):
+        same = lambda j: 0 <= j < len(rows) and rows[j][:3] == (dev, metric, unit)  # noqa: E731
+        end = rows[i + 1][3] if same(i + 1) else (2 * t - rows[i - 1][3] if same(i - 1) else None)
+        out.append((dev, metric, unit, t, end, v))
+    return out
+
+
+def _activity(p) -> list[tuple]:
+    df = p.sql("SELECT device_id, metric, unit, t0_ns, t1_ns, value FROM gpu_metric_activity ORDER BY ALL")
+    return [tuple(r) for r in df.iter_rows()]
+
+
+@pytest.mark.parametrize("path", [HW_MIX, HW_ALT], ids=["hw_mix", "hw_alt"])
+def test_activity_is_the_raw_samples_of_the_two_metrics(path):
+    want = _with_ends(_raw_activity(path))
+    assert len(want) == 2 * len({r[3] for r in want}) > 1000  # one SMs and one Tensor Active sample per period
+    assert _activity(nsysql.load(path, cache=False)) == want
+
+
+def test_periods_are_the_raw_sampling_times():
+    times = [r[0] for r in raw(HW_MIX, "SELECT DISTINCT timestamp FROM GPU_METRICS WHERE timestamp >= 0 ORDER BY 1")]
+    got = nsysql.load(HW_MIX, cache=False).sql("SELECT device_id, t0_ns, t1_ns FROM gpu_metric_periods ORDER BY 2")
+    ends = times[1:] + [2 * times[-1] - times[-2]]
+    assert [tuple(r) for r in got.iter_rows()] == [(0, t, e) for t, e in zip(times, ends)]
+
+
+def _entry_tables(cache_dir) -> set[str]:
+    (entry,) = glob.glob(f"{cache_dir}/**/*.duckdb", recursive=True)
+    con = duckdb.connect(entry, read_only=True)
+    try:
+        return {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    finally:
+        con.close()
+
+
+def test_a_lazy_build_reads_the_two_metrics_alone(tmp_path, monkeypatch):
+    # a metric whose name begins like SM Active's (the SQLite side reads it, the exact rule leaves it out)
+    path = craft(
+        tmp_path / "hw.sqlite",
+        "UPDATE TARGET_INFO_GPU_METRICS SET metricName = 'SM Active Cycles [Throughput %]' "
+        "WHERE metricName = 'SM Issue [Throughput %]'",
+        source="hw_mix",
+    )
+    want = _with_ends(_raw_activity(path))
+    monkeypatch.setenv("NSYSQL_LAZY_MIN_MB", "0")
+    p = nsysql.load(path, cache_dir=tmp_path / "c")
+    its = p.iterations()
+    assert its.height == 16 and its["tensor_active_pct"].null_count() == 0  # every iteration's ...
+    assert "gpu_metric_samples" not in _entry_tables(tmp_path / "c")  # ... without reading the other metrics
+    assert _activity(p) == want
+    monkeypatch.delenv("NSYSQL_LAZY_MIN_MB")
+    assert _activity(nsysql.load(path, cache=False)) == want  # and taken from the whole table when it is read
+
+
+def test_iterations_and_metrics_by_iteration_agree():
+    # two paths: iterations reads gpu_metric_activity, metrics --by iteration every metric's samples
+    p = nsysql.load(HW_MIX, cache=False)
+    its = {r["iteration"]: r for r in p.iterations().iter_rows(named=True)}
+    by = p.gpu_metrics(by="iteration")
+    for metric, col in (("SMs Active", "sm_active_pct"), ("Tensor Active", "tensor_active_pct")):
+        rows = by.filter((by["metric"] == metric) & (by["device_id"] == 0)).iter_rows(named=True)
+        got = {r["iteration"]: r["mean"] for r in rows}
+        assert len(got) == 16 and got == pytest.approx({i: its[i][col] for i in got}, rel=1e-12)
+
+
+@pytest.mark.parametrize("lazy", ["0", ""], ids=["lazy", "whole"])
+def test_metric_names_missing_read_no_activity(tmp_path, monkeypatch, lazy):
+    # an export whose metric table lacks the names: no activity sample can be told, and the load goes on
+    path = craft(tmp_path / "hw.sqlite", "ALTER TABLE TARGET_INFO_GPU_METRICS DROP COLUMN metricName", source="hw_mix")
+    monkeypatch.setenv("NSYSQL_LAZY_MIN_MB", lazy)
+    p = nsysql.load(path, cache_dir=tmp_path / "c")
+    assert p.iterations().height == 16
+    assert p.sql("SELECT count(*) FROM gpu_metric_activity").item() == 0
+    assert p.sql("SELECT count(*) FROM kernel_tensor_use").item() == 0
