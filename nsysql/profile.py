@@ -65,14 +65,18 @@ class Profile:
         are shared, and the thread that first asks this one owns its connection."""
         self._engine = Engine(con, path, cache_entry, opener, settings, parent._engine if parent else None)
         self.path = path
-        self.cache_entry = cache_entry
 
     @classmethod
     def _over(cls, engine: Engine) -> Profile:
         """The Profile of an engine (a worker's)."""
         p = cls.__new__(cls)
-        p._engine, p.path, p.cache_entry = engine, engine.path, engine.cache_entry
+        p._engine, p.path = engine, engine.path
         return p
+
+    @property
+    def cache_entry(self) -> Path | None:
+        """The store entry of the export's canonical tables (None: in memory), written (Engine.entry)."""
+        return self._engine.entry()
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
