@@ -74,7 +74,7 @@ def open_tables(
         from ..loader import build as build_tables
 
         building.append(con)
-        more = question.tables if question and tables is not None else None
+        more = question.tables if question and question.active and tables is not None else None
         got = build_tables(src, con, progress, staged.set, readers.pop() if readers else None, tables, more)
         complete[0] = got is None
         return con
@@ -169,6 +169,7 @@ class _Question:
         self._told = threading.Event()
         self.read = threading.Event()  # the base tables' rows are read (or the build failed first)
         self._tables: tuple | None = ()
+        self.active = False  # a build on its own thread asks (`_deferred`); one the engine runs itself does not
 
     def want(self, tables) -> None:
         """The canonical tables the first question reads (None: every one); said once, later calls ignored."""
@@ -216,6 +217,7 @@ def _deferred(src, entry, opener, staged, settings, building, meanwhile, questio
         thread.join()
 
     try:
+        question.active = True
         thread.start()
         if tuning.on("import_overlap"):  # as in `_cold`
             while not staged.wait(0.005) and not question.read.is_set():
@@ -231,6 +233,10 @@ def _deferred(src, entry, opener, staged, settings, building, meanwhile, questio
         _interrupted(entry, building, question)
         raise
     _tables.SETTLE[entry if entry is not None else question] = settle
+    if entry is not None:  # a script that leaves right after load still gets its entry (the base tables)
+        import atexit
+
+        atexit.register(_tables.wait, entry)
 
     def connection():
         question.want(())  # asked for before any question said what it reads: the base tables
