@@ -114,3 +114,17 @@ def test_a_cold_summary_builds_what_it_reads_in_one_pass(tmp_path, monkeypatch):
             assert_frame_equal(v, summary[k])
         else:
             assert v == summary[k], k
+
+
+def test_reports_planned_together_are_built_in_one_pass(tmp_path):
+    # what `nsysql stats` does: the reports' tables planned at once (Profile.plan), then asked side by side
+    steps: list[str] = []
+    names = ("kernels", "ranges", "kernels_by_range", "iterations", "gaps")
+    with nsysql.load(SMALL, cache_dir=tmp_path / "cache", progress=steps.append) as p:
+        p.plan(*names)
+        got = p.parallel(*(lambda q, n=n: getattr(q, n)() for n in names))
+    building = [line for line in steps if line.startswith("building ")]
+    assert sum(" (step 1 of " in line for line in building) == 1, building
+    with nsysql.load(SMALL, cache=False) as whole:
+        for n, df in zip(names, got):
+            assert_frame_equal(getattr(whole, n)(), df)
