@@ -65,14 +65,18 @@ class Profile:
         are shared, and the thread that first asks this one owns its connection."""
         self._engine = Engine(con, path, cache_entry, opener, settings, parent._engine if parent else None)
         self.path = path
-        self.cache_entry = cache_entry
 
     @classmethod
     def _over(cls, engine: Engine) -> Profile:
         """The Profile of an engine (a worker's)."""
         p = cls.__new__(cls)
-        p._engine, p.path, p.cache_entry = engine, engine.path, engine.cache_entry
+        p._engine, p.path = engine, engine.path
         return p
+
+    @property
+    def cache_entry(self) -> Path | None:
+        """The store entry of the export's canonical tables (None: in memory), written (Engine.entry)."""
+        return self._engine.entry()
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -117,6 +121,11 @@ class Profile:
         if len(calls) <= 1:
             return [c(self) for c in calls]
         return self._engine.parallel(*(lambda e, c=c: c(Profile._over(e)) for c in calls))
+
+    def plan(self, *names: str) -> None:
+        """Build at once what the analyses `names` may read, before they are asked (side by side, say): a cold
+        load reads and builds them in one pass rather than one pass per answer."""
+        self._engine.plan_request(*names)
 
     def __repr__(self) -> str:
         return f"<nsysql.Profile {self.path}>"

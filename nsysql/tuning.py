@@ -28,9 +28,9 @@ TRICKS = {
     "answers from them, and copies them into the cache entry on background threads (cache.build_entry); off: "
     "built straight into the cache file",
     "lazy_build": "a cold load builds the loader's base tables (profile_facts, data_quality and what they are made "
-    "from), and each question adds the canonical tables its declaration reads, into the cache entry (loader.plan, "
-    "loader.extend, engine.Engine.base), for exports from $NSYSQL_LAZY_MIN_MB MiB (unset: none); off: every "
-    "canonical table at the first load",
+    "from) with those its first question reads, in one pass (store.opening._Question, Engine.plan_request), and "
+    "later questions add theirs into the cache entry (loader.plan, loader.extend, engine.Engine.need), for "
+    "exports from $NSYSQL_LAZY_MIN_MB MiB (unset: every one); off: every canonical table at the first load",
     "parallel_sql": "the canonical SQL files run side by side on cursors of their own as soon as the files they "
     "read are done (loader.run_files); off: one after another, in file order",
 }

@@ -91,3 +91,40 @@ def test_user_sql_and_the_connection_see_every_table_of_a_partial_entry(tmp_path
         n = p.sql("SELECT count(*) AS n FROM op_range_links")["n"][0]
     with nsysql.load(SMALL, cache=False) as p:
         assert p.con.execute("SELECT count(*) FROM op_range_links").fetchall()[0][0] == n
+
+
+def test_a_cold_summary_builds_what_it_reads_in_one_pass(tmp_path, monkeypatch):
+    # the engine plans the request before the build runs (Engine.plan_request; store.opening._Question): the
+    # canonical files run once, numbered from one step 1 to its last, never a second pass after the first
+    monkeypatch.delenv("NSYSQL_LAZY_MIN_MB")  # the default
+    steps: list[str] = []
+    with nsysql.load(SMALL, cache_dir=tmp_path / "cache", progress=steps.append) as p:
+        summary = p.summary()
+    building = [line for line in steps if line.startswith("building ")]
+    assert sum(" (step 1 of " in line for line in building) == 1, building
+    assert len(building) == len(set(building)), building  # no file twice
+    # and no more than it reads: the CPU samples' tables are read (the idle facts), the tables of `nsysql cpu`'s
+    # Python samples are not
+    assert built(steps, "80_gpu_busy") and not built(steps, "68_python_samples")
+    monkeypatch.setenv("NSYSQL_NO_TUNING", "lazy_build")
+    with nsysql.load(SMALL, cache=False) as whole:
+        want = whole.summary()
+    for k, v in want.items():
+        if isinstance(v, pl.DataFrame):
+            assert_frame_equal(v, summary[k])
+        else:
+            assert v == summary[k], k
+
+
+def test_reports_planned_together_are_built_in_one_pass(tmp_path):
+    # what `nsysql stats` does: the reports' tables planned at once (Profile.plan), then asked side by side
+    steps: list[str] = []
+    names = ("kernels", "ranges", "kernels_by_range", "iterations", "gaps")
+    with nsysql.load(SMALL, cache_dir=tmp_path / "cache", progress=steps.append) as p:
+        p.plan(*names)
+        got = p.parallel(*(lambda q, n=n: getattr(q, n)() for n in names))
+    building = [line for line in steps if line.startswith("building ")]
+    assert sum(" (step 1 of " in line for line in building) == 1, building
+    with nsysql.load(SMALL, cache=False) as whole:
+        for n, df in zip(names, got):
+            assert_frame_equal(getattr(whole, n)(), df)

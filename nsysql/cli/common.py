@@ -17,6 +17,7 @@ from .. import store as _store
 from ..errors import NsysqlError, one_line
 from ..render import one_line as _line
 from ..store import tables as _tables
+from .output import clear_progress, progress_line
 
 
 def global_opts() -> dict:
@@ -54,8 +55,7 @@ def load_profile(file: str | None):
             nsys=opts.get("nsys"),
             cache_max=opts.get("cache_max"),
         )
-    if sys.stderr.isatty():
-        click.echo("\r\033[K", err=True, nl=False)
+    clear_progress()
     for w in caught:
         click.echo(f"nsysql: warning: {_line(str(w.message))}", err=True)
     from .. import nsys as _nsys
@@ -68,7 +68,7 @@ def load_profile(file: str | None):
 
 def _progress(path):
     def show(step: str) -> None:
-        click.echo(f"\r\033[Knsysql: loading {Path(path).name}: {step}", err=True, nl=False)
+        progress_line(f"nsysql: loading {Path(path).name}: {step}")
 
     return show
 
@@ -91,10 +91,18 @@ def handled(fn):
     return wrapper
 
 
+def _cleared(fn, args, kwargs):
+    """fn(*args, **kwargs), the progress line taken away as it ends, however: a message comes on a line of its own."""
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        clear_progress()
+
+
 def _run(fn, args, kwargs):
     """fn(*args, **kwargs), its NsysqlError (and database errors) said in one stderr line, exit code 2."""
     try:
-        return fn(*args, **kwargs)
+        return _cleared(fn, args, kwargs)
     except NsysqlError as e:  # its text may quote the export's names: control characters shown, one line
         click.echo(f"nsysql: error: {_line(_naming_files(with_flags(e)))}", err=True)
         sys.exit(2)

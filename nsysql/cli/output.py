@@ -178,7 +178,25 @@ def _plain(e: UnicodeError) -> tuple[str, int]:
     return "".join(out), e.end
 
 
+_PROGRESS = [False]  # a loading line is on stderr's terminal line, with no newline (nsysql.cli.common._progress)
+
+
+def progress_line(text: str) -> None:
+    """Show `text` as the one progress line on stderr (a terminal), in place of the one shown before."""
+    click.echo(f"\r\033[K{text}", err=True, nl=False)
+    _PROGRESS[0] = True
+
+
+def clear_progress() -> None:
+    """Take the progress line away, if one is shown: a cold load builds the tables a question reads while it is
+    asked, after the load returned, so the line may still be there when the answer or a message comes."""
+    if _PROGRESS[0]:
+        click.echo("\r\033[K", err=True, nl=False)
+        _PROGRESS[0] = False
+
+
 def answer_to_stdout() -> None:
     """Refuse to compute an answer for a standard output that was closed when nsysql started (see above)."""
+    clear_progress()
     if "stdout" in _closed:
         raise NsysqlError("standard output is closed: the answer has nowhere to go (name a file with -o)")

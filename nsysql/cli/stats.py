@@ -142,6 +142,7 @@ def stats(file, reports_, fmt, prefix, attribution):
     got = {}
     if prefix:  # `-o out/run` into a folder not made yet: made, as `nsys stats -o` does
         Path(prefix).parent.mkdir(parents=True, exist_ok=True)
+    prof.plan(*(a for _, a, _ in asked))  # what they read, built in one pass before they run side by side
     answers = prof.parallel(*(_ask(a, kw, attribution) for _, a, kw in asked))
     for (name, _, _), df in zip(asked, answers):
         if isinstance(df, NsysqlError):

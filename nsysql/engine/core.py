@@ -91,6 +91,10 @@ class Engine:
         with self._lock:
             if root._built.has(key):
                 return
+            want = getattr(root._opener, "want", None)
+            if want is not None and root._con is None:
+                # a cold load still reading the export: these are built in its one pass (store.opening._Question)
+                want(None if key is None else sorted(key))
             base = root.base()
             cur = _cursor(base, root._where)
             try:
@@ -107,6 +111,13 @@ class Engine:
         self._con, self._where, self._local = con, None, threading.local()
         self._generation += 1
         self._made = self._generation
+
+    def entry(self) -> Path | None:
+        """The cache entry, once in place: a cold load writes it with its first question's tables, or, asked
+        for before any question, with the base tables now (store.tables.wait)."""
+        if self.cache_entry is not None:
+            _tables.wait(self.cache_entry)
+        return self.cache_entry
 
     @property
     def opened(self) -> bool:
@@ -200,6 +211,11 @@ class Engine:
         """The analyses a request for `name` resolves, each after what it needs (nsysql.engine.declare.plan)."""
         return plan(name)
 
+    def plan_request(self, *names: str) -> None:
+        """Build at once what the analyses `names` and all they need may read (`tables_of`): one pass over the
+        export for a request of several answers (summary, `stats`), where each would otherwise add its own."""
+        self.need(frozenset().union(*(tables_of(n) for n in names)))
+
     def run(self, name: str, /, **params):
         """The answer of analysis `name` for `params` (defaults filled in): remembered, stored or computed."""
         decl = self.declaration(name)
@@ -217,6 +233,10 @@ class Engine:
         a definition no header named, and that the connection lacks, fails with DuckDB's catalog error: then
         every table is built and the answer is asked once more (time, never an answer, is what a header that
         says too little costs)."""
+        if decl.needs and not decl.sql and getattr(_CURRENT, "engine", None) is None:
+            # a request for a composition (summary, the report's data): what its pieces may read is built in one
+            # pass before any runs, not pass after pass as each piece meets its own SQL header (`plan_request`)
+            self.plan_request(decl.name)
         try:
             return self._call(decl, ctx, bound)
         except Exception as e:

@@ -78,12 +78,17 @@ __all__ = [
 ]
 
 
-def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=None, readers=None, tables=None) -> None:
+def build(
+    src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=None, readers=None, tables=None, more=None
+):
     """Fill `con` with the canonical tables of the export `src`: those `tables` name (None: every one; `BASE` is
     always built) and what they are made from (`plan`). `staged()` is called once reading the export needs no
     more Python imports (every stream is registered: see raw.stage), so the caller may import then. `readers`: a
     raw.Readers already started on `src` (nsysql._load starts them before importing DuckDB, on `plan`'s staging
-    tables). With `tables`, the staging tables stay attached for `extend` (in memory, never in the entry)."""
+    tables). `more()`, called once those staging tables are read, returns more tables to build with them (None:
+    every one): a request's tables, known only once the export is being read, built in the same pass (one run
+    of the canonical files) rather than in a second. With `tables`, the staging tables stay attached for
+    `extend` (in memory, never in the entry). Returns the tables built (None: every one)."""
     from .raw import STAGE, stage, unstage, would_read
     from .raw import staged as _staged
 
@@ -93,6 +98,20 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=Non
     if rest:
         stage(src, con, progress, names=rest)
     src.unchanged()  # every row is read: refuse a file written meanwhile (before anything is cached)
+    asked: list = [tables]
+
+    def later() -> list[Path]:
+        """The files `more()`'s tables add, their staging tables read: asked while `files` run."""
+        extra = more()
+        asked[0] = None if extra is None else [*tables, *extra]
+        added, staging = plan(asked[0])
+        if set(added) == set(files):
+            return []
+        # not told: its percentage would start again from 0 while the files above are told as built
+        stage(src, con, None, names=staging - _staged(con))
+        src.unchanged()
+        return [f for f in added if f not in files]
+
     used = would_read(src)  # what a whole build reads, whatever is built now: the facts do not depend on it
     facts = [
         ("source_path", str(src.path)),
@@ -119,10 +138,12 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=Non
     con.execute(f"CREATE OR REPLACE TABLE {load_beyond}(source VARCHAR, col VARCHAR, n BIGINT)")
     if beyond:
         con.executemany(f"INSERT INTO {load_beyond} VALUES (?, ?, ?)", [(t, c, n) for (t, c), n in beyond.items()])
-    run_files(con, files, progress)
+    run_files(con, files, progress, later=later if tables is not None and more is not None else None)
+    tables = asked[0]
     unstage(con, detach=tables is None)  # kept attached for `extend`, out of `con`'s search path
     if tables is not None:
         _release(con)
+    return tables
 
 
 # What every build makes, whatever the question: profile_facts (the entry's `complete` fact, the export's
@@ -288,40 +309,55 @@ BUILDING = {
 }
 
 
-def run_files(con: duckdb.DuckDBPyConnection, files=None, progress=None) -> None:
+def run_files(con: duckdb.DuckDBPyConnection, files=None, progress=None, later=None) -> None:
     """Run the canonical SQL files (`files`: all of them), each on its own cursor as soon as the files it
     `@include`s are done (queries.canonical_order: the DAG their headers declare): independent files (gpu_busy
     and op_ranges, say) run at once, which keeps more cores busy than DuckDB does inside one statement (a window
-    over one device's ops is mostly serial). TEMP tables are the file's own."""
+    over one device's ops is mostly serial). TEMP tables are the file's own. `later()`, called on this thread
+    while `files` run, returns more files to run with them, each as soon as its includes are done (the files a
+    cold load's first question adds: see `build`)."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
     whole = _order()
     keep = set(whole if files is None else files)  # a subset: the includes it lacks are built already
-    order = {f: [g for g in inc if g in keep] for f, inc in whole.items() if f in keep}
-    texts = {f: f.read_text(encoding="utf-8") for f in order}
-    lock, started = threading.Lock(), []
+    lock, started, total = threading.Lock(), [], [len(keep) if later is None else None]
     where = con.execute("SELECT current_database(), current_setting('search_path')").fetchall()[0]
+
+    def tell(f) -> None:  # under `lock`: told in the order counted, once the total is known (after `later`)
+        if progress and total[0] is not None:
+            progress(f"building {BUILDING.get(f.stem, f.stem)} (step {started.index(f) + 1} of {total[0]})")
 
     def run(f, deps):
         for d in deps:
             d.result()  # and re-raises its error
-        if progress:
-            with lock:  # told in the order counted
-                started.append(f)
-                progress(f"building {BUILDING.get(f.stem, f.stem)} (step {len(started)} of {len(order)})")
+        with lock:
+            started.append(f)
+            tell(f)
         cur = cursor(con, where)
         try:
-            cur.execute(texts[f])
+            cur.execute(f.read_text(encoding="utf-8"))
         finally:
             cur.close()
 
     done: dict[Path, object] = {}
-    workers = len(order) if tuning.on("parallel_sql") else 1  # one worker: the files in order, one at a time
-    with ThreadPoolExecutor(workers or 1, thread_name_prefix="nsysql-sql") as pool:
-        for f, includes in order.items():  # each after its includes: their futures exist
-            done[f] = pool.submit(run, f, [done[g] for g in includes])
-        for f in order:
+
+    def submit(pool, chosen) -> None:
+        for f, includes in whole.items():  # in order: each after its includes, whose futures exist
+            if f in chosen:  # (an include not chosen, nor submitted before, is built already)
+                done[f] = pool.submit(run, f, [done[g] for g in includes if g in done])
+
+    workers = len(whole) if tuning.on("parallel_sql") else 1  # one worker: the files in order, one at a time
+    with ThreadPoolExecutor(workers, thread_name_prefix="nsysql-sql") as pool:
+        submit(pool, keep)
+        if later is not None:
+            added = set(later()) - keep
+            with lock:
+                total[0] = len(keep) + len(added)
+                for f in started:  # those started meanwhile
+                    tell(f)
+            submit(pool, added)
+        for f in list(done):
             done[f].result()
 
 

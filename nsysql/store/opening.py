@@ -62,20 +62,21 @@ def open_tables(
 
     staged = threading.Event()
     readers = []  # the cold load's reader threads, started before DuckDB is imported
-
     building = []  # the connections being built (interrupted if the user presses Ctrl-C meanwhile)
 
-    # nsysql.tuning's `lazy_build`: a cold load builds the loader's BASE tables, and each question adds what its
-    # declaration reads (`extend`, which the engine calls); off: every table at once
+    # nsysql.tuning's `lazy_build`: a cold load builds the loader's BASE tables with what the first question reads
+    # (`_Question`), and each later question adds what it reads (`extend`, which the engine calls); off: every table
     first = [] if tuning.on("lazy_build") and not whole and _large(src.path) else None
     complete = [first is None]  # whether the connection holds every table: nothing for `extend` to do
+    question = None if first is None else _Question()  # what the first question reads, built with BASE
 
     def build(con, tables=first):
         from ..loader import build as build_tables
 
         building.append(con)
-        build_tables(src, con, progress, staged=staged.set, readers=readers.pop() if readers else None, tables=tables)
-        complete[0] = tables is None
+        more = question.tables if question and question.active and tables is not None else None
+        got = build_tables(src, con, progress, staged.set, readers.pop() if readers else None, tables, more)
+        complete[0] = got is None
         return con
 
     entry = None
@@ -111,16 +112,17 @@ def open_tables(
         readers.append(raw.Readers(src, names=None if first is None else plan(first)[1]).start())
     settings()  # here, on this thread, once reading has begun (it imports tempfile, for the spill directory)
     try:
-        opened = _cold(src, entry, opener, staged, settings, building, meanwhile)
-        if entry is not None:  # a new entry (or one on its way): the directory kept within its cap
-            _tables.trim(entry.parent, limit)
-        return opened
+        # a new entry (or one on its way): the directory kept within its cap
+        kept = (lambda: _tables.trim(entry.parent, limit)) if entry is not None else (lambda: None)
+        return _cold(src, entry, opener, staged, settings, building, meanwhile, question, kept)
     finally:
         for r in readers:  # started but not used: the entry was written by another process meanwhile
             r.close()
 
 
-def _cold(src, entry, opener, staged, settings, building, meanwhile) -> Opened:
+def _cold(src, entry, opener, staged, settings, building, meanwhile, question, kept) -> Opened:
+    if question is not None:  # the lazy build: the entry is kept within the cap once written
+        return _deferred(src, entry, opener, staged, settings, building, meanwhile, question, kept)
     # everything the build thread imports is imported here first (no two threads importing one module)
     from concurrent.futures import ThreadPoolExecutor
 
@@ -146,18 +148,122 @@ def _cold(src, entry, opener, staged, settings, building, meanwhile) -> Opened:
         # Ctrl-C (or an error here) while the build runs: leave now, not once the build is done. Its temporary
         # entry goes (the build, if it goes on, finds it gone and stores nothing) and its DuckDB work is
         # interrupted; the process may end at once (the CLI leaves through os._exit).
-        if entry is not None:
-            store.remove_temps_of(entry)
-            store.release(entry.with_suffix(""))
-        for con in building:
-            try:
-                con.interrupt()
-            except Exception:  # noqa: BLE001 - closed meanwhile
-                pass
+        _interrupted(entry, building)
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown()
+    kept()
     return Opened(con, src.path, entry, opener, settings)
+
+
+class _Question:
+    """What the first question of a lazy cold load reads: the engine says it (`want`, before it first needs the
+    connection) while the export is read, and the build, once it has read the base tables' rows, waits for it
+    (`tables`) and builds those tables with the base ones in one pass. A load whose connection is asked for
+    before any question says what it reads builds the base tables only (`want(())`); later questions add theirs
+    (`extend`)."""
+
+    def __init__(self):
+        import threading
+
+        self._told = threading.Event()
+        self.read = threading.Event()  # the base tables' rows are read (or the build failed first)
+        self._tables: tuple | None = ()
+        self.active = False  # a build on its own thread asks (`_deferred`); one the engine runs itself does not
+
+    def want(self, tables) -> None:
+        """The canonical tables the first question reads (None: every one); said once, later calls ignored."""
+        if not self._told.is_set():
+            self._tables = None if tables is None else tuple(tables)
+            self._told.set()
+
+    def tables(self):
+        """Called by the build once the base tables' rows are read: the tables to build with them."""
+        self.read.set()
+        self._told.wait()
+        return self._tables
+
+
+def _deferred(src, entry, opener, staged, settings, building, meanwhile, question: _Question, kept) -> Opened:
+    """A lazy cold load: the export is read on a thread of its own (the caller's `meanwhile()` imports run
+    beside it, as in `_cold`), and the canonical files run once the first question has said what it reads
+    (`_Question`), so that a cold `summary` builds its tables in the one pass that reads the export, not in a
+    second. Returns once the base tables' rows are read (an unreadable export is said here, by load); the
+    connection comes with the engine's first use of it (`Opened.opener`)."""
+    import threading
+    from concurrent.futures import Future
+
+    import duckdb  # noqa: F401 (imported here, not on the build thread: no two threads importing one module)
+
+    future: Future = Future()
+
+    def run():
+        try:
+            con = opener()
+            kept()
+        except BaseException as e:  # noqa: BLE001 - raised where the connection is asked for
+            future.set_exception(e)
+        else:
+            future.set_result(con)
+        finally:
+            question.read.set()
+
+    # a daemon thread: a process that leaves without asking anything does not wait for it at exit (the entry is
+    # then not written; `store.tables.wait`, which the CLI calls as it leaves, lets it finish first)
+    thread = threading.Thread(target=run, name="nsysql-load", daemon=True)
+
+    def settle():  # `store.tables.wait`: build what there is to build (the base tables), and wait for it
+        question.want(())
+        thread.join()
+
+    try:
+        question.active = True
+        thread.start()
+        if tuning.on("import_overlap"):  # as in `_cold`
+            while not staged.wait(0.005) and not question.read.is_set():
+                pass
+        else:
+            question.read.wait()
+        if meanwhile is not None:
+            meanwhile()
+        question.read.wait()
+        if future.done():
+            future.result()  # the build's error, said by load
+    except BaseException:
+        _interrupted(entry, building, question)
+        raise
+    _tables.SETTLE[entry if entry is not None else question] = settle
+    if entry is not None:  # a script that leaves right after load still gets its entry (the base tables)
+        import atexit
+
+        atexit.register(_tables.wait, entry)
+
+    def connection():
+        question.want(())  # asked for before any question said what it reads: the base tables
+        try:
+            return future.result()
+        except BaseException:
+            _interrupted(entry, building, question)
+            raise
+
+    connection.want = question.want
+    connection.extend = opener.extend
+    return Opened(None, src.path, entry, connection, settings)
+
+
+def _interrupted(entry, building, question=None) -> None:
+    """Ctrl-C (or an error) while a build runs on another thread: its temporary entry goes (the build, if it goes
+    on, finds it gone and stores nothing) and its DuckDB work is interrupted."""
+    if question is not None:
+        question.want(())  # a build waiting to hear what to build goes on, to its interruption
+    if entry is not None:
+        store.remove_temps_of(entry)
+        store.release(entry.with_suffix(""))
+    for con in building:
+        try:
+            con.interrupt()
+        except Exception:  # noqa: BLE001 - closed meanwhile
+            pass
 
 
 def _open_entry(src, entry, cfg: dict, lazy: bool, progress):
@@ -217,15 +323,13 @@ def _extend(src, con, tables, progress) -> None:
             _tables.checkpoint(con)
 
 
-# The lazy build pays where reading what a question does not need costs more than the passes that add tables
-# later, each reading the export again: a cold `kernels` of a large export, but not a cold `summary`, which adds
-# its tables in several passes (BENCHMARKS.md has both sides). So it is off unless $NSYSQL_LAZY_MIN_MB names the
-# export size (MiB) from which it applies (0: every export), until a request's tables are built in one pass.
+# The lazy build reads and builds what the first question reads, with the base tables, in the load's one pass
+# (`_Question`): a cold `kernels` skips NVTX and the iterations' tables, a cold `summary` pays what a whole build
+# does (BENCHMARKS.md has both). $NSYSQL_LAZY_MIN_MB names the export size (MiB) from which it applies (unset: 0,
+# every export); nsysql.tuning's `lazy_build` turns it off.
 def _large(path: Path) -> bool:
-    """Whether the lazy build applies to the export `path` ($NSYSQL_LAZY_MIN_MB; unset: never)."""
-    text = os.environ.get("NSYSQL_LAZY_MIN_MB", "").strip()
-    if not text:
-        return False
+    """Whether the lazy build applies to the export `path` ($NSYSQL_LAZY_MIN_MB; unset: every export)."""
+    text = os.environ.get("NSYSQL_LAZY_MIN_MB", "").strip() or "0"
     if not text.isdigit():
         raise NsysqlError(f"NSYSQL_LAZY_MIN_MB must be a whole number of MiB, not {text[:40]!r}")
     try:

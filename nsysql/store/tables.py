@@ -273,9 +273,18 @@ def _persist(cur, tmp: Path, file: Path) -> None:
         store.release(file.with_suffix(""))
 
 
+# cold builds waiting to hear what their first question reads (nsysql.store.opening's `_Question`), by entry (or
+# another key): `wait` tells them to go on with what they have, and waits for them
+SETTLE: dict[object, object] = {}
+
+
 def wait(file: Path | None = None) -> None:
     """Wait until the entry `file` (default: every entry, and every addition to one: `checkpoint`) being
     written in the background is in place."""
+    for key in [file] if file is not None else list(SETTLE):
+        settle = SETTLE.pop(key, None)
+        if settle is not None:
+            settle()
     for f in [file] if file is not None else list(_PENDING):
         t = _PENDING.get(f)
         if t is not None:
