@@ -238,7 +238,7 @@ def kernels(ctx, name, top, by, per, attribution) -> pl.DataFrame:
         ATTRIBUTION,
     ),
     needs=("iteration_range",),
-    tables=("gpu_metric_samples", "gpu_ops", "nvtx_ranges", "op_ranges"),
+    tables=("gpu_metric_samples", "gpu_metric_periods", "gpu_ops", "nvtx_ranges", "op_ranges"),
     sql=("gpu_metrics", "range_metrics", "iteration_metrics"),
     nsys=("recipe gpu_metric_util_sum",),
     requires=("gpu_metric_samples",),
