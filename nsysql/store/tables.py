@@ -281,7 +281,7 @@ def wait(file: Path | None = None) -> None:
         if t is not None:
             t.join()
             _PENDING.pop(f, None)
-    if file is None:
+    if file is None and _UNWRITTEN:  # (only then is DuckDB imported: a warm answer from the store needs it not)
         import duckdb
 
         while _UNWRITTEN:
