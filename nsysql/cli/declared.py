@@ -2,11 +2,9 @@
 becomes an option of the command that asks it: `--<name with dashes>` (or its Flag's spelling), its type,
 default and choices, its doc as the help.
 
-The declarations are read from declared.json beside this module, which `python scripts/readme_commands.py`
+The declarations are read from declared.json (nsysql.cli.manifest), which `python scripts/readme_commands.py`
 writes from the registry (nsysql.analyses.catalog), with README's command table; `--check` and
-tests/test_readme_commands.py fail when either is stale. A file rather than the registry itself: the
-declarations import polars and every analysis, which a command imports only while its cold load reads the
-export (nsysql.tuning's import_overlap), and `nsysql --help` never.
+tests/test_readme_commands.py fail when either is stale.
 
 A new analysis gets its command from one entry in a family's COMMANDS: `answer("name", "analysis", "What it
 answers.")` (FILEs with `files=True`) for a command that prints the Profile method's frame, or
@@ -15,17 +13,12 @@ answers.")` (FILEs with `files=True`) for a command that prints the Profile meth
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import click
 
 from .common import each_rank, handled, load_profile, several
+from .manifest import DECLARED
 from .options import files_options, output_options
 from .output import emit
-
-MANIFEST = Path(__file__).with_name("declared.json")
-DECLARED: dict[str, dict] = json.loads(MANIFEST.read_text(encoding="utf-8"))
 
 
 def params(analysis: str) -> list[dict]:
@@ -100,7 +93,7 @@ def answer(name: str, analysis: str, doc: str, *, files: bool = False) -> click.
         if files and several(paths):
             emit(each_rank(paths, analysis, **chosen), fmt, output)
             return
-        prof = load_profile(paths[0] if paths else None)
+        prof = load_profile(paths[0] if paths else None, warm=True)
         emit(getattr(prof, analysis)(**chosen), fmt, output)
 
     run.__doc__ = doc

@@ -26,7 +26,7 @@ def summary(files, fmt, output, attribution, top, expand):
     if several(files):
         emit(_ranks_result(files, None, None), fmt, output)
         return
-    prof = load_profile(files[0] if files else None)
+    prof = load_profile(files[0] if files else None, warm=fmt != "markdown")
     if fmt == "markdown":  # the PR-ready snippet, as `report -f markdown`
         from ..report import snippet
 
@@ -70,7 +70,7 @@ def ranges(file, fmt, output, expand, **params):
     ops they enclose; the table shows numbered families (Batch0..Batch59) as one row, `Batch*`, unless --expand
     (CSV, JSON and Markdown list every name)."""
     folded = fmt == "table" and not expand
-    emit(load_profile(file).ranges(families=folded, **params), fmt, output)
+    emit(load_profile(file, warm=True).ranges(families=folded, **params), fmt, output)
 
 
 @click.command()
@@ -88,7 +88,7 @@ def metrics(file, fmt, output, graphics, **params):
     unit. Clocks that nsys wrote in Hz under [MHz] are shown in MHz."""
     from .metrics_view import printed
 
-    df, left = printed(load_profile(file).gpu_metrics(**params), graphics)
+    df, left = printed(load_profile(file, warm=True).gpu_metrics(**params), graphics)
     if left:
         click.echo(
             f"nsysql: left out {len(left)} graphics counters at 0 throughout ({_line(', '.join(left), 200)}): "
@@ -107,7 +107,7 @@ def iterations(files, fmt, output, **params):
     if several(files):
         emit(each_rank(files, "iterations", **params), fmt, output)
         return
-    prof = load_profile(files[0] if files else None)
+    prof = load_profile(files[0] if files else None, warm=True)
     df = prof.iterations(**params)
     if fmt in ("json", "markdown"):
         emit({"iterations": df, "steady state": prof.iteration_stats(**params)}, fmt, output)
@@ -158,7 +158,7 @@ def gaps(files, fmt, output, explain, top, **params):
     if several(files):
         emit(each_rank(files, what, **params), fmt, output)
         return
-    prof = load_profile(files[0] if files else None)
+    prof = load_profile(files[0] if files else None, warm=True)
     got = getattr(prof, what)(**params)
     if not (explain and fmt == "table"):
         emit(got, fmt, output)
