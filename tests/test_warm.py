@@ -1,5 +1,5 @@
-"""A warm command: its answer read from the store prints the same bytes as when it was computed, and is read
-without the facade, the analyses or DuckDB (nsysql.cli.warm)."""
+"""A warm command: its answer read from the store (or the text kept of it) prints the same bytes as when it was
+computed, and is read without the facade, the analyses, DuckDB or polars (nsysql.cli.warm)."""
 
 from __future__ import annotations
 
@@ -46,17 +46,24 @@ COMMANDS = [
 
 @pytest.mark.parametrize("path,args", COMMANDS, ids=[" ".join(a) for _, a in COMMANDS])
 def test_a_stored_answer_prints_the_bytes_its_computation_printed(tmp_path, path, args):
-    """Each command twice on one cache: the first computes its answer (and stores it), the second reads it; the
-    output is the same, byte for byte."""
+    """Each command three times on one cache: the first computes its answer (and stores it with its text), the
+    second reads the answer and renders it (nsysql.tuning's printed_answers off), the third prints the text kept;
+    the output is the same, byte for byte. Then, at another width, the text is rendered for that width."""
     cmd = ["--cache-dir", str(tmp_path), args[0], str(path), *args[1:]]
     first = CliRunner().invoke(main, cmd, catch_exceptions=False)
-    second = CliRunner().invoke(main, cmd, catch_exceptions=False)
     assert first.exit_code == 0 and first.output.strip(), first.output
-    assert (second.exit_code, second.output) == (first.exit_code, first.output)
+    off = CliRunner(env={"NSYSQL_NO_TUNING": "printed_answers"}).invoke(main, cmd, catch_exceptions=False)
+    assert (off.exit_code, off.output) == (first.exit_code, first.output)
+    kept = CliRunner().invoke(main, cmd, catch_exceptions=False)
+    assert (kept.exit_code, kept.output) == (first.exit_code, first.output)
+    if "-f" not in args:  # a table: fitted to $COLUMNS, the width is part of what was kept
+        narrow = CliRunner(env={"COLUMNS": "60"}).invoke(main, cmd, catch_exceptions=False)
+        fresh = CliRunner(env={"COLUMNS": "60"}).invoke(main, ["--cache-dir", str(tmp_path / "b"), *cmd[2:]])
+        assert narrow.output == fresh.output
 
 
-def _imports(cache, args) -> tuple[str, set[str]]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NSYSQL_CACHE_DIR": str(cache)}
+def _imports(cache, args, no_tuning="") -> tuple[str, set[str]]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NSYSQL_CACHE_DIR": str(cache), "NSYSQL_NO_TUNING": no_tuning}
     out = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "nsysql", *args], capture_output=True, text=True, env=env, cwd=ROOT
     )
@@ -65,16 +72,23 @@ def _imports(cache, args) -> tuple[str, set[str]]:
     return out.stdout, names
 
 
-def test_a_warm_command_imports_neither_the_facade_the_analyses_nor_duckdb(tmp_path):
+WARM = (["summary", str(SMALL)], ["kernels", str(SMALL), "--top", "5"], ["gaps", str(SMALL), "-f", "csv"])
+
+
+@pytest.mark.parametrize("printed", ["on", "off"])
+def test_a_warm_command_imports_neither_the_facade_the_analyses_nor_duckdb(tmp_path, printed):
     """What a stored answer does not need is not imported: the Profile, the declarations and the analyses'
-    modules, DuckDB. The first run (cold) imports them all."""
-    path = str(SMALL)
-    for i, args in enumerate((["summary", path], ["kernels", path, "--top", "5"], ["gaps", path, "-f", "csv"])):
-        cold, before = _imports(tmp_path / str(i), args)
-        warm, after = _imports(tmp_path / str(i), args)
+    modules, DuckDB; nor polars where the text printed is kept (nsysql.tuning's printed_answers). The first run
+    (cold) imports them all."""
+    off = "" if printed == "on" else "printed_answers"
+    for i, args in enumerate(WARM):
+        cold, before = _imports(tmp_path / str(i), args, off)
+        warm, after = _imports(tmp_path / str(i), args, off)
         assert warm == cold
-        assert {"duckdb", "nsysql.profile", "nsysql.analyses.catalog"} <= before
-        assert not {n for n in after if n == "duckdb" or n.startswith(("nsysql.profile", "nsysql.analyses"))}, args
+        assert {"duckdb", "polars", "nsysql.profile", "nsysql.analyses.catalog"} <= before
+        unneeded = {"duckdb", "polars"} if printed == "on" else {"duckdb"}
+        assert not {n for n in after if n in unneeded or n.startswith(("nsysql.profile", "nsysql.analyses"))}, args
+        assert ("polars" in after) == (printed == "off")
 
 
 def test_profile_methods_default_as_the_declarations_do():
@@ -93,3 +107,17 @@ def test_profile_methods_default_as_the_declarations_do():
                 assert json.loads(json.dumps(default, default=str)) == p["default"], (name, p["name"])
                 checked += 1
     assert checked > 20
+
+
+def test_each_rendering_switch_keeps_a_text_of_its_own(tmp_path):
+    """One cache, the same answer printed with each switch that shapes its text: each prints what rendering the
+    answer prints (printed_answers off), never the text kept for another switch."""
+    out = tmp_path / "out.txt"
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    variants = [[], ["--unit", "ns"], ["--wide"], ["-f", "markdown"], ["-o", str(out)], ["--top", "2"]]
+    for extra in [*variants, *variants]:  # twice: the second round prints the texts kept
+        cmd = [*cache, "kernels", str(SMALL), *extra]
+        got = CliRunner(env={"COLUMNS": "70"}).invoke(main, cmd).output + (out.read_text() if "-o" in extra else "")
+        env = {"COLUMNS": "70", "NSYSQL_NO_TUNING": "printed_answers"}
+        ref = CliRunner(env=env).invoke(main, cmd).output + (out.read_text() if "-o" in extra else "")
+        assert got == ref and "count" in got, extra

@@ -19,6 +19,7 @@ from .common import each_rank, handled, load_profile, several
 from .manifest import DECLARED
 from .options import files_options, output_options
 from .output import emit
+from .warm import emit_answer
 
 
 def params(analysis: str) -> list[dict]:
@@ -93,8 +94,7 @@ def answer(name: str, analysis: str, doc: str, *, files: bool = False) -> click.
         if files and several(paths):
             emit(each_rank(paths, analysis, **chosen), fmt, output)
             return
-        prof = load_profile(paths[0] if paths else None, warm=True)
-        emit(getattr(prof, analysis)(**chosen), fmt, output)
+        emit_answer(load_profile(paths[0] if paths else None, warm=True), analysis, chosen, fmt, output)
 
     run.__doc__ = doc
     run.__name__ = name.replace("-", "_")

@@ -51,8 +51,8 @@ def key(analysis: str, given: dict) -> dict | None:
     """The parameters under which the store keeps `analysis(**given)` (every one, defaults filled in and
     normalized, as Analysis.bind gives them to the answers store), or None where only the declaration can say:
     an unknown or missing parameter, or one whose normalize function meets a spelling other than its defaults'."""
-    params = DECLARED[analysis]["key"]
-    if set(given) - {p["name"] for p in params}:
+    params = DECLARED.get(analysis, {}).get("key")
+    if params is None or set(given) - {p["name"] for p in params}:
         return None
     out = {}
     for p in params:
@@ -70,3 +70,32 @@ def key(analysis: str, given: dict) -> dict | None:
             value = normal[0]
         out[p["name"]] = value
     return out
+
+
+def emit_answer(prof, analysis: str, params: dict, fmt: str, output: str | None, text_of=None) -> None:
+    """Print `prof.<analysis>(**params)` as `emit` does, or as `text_of(answer, look)` writes it (a command's
+    own composition; look: output.view's rendering switches), to stdout or `-o`. Where the answer is stored
+    (a cache entry), the text is kept beside it, keyed by the command and `look`, and printed as kept the next
+    time (nsysql.tuning's `printed_answers`): the same bytes, without polars or rendering."""
+    from .. import tuning
+    from ..render import render
+    from .output import emit_text, view
+
+    look = {"command": _command(), **view(fmt, None, output)}
+    entry = getattr(prof, "cache_entry", None)
+    bound = key(analysis, params) if entry is not None and tuning.on("printed_answers") else None
+    text = None if bound is None else _answers.printed(entry, analysis, bound, look)
+    if text is None:
+        got = getattr(prof, analysis)(**params)
+        shown = {k: v for k, v in look.items() if k != "command"}
+        text = text_of(got, shown) if text_of else render(got, **shown)
+        if bound is not None:
+            _answers.keep_printed(entry, analysis, bound, look, text)
+    emit_text(text, output)
+
+
+def _command() -> str | None:
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    return ctx.info_name if ctx else None

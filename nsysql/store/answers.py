@@ -16,8 +16,6 @@ import json
 import threading
 from pathlib import Path
 
-import polars as pl
-
 from .. import store
 
 INDEX = "index.json"
@@ -32,6 +30,8 @@ def get(entry: Path | None, name: str, params: dict):
     """The stored answer (a DataFrame or a dict of them), or None."""
     if entry is None:
         return None
+    import polars as pl  # here: a printed answer (`printed`) is read without it
+
     d = _dir(entry, name, params)
     try:
         index = json.loads((d / INDEX).read_text())
@@ -54,6 +54,8 @@ def get(entry: Path | None, name: str, params: dict):
 def put(entry: Path | None, name: str, params: dict, result) -> None:
     if entry is None:
         return
+    import polars as pl
+
     single = isinstance(result, pl.DataFrame)
     frames = {"": result} if single else result
     d = _dir(entry, name, params)
@@ -68,6 +70,37 @@ def put(entry: Path | None, name: str, params: dict, result) -> None:
         pass  # `nsysql cache clear` from another process removed the directory meanwhile: store nothing
     except (OSError, pl.exceptions.PolarsError) as e:  # a full disk: answered anyway, recomputed next time
         store.failed(e, entry.parent)
+
+
+def printed(entry: Path, name: str, params: dict, look: dict) -> str | None:
+    """The text printed of the stored answer `name(**params)` as `look` (a front end's rendering switches: format,
+    width, unit, ...) says, kept by `keep_printed`, or None."""
+    try:
+        got = json.loads((_dir(entry, name, params) / _printed_name(look)).read_text(encoding="ascii"))
+        if got["look"] == json.loads(json.dumps(look)) and isinstance(got["text"], str):
+            return got["text"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # not kept yet, or damaged: rendered again from the answer, and kept again
+    return None
+
+
+def keep_printed(entry: Path, name: str, params: dict, look: dict, text: str) -> None:
+    """Keep the text printed of `name(**params)` as `look` says, beside the answer (only where the answer itself
+    is stored: `cache clear` and the size cap remove them together)."""
+    d = _dir(entry, name, params)
+    blob = json.dumps({"look": look, "text": text})  # ASCII, every character escaped: read back exactly
+    try:
+        if (d / INDEX).is_file():
+            store.write(d / _printed_name(look), lambda p: p.write_text(blob, encoding="ascii"))
+    except FileNotFoundError:
+        pass  # `nsysql cache clear` from another process removed the directory meanwhile
+    except OSError as e:  # a full disk: printed anyway, rendered again next time
+        store.failed(e, entry.parent)
+
+
+def _printed_name(look: dict) -> str:
+    blob = json.dumps(look, sort_keys=True)
+    return f"printed-{hashlib.sha256(blob.encode()).hexdigest()[:20]}.json"
 
 
 class Answers:
