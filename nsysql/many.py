@@ -18,8 +18,30 @@ import polars as pl
 
 from . import store
 from .analyses import ranks as _ranks
+from .engine import Flag, Param, entry_point
 from .errors import NsysqlError, one_line
 from .store import ranks as _stored
+
+# where the loads run: load_many's parameters that `nsysql ranks` takes as options (nsysql.cli.declared)
+entry_point(
+    "load_many",
+    params=(
+        Param(
+            "dask",
+            (str, type(None)),
+            None,
+            doc="Run the per-file loads on a Dask cluster (tcp://host:8786); needs pip install 'nsysql[dask]'.",
+            flag=Flag(metavar="ADDRESS"),
+        ),
+        Param(
+            "workers",
+            (int, type(None)),
+            None,
+            doc="Local processes for the loads [default: the cores].",
+            flag=Flag(minimum=1),
+        ),
+    ),
+)
 
 
 def is_glob(path: str) -> bool:
@@ -44,23 +66,6 @@ def expand(paths: list[str]) -> list[str]:
     return out
 
 
-def _rank_tables(prof) -> dict[str, pl.DataFrame]:
-    """One rank's frames (nsysql.analyses.ranks.rank_tables), from its Profile's (stored) answers."""
-    try:
-        its = prof.iterations()
-    except NsysqlError as e:
-        return _ranks.rank_tables(str(prof.path), prof.facts, e)
-    return _ranks.rank_tables(
-        str(prof.path),
-        prof.facts,
-        its,
-        family=prof.iteration_stats()["range"][0],
-        gaps=prof.gaps(),
-        causes=prof.gaps(by="cause"),
-        nccl=prof._nccl_ranges(),
-    )
-
-
 def _job(
     path: str, cache_dir: str | None, cache: bool, cache_max: str | int | None = None
 ) -> tuple[str, dict[str, pl.DataFrame], list[str]]:
@@ -77,7 +82,7 @@ def _job(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", store.CacheWarning)
         prof = load(path, cache=cache, cache_dir=cache_dir, cache_max=cache_max)
-        tables = _rank_tables(prof)
+        tables = prof._rank_tables()  # declared: nsysql.analyses.catalog
         prof.close()
         if cache and prof.cache_entry is not None:
             _stored.put(path, cache_dir, tables)
@@ -136,8 +141,16 @@ def load_many(
     workers: int | None = None,
     client=None,
     cache_max: str | int | None = None,
+    dask: str | None = None,
 ) -> Ranks:
-    """Load several per-rank exports in parallel (processes, or a dask.distributed.Client) into a Ranks."""
+    """Load several per-rank exports in parallel (processes, or a dask.distributed.Client) into a Ranks;
+    `dask`: the address of a Dask scheduler (tcp://host:8786) to connect a client to for these loads."""
+    if dask is not None and client is None:
+        own = connect_dask(dask)
+        try:
+            return load_many(paths, cache_dir=cache_dir, cache=cache, workers=workers, client=own, cache_max=cache_max)
+        finally:
+            own.close()
     if isinstance(paths, (str, os.PathLike)):  # one path or glob, not a list of its characters
         paths = [paths]
     files = expand([str(p) for p in paths])
@@ -200,12 +213,12 @@ def connect_dask(address: str):
     try:
         from dask.distributed import Client
     except ImportError:
-        raise NsysqlError("--dask needs Dask: pip install 'nsysql[dask]'") from None
+        raise NsysqlError("`dask` needs Dask: pip install 'nsysql[dask]'", option="dask") from None
     try:
         return Client(address, timeout="20s")
     except (OSError, TimeoutError) as e:
         raise NsysqlError(f"cannot reach the Dask scheduler at {address} ({e})") from None
     except (ValueError, TypeError) as e:  # distributed's parse of the address: no port, an unbracketed IPv6, ...
         raise NsysqlError(
-            f"--dask {address}: not a Dask scheduler address, e.g. tcp://host:8786 ({one_line(e)})"
+            f"`dask` {address}: not a Dask scheduler address, e.g. tcp://host:8786 ({one_line(e)})", option="dask"
         ) from None

@@ -225,13 +225,6 @@ class Profile:
         in iterations), on the loop's device."""
         return self._engine.run("overlap", by=by, range=range)
 
-    def collectives(self, by: str = "size", range: str | None = None) -> pl.DataFrame:
-        """NCCL collectives from their NVTX payloads (exported with --include-blobs=true): by="call" one row per
-        call (kind, bytes, op or root, communicator and ranks, kernels, GPU time, algbw and busbw in GB/s,
-        iteration), else per `size` (kind and message size), `kind` or `iteration` of the loop (`range`): calls,
-        bytes, GPU time, bus bandwidth median/p10/p90. Rules: nsysql.analyses.collectives."""
-        return self._engine.run("collectives", by=by, range=range)
-
     def collective_findings(self, slow_ratio: float = 0.5) -> pl.DataFrame:
         """Collectives slower than `slow_ratio` x the median bus bandwidth of their kind and size: one row with
         the calls flagged, their GPU time beyond the median (`extra_ms`), the evidence (None when none is) and
@@ -254,12 +247,6 @@ class Profile:
     ) -> pl.DataFrame:
         """GPU idle gaps with their causes; `by="cause"` for idle time per cause."""
         return self._engine.run("gaps", range=range, min_ns=min_ns, by=by, include_warmup=include_warmup)
-
-    def cpu(self, during: str | None = None, by: str = "function", top: int | None = None) -> pl.DataFrame:
-        """Where CPU time went, from CPU samples: per function, module, thread or process (by="stack": folded
-        stacks; by="cause": what the CPU did during each idle cause's gaps, as summary says it), over the whole
-        profile or `during` "gaps", "iterations A:B" or "range PATTERN"."""
-        return self._engine.run("cpu", during=during, by=by, top=top)
 
     def gap_activity(
         self,
@@ -287,9 +274,9 @@ class Profile:
         per steady-state iteration (rules in nsysql.analyses.diff); `.to_frames()` gives the sections as frames."""
         return self._engine.run("diff", other=other._engine)
 
-    def _nccl_ranges(self) -> pl.DataFrame:
-        """NCCL range time: instances and total time of the NCCL NVTX ranges (for nsysql.many)."""
-        return self._engine.run("nccl_ranges")
+    def _rank_tables(self) -> dict[str, pl.DataFrame]:
+        """One rank's frames for the cross-rank answers of nsysql.many (nsysql.analyses.ranks.rank_tables)."""
+        return self._engine.run("rank_tables")
 
     def timeline(
         self,

@@ -56,10 +56,12 @@ def _param(p) -> dict | None:
         "kind": kind,
         "help": p.doc,
         "short": p.flag.short,
-        "choices": [c for c in p.choices if c is not None] if p.choices else None,
+        "choices": [c for c in (p.flag.choices or p.choices) if c is not None] if p.choices else None,
         "default": None if default is REQUIRED else default,
         "required": default is REQUIRED,
         "minimum": p.flag.minimum,
+        "maximum": p.flag.maximum,
+        "min_open": p.flag.min_open,
         "metavar": p.flag.metavar,
         "path": p.flag.path,
     }
@@ -91,9 +93,12 @@ def _key(a) -> list[dict]:
 
 
 def manifest() -> str:
-    """declared.json's text: per declared analysis, its first doc line, nsys names and command-line parameters."""
+    """declared.json's text: per declared analysis, its first doc line, nsys names and command-line parameters;
+    per entry point (nsysql.engine.ENTRY_POINTS), its command-line parameters."""
+    import nsysql.many  # noqa: F401 (declares load_many's parameters)
+    import nsysql.nsys.workflow  # noqa: F401 (declares profile's and bundle's)
     import nsysql.profile  # noqa: F401 (declares every analysis)
-    from nsysql.engine import REGISTRY
+    from nsysql.engine import ENTRY_POINTS, REGISTRY
 
     out = {}
     for name, a in sorted(REGISTRY.items()):
@@ -104,8 +109,12 @@ def manifest() -> str:
         }
         if a.keep == "store":
             out[name]["key"] = _key(a)
-        if a.command:  # a command derived whole from the declaration (nsysql.cli.tables.derived)
+        if a.command:  # its command (derived whole by nsysql.cli.tables.derived, unless a module writes it)
             out[name].update(command=a.command, files=a.files)
+        if a.formats:  # output formats its command writes besides the tables'
+            out[name]["formats"] = a.formats
+    for name, params in sorted(ENTRY_POINTS.items()):  # not an analysis: parameters only
+        out[name] = {"entry": True, "params": [d for d in map(_param, params) if d is not None]}
     return json.dumps(out, indent=1, ensure_ascii=False) + "\n"
 
 

@@ -43,27 +43,56 @@ def run(command: str, cache_dir: str) -> list[str]:
     return [line.rstrip() for line in out.stdout.rstrip("\n").split("\n")]
 
 
-def regenerate(text: str, cache_dir: str) -> str:
+def examples(text: str) -> list[tuple[int, int, list[str]]]:
+    """Each example block of `text` as (index of its first command line, index of its closing fence, commands)."""
     lines = text.split("\n")
-    result: list[str] = []
+    found = []
     i = 0
     while i < len(lines):
         line = lines[i]
-        result.append(line)
         i += 1
         if not FENCE.match(line) or i >= len(lines) or not lines[i].startswith(PROMPT + "nsysql "):
             continue
-        # an example block: replace each command's output, keep the commands
-        commands = []
+        start, commands = i, []
         while i < len(lines) and not FENCE.match(lines[i]):
             if lines[i].startswith(PROMPT):
                 commands.append(lines[i][len(PROMPT) :])
             i += 1
+        found.append((start, i, commands))
+    return found
+
+
+def first_input(command: str) -> str:
+    """The first file a command names (its cache entry): commands on one file run one after another, so that
+    only the first of them builds the entry and the others read it."""
+    return next((w for w in shlex.split(command.split("|")[0]) if w.startswith("fixtures/")), command)
+
+
+def regenerate(text: str, cache_dir: str) -> str:
+    from concurrent.futures import ThreadPoolExecutor
+
+    blocks = examples(text)
+    groups: dict[str, list[str]] = {}
+    for _, _, commands in blocks:
+        for command in commands:
+            groups.setdefault(first_input(command), []).append(command)
+    # the groups side by side (each command is a process of its own; the CPU count bounds the threads)
+    with ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1))) as pool:
+        outputs = dict(
+            kv for done in pool.map(lambda g: [(c, run(c, cache_dir)) for c in g], groups.values()) for kv in done
+        )
+    lines = text.split("\n")
+    result: list[str] = []
+    at = 0
+    for start, end, commands in blocks:
+        result.extend(lines[at:start])
         for k, command in enumerate(commands):
             if k:
                 result.append("")
             result.append(PROMPT + command)
-            result.extend(run(command, cache_dir))
+            result.extend(outputs[command])
+        at = end
+    result.extend(lines[at:])
     return "\n".join(result)
 
 

@@ -100,6 +100,33 @@ def test_summary_names_the_data_loader_from_cpu_evidence_alone():
     assert ev.split("; meanwhile ", 1)[1] in meanwhile  # the same sentence
 
 
+def test_the_slow_steps_finding_names_the_loader_they_waited_for():
+    """The slow steps (7, 15, 23, 31) are slow because the loop waits for the large batches the workers transform
+    (COMMAND.md): the headline finding says so, with the wait the raw rows show, not only that the time is spent
+    outside the step's child ranges."""
+    s = loaded(str(BEFORE)).summary()
+    slow = s["findings"].filter(pl.col("finding") == "periodic slow iterations")
+    assert slow.height == 1
+    ev = slow["evidence"][0]
+    assert "iterations 7, 15, 23, 31 (every 8th)" in ev
+    assert "in those steps the GPU waited for the data loader" in ev
+    assert f"the main thread waited in `{_main_wait(BEFORE)}`" in ev.split("waited for the data loader", 1)[1]
+    assert "data-loader worker processes (pt_data_worker) were on a CPU" in ev
+    # the workers' time on a CPU in those steps, by the raw rows, is what the sentence rests on
+    workers = _workers(BEFORE)
+    for n in SLOW:
+        a, b, _, _ = _step(BEFORE, n)
+        assert _running_ns(BEFORE, workers, a, b) >= 0.5 * (b - a)
+
+
+def test_slow_steps_without_a_waiting_loader_name_none():
+    """jitter_before was recorded without scheduling events (`-s none --cpuctxsw=none`, COMMAND.md): nothing
+    measures what its threads did in the slow steps, so the slow-iteration finding names no data loader."""
+    s = loaded(str(fixture("jitter_before"))).summary()
+    ev = s["findings"].filter(pl.col("finding").str.contains("slow iterations"))["evidence"].to_list()
+    assert ev and not any("data loader" in e for e in ev)
+
+
 def test_after_the_fix_no_data_loader_finding():
     s = loaded(str(AFTER)).summary()
     assert "data-loader bound" not in s["findings"]["finding"].to_list()

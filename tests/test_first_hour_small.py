@@ -129,6 +129,7 @@ def test_the_suite_says_where_the_real_exports_are_and_what_their_absence_cost(t
     root = Path(__file__).resolve().parent.parent
     node = "tests/test_diff.py::test_same_workload_no_significant_change"
     env = dict(os.environ, NSYSQL_TEST_EXPORTS=str(tmp_path / "none"))
+    env.pop("PYTEST_ADDOPTS", None)  # the outer run's options (e.g. --durations) would print after the last line
     r = subprocess.run(
         [sys.executable, "-m", "pytest", "-n", "0", "-q", "-p", "no:cacheprovider", node],
         cwd=root,

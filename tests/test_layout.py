@@ -304,8 +304,6 @@ ALLOWED_FLAG_IN_ERROR = {
     "give the CLI and the report their own wording",
     ("nsysql.nsys", "--nsys"): "where nsys was looked for names --nsys among $NSYS and PATH",
     ("nsysql.nsys", "--out"): "nsys.check_options refuses nsys options that `nsysql profile --out` sets; h32store's",
-    ("nsysql.many", "--dask"): "load_many(client=) is given a client, not an address; the address is the CLI's "
-    "(connect_dask), in many.py, which issue 32's one store rewrites (h32store)",
     (
         "nsysql.nsys.workflow",
         "--out",

@@ -120,7 +120,7 @@ def test_local_and_dask_engines_agree(synthetic, tmp_path):
     local = nsysql.load_many([str(synthetic / "rank*.sqlite")], cache_dir=tmp_path / "local")
     assert sorted(local.files["rank"].to_list()) == [0, 1, 2, 3]
     with (
-        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None) as cluster,
         distributed.Client(cluster) as client,
     ):
         remote = nsysql.load_many([str(synthetic / "rank*.sqlite")], cache_dir=tmp_path / "dask", client=client)

@@ -77,7 +77,8 @@ GROUP_OPS = Param(
     "(`aten::addmm, seq = 5, op_id = 9, ...` -> `aten::addmm`): one row per operator instead of one per call. "
     "Default: grouped with --attribution process, per call with thread (as nsys stats).",
 )
-TOP = Param("top", OPT_INT, None, doc="Only the first N rows (default: all).")
+# --top N wherever an answer is ranked: validated by the analysis (_head), whatever the command line
+TOP = Param("top", OPT_INT, None, doc="Only the first N rows (default: all).", flag=Flag(metavar="N"))
 MIN_NS = Param(
     "min_ns",
     (int, str),
@@ -374,7 +375,7 @@ def summary_tables(ctx, thresholds) -> dict[str, pl.DataFrame]:
     "summary",
     params=(
         ATTRIBUTION,
-        Param("top", int, 10, doc="Rows in the kernel and range tables."),
+        replace(TOP, type=int, default=10, doc="Rows in the kernel and range tables."),
         THRESHOLDS,
         Param("families", bool, True, doc="the ranges table folds numbered families (Batch*)", flag=None),
     ),
@@ -536,7 +537,8 @@ SLOW_RATIO = Param(
     (float, int),
     _coll.SLOW_RATIO,
     normalize=_ratio,
-    doc="a collective is slow below this share of the median bus bandwidth of its kind and size",
+    doc="A call is slow below this share of the median bus bandwidth of its kind and size.",
+    flag=Flag(minimum=0, maximum=1, min_open=True),
 )
 
 
@@ -568,9 +570,29 @@ def collective_calls(ctx, range) -> pl.DataFrame:
     return _coll.by_iteration(df, its).sort("call")
 
 
-@analysis("collectives", params=(Param("by", str, "size", _coll.GROUPINGS[:-1]), RANGE), needs=("collective_calls",))
+@analysis(
+    "collectives",
+    params=(
+        Param(
+            "by",
+            str,
+            "size",
+            _coll.GROUPINGS[:-1],
+            doc="Group by kind and message size, kind, iteration of the loop, or rank (several FILEs); or one row "
+            "per call.",
+            # rank: across several exports, one per rank (nsysql.many), which only the command line is given
+            flag=Flag(choices=("size", "kind", "iteration", "rank", "call")),
+        ),
+        replace(RANGE, doc="The loop's NVTX range, for --by iteration."),
+    ),
+    needs=("collective_calls",),
+    command="collectives",
+)
 def collectives(ctx, by, range) -> pl.DataFrame:
-    """NCCL collectives per call, or per message size, kind or iteration: calls, bytes, GPU time, bus bandwidth."""
+    """NCCL collectives from their NVTX payloads (exported with --include-blobs=true): by="call" one row per
+    call (kind, bytes, op or root, communicator and ranks, kernels, GPU time, algbw and busbw in GB/s,
+    iteration), else per `size` (kind and message size), `kind` or `iteration` of the loop (`range`): calls,
+    bytes, GPU time, bus bandwidth median/p10/p90. Rules: nsysql.analyses.collectives."""
     df = ctx.ask("collective_calls", range=range)
     if by == "call":
         return df
@@ -629,7 +651,7 @@ def gaps(ctx, range, min_ns, by, include_warmup) -> pl.DataFrame:
         MIN_NS,
         BY_CAUSE,
         INCLUDE_WARMUP,
-        replace(TOP, doc="With --explain: activities per gap/cause.", flag=Flag(default=5, minimum=1)),
+        replace(TOP, doc="With --explain: activities per gap/cause.", flag=Flag(metavar="N", default=5, minimum=1)),
     ),
     needs=("gaps",),
     tables=(
@@ -658,15 +680,25 @@ def gap_activity(ctx, range, min_ns, by, include_warmup, top) -> pl.DataFrame:
 @analysis(
     "cpu",
     params=(
-        Param("during", OPT_STR, None, doc="gaps, iterations A:B or range PATTERN (None: the whole profile)"),
+        Param(
+            "during",
+            OPT_STR,
+            None,
+            doc="Only samples taken during: gaps (GPU idle gaps >= 1 ms), 'iterations A:B' or 'range PATTERN' "
+            "[default: the whole profile].",
+            flag=Flag(metavar="WHEN"),
+        ),
         Param(
             "by",
             str,
             "function",
             (*_cpu.BYS, "stack", "cause"),
-            doc="per function, module, thread, process, stack, or (during gaps) what the CPU did per idle cause",
+            doc="One row per leaf function, module, thread or process; python: per place in the Python samples "
+            "(nsys profile --python-sampling=true, exported with --include-blobs=true) and thread.",
+            # stack: the folded stacks of `-f folded`; cause: what `gaps --explain` and summary say under gaps
+            flag=Flag(choices=_cpu.BYS),
         ),
-        TOP,
+        replace(TOP, doc="Only the first N rows."),
     ),
     needs=("gaps", "iteration_spans", "resolve_range"),
     tables=(
@@ -689,9 +721,13 @@ def gap_activity(ctx, range, min_ns, by, include_warmup, top) -> pl.DataFrame:
         "cpu_range_windows",
     ),
     requires=("cpu_samples",),
+    command="cpu",
+    formats={"folded": {"by": "stack"}},
 )
 def cpu(ctx, during, by, top) -> pl.DataFrame:
-    """Where CPU time went, from CPU samples (nsysql.analyses.cpu); by="stack": flame-graph folded stacks."""
+    """Where CPU time went, from CPU samples: per function, module, thread or process (by="stack": folded
+    stacks; by="cause": what the CPU did during each idle cause's gaps, as summary says it), over the whole
+    profile or `during` "gaps", "iterations A:B" or "range PATTERN" (rules: nsysql.analyses.cpu)."""
     if top is not None:
         return _head(ctx.ask("cpu", during=during, by=by), top)
     kind, arg = _cpu.parse_during(during)
@@ -715,6 +751,25 @@ def cpu(ctx, during, by, top) -> pl.DataFrame:
 def nccl_ranges(ctx) -> pl.DataFrame:
     """NCCL range time: instances and total time of the NCCL NVTX ranges (for nsysql.many)."""
     return _ranks.nccl(ctx.con)
+
+
+@analysis("rank_tables", keep="none", needs=("facts", "iterations", "iteration_stats", "gaps", "nccl_ranges"))
+def rank_tables(ctx) -> dict[str, pl.DataFrame]:
+    """One rank's frames for the cross-rank answers of `nsysql ranks` (nsysql.analyses.ranks.rank_tables), from
+    its (stored) answers: what a worker of nsysql.many sends back, and the store keeps per export."""
+    try:
+        its = ctx.ask("iterations")
+    except NsysqlError as e:  # no loop: the rank is listed, with why
+        return _ranks.rank_tables(str(ctx.path), ctx.ask("facts"), e)
+    return _ranks.rank_tables(
+        str(ctx.path),
+        ctx.ask("facts"),
+        its,
+        family=ctx.ask("iteration_stats")["range"][0],
+        gaps=ctx.ask("gaps"),
+        causes=ctx.ask("gaps", by="cause"),
+        nccl=ctx.ask("nccl_ranges"),
+    )
 
 
 @analysis("gpus", tables=("devices", "gpu_busy", "gpu_ops", "profile_facts"), sql=("gpu_utilization",))

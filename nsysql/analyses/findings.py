@@ -141,15 +141,18 @@ def findings(
     its: pl.DataFrame | None = None,
     limits: Thresholds = Thresholds(),
     loader: bool = False,
+    slow: str | None = None,
 ) -> pl.DataFrame:
     """`read`: what tables(con, limits.empty_queue_ns) returns, when the caller has it already. `activity`: the
     sentence naming the work elsewhere during the top cause's gaps (gaps.top_activity or cpu.story), added to a
-    host-bound finding; `loader`: that cpu.story's sentence names the data loader as what the GPU waited for. `its`: the iterations, whose child-range times say where the outliers' extra time went
-    (slow_phase). `limits`: the rules' thresholds."""
+    host-bound finding; `loader`: that cpu.story's sentence names the data loader as what the GPU waited for.
+    `its`: the iterations, whose child-range times say where the outliers' extra time went (slow_phase). `slow`:
+    cpu.story's sentence over the outlier steps' gaps alone, where it names the data loader (the slow steps'
+    cause). `limits`: the rules' thresholds."""
     read = read or tables(con, limits.empty_queue_ns)
     st = iteration_stats.row(0, named=True) if iteration_stats is not None and iteration_stats.height else None
     # the order of the rows is the order of the rules: each helper adds its findings in turn
-    rows = _slow_iteration_rows(st, its)
+    rows = _slow_iteration_rows(st, its, slow)
     rows += _idle_rows(con, causes, activity, limits, loader)
     # launch bound is not said where host work already explains the idle time (the rows so far)
     host_explained = any(r[0] in ("data-loader bound", "host bound") for r in rows)
@@ -159,15 +162,17 @@ def findings(
     return pl.DataFrame(rows, schema=["finding", "evidence"], orient="row")
 
 
-def _slow_iteration_rows(st: dict | None, its: pl.DataFrame | None) -> list[tuple[str, str]]:
+def _slow_iteration_rows(st: dict | None, its: pl.DataFrame | None, slow: str | None = None) -> list[tuple[str, str]]:
     """The slow-iteration finding, from iteration stats' row (None: no iterations) where it has an outlier
-    pattern, with where the outliers' extra time went (slow_phase)."""
+    pattern, with where the outliers' extra time went (slow_phase) and, where the CPU's story of those steps'
+    idle gaps names the data loader (`slow`), that the GPU waited for it there."""
     if st is None or not st["outlier_pattern"]:
         return []
+    waited = f"; in those steps the GPU waited for the data loader: {slow}" if slow else ""
     return [
         (
             "periodic slow iterations" if "every" in st["outlier_pattern"] else "slow iterations",
-            f"{st['outlier_pattern']} ({_dur(st['median_ns'])} median)" + slow_phase(its),
+            f"{st['outlier_pattern']} ({_dur(st['median_ns'])} median)" + slow_phase(its) + waited,
         )
     ]
 

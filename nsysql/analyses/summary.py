@@ -71,7 +71,8 @@ def summary(
     for msg in f.get("missing", []):
         rows.append(("lacks", "lacks", msg))
     out = {"facts": pl.DataFrame(rows, schema=FACTS_SCHEMA, orient="row"), "gpus": gpus}
-    found = findings(con, st, causes, read, activity=activity, its=its, limits=limits, loader=loader)
+    slow = _slow_step_story(con, gaps_df, its) if causes is not None and causes.height else None
+    found = findings(con, st, causes, read, activity=activity, its=its, limits=limits, loader=loader, slow=slow)
     out["findings"], first = _ranked_findings(found, its, gaps_df, causes, work, read)
     if first:
         lead = pl.DataFrame([("fix_first", *first)], schema=FACTS_SCHEMA, orient="row")
@@ -168,6 +169,20 @@ def _idle_facts(
     if said:
         rows.append(("meanwhile", "meanwhile", f"during {c['cause']}: {said}"))
     return rows, activity, loader
+
+
+def _slow_step_story(con, gaps_df: pl.DataFrame, its: pl.DataFrame | None) -> str | None:
+    """What the CPU did during the GPU's idle gaps of the outlier steps, where that names the data loader as
+    what the GPU waited for (cpu.story's rule, applied to those steps' gaps alone); None otherwise (no outliers,
+    no scheduling events in their gaps, or the story names no loader)."""
+    if its is None or "outlier" not in its.columns or not its["outlier"].any():
+        return None
+    slow = its.filter(pl.col("outlier") & ~pl.col("warmup"))["iteration"]
+    gaps = gaps_df.filter(pl.col("iteration").is_in(slow.implode()))
+    if not gaps.height:
+        return None
+    said, loader = _cpu.story(con, gaps)
+    return said if loader else None
 
 
 def _ranked_findings(

@@ -1,7 +1,7 @@
 """The `nsysql` command line: one command per Profile method, the same output switches everywhere.
 
 This module holds the click group (`main`) and the executable (`run`); the commands live by family in
-`tables` (answers as tables), `files` (reports, exports, traces, diffs, SQL, `profile`), `stats` (several
+`tables` (answers as tables: with `cpu` and `collectives`, written in modules of their own), `files` (reports, exports, traces, diffs, SQL, `profile`), `stats` (several
 reports at once) and `admin` (`cache`), the shared options in `options`, where answers go in `output`, and
 loading and errors in `common`. Each command parses its options, calls the Profile (or the store, for `cache`)
 and renders. Problems with the input end in one line on stderr and exit code 2, never a traceback.
@@ -23,7 +23,7 @@ import click
 from .. import __version__
 from .. import store as _store
 from ..errors import NsysqlError, utf8_path
-from . import admin, bundle, collectives, cpu, files, stats, tables
+from . import admin, bundle, files, stats, tables
 from .output import standard_streams
 
 
@@ -116,7 +116,7 @@ def main(ctx, cache_dir, no_cache, cache_max, nsys_path):
     ctx.obj = {"cache_dir": cache_dir, "no_cache": no_cache, "cache_max": cache_max, "nsys": nsys_path}
 
 
-for _module in (admin, tables, cpu, files, stats, collectives, bundle):
+for _module in (admin, tables, files, stats, bundle):
     for _command in _module.COMMANDS:
         main.add_command(_command)
 

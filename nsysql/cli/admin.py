@@ -6,8 +6,8 @@ import click
 
 from ..store import tables as _tables
 from .common import handled, state_dir
-from .options import format_option
-from .output import answer_to_stdout, rendered
+from .options import table_output
+from .output import emit
 
 
 @click.group()
@@ -16,14 +16,13 @@ def cache():
 
 
 @cache.command("info")
-@format_option()
+@table_output()
 @handled
-def cache_info(fmt):
+def cache_info(fmt, output):
     """Entries in the cache: the export each was loaded from, and size."""
     df, line = _tables.info(state_dir())
     click.echo(line, err=True)
-    answer_to_stdout()
-    click.echo(rendered(df, fmt), nl=False)
+    emit(df, fmt, output)
 
 
 @cache.command("clear")

@@ -5,24 +5,12 @@ from __future__ import annotations
 import click
 
 from .common import folder_progress, folder_written, handled, load_profile
-from .declared import about
+from .declared import about, declared
 
 
 @click.command()
 @click.argument("file", required=False)
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False),
-    metavar="DIR",
-    help="Folder for the summary, reports, CSVs and chart [default: nsysql-<FILE's name>].",
-)
-@click.option(
-    "--chart",
-    type=click.Choice(["auto", "png", "svg"]),
-    default="auto",
-    show_default=True,
-    help="The top-10 kernels chart: png (needs kaleido and a Chrome), svg (drawn by nsysql), auto: png if it can.",
-)
+@declared("bundle")
 @handled
 def bundle(file, out, chart):
     """Write what `nsysql profile` writes (summary.txt, report.html, report.md, kernels.csv, api.csv and a top-10

@@ -6,41 +6,27 @@ import click
 
 from ..render import render
 from .common import handled, load_profile, several
-from .declared import about
+from .declared import declared
 from .options import files_options
 from .output import emit, emit_text
 
 
 @click.command()
 @files_options
-@click.option(
-    "--by",
-    type=click.Choice(["size", "kind", "iteration", "rank", "call"]),
-    default="size",
-    show_default=True,
-    help="Group by kind and message size, kind, iteration of the loop, or rank (several FILEs); or one row per call.",
-)
-@click.option("--range", "range_", metavar="PATTERN", help="The loop's NVTX range, for --by iteration.")
-@click.option(
-    "--slow-ratio",
-    type=click.FloatRange(0, 1, min_open=True),
-    default=0.5,
-    show_default=True,
-    help="A call is slow below this share of the median bus bandwidth of its kind and size.",
-)
+@declared("collectives", "collective_findings")
 @handled
-def collectives(files, fmt, output, by, range_, slow_ratio):
+def collectives(files, fmt, output, by, range, slow_ratio):
     """NCCL collectives from their NVTX payloads: calls, bytes, GPU time, bus bandwidth (median, p10, p90).
 
     Needs an export with payload bytes: `nsys export --type sqlite --include-blobs=true`. With several FILEs (one
     per rank), a rank column, and who arrived last at each collective and how long the others waited."""
     if several(files):
-        _many(files, fmt, output, by, range_)
+        _many(files, fmt, output, by, range)
         return
     if by == "rank":
         raise click.UsageError("--by rank needs several FILEs, one per rank")
     prof = load_profile(files[0] if files else None)
-    df = prof.collectives(by=by, range=range_)
+    df = prof.collectives(by=by, range=range)
     found = prof.collective_findings(slow_ratio=slow_ratio)
     if fmt in ("json", "markdown"):
         emit({"collectives": df, "findings": found}, fmt, output)
@@ -89,6 +75,3 @@ _CLOCKS = {
     "export": "kernel starts as the exports record them: an export does not say when its session started, so "
     "ranks profiled by separate nsys processes may be offset",
 }
-
-about(collectives, python="`p.collectives()`")
-COMMANDS = (collectives,)

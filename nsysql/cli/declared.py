@@ -1,6 +1,8 @@
 """Commands derived from the analyses' declarations: each parameter of a declared analysis (nsysql.engine.declare)
 becomes an option of the command that asks it: `--<name with dashes>` (or its Flag's spelling), its type,
-default and choices, its doc as the help.
+default and choices (or those its Flag says the command line offers: collectives' `--by rank`), its doc as the
+help. A declaration's own output formats (cpu's `folded`) join -f (`formats`); an entry point that is not an
+analysis declares its parameters the same way (load_many's `--dask`, `--workers`: nsysql.engine.entry_point).
 
 The declarations are read from declared.json (nsysql.cli.manifest), which `python scripts/readme_commands.py`
 writes from the registry (nsysql.analyses.catalog), with README's command table; `--check` and
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import click
 
+from ..render import FORMATS
 from .common import each_rank, handled, load_profile, several
 from .manifest import DECLARED
 from .options import files_options, output_options
@@ -38,12 +41,13 @@ def option(p: dict):
         return click.option(f"--{flag}/--no-{flag}", p["name"], default=None, help=help)
     if kind == "choice":
         typ = click.Choice(p["choices"])
-    elif kind == "int":
-        typ = click.IntRange(min=p["minimum"]) if "minimum" in p else click.INT
     elif kind == "path":
         typ = click.Path(file_okay=p["path"] != "dir", dir_okay=p["path"] != "file")
+    elif kind in ("int", "float") and ("minimum" in p or "maximum" in p):
+        bounds = {"min": p.get("minimum"), "max": p.get("maximum"), "min_open": p.get("min_open", False)}
+        typ = click.IntRange(**bounds) if kind == "int" else click.FloatRange(**bounds)
     else:
-        typ = {"float": click.FLOAT, "str": click.STRING}[kind]
+        typ = {"int": click.INT, "float": click.FLOAT, "str": click.STRING}[kind]
     default = p.get("default")
     return click.option(
         *decls,
@@ -57,14 +61,24 @@ def option(p: dict):
     )
 
 
-def declared(analysis: str, *, answers: str | None = None, report: bool = False):
-    """Decorator: the options of `analysis`, and the command marked as the front end of `answers` (by default
-    the same analysis; `gaps` takes gap_activity's options, a superset of gaps'); `report`: its analysis'
-    frame is one of `nsysql stats`' reports (nsysql.cli.stats)."""
+def formats(analysis: str) -> tuple[str, ...]:
+    """The output formats of the command of `analysis`: the tables' and those its declaration adds."""
+    return (*FORMATS, *DECLARED[analysis].get("formats", {}))
+
+
+def declared(analysis: str, *more: str, answers: str | None = None, report: bool = False):
+    """Decorator: the options of `analysis` or of an entry point (ranks: load_many's), then of each of `more`
+    (collectives takes collective_findings' --slow-ratio), and the command marked as the front end of `answers` (by default the same analysis; `gaps`
+    takes gap_activity's options, a superset of gaps'); `report`: its analysis' frame is one of `nsysql stats`'
+    reports (nsysql.cli.stats)."""
 
     def deco(fn):
-        for p in reversed(params(analysis)):
+        for p in reversed([p for a in (analysis, *more) for p in params(a)]):
             fn = option(p)(fn)
+        if DECLARED[analysis].get(
+            "entry"
+        ):  # an entry point's parameters (load_many's): the command answers no analysis
+            return fn
         fn.__nsysql_analysis__ = answers or analysis
         fn.__nsysql_report__ = report
         return fn

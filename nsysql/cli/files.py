@@ -12,8 +12,8 @@ from ..errors import NsysqlError
 from ..render import one_line as _line
 from .common import folder_progress, folder_written, global_opts, handled, load_profile
 from .declared import about, declared
-from .options import format_option, output_option
-from .output import answer_to_stdout, emit, emit_text, precious, rendered, stream_target, write_output
+from .options import table_output
+from .output import emit, emit_text, precious, rendered, stream_target, write_output
 
 
 @click.command()
@@ -74,30 +74,10 @@ def export(file, to, format):
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False),
-    metavar="DIR",
-    help="Folder for the report, its export and the analyses [default: nsysql-<program name>].",
-)
-@click.option("--gpu-metrics", is_flag=True, help="Also sample GPU metrics (nsys --gpu-metrics-devices=all).")
-@click.option(
-    "--cpu",
-    is_flag=True,
-    help="Also record CPU samples, thread scheduling, forked workers and Python stacks (nsys -s process-tree "
-    "--cpuctxsw=process-tree --trace-fork-before-exec=true --python-sampling=true).",
-)
-@click.option("--nsys", "nsys_path", metavar="PATH", help="The nsys to run [default: as for --nsys of nsysql].")
-@click.option(
-    "--chart",
-    type=click.Choice(["auto", "png", "svg"]),
-    default="auto",
-    show_default=True,
-    help="The top-10 kernels chart: png (needs kaleido and a Chrome), svg (drawn by nsysql), auto: png if it can.",
-)
+@declared("profile")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[-- NSYS OPTIONS] -- COMMAND [ARGS]...")
 @handled
-def profile(out, gpu_metrics, cpu, nsys_path, chart, args):
+def profile(out, gpu_metrics, cpu, nsys, chart, args):
     """Run COMMAND under nsys (CUDA, NVTX, OS runtime, CUDA graphs node by node), export it, and write the summary,
     report.html, report.md, kernels.csv, api.csv and a top-10 kernels chart into DIR.
 
@@ -112,7 +92,7 @@ def profile(out, gpu_metrics, cpu, nsys_path, chart, args):
             command,
             out=out,
             gpu_metrics=gpu_metrics,
-            nsys=nsys_path or opts.get("nsys"),
+            nsys=nsys or opts.get("nsys"),
             nsys_options=options,
             cache_dir=opts.get("cache_dir"),
             progress=folder_progress(),
@@ -165,8 +145,7 @@ def trace(file, output, window, iterations):
 @click.command()
 @click.argument("base")
 @click.argument("new")
-@format_option()
-@output_option()
+@table_output()
 @click.option(
     "--fail-above",
     type=float,
@@ -196,9 +175,9 @@ def diff(base, new, fmt, output, fail_above):
 
 @click.command()
 @click.argument("table", required=False)
-@format_option()
+@table_output()
 @handled
-def schema(table, fmt):
+def schema(table, fmt, output):
     """The canonical tables (schema v1) and what each column means: what `nsysql sql` and `export` give you."""
     import polars as pl
 
@@ -215,8 +194,7 @@ def schema(table, fmt):
         )
     else:
         df = pl.DataFrame(rows, schema=["table", "column", "description"], orient="row")
-    answer_to_stdout()
-    click.echo(rendered(df, fmt, fallback=SCHEMA_WIDTH), nl=False, color=True)
+    emit_text(rendered(df, fmt, output=output, fallback=SCHEMA_WIDTH), output)
 
 
 SCHEMA_WIDTH = 120
@@ -224,8 +202,7 @@ SCHEMA_WIDTH = 120
 
 @click.command(name="sql")
 @click.argument("args", nargs=-1, required=True, metavar="[FILE] QUERY")
-@format_option()
-@output_option(help=None)
+@table_output()
 @handled
 def sql_(args, fmt, output):
     """Run QUERY over the canonical tables (gpu_ops, api_calls, nvtx_ranges, op_ranges, ...)."""

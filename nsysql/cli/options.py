@@ -1,17 +1,12 @@
 """The options every command shares, defined once: the output switches (`-f table|csv|json|markdown` and one flag
-per format, `-o FILE`), FILE or FILEs, and the NVTX attribution switches."""
+per format, `--wide`, `--unit`, `-o FILE`) and FILE or FILEs. Every other option is a declared analysis'
+parameter (nsysql.cli.declared)."""
 
 from __future__ import annotations
 
 import click
 
 from ..render import FORMATS, UNITS
-
-ATTRIBUTION_HELP = (
-    "How GPU work is tied to NVTX ranges: 'thread' = the launching thread's open ranges (exactly nsys); "
-    "'process' (default) = also inherit the ranges open on other threads of the process when the launching "
-    "thread has none (PyTorch's autograd thread)."
-)
 
 
 def output_option(help: str | None = "Write to FILE instead of stdout."):
@@ -67,36 +62,31 @@ def format_option(default: str = "table", choices=FORMATS):
     return deco
 
 
-def output_options(fn):
-    fn = output_option()(fn)
-    fn = format_option()(fn)
-    fn = click.argument("file", required=False)(fn)
-    return fn
+def table_output(formats=FORMATS):
+    """The output switches of every command that answers with a table, as sqlite-utils has them: -f/--format
+    (table, csv, json, markdown, and the formats a declaration adds: cpu's folded) with one switch per format,
+    --wide, --unit, and -o/--output FILE."""
+
+    def deco(fn):
+        fn = output_option()(fn)
+        return format_option(choices=tuple(formats))(fn)
+
+    return deco
 
 
-def files_options(fn):
+def output_options(fn=None, *, formats=FORMATS):
+    """FILE (optional) and table_output."""
+
+    def deco(fn):
+        return click.argument("file", required=False)(table_output(formats)(fn))
+
+    return deco(fn) if fn is not None else deco
+
+
+def files_options(fn=None, *, formats=FORMATS):
     """Like output_options, but FILE may be given several times (one export per rank)."""
-    fn = output_option()(fn)
-    fn = format_option()(fn)
-    fn = click.argument("files", nargs=-1, metavar="[FILE]...")(fn)
-    return fn
 
+    def deco(fn):
+        return click.argument("files", nargs=-1, metavar="[FILE]...")(table_output(formats)(fn))
 
-def attribution_option(fn):
-    return click.option(
-        "--attribution",
-        type=click.Choice(["process", "thread"]),
-        default="process",
-        show_default=True,
-        help=ATTRIBUTION_HELP,
-    )(fn)
-
-
-def group_ops_option(fn):
-    return click.option(
-        "--group-ops/--no-group-ops",
-        default=None,
-        help="Name PyTorch's ranges (emit_nvtx, nsys --pytorch=autograd-nvtx) without their per-call arguments "
-        "(`aten::addmm, seq = 5, op_id = 9, ...` -> `aten::addmm`): one row per operator instead of one per call. "
-        "Default: grouped with --attribution process, per call with thread (as nsys stats).",
-    )(fn)
+    return deco(fn) if fn is not None else deco

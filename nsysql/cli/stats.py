@@ -16,8 +16,8 @@ import click
 from ..errors import NsysqlError
 from . import tables
 from .common import handled, load_profile
-from .declared import DECLARED, about, analysis_of, params
-from .options import attribution_option, format_option
+from .declared import DECLARED, about, analysis_of, option, params
+from .options import format_option
 from .output import answer_to_stdout, rendered, write_output
 
 # `nsys stats`' reports (nsys 2023 to 2026); those with no counterpart here are said so in one line
@@ -128,7 +128,7 @@ def _ask(analysis: str, kwargs: dict, attribution: str):
     metavar="PREFIX",
     help="Write each report to PREFIX_<report>.<ext> (as `nsys stats -o`); default stdout.",
 )
-@attribution_option
+@option(next(p for p in params("ranges") if p["name"] == "attribution"))  # as every command has it
 @handled
 def stats(file, reports_, fmt, prefix, attribution):
     """Several reports from one load, like `nsys stats -r ...`: one process, one read of the export."""

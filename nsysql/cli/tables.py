@@ -6,9 +6,11 @@ import click
 
 from ..render import one_line as _line
 from ..render import render, summary_view
+from .collectives import collectives
 from .common import each_rank, global_opts, handled, load_profile, several
+from .cpu import cpu
 from .declared import DECLARED, about, answer, declared
-from .options import files_options, format_option, output_option
+from .options import files_options, output_options, table_output
 from .output import emit, emit_text, fitted, rendered
 from .warm import emit_answer
 
@@ -58,9 +60,7 @@ ops = answer(
 
 
 @click.command()
-@click.argument("file", required=False)
-@format_option()
-@output_option()
+@output_options
 @declared("ranges", report=True)
 @click.option(
     "--expand", is_flag=True, help="Tables: one row per name, Batch0..Batch59 listed, not folded into `Batch*`."
@@ -75,9 +75,7 @@ def ranges(file, fmt, output, expand, **params):
 
 
 @click.command()
-@click.argument("file", required=False)
-@format_option()
-@output_option()
+@output_options
 @declared("gpu_metrics", report=True)
 @click.option(
     "--graphics", is_flag=True, help="Also list graphics counters (pixel, vertex warps) that are 0 throughout."
@@ -180,22 +178,17 @@ def gaps(files, fmt, output, explain, top, **params):
 
 
 def _ranks_result(files, dask, workers):
-    from ..many import connect_dask, load_many
+    from ..many import load_many
 
     opts = global_opts()
-    client = connect_dask(dask) if dask else None
-    try:
-        r = load_many(
-            list(files),
-            cache_dir=opts.get("cache_dir"),
-            cache=not opts.get("no_cache"),
-            workers=workers,
-            client=client,
-            cache_max=opts.get("cache_max"),
-        )
-    finally:
-        if client is not None:
-            client.close()
+    r = load_many(
+        list(files),
+        cache_dir=opts.get("cache_dir"),
+        cache=not opts.get("no_cache"),
+        workers=workers,
+        dask=dask,
+        cache_max=opts.get("cache_max"),
+    )
     click.echo(f"nsysql: {r.files.height} ranks; {r.numbering}", err=True)
     click.echo(f"nsysql: straggler rule: {r.rule}", err=True)
     return {
@@ -209,16 +202,8 @@ def _ranks_result(files, dask, workers):
 
 @click.command()
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
-@format_option()
-@output_option()
-@click.option(
-    "--dask",
-    metavar="ADDRESS",
-    help="Run the per-file loads on a Dask cluster (tcp://host:8786); needs pip install 'nsysql[dask]'.",
-)
-@click.option(
-    "--workers", type=click.IntRange(min=1), default=None, help="Local processes for the loads [default: the cores]."
-)
+@table_output()
+@declared("load_many")
 @handled
 def ranks(files, fmt, output, dask, workers):
     """Compare per-rank exports (paths or globs like 'runs/rank*.sqlite'): step time, idle, collectives, and
@@ -240,6 +225,8 @@ _WRITTEN = (
     overlap,
     gaps,
     ranks,
+    cpu,
+    collectives,
 )
 
 

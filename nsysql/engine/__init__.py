@@ -5,9 +5,10 @@ here (nsysql.analyses.catalog), and the front ends (nsysql.profile, the CLI), wh
 """
 
 from .core import Context, Engine, reading
-from .declare import REGISTRY, REQUIRED, SAME, Analysis, Flag, Param, analysis, plan
+from .declare import ENTRY_POINTS, REGISTRY, REQUIRED, SAME, Analysis, Flag, Param, analysis, entry_point, plan
 
 __all__ = [
+    "ENTRY_POINTS",
     "REGISTRY",
     "REQUIRED",
     "SAME",
@@ -17,6 +18,7 @@ __all__ = [
     "Flag",
     "Param",
     "analysis",
+    "entry_point",
     "plan",
     "reading",
 ]

@@ -32,15 +32,20 @@ class Flag:
     """How a parameter is spelled on the command line, where it is not `--<name with dashes>` taking the
     parameter's default: the long `name` (`--min` for min_ns), a `short` one (`-f`), the `metavar` shown in
     help, the command line's own `default` (a duration written as the user writes it, `1ms`; a smaller `--top`),
-    the `minimum` of a whole number, and `path`: "dir" or "file" where the value names one. The option's help
-    is the parameter's doc."""
+    the `minimum` and `maximum` of a number (`min_open`: the minimum itself excluded), `path`: "dir" or "file"
+    where the value names one, and `choices`: the values the command line offers where they are not the
+    parameter's, fewer (cpu's `stack` is asked by `-f folded`, a declared format) or more (collectives' `rank`:
+    across several FILEs, which only the command line gives). The option's help is the parameter's doc."""
 
     name: str | None = None
     short: str | None = None
     metavar: str | None = None
     default: Any = SAME
-    minimum: int | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    min_open: bool = False
     path: str | None = None
+    choices: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,9 @@ class Analysis:
     # Profile's method of the analysis' name (nsysql.profile): None where a front end of its own asks it, or none
     command: str | None = None
     files: bool = False  # the command takes several FILEs (one per rank), stacked with a `rank` column
+    # output formats the command writes besides the tables' (table, csv, json, markdown): format -> the
+    # parameters the answer is asked with for it (cpu's `folded`: the stacks, by="stack")
+    formats: dict[str, dict] = field(default_factory=dict)
 
     def bind(self, given: dict) -> dict:
         """Every parameter's value for a call giving `given` (defaults filled, normalized), in declared order;
@@ -98,6 +106,19 @@ class Analysis:
 
 REGISTRY: dict[str, Analysis] = {}
 
+# The parameters of entry points that are not one profile's analysis (nsysql.load_many's: where the loads of
+# several exports run), declared as an analysis' are, so that a command takes them as options from the same
+# declaration (scripts/readme_commands.py writes them into cli/declared.json): name -> parameters.
+ENTRY_POINTS: dict[str, tuple[Param, ...]] = {}
+
+
+def entry_point(name: str, params) -> tuple[Param, ...]:
+    """Declare the parameters of the entry point `name` (a function of the library, not an analysis)."""
+    if name in REGISTRY or name in ENTRY_POINTS:
+        raise ValueError(f"{name!r} is declared twice")
+    ENTRY_POINTS[name] = tuple(params)
+    return ENTRY_POINTS[name]
+
 
 def analysis(
     name: str,
@@ -111,6 +132,7 @@ def analysis(
     requires=(),
     command: str | None = None,
     files: bool = False,
+    formats: dict[str, dict] | None = None,
 ):
     """Decorator: declare `fn(ctx, **params)` as the analysis `name` in REGISTRY."""
 
@@ -132,6 +154,7 @@ def analysis(
             tuple(requires),
             command,
             files,
+            dict(formats or {}),
         )
         return fn
 

@@ -14,10 +14,63 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..engine import Flag, Param, entry_point
 from ..errors import NsysqlError
 from . import Found, nsysql_switches, profile_command, profile_help, require, run, shell, switches_in, trace_set
 
 DEFAULT_OUT = "nsysql-{name}"
+
+# the parameters of profile() and bundle() that `nsysql profile` and `nsysql bundle` take as options
+# (nsysql.cli.declared): declared once, as an analysis' are
+_DIR = (str, os.PathLike, type(None))
+CHART = Param(
+    "chart",
+    str,
+    "auto",
+    ("auto", "png", "svg"),
+    doc="The top-10 kernels chart: png (needs kaleido and a Chrome), svg (drawn by nsysql), auto: png if it can.",
+)
+entry_point(
+    "profile",
+    params=(
+        Param(
+            "out",
+            _DIR,
+            None,
+            doc="Folder for the report, its export and the analyses [default: nsysql-<program name>].",
+            flag=Flag(metavar="DIR", path="dir"),
+        ),
+        Param("gpu_metrics", bool, False, doc="Also sample GPU metrics (nsys --gpu-metrics-devices=all)."),
+        Param(
+            "cpu",
+            bool,
+            False,
+            doc="Also record CPU samples, thread scheduling, forked workers and Python stacks (nsys -s process-tree "
+            "--cpuctxsw=process-tree --trace-fork-before-exec=true --python-sampling=true).",
+        ),
+        Param(
+            "nsys",
+            (str, type(None)),
+            None,
+            doc="The nsys to run [default: as for --nsys of nsysql].",
+            flag=Flag(metavar="PATH"),
+        ),
+        CHART,
+    ),
+)
+entry_point(
+    "bundle",
+    params=(
+        Param(
+            "out",
+            _DIR,
+            None,
+            doc="Folder for the summary, reports, CSVs and chart [default: nsysql-<FILE's name>].",
+            flag=Flag(metavar="DIR", path="dir"),
+        ),
+        CHART,
+    ),
+)
 
 
 class NoExport(NsysqlError):
