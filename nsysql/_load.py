@@ -43,22 +43,31 @@ def load(
     profiles removed first once a load has stored a new one.
     `progress(step)` is called with each table or SQL file being loaded.
     """
+    return opened(path, facade, cache, cache_dir, memory_limit, threads, progress, nsys, cache_max)
+
+
+def opened(
+    path, then, cache=True, cache_dir=None, memory_limit=None, threads=None, progress=None, nsys=None, cache_max=None
+):
+    """`then(Opened)` for the export (or report) `path`, its tables opened or built as load() says: load() is
+    `then=facade`; the CLI's warm path (nsysql.cli.warm) makes the Profile only where a stored answer is not
+    enough."""
     utf8_path(path)  # said here, in one line, rather than by DuckDB or the driver deep in the load
     if cache_dir is not None:
         utf8_path(cache_dir, "cache directory")
     limit = store.cap(cache_max)  # checked now: a typo is said on every run
     if not _nsys.is_report(path):
-        return _facade(open_tables(path, cache, cache_dir, memory_limit, threads, progress, limit, None, _imports))
+        return then(open_tables(path, cache, cache_dir, memory_limit, threads, progress, limit, None, _imports))
     keep = cache and os.environ.get("NSYSQL_NO_CACHE", "") in ("", "0")
     report = path
     path = _export.sqlite_for(report, cache_dir, nsys=nsys, keep=keep)
     if not _export.temporary(path):
         keyed = os.path.expanduser(report)
-        return _facade(open_tables(path, cache, cache_dir, memory_limit, threads, progress, limit, keyed, _imports))
+        return then(open_tables(path, cache, cache_dir, memory_limit, threads, progress, limit, keyed, _imports))
     try:  # an export in a private temporary folder (--no-cache, or an unwritable cache): read whole, then removed
         # (no cache entry either: one keyed on a file that is gone at exit would never be read again)
-        opened = open_tables(path, False, cache_dir, memory_limit, threads, progress, None, None, _imports, True)
-        return _facade(opened)
+        tables = open_tables(path, False, cache_dir, memory_limit, threads, progress, None, None, _imports, True)
+        return then(tables)
     finally:
         _export.remove_temporary(path)
 
@@ -69,7 +78,8 @@ def _imports() -> None:
     from . import profile  # noqa: F401
 
 
-def _facade(opened: Opened) -> Profile:
+def facade(opened: Opened) -> Profile:
+    """The Profile over opened tables."""
     from .profile import Profile
 
     return Profile(opened.con, opened.path, opened.entry, opened.opener, opened.settings)

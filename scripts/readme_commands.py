@@ -68,6 +68,30 @@ def _param(p) -> dict | None:
     return {k: v for k, v in out.items() if v is not None and v is not False}  # absent: None (or not required)
 
 
+def _json(value):
+    """A value as it is written in a stored answer's key (nsysql.store.answers: JSON, other objects by str)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def _key(a) -> list[dict]:
+    """How a stored answer of `a` is keyed, for a command that reads it without the declarations
+    (nsysql.cli.warm): each parameter's value when left out (normalized, as Analysis.bind gives it) and, for one
+    with a normalize function, the spellings of its defaults and their normal values (any other spelling: the
+    warm path asks the Profile)."""
+    from nsysql.engine import REQUIRED, SAME
+
+    out = []
+    for p in a.params:
+        d = {"name": p.name}
+        if p.default is not REQUIRED:
+            d["default"] = _json(p.normalize(p.default) if p.normalize else p.default)  # as Analysis.bind
+        if p.normalize:
+            given = [p.default] + ([p.flag.default] if p.flag and p.flag.default is not SAME else [])
+            d["spellings"] = [[_json(v), _json(p.normalize(v))] for v in given if v is not REQUIRED]
+        out.append(d)
+    return out
+
+
 def manifest() -> str:
     """declared.json's text: per declared analysis, its first doc line, nsys names and command-line parameters;
     per entry point (nsysql.engine.ENTRY_POINTS), its command-line parameters."""
@@ -83,6 +107,8 @@ def manifest() -> str:
             "nsys": list(a.nsys),
             "params": [d for d in map(_param, a.params) if d is not None],
         }
+        if a.keep == "store":
+            out[name]["key"] = _key(a)
         if a.command:  # its command (derived whole by nsysql.cli.tables.derived, unless a module writes it)
             out[name].update(command=a.command, files=a.files)
         if a.formats:  # output formats its command writes besides the tables'

@@ -35,10 +35,10 @@ def state_dir() -> Path:
 _loaded: list[str] = []  # the exports this command loaded
 
 
-def load_profile(file: str | None):
-    import nsysql
-
-    from .. import discover
+def load_profile(file: str | None, warm: bool = False):
+    """The Profile of FILE (or the one picked: discover.pick_profile); `warm`: for a command that prints
+    answers, a cache entry in place gives a cli.warm.Stored, which reads stored answers without the Profile."""
+    from .. import _load, discover
 
     path, why = discover.pick_profile(file, global_opts().get("cache_dir"))
     if why:
@@ -47,8 +47,9 @@ def load_profile(file: str | None):
     opts = global_opts()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", _store.CacheWarning)
-        prof = nsysql.load(
+        prof = _load.opened(
             path,
+            _warm if warm else _load.facade,
             cache=not opts.get("no_cache"),
             cache_dir=opts.get("cache_dir"),
             progress=_progress(path) if sys.stderr.isatty() else None,
@@ -64,6 +65,14 @@ def load_profile(file: str | None):
     report = _nsys.is_report(path)
     discover.remember(os.path.abspath(os.path.expanduser(path)) if report else prof.path, opts.get("cache_dir"))
     return prof
+
+
+def _warm(opened):
+    """A warm entry's Stored (nsysql.cli.warm), else the Profile."""
+    from .. import _load
+    from .warm import Stored
+
+    return Stored(opened, _load.facade) if opened.con is None and opened.entry is not None else _load.facade(opened)
 
 
 def _progress(path):

@@ -4,11 +4,9 @@ default and choices (or those its Flag says the command line offers: collectives
 help. A declaration's own output formats (cpu's `folded`) join -f (`formats`); an entry point that is not an
 analysis declares its parameters the same way (load_many's `--dask`, `--workers`: nsysql.engine.entry_point).
 
-The declarations are read from declared.json beside this module, which `python scripts/readme_commands.py`
+The declarations are read from declared.json (nsysql.cli.manifest), which `python scripts/readme_commands.py`
 writes from the registry (nsysql.analyses.catalog), with README's command table; `--check` and
-tests/test_readme_commands.py fail when either is stale. A file rather than the registry itself: the
-declarations import polars and every analysis, which a command imports only while its cold load reads the
-export (nsysql.tuning's import_overlap), and `nsysql --help` never.
+tests/test_readme_commands.py fail when either is stale.
 
 A new analysis gets its command from one entry in a family's COMMANDS: `answer("name", "analysis", "What it
 answers.")` (FILEs with `files=True`) for a command that prints the Profile method's frame, or
@@ -17,18 +15,14 @@ answers.")` (FILEs with `files=True`) for a command that prints the Profile meth
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import click
 
 from ..render import FORMATS
 from .common import each_rank, handled, load_profile, several
+from .manifest import DECLARED
 from .options import files_options, output_options
 from .output import emit
-
-MANIFEST = Path(__file__).with_name("declared.json")
-DECLARED: dict[str, dict] = json.loads(MANIFEST.read_text(encoding="utf-8"))
+from .warm import emit_answer
 
 
 def params(analysis: str) -> list[dict]:
@@ -114,8 +108,7 @@ def answer(name: str, analysis: str, doc: str, *, files: bool = False) -> click.
         if files and several(paths):
             emit(each_rank(paths, analysis, **chosen), fmt, output)
             return
-        prof = load_profile(paths[0] if paths else None)
-        emit(getattr(prof, analysis)(**chosen), fmt, output)
+        emit_answer(load_profile(paths[0] if paths else None, warm=True), analysis, chosen, fmt, output)
 
     run.__doc__ = doc
     run.__name__ = name.replace("-", "_")

@@ -86,13 +86,23 @@ def rendered(result, fmt: str, title: str | None = None, output: str | None = No
     """render() with the command's view switches (--wide, --unit: options.view_options), fitted to the terminal
     (`fallback` characters where there is none: a pipe) unless written to a file (-o), and the command's name for
     an empty answer's sentence (`no gaps`)."""
+    return render(result, **view(fmt, title, output, fallback))
+
+
+def view(fmt: str, title: str | None = None, output: str | None = None, fallback: int | None = None) -> dict:
+    """Every argument of render() but the result, as `rendered` gives them for this command: what, with the
+    answer, decides the text printed (nsysql.cli.warm keys a printed answer by it)."""
     ctx = click.get_current_context(silent=True)
     meta = ctx.meta if ctx else {}
-    wide = bool(meta.get("nsysql.wide"))
-    width = None if output else terminal_width() or fallback
     what = ctx.info_name if ctx and ctx.info_name and ctx.parent else None
-    what = _LISTS.get(what, what)
-    return render(result, fmt, title, width=width, unit=meta.get("nsysql.unit"), what=what, wide=wide)
+    return {
+        "fmt": fmt,
+        "title": title,
+        "width": None if output else terminal_width() or fallback,
+        "unit": meta.get("nsysql.unit"),
+        "what": _LISTS.get(what, what),
+        "wide": bool(meta.get("nsysql.wide")),
+    }
 
 
 def fitted(text: str, output: str | None = None) -> str:

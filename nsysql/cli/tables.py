@@ -5,13 +5,14 @@ from __future__ import annotations
 import click
 
 from ..render import one_line as _line
-from ..render import summary_view
+from ..render import render, summary_view
 from .collectives import collectives
 from .common import each_rank, global_opts, handled, load_profile, several
 from .cpu import cpu
 from .declared import DECLARED, about, answer, declared
 from .options import files_options, output_options, table_output
 from .output import emit, emit_text, fitted, rendered
+from .warm import emit_answer
 
 info = answer("info", "info", "What the export holds, what it lacks, and which analyses apply.")
 
@@ -28,14 +29,14 @@ def summary(files, fmt, output, attribution, top, expand):
     if several(files):
         emit(_ranks_result(files, None, None), fmt, output)
         return
-    prof = load_profile(files[0] if files else None)
+    prof = load_profile(files[0] if files else None, warm=fmt != "markdown")
     if fmt == "markdown":  # the PR-ready snippet, as `report -f markdown`
         from ..report import snippet
 
         emit_text(snippet(prof), output)
         return
-    s = prof.summary(attribution=attribution, top=top, families=not expand)
-    emit(summary_view(s), fmt, output)
+    params = {"attribution": attribution, "top": top, "families": not expand}
+    emit_answer(prof, "summary", params, fmt, output, lambda s, look: render(summary_view(s), **look))
 
 
 launches = answer(
@@ -70,7 +71,7 @@ def ranges(file, fmt, output, expand, **params):
     ops they enclose; the table shows numbered families (Batch0..Batch59) as one row, `Batch*`, unless --expand
     (CSV, JSON and Markdown list every name)."""
     folded = fmt == "table" and not expand
-    emit(load_profile(file).ranges(families=folded, **params), fmt, output)
+    emit_answer(load_profile(file, warm=True), "ranges", {**params, "families": folded}, fmt, output)
 
 
 @click.command()
@@ -86,7 +87,7 @@ def metrics(file, fmt, output, graphics, **params):
     unit. Clocks that nsys wrote in Hz under [MHz] are shown in MHz."""
     from .metrics_view import printed
 
-    df, left = printed(load_profile(file).gpu_metrics(**params), graphics)
+    df, left = printed(load_profile(file, warm=True).gpu_metrics(**params), graphics)
     if left:
         click.echo(
             f"nsysql: left out {len(left)} graphics counters at 0 throughout ({_line(', '.join(left), 200)}): "
@@ -105,18 +106,20 @@ def iterations(files, fmt, output, **params):
     if several(files):
         emit(each_rank(files, "iterations", **params), fmt, output)
         return
-    prof = load_profile(files[0] if files else None)
-    df = prof.iterations(**params)
-    if fmt in ("json", "markdown"):
-        emit({"iterations": df, "steady state": prof.iteration_stats(**params)}, fmt, output)
-    elif fmt == "csv":
-        emit(df, fmt, output)
-    else:
+    prof = load_profile(files[0] if files else None, warm=True)
+
+    def text(df, look):
+        if fmt in ("json", "markdown"):
+            return render({"iterations": df, "steady state": prof.iteration_stats(**params)}, **look)
+        if fmt == "csv":
+            return render(df, **look)
         said = prof.iteration_note(**params)
         note = f"\nrange: {_line(said['range'])}\n{said['steady']}\n"
         if said["outliers"]:
             note += f"outliers: {_line(said['outliers'])}\n"
-        emit_text(rendered(_narrow(df), "table", output=output) + fitted(note, output), output)
+        return rendered(_narrow(df), "table", output=output) + fitted(note, output)
+
+    emit_answer(prof, "iterations", params, fmt, output, text)
 
 
 overlap = answer(
@@ -156,19 +159,22 @@ def gaps(files, fmt, output, explain, top, **params):
     if several(files):
         emit(each_rank(files, what, **params), fmt, output)
         return
-    prof = load_profile(files[0] if files else None)
-    got = getattr(prof, what)(**params)
-    if not (explain and fmt == "table"):
-        emit(got, fmt, output)
-        return
-    # under the table: what the CPU did during each cause's gaps (samples and scheduling), as summary says it
-    said = prof.cpu(during="gaps", by="cause").drop_nulls("meanwhile")
-    lines = [
-        f"meanwhile: during {c}: {_line(m)}" for c, m, n in said.select("cause", "meanwhile", "told").iter_rows() if n
-    ]
-    lines += sorted({f"time on a CPU: {_line(m)}" for m, n in said.select("meanwhile", "told").iter_rows() if not n})
-    notes = "".join(f"{line}\n" for line in lines)
-    emit_text(rendered(got, "table", output=output) + fitted(notes, output), output)
+    prof = load_profile(files[0] if files else None, warm=True)
+
+    def text(got, look):
+        if not (explain and fmt == "table"):
+            return render(got, **look)
+        # under the table: what the CPU did during each cause's gaps (samples and scheduling), as summary says it
+        said = prof.cpu(during="gaps", by="cause").drop_nulls("meanwhile")
+        told = said.select("cause", "meanwhile", "told").iter_rows()
+        lines = [f"meanwhile: during {c}: {_line(m)}" for c, m, n in told if n]
+        lines += sorted(
+            {f"time on a CPU: {_line(m)}" for m, n in said.select("meanwhile", "told").iter_rows() if not n}
+        )
+        notes = "".join(f"{line}\n" for line in lines)
+        return rendered(got, "table", output=output) + fitted(notes, output)
+
+    emit_answer(prof, what, params, fmt, output, text)
 
 
 def _ranks_result(files, dask, workers):

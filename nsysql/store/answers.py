@@ -16,8 +16,6 @@ import json
 import threading
 from pathlib import Path
 
-import polars as pl
-
 from .. import store
 
 INDEX = "index.json"
@@ -32,28 +30,45 @@ def get(entry: Path | None, name: str, params: dict):
     """The stored answer (a DataFrame or a dict of them), or None."""
     if entry is None:
         return None
+    import polars as pl  # here: a printed answer (`printed`) is read without it
+
     d = _dir(entry, name, params)
+    index = _index(d)
+    if index is None:
+        return None
+    single, sections = index
+    try:
+        frames = {k: pl.read_parquet(d / f"{i}.parquet") for i, k in enumerate(sections)}
+    except (OSError, ValueError, pl.exceptions.PolarsError):
+        return None  # missing or damaged: recomputed and rewritten
+    return frames[""] if single else frames
+
+
+def _index(d: Path) -> tuple[bool, list[str]] | None:
+    """The answer in `d` as its index.json says it (single frame or not, its sections), or None where there is
+    none in place: missing, damaged or of another shape (valid JSON, not our index)."""
     try:
         index = json.loads((d / INDEX).read_text())
         single, sections = index["single"], index["sections"]
-        if not (
-            sections == [""]
-            if single is True
-            else single is False
-            and isinstance(sections, list)
-            and sections
-            and all(isinstance(k, str) and k for k in sections)
-        ):
-            return None
-        frames = {k: pl.read_parquet(d / f"{i}.parquet") for i, k in enumerate(sections)}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, pl.exceptions.PolarsError):
-        return None  # missing, damaged or of another shape (valid JSON, not our index): recomputed and rewritten
-    return frames[""] if single else frames
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if not (
+        sections == [""]
+        if single is True
+        else single is False
+        and isinstance(sections, list)
+        and sections
+        and all(isinstance(k, str) and k for k in sections)
+    ):
+        return None
+    return single, sections
 
 
 def put(entry: Path | None, name: str, params: dict, result) -> None:
     if entry is None:
         return
+    import polars as pl
+
     single = isinstance(result, pl.DataFrame)
     frames = {"": result} if single else result
     d = _dir(entry, name, params)
@@ -68,6 +83,40 @@ def put(entry: Path | None, name: str, params: dict, result) -> None:
         pass  # `nsysql cache clear` from another process removed the directory meanwhile: store nothing
     except (OSError, pl.exceptions.PolarsError) as e:  # a full disk: answered anyway, recomputed next time
         store.failed(e, entry.parent)
+
+
+def printed(entry: Path, name: str, params: dict, look: dict) -> str | None:
+    """The text printed of the stored answer `name(**params)` as `look` (a front end's rendering switches: format,
+    width, unit, ...) says, kept by `keep_printed`, or None."""
+    d = _dir(entry, name, params)
+    if _index(d) is None:  # only while the answer itself is in place (a damaged one is recomputed, its text too)
+        return None
+    try:
+        got = json.loads((d / _printed_name(look)).read_text(encoding="ascii"))
+        if got["look"] == json.loads(json.dumps(look)) and isinstance(got["text"], str):
+            return got["text"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # not kept yet, or damaged: rendered again from the answer, and kept again
+    return None
+
+
+def keep_printed(entry: Path, name: str, params: dict, look: dict, text: str) -> None:
+    """Keep the text printed of `name(**params)` as `look` says, beside the answer (only where the answer itself
+    is stored: `cache clear` and the size cap remove them together)."""
+    d = _dir(entry, name, params)
+    blob = json.dumps({"look": look, "text": text})  # ASCII, every character escaped: read back exactly
+    try:
+        if _index(d) is not None:
+            store.write(d / _printed_name(look), lambda p: p.write_text(blob, encoding="ascii"))
+    except FileNotFoundError:
+        pass  # `nsysql cache clear` from another process removed the directory meanwhile
+    except OSError as e:  # a full disk: printed anyway, rendered again next time
+        store.failed(e, entry.parent)
+
+
+def _printed_name(look: dict) -> str:
+    blob = json.dumps(look, sort_keys=True)
+    return f"printed-{hashlib.sha256(blob.encode()).hexdigest()[:20]}.json"
 
 
 class Answers:

@@ -290,7 +290,7 @@ def wait(file: Path | None = None) -> None:
         if t is not None:
             t.join()
             _PENDING.pop(f, None)
-    if file is None:
+    if file is None and _UNWRITTEN:  # (only then is DuckDB imported: a warm answer from the store needs it not)
         import duckdb
 
         while _UNWRITTEN:
@@ -712,6 +712,8 @@ def remove_spill_files() -> None:
     when its database closes, but the CLI leaves without closing it (_process.leave): after a command that failed
     while its tables were spilled (out of memory), they stayed behind, 188 MB of them for a summary of 500k
     kernels, until another nsysql process happened to spill."""
+    if "duckdb" not in sys.modules:  # no database in this process (a warm answer from the store): none spilled
+        return
     from .. import duck
 
     for f in Path(spill_dir()).glob(f"duckdb_temp_{os.getpid()}_*"):
