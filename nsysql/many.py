@@ -9,6 +9,7 @@ over all ranks' frames. A warm run reads the cached frames directly and starts n
 
 from __future__ import annotations
 
+import gc
 import glob
 import multiprocessing
 import os
@@ -214,11 +215,18 @@ def connect_dask(address: str):
         from dask.distributed import Client
     except ImportError:
         raise NsysqlError("`dask` needs Dask: pip install 'nsysql[dask]'", option="dask") from None
+    # A Client left to the garbage collector (one whose start failed, or one closed but still in a reference
+    # cycle) closes its loop runner from __del__, taking that runner's lock; if the collector runs inside a new
+    # Client's start, which holds the same lock while its loop thread starts, neither ever goes on. So collect
+    # here, holding no lock, before a Client starts and after one failed to.
+    gc.collect()
     try:
         return Client(address, timeout="20s")
     except (OSError, TimeoutError) as e:
-        raise NsysqlError(f"cannot reach the Dask scheduler at {address} ({e})") from None
+        err = NsysqlError(f"cannot reach the Dask scheduler at {address} ({e})")
     except (ValueError, TypeError) as e:  # distributed's parse of the address: no port, an unbracketed IPv6, ...
-        raise NsysqlError(
+        err = NsysqlError(
             f"`dask` {address}: not a Dask scheduler address, e.g. tcp://host:8786 ({one_line(e)})", option="dask"
-        ) from None
+        )
+    gc.collect()
+    raise err
