@@ -704,9 +704,11 @@ def remove_spill_files() -> None:
     while its tables were spilled (out of memory), they stayed behind, 188 MB of them for a summary of 500k
     kernels, until another nsysql process happened to spill."""
     from .. import duck
+    from ..loader.raw import STAGE_FILE_PREFIX
 
-    for f in Path(spill_dir()).glob(f"duckdb_temp_{os.getpid()}_*"):
-        store.remove(f)
+    for pattern in (f"duckdb_temp_{os.getpid()}_*", f"{STAGE_FILE_PREFIX}{os.getpid()}_*"):  # and staging files
+        for f in Path(spill_dir()).glob(pattern):
+            store.remove(f)
     duck.remove_fresh_spill_dir()
 
 
