@@ -95,7 +95,8 @@ STAGE_SHARE = 3
 def _staging_db(con: duckdb.DuckDBPyConnection, readers: Readers) -> str:
     """Where the staging tables live, as ATTACH names it: in memory, or, for rows that would take more than
     1/STAGE_SHARE of DuckDB's memory limit, a file of the spill directory (private to this user), deleted when the
-    staging database is detached (`unstage`), or as the process ends (store.tables.remove_spill_files)."""
+    staging database is detached (`unstage`), or as the process ends (store.tables.remove_spill_files, atexit)."""
+    import atexit
     import itertools
 
     from ..duck import quoted_path, spill_dir
@@ -107,6 +108,9 @@ def _staging_db(con: duckdb.DuckDBPyConnection, readers: Readers) -> str:
     for n in itertools.count():
         path = os.path.join(spill_dir(), f"{STAGE_FILE_PREFIX}{os.getpid()}_{n}.duckdb")
         if not os.path.exists(path):
+            # a load that keeps its staging attached for later questions (loader.extend) leaves it to the end
+            # of the process: removed then, whoever closes it
+            atexit.register(remove_staging_file, path)
             return quoted_path(path)
     raise AssertionError("unreachable")
 
