@@ -288,7 +288,7 @@ def test_default_memory_budget_per_thread_with_a_floor_and_a_quarter_of_ram_cap(
     assert limit(2, ram_mb=1_024) == "512MB"
     con = duckdb.connect(config={"memory_limit": duckdb_share(limit(2, ram_mb=24_000))})
     got = _load._bytes(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
-    assert abs(got - (2048 - PYTHON_MB) * 2**20) < 0.06 * 2**30  # "1.8 GiB"
+    assert abs(got - (2048 - PYTHON_MB) * 2**20) <= 0.1 * 2**30  # "1.6 GiB": DuckDB shows tenths of a GiB
     assert duckdb_share("512MB") == f"{256 * 2**20}B"  # half of a small budget
     assert duckdb_share("80%") == "80%" and duckdb_share("none") == "none"  # DuckDB's own ways, as they are
 

@@ -19,7 +19,7 @@ from . import tables as _tables
 # What a command holds outside DuckDB's buffers: the interpreter with polars and DuckDB's modules loaded, the
 # answers as polars frames, the readers' Arrow batches (what a cold `summary` peaked at above DuckDB's limit is
 # in the commit that set this).
-PYTHON_MB = 256
+PYTHON_MB = 320
 
 
 def duckdb_config(memory_limit: str | None, threads: int | None) -> dict:
