@@ -274,19 +274,23 @@ def test_background_copy_only_with_cores_and_memory_to_spare():
     assert not _load._in_memory_first(src, {"threads": 8, "memory_limit": f"{size * 5}B"})
 
 
-def test_default_memory_limit_per_thread_with_a_floor_and_a_quarter_of_ram_cap():
-    """512 MB per DuckDB thread, at least 3 GB, at most a quarter of RAM, never below 512 MB; and DuckDB takes
+def test_default_memory_budget_per_thread_with_a_floor_and_a_quarter_of_ram_cap():
+    """The process's budget: 2 GB, or 256 MB per DuckDB thread where that is more, at most a quarter of RAM,
+    never below 512 MB; DuckDB gets the budget less what the Python side holds (at least half of it), and takes
     the value as written."""
+    from nsysql.store.settings import PYTHON_MB, duckdb_share
+
     limit = _load.default_memory_limit
-    assert limit(2, ram_mb=24_000) == "3072MB"  # the issue's 2-core, 24 GB machine
-    assert limit(2, ram_mb=8_192) == "2048MB"  # a quarter of an 8 GB laptop
-    assert limit(16, ram_mb=128_000) == "8192MB"  # 512 MB x 16 threads
-    assert limit(64, ram_mb=64_000) == "16000MB"  # capped at a quarter of RAM
+    assert limit(2, ram_mb=24_000) == "2048MB"  # the issue's 2-core, 24 GB machine
+    assert limit(2, ram_mb=4_096) == "1024MB"  # a quarter of a 4 GB laptop
+    assert limit(16, ram_mb=128_000) == "4096MB"  # 256 MB x 16 threads
+    assert limit(64, ram_mb=32_000) == "8000MB"  # capped at a quarter of RAM
     assert limit(2, ram_mb=1_024) == "512MB"
-    con = duckdb.connect(config={"memory_limit": limit(2, ram_mb=24_000)})
-    assert (
-        _load._bytes(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]) > 2.5 * 2**30
-    )  # "2.8 GiB"
+    con = duckdb.connect(config={"memory_limit": duckdb_share(limit(2, ram_mb=24_000))})
+    got = _load._bytes(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+    assert abs(got - (2048 - PYTHON_MB) * 2**20) <= 0.1 * 2**30  # "1.6 GiB": DuckDB shows tenths of a GiB
+    assert duckdb_share("512MB") == f"{256 * 2**20}B"  # half of a small budget
+    assert duckdb_share("80%") == "80%" and duckdb_share("none") == "none"  # DuckDB's own ways, as they are
 
 
 def test_a_script_that_exits_right_after_load_still_gets_its_entry(tmp_path):

@@ -175,7 +175,7 @@ _RULES = (
     ("a kernel's tensor-core use", r"coalesce\s*\(\s*(\w+\.)?measured\b|then\s+'name'\s+else\s+'metrics'"),
     (
         "which iteration an op was launched in",
-        r"asof\s+join\s+query_table\s*\(\s*\$?windows\s*\)\s+\w+\s+on\s+\w+\.(t|launch_ns)\b",
+        r"asof\s+join\s+(query_table\s*\(\s*\$?windows\s*\)|win)\s+\w+\s+on\s+\w+\.(t|launch_ns)\b",
     ),
 )
 

@@ -66,11 +66,70 @@ def staged(con: duckdb.DuckDBPyConnection) -> set[str]:
 
 
 def unstage(con: duckdb.DuckDBPyConnection, detach: bool = True) -> None:
-    """Take the staging database out of `con`'s search path and (`detach`) drop it with its tables."""
+    """Take the staging database out of `con`'s search path and (`detach`) drop it with its tables (and its file,
+    when it was staged on disk: `_staging_db`)."""
     db = con.execute("SELECT current_database()").fetchall()[0][0]
     con.execute(f'USE "{db}"')  # the search path as it was before staging (USE sets it too)
     if detach:
+        (path,) = con.execute(
+            "SELECT coalesce(max(path), '') FROM duckdb_databases() WHERE database_name = ?", [STAGE]
+        ).fetchall()[0]
         con.execute(f"DETACH DATABASE IF EXISTS {STAGE}")
+        if path:
+            remove_staging_file(path)
+
+
+# A staging file's name in the spill directory: this prefix, the process id, then a number of its own.
+STAGE_FILE_PREFIX = "nsysql_stage_"
+
+
+def remove_staging_file(path: str) -> None:
+    """Delete a staging file of `_staging_db` and DuckDB's write-ahead log beside it, if any."""
+    for f in (path, path + ".wal"):
+        try:
+            os.unlink(f)
+        except FileNotFoundError:
+            pass
+
+
+# Staged rows in memory take about 8 bytes a value (DuckDB keeps an in-memory table uncompressed); on disk,
+# compressed as DuckDB writes them, a tenth of that (big_step scaled to 2M kernels: 434 MiB in memory, 50 MiB in a
+# file). Rows that would take more than this share of DuckDB's memory limit go to a file: memory then stays
+# within the limit, where in memory they would be spilled to disk uncompressed and read back by every statement.
+STAGE_SHARE = 3
+
+
+def _staging_db(con: duckdb.DuckDBPyConnection, readers: Readers) -> str:
+    """Where the staging tables live, as ATTACH names it: in memory, or, for rows that would take more than
+    1/STAGE_SHARE of DuckDB's memory limit, a file of the spill directory (private to this user), deleted when the
+    staging database is detached (`unstage`), or as the process ends (store.tables.remove_spill_files, atexit)."""
+    import atexit
+    import itertools
+
+    from ..duck import quoted_path, spill_dir
+
+    est = sum(j.rows * sum(8 if t in (I, D) else 32 for _, t in j.rt.columns) for j in readers.jobs)
+    (limit,) = con.execute("SELECT current_setting('memory_limit')").fetchall()[0]
+    if est * STAGE_SHARE <= _size_bytes(limit):
+        return "':memory:'"
+    for n in itertools.count():
+        path = os.path.join(spill_dir(), f"{STAGE_FILE_PREFIX}{os.getpid()}_{n}.duckdb")
+        if not os.path.exists(path):
+            # a load that keeps its staging attached for later questions (loader.extend) leaves it to the end
+            # of the process: removed then, whoever closes it
+            atexit.register(remove_staging_file, path)
+            return quoted_path(path)
+    raise AssertionError("unreachable")
+
+
+def _size_bytes(text: str) -> int:
+    """DuckDB's way of writing a size ('1.3 GiB', '512.0 MiB', '2GB') in bytes; no limit (unparsable) is huge."""
+    import re
+
+    m = re.fullmatch(r"\s*([\d.]+)\s*([KMGTP]?)(i?)B?\s*", text or "", re.IGNORECASE)
+    if not m:
+        return 1 << 62
+    return int(float(m.group(1)) * (1024 if m.group(3) else 1000) ** " KMGTP".index(m.group(2).upper() or " "))
 
 
 # `row_id` is SQLite's rowid of the row, read through a name that no declared column shadows (Source.rowid): a
@@ -657,9 +716,12 @@ def stage(
     """
     readers = readers or Readers(src, workers, names)
     try:
-        # staging lives in an attached in-memory database, so building into a cache file never writes raw rows
+        # staging lives in an attached database of its own (in memory, or a file of the spill directory for rows
+        # too many for memory: _staging_db), so building into a cache file never writes raw rows
         db = con.execute("SELECT current_database()").fetchall()[0][0]
-        con.execute(f"ATTACH IF NOT EXISTS ':memory:' AS {STAGE}")
+        attached = con.execute("SELECT count(*) FROM duckdb_databases() WHERE database_name = ?", [STAGE]).fetchall()
+        if not attached[0][0]:
+            con.execute(f"ATTACH {_staging_db(con, readers)} AS {STAGE}")
         con.execute(f"SET search_path = '{db},{STAGE}'")
         # every staging table exists, empty, before any reading: a table the export lacks stays so, and a large
         # table's rowid-range chunks append to it side by side (DuckDB's appends never conflict)

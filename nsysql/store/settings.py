@@ -1,20 +1,31 @@
-"""DuckDB's settings for a profile's connection: the memory limit (with its default) and the spill directory.
+"""DuckDB's settings for a profile's connection: the memory budget (with its default) and the spill directory.
 
 In the store's layer, beside the spill directory it names, so that the engine and the loader's entry point
 (nsysql.store.opening) take them from one place below both, at no import cost to a load (the store is imported already).
+
+The memory budget ($NSYSQL_MEMORY_LIMIT, `nsysql.load(memory_limit=)`) bounds the whole process: DuckDB gets the
+budget less what the Python side holds (PYTHON_MB: the interpreter, polars, the answers' frames), and spills what
+exceeds its share to disk; the loader stages the export's rows in a compressed file when they would not fit in a
+third of that share (nsysql/loader/raw.py, `_staging_db`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 
 from . import tables as _tables
 
+# What a command holds outside DuckDB's buffers: the interpreter with polars and DuckDB's modules loaded, the
+# answers as polars frames, the readers' Arrow batches (what a cold `summary` peaked at above DuckDB's limit is
+# in the commit that set this).
+PYTHON_MB = 320
+
 
 def duckdb_config(memory_limit: str | None, threads: int | None) -> dict:
-    """DuckDB's settings from _checked()'s values."""
+    """DuckDB's settings from _checked()'s values: its share of the budget `memory_limit` (None: the default)."""
     cfg = {
-        "memory_limit": memory_limit or default_memory_limit(threads),
+        "memory_limit": duckdb_share(memory_limit or default_memory_limit(threads)),
         "temp_directory": _tables.spill_dir(),
     }
     if threads:
@@ -22,17 +33,35 @@ def duckdb_config(memory_limit: str | None, threads: int | None) -> dict:
     return cfg
 
 
+def duckdb_share(budget: str) -> str:
+    """DuckDB's memory limit within the process's `budget` (a size such as 2GB or 512MB; GB = 1024 MB, as
+    everywhere in nsysql): the budget less PYTHON_MB, and at least half of it. A budget that is no size (80%, -1,
+    none: DuckDB's own ways of saying a share of RAM or no limit) is DuckDB's limit as it is."""
+    n = size_bytes(budget)
+    return budget if n is None else f"{max(n // 2, n - PYTHON_MB * 2**20)}B"
+
+
+def size_bytes(size: str) -> int | None:
+    """A size as nsysql and DuckDB read it (2GB, 512 megabytes, a number of bytes) in bytes, K, M, G and T
+    counted in powers of 1024; None for what is no size (a percentage, or none)."""
+    m = re.fullmatch(
+        r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(?:(k|m|g|t|kilo|mega|giga|tera|kibi|mebi|gibi|tebi)\w*|b|bytes)?\s*", size, re.I
+    )
+    if not m:
+        return None
+    return int(float(m.group(1)) * 1024 ** " kmgt".index((m.group(2) or " ")[0].lower()))
+
+
 def default_memory_limit(threads: int | None = None, ram_mb: int | None = None) -> str:
-    """DuckDB's memory limit (beyond it, it spills to disk): 512 MB per thread and at least 3 GB, but at most a
-    quarter of the machine's memory (and never below 512 MB). 3 GB on a 2-core laptop with 12 GB or more, 2 GB
-    with 8 GB; more on a many-core server, where DuckDB's per-thread buffers would otherwise run out (a
-    16-thread aggregate over 10M kernels needs more than 2 GB). At 10M kernels on 2 cores, 3 GB instead of 2 GB
-    keeps the canonical tables and the answers' sorts in memory (faster, for more peak memory; the figures are in
-    the commit that set it)."""
+    """The memory budget of a process: 2 GB, or 256 MB per thread where that is more (DuckDB's per-thread buffers
+    would otherwise run short on a many-core server), at most a quarter of the machine's memory and never below
+    512 MB. 2 GB on a 2-core laptop with 8 GB or more; 4 GB with 16 threads. At 10M kernels a cold `summary` then
+    peaks under 2 GB (BENCHMARKS.md): the export's rows are staged compressed on disk and what else exceeds
+    DuckDB's share spills."""
     threads = threads or os.cpu_count() or 2
     if ram_mb is None:
         try:
             ram_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
         except (ValueError, OSError, AttributeError):
             ram_mb = 8192
-    return f"{max(512, min(max(3072, 512 * threads), ram_mb // 4))}MB"
+    return f"{max(512, min(max(2048, 256 * threads), ram_mb // 4))}MB"

@@ -715,9 +715,11 @@ def remove_spill_files() -> None:
     if "duckdb" not in sys.modules:  # no database in this process (a warm answer from the store): none spilled
         return
     from .. import duck
+    from ..loader.raw import STAGE_FILE_PREFIX
 
-    for f in Path(spill_dir()).glob(f"duckdb_temp_{os.getpid()}_*"):
-        store.remove(f)
+    for pattern in (f"duckdb_temp_{os.getpid()}_*", f"{STAGE_FILE_PREFIX}{os.getpid()}_*"):  # and staging files
+        for f in Path(spill_dir()).glob(pattern):
+            store.remove(f)
     duck.remove_fresh_spill_dir()
 
 

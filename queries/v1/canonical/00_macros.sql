@@ -359,6 +359,13 @@ AS coalesce(api_start_ns, start_ns);
 -- Which iteration a GPU op belongs to: the one in which it was launched (op_launch_ns), whichever thread of the
 -- process launched it (PyTorch's autograd thread launches the backward pass). An op launched at an iteration's
 -- start belongs to it; one launched at its end, to the next (or to none).
+-- How: each window holds the instants from its start to its end or the next window's start, whichever comes
+-- first (the latest window starting at or before an op's launch is the one that may hold it); the ops meet the
+-- windows in an equi-join on a time bucket (width: the windows' median length, or more where that would make
+-- more than about 4 buckets a window), each window listed in every bucket it touches. That streams the ops
+-- through a hash table of the few windows, where an ASOF join sorts every op each time it is asked. A bucket that
+-- more than 8 windows touch (many tiny windows together) would make each op in it meet them all: its ops take
+-- the ASOF join instead, so that time stays linear in ops and windows whatever their lengths.
 CREATE OR REPLACE MACRO ops_by_iteration(
   -- the name of a table or CTE of gpu_ops rows (any subset of its columns that has api_start_ns and start_ns)
   ops,
@@ -369,7 +376,31 @@ CREATE OR REPLACE MACRO ops_by_iteration(
 -- TABLE(iteration, the columns of ops..., launch_ns): one row per op launched inside a window; launch_ns: the
 -- instant that placed it
 AS TABLE
-SELECT i.iteration, o.*
-FROM (SELECT *, op_launch_ns(api_start_ns, start_ns) AS launch_ns FROM query_table(ops)) o
-ASOF JOIN query_table(windows) i ON o.launch_ns >= i.start_ns
+WITH win AS (  -- what each window holds: [start_ns, end_ns), disjoint, none empty
+  SELECT * FROM (
+    SELECT iteration, start_ns,
+           least(end_ns, coalesce(lead(start_ns) OVER (ORDER BY start_ns, end_ns), end_ns)) AS end_ns
+    FROM query_table(windows))
+  WHERE end_ns > start_ns
+), width AS (
+  SELECT greatest(median(end_ns - start_ns)::BIGINT, ((max(end_ns) - min(start_ns)) // (4 * count(*) + 1))::BIGINT,
+                  1) AS b
+  FROM win
+), listed AS (  -- each window in every bucket it touches
+  SELECT w.*, unnest(range(w.start_ns // b, (w.end_ns - 1) // b + 1)) AS bucket FROM win w, width
+), crowded AS (
+  SELECT bucket FROM listed GROUP BY bucket HAVING count(*) > 8
+)
+SELECT i.iteration, o.* EXCLUDE (bucket)
+FROM (SELECT *, op_launch_ns(api_start_ns, start_ns) AS launch_ns, launch_ns // (SELECT b FROM width) AS bucket
+      FROM query_table(ops)) o
+JOIN (SELECT * FROM listed WHERE bucket NOT IN (SELECT bucket FROM crowded)) i
+  ON o.bucket = i.bucket AND o.launch_ns >= i.start_ns AND o.launch_ns < i.end_ns
+UNION ALL
+SELECT i.iteration, o.* EXCLUDE (bucket)
+FROM (SELECT * FROM (SELECT *, op_launch_ns(api_start_ns, start_ns) AS launch_ns,
+                            launch_ns // (SELECT b FROM width) AS bucket
+                     FROM query_table(ops))
+      WHERE bucket IN (SELECT bucket FROM crowded)) o
+ASOF JOIN win i ON o.launch_ns >= i.start_ns
 WHERE o.launch_ns < i.end_ns;

@@ -42,10 +42,33 @@ CREATE OR REPLACE TEMP VIEW _launched AS
 SELECT op_id, pid, api_tid, api_start_ns FROM gpu_ops WHERE api_start_ns IS NOT NULL;
 
 -- Each launched op with the innermost push/pop range open on its launching thread when the call started
--- (NULL: none was open).
+-- (NULL: none was open): the thread's nvtx_open row at or before the call's start. How, as ops_by_iteration
+-- places ops in iterations (00_macros.sql): each row holds until its thread's next one (the last, past every
+-- launch), and the ops meet these steps in a hash join on (process, thread, time bucket), each step listed in
+-- every bucket it touches, rather than an ASOF join that sorts every op; the ops of a bucket that more than 8 of
+-- a thread's steps touch (a deep nesting opened at once) take the ASOF join, so that time stays linear.
 CREATE OR REPLACE TEMP TABLE _inner AS
+WITH steps AS (
+  SELECT pid, tid, ts_ns AS a, range_id,
+         coalesce(lead(ts_ns) OVER (PARTITION BY pid, tid ORDER BY ts_ns),
+                  (SELECT max(api_start_ns) + 1 FROM _launched)) AS b
+  FROM nvtx_open
+), width AS (  -- the steps' median length, or more where that would make more than about 4 buckets a step
+  SELECT greatest(median(b - a)::BIGINT, (sum(b - a) // (4 * count(*) + 1))::BIGINT, 1) AS w FROM steps WHERE b > a
+), listed AS (
+  SELECT s.*, unnest(range(s.a // w, (s.b - 1) // w + 1)) AS bucket FROM steps s, width WHERE s.b > s.a
+), crowded AS (
+  SELECT pid, tid, bucket FROM listed GROUP BY ALL HAVING count(*) > 8
+)
+SELECT l.op_id, l.pid, l.api_tid, l.api_start_ns, i.range_id
+FROM (SELECT * FROM (SELECT *, api_start_ns // (SELECT w FROM width) AS bucket FROM _launched) x
+      ANTI JOIN crowded c ON c.pid = x.pid AND c.tid = x.api_tid AND c.bucket = x.bucket) l
+LEFT JOIN listed i
+  ON i.pid = l.pid AND i.tid = l.api_tid AND i.bucket = l.bucket AND l.api_start_ns >= i.a AND l.api_start_ns < i.b
+UNION ALL
 SELECT l.op_id, l.pid, l.api_tid, l.api_start_ns, s.range_id
-FROM _launched l
+FROM (SELECT * FROM (SELECT *, api_start_ns // (SELECT w FROM width) AS bucket FROM _launched) x
+      SEMI JOIN crowded c ON c.pid = x.pid AND c.tid = x.api_tid AND c.bucket = x.bucket) l
 ASOF LEFT JOIN nvtx_open s ON l.pid = s.pid AND l.api_tid = s.tid AND l.api_start_ns >= s.ts_ns;
 
 -- Start/end ranges open on the launching thread (the thread that opened the range, or the one that closed it).

@@ -1,0 +1,81 @@
+"""The memory budget: rows too many for DuckDB's share of it are staged in a compressed file of the spill
+directory, removed once the load is done, with the same answers (nsysql/loader/raw.py, nsysql/store/settings.py)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import craft, fixture, raw
+
+from nsysql import duck
+from nsysql.loader import open_source
+from nsysql.loader import raw as staging
+
+
+def _staging_path(con) -> str:
+    return con.execute(
+        "SELECT coalesce(max(path), '') FROM duckdb_databases() WHERE database_name = ?", [staging.STAGE]
+    ).fetchall()[0][0]
+
+
+def test_rows_beyond_a_third_of_duckdbs_memory_are_staged_in_a_file_removed_when_unstaged():
+    src = open_source(fixture("big_step"))
+    kernels, calls = raw(
+        src.path,
+        "SELECT (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL), (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME)",
+    )[0]
+    # big_step's rows take more than 1 MiB as DuckDB holds them in memory: more than a third of 2 MB
+    con = duck.connect(config={"memory_limit": "2MB", "threads": 1})
+    staging.stage(src, con)
+    path = _staging_path(con)
+    assert (
+        path
+        and Path(path).parent == Path(duck.spill_dir())
+        and Path(path).name.startswith(f"{staging.STAGE_FILE_PREFIX}{os.getpid()}_")
+    )
+    got = con.execute(
+        f"SELECT (SELECT count(*) FROM {staging.STAGE}.raw_kernel), (SELECT count(*) FROM {staging.STAGE}.raw_runtime)"
+    ).fetchall()[0]
+    assert got == (kernels, calls)
+    staging.unstage(con)
+    assert not Path(path).exists() and not Path(path + ".wal").exists()
+    con.close()
+    # with room in memory, in memory
+    con = duck.connect(config={"memory_limit": "1GB"})
+    staging.stage(src, con)
+    assert _staging_path(con) == ""
+    con.close()
+
+
+def test_a_small_budget_gives_the_same_rows_and_leaves_no_staging_file(tmp_path):
+    """600k OS calls (big_step's, repeated) take about 30 MiB staged in memory: more than a third of DuckDB's
+    share of a 128 MB budget (half of it), so they are staged on disk; the canonical tables hold every row."""
+    path = craft(
+        tmp_path / "many_os_calls.sqlite",
+        "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < 225) "
+        'INSERT INTO OSRT_API SELECT start, "end", eventClass, globalTid, nameId, returnValue, nestingLevel, '
+        "callchainId FROM OSRT_API, k",
+        source="big_step",
+    )
+    want = raw(
+        path,
+        "SELECT (SELECT count(*) FROM OSRT_API), (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL) + "
+        "(SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY) + (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMSET), "
+        "(SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME)",
+    )[0]
+    assert want[0] > 500_000
+    spill = tmp_path / "tmp"
+    spill.mkdir()
+    env = dict(os.environ, TMPDIR=str(spill), NSYSQL_MEMORY_LIMIT="128MB")
+    query = "SELECT (SELECT count(*) FROM os_calls), (SELECT count(*) FROM gpu_ops), (SELECT count(*) FROM api_calls)"
+    p = subprocess.run(
+        [sys.executable, "-m", "nsysql", "--no-cache", "sql", str(path), query, "-f", "csv"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    assert tuple(int(x) for x in p.stdout.strip().splitlines()[-1].split(",")) == want
+    assert [f.name for d in spill.glob("nsysql-spill-*") for f in d.iterdir()] == []
