@@ -128,3 +128,21 @@ def test_reports_planned_together_are_built_in_one_pass(tmp_path):
     with nsysql.load(SMALL, cache=False) as whole:
         for n, df in zip(names, got):
             assert_frame_equal(getattr(whole, n)(), df)
+
+
+def test_a_warm_stats_answers_from_the_store_and_leaves_the_entry_as_it_was(tmp_path):
+    """`stats` plans its reports' tables before asking them (Profile.plan); asked again, every answer is stored,
+    so the entry is neither opened to plan nor completed: the second run prints the same and writes nothing."""
+    import subprocess
+    import sys
+
+    cdir = tmp_path / "cache"
+    argv = [sys.executable, "-m", "nsysql", "--cache-dir", str(cdir), "stats", "-r", "kernels,iterations,gaps"]
+    first = subprocess.run([*argv, str(SMALL)], capture_output=True, text=True, check=True).stdout
+    (entry,) = cdir.glob("*.duckdb")
+    before = (entry.stat().st_size, entry.stat().st_mtime_ns, entry_tables(cdir))
+    second = subprocess.run([*argv, str(SMALL)], capture_output=True, text=True, check=True).stdout
+    assert second == first
+    assert (entry.stat().st_size, entry.stat().st_mtime_ns, entry_tables(cdir)) == before
+    # a lazy entry (what the reports read, no more), not completed by the second run
+    assert "gpu_ops" in before[2] and "thread_states" not in before[2]

@@ -214,6 +214,13 @@ class Engine:
     def plan_request(self, *names: str) -> None:
         """Build at once what the analyses `names` and all they need may read (`tables_of`): one pass over the
         export for a request of several answers (summary, `stats`), where each would otherwise add its own."""
+        root = self._root
+        if root._con is None and getattr(root._opener, "want", None) is None:
+            # DuckDB not opened and no cold load reading the export (a warm entry, or one built whole): the
+            # answers may all be stored, and one that is not builds what it reads as it runs (`_answer`), so
+            # opening the entry only to plan would cost a warm request the whole open (and a lazy entry's
+            # completion)
+            return
         self.need(frozenset().union(*(tables_of(n) for n in names)))
 
     def run(self, name: str, /, **params):
