@@ -96,7 +96,6 @@ def test_user_sql_and_the_connection_see_every_table_of_a_partial_entry(tmp_path
 def test_a_cold_summary_builds_what_it_reads_in_one_pass(tmp_path, monkeypatch):
     # the engine plans the request before the build runs (Engine.plan_request; store.opening._Question): the
     # canonical files run once, numbered from one step 1 to its last, never a second pass after the first
-    monkeypatch.delenv("NSYSQL_LAZY_MIN_MB")  # the default
     steps: list[str] = []
     with nsysql.load(SMALL, cache_dir=tmp_path / "cache", progress=steps.append) as p:
         summary = p.summary()

@@ -325,11 +325,16 @@ def _extend(src, con, tables, progress) -> None:
 
 # The lazy build reads and builds what the first question reads, with the base tables, in the load's one pass
 # (`_Question`): a cold `kernels` skips NVTX and the iterations' tables, a cold `summary` pays what a whole build
-# does (BENCHMARKS.md has both). $NSYSQL_LAZY_MIN_MB names the export size (MiB) from which it applies (unset: 0,
-# every export); nsysql.tuning's `lazy_build` turns it off.
+# does (BENCHMARKS.md has both). It is off unless $NSYSQL_LAZY_MIN_MB names the export size (MiB) from which it
+# applies (0: every export): a later question adds its tables into the entry's file in place, and another
+# process reading that entry meanwhile can read it torn (an IOException in CI, two test workers on one cache
+# directory); an entry that only grows by a copy renamed over it would lift that. nsysql.tuning's `lazy_build`
+# turns it off whatever the size.
 def _large(path: Path) -> bool:
-    """Whether the lazy build applies to the export `path` ($NSYSQL_LAZY_MIN_MB; unset: every export)."""
-    text = os.environ.get("NSYSQL_LAZY_MIN_MB", "").strip() or "0"
+    """Whether the lazy build applies to the export `path` ($NSYSQL_LAZY_MIN_MB; unset: never)."""
+    text = os.environ.get("NSYSQL_LAZY_MIN_MB", "").strip()
+    if not text:
+        return False
     if not text.isdigit():
         raise NsysqlError(f"NSYSQL_LAZY_MIN_MB must be a whole number of MiB, not {text[:40]!r}")
     try:
