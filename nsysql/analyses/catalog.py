@@ -91,11 +91,17 @@ BY_CAUSE = Param("by", OPT_STR, None, (None, "cause"), doc="Idle time per cause 
 GAPS_RANGE = replace(RANGE, doc="Only gaps inside instances of these ranges.")
 
 
+def _number(x, name: str, ok, says: str, option: str | None = None) -> float:
+    """`x` as a float where it is a number (a bool is not) for which `ok` holds; else the error saying what the
+    parameter `name` must be (`says`)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not ok(x):
+        raise NsysqlError(f"{name} must be a number {says}, not {x!r}", option=option)
+    return float(x)
+
+
 def _sigmas(k) -> float:
     """k of the outlier rule as a float: a number 0 or more."""
-    if isinstance(k, bool) or not isinstance(k, (int, float)) or not k >= 0 or k == float("inf"):
-        raise NsysqlError(f"outlier_sigmas must be a number 0 or more, not {k!r}")
-    return float(k)
+    return _number(k, "outlier_sigmas", lambda v: v >= 0 and v != float("inf"), "0 or more")
 
 
 OUTLIER_SIGMAS = Param(
@@ -539,9 +545,7 @@ def overlap(ctx, by, range) -> pl.DataFrame:
 
 def _ratio(x) -> float:
     """slow_ratio as a float: a number above 0 and at most 1."""
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 < x <= 1:
-        raise NsysqlError(f"slow_ratio must be a number above 0 and at most 1, not {x!r}", option="slow_ratio")
-    return float(x)
+    return _number(x, "slow_ratio", lambda v: 0 < v <= 1, "above 0 and at most 1", option="slow_ratio")
 
 
 SLOW_RATIO = Param(

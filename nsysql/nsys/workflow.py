@@ -30,16 +30,17 @@ CHART = Param(
     ("auto", "png", "svg"),
     doc="The top-10 kernels chart: png (needs kaleido and a Chrome), svg (drawn by nsysql), auto: png if it can.",
 )
+
+
+def _out(doc: str) -> Param:
+    """The `out` folder a workflow writes into, with what goes there and its default name (`doc`)."""
+    return Param("out", _DIR, None, doc=doc, flag=Flag(metavar="DIR", path="dir"))
+
+
 entry_point(
     "profile",
     params=(
-        Param(
-            "out",
-            _DIR,
-            None,
-            doc="Folder for the report, its export and the analyses [default: nsysql-<program name>].",
-            flag=Flag(metavar="DIR", path="dir"),
-        ),
+        _out("Folder for the report, its export and the analyses [default: nsysql-<program name>]."),
         Param("gpu_metrics", bool, False, doc="Also sample GPU metrics (nsys --gpu-metrics-devices=all)."),
         Param(
             "cpu",
@@ -61,13 +62,7 @@ entry_point(
 entry_point(
     "bundle",
     params=(
-        Param(
-            "out",
-            _DIR,
-            None,
-            doc="Folder for the summary, reports, CSVs and chart [default: nsysql-<FILE's name>].",
-            flag=Flag(metavar="DIR", path="dir"),
-        ),
+        _out("Folder for the summary, reports, CSVs and chart [default: nsysql-<FILE's name>]."),
         CHART,
     ),
 )
