@@ -21,7 +21,8 @@ SMALL = fixture("train_small")
 
 @pytest.fixture(autouse=True)
 def lazy_for_small_exports(monkeypatch):
-    """The lazy build applies from $NSYSQL_LAZY_MIN_MB (unset: off); these tests see it on a small export."""
+    """The lazy build applies from $NSYSQL_LAZY_MIN_MB MiB (unset: every export); these tests see it whatever
+    the environment they run in says."""
     monkeypatch.setenv("NSYSQL_LAZY_MIN_MB", "0")
 
 

@@ -327,14 +327,13 @@ def _extend(src, con, tables, progress) -> None:
 # The lazy build reads and builds what the first question reads, with the base tables, in the load's one pass
 # (`_Question`): a cold `kernels` skips NVTX and the iterations' tables, a cold `summary` pays what a whole build
 # does (BENCHMARKS.md has both). A later question adds its tables in a new entry renamed over the old
-# (store.tables.grow), so a process reading the old one meanwhile reads a whole file. It is off unless
-# $NSYSQL_LAZY_MIN_MB names the export size (MiB) from which it applies (0: every export); nsysql.tuning's
-# `lazy_build` turns it off whatever the size.
+# (store.tables.grow), so a process reading the old one meanwhile reads a whole file. It applies to every
+# export, or to those from $NSYSQL_LAZY_MIN_MB MiB; nsysql.tuning's `lazy_build` turns it off.
 def _large(path: Path) -> bool:
-    """Whether the lazy build applies to the export `path` ($NSYSQL_LAZY_MIN_MB; unset: never)."""
+    """Whether the lazy build applies to the export `path` ($NSYSQL_LAZY_MIN_MB; unset: every export)."""
     text = os.environ.get("NSYSQL_LAZY_MIN_MB", "").strip()
     if not text:
-        return False
+        return True
     if not text.isdigit():
         raise NsysqlError(f"NSYSQL_LAZY_MIN_MB must be a whole number of MiB, not {text[:40]!r}")
     try:
