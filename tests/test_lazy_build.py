@@ -45,6 +45,16 @@ def test_a_cold_kernels_builds_no_iterations_gaps_or_nvtx_nesting(tmp_path):
     assert not built & {"gpu_busy", "op_range_links", "range_chains", "process_roles", "devices"}
 
 
+def test_a_cold_kernels_builds_what_it_reads_in_the_loads_one_pass(tmp_path):
+    # not the base tables first and its own added after (a second pass, and a new entry renamed over the first)
+    steps: list[str] = []
+    with nsysql.load(SMALL, cache_dir=tmp_path / "cache", progress=steps.append) as p:
+        p.kernels()
+    building = [line for line in steps if line.startswith("building ")]
+    assert sum(" (step 1 of " in line for line in building) == 1, building
+    assert built(steps, "45_kernel_classes") and built(steps, "49_kernel_tensor_use")
+
+
 def built(progress: list[str], stem: str) -> bool:
     """Whether a load's progress lines say it built the canonical file `stem` (as nsysql.loader.BUILDING names it)."""
     return any(line.startswith(f"building {BUILDING.get(stem, stem)} (") for line in progress)
