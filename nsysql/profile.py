@@ -283,6 +283,23 @@ class Profile:
         per steady-state iteration (rules in nsysql.analyses.diff); `.to_frames()` gives the sections as frames."""
         return self._engine.run("diff", other=other._engine)
 
+    def report(self, top: int = 10) -> dict[str, pl.DataFrame]:
+        """Everything the HTML report (`nsysql report`) shows, as sections (nsysql.analyses.report): summary's
+        (`top` rows of kernels), the fact cards, iterations, the GPU timeline, kernel categories, idle time and
+        the work elsewhere meanwhile, ranges, kernels by range, PyTorch operators; `notes` says why a section
+        that does not apply is absent, and the sentences under the charts."""
+        return self._engine.run("report", top=top)
+
+    def snippet(self, top: int = 10) -> dict[str, pl.DataFrame]:
+        """What the PR snippet (`nsysql report -f markdown`) shows: summary's sections (`top` rows of kernels), the
+        top PyTorch operators by GPU time (`top_ops`), the GPUs' busy share (`notes`)."""
+        return self._engine.run("snippet", top=top)
+
+    def report_diff(self, other: Profile):
+        """What the comparison report (`nsysql report NEW --baseline BASE`, this profile BASE) shows: `.diff`,
+        each side's steady-state step times, and NEW's `report()` as `.new`."""
+        return self._engine.run("report_diff", other=other._engine)
+
     def _rank_tables(self) -> dict[str, pl.DataFrame]:
         """One rank's frames for the cross-rank answers of nsysql.many (nsysql.analyses.ranks.rank_tables)."""
         return self._engine.run("rank_tables")

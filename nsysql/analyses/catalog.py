@@ -31,6 +31,7 @@ from . import ops as _ops
 from . import overlap as _overlap
 from . import ranges as _ranges
 from . import ranks as _ranks
+from . import report as _report
 from . import summary as _summary
 from . import timeline as _timeline
 from . import trace as _trace
@@ -425,6 +426,117 @@ def summary(ctx, attribution, top, thresholds, families) -> dict[str, pl.DataFra
         work=None if isinstance(work, NsysqlError) else work,  # no loop: no headroom
         limits=thresholds,
     )
+
+
+def _raised(got):
+    """A gathered answer, its error raised (a piece the composition cannot do without)."""
+    if isinstance(got, NsysqlError):
+        raise got
+    return got
+
+
+REPORT_TOP = replace(TOP, type=int, default=10, doc="Rows in the kernel table.", flag=None)
+
+
+@analysis("snippet", params=(REPORT_TOP,), needs=("summary", "ops"))
+def snippet(ctx, top) -> dict[str, pl.DataFrame]:
+    """What the PR snippet (`nsysql report -f markdown`) shows (nsysql.analyses.report): summary's sections, the
+    top 3 PyTorch operators by GPU time (`top_ops`, where the profile has operator ranges), and in `notes` the
+    GPUs' busy share in one line."""
+    got = ctx.gather(summary=("summary", {"top": top}), ops=("ops", {}))
+    summ = _raised(got["summary"])
+    out = _report.summary_sections(summ)
+    if not isinstance(got["ops"], NsysqlError):  # no operator ranges: no line
+        out["top_ops"] = _report.top_ops(got["ops"])
+    busy = _summary.all_devices_busy(summ["gpus"]) if summ["gpus"].height else None
+    return {**out, "notes": _report.notes({"gpu_busy_all": busy})}
+
+
+@analysis(
+    "report",
+    params=(REPORT_TOP,),
+    needs=(
+        "summary",
+        "facts",
+        "iterations",
+        "iteration_stats",
+        "gaps",
+        "gap_activity",
+        "timeline",
+        "metrics_timeline",
+        "kernels",
+        "ranges",
+        "kernels_by_range",
+        "ops",
+    ),
+)
+def report(ctx, top) -> dict[str, pl.DataFrame]:
+    """Everything the HTML report shows of one profile, as sections (nsysql.analyses.report): summary's, the
+    fact cards, the iterations and their sentence, the GPU timeline with its gaps and metrics, kernel
+    categories, the work elsewhere during idle gaps, ranges, kernels by range, PyTorch operators; a section that
+    does not apply is absent and `notes` says why."""
+    got = ctx.gather(
+        summary=("summary", {"top": top}),
+        facts=("facts", {}),
+        loop=[("iterations", {}), ("iteration_stats", {})],
+        ranges=("ranges", {}),
+    )
+    summ, facts = _raised(got["summary"]), _raised(got["facts"])
+    gpus, idle, loop = summ["gpus"], summ.get("idle by cause"), got["loop"]
+    wave = {"gaps": ("gaps", {})} if gpus.height else {}
+    if summ["kernels"].height:
+        wave["categories"] = ("kernels", {"by": "category"})
+    if idle is not None and idle.height:
+        wave["activity"] = ("gap_activity", {"by": "cause", "top": 5})
+    rg = got["ranges"]
+    if not isinstance(rg, NsysqlError) and rg.height:
+        wave.update(kernels_by_range=("kernels_by_range", {}), ops=("ops", {}))
+    more = ctx.gather(**wave)
+    out, said = _report.summary_sections(summ), {}
+    its, stats = (None, None) if isinstance(loop, NsysqlError) else loop
+    if its is None:
+        said["iterations_why"] = str(loop)
+    else:
+        out.update(iterations=its, iteration_stats=stats)
+        said["iterations_line"] = _report.iterations_line(stats)
+    gaps = None if isinstance(more.get("gaps"), NsysqlError) else more.get("gaps")
+    # the headline's idle in gaps >= 1 ms: from the iterations and gaps, where both are known
+    out["cards"] = _report.cards(facts, gpus, stats, its if gaps is not None or not gpus.height else None, gaps)
+    drawn, notes = _report.timeline(lambda n, **p: ctx.ask(n, **p), gpus, its, gaps)
+    out.update(drawn)
+    said.update(notes)
+    if "categories" in wave:
+        out["categories"] = _raised(more["categories"])
+    else:
+        said["kernels_why"] = _report.NO_KERNELS
+    _report_idle(out, said, gpus, idle, more.get("activity"))
+    _report_ranges(out, said, _raised(rg), more)
+    return {**out, "notes": _report.notes(said)}
+
+
+def _report_idle(out: dict, said: dict, gpus, idle, activity) -> None:
+    """The report's idle time by cause and the work elsewhere meanwhile, or why there is none."""
+    if idle is None or not idle.height:
+        said["idle_why"] = _report.idle_why(gpus)
+    elif isinstance(activity, NsysqlError):
+        said["activity_why"] = str(activity)
+    else:
+        out["activity"] = activity
+
+
+def _report_ranges(out: dict, said: dict, rg, more: dict) -> None:
+    """The report's NVTX ranges, kernels by range and PyTorch operators, or why there are none."""
+    if not rg.height:
+        said["ranges_why"] = _report.NO_RANGES
+        return
+    out["ranges"] = rg.sort("total_ns", descending=True)
+    kbr = _raised(more["kernels_by_range"])
+    if kbr.height:
+        out["kernels_by_range"] = kbr.sort("total_ns", descending=True)
+    else:
+        said["kernels_by_range_why"] = _report.NO_KERNELS_IN_RANGES
+    if not isinstance(more["ops"], NsysqlError):  # no emit_nvtx ranges: no section
+        out["ops"] = more["ops"]
 
 
 @analysis("findings", params=(THRESHOLDS,), keep="none", needs=("summary",))
@@ -831,6 +943,30 @@ def diff(ctx, other: Engine) -> _diff.Diff:
     if _diff.needs_totals(b, n):
         b, n = replace(b, totals=ctx.ask("diff_totals")), replace(n, totals=other.run("diff_totals"))
     return _diff.diff(b, n, base_label=ctx.path.name, new_label=other.path.name)
+
+
+@analysis(
+    "report_diff",
+    params=(Param("other", Engine, doc="The NEW profile's engine.", flag=None),),
+    keep="none",
+    needs=("diff", "iterations", "report"),
+)
+def report_diff(ctx, other: Engine) -> _report.DiffReport:
+    """Everything the comparison page (`nsysql report --baseline`) shows: the diff of this profile (BASE) and
+    `other` (NEW), each side's steady-state step times where the diff compares iterations, NEW's report."""
+    res = ctx.ask("diff", other=other)
+    sides = [None, None]
+    if res.iteration_time is not None:
+        sides = [_steady_times(lambda: ctx.ask("iterations")), _steady_times(lambda: other.run("iterations"))]
+    return _report.DiffReport(res, *sides, new=other.run("report"))
+
+
+def _steady_times(its):
+    """The steady-state step times of `its()`, None without iterations."""
+    try:
+        return _report.steady(its())
+    except NsysqlError:
+        return None
 
 
 @analysis(

@@ -44,7 +44,8 @@ def report(file, output, fmt, baseline, png_dir):
     """A self-contained HTML report (works offline), or a PR-ready Markdown snippet with -f markdown."""
     from .. import report as _report
 
-    prof = load_profile(file)
+    # one profile's report is one stored answer (Profile.report, .snippet): a warm entry reads it without DuckDB
+    prof = load_profile(file, warm=not baseline)
     base = load_profile(baseline) if baseline else None
     if fmt == "markdown":
         text = _report.diff_snippet(base, prof) if base else _report.snippet(prof)
