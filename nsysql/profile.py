@@ -278,10 +278,12 @@ class Profile:
         nsysql.analyses.findings, headroom in nsysql.analyses.headroom); `thresholds` as in summary."""
         return self._engine.run("findings", thresholds=thresholds)
 
-    def diff(self, other: Profile) -> Diff:
+    def diff(self, other: Profile, fail_above: float | None = None) -> Diff:
         """This profile (BASE) against `other` (NEW): verdict, iteration time, idle by cause, ranges, kernels,
-        per steady-state iteration (rules in nsysql.analyses.diff); `.to_frames()` gives the sections as frames."""
-        return self._engine.run("diff", other=other._engine)
+        per steady-state iteration (rules in nsysql.analyses.diff); `.to_frames()` gives the sections as frames.
+        `fail_above`: a limit, in %, on how much slower NEW's mean steady-state iteration may be (`.over_limit`
+        says why it is broken, `.exit_status` is then 1)."""
+        return self._engine.run("diff", other=other._engine, fail_above=fail_above)
 
     def report(self, top: int = 10) -> dict[str, pl.DataFrame]:
         """Everything the HTML report (`nsysql report`) shows, as sections (nsysql.analyses.report): summary's

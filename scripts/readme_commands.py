@@ -157,7 +157,7 @@ def _row(name: str, cmd) -> str:
     ctx = click.Context(cmd, info_name=name)
     usage = " ".join(u for u in cmd.collect_usage_pieces(ctx) if u != "[OPTIONS]")
     analysis = analysis_of(cmd)
-    python = f"`p.{analysis}()`" if analysis else getattr(cmd, "python", None) or "—"
+    python = getattr(cmd, "python", None) or (f"`p.{analysis}()`" if analysis else "—")
     nsys = DECLARED[analysis]["nsys"] if analysis else ()
     nsys_text = " + ".join(f"`nsys {n}`" if n.startswith("recipe ") else f"`{n}`" for n in nsys)
     nsys_text = nsys_text or getattr(cmd, "nsys", "") or "—"

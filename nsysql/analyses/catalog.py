@@ -931,18 +931,27 @@ def diff_totals(ctx):
 
 @analysis(
     "diff",
-    params=(Param("other", Engine, doc="The NEW profile's engine.", flag=None),),
+    params=(
+        Param("other", Engine, doc="The NEW profile's engine.", flag=None),
+        Param(
+            "fail_above",
+            (float, int, type(None)),
+            None,
+            normalize=_diff.finite_pct,
+            doc="Exit 1 when NEW's mean steady-state iteration time is more than PCT % slower than BASE's.",
+            flag=Flag(metavar="PCT"),
+        ),
+    ),
     keep="none",
     needs=("diff_side", "diff_totals"),
 )
-def diff(ctx, other: Engine) -> _diff.Diff:
-    """This profile (BASE) against `other` (NEW): verdict, iteration time, idle by cause, ranges, kernels."""
-    from dataclasses import replace
-
+def diff(ctx, other: Engine, fail_above) -> _diff.Diff:
+    """This profile (BASE) against `other` (NEW): verdict, iteration time, idle by cause, ranges, kernels; with
+    `fail_above`, whether NEW breaks that limit (Diff.over_limit, .exit_status)."""
     b, n = ctx.ask("diff_side"), other.run("diff_side")
     if _diff.needs_totals(b, n):
         b, n = replace(b, totals=ctx.ask("diff_totals")), replace(n, totals=other.run("diff_totals"))
-    return _diff.diff(b, n, base_label=ctx.path.name, new_label=other.path.name)
+    return _diff.limited(_diff.diff(b, n, base_label=ctx.path.name, new_label=other.path.name), fail_above)
 
 
 @analysis(

@@ -29,7 +29,7 @@ def summary(files, fmt, output, attribution, top, expand):
     if several(files):
         emit(_ranks_result(files, None, None), fmt, output)
         return
-    prof = load_profile(files[0] if files else None, warm=fmt != "markdown")
+    prof = load_profile(files[0] if files else None, warm=True)
     if fmt == "markdown":  # the PR-ready snippet, as `report -f markdown`
         from ..report import snippet
 
