@@ -12,6 +12,7 @@ import sys
 from conftest import ROOT, craft, fixture, loaded
 
 import nsysql
+from nsysql.analyses.report import SECTIONS
 from nsysql.report import build, snippet
 
 SMALL = fixture("train_small")
@@ -52,6 +53,7 @@ def test_the_report_holds_the_answers_of_the_declarations():
     # by construction (fixtures/train_small/COMMAND.md): 20 steps of `Batch`, the first warm-up
     assert data["iterations"].height == 20
     assert "20 iterations of `Batch`" in dict(data["notes"].iter_rows())["iterations_line"]
+    assert set(data) <= set(SECTIONS) and set(p.snippet()) <= set(SECTIONS)
 
 
 def test_a_section_that_does_not_apply_says_why(tmp_path):

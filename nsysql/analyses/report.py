@@ -15,6 +15,29 @@ import polars as pl
 from . import iterations as _iter
 from . import summary as _summary
 
+# The sections of `report` (those of `snippet`: summary's, `top_ops` and `notes`), each the answer of a declared
+# analysis or made here from those; a front end reads them by these names
+SECTIONS = {
+    "facts": "summary's facts (key, item, value)",
+    "gpus": "summary's GPUs",
+    "findings": "summary's findings",
+    "kernels": "summary's top kernels",
+    "idle by cause": "summary's idle time by cause (where the profile has GPU idle gaps >= 1 ms)",
+    "memory": "summary's memory operations",
+    "cards": "the facts at the top of the page: label, value, detail (cards)",
+    "iterations": "iterations(), where a loop is found (else notes' iterations_why)",
+    "iteration_stats": "iteration_stats(), beside iterations",
+    "timeline": "timeline() over the iterations, else the active span, of the devices drawn (drawn_devices)",
+    "timeline_gaps": "gaps() on the timeline: of the devices drawn, cut to its window (timeline_gaps)",
+    "metrics": "metrics_timeline() over the timeline's span, where the export sampled GPU metrics",
+    "categories": "kernels(by='category'), where the profile has kernels (else notes' kernels_why)",
+    "activity": "gap_activity(by='cause', top=5), beside idle by cause (else notes' activity_why)",
+    "ranges": "ranges(), most total time first, where the profile has NVTX ranges (else notes' ranges_why)",
+    "kernels_by_range": "kernels_by_range(), most total time first (else notes' kernels_by_range_why)",
+    "ops": "ops(), where the profile has PyTorch operator ranges",
+    "top_ops": "the snippet's top 3 of ops() by GPU time (top_ops)",
+    "notes": "key, text: why a section is absent, and the sentences under the charts",
+}
 NOTES_SCHEMA = {"key": pl.Utf8, "text": pl.Utf8}
 CARDS_SCHEMA = {"label": pl.Utf8, "value": pl.Utf8, "detail": pl.Utf8}
 # what the report's page reads of summary's sections (Profile.summary)

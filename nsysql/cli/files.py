@@ -231,6 +231,7 @@ def _interruptible(prof, query: str):
 INTERRUPT_WAIT_S = 5  # after a Ctrl-C, how long a query may take to stop before nsysql leaves without it
 
 
+about(report, python="`p.report()`")
 about(diff, python="`p.diff(q)`")
 about(sql_, python="`p.sql(q)`")
 about(profile, python="`nsysql.nsys.workflow.profile(cmd)`", nsys="`nsys profile`")

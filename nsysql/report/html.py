@@ -1,4 +1,4 @@
-"""One self-contained HTML page (plotly.js embedded, works offline) from a Profile's analyses."""
+"""One self-contained HTML page (plotly.js embedded, works offline), drawn from the report's data (Profile.report)."""
 
 from __future__ import annotations
 
