@@ -66,6 +66,8 @@ def test_fail_above_is_a_parameter_of_the_diff():
     assert str(e.value) == "`fail_above` must be a finite percentage, not nan"
     r = CliRunner().invoke(main, ["diff", str(before.path), str(after.path), "--fail-above", str(pct - 1)])
     assert r.exit_code == 1 and f"(above --fail-above {pct - 1:g}%" in r.stderr
+    r = CliRunner().invoke(main, ["diff", str(before.path), str(after.path), "--fail-above", "nan"])
+    assert (r.exit_code, r.stderr) == (2, "nsysql: error: --fail-above must be a finite percentage, not nan\n")
 
 
 def test_fail_above_cli():

@@ -86,6 +86,17 @@ def declared(analysis: str, *more: str, answers: str | None = None, report: bool
     return deco
 
 
+def checked(analysis: str, **given) -> None:
+    """Each of `given`'s values checked as the declaration of `analysis` normalizes it (NsysqlError for one it
+    refuses), before any export is loaded: a bad argument is said first, and costs no load."""
+    from ..engine import REGISTRY
+    from ..profile import Profile  # noqa: F401 (its import declares every analysis)
+
+    for p in REGISTRY[analysis].params:
+        if p.name in given and p.normalize is not None:
+            p.normalize(given[p.name])
+
+
 def analysis_of(cmd: click.Command) -> str | None:
     """The declared analysis a command answers with, or None."""
     return getattr(cmd.callback, "__nsysql_analysis__", None) if cmd.callback else None
