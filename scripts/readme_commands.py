@@ -64,6 +64,8 @@ def _param(p) -> dict | None:
         "min_open": p.flag.min_open,
         "metavar": p.flag.metavar,
         "path": p.flag.path,
+        # a value the command line cannot check itself: cli.common checks it by the declaration before a load
+        "normalize": p.normalize is not None,
     }
     return {k: v for k, v in out.items() if v is not None and v is not False}  # absent: None (or not required)
 

@@ -157,7 +157,7 @@ def test_outlier_sigmas_is_k_of_the_outlier_rule(k):
 def test_outlier_sigmas_refuses_what_is_no_k():
     p = loaded(str(FIXTURES / "train_small" / "train_small.sqlite"))
     for bad in (-1, float("nan"), float("inf"), "3", True):
-        with pytest.raises(nsysql.NsysqlError, match="outlier_sigmas must be a number 0 or more"):
+        with pytest.raises(nsysql.NsysqlError, match="outlier_sigmas` must be a number 0 or more"):
             p.iterations(outlier_sigmas=bad)
 
 

@@ -84,7 +84,7 @@ MIN_NS = Param(
     "min_ns",
     (int, str),
     _gaps.DEFAULT_MIN_NS,
-    normalize=_gaps.parse_duration,
+    normalize=lambda x: _option("min_ns", _gaps.parse_duration, x),
     doc="Shortest gap to report: 500us, 2ms, 1s ... (nsys recipe gpu_gaps uses 500ms).",
     flag=Flag(name="--min", metavar="DURATION", default="1ms"),
 )
@@ -92,12 +92,22 @@ BY_CAUSE = Param("by", OPT_STR, None, (None, "cause"), doc="Idle time per cause 
 GAPS_RANGE = replace(RANGE, doc="Only gaps inside instances of these ranges.")
 
 
-def _number(x, name: str, ok, says: str, option: str | None = None) -> float:
+def _number(x, name: str, ok, says: str) -> float:
     """`x` as a float where it is a number (a bool is not) for which `ok` holds; else the error saying what the
-    parameter `name` must be (`says`)."""
+    parameter `name` must be (`says`), about that parameter (a front end names it its own way: `--name`)."""
     if isinstance(x, bool) or not isinstance(x, (int, float)) or not ok(x):
-        raise NsysqlError(f"{name} must be a number {says}, not {x!r}", option=option)
+        raise NsysqlError(f"`{name}` must be a number {says}, not {x!r}", option=name)
     return float(x)
+
+
+def _option(name: str, normalize, x):
+    """normalize(x), its error said as about the parameter `name` (a front end names it its own way)."""
+    try:
+        return normalize(x)
+    except NsysqlError as e:
+        if e.options:
+            raise
+        raise NsysqlError(f"`{name}`: {e}", option=name) from None
 
 
 def _sigmas(k) -> float:
@@ -657,7 +667,7 @@ def overlap(ctx, by, range) -> pl.DataFrame:
 
 def _ratio(x) -> float:
     """slow_ratio as a float: a number above 0 and at most 1."""
-    return _number(x, "slow_ratio", lambda v: 0 < v <= 1, "above 0 and at most 1", option="slow_ratio")
+    return _number(x, "slow_ratio", lambda v: 0 < v <= 1, "above 0 and at most 1")
 
 
 SLOW_RATIO = Param(

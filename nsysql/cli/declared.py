@@ -75,6 +75,7 @@ def declared(analysis: str, *more: str, answers: str | None = None, report: bool
     def deco(fn):
         for p in reversed([p for a in (analysis, *more) for p in params(a)]):
             fn = option(p)(fn)
+        fn.__nsysql_declared__ = (analysis, *more)  # whose values cli.common checks before any load
         if DECLARED[analysis].get(
             "entry"
         ):  # an entry point's parameters (load_many's): the command answers no analysis
@@ -84,17 +85,6 @@ def declared(analysis: str, *more: str, answers: str | None = None, report: bool
         return fn
 
     return deco
-
-
-def checked(analysis: str, **given) -> None:
-    """Each of `given`'s values checked as the declaration of `analysis` normalizes it (NsysqlError for one it
-    refuses), before any export is loaded: a bad argument is said first, and costs no load."""
-    from ..engine import REGISTRY
-    from ..profile import Profile  # noqa: F401 (its import declares every analysis)
-
-    for p in REGISTRY[analysis].params:
-        if p.name in given and p.normalize is not None:
-            p.normalize(given[p.name])
 
 
 def analysis_of(cmd: click.Command) -> str | None:

@@ -10,7 +10,7 @@ import click
 from ..errors import NsysqlError
 from ..render import one_line as _line
 from .common import folder_progress, folder_written, global_opts, handled, load_profile, with_flags
-from .declared import about, checked, declared
+from .declared import about, declared
 from .options import table_output
 from .output import emit, emit_text, precious, rendered, stream_target, write_output
 
@@ -150,8 +150,6 @@ def trace(file, output, window, iterations):
 @handled
 def diff(base, new, fmt, output, fail_above):
     """Compare two profiles (BASE, then NEW): iteration time, GPU busy, idle causes, ranges, kernels, verdict."""
-    if fail_above is not None:
-        checked("diff", fail_above=fail_above)
     res = load_profile(base).diff(load_profile(new), fail_above=fail_above)
     emit(res.to_frames(), fmt, output)
     if res.over_limit:
