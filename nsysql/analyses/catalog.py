@@ -597,6 +597,22 @@ def iteration_note(ctx, range, skip, outlier_sigmas) -> dict[str, str | None]:
 
 
 @analysis(
+    "iterations_shown",
+    params=(RANGE, SKIP, OUTLIER_SIGMAS),
+    needs=("iterations", "iteration_stats", "iteration_note"),
+    view=True,
+)
+def iterations_shown(ctx, range, skip, outlier_sigmas) -> dict[str, pl.DataFrame]:
+    """What `nsysql iterations` shows of one profile: `iterations`, their `steady state` (iteration_stats) and
+    the `note` under the table (iteration_note's sentences, one row); each format draws the sections it shows."""
+    kw = {"range": range, "skip": skip, "outlier_sigmas": outlier_sigmas}
+    its = ctx.ask("iterations", **kw)
+    stats, note = ctx.ask("iteration_stats", **kw), ctx.ask("iteration_note", **kw)
+    said = pl.DataFrame({k: [v] for k, v in note.items()}, schema={k: pl.String for k in note})
+    return {"iterations": its, "steady state": stats, "note": said}
+
+
+@analysis(
     "iteration_spans",
     params=(RANGE, SKIP, OUTLIER_SIGMAS),
     needs=("iteration_range",),
@@ -680,6 +696,18 @@ SLOW_RATIO = Param(
 )
 
 
+COLLECTIVES_BY = Param(
+    "by",
+    str,
+    "size",
+    _coll.GROUPINGS[:-1],
+    doc="Group by kind and message size, kind, iteration of the loop, or rank (several FILEs); or one row per call.",
+    # rank: across several exports, one per rank (nsysql.many), which only the command line is given
+    flag=Flag(choices=("size", "kind", "iteration", "rank", "call")),
+)
+COLLECTIVES_RANGE = replace(RANGE, doc="The loop's NVTX range, for --by iteration.")
+
+
 @analysis(
     "collective_calls",
     params=(RANGE,),
@@ -710,19 +738,7 @@ def collective_calls(ctx, range) -> pl.DataFrame:
 
 @analysis(
     "collectives",
-    params=(
-        Param(
-            "by",
-            str,
-            "size",
-            _coll.GROUPINGS[:-1],
-            doc="Group by kind and message size, kind, iteration of the loop, or rank (several FILEs); or one row "
-            "per call.",
-            # rank: across several exports, one per rank (nsysql.many), which only the command line is given
-            flag=Flag(choices=("size", "kind", "iteration", "rank", "call")),
-        ),
-        replace(RANGE, doc="The loop's NVTX range, for --by iteration."),
-    ),
+    params=(COLLECTIVES_BY, COLLECTIVES_RANGE),
     needs=("collective_calls",),
     command="collectives",
 )
@@ -744,6 +760,21 @@ def collective_findings(ctx, slow_ratio) -> pl.DataFrame:
     """The slow-size finding (nsysql.analyses.collectives): one row, with the calls it flags, their GPU time
     beyond their groups' medians, the evidence (NULL when it flags none) and the rule."""
     return _coll.findings(ctx.ask("collective_calls", range=None), slow_ratio)
+
+
+@analysis(
+    "collectives_shown",
+    params=(COLLECTIVES_BY, COLLECTIVES_RANGE, SLOW_RATIO),
+    needs=("collectives", "collective_findings"),
+    view=True,
+)
+def collectives_shown(ctx, by, range, slow_ratio) -> dict[str, pl.DataFrame]:
+    """What `nsysql collectives` shows of one profile: the `collectives` grouped `by`, and the slow-size
+    `findings` (over every call, whatever `range`)."""
+    return {
+        "collectives": ctx.ask("collectives", by=by, range=range),
+        "findings": ctx.ask("collective_findings", slow_ratio=slow_ratio),
+    }
 
 
 def _gap_spans(ctx, range: str | None) -> pl.DataFrame | None:
@@ -782,6 +813,9 @@ def gaps(ctx, range, min_ns, by, include_warmup) -> pl.DataFrame:
     return _gaps.with_iterations(_gaps.find(ctx.con, range=range, min_ns=min_ns), its)  # min_ns in ns
 
 
+GAP_TOP = replace(TOP, doc="With --explain: activities per gap/cause.", flag=Flag(metavar="N", default=5, minimum=1))
+
+
 @analysis(
     "gap_activity",
     params=(
@@ -789,7 +823,7 @@ def gaps(ctx, range, min_ns, by, include_warmup) -> pl.DataFrame:
         MIN_NS,
         BY_CAUSE,
         INCLUDE_WARMUP,
-        replace(TOP, doc="With --explain: activities per gap/cause.", flag=Flag(metavar="N", default=5, minimum=1)),
+        GAP_TOP,
     ),
     needs=("gaps",),
     tables=(
@@ -813,6 +847,20 @@ def gap_activity(ctx, range, min_ns, by, include_warmup, top) -> pl.DataFrame:
     if by is None:
         return _gaps.explain(ctx.con, g, top=top)
     return _gaps.explain_by_cause(ctx.con, g, include_warmup=include_warmup, top=top)
+
+
+@analysis(
+    "gaps_explained",
+    params=(GAPS_RANGE, MIN_NS, BY_CAUSE, INCLUDE_WARMUP, GAP_TOP),
+    needs=("gap_activity", "cpu"),
+    view=True,
+)
+def gaps_explained(ctx, range, min_ns, by, include_warmup, top) -> dict[str, pl.DataFrame]:
+    """What `nsysql gaps --explain` shows: the `activity` during each gap (or cause group: gap_activity) and
+    `meanwhile`, what the CPU did during each idle cause's gaps as summary says it (nsysql.analyses.cpu.meanwhile)."""
+    kw = {"range": range, "min_ns": min_ns, "by": by, "include_warmup": include_warmup, "top": top}
+    act = ctx.ask("gap_activity", **kw)
+    return {"activity": act, "meanwhile": _cpu.meanwhile(ctx.ask("cpu", during="gaps", by="cause"))}
 
 
 @analysis(

@@ -210,15 +210,22 @@ def _is_glob(path: str) -> bool:
     return any(c in path for c in "*?[") and not os.path.lexists(os.path.expanduser(path))
 
 
+def ranked(files: tuple[str, ...]) -> tuple[list, list[int]]:
+    """Each export of FILEs (globs expanded) loaded, and its rank (numbered as `nsysql ranks` does, said on
+    stderr): what an answer across ranks (nsysql.many) is asked of."""
+    from ..many import expand, number
+
+    profs = [load_profile(p) for p in expand(list(files))]
+    ranks, why = number(profs)
+    click.echo(f"nsysql: {len(profs)} files; {why}", err=True)
+    return profs, ranks
+
+
 def each_rank(files: tuple[str, ...], method: str, **kwargs):
     """Run Profile.<method> on each export, stacked with a `rank` column (numbered as `nsysql ranks` does)."""
-    from ..many import expand, number, stack
+    from ..many import stack
 
-    paths = expand(list(files))
-    profs = [load_profile(p) for p in paths]
-    ranks, why = number(profs)
-    click.echo(f"nsysql: {len(paths)} files; {why}", err=True)
-    return stack(profs, ranks, method, **kwargs)
+    return stack(*ranked(files), method, **kwargs)
 
 
 def folder_progress():
