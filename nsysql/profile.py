@@ -127,6 +127,12 @@ class Profile:
         load reads and builds them in one pass rather than one pass per answer."""
         self._engine.plan_request(*names)
 
+    def each(self, *asked: tuple[str, dict], **shared) -> list:
+        """The answer of each `(analysis, params)` of `asked`, computed side by side after one pass that builds
+        what they read, each given those of `shared` its analysis takes; an analysis that does not apply gives
+        its NsysqlError as its answer (`nsysql stats`' reports)."""
+        return self._engine.each(*asked, **shared)
+
     def __repr__(self) -> str:
         return f"<nsysql.Profile {self.path}>"
 
@@ -228,11 +234,23 @@ class Profile:
         `steady` (the steady state in one sentence), `outliers` (their pattern, or None)."""
         return self._engine.run("iteration_note", range=range, skip=skip, outlier_sigmas=outlier_sigmas)
 
+    def iterations_shown(
+        self, range: str | None = None, skip: int | None = None, outlier_sigmas: float = OUTLIER_SIGMAS
+    ) -> dict[str, pl.DataFrame]:
+        """What `nsysql iterations` shows: `iterations`, `steady state` and the `note` under the table."""
+        return self._engine.run("iterations_shown", range=range, skip=skip, outlier_sigmas=outlier_sigmas)
+
     def overlap(self, by: str = "device", range: str | None = None) -> pl.DataFrame:
         """Communication hidden or exposed: per device with communication kernels, `device_id, comm_ns,
         overlapped_ns, exposed_ns, compute_ns`; by="iteration": the same per iteration of the loop (`range`, as
         in iterations), on the loop's device."""
         return self._engine.run("overlap", by=by, range=range)
+
+    def collectives_shown(
+        self, by: str = "size", range: str | None = None, slow_ratio: float = 0.5
+    ) -> dict[str, pl.DataFrame]:
+        """What `nsysql collectives` shows of one profile: `collectives` grouped `by`, and the slow-size `findings`."""
+        return self._engine.run("collectives_shown", by=by, range=range, slow_ratio=slow_ratio)
 
     def collective_findings(self, slow_ratio: float = 0.5) -> pl.DataFrame:
         """Collectives slower than `slow_ratio` x the median bus bandwidth of their kind and size: one row with
@@ -272,16 +290,49 @@ class Profile:
             "gap_activity", range=range, min_ns=min_ns, by=by, include_warmup=include_warmup, top=top
         )
 
+    def gaps_explained(
+        self,
+        range: str | None = None,
+        min_ns: int | str = DEFAULT_MIN_NS,
+        by: str | None = None,
+        include_warmup: bool = False,
+        top: int | None = None,
+    ) -> dict[str, pl.DataFrame]:
+        """What `nsysql gaps --explain` shows: `activity` (as gap_activity) and `meanwhile`, what the CPU did
+        during each idle cause's gaps (`cause`, null for a sentence about them all)."""
+        return self._engine.run(
+            "gaps_explained", range=range, min_ns=min_ns, by=by, include_warmup=include_warmup, top=top
+        )
+
     def findings(self, thresholds: Thresholds = Thresholds()) -> pl.DataFrame:
         """The summary's findings: `finding, headroom_ms, headroom_pct, pool, additive, evidence, needs,
         headroom_basis`, the one that would give back most time per steady-state iteration first (rules in
         nsysql.analyses.findings, headroom in nsysql.analyses.headroom); `thresholds` as in summary."""
         return self._engine.run("findings", thresholds=thresholds)
 
-    def diff(self, other: Profile) -> Diff:
+    def diff(self, other: Profile, fail_above: float | None = None) -> Diff:
         """This profile (BASE) against `other` (NEW): verdict, iteration time, idle by cause, ranges, kernels,
-        per steady-state iteration (rules in nsysql.analyses.diff); `.to_frames()` gives the sections as frames."""
-        return self._engine.run("diff", other=other._engine)
+        per steady-state iteration (rules in nsysql.analyses.diff); `.to_frames()` gives the sections as frames.
+        `fail_above`: a limit, in %, on how much slower NEW's mean steady-state iteration may be (`.over_limit`
+        says why it is broken, `.exit_status` is then 1)."""
+        return self._engine.run("diff", other=other._engine, fail_above=fail_above)
+
+    def report(self, top: int = 10) -> dict[str, pl.DataFrame]:
+        """Everything the HTML report (`nsysql report`) shows, as sections (nsysql.analyses.report): summary's
+        (`top` rows of kernels), the fact cards, iterations, the GPU timeline, kernel categories, idle time and
+        the work elsewhere meanwhile, ranges, kernels by range, PyTorch operators; `notes` says why a section
+        that does not apply is absent, and the sentences under the charts."""
+        return self._engine.run("report", top=top)
+
+    def snippet(self, top: int = 10) -> dict[str, pl.DataFrame]:
+        """What the PR snippet (`nsysql report -f markdown`) shows: summary's sections (`top` rows of kernels), the
+        top PyTorch operators by GPU time (`top_ops`), the GPUs' busy share (`notes`)."""
+        return self._engine.run("snippet", top=top)
+
+    def report_diff(self, other: Profile):
+        """What the comparison report (`nsysql report NEW --baseline BASE`, this profile BASE) shows: `.diff`,
+        each side's steady-state step times, and NEW's `report()` as `.new`."""
+        return self._engine.run("report_diff", other=other._engine)
 
     def _rank_tables(self) -> dict[str, pl.DataFrame]:
         """One rank's frames for the cross-rank answers of nsysql.many (nsysql.analyses.ranks.rank_tables)."""

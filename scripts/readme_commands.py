@@ -64,6 +64,8 @@ def _param(p) -> dict | None:
         "min_open": p.flag.min_open,
         "metavar": p.flag.metavar,
         "path": p.flag.path,
+        # a value the command line cannot check itself: cli.common checks it by the declaration before a load
+        "normalize": p.normalize is not None,
     }
     return {k: v for k, v in out.items() if v is not None and v is not False}  # absent: None (or not required)
 
@@ -157,7 +159,7 @@ def _row(name: str, cmd) -> str:
     ctx = click.Context(cmd, info_name=name)
     usage = " ".join(u for u in cmd.collect_usage_pieces(ctx) if u != "[OPTIONS]")
     analysis = analysis_of(cmd)
-    python = f"`p.{analysis}()`" if analysis else getattr(cmd, "python", None) or "—"
+    python = getattr(cmd, "python", None) or (f"`p.{analysis}()`" if analysis else "—")
     nsys = DECLARED[analysis]["nsys"] if analysis else ()
     nsys_text = " + ".join(f"`nsys {n}`" if n.startswith("recipe ") else f"`{n}`" for n in nsys)
     nsys_text = nsys_text or getattr(cmd, "nsys", "") or "—"

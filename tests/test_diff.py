@@ -8,6 +8,7 @@ from click.testing import CliRunner
 from conftest import PUBLIC, fixture, h200, loaded
 
 from nsysql.cli import main
+from nsysql.errors import NsysqlError
 
 
 def _diff(a, b):
@@ -48,6 +49,25 @@ def test_ordering_and_status():
     r = res.ranges
     assert r.filter(pl.col("name") == "Load data")["status"][0] == "vanished"
     assert r.filter(pl.col("name") == "forward")["status"][0] == "new"
+
+
+def test_fail_above_is_a_parameter_of_the_diff():
+    """The limit is diff's declared parameter: the answer says whether NEW breaks it and the exit status that
+    follows, the library names the argument (`fail_above`), the command line its flag."""
+    before, after = loaded(str(fixture("loop_before"))), loaded(str(fixture("loop_after")))
+    pct = before.diff(after).mean_change_pct  # by construction (COMMAND.md): the fix makes the loop faster
+    assert pct < 0
+    held = before.diff(after, fail_above=pct + 1)
+    assert (held.over_limit, held.exit_status) == (None, 0)
+    broken = before.diff(after, fail_above=pct - 1)
+    assert broken.exit_status == 1 and f"{pct:+.1f}% vs BASE (above `fail_above` {pct - 1:g}%" in broken.over_limit
+    with pytest.raises(NsysqlError) as e:
+        before.diff(after, fail_above=float("nan"))
+    assert str(e.value) == "`fail_above` must be a finite percentage, not nan"
+    r = CliRunner().invoke(main, ["diff", str(before.path), str(after.path), "--fail-above", str(pct - 1)])
+    assert r.exit_code == 1 and f"(above --fail-above {pct - 1:g}%" in r.stderr
+    r = CliRunner().invoke(main, ["diff", str(before.path), str(after.path), "--fail-above", "nan"])
+    assert (r.exit_code, r.stderr) == (2, "nsysql: error: --fail-above must be a finite percentage, not nan\n")
 
 
 def test_fail_above_cli():

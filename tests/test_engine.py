@@ -20,6 +20,7 @@ from nsysql.profile import Profile
 
 # Profile's members that are the facade's own plumbing, not questions about the profile
 PLUMBING = {"con", "answers", "check_open", "close", "worker", "parallel", "interrupt", "sql", "cache_entry", "plan"}
+PLUMBING.add("each")  # several requests at once, side by side (nsysql stats)
 
 _CREATE = re.compile(
     r"create\s+(?:or\s+replace\s+)?(?:temp\s+|temporary\s+)?(?:table|view)\s+(?:if\s+not\s+exists\s+)?([a-z_]\w*)"
@@ -157,7 +158,7 @@ def test_outlier_sigmas_is_k_of_the_outlier_rule(k):
 def test_outlier_sigmas_refuses_what_is_no_k():
     p = loaded(str(FIXTURES / "train_small" / "train_small.sqlite"))
     for bad in (-1, float("nan"), float("inf"), "3", True):
-        with pytest.raises(nsysql.NsysqlError, match="outlier_sigmas must be a number 0 or more"):
+        with pytest.raises(nsysql.NsysqlError, match="outlier_sigmas` must be a number 0 or more"):
             p.iterations(outlier_sigmas=bad)
 
 

@@ -207,6 +207,19 @@ def test_the_cli_reaches_analyses_and_loader_only_through_the_profile():
     assert sorted(set(ALLOWED_CLI_BYPASS) - bypass) == [], "fixed: remove these from ALLOWED_CLI_BYPASS"
 
 
+def test_the_report_draws_what_the_profile_answers():
+    """The report (HTML and Markdown) composes nothing: its data is one declared answer (Profile.report,
+    .snippet, .report_diff), so it imports neither the analyses nor the loader."""
+    bypass = sorted(
+        (m, d)
+        for m, deps in GRAPH.items()
+        if m == "nsysql.report" or m.startswith("nsysql.report.")
+        for d in deps
+        if layer_of(d) in CLI_BYPASS
+    )
+    assert bypass == []
+
+
 def test_the_cli_module_stays_small():
     """The module that defines the click group holds the group and the executable; commands live beside it."""
     lines = (PACKAGE / "cli" / "__init__.py").read_text(encoding="utf-8").count("\n")

@@ -31,6 +31,7 @@ from . import ops as _ops
 from . import overlap as _overlap
 from . import ranges as _ranges
 from . import ranks as _ranks
+from . import report as _report
 from . import summary as _summary
 from . import timeline as _timeline
 from . import trace as _trace
@@ -83,7 +84,7 @@ MIN_NS = Param(
     "min_ns",
     (int, str),
     _gaps.DEFAULT_MIN_NS,
-    normalize=_gaps.parse_duration,
+    normalize=lambda x: _option("min_ns", _gaps.parse_duration, x),
     doc="Shortest gap to report: 500us, 2ms, 1s ... (nsys recipe gpu_gaps uses 500ms).",
     flag=Flag(name="--min", metavar="DURATION", default="1ms"),
 )
@@ -91,12 +92,22 @@ BY_CAUSE = Param("by", OPT_STR, None, (None, "cause"), doc="Idle time per cause 
 GAPS_RANGE = replace(RANGE, doc="Only gaps inside instances of these ranges.")
 
 
-def _number(x, name: str, ok, says: str, option: str | None = None) -> float:
+def _number(x, name: str, ok, says: str) -> float:
     """`x` as a float where it is a number (a bool is not) for which `ok` holds; else the error saying what the
-    parameter `name` must be (`says`)."""
+    parameter `name` must be (`says`), about that parameter (a front end names it its own way: `--name`)."""
     if isinstance(x, bool) or not isinstance(x, (int, float)) or not ok(x):
-        raise NsysqlError(f"{name} must be a number {says}, not {x!r}", option=option)
+        raise NsysqlError(f"`{name}` must be a number {says}, not {x!r}", option=name)
     return float(x)
+
+
+def _option(name: str, normalize, x):
+    """normalize(x), its error said as about the parameter `name` (a front end names it its own way)."""
+    try:
+        return normalize(x)
+    except NsysqlError as e:
+        if e.options:
+            raise
+        raise NsysqlError(f"`{name}`: {e}", option=name) from None
 
 
 def _sigmas(k) -> float:
@@ -427,6 +438,117 @@ def summary(ctx, attribution, top, thresholds, families) -> dict[str, pl.DataFra
     )
 
 
+def _raised(got):
+    """A gathered answer, its error raised (a piece the composition cannot do without)."""
+    if isinstance(got, NsysqlError):
+        raise got
+    return got
+
+
+REPORT_TOP = replace(TOP, type=int, default=10, doc="Rows in the kernel table.", flag=None)
+
+
+@analysis("snippet", params=(REPORT_TOP,), needs=("summary", "ops"))
+def snippet(ctx, top) -> dict[str, pl.DataFrame]:
+    """What the PR snippet (`nsysql report -f markdown`) shows (nsysql.analyses.report): summary's sections, the
+    top 3 PyTorch operators by GPU time (`top_ops`, where the profile has operator ranges), and in `notes` the
+    GPUs' busy share in one line."""
+    got = ctx.gather(summary=("summary", {"top": top}), ops=("ops", {}))
+    summ = _raised(got["summary"])
+    out = _report.summary_sections(summ)
+    if not isinstance(got["ops"], NsysqlError):  # no operator ranges: no line
+        out["top_ops"] = _report.top_ops(got["ops"])
+    busy = _summary.all_devices_busy(summ["gpus"]) if summ["gpus"].height else None
+    return {**out, "notes": _report.notes({"gpu_busy_all": busy})}
+
+
+@analysis(
+    "report",
+    params=(REPORT_TOP,),
+    needs=(
+        "summary",
+        "facts",
+        "iterations",
+        "iteration_stats",
+        "gaps",
+        "gap_activity",
+        "timeline",
+        "metrics_timeline",
+        "kernels",
+        "ranges",
+        "kernels_by_range",
+        "ops",
+    ),
+)
+def report(ctx, top) -> dict[str, pl.DataFrame]:
+    """Everything the HTML report shows of one profile, as sections (nsysql.analyses.report): summary's, the
+    fact cards, the iterations and their sentence, the GPU timeline with its gaps and metrics, kernel
+    categories, the work elsewhere during idle gaps, ranges, kernels by range, PyTorch operators; a section that
+    does not apply is absent and `notes` says why."""
+    got = ctx.gather(
+        summary=("summary", {"top": top}),
+        facts=("facts", {}),
+        loop=[("iterations", {}), ("iteration_stats", {})],
+        ranges=("ranges", {}),
+    )
+    summ, facts = _raised(got["summary"]), _raised(got["facts"])
+    gpus, idle, loop = summ["gpus"], summ.get("idle by cause"), got["loop"]
+    wave = {"gaps": ("gaps", {})} if gpus.height else {}
+    if summ["kernels"].height:
+        wave["categories"] = ("kernels", {"by": "category"})
+    if idle is not None and idle.height:
+        wave["activity"] = ("gap_activity", {"by": "cause", "top": 5})
+    rg = got["ranges"]
+    if not isinstance(rg, NsysqlError) and rg.height:
+        wave.update(kernels_by_range=("kernels_by_range", {}), ops=("ops", {}))
+    more = ctx.gather(**wave)
+    out, said = _report.summary_sections(summ), {}
+    its, stats = (None, None) if isinstance(loop, NsysqlError) else loop
+    if its is None:
+        said["iterations_why"] = str(loop)
+    else:
+        out.update(iterations=its, iteration_stats=stats)
+        said["iterations_line"] = _report.iterations_line(stats)
+    gaps = None if isinstance(more.get("gaps"), NsysqlError) else more.get("gaps")
+    # the headline's idle in gaps >= 1 ms: from the iterations and gaps, where both are known
+    out["cards"] = _report.cards(facts, gpus, stats, its if gaps is not None or not gpus.height else None, gaps)
+    drawn, notes = _report.timeline(lambda n, **p: ctx.ask(n, **p), gpus, its, gaps)
+    out.update(drawn)
+    said.update(notes)
+    if "categories" in wave:
+        out["categories"] = _raised(more["categories"])
+    else:
+        said["kernels_why"] = _report.NO_KERNELS
+    _report_idle(out, said, gpus, idle, more.get("activity"))
+    _report_ranges(out, said, _raised(rg), more)
+    return {**out, "notes": _report.notes(said)}
+
+
+def _report_idle(out: dict, said: dict, gpus, idle, activity) -> None:
+    """The report's idle time by cause and the work elsewhere meanwhile, or why there is none."""
+    if idle is None or not idle.height:
+        said["idle_why"] = _report.idle_why(gpus)
+    elif isinstance(activity, NsysqlError):
+        said["activity_why"] = str(activity)
+    else:
+        out["activity"] = activity
+
+
+def _report_ranges(out: dict, said: dict, rg, more: dict) -> None:
+    """The report's NVTX ranges, kernels by range and PyTorch operators, or why there are none."""
+    if not rg.height:
+        said["ranges_why"] = _report.NO_RANGES
+        return
+    out["ranges"] = rg.sort("total_ns", descending=True)
+    kbr = _raised(more["kernels_by_range"])
+    if kbr.height:
+        out["kernels_by_range"] = kbr.sort("total_ns", descending=True)
+    else:
+        said["kernels_by_range_why"] = _report.NO_KERNELS_IN_RANGES
+    if not isinstance(more["ops"], NsysqlError):  # no emit_nvtx ranges: no section
+        out["ops"] = more["ops"]
+
+
 @analysis("findings", params=(THRESHOLDS,), keep="none", needs=("summary",))
 def findings(ctx, thresholds) -> pl.DataFrame:
     """The summary's findings, the one that would give back most time per steady-state iteration first."""
@@ -472,6 +594,22 @@ def iteration_note(ctx, range, skip, outlier_sigmas) -> dict[str, str | None]:
     the loop, and why), `steady` (the steady state in one sentence), `outliers` (their pattern, or None)."""
     s = ctx.ask("iteration_stats", range=range, skip=skip, outlier_sigmas=outlier_sigmas).row(0, named=True)
     return {"range": s["detected"], "steady": _iter.steady_sentence(s), "outliers": s["outlier_pattern"] or None}
+
+
+@analysis(
+    "iterations_shown",
+    params=(RANGE, SKIP, OUTLIER_SIGMAS),
+    needs=("iterations", "iteration_stats", "iteration_note"),
+    view=True,
+)
+def iterations_shown(ctx, range, skip, outlier_sigmas) -> dict[str, pl.DataFrame]:
+    """What `nsysql iterations` shows of one profile: `iterations`, their `steady state` (iteration_stats) and
+    the `note` under the table (iteration_note's sentences, one row); each format draws the sections it shows."""
+    kw = {"range": range, "skip": skip, "outlier_sigmas": outlier_sigmas}
+    its = ctx.ask("iterations", **kw)
+    stats, note = ctx.ask("iteration_stats", **kw), ctx.ask("iteration_note", **kw)
+    said = pl.DataFrame({k: [v] for k, v in note.items()}, schema={k: pl.String for k in note})
+    return {"iterations": its, "steady state": stats, "note": said}
 
 
 @analysis(
@@ -545,7 +683,7 @@ def overlap(ctx, by, range) -> pl.DataFrame:
 
 def _ratio(x) -> float:
     """slow_ratio as a float: a number above 0 and at most 1."""
-    return _number(x, "slow_ratio", lambda v: 0 < v <= 1, "above 0 and at most 1", option="slow_ratio")
+    return _number(x, "slow_ratio", lambda v: 0 < v <= 1, "above 0 and at most 1")
 
 
 SLOW_RATIO = Param(
@@ -556,6 +694,18 @@ SLOW_RATIO = Param(
     doc="A call is slow below this share of the median bus bandwidth of its kind and size.",
     flag=Flag(minimum=0, maximum=1, min_open=True),
 )
+
+
+COLLECTIVES_BY = Param(
+    "by",
+    str,
+    "size",
+    _coll.GROUPINGS[:-1],
+    doc="Group by kind and message size, kind, iteration of the loop, or rank (several FILEs); or one row per call.",
+    # rank: across several exports, one per rank (nsysql.many), which only the command line is given
+    flag=Flag(choices=("size", "kind", "iteration", "rank", "call")),
+)
+COLLECTIVES_RANGE = replace(RANGE, doc="The loop's NVTX range, for --by iteration.")
 
 
 @analysis(
@@ -588,19 +738,7 @@ def collective_calls(ctx, range) -> pl.DataFrame:
 
 @analysis(
     "collectives",
-    params=(
-        Param(
-            "by",
-            str,
-            "size",
-            _coll.GROUPINGS[:-1],
-            doc="Group by kind and message size, kind, iteration of the loop, or rank (several FILEs); or one row "
-            "per call.",
-            # rank: across several exports, one per rank (nsysql.many), which only the command line is given
-            flag=Flag(choices=("size", "kind", "iteration", "rank", "call")),
-        ),
-        replace(RANGE, doc="The loop's NVTX range, for --by iteration."),
-    ),
+    params=(COLLECTIVES_BY, COLLECTIVES_RANGE),
     needs=("collective_calls",),
     command="collectives",
 )
@@ -622,6 +760,21 @@ def collective_findings(ctx, slow_ratio) -> pl.DataFrame:
     """The slow-size finding (nsysql.analyses.collectives): one row, with the calls it flags, their GPU time
     beyond their groups' medians, the evidence (NULL when it flags none) and the rule."""
     return _coll.findings(ctx.ask("collective_calls", range=None), slow_ratio)
+
+
+@analysis(
+    "collectives_shown",
+    params=(COLLECTIVES_BY, COLLECTIVES_RANGE, SLOW_RATIO),
+    needs=("collectives", "collective_findings"),
+    view=True,
+)
+def collectives_shown(ctx, by, range, slow_ratio) -> dict[str, pl.DataFrame]:
+    """What `nsysql collectives` shows of one profile: the `collectives` grouped `by`, and the slow-size
+    `findings` (over every call, whatever `range`)."""
+    return {
+        "collectives": ctx.ask("collectives", by=by, range=range),
+        "findings": ctx.ask("collective_findings", slow_ratio=slow_ratio),
+    }
 
 
 def _gap_spans(ctx, range: str | None) -> pl.DataFrame | None:
@@ -660,6 +813,9 @@ def gaps(ctx, range, min_ns, by, include_warmup) -> pl.DataFrame:
     return _gaps.with_iterations(_gaps.find(ctx.con, range=range, min_ns=min_ns), its)  # min_ns in ns
 
 
+GAP_TOP = replace(TOP, doc="With --explain: activities per gap/cause.", flag=Flag(metavar="N", default=5, minimum=1))
+
+
 @analysis(
     "gap_activity",
     params=(
@@ -667,7 +823,7 @@ def gaps(ctx, range, min_ns, by, include_warmup) -> pl.DataFrame:
         MIN_NS,
         BY_CAUSE,
         INCLUDE_WARMUP,
-        replace(TOP, doc="With --explain: activities per gap/cause.", flag=Flag(metavar="N", default=5, minimum=1)),
+        GAP_TOP,
     ),
     needs=("gaps",),
     tables=(
@@ -691,6 +847,20 @@ def gap_activity(ctx, range, min_ns, by, include_warmup, top) -> pl.DataFrame:
     if by is None:
         return _gaps.explain(ctx.con, g, top=top)
     return _gaps.explain_by_cause(ctx.con, g, include_warmup=include_warmup, top=top)
+
+
+@analysis(
+    "gaps_explained",
+    params=(GAPS_RANGE, MIN_NS, BY_CAUSE, INCLUDE_WARMUP, GAP_TOP),
+    needs=("gap_activity", "cpu"),
+    view=True,
+)
+def gaps_explained(ctx, range, min_ns, by, include_warmup, top) -> dict[str, pl.DataFrame]:
+    """What `nsysql gaps --explain` shows: the `activity` during each gap (or cause group: gap_activity) and
+    `meanwhile`, what the CPU did during each idle cause's gaps as summary says it (nsysql.analyses.cpu.meanwhile)."""
+    kw = {"range": range, "min_ns": min_ns, "by": by, "include_warmup": include_warmup, "top": top}
+    act = ctx.ask("gap_activity", **kw)
+    return {"activity": act, "meanwhile": _cpu.meanwhile(ctx.ask("cpu", during="gaps", by="cause"))}
 
 
 @analysis(
@@ -819,18 +989,51 @@ def diff_totals(ctx):
 
 @analysis(
     "diff",
-    params=(Param("other", Engine, doc="The NEW profile's engine.", flag=None),),
+    params=(
+        Param("other", Engine, doc="The NEW profile's engine.", flag=None),
+        Param(
+            "fail_above",
+            (float, int, type(None)),
+            None,
+            normalize=_diff.finite_pct,
+            doc="Exit 1 when NEW's mean steady-state iteration time is more than PCT % slower than BASE's.",
+            flag=Flag(metavar="PCT"),
+        ),
+    ),
     keep="none",
     needs=("diff_side", "diff_totals"),
 )
-def diff(ctx, other: Engine) -> _diff.Diff:
-    """This profile (BASE) against `other` (NEW): verdict, iteration time, idle by cause, ranges, kernels."""
-    from dataclasses import replace
-
+def diff(ctx, other: Engine, fail_above) -> _diff.Diff:
+    """This profile (BASE) against `other` (NEW): verdict, iteration time, idle by cause, ranges, kernels; with
+    `fail_above`, whether NEW breaks that limit (Diff.over_limit, .exit_status)."""
     b, n = ctx.ask("diff_side"), other.run("diff_side")
     if _diff.needs_totals(b, n):
         b, n = replace(b, totals=ctx.ask("diff_totals")), replace(n, totals=other.run("diff_totals"))
-    return _diff.diff(b, n, base_label=ctx.path.name, new_label=other.path.name)
+    return _diff.limited(_diff.diff(b, n, base_label=ctx.path.name, new_label=other.path.name), fail_above)
+
+
+@analysis(
+    "report_diff",
+    params=(Param("other", Engine, doc="The NEW profile's engine.", flag=None),),
+    keep="none",
+    needs=("diff", "iterations", "report"),
+)
+def report_diff(ctx, other: Engine) -> _report.DiffReport:
+    """Everything the comparison page (`nsysql report --baseline`) shows: the diff of this profile (BASE) and
+    `other` (NEW), each side's steady-state step times where the diff compares iterations, NEW's report."""
+    res = ctx.ask("diff", other=other)
+    sides = [None, None]
+    if res.iteration_time is not None:
+        sides = [_steady_times(lambda: ctx.ask("iterations")), _steady_times(lambda: other.run("iterations"))]
+    return _report.DiffReport(res, *sides, new=other.run("report"))
+
+
+def _steady_times(its):
+    """The steady-state step times of `its()`, None without iterations."""
+    try:
+        return _report.steady(its())
+    except NsysqlError:
+        return None
 
 
 @analysis(

@@ -473,3 +473,14 @@ def stories(con, gaps_df: pl.DataFrame) -> pl.DataFrame:
     schema = {"cause": pl.String, "gaps": pl.Int64, "idle_ns": pl.Int64, "meanwhile": pl.String}
     schema |= {"data_loader": pl.Boolean, "told": pl.Boolean}
     return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def meanwhile(said: pl.DataFrame) -> pl.DataFrame:
+    """The sentences under `gaps --explain`'s table, from stories' rows (`said`): each cause's that tells what
+    the CPU did (`told`), in their order, then once each, sorted, those about time on a CPU that tell nothing of
+    a cause (`cause` null)."""
+    said = said.drop_nulls("meanwhile")
+    told = said.filter(pl.col("told").fill_null(False).cast(pl.Boolean)).select("cause", "meanwhile")
+    rest = sorted(set(said.filter(~pl.col("told").fill_null(False).cast(pl.Boolean))["meanwhile"].to_list()))
+    alone = pl.DataFrame({"cause": [None] * len(rest), "meanwhile": rest}, schema=told.schema)
+    return pl.concat([told, alone])

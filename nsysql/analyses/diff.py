@@ -31,10 +31,11 @@ change is marked significant (there is no spread to judge it by).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import polars as pl
 
+from ..errors import NsysqlError
 from ..rules import MAD_SIGMA
 from ._sql import run
 
@@ -211,6 +212,14 @@ class Diff:
     iteration_time: pl.DataFrame | None = None
     idle: pl.DataFrame | None = None
     activity: pl.DataFrame | None = None
+    # why NEW breaks the limit the diff was asked with (`fail_above`), in one line; None where it holds or none
+    # was given
+    over_limit: str | None = None
+
+    @property
+    def exit_status(self) -> int:
+        """What a program that asked with a limit exits with: 1 where NEW breaks it, else 0."""
+        return 1 if self.over_limit else 0
 
     @property
     def mean_change_pct(self) -> float | None:
@@ -455,6 +464,33 @@ def _compare_totals(b: Side, n: Side, bl: str, nl: str) -> Diff:
         ranges=_compare(b.totals[1], n.totals[1], "name", judged=False),
         kernels=_compare(b.totals[0], n.totals[0], "name", judged=False),
     )
+
+
+def limited(result: Diff, fail_above: float | None) -> Diff:
+    """`result` with the limit `fail_above` (a percentage: NEW's mean steady-state iteration time may be at most
+    that much slower than BASE's) judged: `over_limit` says why NEW breaks it. A hard limit: the noise rule does
+    not apply to it."""
+    if fail_above is None:
+        return result
+    pct = result.mean_change_pct
+    if pct is None:
+        raise NsysqlError("`fail_above` needs iterations in both profiles (none detected)", option="fail_above")
+    if pct <= fail_above:
+        return result
+    why = (
+        f"NEW's mean iteration time is {pct:+.1f}% vs BASE (above `fail_above` {fail_above:g}%, a hard limit: the "
+        "verdict's noise rule does not apply to it)"
+    )
+    return replace(result, over_limit=why)
+
+
+def finite_pct(x) -> float | None:
+    """`fail_above` as a float: None, or a finite number."""
+    if x is None:
+        return None
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        raise NsysqlError(f"`fail_above` must be a finite percentage, not {x}", option="fail_above")
+    return float(x)
 
 
 def mean_change_pct(result: Diff) -> float | None:

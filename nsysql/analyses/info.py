@@ -92,7 +92,7 @@ def supports(con) -> list[tuple[str, bool, str]]:
     needed = sorted({t for a in REGISTRY.values() for t in a.requires})
     rows = {t: run(con, "table_rows", table=t).item() for t in needed}
     out = []
-    for name, a in sorted(REGISTRY.items()):
+    for name, a in sorted((n, a) for n, a in REGISTRY.items() if not a.view):
         empty = [t for t in a.requires if not rows[t]]
         why = []
         for t in empty:

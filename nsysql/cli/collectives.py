@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..render import render
-from .common import handled, load_profile, several
+from .common import handled, load_profile, ranked, several
 from .declared import declared
 from .options import files_options
 from .output import emit, emit_text
@@ -25,9 +25,8 @@ def collectives(files, fmt, output, by, range, slow_ratio):
         return
     if by == "rank":
         raise click.UsageError("--by rank needs several FILEs, one per rank")
-    prof = load_profile(files[0] if files else None)
-    df = prof.collectives(by=by, range=range)
-    found = prof.collective_findings(slow_ratio=slow_ratio)
+    got = load_profile(files[0] if files else None).collectives_shown(by=by, range=range, slow_ratio=slow_ratio)
+    df, found = got["collectives"], got["findings"]
     if fmt in ("json", "markdown"):
         emit({"collectives": df, "findings": found}, fmt, output)
     elif fmt == "csv":
@@ -43,12 +42,8 @@ def _finding_lines(found) -> str:
 
 def _many(files, fmt, output, by, range_):
     from ..many import collectives as across
-    from ..many import expand, number
 
-    profs = [load_profile(p) for p in expand(list(files))]
-    ranks, why = number(profs)
-    click.echo(f"nsysql: {len(profs)} files; {why}", err=True)
-    out = across(profs, ranks, by, range_)
+    out = across(*ranked(files), by, range_)
     if fmt in ("json", "markdown"):
         emit({"collectives": out["collectives"], "skew": out["skew"]}, fmt, output)
     elif fmt == "csv":

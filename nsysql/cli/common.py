@@ -92,7 +92,7 @@ def handled(fn):
         # copy, NSYSQL_THREADS cut down) is said in one line, as errors are, once the command is done
         with warnings.catch_warnings(record=True) as caught:
             try:
-                return _run(fn, args, kwargs)
+                return _run(fn, args, kwargs, getattr(wrapper, "__nsysql_declared__", ()))
             finally:
                 for w in caught:
                     click.echo(f"nsysql: warning: {_line(str(w.message))}", err=True)
@@ -108,9 +108,11 @@ def _cleared(fn, args, kwargs):
         clear_progress()
 
 
-def _run(fn, args, kwargs):
-    """fn(*args, **kwargs), its NsysqlError (and database errors) said in one stderr line, exit code 2."""
+def _run(fn, args, kwargs, declared=()):
+    """fn(*args, **kwargs), the options of the `declared` analyses checked first; its NsysqlError (and database
+    errors) said in one stderr line, exit code 2."""
     try:
+        _check(declared, kwargs)
         return _cleared(fn, args, kwargs)
     except NsysqlError as e:  # its text may quote the export's names: control characters shown, one line
         click.echo(f"nsysql: error: {_line(_naming_files(with_flags(e)))}", err=True)
@@ -149,6 +151,31 @@ def _run(fn, args, kwargs):
         _tables.wait()
 
 
+def _check(declared: tuple[str, ...], given: dict) -> None:
+    """Each option of the analyses `declared` (nsysql.cli.declared) whose parameter has a normalize function, and
+    that is given a value other than the command line's default, normalized as the declaration will: a value it
+    refuses is said (NsysqlError, about that option) before any export is opened, not after a load with FILE in
+    front. A default needs no check, nor the declarations' import (a warm command reads none)."""
+    from .manifest import DECLARED
+
+    todo = [
+        (a, p["name"])
+        for a in declared
+        for p in DECLARED[a]["params"]
+        if p.get("normalize") and given.get(p["name"]) not in (None, p.get("default"))
+    ]
+    if not todo:
+        return
+    from ..engine import ENTRY_POINTS, REGISTRY
+    from ..profile import Profile  # noqa: F401 (its import declares every analysis)
+
+    for a, name in todo:
+        decl = REGISTRY.get(a)
+        for p in decl.params if decl else ENTRY_POINTS.get(a, ()):
+            if p.name == name:
+                p.normalize(given[name])
+
+
 def with_flags(e: NsysqlError) -> str:
     """The error's message with each argument it is about (written `` `window` `` by the library) named by this
     command's flag (`--window`; a declared parameter's option carries its name: nsysql.cli.declared). An argument
@@ -183,15 +210,22 @@ def _is_glob(path: str) -> bool:
     return any(c in path for c in "*?[") and not os.path.lexists(os.path.expanduser(path))
 
 
+def ranked(files: tuple[str, ...]) -> tuple[list, list[int]]:
+    """Each export of FILEs (globs expanded) loaded, and its rank (numbered as `nsysql ranks` does, said on
+    stderr): what an answer across ranks (nsysql.many) is asked of."""
+    from ..many import expand, number
+
+    profs = [load_profile(p) for p in expand(list(files))]
+    ranks, why = number(profs)
+    click.echo(f"nsysql: {len(profs)} files; {why}", err=True)
+    return profs, ranks
+
+
 def each_rank(files: tuple[str, ...], method: str, **kwargs):
     """Run Profile.<method> on each export, stacked with a `rank` column (numbered as `nsysql ranks` does)."""
-    from ..many import expand, number, stack
+    from ..many import stack
 
-    paths = expand(list(files))
-    profs = [load_profile(p) for p in paths]
-    ranks, why = number(profs)
-    click.echo(f"nsysql: {len(paths)} files; {why}", err=True)
-    return stack(profs, ranks, method, **kwargs)
+    return stack(*ranked(files), method, **kwargs)
 
 
 def folder_progress():

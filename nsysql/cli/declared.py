@@ -75,6 +75,7 @@ def declared(analysis: str, *more: str, answers: str | None = None, report: bool
     def deco(fn):
         for p in reversed([p for a in (analysis, *more) for p in params(a)]):
             fn = option(p)(fn)
+        fn.__nsysql_declared__ = (analysis, *more)  # whose values cli.common checks before any load
         if DECLARED[analysis].get(
             "entry"
         ):  # an entry point's parameters (load_many's): the command answers no analysis

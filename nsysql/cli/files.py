@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import click
 
 from ..errors import NsysqlError
 from ..render import one_line as _line
-from .common import folder_progress, folder_written, global_opts, handled, load_profile
+from .common import folder_progress, folder_written, global_opts, handled, load_profile, with_flags
 from .declared import about, declared
 from .options import table_output
 from .output import emit, emit_text, precious, rendered, stream_target, write_output
@@ -44,7 +43,8 @@ def report(file, output, fmt, baseline, png_dir):
     """A self-contained HTML report (works offline), or a PR-ready Markdown snippet with -f markdown."""
     from .. import report as _report
 
-    prof = load_profile(file)
+    # one profile's report is one stored answer (Profile.report, .snippet): a warm entry reads it without DuckDB
+    prof = load_profile(file, warm=not baseline)
     base = load_profile(baseline) if baseline else None
     if fmt == "markdown":
         text = _report.diff_snippet(base, prof) if base else _report.snippet(prof)
@@ -146,31 +146,15 @@ def trace(file, output, window, iterations):
 @click.argument("base")
 @click.argument("new")
 @table_output()
-@click.option(
-    "--fail-above",
-    type=float,
-    metavar="PCT",
-    help="Exit 1 when NEW's mean steady-state iteration time is more than PCT % slower than BASE's.",
-)
+@declared("diff")
 @handled
 def diff(base, new, fmt, output, fail_above):
     """Compare two profiles (BASE, then NEW): iteration time, GPU busy, idle causes, ranges, kernels, verdict."""
-    if fail_above is not None and not math.isfinite(fail_above):
-        raise NsysqlError(f"--fail-above must be a finite percentage, not {fail_above}")
-    b, n = load_profile(base), load_profile(new)
-    res = b.diff(n)
+    res = load_profile(base).diff(load_profile(new), fail_above=fail_above)
     emit(res.to_frames(), fmt, output)
-    if fail_above is not None:
-        pct = res.mean_change_pct
-        if pct is None:
-            raise NsysqlError("--fail-above needs iterations in both profiles (none detected)")
-        if pct > fail_above:
-            click.echo(
-                f"nsysql: NEW's mean iteration time is {pct:+.1f}% vs BASE (above --fail-above "
-                f"{fail_above:g}%, a hard limit: the verdict's noise rule does not apply to it)",
-                err=True,
-            )
-            sys.exit(1)
+    if res.over_limit:
+        click.echo(f"nsysql: {with_flags(NsysqlError(res.over_limit, option='fail_above'))}", err=True)
+        sys.exit(res.exit_status)
 
 
 @click.command()
@@ -247,6 +231,7 @@ def _interruptible(prof, query: str):
 INTERRUPT_WAIT_S = 5  # after a Ctrl-C, how long a query may take to stop before nsysql leaves without it
 
 
+about(report, python="`p.report()`")
 about(diff, python="`p.diff(q)`")
 about(sql_, python="`p.sql(q)`")
 about(profile, python="`nsysql.nsys.workflow.profile(cmd)`", nsys="`nsys profile`")

@@ -96,19 +96,6 @@ def resolve(names: list[str]) -> tuple[list[tuple[str, str, dict]], list[str]]:
     return asked, unmatched
 
 
-def _ask(analysis: str, kwargs: dict, attribution: str):
-    if any(p["name"] == "attribution" for p in params(analysis)):
-        kwargs = {**kwargs, "attribution": attribution}
-
-    def call(prof):
-        try:
-            return getattr(prof, analysis)(**kwargs)
-        except NsysqlError as e:
-            return e
-
-    return call
-
-
 @click.command()
 @click.argument("file", required=False)
 @click.option(
@@ -142,8 +129,7 @@ def stats(file, reports_, fmt, prefix, attribution):
     got = {}
     if prefix:  # `-o out/run` into a folder not made yet: made, as `nsys stats -o` does
         Path(prefix).parent.mkdir(parents=True, exist_ok=True)
-    prof.plan(*(a for _, a, _ in asked))  # what they read, built in one pass before they run side by side
-    answers = prof.parallel(*(_ask(a, kw, attribution) for _, a, kw in asked))
+    answers = prof.each(*((a, kw) for _, a, kw in asked), attribution=attribution)
     for (name, _, _), df in zip(asked, answers):
         if isinstance(df, NsysqlError):
             click.echo(f"nsysql: {name}: skipped: {df}", err=True)

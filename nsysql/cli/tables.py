@@ -29,7 +29,7 @@ def summary(files, fmt, output, attribution, top, expand):
     if several(files):
         emit(_ranks_result(files, None, None), fmt, output)
         return
-    prof = load_profile(files[0] if files else None, warm=fmt != "markdown")
+    prof = load_profile(files[0] if files else None, warm=True)
     if fmt == "markdown":  # the PR-ready snippet, as `report -f markdown`
         from ..report import snippet
 
@@ -108,18 +108,18 @@ def iterations(files, fmt, output, **params):
         return
     prof = load_profile(files[0] if files else None, warm=True)
 
-    def text(df, look):
+    def text(got, look):  # each format draws its sections of what the command shows
         if fmt in ("json", "markdown"):
-            return render({"iterations": df, "steady state": prof.iteration_stats(**params)}, **look)
+            return render({k: got[k] for k in ("iterations", "steady state")}, **look)
         if fmt == "csv":
-            return render(df, **look)
-        said = prof.iteration_note(**params)
+            return render(got["iterations"], **look)
+        said = got["note"].row(0, named=True)
         note = f"\nrange: {_line(said['range'])}\n{said['steady']}\n"
         if said["outliers"]:
             note += f"outliers: {_line(said['outliers'])}\n"
-        return rendered(_narrow(df), "table", output=output) + fitted(note, output)
+        return rendered(_narrow(got["iterations"]), "table", output=output) + fitted(note, output)
 
-    emit_answer(prof, "iterations", params, fmt, output, text)
+    emit_answer(prof, "iterations_shown", params, fmt, output, text)
 
 
 overlap = answer(
@@ -160,21 +160,22 @@ def gaps(files, fmt, output, explain, top, **params):
         emit(each_rank(files, what, **params), fmt, output)
         return
     prof = load_profile(files[0] if files else None, warm=True)
+    if not explain:
+        emit_answer(prof, "gaps", params, fmt, output)
+        return
 
     def text(got, look):
-        if not (explain and fmt == "table"):
-            return render(got, **look)
+        if fmt != "table":
+            return render(got["activity"], **look)
         # under the table: what the CPU did during each cause's gaps (samples and scheduling), as summary says it
-        said = prof.cpu(during="gaps", by="cause").drop_nulls("meanwhile")
-        told = said.select("cause", "meanwhile", "told").iter_rows()
-        lines = [f"meanwhile: during {c}: {_line(m)}" for c, m, n in told if n]
-        lines += sorted(
-            {f"time on a CPU: {_line(m)}" for m, n in said.select("meanwhile", "told").iter_rows() if not n}
-        )
+        lines = [
+            f"meanwhile: during {c}: {_line(m)}" if c is not None else f"time on a CPU: {_line(m)}"
+            for c, m in got["meanwhile"].iter_rows()
+        ]
         notes = "".join(f"{line}\n" for line in lines)
-        return rendered(got, "table", output=output) + fitted(notes, output)
+        return rendered(got["activity"], "table", output=output) + fitted(notes, output)
 
-    emit_answer(prof, what, params, fmt, output, text)
+    emit_answer(prof, "gaps_explained", params, fmt, output, text)
 
 
 def _ranks_result(files, dask, workers):

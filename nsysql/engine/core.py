@@ -223,6 +223,26 @@ class Engine:
             return
         self.need(frozenset().union(*(tables_of(n) for n in names)))
 
+    def each(self, *asked: tuple[str, dict], **shared) -> list:
+        """The answer of each `(name, params)` of `asked`, side by side after one pass builds what they all read
+        (`plan_request`), each also given those of `shared` that its declaration takes (`stats`' --attribution);
+        where one does not apply, its NsysqlError is its answer, for the caller to say (the others stand)."""
+        self.plan_request(*(name for name, _ in asked))
+
+        def one(name: str, params: dict):
+            takes = {p.name for p in self.declaration(name).params}
+            given = {**params, **{k: v for k, v in shared.items() if k in takes}}
+
+            def call(e: Engine):
+                try:
+                    return e.run(name, **given)
+                except NsysqlError as err:
+                    return err
+
+            return call
+
+        return self.parallel(*(one(name, params) for name, params in asked))
+
     def run(self, name: str, /, **params):
         """The answer of analysis `name` for `params` (defaults filled in): remembered, stored or computed."""
         decl = self.declaration(name)

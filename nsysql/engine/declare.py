@@ -87,6 +87,8 @@ class Analysis:
     # output formats the command writes besides the tables' (table, csv, json, markdown): format -> the
     # parameters the answer is asked with for it (cpu's `folded`: the stacks, by="stack")
     formats: dict[str, dict] = field(default_factory=dict)
+    # what one command shows, composed of other answers (not a question of its own): `info` does not list it
+    view: bool = False
 
     def bind(self, given: dict) -> dict:
         """Every parameter's value for a call giving `given` (defaults filled, normalized), in declared order;
@@ -133,6 +135,7 @@ def analysis(
     command: str | None = None,
     files: bool = False,
     formats: dict[str, dict] | None = None,
+    view: bool = False,
 ):
     """Decorator: declare `fn(ctx, **params)` as the analysis `name` in REGISTRY."""
 
@@ -155,6 +158,7 @@ def analysis(
             command,
             files,
             dict(formats or {}),
+            view,
         )
         return fn
 

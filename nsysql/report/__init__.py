@@ -1,6 +1,6 @@
-"""Reports: a self-contained HTML page (plotly) and PR-ready Markdown, from a Profile's analyses.
-
-Front end: builds on Profile methods only (no SQL here).
+"""Reports: a self-contained HTML page (plotly) and PR-ready Markdown, each drawn from one declared answer of the
+Profile (`report`, `snippet`, `report_diff`, `diff`: nsysql.analyses.report). Front end: draws, decides nothing
+about what to compute (no SQL, no analysis here).
 """
 
 from __future__ import annotations

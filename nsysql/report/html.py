@@ -1,4 +1,4 @@
-"""One self-contained HTML page (plotly.js embedded, works offline) from a Profile's analyses."""
+"""One self-contained HTML page (plotly.js embedded, works offline), drawn from the report's data (Profile.report)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from pathlib import Path
 import polars as pl
 
 from .. import __version__
-from ..analyses.iterations import steady_sentence
-from ..errors import NsysqlError
 from . import charts
 
 CSS = """
@@ -185,73 +183,13 @@ class Page:
         )
 
 
-def _fact(k: str, v: str, d: str = "") -> str:
+def _fact(k: str, v: str, d: str | None = None) -> str:
     v = charts.bounded(v)
     return (
         f'<div class="fact"><div class="k">{esc(k)}</div><div class="v" title="{esc(v)}">{esc(v)}</div>'
         + (f'<div class="d">{esc(d)}</div>' if d else "")
         + "</div>"
     )
-
-
-def _facts(prof, summ: dict, stats: pl.DataFrame | None) -> str:
-    from ..analyses.summary import MIN_ACTIVE_NS
-
-    f = prof.facts
-    one = lambda k, d=None: (f.get(k) or [d])[0]  # noqa: E731
-    gpus = summ["gpus"]
-    cards = [
-        _fact("nsys", one("nsys_version", "unknown")),
-        _fact("span", f"{span / 1e9:,.3f} s" if (span := int(one("span_ns") or 0)) else "unknown"),
-    ]
-    if gpus.height:
-        names = sorted(set(n or "GPU" for n in gpus["device"].to_list()))
-        cards.append(_fact("GPUs", f"{gpus.height} × {names[0]}" if len(names) == 1 else ", ".join(names)))
-        busy = gpus["busy_ns"].sum() / max(gpus["active_ns"].sum(), 1) * 100
-        if gpus["active_ns"].sum() < MIN_ACTIVE_NS:
-            cards.append(
-                _fact("GPU busy", "—", f"{gpus['busy_ns'].sum() / 1e3:.1f} us of GPU time: too little for a share")
-            )
-        else:
-            cards.append(_fact("GPU busy", f"{busy:.1f}%", "whole profile: of the GPUs' active span"))
-    else:
-        cards.append(_fact("GPUs", "none used"))
-    return '<div class="facts">' + "".join(_step_cards(prof, stats) + cards) + "</div>"
-
-
-def _step_cards(prof, stats: pl.DataFrame | None) -> list[str]:
-    """The headline first (summary's step fact, as cards): the median steady-state step on its clock, and over
-    the steady-state steps' time the GPU's busy and idle shares, the idle in gaps >= 1 ms apart."""
-    from ..analyses.iterations import duration
-    from ..analyses.summary import headline
-
-    if stats is None or not stats["steady"][0]:
-        return []
-    try:
-        its, gaps = prof.iterations(), (prof.gaps() if prof.summary()["gpus"].height else None)
-    except NsysqlError:
-        its, gaps = None, None
-    h = headline(stats, its, gaps)
-    where = (
-        f"median on the GPU; the CPU runs ahead, by up to {duration(h['cpu_lead_ns'] or 0)}"
-        if h["step_clock"] == "gpu"
-        else "median, steady state"
-    )
-    cards = [_fact("step", duration(h["median_ns"]), where)]
-    total, idle = h["steady_ns"], h.get("steady_idle_ns")
-    if idle is not None and total:
-        cards.append(
-            _fact("GPU busy / step", f"{100 * (total - idle) / total:.1f}%", "of the steady-state steps' time")
-        )
-        big = h.get("idle_gaps_1ms_ns")
-        cards.append(
-            _fact(
-                "GPU idle / step",
-                f"{100 * idle / total:.1f}%",
-                f"{100 * big / total:.1f}% in gaps >= 1 ms" if big is not None else "of the steady-state steps' time",
-            )
-        )
-    return cards
 
 
 def _findings(df: pl.DataFrame) -> str:
@@ -276,19 +214,15 @@ def _headroom(r: dict) -> str:
     return f'<span class="headroom" title="{esc(charts.bounded(r["headroom_basis"]))}">{esc(text)}</span>'
 
 
-def _iterations(prof):
-    try:
-        return prof.iterations(), prof.iteration_stats(), None
-    except NsysqlError as e:
-        return None, None, str(e)
+def _why(text: str) -> str:
+    return f'<p class="why">{inline_code(text)}</p>'
 
 
-def _elsewhere(prof) -> str:
+def _elsewhere(data: dict, notes: dict) -> str:
     """Per idle cause, the top activities of the other threads and processes during its gaps (gap_activity)."""
-    try:
-        act = prof.gap_activity(by="cause", top=5)
-    except NsysqlError as e:
-        return f'<p class="why">Nothing to show: {inline_code(charts.bounded(str(e)))}.</p>'
+    if "activity" not in data:
+        return f'<p class="why">Nothing to show: {inline_code(charts.bounded(notes["activity_why"]))}.</p>'
+    act = data["activity"]
     if act.height == 0:
         return '<p class="why">No other thread or process was traced during these gaps.</p>'
     note = (
@@ -300,205 +234,125 @@ def _elsewhere(prof) -> str:
     return note + table(act.select(cols), name_cols=("activity", "cause"), scroll=False)
 
 
-# GPUs drawn on the timeline at most: each costs two queries and a trace of ~1,500 points (an export whose kernels
-# claimed hundreds of device ids made a report of tens of MB, slowly); the busiest are drawn and the note says
-# what was left out
-MAX_DEVICES_DRAWN = 16
-
-
-def drawn_devices(gpus: pl.DataFrame) -> tuple[list[int] | None, str]:
-    """The devices the timeline draws (None: every one) and the sentence saying which were left out."""
-    if gpus.height <= MAX_DEVICES_DRAWN:
-        return None, ""
-    top = gpus.sort(["busy_ns", "device_id"], descending=[True, False], nulls_last=True).head(MAX_DEVICES_DRAWN)
-    busy = gpus["busy_ns"].sum()
-    share = f" ({top['busy_ns'].sum() / busy:.0%} of all GPU busy time)" if busy else ""
-    note = (
-        f"{gpus.height:,} GPUs ran work; the {MAX_DEVICES_DRAWN} busiest are drawn{share}, the other "
-        f"{gpus.height - MAX_DEVICES_DRAWN:,} left out (nsysql summary lists every GPU)."
-    )
-    return sorted(top["device_id"].to_list()), note
-
-
-def profile_sections(page: Page, prof, prefix: str = "") -> None:
-    """Every section of the single-profile report."""
-    summ = prof.summary()
-    its, stats, why = _iterations(prof)
+def profile_sections(page: Page, data: dict, prefix: str = "") -> None:
+    """Every section of the single-profile report, from its data (Profile.report)."""
+    notes = dict(data["notes"].iter_rows())
     palette: dict[str, str] = {}  # this report's name colours, shared by all its charts (charts.name_colors)
-    top = summ["facts"].filter(pl.col("key") == "fix_first")
+    facts = data["facts"]
+    top = facts.filter(pl.col("key") == "fix_first")
     if top.height:  # the finding that would give back most time per iteration: the report's first line
         label, text = top.row(0, named=True)["item"].capitalize(), charts.bounded(top["value"][0])
         page.add(f'<div class="verdict bad" id="fix-first">{inline_code(label)}: {inline_code(text)}</div>')
-    page.add(_facts(prof, summ, stats))
-    page.add(page.section("Findings", _findings(summ["findings"])))
-
-    _iterations_section(page, its, stats, why, palette, prefix)
-    gpus = summ["gpus"]
-    _timeline_section(page, prof, gpus, its, palette, prefix)
-    _kernels_and_idle(page, prof, summ, gpus, palette, prefix)
-    _range_sections(page, prof)
-    if summ["memory"].height:
-        page.add(page.section("Memory operations", table(summ["memory"], scroll=False)))
-    page.add(page.section("Profile facts", table(summ["facts"].select("item", "value"), name_cols=(), scroll=False)))
+    page.add('<div class="facts">' + "".join(_fact(*r) for r in data["cards"].iter_rows()) + "</div>")
+    page.add(page.section("Findings", _findings(data["findings"])))
+    _iterations_section(page, data, notes, palette, prefix)
+    _timeline_section(page, data, notes, palette, prefix)
+    _kernels_and_idle(page, data, notes, palette, prefix)
+    _range_sections(page, data, notes)
+    if data["memory"].height:
+        page.add(page.section("Memory operations", table(data["memory"], scroll=False)))
+    page.add(page.section("Profile facts", table(facts.select("item", "value"), name_cols=(), scroll=False)))
 
 
-def _iterations_section(page: Page, its, stats, why: str, palette: dict, prefix: str) -> None:
+def _iterations_section(page: Page, data: dict, notes: dict, palette: dict, prefix: str) -> None:
     """The iterations chart and sentence, or why there is none."""
-    if its is not None:
-        fig, note = charts.iterations_chart(its, palette)
-        s = stats.row(0, named=True)
-        line = (
-            f"{s['iterations']} iterations of `{s['range']}` ({s['mode']}), {s['warmup']} warm-up (shaded); "
-            + steady_sentence(s)
-            + ". "
-            + (f"Outliers: {s['outlier_pattern']}. " if s["outlier_pattern"] else "No outliers. ")
-            + f"Detected: {s['detected']}."
+    if "iterations" not in data:
+        why = inline_code(charts.bounded(notes["iterations_why"]))
+        page.add(page.section("Iterations", f'<p class="why">No iteration breakdown: {why}.</p>'))
+        return
+    its = data["iterations"]
+    fig, note = charts.iterations_chart(its, palette)
+    parts, parts_note = charts.partition_chart(its)
+    page.add(
+        page.section(
+            "Iterations",
+            page.chart(prefix + "iterations", fig, note)
+            + f'<p class="note">{inline_code(charts.short(notes["iterations_line"], 3 * charts.NAME_MAX))}</p>'
+            + page.chart(
+                prefix + "partition",
+                parts,
+                (parts_note + " " if parts_note else "")
+                + "Each bar is the iteration's wall time on the device, in parts that add up to it: some "
+                "compute kernel ran; only communication ran (exposed); only memory copies or sets ran; "
+                "nothing ran.",
+            ),
         )
-        parts, parts_note = charts.partition_chart(its)
-        page.add(
-            page.section(
-                "Iterations",
-                page.chart(prefix + "iterations", fig, note)
-                + f'<p class="note">{inline_code(charts.short(line, 3 * charts.NAME_MAX))}</p>'
-                + page.chart(
-                    prefix + "partition",
-                    parts,
-                    (parts_note + " " if parts_note else "")
-                    + "Each bar is the iteration's wall time on the device, in parts that add up to it: some "
-                    "compute kernel ran; only communication ran (exposed); only memory copies or sets ran; "
-                    "nothing ran.",
-                ),
-            )
-        )
-    else:
-        page.add(
-            page.section(
-                "Iterations", f'<p class="why">No iteration breakdown: {inline_code(charts.bounded(why))}.</p>'
-            )
-        )
+    )
 
 
-def _timeline_section(page: Page, prof, gpus: pl.DataFrame, its, palette: dict, prefix: str) -> None:
+def _timeline_section(page: Page, data: dict, notes: dict, palette: dict, prefix: str) -> None:
     """The GPU timeline over the iterations (else the whole active span), idle gaps by cause, and GPU metrics where
     sampled."""
-    if gpus.height:
-        try:
-            g = prof.gaps()
-        except NsysqlError:
-            g = None
-        window = None
-        if its is not None and its.height and its["end_ns"].max() > its["start_ns"].min():
-            window = (int(its["start_ns"].min()), int(its["end_ns"].max()))
-        drawn, left_out = drawn_devices(gpus)
-        tl = (
-            prof.timeline(start_ns=window[0], end_ns=window[1], devices=drawn)
-            if window
-            else prof.timeline(devices=drawn)
-        )
-        if drawn is not None and g is not None:
-            g = g.filter(pl.col("device_id").is_in(drawn))
-        if window and g is not None:
-            g = g.filter((pl.col("end_ns") > window[0]) & (pl.col("start_ns") < window[1])).with_columns(
-                start_ns=pl.col("start_ns").clip(lower_bound=window[0]),
-                end_ns=pl.col("end_ns").clip(upper_bound=window[1]),
-            )
-            g = g.with_columns(duration_ns=pl.col("end_ns") - pl.col("start_ns"))
-        fig, note = charts.timeline_chart(tl, g, gpus, palette, "the first iteration" if window else "the first GPU op")
-        if window:
-            active = gpus["active_ns"].max() / 1e9
-            note = (
-                f"Shown: the {its.height} iterations ({(window[1] - window[0]) / 1e9:.3f} s of the GPU's "
-                f"{active:.3f} s active span). " + note
-            ).strip()
-        body = page.chart(prefix + "timeline", fig, f"{note} {left_out}".strip())
+    if "timeline" not in data:
+        page.add(page.section("GPU timeline", _why(notes["timeline_why"])))
+        return
+    tl, origin = data["timeline"], notes["timeline_origin"]
+    fig, note = charts.timeline_chart(tl, data.get("timeline_gaps"), data["gpus"], palette, origin)
+    if "timeline_shown" in notes:
+        note = f"{notes['timeline_shown']} {note}".strip()
+    body = page.chart(prefix + "timeline", fig, f"{note} {notes.get('timeline_left_out', '')}".strip())
+    if "metrics" in data:  # only where the export sampled GPU metrics
         t0, t1 = int(tl["start_ns"].min()), int(tl["end_ns"].max())
-        m = prof.metrics_timeline(t0, t1) if t1 > t0 else None
-        if m is not None and drawn is not None:
-            m = m.filter(pl.col("device_id").is_in(drawn))
-        if m is not None and m.height:  # only where the export sampled GPU metrics
-            origin = "the first iteration" if window else "the first GPU op"
-            body += page.chart(prefix + "metrics", charts.metrics_chart(m, t0, t1, origin, palette))
-        page.add(page.section("GPU timeline", body))
-    else:
-        page.add(
-            page.section(
-                "GPU timeline", '<p class="why">No GPU work in this profile, so there is no timeline to draw.</p>'
-            )
-        )
+        body += page.chart(prefix + "metrics", charts.metrics_chart(data["metrics"], t0, t1, origin, palette))
+    page.add(page.section("GPU timeline", body))
 
 
-def _kernels_and_idle(page: Page, prof, summ: dict, gpus: pl.DataFrame, palette: dict, prefix: str) -> None:
+def _kernels_and_idle(page: Page, data: dict, notes: dict, palette: dict, prefix: str) -> None:
     """Top kernels and categories beside idle time by cause and the work elsewhere meanwhile."""
     left, right = [], []
-    k = summ["kernels"]
-    if k.height:
-        left.append(page.section("Top kernels", page.chart(prefix + "kernels", charts.kernels_chart(k))))
+    if "categories" in data:
+        left.append(page.section("Top kernels", page.chart(prefix + "kernels", charts.kernels_chart(data["kernels"]))))
         left.append(
             page.section(
                 "Kernel categories",
                 page.chart(
                     prefix + "categories",
-                    charts.categories_chart(prof.kernels(by="category")),
+                    charts.categories_chart(data["categories"]),
                     "Categories by kernel name (rules: queries/v1/canonical/44_kernel_rules.sql); tensor-core use "
                     "by GPU metrics where the export has them (Tensor Active during the kernel), else by name.",
                 ),
             )
         )
     else:
-        left.append(page.section("Top kernels", '<p class="why">No kernels in this profile.</p>'))
-    idle = summ.get("idle by cause")
-    if idle is not None and idle.height:
+        left.append(page.section("Top kernels", _why(notes["kernels_why"])))
+    if "idle_why" not in notes:
+        idle = data["idle by cause"]
         right.append(
             page.section(
                 "Idle time by cause",
                 page.chart(prefix + "idle", charts.idle_chart(idle, palette)) + table(idle, scroll=False),
             )
         )
-        right.append(page.section("While the GPU waited: work elsewhere", _elsewhere(prof)))
+        right.append(page.section("While the GPU waited: work elsewhere", _elsewhere(data, notes)))
     else:
-        why_idle = "no GPU work" if not gpus.height else "no gap of 1 ms or more"
-        right.append(page.section("Idle time by cause", f'<p class="why">Nothing to show: {why_idle}.</p>'))
+        right.append(page.section("Idle time by cause", _why(notes["idle_why"])))
     page.add('<div class="grid2">' + "".join(left) + "".join(right) + "</div>")
 
 
-def _range_sections(page: Page, prof) -> None:
+def _range_sections(page: Page, data: dict, notes: dict) -> None:
     """NVTX ranges, kernels by range and PyTorch operators, or why there are none."""
-    rg = prof.ranges()
-    if rg.height:
-        page.add(page.section("NVTX ranges", table(rg.sort("total_ns", descending=True), limit=100)))
-        kbr = prof.kernels_by_range()
-        page.add(
-            page.section(
-                "Kernels by range",
-                table(kbr.sort("total_ns", descending=True), limit=100)
-                if kbr.height
-                else '<p class="why">No kernel was launched inside an NVTX range.</p>',
-            )
-        )
-        try:
-            ops = prof.ops()
-        except NsysqlError:  # no emit_nvtx ranges: no section
-            ops = None
-        if ops is not None:
-            page.add(page.section("PyTorch operators", table(ops, limit=100)))
-    else:
-        page.add(
-            page.section(
-                "NVTX ranges",
-                '<p class="why">No NVTX ranges: the profile was captured without '
-                "-t nvtx, or the program has no NVTX annotations.</p>",
-            )
-        )
+    if "ranges" not in data:
+        page.add(page.section("NVTX ranges", _why(notes["ranges_why"])))
+        return
+    page.add(page.section("NVTX ranges", table(data["ranges"], limit=100)))
+    kbr = data.get("kernels_by_range")
+    body = table(kbr, limit=100) if kbr is not None else _why(notes["kernels_by_range_why"])
+    page.add(page.section("Kernels by range", body))
+    if "ops" in data:
+        page.add(page.section("PyTorch operators", table(data["ops"], limit=100)))
 
 
 def build(prof) -> tuple[str, dict]:
+    """The report of one profile: its data (Profile.report), drawn."""
     page = Page(f"nsysql report · {prof.path.name}", str(prof.path))
-    profile_sections(page, prof)
+    profile_sections(page, prof.report())
     return page.render(), page.figures
 
 
 def build_diff(base, new) -> tuple[str, dict]:
-    res = base.diff(new)
+    """The comparison of NEW against BASE: its data (Profile.report_diff), drawn."""
+    got = base.report_diff(new)
+    res = got.diff
     page = Page(f"nsysql diff · {base.path.name} → {new.path.name}", f"BASE {base.path}  ·  NEW {new.path}")
     it = res.iteration_time
     cls = "same"
@@ -507,7 +361,7 @@ def build_diff(base, new) -> tuple[str, dict]:
     page.add(f'<div class="verdict {cls}">{inline_code(res.headline)}</div>')
     page.add(page.section("Verdict", table(res.verdict(headline=False), name_cols=(), scroll=False)))
     if it is not None:
-        tb, tn = _steady(base), _steady(new)
+        tb, tn = got.base_steady, got.new_steady
         body = ""
         if tb is not None and tn is not None:
             body += page.chart("iteration-compare", charts.iteration_compare_chart(tb, tn, "BASE", "NEW"))
@@ -524,16 +378,8 @@ def build_diff(base, new) -> tuple[str, dict]:
         if df is not None:
             page.add(page.section(title, table(df, limit=100)))
     page.add('<h2 style="margin:26px 0 10px">NEW profile in detail</h2>')
-    profile_sections(page, new, prefix="new-")
+    profile_sections(page, got.new, prefix="new-")
     return page.render(), page.figures
-
-
-def _steady(prof) -> pl.Series | None:
-    try:
-        its = prof.iterations()
-    except NsysqlError:
-        return None
-    return its.filter(~pl.col("warmup"))["wall_ns"]
 
 
 def write_pngs(figures: dict, directory: Path) -> list[Path] | str:

@@ -11,8 +11,6 @@ import re
 
 import polars as pl
 
-from ..analyses.summary import all_devices_busy
-from ..errors import NsysqlError
 from ..render import code, distinct, one_line
 from ..render import markdown as md_table
 
@@ -28,7 +26,7 @@ def _ms(ns) -> str:
 def snippet(prof, top: int = 10, chart: str | None = None) -> str:
     """The PR snippet: the finding to fix first, the findings, the facts, the top kernels (the chart's image
     linked where `chart`, a path relative to the snippet, names it), idle time by cause."""
-    s = prof.summary(top=top)
+    s = prof.snippet(top=top)
     facts = {key: (item, value) for key, item, value in s["facts"].select("key", "item", "value").iter_rows()}
     value = lambda key, default=None: facts.get(key, (None, default))[1]  # noqa: E731
     gpus = s["gpus"]
@@ -40,13 +38,12 @@ def snippet(prof, top: int = 10, chart: str | None = None) -> str:
         out.append(f"- **steady-state step**: {code(str(value('step')), VALUE_MAX)}")
     line = f"- **nsys** {code(str(value('nsys_version', 'unknown')), NAME_MAX)} · **span** {value('span', '?')}"
     if gpus.height:
-        line += f" · **GPUs** {code(str(value('gpus')), VALUE_MAX)} · **GPU busy (whole profile)** " + all_devices_busy(
-            gpus
-        )
+        busy = dict(s["notes"].iter_rows())["gpu_busy_all"]
+        line += f" · **GPUs** {code(str(value('gpus')), VALUE_MAX)} · **GPU busy (whole profile)** {busy}"
     out.append(line)
     out.append(f"- **iterations**: {code(str(value('iterations', 'none')), VALUE_MAX)}")
     out += [f"- {bold(facts[k][0])}: {code(str(facts[k][1]), VALUE_MAX)}" for k in ("outliers", "idle") if value(k)]
-    ops = ops_line(prof)
+    ops = ops_line(s.get("top_ops"))
     if ops:
         out.append(f"- **PyTorch ops by GPU time**: {ops}")
     out.append("")
@@ -115,14 +112,11 @@ def bold(text: str) -> str:
     return f"**{text}**" if plain else f"**{code(text, VALUE_MAX)}**"
 
 
-def ops_line(prof, top: int = 3) -> str | None:
-    """The `top` PyTorch operators by GPU time (forward + backward, from `ops`); None without operator ranges or
-    when none launched a kernel."""
-    try:
-        o = prof.ops()
-    except NsysqlError:
+def ops_line(o: pl.DataFrame | None) -> str | None:
+    """The top PyTorch operators by GPU time (forward + backward: the snippet's `top_ops`); None without operator
+    ranges or when none launched a kernel."""
+    if o is None:
         return None
-    o = o.filter(pl.col("fwd_gpu_ns") + pl.col("bwd_gpu_ns") > 0).head(top)
     return (
         ", ".join(
             f"{code(r['op'], NAME_MAX)} {(r['fwd_gpu_ns'] + r['bwd_gpu_ns']) / 1e6:,.3f} ms (fwd "
@@ -195,4 +189,4 @@ def diff_snippet(base, new, top: int = 10) -> str:
     return _lines(out)
 
 
-__all__ = ["snippet", "diff_snippet", "NsysqlError"]
+__all__ = ["snippet", "diff_snippet"]
