@@ -146,6 +146,9 @@ def _under_shared(value) -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
+    # the tests marked long go first, in their order (a stable sort): xdist hands tests out in this order, so the
+    # short ones fill in around the long ones and no worker is left running a long test while the other is idle
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
     for item in items:
         spec = getattr(item, "callspec", None)
         if spec is not None and any(_under_shared(v) for v in spec.params.values()):

@@ -123,6 +123,7 @@ def test_profile_command_line():
     assert "--gpu-metrics-devices=all" in with_metrics
 
 
+@pytest.mark.long
 def test_profile_cpu_records_samples_scheduling_and_forks(tmp_path, clean_env, monkeypatch):
     """`nsysql profile --cpu` replaces nsysql's `--sample=none --cpuctxsw=none` with the process tree's samples and
     scheduling, follows forked workers and samples Python's stacks; the rest stays."""
@@ -163,6 +164,7 @@ def test_the_trace_set_follows_the_platform_and_what_nsys_lists():
         assert any(a.startswith("--osrt-") for a in argv) == ("osrt" in want), (system, text)
 
 
+@pytest.mark.long
 def test_a_windows_nsys_is_run_without_osrt(tmp_path, clean_env, monkeypatch):
     """`nsysql profile` with an nsys whose help names no osrt (as Windows' lists none): the command it runs traces
     CUDA and NVTX only, and the listing says the profile has no OS runtime calls."""
@@ -285,6 +287,7 @@ def test_profile_without_nsys_says_where_it_looked(tmp_path, clean_env):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.long
 def test_ctrl_c_sent_to_nsysql_reaches_the_program(tmp_path):
     """SIGINT to nsysql alone (as `kill -INT` sends it) is passed to nsys, which passes it to the program: the
     program's own exit status for it comes back from nsysql."""

@@ -115,6 +115,7 @@ def synthetic(tmp_path_factory):
     return d
 
 
+@pytest.mark.long
 def test_local_and_dask_engines_agree(synthetic, tmp_path):
     distributed = pytest.importorskip("dask.distributed")
     local = nsysql.load_many([str(synthetic / "rank*.sqlite")], cache_dir=tmp_path / "local")
