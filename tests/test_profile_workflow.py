@@ -173,7 +173,9 @@ def test_a_windows_nsys_is_run_without_osrt(tmp_path, clean_env, monkeypatch):
     monkeypatch.setenv("FAKE_NSYS_LOG", str(log))
     monkeypatch.setenv("FAKE_NSYS_LACKS", "osrt")
     program = [sys.executable, "-c", "pass"]
-    r = CliRunner().invoke(main, ["profile", "--nsys", str(fake), "--out", str(tmp_path / "o"), "--", *program])
+    # an SVG chart, as the tests above: a PNG starts a browser (kaleido), and that is under test in test_report.py
+    args = ["profile", "--nsys", str(fake), "--out", str(tmp_path / "o"), "--chart", "svg", "--", *program]
+    r = CliRunner().invoke(main, args)
     assert r.exit_code == 0, r.output
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     assert calls[1][:4] == ["profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none"]
