@@ -51,6 +51,29 @@ def loaded(path: str):
     return nsysql.load(path)
 
 
+_BUILT: dict[Path, Path] = {}
+
+
+def built_cache(dest: Path, *exports: Path) -> Path:
+    """A cache directory at `dest` holding each export's entry as a first load leaves it (its canonical tables,
+    no stored answer), copied from one this process built once: for the tests of what a command does with an
+    entry, which need not build the same entry cold again and again (the cold build is under test in
+    test_cache.py, test_store.py and test_lazy_build.py). Close any Profile over `dest` before the next call."""
+    import nsysql
+
+    dest.mkdir(parents=True, exist_ok=True)
+    for export in exports:
+        export = Path(export).resolve()
+        if export not in _BUILT:
+            prof = nsysql.load(export, cache_dir=tempfile.mkdtemp(prefix="nsysql-test-built-"))
+            _BUILT[export] = prof.cache_entry
+            prof.close()
+        entry = _BUILT[export]
+        for f in (entry, entry.with_suffix(".nsysql")):
+            shutil.copy2(f, dest / f.name)
+    return dest
+
+
 def h200(name: str) -> Path:
     p = H200 / name
     if not p.exists():
@@ -146,6 +169,9 @@ def _under_shared(value) -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
+    # the tests marked long go first, in their order (a stable sort): xdist hands tests out in this order, so the
+    # short ones fill in around the long ones and no worker is left running a long test while the other is idle
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
     for item in items:
         spec = getattr(item, "callspec", None)
         if spec is not None and any(_under_shared(v) for v in spec.params.values()):

@@ -115,6 +115,7 @@ def test_control_characters_are_shown_not_sent_to_the_terminal(exports):
 # -- item 6: size amplification --------------------------------------------------------------------------------------
 
 
+@pytest.mark.long
 def test_a_megabyte_name_does_not_multiply_in_the_report_or_the_terminal(exports, tmp_path):
     sizes = {}
     for name in ("plain", "huge"):

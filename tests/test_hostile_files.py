@@ -233,6 +233,7 @@ def test_output_through_a_link_or_into_a_device(tmp_path):
 # -- 4, 5: export --to ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.long
 def test_a_failed_export_leaves_the_folder_as_it_was_and_the_next_one_succeeds(tmp_path):
     src, to, fresh = tmp_path / "t.sqlite", tmp_path / "tables", tmp_path / "fresh"
     shutil.copy(TRAIN, src)
@@ -268,6 +269,7 @@ def test_export_writes_through_no_link_in_an_earlier_exports_folder(tmp_path):
 # -- 2: profile --out -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.long
 def test_profile_out_replaces_only_its_own_outputs_and_no_link(tmp_path):
     fake = fake_nsys(tmp_path / "bin")
     out, ran = tmp_path / "run", tmp_path / "ran"

@@ -429,6 +429,7 @@ def busiest_devices(path: Path, n: int) -> tuple[list[int], int]:
     return sorted(sorted(busy, key=lambda d: (-busy[d], d))[:n]), len(busy)
 
 
+@pytest.mark.long
 def test_report_of_hundreds_of_devices_is_bounded(tmp_path):
     """An export whose kernels claimed 632 device ids made `report` draw a timeline trace of ~1,500 points per
     device: 50 s and 21 MB (train_small's own report: 4 s, 4.7 MB). It draws the 16 busiest and says so."""

@@ -123,6 +123,7 @@ def test_profile_command_line():
     assert "--gpu-metrics-devices=all" in with_metrics
 
 
+@pytest.mark.long
 def test_profile_cpu_records_samples_scheduling_and_forks(tmp_path, clean_env, monkeypatch):
     """`nsysql profile --cpu` replaces nsysql's `--sample=none --cpuctxsw=none` with the process tree's samples and
     scheduling, follows forked workers and samples Python's stacks; the rest stays."""
@@ -163,6 +164,7 @@ def test_the_trace_set_follows_the_platform_and_what_nsys_lists():
         assert any(a.startswith("--osrt-") for a in argv) == ("osrt" in want), (system, text)
 
 
+@pytest.mark.long
 def test_a_windows_nsys_is_run_without_osrt(tmp_path, clean_env, monkeypatch):
     """`nsysql profile` with an nsys whose help names no osrt (as Windows' lists none): the command it runs traces
     CUDA and NVTX only, and the listing says the profile has no OS runtime calls."""
@@ -171,7 +173,9 @@ def test_a_windows_nsys_is_run_without_osrt(tmp_path, clean_env, monkeypatch):
     monkeypatch.setenv("FAKE_NSYS_LOG", str(log))
     monkeypatch.setenv("FAKE_NSYS_LACKS", "osrt")
     program = [sys.executable, "-c", "pass"]
-    r = CliRunner().invoke(main, ["profile", "--nsys", str(fake), "--out", str(tmp_path / "o"), "--", *program])
+    # an SVG chart, as the tests above: a PNG starts a browser (kaleido), and that is under test in test_report.py
+    args = ["profile", "--nsys", str(fake), "--out", str(tmp_path / "o"), "--chart", "svg", "--", *program]
+    r = CliRunner().invoke(main, args)
     assert r.exit_code == 0, r.output
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     assert calls[1][:4] == ["profile", "--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none"]
@@ -285,6 +289,7 @@ def test_profile_without_nsys_says_where_it_looked(tmp_path, clean_env):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.long
 def test_ctrl_c_sent_to_nsysql_reaches_the_program(tmp_path):
     """SIGINT to nsysql alone (as `kill -INT` sends it) is passed to nsys, which passes it to the program: the
     program's own exit status for it comes back from nsysql."""

@@ -80,6 +80,7 @@ def test_every_chart_holds_one_plot_of_json_data(tmp_path, path):
 
 # In Chromium: the project's own train_small (all five charts) and h200 `threads` (no idle chart, four);
 # the other exports' reports come from the same code and get the check above.
+@pytest.mark.long
 @needs_chromium
 @pytest.mark.parametrize(
     "path", [fixture("train_small")] + [p for p in h200_exports() if p.name == "threads.sqlite"], ids=lambda p: p.stem
@@ -92,6 +93,7 @@ def test_renders_in_chromium(tmp_path, path):
     assert (tmp_path / "shot.png").stat().st_size > 10_000
 
 
+@pytest.mark.long
 @needs_chromium
 def test_diff_report_renders(tmp_path):
     out = tmp_path / "diff.html"

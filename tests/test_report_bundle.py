@@ -88,6 +88,7 @@ def test_without_kaleido_the_chart_is_an_svg_and_the_listing_says_why(tmp_path, 
     assert not list((tmp_path / "p").glob("top10_kernels.*"))
 
 
+@pytest.mark.long
 def test_with_kaleido_and_chromium_the_chart_is_a_png(tmp_path):
     if importlib.util.find_spec("kaleido") is None or not shutil.which("chromium"):
         pytest.skip("kaleido or chromium not installed")
@@ -97,6 +98,7 @@ def test_with_kaleido_and_chromium_the_chart_is_a_png(tmp_path):
     assert not (tmp_path / "b" / "top10_kernels.svg").exists()
 
 
+@pytest.mark.long
 def test_bundle_replaces_its_own_files_and_refuses_others(tmp_path):
     out = tmp_path / "b"
     for _ in range(2):  # the second run replaces the first one's files

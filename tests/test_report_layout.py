@@ -22,7 +22,10 @@ from test_report import check_report
 
 from nsysql.cli import main
 
-pytestmark = pytest.mark.skipif(check_report.chromium() is None, reason="chromium not installed (CI may lack it)")
+pytestmark = [
+    pytest.mark.skipif(check_report.chromium() is None, reason="chromium not installed (CI may lack it)"),
+    pytest.mark.long,
+]
 
 WIDTHS = (1400, 900)
 

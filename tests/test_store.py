@@ -87,6 +87,7 @@ def package_copy(dst: Path) -> Path:
     return dst
 
 
+@pytest.mark.long
 def test_editing_an_analysis_invalidates_every_stored_value(tmp_path):
     """The same cache directory, used first by nsysql as it is and then by a copy whose gaps.sql names every
     cause differently: the copy builds its own entry, and its gaps, summary and ranks all show the edit
@@ -229,6 +230,7 @@ def test_storing_answers_on_a_full_disk_warns_once(tmp_path, summary_answer):
     assert digest(src) == before
 
 
+@pytest.mark.long
 def test_ranks_on_a_full_disk_warns_once(tmp_path):
     """`nsysql ranks` with the entries stored (an earlier run) but not the per-rank frames, which cannot be
     written now (one process: a process pool needs files of its own)."""
@@ -300,6 +302,7 @@ def files(cdir: Path) -> set[str]:
     return {str(p.relative_to(cdir)) for p in cdir.rglob("*") if p.is_file()}
 
 
+@pytest.mark.long
 def test_a_killed_load_leaves_files_that_cache_info_counts_and_cache_clear_removes(tmp_path, larger):
     cdir = tmp_path / "cache"
     proc = start_load(larger, cdir)
@@ -323,6 +326,7 @@ def test_a_killed_load_leaves_files_that_cache_info_counts_and_cache_clear_remov
     assert cleared.exit_code == 0 and files(cdir) == set()
 
 
+@pytest.mark.long
 def test_cache_clear_during_a_load_is_silent_and_the_entry_lands(tmp_path, larger):
     """Before, `cache clear` deleted the running load's temporary entry, and that load warned "cache disabled
     (no such file or directory)". A running load's files are kept; its entry is renamed in when done."""
@@ -335,6 +339,7 @@ def test_cache_clear_during_a_load_is_silent_and_the_entry_lands(tmp_path, large
     assert len(list(cdir.glob("*.duckdb"))) == 1 and not list(cdir.glob(".*.tmp*"))
 
 
+@pytest.mark.long
 def test_ctrl_c_during_a_load_leaves_at_once_and_leaves_nothing(tmp_path, larger):
     """SIGINT while the entry is being written ends the command there (`nsysql: interrupted`, exit 130), with no
     entry and no temporary file: before, it took effect once the load was done, and the entry was written."""

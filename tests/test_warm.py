@@ -11,7 +11,7 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES, ROOT, fixture
+from conftest import FIXTURES, ROOT, built_cache, fixture
 
 import nsysql
 from nsysql.cli import main
@@ -58,7 +58,9 @@ def test_a_stored_answer_prints_the_bytes_its_computation_printed(tmp_path, path
     assert (kept.exit_code, kept.output) == (first.exit_code, first.output)
     if "-f" not in args:  # a table: fitted to $COLUMNS, the width is part of what was kept
         narrow = CliRunner(env={"COLUMNS": "60"}).invoke(main, cmd, catch_exceptions=False)
-        fresh = CliRunner(env={"COLUMNS": "60"}).invoke(main, ["--cache-dir", str(tmp_path / "b"), *cmd[2:]])
+        # computed afresh at that width, on an entry built as `first` built its own (conftest.built_cache)
+        fresh_cache = str(built_cache(tmp_path / "b", path))
+        fresh = CliRunner(env={"COLUMNS": "60"}).invoke(main, ["--cache-dir", fresh_cache, *cmd[2:]])
         assert narrow.output == fresh.output
 
 
@@ -75,6 +77,7 @@ def _imports(cache, args, no_tuning="") -> tuple[str, set[str]]:
 WARM = (["summary", str(SMALL)], ["kernels", str(SMALL), "--top", "5"], ["gaps", str(SMALL), "-f", "csv"])
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("printed", ["on", "off"])
 def test_a_warm_command_imports_neither_the_facade_the_analyses_nor_duckdb(tmp_path, printed):
     """What a stored answer does not need is not imported: the Profile, the declarations and the analyses'
