@@ -439,7 +439,7 @@ def findings(ctx, thresholds) -> pl.DataFrame:
     needs=("iteration_range",),
     tables=("gpu_busy", "gpu_metric_activity", "gpu_ops", "nvtx_ranges", "strings"),
     requires=("nvtx_ranges",),
-    sql=("iteration_windows", "iterations", "iteration_phases", "iteration_activity"),
+    sql=("iteration_windows", "iterations", "iteration_phases", "activity_sampled", "iteration_activity"),
 )
 def iterations(ctx, range, skip, outlier_sigmas) -> pl.DataFrame:
     """One row per iteration of the loop (see nsysql.analyses.iterations for the rules)."""
