@@ -386,13 +386,10 @@ def summary_tables(ctx, thresholds) -> dict[str, pl.DataFrame]:
         Param("families", bool, True, doc="the ranges table folds numbered families (Batch*)", flag=None),
     ),
     needs=("iterations", "iteration_stats", "gaps", "kernels", "ranges", "summary_tables", "headroom_work"),
-    # what its idle facts read besides its needs (gaps' activity, the CPU story, the capture hint's counts): built
-    # with the rest in the request's one pass (Engine.plan_request)
+    # what its idle facts read besides its needs (gaps' activity, the CPU story): built with the rest in the
+    # request's one pass (Engine.plan_request)
     tables=(
         "cpu_samples",
-        "graph_nodes",
-        "nvtx_marks",
-        "nvtx_payloads",
         "processes",
         "thread_roles",
         "thread_states",
