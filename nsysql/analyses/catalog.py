@@ -646,15 +646,17 @@ def gaps(ctx, range, min_ns, by, include_warmup) -> pl.DataFrame:
     """GPU idle gaps with their causes; `by="cause"` for idle time per cause."""
     if by not in (None, "cause"):
         raise NsysqlError(f"gaps can be grouped by 'cause' only, not {by!r}")
-    # the inputs first (stored answers, or found once per Profile and its workers), then the analyses
-    its = _gap_spans(ctx, range)
     if by == "cause":
         # from the gaps and iteration spans answers (stored by an earlier summary or gaps), so a warm run
         # opens no tables unless the span must be measured (no iterations, or --include-warmup)
+        its = _gap_spans(ctx, range)
         g = ctx.ask("gaps", range=range, min_ns=min_ns)
         con = None if _gaps.steady_only(g, include_warmup) else ctx.con
         return _gaps.by_cause(con, g, range=range, include_warmup=include_warmup, its=its)
-    return _gaps.with_iterations(_gaps.find(ctx.con, range=range, min_ns=min_ns), its)  # min_ns in ns
+    # the gaps before the iteration spans they are indexed by: finding them needs no loop, so their SQL runs
+    # while another analysis of the same request finds the loop (iteration_range, asked once for all)
+    found = _gaps.find(ctx.con, range=range, min_ns=min_ns)  # min_ns in ns
+    return _gaps.with_iterations(found, _gap_spans(ctx, range))
 
 
 @analysis(
