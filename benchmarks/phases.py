@@ -10,8 +10,8 @@ analyses that summary, iterations and gaps share. A phase's figures run from the
 `open_entry` (first) includes importing DuckDB. CPU is this process's CPU time (all threads). Not used by
 the tests; BENCHMARKS.md quotes it. PHASES_STREAMS=1 also lists each reader's stream: when it was opened,
 how long opening took (SQLite reads the first batch then) and how long it took to read to its end.
-Unlike the CLI, it imports polars and the analyses before the load (to wrap them), so its "imports" phase is
-not overlapped with reading the export as a plain `nsysql` run's is: time whole commands with bench.py.
+Unlike the CLI, it imports polars and the analyses before the load (to wrap them), not once the export is
+read as a plain `nsysql` run does: time whole commands with bench.py.
 """
 
 import os

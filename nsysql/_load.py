@@ -2,7 +2,7 @@
 the export's canonical tables opened or built by the store (nsysql.store.opening), and the Profile facade over them.
 
 This module imports neither polars nor the analyses before the load has begun: on a cold load the facade is
-imported while the tables build (nsysql.tuning's `import_overlap`, see nsysql.store.opening).
+imported once the export is read (see nsysql.store.opening).
 """
 
 from __future__ import annotations

@@ -21,9 +21,6 @@ TRICKS = {
     "early_readers": "a cold load starts its reader threads, which open the export's SQLite streams and read "
     "their first batch without the GIL, before DuckDB is imported (nsysql/store/opening.py, loader/raw.py Readers); "
     "off: the readers start once DuckDB is imported, inside the build",
-    "import_overlap": "a cold load builds the canonical tables on a background thread while this thread imports "
-    "the facade, polars and the analyses, once the readers have registered their streams (nsysql/store/opening.py); "
-    "off: the build runs to its end first, then the import",
     "background_persist": "with 4 or more threads and memory to spare, a first load builds its tables in memory, "
     "answers from them, and copies them into the cache entry on background threads (cache.build_entry); off: "
     "built straight into the cache file",

@@ -114,8 +114,9 @@ def test_a_cold_summary_builds_what_it_reads_in_one_pass(tmp_path, monkeypatch):
     assert sum(" (step 1 of " in line for line in building) == 1, building
     assert len(building) == len(set(building)), building  # no file twice
     # and no more than it reads: the CPU samples' tables are read (the idle facts), the tables of `nsysql cpu`'s
-    # Python samples are not
+    # Python samples are not, nor the NVTX payloads (`collectives` reads them)
     assert built(steps, "80_gpu_busy") and not built(steps, "68_python_samples")
+    assert not built(steps, "55_nvtx_payloads")
     monkeypatch.setenv("NSYSQL_NO_TUNING", "lazy_build")
     with nsysql.load(SMALL, cache=False) as whole:
         want = whole.summary()

@@ -94,52 +94,6 @@ def test_gpu_busy_prev_end_is_the_previous_stretch_end():
     assert bad["bad_prev"][0] == 0 and bad["bad_before"][0] == 0
 
 
-def _stage_recording(monkeypatch, workers):
-    """Stage big_step with `workers` readers; returns the events (each stream opened, each scan started, ready)
-    and how many jobs were still unread when ready() came (read under the readers' own lock)."""
-    import duckdb
-
-    from nsysql.loader.source import open_source
-
-    monkeypatch.setattr(raw, "CHUNK_ROWS", 500)  # several chunk jobs per big table
-    events, unread = [], []
-    stream = Source.stream
-
-    def recording_stream(self, sql):
-        events.append("open")
-        return stream(self, sql)
-
-    monkeypatch.setattr(Source, "stream", recording_stream)
-    src = open_source(fixture("big_step"))
-    readers = raw.Readers(src, workers)
-
-    def ready():
-        events.append("ready")
-        unread.append(readers._unfinished)  # read just after the decision: never more than at it
-
-    raw.stage(src, duckdb.connect(), ready=ready, readers=readers, progress=lambda table: events.append("scan"))
-    assert events.count("ready") == 1 and events.count("open") >= 8
-    assert "open" not in events[events.index("ready") :]  # every stream was open (and registered) before it
-    return events, unread[0]
-
-
-def test_ready_once_every_stream_is_open(monkeypatch):
-    """With more cores than readers, raw.stage calls ready() once, as soon as every reader has opened (and
-    registered) its stream, so the caller's imports (nsysql._load imports polars then) overlap the reading on a
-    free core but never meet a reader registering."""
-    monkeypatch.setattr(raw.os, "cpu_count", lambda: 8)
-    events, unread = _stage_recording(monkeypatch, workers=4)
-    assert unread >= 2 and "scan" in events[events.index("ready") :]  # while reading: some had not even started
-
-
-def test_ready_waits_for_a_core_free_of_readers(monkeypatch):
-    """With as many readers as cores (2 and 2), ready() comes only once a reader has finished its last job, so
-    the caller's import fills the core it leaves instead of slowing readers that fill both."""
-    monkeypatch.setattr(raw.os, "cpu_count", lambda: 2)
-    events, unread = _stage_recording(monkeypatch, workers=2)
-    assert events.count("scan") > 2 and unread <= 1  # not before all but the last job had been read
-
-
 def test_gpu_busy_is_the_union_of_gpu_ops():
     """gpu_busy is exactly the union of gpu_ops' intervals per device (merged in Python: conftest), on a fixture
     with thousands of ops on several streams. test_public checks the same on every public export."""

@@ -397,13 +397,10 @@ def summary_tables(ctx, thresholds) -> dict[str, pl.DataFrame]:
         Param("families", bool, True, doc="the ranges table folds numbered families (Batch*)", flag=None),
     ),
     needs=("iterations", "iteration_stats", "gaps", "kernels", "ranges", "summary_tables", "headroom_work"),
-    # what its idle facts read besides its needs (gaps' activity, the CPU story, the capture hint's counts): built
-    # with the rest in the request's one pass (Engine.plan_request)
+    # what its idle facts read besides its needs (gaps' activity, the CPU story): built with the rest in the
+    # request's one pass (Engine.plan_request)
     tables=(
         "cpu_samples",
-        "graph_nodes",
-        "nvtx_marks",
-        "nvtx_payloads",
         "processes",
         "thread_roles",
         "thread_states",
@@ -561,7 +558,7 @@ def findings(ctx, thresholds) -> pl.DataFrame:
     needs=("iteration_range",),
     tables=("gpu_busy", "gpu_metric_activity", "gpu_ops", "nvtx_ranges", "strings"),
     requires=("nvtx_ranges",),
-    sql=("iteration_windows", "iterations", "iteration_phases", "iteration_activity"),
+    sql=("iteration_windows", "iterations", "iteration_phases", "activity_sampled", "iteration_activity"),
 )
 def iterations(ctx, range, skip, outlier_sigmas) -> pl.DataFrame:
     """One row per iteration of the loop (see nsysql.analyses.iterations for the rules)."""
@@ -802,15 +799,17 @@ def gaps(ctx, range, min_ns, by, include_warmup) -> pl.DataFrame:
     """GPU idle gaps with their causes; `by="cause"` for idle time per cause."""
     if by not in (None, "cause"):
         raise NsysqlError(f"gaps can be grouped by 'cause' only, not {by!r}")
-    # the inputs first (stored answers, or found once per Profile and its workers), then the analyses
-    its = _gap_spans(ctx, range)
     if by == "cause":
         # from the gaps and iteration spans answers (stored by an earlier summary or gaps), so a warm run
         # opens no tables unless the span must be measured (no iterations, or --include-warmup)
+        its = _gap_spans(ctx, range)
         g = ctx.ask("gaps", range=range, min_ns=min_ns)
         con = None if _gaps.steady_only(g, include_warmup) else ctx.con
         return _gaps.by_cause(con, g, range=range, include_warmup=include_warmup, its=its)
-    return _gaps.with_iterations(_gaps.find(ctx.con, range=range, min_ns=min_ns), its)  # min_ns in ns
+    # the gaps before the iteration spans they are indexed by: finding them needs no loop, so their SQL runs
+    # while another analysis of the same request finds the loop (iteration_range, asked once for all)
+    found = _gaps.find(ctx.con, range=range, min_ns=min_ns)  # min_ns in ns
+    return _gaps.with_iterations(found, _gap_spans(ctx, range))
 
 
 GAP_TOP = replace(TOP, doc="With --explain: activities per gap/cause.", flag=Flag(metavar="N", default=5, minimum=1))

@@ -354,7 +354,7 @@ def story(con, gaps_df: pl.DataFrame) -> tuple[str | None, bool]:
     data loader as what the GPU waited for (the rules above). (None, False) without scheduling events in those
     gaps (no measured on-CPU time to tell)."""
     idle = float(gaps_df["duration_ns"].sum() or 0)
-    if not idle:
+    if not idle or not _scheduled(con):  # no scheduling events at all: none in the gaps either (not read)
         return None, False
     states, samples, threads = _gap_frames(con, gaps_df)
     sched = states.filter(pl.col("source") == "sched")

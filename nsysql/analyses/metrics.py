@@ -52,7 +52,7 @@ def gpu_metrics(
 def activity(windows, pid: int, device_id: int | None) -> pl.DataFrame | None:
     """Per iteration: `sm_active_pct` and `tensor_active_pct` on the iteration's device (time-weighted over its
     GPU-projected window), or None when the export has no such samples."""
-    if device_id is None:
+    if device_id is None or not run(windows.con, "activity_sampled", device=device_id).item():
         return None
     df = windows.run("iteration_activity", pid=pid)  # those two metrics' samples alone, in a percent unit
     df = df.filter(pl.col("device_id") == device_id)

@@ -1,7 +1,7 @@
 """The declarations as the CLI reads them: declared.json beside this module, which `python
 scripts/readme_commands.py` writes from the registry (nsysql.analyses.catalog). A file rather than the registry
-itself: the declarations import polars and every analysis, which a command imports only while its cold load reads
-the export (nsysql.tuning's import_overlap), a warm one never (nsysql.cli.warm), and `nsysql --help` never."""
+itself: the declarations import polars and every analysis, which a command imports only once its cold load has
+read the export, a warm one never (nsysql.cli.warm), and `nsysql --help` never."""
 
 from __future__ import annotations
 

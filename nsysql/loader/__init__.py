@@ -78,12 +78,9 @@ __all__ = [
 ]
 
 
-def build(
-    src: Source, con: duckdb.DuckDBPyConnection, progress=None, staged=None, readers=None, tables=None, more=None
-):
+def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, readers=None, tables=None, more=None):
     """Fill `con` with the canonical tables of the export `src`: those `tables` name (None: every one; `BASE` is
-    always built) and what they are made from (`plan`). `staged()` is called once reading the export needs no
-    more Python imports (every stream is registered: see raw.stage), so the caller may import then. `readers`: a
+    always built) and what they are made from (`plan`). `readers`: a
     raw.Readers already started on `src` (nsysql._load starts them before importing DuckDB, on `plan`'s staging
     tables). `more()`, called once those staging tables are read, returns more tables to build with them (None:
     every one): a request's tables, known only once the export is being read, built in the same pass (one run
@@ -93,7 +90,7 @@ def build(
     from .raw import staged as _staged
 
     files, staging = plan(tables)
-    stage(src, con, progress, ready=staged, readers=readers, names=staging)
+    stage(src, con, progress, readers=readers, names=staging)
     rest = staging - _staged(con)  # readers started for fewer tables than these
     if rest:
         stage(src, con, progress, names=rest)

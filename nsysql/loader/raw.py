@@ -547,12 +547,9 @@ class Readers:
         self._errors: list[BaseException] = []
         self._total_rows = sum(j.rows for j in self.jobs)  # about: what progress counts in
         self._rows_read = 0  # of the jobs read to their end
-        self._pending = len(self.jobs)  # jobs whose stream is not yet registered with DuckDB
-        self._unfinished = len(self.jobs)  # jobs not yet read to their end
-        self._told = False
         self._lock = threading.Lock()
         self._gate = threading.BoundedSemaphore(max(1, self.workers))
-        self._progress = self._ready = None
+        self._progress = None
 
     def start(self) -> Readers:
         if self._threads:
@@ -569,14 +566,12 @@ class Readers:
             t.start()
         return self
 
-    def read_into(self, con, progress=None, ready=None) -> None:
+    def read_into(self, con, progress=None) -> None:
         """Append every job's rows to its staging table in `con` (all of them exist already); returns when all
-        are read, raising the first reader's error. `ready()`: see `stage`."""
-        self._progress, self._ready = progress, ready
+        are read, raising the first reader's error."""
+        self._progress = progress
         self._con = con
         self.start()
-        if not self.jobs and ready:
-            ready()
         self._go.set()
         for t in self._threads:
             t.join()
@@ -592,25 +587,6 @@ class Readers:
             for t in self._threads:
                 t.join()
 
-    def _registered(self) -> None:
-        with self._lock:
-            self._pending -= 1
-        self._maybe_ready()
-
-    def _finished(self) -> None:
-        with self._lock:
-            self._unfinished -= 1
-        self._maybe_ready()
-
-    def _maybe_ready(self) -> None:
-        """Call `ready()` once, when every stream is registered and the readers leave a core free: fewer jobs
-        are left, or fewer may scan at once, than there are cores (see `stage`)."""
-        with self._lock:
-            tell = not self._told and self._pending == 0 and min(self._unfinished, self.workers) < (os.cpu_count() or 1)
-            self._told = self._told or tell
-        if tell and self._ready:
-            self._ready()
-
     def _run(self, job: Job) -> None:
         import contextlib
 
@@ -624,7 +600,6 @@ class Readers:
             self._go.wait()
             if not self._cancelled:
                 self._ingest(job, handle, stack)
-                self._finished()
         except BaseException as e:  # noqa: BLE001 - re-raised by read_into, on the loading thread
             self._errors.append(e)
         finally:
@@ -636,15 +611,12 @@ class Readers:
         rt = job.rt
         cur = self._con.cursor()
         target = f"INSERT INTO {STAGE}.{rt.name} SELECT"
-        told = False
         try:
             if handle is not None:
                 # DuckDB scans the driver's Arrow stream itself (no Python per batch, no GIL, no pyarrow),
                 # casting each column to its staging type and checking the text's UTF-8
                 try:
                     cur.register("_reader", handle)
-                    self._registered()
-                    told = True
                     try:
                         with self._gate:
                             self._tell(job)
@@ -671,8 +643,6 @@ class Readers:
             self._read(job)
         finally:
             cur.close()
-            if not told:
-                self._registered()
 
     def _tell(self, job: Job) -> None:
         """Tell progress what is being read, in a user's words (READING), and how much of the export is read."""
@@ -693,7 +663,6 @@ def stage(
     con: duckdb.DuckDBPyConnection,
     progress=None,
     workers: int | None = None,
-    ready=None,
     readers: Readers | None = None,
     names=None,
 ) -> dict[str, str]:
@@ -704,15 +673,8 @@ def stage(
     Tables stream in Arrow batches straight into DuckDB, several at once, each on its own DuckDB cursor: DuckDB
     scans the SQLite driver's Arrow C stream itself, so the readers need no GIL and no pyarrow. With more than
     two workers a large table is read in rowid-range chunks in parallel, each appending to its one staging table.
-    `readers`: already started (see Readers), else made here.
-
-    Every job opens and registers its stream at once; at most `workers` of them scan at a time. `ready()` is
-    called once all are registered and a core is free of readers. Registered: registering makes DuckDB look
-    polars and pyarrow up (what kind of object is this?), so a caller importing them meanwhile would hold the
-    readers on Python's import lock, while the scans themselves need no import and may run beside it. A core
-    free: the caller's import (nsysql._load imports polars then, a fraction of a second on one core) then fills the core that
-    the first reader to finish leaves, rather than taking one from readers that fill every core. With more cores than workers, one
-    is free from the start.
+    `readers`: already started (see Readers), else made here. Every job opens its stream at once; at most
+    `workers` of them scan at a time.
     """
     readers = readers or Readers(src, workers, names)
     try:
@@ -731,7 +693,7 @@ def stage(
         )
         if creates:
             con.execute(creates)
-        readers.read_into(con, progress, ready)
+        readers.read_into(con, progress)
         for rt in readers.derived:
             con.execute(
                 f"INSERT INTO {STAGE}.{rt.name} SELECT * FROM {STAGE}.{rt.subset_of[0]} WHERE {rt.subset_of[1]}"

@@ -2,9 +2,9 @@
 or in memory. What it returns (`Opened`) is what the engine needs; the facade is built above (nsysql._load).
 
 This module imports neither polars, pyarrow nor the analyses: on a cold load the canonical tables are built
-on a background thread (DuckDB, without the GIL) while the caller's `meanwhile()` imports the facade on this
-one, so the import overlaps with building instead of preceding it (nsysql.tuning's `import_overlap`; the reader
-threads start even sooner, `early_readers`). Errors still surface from `open_tables`.
+on a background thread (so that Ctrl-C leaves at once), then the caller's `meanwhile()` imports the facade on
+this one; the reader threads start before DuckDB is imported (nsysql.tuning's `early_readers`). Errors still
+surface from `open_tables`.
 """
 
 from __future__ import annotations
@@ -45,11 +45,9 @@ def open_tables(
     """The canonical tables of the export `path`: its store entry opened (warm: DuckDB opens only when a question
     needs it), or built by the loader (cold), into the entry (`cache`) or in memory. `keyed_by`: the file whose
     identity keys the entry (default `path`; a report's, for the export made of it: store.stem). `limit`: the
-    store's cap (store.cap), kept once a new entry is stored. `meanwhile()`: called on this thread while a cold
-    build runs on another (nsysql.tuning's `import_overlap`: the caller imports the facade then). `whole`: build
-    every table now, for an export removed once loaded (later questions could not read it to add theirs)."""
-    import threading
-
+    store's cap (store.cap), kept once a new entry is stored. `meanwhile()`: called on this thread once a cold
+    build has read the export (the caller imports the facade then). `whole`: build every table now, for an
+    export removed once loaded (later questions could not read it to add theirs)."""
     src = open_source(path)
     # the settings checked now, warm or cold: a typo in one is said on every run, not only when DuckDB opens
     memory_limit, threads = _checked(memory_limit, threads)
@@ -60,7 +58,6 @@ def open_tables(
             config.update(duckdb_config(memory_limit, threads))
         return config
 
-    staged = threading.Event()
     readers = []  # the cold load's reader threads, started before DuckDB is imported
     building = []  # the connections being built (interrupted if the user presses Ctrl-C meanwhile)
 
@@ -75,7 +72,7 @@ def open_tables(
 
         building.append(con)
         more = question.tables if question and question.active and tables is not None else None
-        got = build_tables(src, con, progress, staged.set, readers.pop() if readers else None, tables, more)
+        got = build_tables(src, con, progress, readers.pop() if readers else None, tables, more)
         complete[0] = got is None
         return con
 
@@ -113,15 +110,15 @@ def open_tables(
     try:
         # a new entry (or one on its way): the directory kept within its cap
         kept = (lambda: _tables.trim(entry.parent, limit)) if entry is not None else (lambda: None)
-        return _cold(src, entry, opener, staged, settings, building, meanwhile, question, kept)
+        return _cold(src, entry, opener, settings, building, meanwhile, question, kept)
     finally:
         for r in readers:  # started but not used: the entry was written by another process meanwhile
             r.close()
 
 
-def _cold(src, entry, opener, staged, settings, building, meanwhile, question, kept) -> Opened:
+def _cold(src, entry, opener, settings, building, meanwhile, question, kept) -> Opened:
     if question is not None:  # the lazy build: the entry is kept within the cap once written
-        return _deferred(src, entry, opener, staged, settings, building, meanwhile, question, kept)
+        return _deferred(src, entry, opener, settings, building, meanwhile, question, kept)
     # everything the build thread imports is imported here first (no two threads importing one module)
     from concurrent.futures import ThreadPoolExecutor
 
@@ -129,20 +126,9 @@ def _cold(src, entry, opener, staged, settings, building, meanwhile, question, k
 
     pool = ThreadPoolExecutor(1, thread_name_prefix="nsysql-load")
     try:
-        built = pool.submit(opener)
-        if tuning.on("import_overlap"):
-            # Import the facade once every reader has registered its Arrow stream with DuckDB and a core is free
-            # of readers (raw.stage says when), while the export is read and the canonical SQL runs. Not sooner:
-            # registering a stream makes DuckDB look polars and pyarrow up, and while this thread is halfway
-            # through importing them the readers would wait on the import lock; and on 2 cores the import would
-            # slow the readers that fill both.
-            while not staged.wait(0.005) and not built.done():
-                pass
-        else:
-            built.result()
+        con = pool.submit(opener).result()
         if meanwhile is not None:
             meanwhile()  # the caller's imports: the facade, polars and the analyses
-        con = built.result()
     except BaseException:
         # Ctrl-C (or an error here) while the build runs: leave now, not once the build is done. Its temporary
         # entry goes (the build, if it goes on, finds it gone and stores nothing) and its DuckDB work is
@@ -183,9 +169,9 @@ class _Question:
         return self._tables
 
 
-def _deferred(src, entry, opener, staged, settings, building, meanwhile, question: _Question, kept) -> Opened:
-    """A lazy cold load: the export is read on a thread of its own (the caller's `meanwhile()` imports run
-    beside it, as in `_cold`), and the canonical files run once the first question has said what it reads
+def _deferred(src, entry, opener, settings, building, meanwhile, question: _Question, kept) -> Opened:
+    """A lazy cold load: the export is read on a thread of its own (the caller's `meanwhile()` imports run once
+    it is read), and the canonical files run once the first question has said what it reads
     (`_Question`), so that a cold `summary` builds its tables in the one pass that reads the export, not in a
     second. Returns once the base tables' rows are read (an unreadable export is said here, by load); the
     connection comes with the engine's first use of it (`Opened.opener`)."""
@@ -218,14 +204,9 @@ def _deferred(src, entry, opener, staged, settings, building, meanwhile, questio
     try:
         question.active = True
         thread.start()
-        if tuning.on("import_overlap"):  # as in `_cold`
-            while not staged.wait(0.005) and not question.read.is_set():
-                pass
-        else:
-            question.read.wait()
+        question.read.wait()
         if meanwhile is not None:
             meanwhile()
-        question.read.wait()
         if future.done():
             future.result()  # the build's error, said by load
     except BaseException:

@@ -65,15 +65,23 @@ FROM (
 )
 ORDER BY pid, tid, start_ns;
 
--- The first traced instant of each process: when it existed for nsys.
+-- The fork calls (fork, vfork, clone, clone3): a process first seen inside another's is its child.
+CREATE OR REPLACE TEMP TABLE _forks AS
+SELECT o.pid, o.start_ns, o.end_ns
+FROM os_calls o JOIN strings s ON s.id = o.name_id AND s.value IN ('fork', 'vfork', 'clone', 'clone3', '__libc_fork');
+
+-- The first traced instant of each process: when it existed for nsys. Only where some fork was traced: with
+-- none there is no parent to find, and the cross join with the empty `any_fork` makes DuckDB skip the scans of
+-- every runtime call and NVTX event.
 CREATE OR REPLACE TEMP TABLE _first_seen AS
 SELECT pid, min(ts) AS ts FROM (
-  SELECT pid, min(start_ns) AS ts FROM os_calls GROUP BY pid
-  UNION ALL SELECT pid, min(ts_ns) FROM cpu_samples GROUP BY pid
-  UNION ALL SELECT global_pid(globalTid), min(start) FROM raw_sched GROUP BY 1
-  UNION ALL SELECT global_pid(globalTid), min(start) FROM raw_runtime GROUP BY 1
-  UNION ALL SELECT global_pid(globalTid), min(start) FROM raw_nvtx GROUP BY 1
-) WHERE pid IS NOT NULL AND ts IS NOT NULL GROUP BY pid;
+  SELECT pid, start_ns AS ts FROM os_calls
+  UNION ALL SELECT pid, ts_ns FROM cpu_samples
+  UNION ALL SELECT global_pid(globalTid), start FROM raw_sched
+  UNION ALL SELECT global_pid(globalTid), start FROM raw_runtime
+  UNION ALL SELECT global_pid(globalTid), start FROM raw_nvtx
+), (SELECT DISTINCT true AS any_fork FROM _forks)
+WHERE pid IS NOT NULL AND ts IS NOT NULL GROUP BY pid;
 
 -- One row per process whose parent is known: the other process that was inside a fork (fork, vfork, clone, clone3) when the process
 -- was first seen. nsys records no parent pid; a child forked without exec (DataLoader workers with the `fork`
@@ -85,7 +93,6 @@ SELECT
   -- the process that was inside a fork when this one was first seen
   min(o.pid) AS parent_pid
 FROM _first_seen f
-JOIN os_calls o ON o.pid <> f.pid AND o.start_ns <= f.ts AND o.end_ns >= f.ts
-JOIN strings s ON s.id = o.name_id AND s.value IN ('fork', 'vfork', 'clone', 'clone3', '__libc_fork')
+JOIN _forks o ON o.pid <> f.pid AND o.start_ns <= f.ts AND o.end_ns >= f.ts
 GROUP BY f.pid
 HAVING count(DISTINCT o.pid) = 1;
