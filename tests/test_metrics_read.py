@@ -109,3 +109,20 @@ def test_metric_names_missing_read_no_activity(tmp_path, monkeypatch, lazy):
     assert p.iterations().height == 16
     assert p.sql("SELECT count(*) FROM gpu_metric_activity").item() == 0
     assert p.sql("SELECT count(*) FROM kernel_tensor_use").item() == 0
+
+
+def test_a_whole_build_leaves_every_sample_to_the_question_that_reads_it(tmp_path, monkeypatch):
+    # the whole build (the lazy one off): a cold summary builds every table but the samples of every metric
+    monkeypatch.delenv("NSYSQL_LAZY_MIN_MB", raising=False)
+    path = craft(tmp_path / "hw.sqlite", source="hw_mix")
+    want = nsysql.load(path, cache=False).gpu_metrics(by="iteration")
+    with nsysql.load(path, cache_dir=tmp_path / "c") as p:
+        assert p.summary()
+    tables = _entry_tables(tmp_path / "c")
+    assert {"gpu_ops", "nvtx_ranges", "gpu_busy", "gpu_metric_activity", "kernel_tensor_use"} <= tables
+    assert not {"gpu_metric_values", "gpu_metric_names"} & tables
+    # a later question adds them: from the entry opened again, and in the process that built it
+    assert nsysql.load(path, cache_dir=tmp_path / "c").gpu_metrics(by="iteration").equals(want)
+    assert "gpu_metric_values" in _entry_tables(tmp_path / "c")
+    with nsysql.load(path, cache_dir=tmp_path / "d") as p:
+        assert p.summary() and p.gpu_metrics(by="iteration").equals(want)

@@ -64,6 +64,7 @@ CANONICAL_TABLES = (
 LOADER_TABLES = ("_load_facts", "_load_beyond_int64")
 
 __all__ = [
+    "at_first",
     "build",
     "extend",
     "lacks",
@@ -150,6 +151,21 @@ def build(
 # metadata and what it lacks) and data_quality. Both read the loader's own facts (LOADER_TABLES), which say what
 # the whole reading of the export found, so they are made in the load that reads it.
 BASE = ("profile_facts", "data_quality")
+
+
+# The canonical files a whole build leaves to the questions that read them, where the export holds the nsys table
+# they read (file -> that table): every GPU metric sample. 7.7M of them cost a cold summary four scans of
+# GPU_METRICS, where what it reads (SMs and Tensor Active: 48_gpu_activity.sql) is a tenth of the rows, read apart.
+ON_DEMAND = {"48_gpu_metrics.sql": "GPU_METRICS"}
+
+
+def at_first(src: Source) -> list[str] | None:
+    """The tables a whole build of `src` makes in its first pass: None (every one), or, where `src` holds the
+    rows of an ON_DEMAND file, every table but that file's (a later question that reads them adds them)."""
+    later = {f for f, table in ON_DEMAND.items() if src.has(table)}
+    if not later:
+        return None
+    return sorted({d for f in _order() if f.name not in later for d in _kept(f)})
 
 
 def plan(tables=None) -> tuple[list[Path], set[str]]:
