@@ -126,3 +126,7 @@ def test_a_whole_build_leaves_every_sample_to_the_question_that_reads_it(tmp_pat
     assert "gpu_metric_values" in _entry_tables(tmp_path / "c")
     with nsysql.load(path, cache_dir=tmp_path / "d") as p:
         assert p.summary() and p.gpu_metrics(by="iteration").equals(want)
+    # a question that reads no metric reads none
+    with nsysql.load(path, cache_dir=tmp_path / "e") as p:
+        assert p.api().height
+    assert not {t for t in _entry_tables(tmp_path / "e") if "metric" in t or "tensor" in t}
