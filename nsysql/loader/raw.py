@@ -333,9 +333,9 @@ RAW_TABLES: tuple[RawTable, ...] = (
         "raw_gpu_activity",
         ("GPU_METRICS",),
         _METRIC_COLUMNS,
-        where='"metricId" IN ({ids}) AND ("typeId", "metricId") IN ('
-        + _NAMED.format(names="TARGET_INFO_GPU_METRICS")
-        + ")",
+        # the metric ids alone: a superset of the pairs (typeId, metricId) named so, which 48_gpu_activity.sql
+        # joins (0.46 against 0.51 s CPU with the pairs tested here too, hw_big through ADBC)
+        where='"metricId" IN ({ids})',
         where_ids=_ACTIVITY_IDS.format(names="TARGET_INFO_GPU_METRICS"),
         where_reads=(
             ("GPU_METRICS", "typeId"),
