@@ -29,8 +29,9 @@ TRICKS = {
     "built straight into the cache file",
     "lazy_build": "a cold load builds the loader's base tables (profile_facts, data_quality and what they are made "
     "from) with those its first question reads, in one pass (store.opening._Question, Engine.plan_request), and "
-    "later questions add theirs into the cache entry (loader.plan, loader.extend, engine.Engine.need), for "
-    "exports from $NSYSQL_LAZY_MIN_MB MiB (unset: none); off: every canonical table at the first load",
+    "later questions add theirs to the cache entry, in a new file renamed over it (loader.plan, loader.extend, "
+    "engine.Engine.need, store.tables.grow), for exports from $NSYSQL_LAZY_MIN_MB MiB (unset: every one); off: "
+    "every canonical table at the first load",
     "printed_answers": "a command that prints a stored answer keeps the text it printed beside it, keyed by every "
     "switch that shapes the text (format, width, unit, ...), and a later command with the same switches prints "
     "that text without importing polars or rendering again (nsysql/cli/warm.py); off: the answer is read and "

@@ -21,7 +21,8 @@ SMALL = fixture("train_small")
 
 @pytest.fixture(autouse=True)
 def lazy_for_small_exports(monkeypatch):
-    """The lazy build applies from $NSYSQL_LAZY_MIN_MB (unset: off); these tests see it on a small export."""
+    """The lazy build applies from $NSYSQL_LAZY_MIN_MB MiB (unset: every export); these tests see it whatever
+    the environment they run in says."""
     monkeypatch.setenv("NSYSQL_LAZY_MIN_MB", "0")
 
 
@@ -42,6 +43,16 @@ def test_a_cold_kernels_builds_no_iterations_gaps_or_nvtx_nesting(tmp_path):
     assert {"gpu_ops", "kernel_classes", "strings", "profile_facts", "data_quality"} <= built
     # what iterations and gaps read (gpu_busy), the NVTX nesting passes (op_ranges' tables) and the process roles
     assert not built & {"gpu_busy", "op_range_links", "range_chains", "process_roles", "devices"}
+
+
+def test_a_cold_kernels_builds_what_it_reads_in_the_loads_one_pass(tmp_path):
+    # not the base tables first and its own added after (a second pass, and a new entry renamed over the first)
+    steps: list[str] = []
+    with nsysql.load(SMALL, cache_dir=tmp_path / "cache", progress=steps.append) as p:
+        p.kernels()
+    building = [line for line in steps if line.startswith("building ")]
+    assert sum(" (step 1 of " in line for line in building) == 1, building
+    assert built(steps, "45_kernel_classes") and built(steps, "49_kernel_tensor_use")
 
 
 def built(progress: list[str], stem: str) -> bool:
@@ -145,3 +156,87 @@ def test_a_warm_stats_answers_from_the_store_and_leaves_the_entry_as_it_was(tmp_
     assert (entry.stat().st_size, entry.stat().st_mtime_ns, entry_tables(cdir)) == before
     # a lazy entry (what the reports read, no more), not completed by the second run
     assert "gpu_ops" in before[2] and "thread_states" not in before[2]
+
+
+def test_a_warm_question_adds_only_the_tables_it_reads(tmp_path):
+    # the entry a cold `kernels` left is not completed whole when opened again: `ranges` adds the NVTX nesting's
+    # tables, not the iterations' (gpu_busy), the process roles or the CPU's
+    cdir = tmp_path / "cache"
+    with nsysql.load(SMALL, cache_dir=cdir) as p:
+        p.kernels()
+    first = entry_tables(cdir)
+    steps: list[str] = []
+    with nsysql.load(SMALL, cache_dir=cdir, progress=steps.append) as p:
+        ranges = p.ranges()
+    added = entry_tables(cdir) - first
+    assert {"op_range_links", "range_chains"} <= added and not {"op_range_links", "range_chains"} & first
+    assert not added & {"gpu_busy", "process_roles", "devices", "thread_states", "cpu_samples"}, added
+    assert built(steps, "60_op_ranges") and not built(steps, "80_gpu_busy") and not built(steps, "40_gpu_ops")
+    with nsysql.load(SMALL, cache=False) as whole:
+        assert_frame_equal(whole.ranges(), ranges)
+
+
+# A process that asks questions adding tables to its entry, one after another, once told to go.
+GROWER = """
+import sys
+import nsysql
+p = nsysql.load(sys.argv[1], cache_dir=sys.argv[2])
+p.kernels()
+print("ready", flush=True)
+sys.stdin.readline()
+for question in ("api", "ranges", "gaps"):
+    getattr(p, question)()
+p.close()
+"""
+
+
+def read_whole(entry: Path) -> set[str] | None:
+    """The tables of the entry in place, each read to its last row; None where another process holds it locked."""
+    try:
+        con = duckdb.connect(str(entry), read_only=True)
+    except duckdb.IOException as e:
+        if "lock" in str(e).lower():
+            return None
+        raise
+    try:
+        assert con.execute("SELECT count(*) FROM profile_facts WHERE key = 'complete'").fetchall() == [(1,)]
+        names = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        for name in names:
+            con.execute(f'SELECT * FROM "{name}"').fetchall()
+        return names
+    finally:
+        con.close()
+
+
+def test_a_reader_of_an_entry_reads_it_whole_while_another_process_adds_tables(tmp_path):
+    # The entry in place is never written: tables are added to a copy renamed over it (store.tables.grow). A
+    # reader that holds the old file keeps it byte for byte, and each new reader finds a whole entry.
+    import hashlib
+    import os
+    import subprocess
+    import sys
+
+    cdir = tmp_path / "cache"
+    env = {**os.environ, "NSYSQL_LAZY_MIN_MB": "0"}
+    argv = [sys.executable, "-c", GROWER, str(SMALL), str(cdir)]
+    grower = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert grower.stdout.readline() == "ready\n"
+        (entry,) = cdir.glob("*.duckdb")
+        with open(entry, "rb") as held:
+            before = hashlib.sha256(held.read()).hexdigest()
+            first = read_whole(entry)
+            grower.stdin.write("go\n")
+            grower.stdin.flush()
+            seen = []
+            while grower.poll() is None:
+                got = read_whole(entry)
+                if got is not None:
+                    assert first is None or first <= got
+                    seen.append(got)
+            held.seek(0)
+            assert hashlib.sha256(held.read()).hexdigest() == before  # the file it held was not written
+    finally:
+        grower.kill() if grower.poll() is None else None
+    assert grower.wait() == 0
+    assert seen and {"api_calls", "nvtx_ranges", "gpu_busy"} <= read_whole(entry)

@@ -85,7 +85,7 @@ def test_a_lazy_build_reads_the_two_metrics_alone(tmp_path, monkeypatch):
     assert its.height == 16 and its["tensor_active_pct"].null_count() == 0  # every iteration's ...
     assert "gpu_metric_samples" not in _entry_tables(tmp_path / "c")  # ... without reading the other metrics
     assert _activity(p) == want
-    monkeypatch.delenv("NSYSQL_LAZY_MIN_MB")
+    monkeypatch.setenv("NSYSQL_NO_TUNING", "lazy_build")
     assert _activity(nsysql.load(path, cache=False)) == want  # and taken from the whole table when it is read
 
 
@@ -100,11 +100,11 @@ def test_iterations_and_metrics_by_iteration_agree():
         assert len(got) == 16 and got == pytest.approx({i: its[i][col] for i in got}, rel=1e-12)
 
 
-@pytest.mark.parametrize("lazy", ["0", ""], ids=["lazy", "whole"])
-def test_metric_names_missing_read_no_activity(tmp_path, monkeypatch, lazy):
+@pytest.mark.parametrize("off", ["", "lazy_build"], ids=["lazy", "whole"])
+def test_metric_names_missing_read_no_activity(tmp_path, monkeypatch, off):
     # an export whose metric table lacks the names: no activity sample can be told, and the load goes on
     path = craft(tmp_path / "hw.sqlite", "ALTER TABLE TARGET_INFO_GPU_METRICS DROP COLUMN metricName", source="hw_mix")
-    monkeypatch.setenv("NSYSQL_LAZY_MIN_MB", lazy)
+    monkeypatch.setenv("NSYSQL_NO_TUNING", off)
     p = nsysql.load(path, cache_dir=tmp_path / "c")
     assert p.iterations().height == 16
     assert p.sql("SELECT count(*) FROM gpu_metric_activity").item() == 0
@@ -113,7 +113,7 @@ def test_metric_names_missing_read_no_activity(tmp_path, monkeypatch, lazy):
 
 def test_a_whole_build_leaves_every_sample_to_the_question_that_reads_it(tmp_path, monkeypatch):
     # the whole build (the lazy one off): a cold summary builds every table but the samples of every metric
-    monkeypatch.delenv("NSYSQL_LAZY_MIN_MB", raising=False)
+    monkeypatch.setenv("NSYSQL_NO_TUNING", "lazy_build")
     path = craft(tmp_path / "hw.sqlite", source="hw_mix")
     want = nsysql.load(path, cache=False).gpu_metrics(by="iteration")
     with nsysql.load(path, cache_dir=tmp_path / "c") as p:

@@ -244,6 +244,10 @@ class Engine:
             # a request for a composition (summary, the report's data): what its pieces may read is built in one
             # pass before any runs, not pass after pass as each piece meets its own SQL header (`plan_request`)
             self.plan_request(decl.name)
+        elif decl.sql and self._root._con is None and getattr(self._root._opener, "want", None) is not None:
+            # the first question of a cold load still reading the export: what every one of its SQL files reads
+            # (whatever its parameters) is built in the load's one pass, not added once its first file runs
+            self.need(frozenset.intersection(*(_header(sql) for sql in decl.sql)))
         try:
             return self._call(decl, ctx, bound)
         except Exception as e:

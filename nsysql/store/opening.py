@@ -87,8 +87,7 @@ def open_tables(
 
         def opener():
             cfg = settings()
-            con = _open_entry(src, entry, cfg, first is not None, progress)
-            complete[0] = con is not None  # (a whole entry: _open_entry completes one built in part)
+            con = _open_entry(entry, cfg, first is None, complete, opener.extend)
             if con is None and not entry.exists():
                 bg = _in_memory_first(src, cfg)  # the copy to disk takes what is built: everything, then
                 con = _tables.build_entry(entry, (lambda c: build(c, None)) if bg else build, cfg, background=bg)
@@ -268,48 +267,51 @@ def _interrupted(entry, building, question=None) -> None:
             pass
 
 
-def _open_entry(src, entry, cfg: dict, lazy: bool, progress):
-    """The cache entry opened to read. One that the first load built in part (`lazy_build`) is first completed:
-    opened to write, the tables it lacks added (nsysql.loader.extend) and written, then opened to read, as every
-    later load finds it (a connection that read it could not add to it while queries run, and one that writes it
-    would lock every other process out). None where it cannot be (held by another process, or unusable): the
-    caller builds in memory."""
+def _open_entry(entry, cfg: dict, whole: bool, complete: list, extend):
+    """The cache entry opened to read (`complete[0]`: whether it holds every table). One that a lazy load built in
+    part stays so: each question adds what it reads (`extend`, into a new file renamed over it: store.tables.grow),
+    unless this load builds every table at once (`whole`: the lazy build off, or an export removed once loaded).
+    None where it cannot be opened (held by another process, or unusable): the caller builds in memory."""
     from ..loader import lacks
 
     con = _tables.open_entry(entry, cfg)
-    if con is None or not lazy or not lacks(con, None):
-        return con
-    con.close()
-    con = _tables.open_entry(entry, cfg, writable=True)
     if con is None:
         return None
-    try:
-        _extend(src, con, None, progress)
-    except _tables.NotWritten as e:
-        store.failed(e.__cause__, entry.parent)
-        return None
-    finally:
-        con.close()
-    return _tables.open_entry(entry, cfg)
+    complete[0] = not lacks(con, None)
+    if whole and not complete[0]:
+        con = extend(con, None) or con
+    return con
 
 
 def _extender(src, entry, build, settings, progress, complete, limit=None):
-    """The engine's `opener.extend(con, tables)`: adds what `tables` need to the connection, returning None, or
-    the connection to use from now on where the entry could not take them (a full disk): every table built in
-    memory, with the store's one warning. Nothing to do where the connection holds every table (`complete`):
-    nor is the catalog asked then (a background copy may be failing on it meanwhile). An entry that grew is
-    kept within the store's cap (`limit`), as a new one is."""
+    """The engine's `opener.extend(con, tables)`: adds what `tables` need to the connection (`con`, a cursor of
+    it), returning None, or the connection to use from now on where the entry could not take them (a full
+    disk): every table built in memory, with the store's one warning. A connection in memory gets them in place;
+    one on a cache entry gets a new entry that holds them, in place of the old (store.tables.grow: an entry in
+    place is never written). Nothing to do where the connection holds every table (`complete`): nor is the
+    catalog asked then (a background copy may be failing on it meanwhile). An entry that grew is kept within the
+    store's cap (`limit`), as a new one is."""
+    from ..loader import lacks
+
+    asked: set[str] = set()  # every table this load was asked for: a new entry (a copy of the file in place,
+    # perhaps another process's) gets them all, not only the last question's
 
     def extend(con, tables):
-        if complete[0]:
+        if complete[0] or not lacks(con, tables):
             return None
+        if tables is not None:
+            asked.update(tables)
+        want = None if tables is None else sorted(asked)
         try:
-            _extend(src, con, tables, progress)
+            if _tables.file_of(con) is None:  # in memory: nothing another process could read
+                _extend(src, con, want, progress)
+                return None
+            _tables.grow(con, entry, lambda cur: _extend(src, cur, want, progress))
         except _tables.NotWritten as e:
             store.failed(e.__cause__, entry.parent)
             return build(_tables.connect(":memory:", settings()), None)
-        if entry is not None:
-            _tables.trim(entry.parent, limit)
+        complete[0] = not lacks(con, None)
+        _tables.trim(entry.parent, limit)
         return None
 
     return extend
@@ -321,22 +323,19 @@ def _extend(src, con, tables, progress) -> None:
     from ..loader import extend
 
     with _tables.writing(con):
-        if extend(src, con, tables, progress):
-            _tables.checkpoint(con)
+        extend(src, con, tables, progress)
 
 
 # The lazy build reads and builds what the first question reads, with the base tables, in the load's one pass
 # (`_Question`): a cold `kernels` skips NVTX and the iterations' tables, a cold `summary` pays what a whole build
-# does (BENCHMARKS.md has both). It is off unless $NSYSQL_LAZY_MIN_MB names the export size (MiB) from which it
-# applies (0: every export): a later question adds its tables into the entry's file in place, and another
-# process reading that entry meanwhile can read it torn (an IOException in CI, two test workers on one cache
-# directory); an entry that only grows by a copy renamed over it would lift that. nsysql.tuning's `lazy_build`
-# turns it off whatever the size.
+# does (BENCHMARKS.md has both). A later question adds its tables in a new entry renamed over the old
+# (store.tables.grow), so a process reading the old one meanwhile reads a whole file. It applies to every
+# export, or to those from $NSYSQL_LAZY_MIN_MB MiB; nsysql.tuning's `lazy_build` turns it off.
 def _large(path: Path) -> bool:
-    """Whether the lazy build applies to the export `path` ($NSYSQL_LAZY_MIN_MB; unset: never)."""
+    """Whether the lazy build applies to the export `path` ($NSYSQL_LAZY_MIN_MB; unset: every export)."""
     text = os.environ.get("NSYSQL_LAZY_MIN_MB", "").strip()
     if not text:
-        return False
+        return True
     if not text.isdigit():
         raise NsysqlError(f"NSYSQL_LAZY_MIN_MB must be a whole number of MiB, not {text[:40]!r}")
     try:

@@ -6,7 +6,8 @@ nsysql's code, so a changed export or an edited or new nsysql never reads a stal
 Built under a temporary name unique to the process (straight into the file, or in memory and copied there by a
 background thread while the builder answers), then flushed and renamed into place once whole. Two processes
 on the same export both succeed (the last rename wins; readers see a whole file either way; one that meets DuckDB's
-file lock loads without the cache that once). An entry that cannot be opened, or lacks the `complete` fact
+file lock loads without the cache that once). An entry in place is never written: a question that needs tables
+an entry built in part lacks gets them in a copy renamed over it (`grow`). An entry that cannot be opened, or lacks the `complete` fact
 written last, is deleted and rebuilt. A cache directory that cannot be written (read-only, full), at any step,
 degrades to an in-memory load with one warning. Answers to questions asked of a profile are stored beside its
 entry by store.answers.
@@ -47,29 +48,79 @@ def whole(file: Path) -> bool:
     return file.is_file()
 
 
-def open_entry(file: Path, config: dict, writable: bool = False) -> duckdb.DuckDBPyConnection | None:
-    """A connection whose default catalog is the cached entry (read-only; `writable`: for adding the tables a
-    question needs, nsysql.loader.extend), or None if missing or unusable (or held by another process)."""
+def open_entry(file: Path, config: dict) -> duckdb.DuckDBPyConnection | None:
+    """A connection whose default catalog is the cached entry, read-only (a question that needs more tables gets
+    them in a new entry: `grow`), or None if missing or unusable (or held by another process)."""
     import duckdb
 
     if not file.exists():
         return None
     con = connect(":memory:", config)
     try:
-        con.execute(f"ATTACH '{_sql_str(file)}' AS cache" + ("" if writable else " (READ_ONLY)"))
-        con.execute("USE cache")
+        con.execute(f"ATTACH '{_sql_str(file)}' AS {ENTRY_DB} (READ_ONLY)")
+        con.execute(f"USE {ENTRY_DB}")
         ok = con.execute("SELECT count(*) FROM profile_facts WHERE key = 'complete'").fetchall()[0][0]
         if ok:
             return con
     except duckdb.Error as e:
-        # the process that just built it still has it open: whole, but not ours to read now; or, to write, a file
-        # that was whole when just read (another process reads it, or it cannot be written)
-        if _locked(e) or writable:
+        # the process that just built it still has it open: whole, but not ours to read now
+        if _locked(e):
             con.close()
             return None
     con.close()
     store.remove(file)  # corrupt or half-written: rebuild
     return None
+
+
+ENTRY_DB = "cache"  # the name a connection gives its cache entry (ATTACH ... AS cache), whatever file it is
+_GROWN = [0]  # how many entries this process has grown (`grow`): each copy attached under a name of its own
+
+
+def grow(con: duckdb.DuckDBPyConnection, file: Path, add) -> None:
+    """Add tables to the cache entry `file`, which `con`'s DuckDB holds as ENTRY_DB, without writing it: a copy
+    of it, made under a temporary name (store.temp_path), is attached to the same DuckDB (where the export's
+    staged rows already are), `add(cursor)` builds into the copy, which is checkpointed, attached as ENTRY_DB in
+    place of the old one (ATTACH OR REPLACE: every cursor, by that name, sees the new tables at its next query;
+    one running on the old file goes on with it) and renamed over `file` (store.commit). A process that reads
+    the old file meanwhile keeps reading a whole file, never one being written: an entry in place is never
+    written after its rename. NotWritten where the copy cannot be made or written.
+
+    The copy is of the file in place, which may be another process's newer one: `add` builds what it lacks.
+    Two processes that add to one entry at once each answer from their own copy; the last rename stays."""
+    import shutil
+
+    import duckdb
+
+    _GROWN[0] += 1
+    name = f"nsysql_grow_{_GROWN[0]}"
+    tmp = store.temp_path(file)
+    cur = con.cursor()  # its own current database: memory, then the copy
+    try:
+        try:
+            shutil.copyfile(file, tmp)
+            cur.execute(f"ATTACH '{_sql_str(tmp)}' AS {name}")
+            cur.execute(f"USE {name}")
+            with writing(cur):
+                add(cur)
+                cur.execute(f"CHECKPOINT {name}")
+        except (OSError, duckdb.IOException) as e:
+            raise NotWritten() from e
+        finally:
+            cur.execute("USE memory")
+            cur.execute(f"DETACH DATABASE IF EXISTS {name}")
+        # in the mode the old one was attached in (DuckDB replaces none in another): read-only as an entry opened
+        # warm is, else as the cold load that wrote it (nothing writes to an entry in place either way)
+        (ro,) = cur.execute("SELECT readonly FROM duckdb_databases() WHERE database_name = ?", [ENTRY_DB]).fetchone()
+        cur.execute(f"ATTACH OR REPLACE '{_sql_str(tmp)}' AS {ENTRY_DB}" + (" (READ_ONLY)" if ro else ""))
+        if tmp.exists():  # else `nsysql cache clear` from another process removed it: answer, store nothing
+            try:
+                store.commit(tmp, file)
+            except OSError as e:
+                raise NotWritten() from e
+    finally:
+        cur.close()
+        store.remove(tmp)
+        store.remove(Path(f"{tmp}.wal"))
 
 
 class NotWritten(Exception):
@@ -88,35 +139,17 @@ def writing(con: duckdb.DuckDBPyConnection):
     except (duckdb.InterruptException, duckdb.OutOfMemoryException):
         raise
     except (OSError, duckdb.IOException, duckdb.TransactionException, duckdb.FatalException) as e:
-        if _file_of(con) is None:
+        if file_of(con) is None:
             raise
         raise NotWritten() from e
 
 
-def _file_of(con: duckdb.DuckDBPyConnection) -> str | None:
+def file_of(con: duckdb.DuckDBPyConnection) -> str | None:
     try:
         got = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
     except Exception:  # noqa: BLE001 - a database DuckDB invalidated after a failed write
         return "?"
     return got[0][0] if got and got[0][0] else None
-
-
-def checkpoint(con: duckdb.DuckDBPyConnection) -> None:
-    """Write what was added to a cache entry into its file now, not left in its WAL: the WAL of an entry this
-    process built is named after the temporary file it was built as, which no other process reads. Where
-    queries of other threads hold transactions open, DuckDB refuses now: `wait()`, which runs before the process
-    leaves and before the engine closes, does it then. A connection in memory has nothing to write."""
-    import duckdb
-
-    if _file_of(con) is None:
-        return
-    try:
-        con.execute("CHECKPOINT")
-    except duckdb.TransactionException:
-        _UNWRITTEN.append(con.cursor())
-
-
-_UNWRITTEN: list = []  # cursors of entries whose additions wait for a checkpoint (`checkpoint`, `wait`)
 
 
 def _locked(e: Exception) -> bool:
@@ -177,10 +210,14 @@ def _build_entry(file: Path, build, config: dict, background: bool) -> duckdb.Du
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
         store.claim(file.with_suffix(""))  # before the entry: what `cache clear` may remove
-        con = connect(str(tmp), config)
+        # attached by name, as an entry opened later is (open_entry): a question that adds tables attaches the
+        # new entry under that name (`grow`)
+        con = connect(":memory:", config)
+        con.execute(f"ATTACH '{_sql_str(tmp)}' AS {ENTRY_DB}")
+        con.execute(f"USE {ENTRY_DB}")
         build(con)
         con.execute("INSERT INTO profile_facts VALUES ('complete', 'yes')")
-        con.execute("CHECKPOINT")
+        con.execute(f"CHECKPOINT {ENTRY_DB}")
         if not tmp.exists():  # `nsysql cache clear` meanwhile, from another process: answer, store nothing
             return con
         try:
@@ -279,8 +316,7 @@ SETTLE: dict[object, object] = {}
 
 
 def wait(file: Path | None = None) -> None:
-    """Wait until the entry `file` (default: every entry, and every addition to one: `checkpoint`) being
-    written in the background is in place."""
+    """Wait until the entry `file` (default: every entry) being written in the background is in place."""
     for key in [file] if file is not None else list(SETTLE):
         settle = SETTLE.pop(key, None)
         if settle is not None:
@@ -290,16 +326,6 @@ def wait(file: Path | None = None) -> None:
         if t is not None:
             t.join()
             _PENDING.pop(f, None)
-    if file is None and _UNWRITTEN:  # (only then is DuckDB imported: a warm answer from the store needs it not)
-        import duckdb
-
-        while _UNWRITTEN:
-            cur = _UNWRITTEN.pop()
-            try:
-                cur.execute("CHECKPOINT")
-                cur.close()
-            except duckdb.Error:  # closed meanwhile (DuckDB checkpoints at close), or still busy: the WAL keeps it
-                pass
 
 
 def connect(database: str, config: dict) -> duckdb.DuckDBPyConnection:
