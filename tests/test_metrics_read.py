@@ -109,3 +109,44 @@ def test_metric_names_missing_read_no_activity(tmp_path, monkeypatch, off):
     assert p.iterations().height == 16
     assert p.sql("SELECT count(*) FROM gpu_metric_activity").item() == 0
     assert p.sql("SELECT count(*) FROM kernel_tensor_use").item() == 0
+
+
+def test_a_whole_build_leaves_every_sample_to_the_question_that_reads_it(tmp_path, monkeypatch):
+    # the whole build (the lazy one off): a cold summary builds every table but the samples of every metric
+    monkeypatch.setenv("NSYSQL_NO_TUNING", "lazy_build")
+    path = craft(tmp_path / "hw.sqlite", source="hw_mix")
+    want = nsysql.load(path, cache=False).gpu_metrics(by="iteration")
+    with nsysql.load(path, cache_dir=tmp_path / "c") as p:
+        assert p.summary()
+    tables = _entry_tables(tmp_path / "c")
+    assert {"gpu_ops", "nvtx_ranges", "gpu_busy", "gpu_metric_activity", "kernel_tensor_use"} <= tables
+    assert not {"gpu_metric_values", "gpu_metric_names"} & tables
+    # a later question adds them: from the entry opened again, and in the process that built it
+    assert nsysql.load(path, cache_dir=tmp_path / "c").gpu_metrics(by="iteration").equals(want)
+    assert "gpu_metric_values" in _entry_tables(tmp_path / "c")
+    with nsysql.load(path, cache_dir=tmp_path / "d") as p:
+        assert p.summary() and p.gpu_metrics(by="iteration").equals(want)
+    # a question that reads no metric reads none
+    with nsysql.load(path, cache_dir=tmp_path / "e") as p:
+        assert p.api().height
+    assert not {t for t in _entry_tables(tmp_path / "e") if "metric" in t or "tensor" in t}
+
+
+def test_activity_of_a_second_gpu_whose_ids_name_other_metrics(tmp_path, monkeypatch):
+    # a second GPU (typeId + 1: device 1) whose metric id of SMs Active names another metric there: SQLite reads
+    # the samples by metric id alone, the exact rule (type and metric id) keeps only its Tensor Active
+    path = craft(
+        tmp_path / "hw.sqlite",
+        "INSERT INTO TARGET_INFO_GPU_METRICS SELECT typeId + 1, sourceId, typeName, metricId, CASE WHEN metricName "
+        "LIKE 'SMs Active%' THEN 'DRAM Read Bandwidth [Throughput %]' ELSE metricName END FROM TARGET_INFO_GPU_METRICS",
+        "INSERT INTO GPU_METRICS SELECT rawTimestamp, timestamp, typeId + 1, metricId, value FROM GPU_METRICS "
+        "WHERE rowid % 3 = 0",
+        source="hw_mix",
+    )
+    want = _with_ends(_raw_activity(path))
+    assert {(r[0], r[1]) for r in want} == {(0, "SMs Active"), (0, "Tensor Active"), (1, "Tensor Active")}
+    monkeypatch.setenv("NSYSQL_LAZY_MIN_MB", "0")
+    p = nsysql.load(path, cache_dir=tmp_path / "c")
+    assert p.metrics_timeline(0, 1 << 40, bins=10).height  # the activity samples alone, read from the file
+    assert "gpu_metric_values" not in _entry_tables(tmp_path / "c")
+    assert _activity(p) == want

@@ -64,6 +64,7 @@ CANONICAL_TABLES = (
 LOADER_TABLES = ("_load_facts", "_load_beyond_int64")
 
 __all__ = [
+    "at_first",
     "build",
     "extend",
     "lacks",
@@ -147,6 +148,27 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, readers=No
 # metadata and what it lacks) and data_quality. Both read the loader's own facts (LOADER_TABLES), which say what
 # the whole reading of the export found, so they are made in the load that reads it.
 BASE = ("profile_facts", "data_quality")
+
+
+# The canonical files a whole build leaves to the questions that read them, where the export holds the nsys table
+# they read (file -> that table), with the files that include them: the GPU metric samples. 7.7M of them cost a
+# cold summary four scans of GPU_METRICS, where what it reads (SMs and Tensor Active: 48_gpu_activity.sql) is a
+# tenth of the rows; and a question that reads both reads GPU_METRICS once (raw.RawTable.subset_of), not once for
+# the first pass and again for the question.
+ON_DEMAND = {"48_gpu_metrics.sql": "GPU_METRICS", "48_gpu_activity.sql": "GPU_METRICS"}
+
+
+def at_first(src: Source) -> list[str] | None:
+    """The tables a whole build of `src` makes in its first pass: None (every one), or, where `src` holds the
+    rows of ON_DEMAND files, every table but those of these files and of the files that include them (a later
+    question that reads them adds them)."""
+    later = {f for f, table in ON_DEMAND.items() if src.has(table)}
+    if not later:
+        return None
+    for f, includes in _order().items():  # in order: each after its includes
+        if any(g.name in later for g in includes):
+            later.add(f.name)
+    return sorted({d for f in _order() if f.name not in later for d in _kept(f)})
 
 
 def plan(tables=None) -> tuple[list[Path], set[str]]:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from .. import store, tuning
 from ..errors import NsysqlError
+from ..loader import at_first
 from ..loader.source import open_source
 from . import tables as _tables
 from .settings import default_memory_limit, duckdb_config  # noqa: F401 (also this module's API)
@@ -62,8 +63,9 @@ def open_tables(
     building = []  # the connections being built (interrupted if the user presses Ctrl-C meanwhile)
 
     # nsysql.tuning's `lazy_build`: a cold load builds the loader's BASE tables with what the first question reads
-    # (`_Question`), and each later question adds what it reads (`extend`, which the engine calls); off: every table
-    first = [] if tuning.on("lazy_build") and not whole and _large(src.path) else None
+    # (`_Question`), and each later question adds what it reads (`extend`, which the engine calls); off: all but
+    # what a whole build leaves to the questions that read it (loader.at_first), with the first question's tables
+    first = [] if tuning.on("lazy_build") and not whole and _large(src.path) else None if whole else at_first(src)
     complete = [first is None]  # whether the connection holds every table: nothing for `extend` to do
     question = None if first is None else _Question()  # what the first question reads, built with BASE
 

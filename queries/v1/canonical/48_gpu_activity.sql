@@ -15,28 +15,33 @@ WITH names AS MATERIALIZED (  -- each name split once per metric (not per sample
          regexp_replace(metricName, '\s*\[[^\]]*\]\s*$', '') AS metric,
          nullif(regexp_extract(metricName, '\[([^\]]*)\]\s*$', 1), '') AS unit
   FROM (SELECT DISTINCT typeId, metricId, metricName FROM raw_gpu_metric_names)
+), k AS MATERIALIZED (  -- the two metrics' ids, each (metric, unit) numbered: the window below sorts by
+                        -- that number rather than by the strings (0.12 against 0.20 s CPU on 0.7M samples)
+  SELECT typeId, metricId, metric, unit, dense_rank() OVER (ORDER BY metric, unit) AS name_key
+  FROM names
+  WHERE metric IN ('SMs Active', 'SM Active', 'Tensor Active', 'Tensor Active / FP16 Active')
+    AND (unit IS NULL OR contains(unit, '%'))
 ), s AS (
-  SELECT (m.typeId & 255)::INTEGER AS device_id, n.metric, n.unit, m.timestamp AS t0, m.value
+  SELECT (m.typeId & 255)::INTEGER AS device_id, k.name_key, m.timestamp AS t0, m.value
   FROM raw_gpu_activity m
-  JOIN names n ON n.typeId = m.typeId AND n.metricId = m.metricId
+  JOIN k ON k.typeId = m.typeId AND k.metricId = m.metricId
   WHERE m.timestamp >= 0
-    AND n.metric IN ('SMs Active', 'SM Active', 'Tensor Active', 'Tensor Active / FP16 Active')
-    AND (n.unit IS NULL OR contains(n.unit, '%'))
 )
 SELECT
   -- CUDA device id the sample was taken on, as in gpu_metric_samples.device_id
-  device_id,
+  s.device_id,
   -- the metric's name, as in gpu_metric_samples.metric: `SMs Active`, `SM Active`, `Tensor Active` or
   -- `Tensor Active / FP16 Active`
-  metric,
+  n.metric,
   -- its unit, as in gpu_metric_samples.unit (`Throughput %`, or NULL)
-  unit,
+  n.unit,
   -- the sampling period the sample describes: from its timestamp (gpu_metric_samples.timestamp_ns), ns
-  t0 AS t0_ns,
+  s.t0 AS t0_ns,
   -- to the device's next sample of the metric, or one period on (as long as the one before) for the last;
   -- NULL for a metric sampled once, ns
-  coalesce(lead(t0) OVER w, 2 * t0 - lag(t0) OVER w) AS t1_ns,
+  coalesce(lead(s.t0) OVER w, 2 * s.t0 - lag(s.t0) OVER w) AS t1_ns,
   -- the sampled value, %
-  value
+  s.value
 FROM s
-WINDOW w AS (PARTITION BY device_id, metric, unit ORDER BY t0);
+JOIN (SELECT DISTINCT name_key, metric, unit FROM k) n USING (name_key)
+WINDOW w AS (PARTITION BY s.device_id, s.name_key ORDER BY s.t0);
