@@ -27,7 +27,7 @@ TRICKS = {
     "lazy_build": "a cold load builds the loader's base tables (profile_facts, data_quality and what they are made "
     "from) with those its first question reads, in one pass (store.opening._Question, Engine.plan_request), and "
     "later questions add theirs to the cache entry, in a new file renamed over it (loader.plan, loader.extend, "
-    "engine.Engine.need, store.tables.grow), for exports from $NSYSQL_LAZY_MIN_MB MiB (unset: every one); off: "
+    "engine.Engine.need, store.tables.grow), for exports from $NSYSQL_LAZY_MIN_MB MiB (unset: 32; 0: every one); off: "
     "every canonical table at the first load",
     "printed_answers": "a command that prints a stored answer keeps the text it printed beside it, keyed by every "
     "switch that shapes the text (format, width, unit, ...), and a later command with the same switches prints "

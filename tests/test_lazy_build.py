@@ -55,6 +55,27 @@ def test_a_cold_kernels_builds_what_it_reads_in_the_loads_one_pass(tmp_path):
     assert built(steps, "45_kernel_classes") and built(steps, "49_kernel_tensor_use")
 
 
+@pytest.mark.parametrize("question", ["info", "api", "ranges", "report"])
+def test_a_cold_question_is_built_in_one_pass(tmp_path, question):
+    # every table the question reads, the tables whose rows say which analyses apply included (info), is planned
+    # before the load: one pass over the export, no entry grown after it
+    steps: list[str] = []
+    with nsysql.load(SMALL, cache_dir=tmp_path / "cache", progress=steps.append) as p:
+        getattr(p, question)()
+    building = [line for line in steps if line.startswith("building ")]
+    assert sum(" (step 1 of " in line for line in building) == 1, building
+
+
+def test_a_small_export_is_built_whole_unless_told(tmp_path, monkeypatch):
+    # below $NSYSQL_LAZY_MIN_MB (32 MiB unset) every table is built at once: train_small is well under it
+    assert SMALL.stat().st_size < 32 * 2**20
+    monkeypatch.delenv("NSYSQL_LAZY_MIN_MB")
+    steps: list[str] = []
+    with nsysql.load(SMALL, cache_dir=tmp_path / "cache", progress=steps.append) as p:
+        p.kernels()
+    assert built(steps, "80_gpu_busy") and built(steps, "60_op_ranges")
+
+
 def built(progress: list[str], stem: str) -> bool:
     """Whether a load's progress lines say it built the canonical file `stem` (as nsysql.loader.BUILDING names it)."""
     return any(line.startswith(f"building {BUILDING.get(stem, stem)} (") for line in progress)

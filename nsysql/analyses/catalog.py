@@ -154,10 +154,15 @@ def facts(ctx) -> dict[str, list[str]]:
 
 @analysis(
     "info",
+    # with every table an analysis `requires` (which analyses apply: info.supports), so that a cold `info` builds
+    # them in its load's one pass
     tables=(
         "api_calls",
+        "cpu_samples",
         "data_quality",
         "devices",
+        "gpu_busy",
+        "gpu_memory_events",
         "gpu_metric_samples",
         "gpu_ops",
         "graph_nodes",

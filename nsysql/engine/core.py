@@ -265,9 +265,13 @@ class Engine:
             # pass before any runs, not pass after pass as each piece meets its own SQL header (`plan_request`)
             self.plan_request(decl.name)
         elif decl.sql and self._root._con is None and getattr(self._root._opener, "want", None) is not None:
-            # the first question of a cold load still reading the export: what every one of its SQL files reads
-            # (whatever its parameters) is built in the load's one pass, not added once its first file runs
-            self.need(frozenset.intersection(*(_header(sql) for sql in decl.sql)))
+            # the first question of a cold load still reading the export: what it reads whatever its parameters
+            # is built in the load's one pass, not added once its first file runs: all it may read where it takes
+            # none (`info`), else what every one of its SQL files reads
+            if decl.params:
+                self.need(frozenset.intersection(*(_header(sql) for sql in decl.sql)))
+            else:
+                self.need(tables_of(decl.name))
         try:
             return self._call(decl, ctx, bound)
         except Exception as e:

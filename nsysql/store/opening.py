@@ -310,13 +310,16 @@ def _extend(src, con, tables, progress) -> None:
 # The lazy build reads and builds what the first question reads, with the base tables, in the load's one pass
 # (`_Question`): a cold `kernels` skips NVTX and the iterations' tables, a cold `summary` pays what a whole build
 # does (BENCHMARKS.md has both). A later question adds its tables in a new entry renamed over the old
-# (store.tables.grow), so a process reading the old one meanwhile reads a whole file. It applies to every
-# export, or to those from $NSYSQL_LAZY_MIN_MB MiB; nsysql.tuning's `lazy_build` turns it off.
+# (store.tables.grow), so a process reading the old one meanwhile reads a whole file. Each such addition copies
+# the entry and plans its files again, which on a small export costs more than building every table at once
+# (the whole build of one takes well under a second), so it applies to exports from $NSYSQL_LAZY_MIN_MB MiB
+# (LAZY_MIN_MB unset; 0: every export); nsysql.tuning's `lazy_build` turns it off.
+LAZY_MIN_MB = 32
+
+
 def _large(path: Path) -> bool:
-    """Whether the lazy build applies to the export `path` ($NSYSQL_LAZY_MIN_MB; unset: every export)."""
-    text = os.environ.get("NSYSQL_LAZY_MIN_MB", "").strip()
-    if not text:
-        return True
+    """Whether the lazy build applies to the export `path` (from $NSYSQL_LAZY_MIN_MB MiB, else LAZY_MIN_MB)."""
+    text = os.environ.get("NSYSQL_LAZY_MIN_MB", "").strip() or str(LAZY_MIN_MB)
     if not text.isdigit():
         raise NsysqlError(f"NSYSQL_LAZY_MIN_MB must be a whole number of MiB, not {text[:40]!r}")
     try:
