@@ -342,13 +342,19 @@ def test_cache_clear_during_a_load_is_silent_and_the_entry_lands(tmp_path, large
 @pytest.mark.long
 def test_ctrl_c_during_a_load_leaves_at_once_and_leaves_nothing(tmp_path, larger):
     """SIGINT while the entry is being written ends the command there (`nsysql: interrupted`, exit 130), with no
-    entry and no temporary file: before, it took effect once the load was done, and the entry was written."""
+    temporary file and no marker left without its entry: before, it took effect once the load was done."""
     cdir = tmp_path / "cache"
     proc = start_load(larger, cdir)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 130 and err.strip() == "nsysql: interrupted" and out == ""
-    assert files(cdir) == set()
+    left = files(cdir)
+    # no temporary file, and no marker without its entry; where the signal came as the build was renaming its
+    # entry in, that whole entry may stay (with its marker): a later command reads it
+    if left:
+        (entry,) = [f for f in left if f.endswith(".duckdb")]
+        assert left == {entry, entry.removesuffix(".duckdb") + ".nsysql"}, left
+        assert CliRunner().invoke(main, ["--cache-dir", str(cdir), "cache", "info", "-f", "csv"]).exit_code == 0
 
 
 def test_a_stored_answer_of_the_wrong_shape_is_recomputed(tmp_path):

@@ -127,15 +127,18 @@ def _cold(src, entry, opener, settings, building, meanwhile, question, kept) -> 
     import duckdb  # noqa: F401
 
     pool = ThreadPoolExecutor(1, thread_name_prefix="nsysql-load")
+    from concurrent.futures import wait
+
+    built = pool.submit(opener)
     try:
-        con = pool.submit(opener).result()
+        con = built.result()
         if meanwhile is not None:
             meanwhile()  # the caller's imports: the facade, polars and the analyses
     except BaseException:
         # Ctrl-C (or an error here) while the build runs: leave now, not once the build is done. Its temporary
         # entry goes (the build, if it goes on, finds it gone and stores nothing) and its DuckDB work is
         # interrupted; the process may end at once (the CLI leaves through os._exit).
-        _interrupted(entry, building)
+        _interrupted(entry, building, ended=lambda s: wait([built], timeout=s))
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown()
@@ -212,7 +215,7 @@ def _deferred(src, entry, opener, settings, building, meanwhile, question: _Ques
         if future.done():
             future.result()  # the build's error, said by load
     except BaseException:
-        _interrupted(entry, building, question)
+        _interrupted(entry, building, question, thread.join)
         raise
     _tables.SETTLE[entry if entry is not None else question] = settle
     if entry is not None:  # a script that leaves right after load still gets its entry (the base tables)
@@ -225,7 +228,7 @@ def _deferred(src, entry, opener, settings, building, meanwhile, question: _Ques
         try:
             return future.result()
         except BaseException:
-            _interrupted(entry, building, question)
+            _interrupted(entry, building, question, thread.join)
             raise
 
     connection.want = question.want
@@ -233,19 +236,26 @@ def _deferred(src, entry, opener, settings, building, meanwhile, question: _Ques
     return Opened(None, src.path, entry, connection, settings)
 
 
-def _interrupted(entry, building, question=None) -> None:
+def _interrupted(entry, building, question=None, ended=None) -> None:
     """Ctrl-C (or an error) while a build runs on another thread: its temporary entry goes (the build, if it goes
-    on, finds it gone and stores nothing) and its DuckDB work is interrupted."""
+    on, finds it gone and stores nothing) and its DuckDB work is interrupted. `ended(seconds)` waits that long at
+    most for the build's thread to end: DuckDB may write the temporary entry's log again until its work stops, and
+    the process may leave at once after this (os._exit), so the temporary files and the marker are removed once
+    more after it (else a marker alone could be left, with nothing of its entry)."""
     if question is not None:
         question.want(())  # a build waiting to hear what to build goes on, to its interruption
     if entry is not None:
         store.remove_temps_of(entry)
-        store.release(entry.with_suffix(""))
     for con in building:
         try:
             con.interrupt()
         except Exception:  # noqa: BLE001 - closed meanwhile
             pass
+    if ended is not None:
+        ended(2.0)
+    if entry is not None:
+        store.remove_temps_of(entry)
+        store.release(entry.with_suffix(""))
 
 
 def _open_entry(entry, cfg: dict, whole: bool, complete: list, extend):
