@@ -140,7 +140,7 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, readers=No
     tables = asked[0]
     unstage(con, detach=tables is None)  # kept attached for `extend`, out of `con`'s search path
     if tables is not None:
-        _release(con)
+        _release(con, {f.name for f in plan(tables)[0]})  # every file planned ran (run_files raises otherwise)
     return tables
 
 
@@ -250,16 +250,17 @@ def _kept(f: Path) -> frozenset[str]:
     return frozenset(d for d in declarations(text, f.name).defines if d not in staged)
 
 
-def _release(con: duckdb.DuckDBPyConnection) -> None:
+def _release(con: duckdb.DuckDBPyConnection, done: set[str] | None = None) -> None:
     """Drop the staged raw tables that no file left to build reads (`@staging`): their rows are held in memory
     only as long as a question may still need them (a cold summary of 7.7M GPU metric samples held them
-    to its end, 75 MiB more at its peak)."""
+    to its end, 75 MiB more at its peak). `done`: the files `con` holds, where the caller knows them (`built`
+    lists them from DuckDB's catalog, whose function list holds every built-in function too)."""
     from .raw import RAW_TABLES, STAGE, staged
 
     have = staged(con)
     if not have:
         return
-    done = built(con)
+    done = built(con) if done is None else done
     needed = {s for f in _order() if f.name not in done for s in _header(f).staging}
     for t in sorted(have & {rt.name for rt in RAW_TABLES} - needed):
         con.execute(f"DROP TABLE IF EXISTS {STAGE}.{t}")
@@ -289,9 +290,10 @@ def extend(src: Source, con: duckdb.DuckDBPyConnection, tables, progress=None) -
     # every file replaces what it defines (CREATE OR REPLACE): one stopped halfway lacks a definition (`built`)
     # and runs again whole next time
     run_files(con, todo, progress)
+    done = have | {f.name for f in todo}  # every file of `todo` ran (run_files raises otherwise)
     # nothing left to build: the staged rows are not needed (else they stay, out of the search path)
-    unstage(con, detach=len(built(con)) == len(_order()))
-    _release(con)
+    unstage(con, detach=len(done) == len(_order()))
+    _release(con, done)
     return [f.name for f in todo]
 
 
