@@ -60,11 +60,10 @@ def _statement(query: str) -> str:
 
 def empty_staging():
     """A DuckDB connection (in memory) holding every staging table the loader makes, empty, in its search path."""
-    import duckdb
-
+    from ..duck import connect
     from .raw import LOADER_COLUMNS, RAW_TABLES, STAGE, q
 
-    con = duckdb.connect()
+    con = connect()
     con.execute(f"ATTACH ':memory:' AS {STAGE}")
     db = con.execute("SELECT current_database()").fetchall()[0][0]
     con.execute(f"SET search_path = '{db},{STAGE}'")
