@@ -13,6 +13,9 @@ module with the modules it includes:
 - `@macros`   the macros and types (of canonical files) it calls;
 - `@defines`  (canonical files) the tables, views, macros and types it creates for other files (TEMP ones are
   its own and not declared);
+- `@empty_without` (canonical files) staging or canonical tables it reads such that, when every one of them is
+  empty, every table it defines is empty too: the loader then creates those tables empty, of the shapes a run
+  would give them, without running the file (`loader.shapes`); each such line is one set, any set suffices;
 - `@frames`   (analyses) tables its caller registers on the connection (polars frames), not canonical ones;
 - `@param`    (analyses) one line per parameter: `$name TYPE: what it means`.
 
@@ -29,7 +32,7 @@ from pathlib import Path
 
 SCHEMA_VERSION = "v1"
 
-KEYS = ("include", "staging", "tables", "macros", "defines", "frames", "param")
+KEYS = ("include", "staging", "tables", "macros", "defines", "empty_without", "frames", "param")
 
 
 @lru_cache(maxsize=1)
@@ -60,12 +63,14 @@ class Declarations:
     tables: list[str] = field(default_factory=list)
     macros: list[str] = field(default_factory=list)
     defines: list[str] = field(default_factory=list)
+    # each line: a set of inputs whose emptiness makes every table the file defines empty
+    empty_without: list[list[str]] = field(default_factory=list)
     frames: list[str] = field(default_factory=list)
     # parameter name (without `$`) -> its line: `TYPE: what it means`
     param: dict[str, str] = field(default_factory=dict)
 
 
-_DECLARATION = re.compile(r"--\s*@([a-z]+)\s+(.*)")
+_DECLARATION = re.compile(r"--\s*@([a-z_]+)\s+(.*)")
 
 
 def declarations(sql: str, name: str = "") -> Declarations:
@@ -91,6 +96,8 @@ def declarations(sql: str, name: str = "") -> Declarations:
             if not pm:
                 raise ValueError(f"{name}:{n}: @param wants `$name TYPE: meaning`")
             out.param[pm.group(1)] = pm.group(2)
+        elif key == "empty_without":
+            out.empty_without.append([v for v in re.split(r"[,\s]+", value) if v])
         else:
             getattr(out, key).extend(v for v in re.split(r"[,\s]+", value) if v)
     return out

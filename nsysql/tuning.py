@@ -33,6 +33,10 @@ TRICKS = {
     "switch that shapes the text (format, width, unit, ...), and a later command with the same switches prints "
     "that text without importing polars or rendering again (nsysql/cli/warm.py); off: the answer is read and "
     "rendered each time",
+    "empty_inputs": "a canonical file whose header names inputs that are empty in this export "
+    "(`@empty_without`) is not run: the tables it defines are created empty, of the shapes a run on empty inputs "
+    "gives them (queries/v1/canonical/empty_shapes.json), and only its views, macros and types are defined "
+    "(loader.shapes); off: every file runs",
     "parallel_sql": "the canonical SQL files run side by side on cursors of their own as soon as the files they "
     "read are done (loader.run_files); off: one after another, in file order",
 }

@@ -61,7 +61,7 @@ CANONICAL_TABLES = (
 
 # The tables the loader itself writes into the staging database (raw.STAGE) beside the raw_* tables of raw.py:
 # canonical files read them qualified (`nsysql_stage._load_facts`) and declare them (`-- @staging`).
-LOADER_TABLES = ("_load_facts", "_load_beyond_int64")
+LOADER_TABLES = ("_load_facts", "_load_beyond_int64")  # (their columns: raw.LOADER_COLUMNS)
 
 __all__ = [
     "at_first",
@@ -87,7 +87,7 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, readers=No
     every one): a request's tables, known only once the export is being read, built in the same pass (one run
     of the canonical files) rather than in a second. With `tables`, the staging tables stay attached for
     `extend` (in memory, never in the entry). Returns the tables built (None: every one)."""
-    from .raw import STAGE, stage, unstage, would_read
+    from .raw import LOADER_COLUMNS, STAGE, stage, unstage, would_read
     from .raw import staged as _staged
 
     files, staging = plan(tables)
@@ -123,7 +123,7 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, readers=No
     # in the staging database, so that every cursor below sees it (a TEMP table is one connection's own);
     # 70_profile_facts.sql reads it
     load_facts, load_beyond = (f"{STAGE}.{t}" for t in LOADER_TABLES)
-    con.execute(f"CREATE OR REPLACE TABLE {load_facts}(key VARCHAR, value VARCHAR)")
+    con.execute(f"CREATE OR REPLACE TABLE {load_facts}({LOADER_COLUMNS[LOADER_TABLES[0]]})")
     con.execute(
         f"INSERT INTO {load_facts} VALUES " + ", ".join(["(?, ?)"] * len(facts)),
         [x for fact in facts for x in fact],
@@ -133,14 +133,14 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, readers=No
     beyond: dict[tuple[str, str], int] = {}
     for table, column, n in src.beyond_int64:
         beyond[table, column] = beyond.get((table, column), 0) + n
-    con.execute(f"CREATE OR REPLACE TABLE {load_beyond}(source VARCHAR, col VARCHAR, n BIGINT)")
+    con.execute(f"CREATE OR REPLACE TABLE {load_beyond}({LOADER_COLUMNS[LOADER_TABLES[1]]})")
     if beyond:
         con.executemany(f"INSERT INTO {load_beyond} VALUES (?, ?, ?)", [(t, c, n) for (t, c), n in beyond.items()])
     run_files(con, files, progress, later=later if tables is not None and more is not None else None)
     tables = asked[0]
     unstage(con, detach=tables is None)  # kept attached for `extend`, out of `con`'s search path
     if tables is not None:
-        _release(con)
+        _release(con, {f.name for f in plan(tables)[0]})  # every file planned ran (run_files raises otherwise)
     return tables
 
 
@@ -250,16 +250,17 @@ def _kept(f: Path) -> frozenset[str]:
     return frozenset(d for d in declarations(text, f.name).defines if d not in staged)
 
 
-def _release(con: duckdb.DuckDBPyConnection) -> None:
+def _release(con: duckdb.DuckDBPyConnection, done: set[str] | None = None) -> None:
     """Drop the staged raw tables that no file left to build reads (`@staging`): their rows are held in memory
     only as long as a question may still need them (a cold summary of 7.7M GPU metric samples held them
-    to its end, 75 MiB more at its peak)."""
+    to its end, 75 MiB more at its peak). `done`: the files `con` holds, where the caller knows them (`built`
+    lists them from DuckDB's catalog, whose function list holds every built-in function too)."""
     from .raw import RAW_TABLES, STAGE, staged
 
     have = staged(con)
     if not have:
         return
-    done = built(con)
+    done = built(con) if done is None else done
     needed = {s for f in _order() if f.name not in done for s in _header(f).staging}
     for t in sorted(have & {rt.name for rt in RAW_TABLES} - needed):
         con.execute(f"DROP TABLE IF EXISTS {STAGE}.{t}")
@@ -289,9 +290,10 @@ def extend(src: Source, con: duckdb.DuckDBPyConnection, tables, progress=None) -
     # every file replaces what it defines (CREATE OR REPLACE): one stopped halfway lacks a definition (`built`)
     # and runs again whole next time
     run_files(con, todo, progress)
+    done = have | {f.name for f in todo}  # every file of `todo` ran (run_files raises otherwise)
     # nothing left to build: the staged rows are not needed (else they stay, out of the search path)
-    unstage(con, detach=len(built(con)) == len(_order()))
-    _release(con)
+    unstage(con, detach=len(done) == len(_order()))
+    _release(con, done)
     return [f.name for f in todo]
 
 
@@ -355,7 +357,8 @@ def run_files(con: duckdb.DuckDBPyConnection, files=None, progress=None, later=N
             tell(f)
         cur = cursor(con, where)
         try:
-            cur.execute(f.read_text(encoding="utf-8"))
+            if not _made_empty(cur, f):
+                cur.execute(f.read_text(encoding="utf-8"))
         finally:
             cur.close()
 
@@ -378,6 +381,21 @@ def run_files(con: duckdb.DuckDBPyConnection, files=None, progress=None, later=N
             submit(pool, added)
         for f in list(done):
             done[f].result()
+
+
+def _made_empty(cur: duckdb.DuckDBPyConnection, f: Path) -> bool:
+    """Whether canonical file `f` was not run because a set of inputs its header names (`@empty_without`) is
+    empty: then what it defines is made here, its tables empty, of the shapes a run gives them (`shapes`)."""
+    groups = _header(f).empty_without
+    if not groups or not tuning.on("empty_inputs"):
+        return False
+    empty = " OR ".join("(" + " AND ".join(f"NOT EXISTS (SELECT 1 FROM {t})" for t in g) + ")" for g in groups)
+    if not cur.execute(f"SELECT {empty}").fetchall()[0][0]:
+        return False
+    from .shapes import empty_definitions
+
+    cur.execute(empty_definitions(f.name))
+    return True
 
 
 def cursor(con: duckdb.DuckDBPyConnection, where: tuple[str, str] | None = None) -> duckdb.DuckDBPyConnection:

@@ -60,6 +60,12 @@ class RawTable:
 
 
 STAGE = "nsysql_stage"  # also named by canonical SQL that makes staging views (queries/v1/canonical/25_calls.sql)
+# The tables the loader itself writes into the staging database beside the raw_* tables (loader.LOADER_TABLES),
+# with their columns: loader.build fills them, loader.shapes makes them empty.
+LOADER_COLUMNS = {
+    "_load_facts": "key VARCHAR, value VARCHAR",
+    "_load_beyond_int64": "source VARCHAR, col VARCHAR, n BIGINT",
+}
 
 
 def staged(con: duckdb.DuckDBPyConnection) -> set[str]:

@@ -3,6 +3,7 @@
 -- @tables _calls, strings
 -- @macros copy_kind_enum, copy_kinds, global_pid, is_interval
 -- @defines _shared_calls, gpu_ops, gpu_ops_named
+-- @empty_without _calls, raw_graph, raw_kernel, raw_memcpy, raw_memset
 
 -- nsysql canonical schema v1: work the GPU did.
 -- GPU work = kernels, memcpy, memset and CUDA graph launches that nsys recorded only as whole graphs

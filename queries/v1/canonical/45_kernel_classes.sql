@@ -2,6 +2,7 @@
 -- @staging raw_kernel
 -- @tables kernel_rules, strings
 -- @defines kernel_classes
+-- @empty_without raw_kernel
 
 -- nsysql canonical schema v1: what each kernel name does, by the rules of kernel_rules (44_kernel_rules.sql).
 

@@ -2,6 +2,7 @@
 -- @staging raw_enum_memkind, raw_gpu_memory
 -- @macros global_pid
 -- @defines gpu_memory_events, memory_held
+-- @empty_without raw_gpu_memory
 
 -- nsysql canonical schema v1: GPU memory allocations and frees (`nsys profile --cuda-memory-usage=true`).
 

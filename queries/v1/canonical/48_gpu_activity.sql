@@ -1,5 +1,7 @@
 -- @staging raw_gpu_activity, raw_gpu_metric_names
 -- @defines gpu_metric_activity
+-- @empty_without raw_gpu_activity
+-- @empty_without raw_gpu_metric_names
 
 -- nsysql canonical schema v1: the GPU metrics samples nsysql's own answers read (SMs Active, Tensor Active).
 

@@ -1,5 +1,6 @@
 -- @staging raw_gpu_metric_names, raw_gpu_metrics
 -- @defines gpu_metric_names, gpu_metric_periods, gpu_metric_samples, gpu_metric_values, metric_periods
+-- @empty_without raw_gpu_metric_names
 
 -- nsysql canonical schema v1: GPU metrics samples (`nsys profile --gpu-metrics-devices=...`).
 

@@ -2,6 +2,7 @@
 -- @tables gpu_metric_activity, gpu_ops, kernel_classes
 -- @macros overlaps_by_bucket
 -- @defines kernel_tensor_use
+-- @empty_without gpu_metric_activity
 
 -- nsysql canonical schema v1: whether matrix kernels ran on tensor cores, as the GPU metrics measured it.
 

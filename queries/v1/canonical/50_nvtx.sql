@@ -2,6 +2,7 @@
 -- @staging raw_nvtx, raw_strings
 -- @macros global_pid, global_tid, is_interval
 -- @defines nvtx_marks, nvtx_open, nvtx_ranges
+-- @empty_without raw_nvtx
 
 -- nsysql canonical schema v1: NVTX ranges and marks.
 -- Names resolve as COALESCE(text, StringIds[textId]); domains come from the NvtxDomainCreate events

@@ -2,6 +2,7 @@
 -- @staging raw_graph_nodes
 -- @macros global_pid, global_tid
 -- @defines graph_nodes
+-- @empty_without raw_graph_nodes
 
 -- nsysql canonical schema v1: CUDA graph nodes, and where the program created the work each one runs.
 -- CUDA_GRAPH_NODE_EVENTS (recorded with --cuda-graph-trace=node) has a row per node creation, with its thread

@@ -4,6 +4,7 @@
 -- @tables nvtx_ranges
 -- @macros global_pid, global_tid
 -- @defines le_uint, nvtx_payload_fields, nvtx_payload_types, nvtx_payloads
+-- @empty_without raw_nvtx_payload
 
 -- nsysql canonical schema v1: NVTX payloads (the NVTX payload extension, nvToolsExtPayload.h), decoded by the
 -- export's own schema tables, whatever library wrote them (NCCL's collectives, nsys's Python sampling, ...).

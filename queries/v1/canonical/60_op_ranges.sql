@@ -2,6 +2,8 @@
 -- @tables gpu_ops, graph_nodes, nvtx_open, nvtx_ranges
 -- @macros is_torch_range
 -- @defines op_range_links, op_range_totals, op_ranges, range_chains
+-- @empty_without gpu_ops
+-- @empty_without nvtx_open, nvtx_ranges
 
 -- nsysql canonical schema v1: which NVTX ranges each GPU operation belongs to.
 --

@@ -2,6 +2,7 @@
 -- @staging raw_callchains, raw_samples
 -- @macros global_pid, global_tid
 -- @defines cpu_samples, cpu_stack_frames
+-- @empty_without raw_callchains, raw_samples
 
 -- nsysql canonical schema v1: CPU samples and their call stacks (`nsys profile -s process-tree`, nsys's
 -- COMPOSITE_EVENTS and SAMPLING_CALLCHAINS). Empty when the export has no CPU samples.

@@ -3,6 +3,7 @@
 -- @tables cpu_samples, os_calls, strings
 -- @macros global_pid, global_tid
 -- @defines os_call_waits, process_parents, thread_states
+-- @empty_without os_calls, raw_sched
 
 -- nsysql canonical schema v1: what each thread was doing over time (on a CPU, off it, blocked in an OS call),
 -- and which process forked which. Independent of the GPU tables, so it runs beside them while loading.

@@ -2,6 +2,7 @@
 -- @staging raw_graph, raw_kernel, raw_memcpy, raw_memset
 -- @macros is_interval, union_stretches
 -- @defines gpu_busy
+-- @empty_without raw_graph, raw_kernel, raw_memcpy, raw_memset
 
 -- nsysql canonical schema v1: when each GPU was busy.
 
