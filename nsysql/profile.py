@@ -35,10 +35,11 @@ class Profile:
     """An nsys export loaded into DuckDB's canonical tables. `con` is the DuckDB connection, for your own SQL."""
 
     def __getattr__(self, name: str):
-        """`p.<analysis>(**params)` for an analysis that declares a command (Analysis.command) and has no method
-        written here: it asks the engine in one line, as the written methods do, its doc the declaration's."""
+        """`p.<analysis>(**params)` for an analysis that declares a command (Analysis.command), or what one shows
+        (Analysis.view), and has no method written here: it asks the engine in one line, as the written methods
+        do, its doc the declaration's."""
         decl = REGISTRY.get(name)
-        if decl is None or decl.command is None or "_engine" not in self.__dict__:
+        if decl is None or (decl.command is None and not decl.view) or "_engine" not in self.__dict__:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
         def method(**params):
@@ -50,7 +51,7 @@ class Profile:
         return method
 
     def __dir__(self):
-        return sorted({*super().__dir__(), *(n for n, a in REGISTRY.items() if a.command)})
+        return sorted({*super().__dir__(), *(n for n, a in REGISTRY.items() if a.command or a.view)})
 
     def __init__(
         self,
@@ -234,23 +235,11 @@ class Profile:
         `steady` (the steady state in one sentence), `outliers` (their pattern, or None)."""
         return self._engine.run("iteration_note", range=range, skip=skip, outlier_sigmas=outlier_sigmas)
 
-    def iterations_shown(
-        self, range: str | None = None, skip: int | None = None, outlier_sigmas: float = OUTLIER_SIGMAS
-    ) -> dict[str, pl.DataFrame]:
-        """What `nsysql iterations` shows: `iterations`, `steady state` and the `note` under the table."""
-        return self._engine.run("iterations_shown", range=range, skip=skip, outlier_sigmas=outlier_sigmas)
-
     def overlap(self, by: str = "device", range: str | None = None) -> pl.DataFrame:
         """Communication hidden or exposed: per device with communication kernels, `device_id, comm_ns,
         overlapped_ns, exposed_ns, compute_ns`; by="iteration": the same per iteration of the loop (`range`, as
         in iterations), on the loop's device."""
         return self._engine.run("overlap", by=by, range=range)
-
-    def collectives_shown(
-        self, by: str = "size", range: str | None = None, slow_ratio: float = 0.5
-    ) -> dict[str, pl.DataFrame]:
-        """What `nsysql collectives` shows of one profile: `collectives` grouped `by`, and the slow-size `findings`."""
-        return self._engine.run("collectives_shown", by=by, range=range, slow_ratio=slow_ratio)
 
     def collective_findings(self, slow_ratio: float = 0.5) -> pl.DataFrame:
         """Collectives slower than `slow_ratio` x the median bus bandwidth of their kind and size: one row with
@@ -288,20 +277,6 @@ class Profile:
         cause group of `gaps(by="cause")`. Rules in queries/v1/analyses/gap_activity.sql."""
         return self._engine.run(
             "gap_activity", range=range, min_ns=min_ns, by=by, include_warmup=include_warmup, top=top
-        )
-
-    def gaps_explained(
-        self,
-        range: str | None = None,
-        min_ns: int | str = DEFAULT_MIN_NS,
-        by: str | None = None,
-        include_warmup: bool = False,
-        top: int | None = None,
-    ) -> dict[str, pl.DataFrame]:
-        """What `nsysql gaps --explain` shows: `activity` (as gap_activity) and `meanwhile`, what the CPU did
-        during each idle cause's gaps (`cause`, null for a sentence about them all)."""
-        return self._engine.run(
-            "gaps_explained", range=range, min_ns=min_ns, by=by, include_warmup=include_warmup, top=top
         )
 
     def findings(self, thresholds: Thresholds = Thresholds()) -> pl.DataFrame:

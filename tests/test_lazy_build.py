@@ -26,6 +26,15 @@ def lazy_for_small_exports(monkeypatch):
     monkeypatch.setenv("NSYSQL_LAZY_MIN_MB", "0")
 
 
+def assert_same_sections(want: dict, got: dict) -> None:
+    """Each section of `got` (summary's) equals `want`'s: frames as frames, other values as values."""
+    for k, v in want.items():
+        if isinstance(v, pl.DataFrame):
+            assert_frame_equal(v, got[k])
+        else:
+            assert v == got[k], k
+
+
 def entry_tables(cdir: Path) -> set[str]:
     (entry,) = cdir.glob("*.duckdb")
     con = duckdb.connect(str(entry), read_only=True)
@@ -108,11 +117,7 @@ def test_a_later_question_adds_to_the_entry_without_rebuilding_it(tmp_path, monk
         assert_frame_equal(whole.kernels_by_range(), ranges)
         want = whole.summary()
     assert want.keys() == summary.keys()
-    for k, v in want.items():
-        if isinstance(v, pl.DataFrame):
-            assert_frame_equal(v, summary[k])
-        else:
-            assert v == summary[k], k
+    assert_same_sections(want, summary)
 
 
 def test_user_sql_and_the_connection_see_every_table_of_a_partial_entry(tmp_path):
@@ -141,11 +146,7 @@ def test_a_cold_summary_builds_what_it_reads_in_one_pass(tmp_path, monkeypatch):
     monkeypatch.setenv("NSYSQL_NO_TUNING", "lazy_build")
     with nsysql.load(SMALL, cache=False) as whole:
         want = whole.summary()
-    for k, v in want.items():
-        if isinstance(v, pl.DataFrame):
-            assert_frame_equal(v, summary[k])
-        else:
-            assert v == summary[k], k
+    assert_same_sections(want, summary)
 
 
 def test_reports_planned_together_are_built_in_one_pass(tmp_path):
