@@ -150,3 +150,28 @@ def test_activity_of_a_second_gpu_whose_ids_name_other_metrics(tmp_path, monkeyp
     assert p.metrics_timeline(0, 1 << 40, bins=10).height  # the activity samples alone, read from the file
     assert "gpu_metric_values" not in _entry_tables(tmp_path / "c")
     assert _activity(p) == want
+
+
+def test_one_gpu_named_its_type_is_written_not_read(tmp_path):
+    # one GPU named (device 2 here), and samples of a type no name describes: the loader reads the named type's
+    # rows alone without their typeId (RawTable.single) and writes it into each; the unnamed rows stay out,
+    # as the canonical join with the names leaves them out
+    path = craft(
+        tmp_path / "hw.sqlite",
+        "UPDATE TARGET_INFO_GPU_METRICS SET typeId = typeId + 2",
+        "UPDATE GPU_METRICS SET typeId = typeId + 2",
+        "INSERT INTO GPU_METRICS SELECT rawTimestamp, timestamp, typeId + 3, metricId, value FROM GPU_METRICS "
+        "WHERE rowid % 4 = 0",
+        source="hw_mix",
+    )
+    want = raw(
+        path,
+        "SELECT m.typeId, m.metricId, m.timestamp, m.value FROM GPU_METRICS m WHERE m.timestamp >= 0 "
+        "AND EXISTS (SELECT 1 FROM TARGET_INFO_GPU_METRICS n WHERE n.typeId = m.typeId AND n.metricId = m.metricId)",
+    )
+    assert len({r[0] for r in want}) == 1 and len(want) > 1000
+    assert len(want) < raw(path, "SELECT count(*) FROM GPU_METRICS WHERE timestamp >= 0")[0][0]
+    p = nsysql.load(path, cache=False)
+    got = p.sql("SELECT type_id, metric_id, timestamp_ns, value FROM gpu_metric_values ORDER BY ALL")
+    assert [tuple(r) for r in got.iter_rows()] == sorted((t, m, ts, float(v)) for t, m, ts, v in want)
+    assert set(p.gpu_metrics()["device_id"]) == {2}
