@@ -7,6 +7,7 @@ from __future__ import annotations
 import glob
 
 import duckdb
+import polars as pl
 import pytest
 from conftest import craft, fixture, raw
 
@@ -175,3 +176,23 @@ def test_one_gpu_named_its_type_is_written_not_read(tmp_path):
     got = p.sql("SELECT type_id, metric_id, timestamp_ns, value FROM gpu_metric_values ORDER BY ALL")
     assert [tuple(r) for r in got.iter_rows()] == sorted((t, m, ts, float(v)) for t, m, ts, v in want)
     assert set(p.gpu_metrics()["device_id"]) == {2}
+
+
+def test_window_means_of_large_whole_values_are_exact(tmp_path):
+    # every GPC clock sample holds V, a whole number below 2^53: its mean over any window is V exactly. value x
+    # overlap (ns) is beyond 2^53, where a sum of doubles rounds, and rounds by the order the rows come in
+    big = 3 * 2**50 + 7
+    path = craft(
+        tmp_path / "hw.sqlite",
+        (
+            "UPDATE GPU_METRICS SET value = ? WHERE metricId IN (SELECT metricId FROM TARGET_INFO_GPU_METRICS "
+            "WHERE metricName LIKE 'GPC Clock Frequency%')",
+            (big,),
+        ),
+        source="hw_mix",
+    )
+    p = nsysql.load(path, cache=False)
+    for by in ("iteration", "range"):
+        clock = p.gpu_metrics(by=by).filter(pl.col("metric") == "GPC Clock Frequency")
+        assert clock.height > 10
+        assert clock["mean"].to_list() == [float(big)] * clock.height, by
