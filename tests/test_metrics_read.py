@@ -196,3 +196,29 @@ def test_window_means_of_large_whole_values_are_exact(tmp_path):
         clock = p.gpu_metrics(by=by).filter(pl.col("metric") == "GPC Clock Frequency")
         assert clock.height > 10
         assert clock["mean"].to_list() == [float(big)] * clock.height, by
+
+
+def test_metrics_read_the_samples_once_in_one_pass(tmp_path, monkeypatch):
+    # a cold `metrics --by iteration` reads GPU_METRICS once, with the iteration windows' tables in that pass
+    # (no second pass copying the entry to add them); later metrics questions read no sample of the export
+    from click.testing import CliRunner
+
+    from nsysql.cli import main
+    from nsysql.loader.source import Source
+    from nsysql.store import tables
+
+    reads, grown = [], []
+    opened, grow = Source.stream, tables.grow
+    monkeypatch.setattr(Source, "stream", lambda self, sql: reads.append(sql) or opened(self, sql))
+    monkeypatch.setattr(tables, "grow", lambda *a, **k: grown.append(1) or grow(*a, **k))
+    monkeypatch.setenv("NSYSQL_LAZY_MIN_MB", "0")
+    path = craft(tmp_path / "hw.sqlite", source="hw_mix")
+    cache = ["--cache-dir", str(tmp_path / "c")]
+    r = CliRunner().invoke(main, [*cache, "metrics", "--by", "iteration", "-f", "csv", str(path)])
+    assert r.exit_code == 0 and r.output.count("\n") > 100
+    assert sum('FROM "GPU_METRICS"' in s for s in reads) == 1 and not grown
+    reads.clear()
+    for more in (["--by", "range"], [], ["--by", "iteration", "--range", "Batch"]):
+        r = CliRunner().invoke(main, [*cache, "metrics", *more, "-f", "csv", str(path)])
+        assert r.exit_code == 0 and r.output.count("\n") > 10
+    assert not [s for s in reads if "GPU_METRICS" in s]
