@@ -7,6 +7,7 @@ from __future__ import annotations
 import glob
 
 import duckdb
+import polars as pl
 import pytest
 from conftest import craft, fixture, raw
 
@@ -150,3 +151,74 @@ def test_activity_of_a_second_gpu_whose_ids_name_other_metrics(tmp_path, monkeyp
     assert p.metrics_timeline(0, 1 << 40, bins=10).height  # the activity samples alone, read from the file
     assert "gpu_metric_values" not in _entry_tables(tmp_path / "c")
     assert _activity(p) == want
+
+
+def test_one_gpu_named_its_type_is_written_not_read(tmp_path):
+    # one GPU named (device 2 here), and samples of a type no name describes: the loader reads the named type's
+    # rows alone without their typeId (RawTable.single) and writes it into each; the unnamed rows stay out,
+    # as the canonical join with the names leaves them out
+    path = craft(
+        tmp_path / "hw.sqlite",
+        "UPDATE TARGET_INFO_GPU_METRICS SET typeId = typeId + 2",
+        "UPDATE GPU_METRICS SET typeId = typeId + 2",
+        "INSERT INTO GPU_METRICS SELECT rawTimestamp, timestamp, typeId + 3, metricId, value FROM GPU_METRICS "
+        "WHERE rowid % 4 = 0",
+        source="hw_mix",
+    )
+    want = raw(
+        path,
+        "SELECT m.typeId, m.metricId, m.timestamp, m.value FROM GPU_METRICS m WHERE m.timestamp >= 0 "
+        "AND EXISTS (SELECT 1 FROM TARGET_INFO_GPU_METRICS n WHERE n.typeId = m.typeId AND n.metricId = m.metricId)",
+    )
+    assert len({r[0] for r in want}) == 1 and len(want) > 1000
+    assert len(want) < raw(path, "SELECT count(*) FROM GPU_METRICS WHERE timestamp >= 0")[0][0]
+    p = nsysql.load(path, cache=False)
+    got = p.sql("SELECT type_id, metric_id, timestamp_ns, value FROM gpu_metric_values ORDER BY ALL")
+    assert [tuple(r) for r in got.iter_rows()] == sorted((t, m, ts, float(v)) for t, m, ts, v in want)
+    assert set(p.gpu_metrics()["device_id"]) == {2}
+
+
+def test_window_means_of_large_whole_values_are_exact(tmp_path):
+    # every GPC clock sample holds V, a whole number below 2^53: its mean over any window is V exactly. value x
+    # overlap (ns) is beyond 2^53, where a sum of doubles rounds, and rounds by the order the rows come in
+    big = 3 * 2**50 + 7
+    path = craft(
+        tmp_path / "hw.sqlite",
+        (
+            "UPDATE GPU_METRICS SET value = ? WHERE metricId IN (SELECT metricId FROM TARGET_INFO_GPU_METRICS "
+            "WHERE metricName LIKE 'GPC Clock Frequency%')",
+            (big,),
+        ),
+        source="hw_mix",
+    )
+    p = nsysql.load(path, cache=False)
+    for by in ("iteration", "range"):
+        clock = p.gpu_metrics(by=by).filter(pl.col("metric") == "GPC Clock Frequency")
+        assert clock.height > 10
+        assert clock["mean"].to_list() == [float(big)] * clock.height, by
+
+
+def test_metrics_read_the_samples_once_in_one_pass(tmp_path, monkeypatch):
+    # a cold `metrics --by iteration` reads GPU_METRICS once, with the iteration windows' tables in that pass
+    # (no second pass copying the entry to add them); later metrics questions read no sample of the export
+    from click.testing import CliRunner
+
+    from nsysql.cli import main
+    from nsysql.loader.source import Source
+    from nsysql.store import tables
+
+    reads, grown = [], []
+    opened, grow = Source.stream, tables.grow
+    monkeypatch.setattr(Source, "stream", lambda self, sql: reads.append(sql) or opened(self, sql))
+    monkeypatch.setattr(tables, "grow", lambda *a, **k: grown.append(1) or grow(*a, **k))
+    monkeypatch.setenv("NSYSQL_LAZY_MIN_MB", "0")
+    path = craft(tmp_path / "hw.sqlite", source="hw_mix")
+    cache = ["--cache-dir", str(tmp_path / "c")]
+    r = CliRunner().invoke(main, [*cache, "metrics", "--by", "iteration", "-f", "csv", str(path)])
+    assert r.exit_code == 0 and r.output.count("\n") > 100
+    assert sum('FROM "GPU_METRICS"' in s for s in reads) == 1 and not grown
+    reads.clear()
+    for more in (["--by", "range"], [], ["--by", "iteration", "--range", "Batch"]):
+        r = CliRunner().invoke(main, [*cache, "metrics", *more, "-f", "csv", str(path)])
+        assert r.exit_code == 0 and r.output.count("\n") > 10
+    assert not [s for s in reads if "GPU_METRICS" in s]

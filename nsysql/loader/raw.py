@@ -50,6 +50,11 @@ class RawTable:
     # 7.7M rows: 0.39 against 0.57 s CPU)
     where_ids: str | None = None
     subset_of: tuple[str, str] | None = None
+    # (column, small nsys table, its column naming the values the rows kept may hold): where that small table
+    # names one whole number alone, the column is not read from the export; the rows that hold it are, and DuckDB
+    # writes it into each staged row (Job.fixed). A column of one value crosses the driver at its cost per value
+    # all the same (GPU_METRICS.typeId with one GPU sampled: 7.7M values, a quarter of what is read)
+    single: tuple[str, str, str] | None = None
 
     def schema(self) -> pa.Schema:
         """The Arrow schema of the staging table (for the fallback reader only: the fast path needs no pyarrow)."""
@@ -185,6 +190,10 @@ _NAMED = (
 )
 _ACTIVITY = f'"metricId" IN (SELECT "metricId" FROM ({_NAMED})) AND ("typeId", "metricId") IN ({_NAMED})'
 _ACTIVITY_IDS = 'SELECT DISTINCT "metricId" AS id FROM ({names})'.format(names=_NAMED)
+# The event types of the metrics named (one per GPU sampled): a sample of another type has no name, and the
+# canonical files (48_gpu_metrics.sql, 48_gpu_activity.sql) keep only named samples, so reading only the rows of
+# the one type named, where there is one, leaves out none they keep (RawTable.single)
+_ONE_TYPE = ("typeId", "TARGET_INFO_GPU_METRICS", "typeId")
 
 RAW_TABLES: tuple[RawTable, ...] = (
     RawTable("raw_strings", ("StringIds",), (("id", I), ("value", S))),
@@ -330,7 +339,7 @@ RAW_TABLES: tuple[RawTable, ...] = (
     # GPU metrics sampling (`nsys profile --gpu-metrics-devices=...`): both tables exist only in exports that
     # sampled, so an export without them reads nothing more. The value is read as a DOUBLE: the schema says
     # INTEGER, and a REAL written by another version must not fail the load.
-    RawTable("raw_gpu_metrics", ("GPU_METRICS",), _METRIC_COLUMNS),
+    RawTable("raw_gpu_metrics", ("GPU_METRICS",), _METRIC_COLUMNS, single=_ONE_TYPE),
     RawTable("raw_gpu_metric_names", ("TARGET_INFO_GPU_METRICS",), (("typeId", I), ("metricId", I), ("metricName", S))),
     # the samples of the metrics nsysql's own answers read (SMs Active, Tensor Active: canonical
     # 48_gpu_activity.sql applies the exact rule, this is a superset of it): a tenth of the rows, so that a
@@ -351,6 +360,7 @@ RAW_TABLES: tuple[RawTable, ...] = (
             ("TARGET_INFO_GPU_METRICS", "metricName"),
         ),
         subset_of=("raw_gpu_metrics", _ACTIVITY.format(names=f"{STAGE}.raw_gpu_metric_names")),
+        single=_ONE_TYPE,
     ),
     # CPU activity (`nsys profile -s process-tree`, `--cpuctxsw=process-tree`): each CPU sample with its thread,
     # the frames of its call stack (stackDepth 0 is the leaf), and the scheduling events (a thread put on or
@@ -437,9 +447,12 @@ def _select(src: Source, rt: RawTable, text_as_blob: bool = False) -> tuple[str 
     ):
         return None, table or ""
     alias = dict(rt.aliases)
+    fixed = _fixed(src, rt, table)
     exprs = []
     present = 0
     for col, typ in rt.columns:
+        if col in fixed and not text_as_blob:
+            continue  # DuckDB writes its one value (Job.fixed); the fallback reader reads it
         if col == ROW_ID:
             exprs.append(f"{src.rowid(table)} AS {q(ROW_ID)}")
             continue
@@ -454,8 +467,25 @@ def _select(src: Source, rt: RawTable, text_as_blob: bool = False) -> tuple[str 
     if present == 0:
         return None, table
     conds = [f"{q(c)} IS NOT NULL" for c in [rt.nonnull] if c] + [f"({c})" for c in [_where(src, rt)] if c]
+    conds += [f"{q(c)} = {v}" for c, v in fixed.items()]
     where = f" WHERE {' AND '.join(conds)}" if conds else ""
     return f"SELECT {', '.join(exprs)} FROM {q(table)}{where}", table
+
+
+def _fixed(src: Source, rt: RawTable, table: str) -> dict[str, int]:
+    """`rt.single`'s column and its one value, where its small table names one whole number alone (RawTable.single);
+    else nothing."""
+    if rt.single is None:
+        return {}
+    col, small, small_col = rt.single
+    if not (src.has(table, col) and src.has(small, small_col)):
+        return {}
+    c = q(small_col)
+    value = src.scalar(
+        f"SELECT CASE WHEN count(DISTINCT {c}) = 1 AND min(typeof({c})) = 'integer' AND max(typeof({c})) = 'integer' "
+        f"THEN min({c}) END FROM {q(small)}"
+    )
+    return {} if value is None else {col: int(value)}
 
 
 def _where(src: Source, rt: RawTable) -> str | None:
@@ -492,6 +522,7 @@ class Job:
     sql: str  # the fast reader's SELECT
     blob_sql: str  # the fallback reader's (text as BLOB)
     table: str  # the nsys table read
+    fixed: tuple[tuple[str, int], ...] = ()  # columns not read, with the one value DuckDB writes (RawTable.single)
 
 
 def would_read(src: Source) -> dict[str, str]:
@@ -525,13 +556,14 @@ def plan(src: Source, workers: int, names=None) -> tuple[dict[str, str], list[Jo
         rows = 1 if rt.extent else sizes[table]  # one row per source table
         n = min(workers, -(-rows // CHUNK_ROWS)) if workers > 2 else 1
         blob_sql = _select(src, rt, text_as_blob=True)[0]
+        fixed = tuple(_fixed(src, rt, table).items())
         if n <= 1:
-            jobs.append(Job(rows, rt, sql, blob_sql, table))
+            jobs.append(Job(rows, rt, sql, blob_sql, table, fixed))
             continue
         rowid = src.rowid(table)
         for a, b in rowid_ranges(src.scalar(f"SELECT min({rowid}) FROM {q(table)}"), rows, n):
-            where = f" {'AND' if rt.nonnull or rt.where else 'WHERE'} {rowid} BETWEEN {a} AND {b}"
-            jobs.append(Job(b - a + 1, rt, sql + where, blob_sql + where, table))
+            where = f" {'AND' if rt.nonnull or rt.where or fixed else 'WHERE'} {rowid} BETWEEN {a} AND {b}"
+            jobs.append(Job(b - a + 1, rt, sql + where, blob_sql + where, table, fixed))
     jobs.sort(key=lambda j: -j.rows)
     return used, jobs
 
@@ -642,7 +674,10 @@ class Readers:
                     try:
                         with self._gate:
                             self._tell(job)
-                            casts = ", ".join(f"CAST({q(c)} AS {t}) AS {q(c)}" for c, t in rt.columns)
+                            fixed = dict(job.fixed)
+                            casts = ", ".join(
+                                f"CAST({fixed[c] if c in fixed else q(c)} AS {t}) AS {q(c)}" for c, t in rt.columns
+                            )
                             cur.execute(f"{target} {casts} FROM _reader")
                     finally:
                         cur.unregister("_reader")  # before the driver's statement is released

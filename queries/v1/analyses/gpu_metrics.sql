@@ -1,25 +1,35 @@
--- @tables gpu_metric_samples
+-- @tables gpu_metric_names, gpu_metric_values
 
--- GPU metrics over the whole capture, per device and metric (gpu_metric_samples): the same count, mean, min
--- and max as `nsys recipe gpu_metric_util_sum` (plain statistics of the samples, not time-weighted: the samples
--- are evenly spaced), the median and 90th percentile, and a note on counters whose values do not fit their
--- unit. The rules of the notes (each rests on the values alone):
+-- GPU metrics over the whole capture, per device and metric (gpu_metric_samples, read as its two tables): the
+-- same count, mean, min and max as `nsys recipe gpu_metric_util_sum` (plain statistics of the samples, not
+-- time-weighted: the samples are evenly spaced), the median and 90th percentile, and a note on counters whose
+-- values do not fit their unit. The rules of the notes (each rests on the values alone):
 -- - a `Throughput %` counter with a value below 0 or above 100 is not a percentage;
 -- - a `MHz` counter above 1,000,000 (1 THz, beyond any GPU clock) holds Hz;
 -- - an `Avg` warps counter more than 1000 times its `Avg Warps per Cycle` sibling is a sum over the cycles
 --   of each sample, not an average (the ratio of their sums is about the GPU cycles in one sampling period).
-WITH stats AS (
+WITH k AS (  -- each (type, metric id) with its device and name (gpu_metric_samples' join), and a number per
+            -- (device, metric, unit): the samples are grouped by that number, not by its strings
+  SELECT type_id, metric_id, (type_id & 255)::INTEGER AS device_id, metric, unit,
+         dense_rank() OVER (ORDER BY (type_id & 255), metric, unit) AS key
+  FROM gpu_metric_names
+), per AS (
   SELECT
-    device_id, metric, unit,
+    k.key,
     count(*) AS samples,
-    avg(value) AS mean,
-    min(value) AS min,
-    quantile_cont(value, 0.5) AS p50,
-    quantile_cont(value, 0.9) AS p90,
-    max(value) AS max,
-    sum(value) AS total
-  FROM gpu_metric_samples
-  GROUP BY ALL
+    avg(v.value) AS mean,
+    min(v.value) AS min,
+    quantile_cont(v.value, 0.5) AS p50,
+    quantile_cont(v.value, 0.9) AS p90,
+    max(v.value) AS max,
+    sum(v.value) AS total
+  FROM gpu_metric_values v
+  JOIN k USING (type_id, metric_id)
+  GROUP BY k.key
+), stats AS (
+  SELECT n.device_id, n.metric, n.unit, per.* EXCLUDE (key)
+  FROM per
+  JOIN (SELECT DISTINCT key, device_id, metric, unit FROM k) n USING (key)
 )
 SELECT
   s.device_id, s.metric, s.unit, s.samples, s.mean, s.min, s.p50, s.p90, s.max,
