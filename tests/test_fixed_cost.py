@@ -42,3 +42,20 @@ def test_a_cold_build_syncs_its_entry_once_not_at_each_commit(tmp_path):
         check=True,
     )
     assert "yes" in out.stdout
+
+
+def _logged(con) -> list[str]:
+    """What DuckDB ran on `con`'s database since its query log was turned on (every cursor's statements)."""
+    return [m for (m,) in con.execute("SELECT message FROM duckdb_logs WHERE type = 'QueryLog'").fetchall()]
+
+
+def test_a_summary_builds_the_iteration_windows_once_for_all_its_workers(tmp_path):
+    # summary asks iterations, their stats, gaps and the per-iteration breakdown side by side, each on a cursor
+    # of its own: the windows of the one iteration range (Batch*, by construction of train_small) are built once
+    p = nsysql.load(fixture("train_small"), cache=False)
+    p.con.execute("CALL enable_logging('QueryLog')")
+    p.summary()
+    built = [m for m in _logged(p.con) if "_iterations_" in m and m.lstrip().upper().startswith("CREATE")]
+    assert len(built) == 1, built
+    assert p.iterations()["iteration"].to_list() == list(range(p.iterations().height))
+    assert p.iterations().height > 1
