@@ -59,3 +59,32 @@ def test_a_summary_builds_the_iteration_windows_once_for_all_its_workers(tmp_pat
     assert len(built) == 1, built
     assert p.iterations()["iteration"].to_list() == list(range(p.iterations().height))
     assert p.iterations().height > 1
+
+
+def test_the_code_hash_is_kept_and_still_follows_every_edit(tmp_path):
+    # the store's key hashes nsysql's files; the hash is kept for their sizes and times (as bytecode is), so an
+    # edited file gives a new hash, and the same content again gives the same one
+    import os
+    import shutil
+
+    tree = tmp_path / "tree"
+    for part in ("nsysql", "queries"):
+        shutil.copytree(ROOT / part, tree / part, ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(tree)
+
+    def digest() -> str:
+        code = "from nsysql import store; print(store.code_hash())"
+        return subprocess.run(
+            [sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, check=True
+        ).stdout.strip()
+
+    first = digest()
+    assert list((tree / "nsysql" / "__pycache__").glob("nsysql-code-*.txt"))
+    assert digest() == first
+    sql = tree / "queries" / "v1" / "canonical" / "05_strings.sql"
+    text = sql.read_text()
+    sql.write_text(text + "-- edited\n")
+    assert digest() != first
+    sql.write_text(text)
+    assert digest() == first

@@ -67,9 +67,7 @@ def open_tables(
     # what a whole build leaves to the questions that read it (loader.at_first), with the first question's tables
     first = [] if tuning.on("lazy_build") and not whole and _large(src.path) else None if whole else at_first(src)
     complete = [first is None]  # whether the connection holds every table: nothing for `extend` to do
-    # the canonical files this load built into the connection, known without asking DuckDB's catalog (whose
-    # function list, which `loader.lacks` reads, holds every built-in function too: 13 ms each time)
-    held: set[str] = set()
+    held: set[str] = set()  # the canonical files this load built: known, not asked of the catalog (_extender)
     question = None if first is None else _Question()  # what the first question reads, built with BASE
 
     def build(con, tables=first):
@@ -80,8 +78,7 @@ def open_tables(
         more = question.tables if question and question.active and tables is not None else None
         got = build_tables(src, con, progress, readers.pop() if readers else None, tables, more)
         complete[0] = got is None
-        if got is not None:  # every file planned for them ran (loader.build raises otherwise)
-            held.update(f.name for f in plan(got)[0])
+        held.update(() if got is None else (f.name for f in plan(got)[0]))  # each file planned ran (or raised)
         return con
 
     entry = None
@@ -288,7 +285,8 @@ def _extender(src, entry, build, settings, progress, complete, limit=None, held=
     place is never written). Nothing to do where the connection holds every table (`complete`): nor is the
     catalog asked then (a background copy may be failing on it meanwhile). An entry that grew is kept within the
     store's cap (`limit`), as a new one is. `held`: the canonical files this load has built into the
-    connection (kept up to date here): tables made of those alone need no look at the catalog."""
+    connection (kept up to date here): tables made of those alone need no look at the catalog, whose function
+    list (`loader.lacks` reads it) holds every built-in function too."""
     from ..loader import lacks, plan
 
     asked: set[str] = set()  # every table this load was asked for: a new entry (a copy of the file in place,
