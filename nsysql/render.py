@@ -174,7 +174,10 @@ def best_unit(df: pl.DataFrame, cols: list[str]) -> str:
     reads between 1 and 1000: kernels' 120,401 ns as 120.4 us, a step's 4,076,631 ns as 4.08 ms."""
     import polars as pl
 
-    typical = [df[c].cast(pl.Float64).abs().filter(df[c].cast(pl.Float64).abs() > 0).median() for c in cols]
+    if not cols:
+        return "ns"
+    magnitude = [pl.col(c).cast(pl.Float64).abs() for c in cols]
+    typical = df.select([m.filter(m > 0).median().alias(str(i)) for i, m in enumerate(magnitude)]).row(0)
     typical = [t for t in typical if t is not None]
     if not typical:
         return "ns"
@@ -200,7 +203,10 @@ def in_units(df: pl.DataFrame, unit: str | None) -> pl.DataFrame:
         return df
     stamps = [c for c in df.columns if c in cols and _timestamp(c)]
     spans = [c for c in df.columns if c in cols and not _timestamp(c)]
-    units = {c: unit or best_unit(df, stamps) for c in stamps} | {c: unit or best_unit(df, spans) for c in spans}
+    # one unit for the timestamps and one for the spans, each from all of its columns
+    stamp_unit = (unit or best_unit(df, stamps)) if stamps else None
+    span_unit = (unit or best_unit(df, spans)) if spans else None
+    units = {c: stamp_unit for c in stamps} | {c: span_unit for c in spans}
     taken = set(df.columns)
     exprs = []
     for c in df.columns:

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from dataclasses import dataclass, field
 from typing import NoReturn
 
@@ -348,14 +349,30 @@ class Windows:
         return run(self.con, name, windows=self.table, **params)
 
 
+# The windows live in an in-memory database of their own, attached to the profile's DuckDB (not TEMP tables, which
+# are one cursor's own): the workers of one request (summary asks iterations, their stats, gaps and the breakdown
+# side by side, each on its own cursor) read the one table the first of them built, instead of each building it
+# again. Apart from the canonical tables, so that nothing that lists or copies those (export, the cache entry)
+# sees them; a DuckDB of another Profile has its own.
+WINDOWS_DB = "nsysql_windows"
+_BUILDING = threading.Lock()  # one thread builds a range's windows; the others then find the table
+
+
 def windows(con, it: IterationRange) -> Windows:
-    """Build the windows of `it` on `con` (a temp table: one per connection, so each worker builds its own)."""
+    """The windows of `it` on `con`'s DuckDB: built once, read by every cursor of it."""
     key = json.dumps([it.pid, it.tid, it.depth, it.names, it.delimiter])
-    table = "_iterations_" + hashlib.sha256(key.encode()).hexdigest()[:16]
-    con.execute(
-        f"CREATE OR REPLACE TEMP TABLE {table} AS " + queries.read("analyses/iteration_windows.sql"),
-        {"pid": it.pid, "tid": it.tid, "depth": it.depth, "names": it.names, "delimiter": it.delimiter},
-    )
+    name = "_iterations_" + hashlib.sha256(key.encode()).hexdigest()[:16]
+    table = f"{WINDOWS_DB}.main.{name}"
+    with _BUILDING:
+        con.execute(f"ATTACH IF NOT EXISTS ':memory:' AS {WINDOWS_DB}")
+        there = con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE database_name = ? AND table_name = ?", [WINDOWS_DB, name]
+        ).fetchall()[0][0]
+        if not there:
+            con.execute(
+                f"CREATE TABLE {table} AS " + queries.read("analyses/iteration_windows.sql"),
+                {"pid": it.pid, "tid": it.tid, "depth": it.depth, "names": it.names, "delimiter": it.delimiter},
+            )
     return Windows(con, table)
 
 

@@ -84,20 +84,63 @@ def directory(cache_dir: str | os.PathLike | None = None) -> Path:
 @functools.lru_cache(maxsize=1)
 def code_hash() -> str:
     """Hash of nsysql's version and of every .py file of the package and .sql file of its queries (beside the
-    package in a checkout, inside it in a wheel), by path relative to their root. Read once per process."""
+    package in a checkout, inside it in a wheel), by path relative to their root. Read once per process, and
+    kept in the package's __pycache__ for the files' sizes and modification times, as Python keeps a module's
+    bytecode (`_code_memo`): reading and hashing every file is a fixed cost of each command, warm ones too."""
     from ..queries import queries_dir
 
     package = Path(__file__).resolve().parent.parent  # nsysql/, this package's parent
     queries = queries_dir().parent
+    files = [
+        (root, f)
+        for root, pattern in ((package, "*.py"), (queries, "*.sql"))
+        for f in sorted(root.rglob(pattern))
+        if "__pycache__" not in f.parts
+    ]
+    seen = hashlib.sha256(f"nsysql {__version__}\0".encode())
+    for root, f in files:
+        st = f.stat()
+        seen.update(f"{root.name}/{f.relative_to(root).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    memo = package / "__pycache__" / f"{_CODE_MEMO}{seen.hexdigest()[:16]}.txt"
+    try:
+        kept = memo.read_text(encoding="ascii")
+        if re.fullmatch(r"[0-9a-f]{16}", kept):
+            return kept
+    except (OSError, ValueError):
+        pass  # not kept yet (or damaged): hashed below
     h = hashlib.sha256(f"nsysql {__version__}\0".encode())
-    for root, pattern in ((package, "*.py"), (queries, "*.sql")):
-        for f in sorted(root.rglob(pattern)):
-            if "__pycache__" in f.parts:
-                continue
-            h.update(f"{root.name}/{f.relative_to(root).as_posix()}\0".encode())
-            h.update(f.read_bytes())
-            h.update(b"\0")
+    for root, f in files:
+        h.update(f"{root.name}/{f.relative_to(root).as_posix()}\0".encode())
+        h.update(f.read_bytes())
+        h.update(b"\0")
+    _code_memo(memo, h.hexdigest()[:16])
     return h.hexdigest()[:16]
+
+
+_CODE_MEMO = "nsysql-code-"
+
+
+def _code_memo(memo: Path, digest: str) -> None:
+    """Keep `digest` as `memo` (written whole under a temporary name, then renamed: another process reads all of
+    it or none), in place of those kept for earlier files. Not where Python writes no bytecode, nor where the
+    package cannot be written (an installation of another user's): hashed again by each process there."""
+    import sys
+
+    if sys.dont_write_bytecode:
+        return
+    tmp = memo.with_name(f".{memo.name}.{os.getpid()}")
+    try:
+        memo.parent.mkdir(exist_ok=True)
+        tmp.write_text(digest, encoding="ascii")
+        os.replace(tmp, memo)
+        for old in memo.parent.glob(f"{_CODE_MEMO}*.txt"):
+            if old != memo:
+                old.unlink(missing_ok=True)
+    except OSError:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
 
 
 def export_id(path: Path) -> str:

@@ -67,15 +67,18 @@ def open_tables(
     # what a whole build leaves to the questions that read it (loader.at_first), with the first question's tables
     first = [] if tuning.on("lazy_build") and not whole and _large(src.path) else None if whole else at_first(src)
     complete = [first is None]  # whether the connection holds every table: nothing for `extend` to do
+    held: set[str] = set()  # the canonical files this load built: known, not asked of the catalog (_extender)
     question = None if first is None else _Question()  # what the first question reads, built with BASE
 
     def build(con, tables=first):
         from ..loader import build as build_tables
+        from ..loader import plan
 
         building.append(con)
         more = question.tables if question and question.active and tables is not None else None
         got = build_tables(src, con, progress, readers.pop() if readers else None, tables, more)
         complete[0] = got is None
+        held.update(() if got is None else (f.name for f in plan(got)[0]))  # each file planned ran (or raised)
         return con
 
     entry = None
@@ -92,7 +95,7 @@ def open_tables(
                 con = build(_tables.connect(":memory:", cfg))
             return con
 
-        opener.extend = _extender(src, entry, build, settings, progress, complete, limit)
+        opener.extend = _extender(src, entry, build, settings, progress, complete, limit, held)
         if entry.exists():
             # warm: answers may come from the stored results; DuckDB opens only when a question needs it
             return Opened(None, src.path, entry, opener, settings)
@@ -101,7 +104,7 @@ def open_tables(
         def opener():
             return build(_tables.connect(":memory:", settings()))
 
-        opener.extend = _extender(src, entry, build, settings, progress, complete, limit)
+        opener.extend = _extender(src, entry, build, settings, progress, complete, limit, held)
 
     # cold: the readers open their SQLite streams (and read the first batch of each) while DuckDB is imported
     if tuning.on("early_readers"):
@@ -274,21 +277,24 @@ def _open_entry(entry, cfg: dict, whole: bool, complete: list, extend):
     return con
 
 
-def _extender(src, entry, build, settings, progress, complete, limit=None):
+def _extender(src, entry, build, settings, progress, complete, limit=None, held=None):
     """The engine's `opener.extend(con, tables)`: adds what `tables` need to the connection (`con`, a cursor of
     it), returning None, or the connection to use from now on where the entry could not take them (a full
     disk): every table built in memory, with the store's one warning. A connection in memory gets them in place;
     one on a cache entry gets a new entry that holds them, in place of the old (store.tables.grow: an entry in
     place is never written). Nothing to do where the connection holds every table (`complete`): nor is the
     catalog asked then (a background copy may be failing on it meanwhile). An entry that grew is kept within the
-    store's cap (`limit`), as a new one is."""
-    from ..loader import lacks
+    store's cap (`limit`), as a new one is. `held`: the canonical files this load has built into the
+    connection (kept up to date here): tables made of those alone need no look at the catalog, whose function
+    list (`loader.lacks` reads it) holds every built-in function too."""
+    from ..loader import lacks, plan
 
     asked: set[str] = set()  # every table this load was asked for: a new entry (a copy of the file in place,
     # perhaps another process's) gets them all, not only the last question's
+    held = set() if held is None else held
 
     def extend(con, tables):
-        if complete[0] or not lacks(con, tables):
+        if complete[0] or {f.name for f in plan(tables)[0]} <= held or not lacks(con, tables):
             return None
         if tables is not None:
             asked.update(tables)
@@ -296,12 +302,14 @@ def _extender(src, entry, build, settings, progress, complete, limit=None):
         try:
             if _tables.file_of(con) is None:  # in memory: nothing another process could read
                 _extend(src, con, want, progress)
+                held.update(f.name for f in plan(want)[0])
                 return None
             _tables.grow(con, entry, lambda cur: _extend(src, cur, want, progress))
         except _tables.NotWritten as e:
             store.failed(e.__cause__, entry.parent)
             return build(_tables.connect(":memory:", settings()), None)
         complete[0] = not lacks(con, None)
+        held.update(f.name for f in plan(want)[0])  # what this load asked for so far, all of it now held
         _tables.trim(entry.parent, limit)
         return None
 

@@ -336,13 +336,17 @@ def connect(database: str, config: dict) -> duckdb.DuckDBPyConnection:
     from .. import duck
 
     con = duck.connect(database, config)
+    # No row-group merging at checkpoint: a parallel CREATE TABLE AS leaves a few partly filled row groups, and
+    # merging them recompresses the whole table on one thread, to save a few KB of the cache entry. No fsync of
+    # the log at each commit: every file this connection writes is a temporary entry, flushed whole by
+    # store.commit before the rename that puts it in place, so a crash leaves at most a temporary file, never a
+    # half-synced entry under its name; syncing each of a build's hundred commits only waited for the disk.
     con.execute("SET enable_progress_bar = false")
-    try:
-        # No row-group merging at checkpoint: a parallel CREATE TABLE AS leaves a few partly filled row groups,
-        # and merging them recompresses the whole table on one thread, to save a few KB of the cache entry.
-        con.execute("SET max_vacuum_tasks = 0")
-    except duckdb.Error:  # a DuckDB without the setting
-        pass
+    for setting in ("max_vacuum_tasks = 0", "fsync_mode = 'NONE'"):
+        try:
+            con.execute(f"SET {setting}")
+        except duckdb.Error:  # a DuckDB without the setting
+            pass
     return con
 
 

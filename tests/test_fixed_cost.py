@@ -1,0 +1,90 @@
+"""What every cold command pays whatever the export's size: the work is counted (commits synced, statements
+run, times a table is built), never timed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import ROOT, fixture
+
+import nsysql
+from nsysql.store import tables
+
+
+def _cold(tmp_path, name="train_small"):
+    return nsysql.load(fixture(name), cache_dir=tmp_path / "cache")
+
+
+def test_a_cold_build_syncs_its_entry_once_not_at_each_commit(tmp_path):
+    # the build's DuckDB writes a temporary entry, flushed whole by store.commit before its rename: DuckDB's own
+    # sync of its log at each of the build's commits is off, and the entry in place is whole for another process
+    p = _cold(tmp_path)
+    p.summary()
+    assert p.con.execute("SELECT current_setting('fsync_mode')").fetchall()[0][0].upper() == "NONE"
+    tables.wait()
+    entries = tables.entries(tmp_path / "cache")
+    assert len(entries) == 1
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nsysql",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "sql",
+            str(fixture("train_small")),
+            "SELECT value FROM profile_facts WHERE key = 'complete'",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    )
+    assert "yes" in out.stdout
+
+
+def _logged(con) -> list[str]:
+    """What DuckDB ran on `con`'s database since its query log was turned on (every cursor's statements)."""
+    return [m for (m,) in con.execute("SELECT message FROM duckdb_logs WHERE type = 'QueryLog'").fetchall()]
+
+
+def test_a_summary_builds_the_iteration_windows_once_for_all_its_workers(tmp_path):
+    # summary asks iterations, their stats, gaps and the per-iteration breakdown side by side, each on a cursor
+    # of its own: the windows of the one iteration range (Batch*, by construction of train_small) are built once
+    p = nsysql.load(fixture("train_small"), cache=False)
+    p.con.execute("CALL enable_logging('QueryLog')")
+    p.summary()
+    built = [m for m in _logged(p.con) if "_iterations_" in m and m.lstrip().upper().startswith("CREATE")]
+    assert len(built) == 1, built
+    assert p.iterations()["iteration"].to_list() == list(range(p.iterations().height))
+    assert p.iterations().height > 1
+
+
+def test_the_code_hash_is_kept_and_still_follows_every_edit(tmp_path):
+    # the store's key hashes nsysql's files; the hash is kept for their sizes and times (as bytecode is), so an
+    # edited file gives a new hash, and the same content again gives the same one
+    import os
+    import shutil
+
+    tree = tmp_path / "tree"
+    for part in ("nsysql", "queries"):
+        shutil.copytree(ROOT / part, tree / part, ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(tree)
+
+    def digest() -> str:
+        code = "from nsysql import store; print(store.code_hash())"
+        return subprocess.run(
+            [sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, check=True
+        ).stdout.strip()
+
+    first = digest()
+    assert list((tree / "nsysql" / "__pycache__").glob("nsysql-code-*.txt"))
+    assert digest() == first
+    sql = tree / "queries" / "v1" / "canonical" / "05_strings.sql"
+    text = sql.read_text()
+    sql.write_text(text + "-- edited\n")
+    assert digest() != first
+    sql.write_text(text)
+    assert digest() == first
