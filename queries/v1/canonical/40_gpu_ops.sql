@@ -73,8 +73,21 @@ FROM raw_graph g;
 -- the latest that starts at or before the op starts, or the earliest when all start after it (clocks apart).
 -- data_quality counts the calls of ids left with several candidates (95_data_quality.sql). The calls come from
 -- the staging view 25_calls.sql (not from api_calls, which this file would then wait for).
+-- Grouping every call by its id costs a hash table as large as the calls (0.1 s CPU at 1M calls, more than
+-- linearly beyond). The calls of one process as nsys writes them come with ids that grow: when each call, in
+-- the order one scan of them gives, has a (pid, correlation_id) strictly above the call before it, no id is
+-- shared, whatever order the scan took (a strictly increasing sequence holds no value twice), and that pass
+-- streams. Any call that is not above its predecessor (several processes interleaved, threads whose calls are
+-- written out of order, a NULL pid) leaves the proof to the grouping.
 CREATE OR REPLACE TEMP TABLE _shared_ids AS  -- (pid, correlation_id) of more than one call: none, as a rule
-SELECT pid, correlation_id FROM _calls WHERE correlation_id IS NOT NULL GROUP BY ALL HAVING count(*) > 1;
+WITH ordered AS (  -- only the first call has no call before it to be above
+  SELECT count(*) FILTER (WHERE NOT coalesce(pid > lp OR (pid = lp AND correlation_id > lc), false)) <= 1 AS proven
+  FROM (SELECT pid, correlation_id, lag(pid) OVER () AS lp, lag(correlation_id) OVER () AS lc
+        FROM _calls WHERE correlation_id IS NOT NULL)
+)
+SELECT pid, correlation_id FROM _calls
+WHERE correlation_id IS NOT NULL AND NOT (SELECT proven FROM ordered)
+GROUP BY ALL HAVING count(*) > 1;
 
 -- The candidate calls of the shared ids (those not enclosed by an earlier call of the same id and thread), each
 -- with how many candidates its id has. In the staging database (gone when loading ends), for data_quality.
