@@ -186,6 +186,27 @@ def test_shared_correlation_ids_match_one_call_per_op_by_the_stated_rule(tmp_pat
     assert quality[(R, "correlationId shared by several calls")] == len(candidates)
 
 
+@pytest.mark.parametrize("readers", ["1", "5"])
+def test_an_id_shared_in_calls_written_in_order_is_found(tmp_path, monkeypatch, readers):
+    # train_small's calls come with ids that grow, in runs as the loader stages them (one, or one per rowid
+    # range read side by side), which proves them unique without grouping every call (40_gpu_ops.sql); its last
+    # call given the id of an early launch breaks that proof and must be found
+    monkeypatch.setenv("NSYSQL_READERS", readers)
+    monkeypatch.setattr(raw, "CHUNK_ROWS", 100 if readers == "5" else raw.CHUNK_ROWS)
+    con = sqlite3.connect(fixture("train_small"))
+    first, cid = con.execute(
+        f"SELECT r.rowid, r.correlationId FROM {R} r JOIN {K} k USING (correlationId) ORDER BY r.rowid LIMIT 1"
+    ).fetchone()
+    last = con.execute(f"SELECT max(rowid) FROM {R}").fetchone()[0]
+    con.close()
+    p = craft(tmp_path / "late.sqlite", f"UPDATE {R} SET correlationId = {cid} WHERE rowid = {last}")
+    prof = nsysql.load(p, cache=False)
+    quality = {(r["source"], r["problem"]): r["rows"] for r in prof.sql("SELECT * FROM data_quality").to_dicts()}
+    assert quality[(R, "correlationId shared by several calls")] == 2
+    # the kernels of that id keep the early call: the latest of the two that started at or before them
+    assert set(prof.sql(f"SELECT api_call_id FROM gpu_ops WHERE correlation_id = {cid}").rows()) == {(first,)}
+
+
 def test_shared_correlation_ids_cost_what_unique_ones_do(tmp_path):
     # 632 kernels x 93,320 calls of one id: 59M pairs for a join on the id alone (minutes, gigabytes spilled)
     p = craft(

@@ -10,6 +10,10 @@
 -- Each macro's arguments and result are documented Perfetto-stdlib style: a comment above each argument, and
 -- one above `AS` for the result.
 
+-- One transaction for the whole file: a statement outside one is a commit of its own, a write of the entry's
+-- log that every canonical file waits for (this one comes first), 28 times.
+BEGIN TRANSACTION;
+
 -- The family of a numbered name: the name without its trailing number and any separators before it
 -- (` `, `_`, `#`, `:`, `-`), so `Batch 3`, `Batch_3` and `Batch#3` are of family `Batch`. A name that does
 -- not end in a digit is its own family; a name of digits and separators only has the family ''.
@@ -404,3 +408,5 @@ FROM (SELECT * FROM (SELECT *, op_launch_ns(api_start_ns, start_ns) AS launch_ns
       WHERE bucket IN (SELECT bucket FROM crowded)) o
 ASOF JOIN win i ON o.launch_ns >= i.start_ns
 WHERE o.launch_ns < i.end_ns;
+
+COMMIT;

@@ -73,8 +73,36 @@ FROM raw_graph g;
 -- the latest that starts at or before the op starts, or the earliest when all start after it (clocks apart).
 -- data_quality counts the calls of ids left with several candidates (95_data_quality.sql). The calls come from
 -- the staging view 25_calls.sql (not from api_calls, which this file would then wait for).
+-- Grouping every call by its id costs a hash table as large as the calls (0.1 s CPU at 1M calls, more than
+-- linearly beyond). nsys writes each process's calls with ids that grow, and the loader stages them in runs of
+-- rowids (one per range read side by side, NSYSQL_READERS) in any order. In the order one scan gives, cut the
+-- calls into runs where each call follows the one before it in rowid (call_id + 1: a gap, or a new range, starts
+-- a run) with a key (pid, correlation_id) strictly above it. A run holds no key twice and lies within [its first
+-- key, its last key]; when no two runs' spans overlap, no key is shared: one streaming pass and a sort of the
+-- runs (a few, as a rule). Runs that overlap (threads whose calls are written out of order, say) or a NULL pid
+-- leave the proof to the grouping. The runs' first calls, and the last call of all: row_number and lag in one
+-- window (the same empty OVER clause: one operator, one order), kept in a table so that both reads below see
+-- that one order.
+CREATE OR REPLACE TEMP TABLE _call_runs AS
+SELECT n, starts, (pid::HUGEINT << 64) + correlation_id AS k, (lp::HUGEINT << 64) + lc AS prev FROM (
+  SELECT *, NOT coalesce(call_id = lcall + 1 AND (pid > lp OR (pid = lp AND correlation_id > lc)), false) AS starts
+  FROM (SELECT call_id, pid, correlation_id, lag(call_id) OVER () AS lcall, lag(pid) OVER () AS lp,
+               lag(correlation_id) OVER () AS lc, row_number() OVER () AS n
+        FROM _calls WHERE correlation_id IS NOT NULL))
+WHERE starts OR n = (SELECT count(*) FROM _calls WHERE correlation_id IS NOT NULL);
+
 CREATE OR REPLACE TEMP TABLE _shared_ids AS  -- (pid, correlation_id) of more than one call: none, as a rule
-SELECT pid, correlation_id FROM _calls WHERE correlation_id IS NOT NULL GROUP BY ALL HAVING count(*) > 1;
+WITH runs AS (  -- each run's first key and its last: the key before the next run starts, or the last call's.
+                -- k: (pid, correlation_id) as one number that orders as the pair does (both BIGINT)
+  SELECT k AS lo, coalesce(lead(prev) OVER (ORDER BY n), (SELECT k FROM _call_runs ORDER BY n DESC LIMIT 1)) AS hi
+  FROM _call_runs WHERE starts
+), proof AS (
+  SELECT coalesce(bool_and(lo IS NOT NULL AND hi IS NOT NULL AND (before IS NULL OR lo > before)), true) AS proven
+  FROM (SELECT lo, hi, lag(hi) OVER (ORDER BY lo) AS before FROM runs)
+)
+SELECT pid, correlation_id FROM _calls
+WHERE correlation_id IS NOT NULL AND NOT (SELECT proven FROM proof)
+GROUP BY ALL HAVING count(*) > 1;
 
 -- The candidate calls of the shared ids (those not enclosed by an earlier call of the same id and thread), each
 -- with how many candidates its id has. In the staging database (gone when loading ends), for data_quality.
