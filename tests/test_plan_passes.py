@@ -11,7 +11,7 @@ import glob
 import duckdb
 import pytest
 from click.testing import CliRunner
-from conftest import fixture
+from conftest import craft, fixture, raw
 
 import nsysql.loader as loader
 from nsysql.cli import main
@@ -110,3 +110,35 @@ def test_a_declaration_names_only_its_own_parts():
 
 def _fn(ctx, by):
     return None
+
+
+def _raw_samples(path) -> int:
+    """gpu_metric_samples' rows, counted straight from the export: samples from the time origin on, of a metric
+    TARGET_INFO_GPU_METRICS names."""
+    return raw(
+        path,
+        "SELECT count(*) FROM GPU_METRICS m WHERE m.timestamp >= 0 AND EXISTS (SELECT 1 FROM TARGET_INFO_GPU_METRICS n "
+        "WHERE n.typeId = m.typeId AND n.metricId = m.metricId)",
+    )[0][0]
+
+
+def test_a_cold_info_counts_the_gpu_metrics_samples_without_reading_them(tmp_path, monkeypatch):
+    passes, built = cold(tmp_path, monkeypatch, HW_MIX, "info", "-f", "csv")
+    assert passes == 1 and not {"gpu_metric_values", "gpu_metric_names"} & built
+    res = CliRunner().invoke(main, ["--cache-dir", str(tmp_path / "cache"), "info", str(HW_MIX), "-f", "csv"])
+    assert f"contents,GPU metrics samples,{_raw_samples(HW_MIX)}\n" in res.stdout
+    assert "analyses,gpu_metrics,yes\n" in res.stdout
+    # the same count where the export's samples are built (every table at once)
+    monkeypatch.setenv("NSYSQL_NO_TUNING", "lazy_build")
+    whole = CliRunner().invoke(main, ["--no-cache", "info", str(HW_MIX), "-f", "csv"])
+    assert whole.stdout == res.stdout
+
+
+def test_info_says_gpu_metrics_do_not_apply_where_no_sample_is_kept(tmp_path, monkeypatch):
+    # every sample before the session's time origin: the table is there, gpu_metric_samples keeps none
+    path = craft(tmp_path / "hw.sqlite", "UPDATE GPU_METRICS SET timestamp = -1", source="hw_mix")
+    assert _raw_samples(path) == 0
+    _, built = cold(tmp_path, monkeypatch, path, "info", "-f", "csv")
+    res = CliRunner().invoke(main, ["--cache-dir", str(tmp_path / "cache"), "info", str(path), "-f", "csv"])
+    assert "contents,GPU metrics samples,0\n" in res.stdout
+    assert "analyses,gpu_metrics,no: no GPU metrics: gpu_metric_samples is empty" in res.stdout

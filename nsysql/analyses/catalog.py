@@ -154,8 +154,9 @@ def facts(ctx) -> dict[str, list[str]]:
 
 @analysis(
     "info",
-    # with every table an analysis `requires` (which analyses apply: info.supports), so that a cold `info` builds
-    # them in its load's one pass
+    # with every table an analysis `requires` (which analyses apply: info.supports), or the one that says
+    # whether it holds rows (info.PROBES: the GPU metrics samples counted, not read), so that a cold `info`
+    # builds them in its load's one pass
     tables=(
         "api_calls",
         "cpu_samples",
@@ -163,7 +164,7 @@ def facts(ctx) -> dict[str, list[str]]:
         "devices",
         "gpu_busy",
         "gpu_memory_events",
-        "gpu_metric_samples",
+        "gpu_metric_counts",
         "gpu_ops",
         "graph_nodes",
         "nvtx_marks",

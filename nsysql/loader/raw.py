@@ -50,6 +50,9 @@ class RawTable:
     # 7.7M rows: 0.39 against 0.57 s CPU)
     where_ids: str | None = None
     subset_of: tuple[str, str] | None = None
+    # counted: nsys columns. No rows are read, only how many rows (that `where` keeps) each value of these
+    # columns has, counted in SQLite: the staging columns are these and `rows`, the count (the last of `columns`)
+    counted: tuple[str, ...] | None = None
 
     def schema(self) -> pa.Schema:
         """The Arrow schema of the staging table (for the fallback reader only: the fast path needs no pyarrow)."""
@@ -332,6 +335,16 @@ RAW_TABLES: tuple[RawTable, ...] = (
     # INTEGER, and a REAL written by another version must not fail the load.
     RawTable("raw_gpu_metrics", ("GPU_METRICS",), _METRIC_COLUMNS),
     RawTable("raw_gpu_metric_names", ("TARGET_INFO_GPU_METRICS",), (("typeId", I), ("metricId", I), ("metricName", S))),
+    # how many samples each metric has (after the session's time origin, as 48_gpu_metrics.sql keeps them),
+    # counted in SQLite: what `info` says of them, without reading them (one scan of GPU_METRICS, no rows moved)
+    RawTable(
+        "raw_gpu_metric_counts",
+        ("GPU_METRICS",),
+        (("typeId", I), ("metricId", I), ("rows", I)),
+        where='"timestamp" >= 0',
+        where_reads=(("GPU_METRICS", "timestamp"),),
+        counted=("typeId", "metricId"),
+    ),
     # the samples of the metrics nsysql's own answers read (SMs Active, Tensor Active: canonical
     # 48_gpu_activity.sql applies the exact rule, this is a superset of it): a tenth of the rows, so that a
     # question that needs no other metric reads no other
@@ -385,6 +398,7 @@ READING = {
     "raw_osrt": "OS runtime calls",
     "raw_gpu_metrics": "GPU metrics samples",
     "raw_gpu_activity": "SM and tensor activity samples",
+    "raw_gpu_metric_counts": "GPU metrics samples counted",
     "raw_extents": "the capture's extent",
 }
 
@@ -429,6 +443,8 @@ def _select(src: Source, rt: RawTable, text_as_blob: bool = False) -> tuple[str 
     come as TEXT (DuckDB checks their UTF-8), or as BLOB for the fallback reader, which decodes them itself."""
     if rt.extent is not None:
         return _extent_select(src, rt, text_as_blob)
+    if rt.counted is not None:
+        return _counted_select(src, rt)
     table = next((t for t in rt.sources if src.has(t)), None)
     if (
         table is None
@@ -456,6 +472,17 @@ def _select(src: Source, rt: RawTable, text_as_blob: bool = False) -> tuple[str 
     conds = [f"{q(c)} IS NOT NULL" for c in [rt.nonnull] if c] + [f"({c})" for c in [_where(src, rt)] if c]
     where = f" WHERE {' AND '.join(conds)}" if conds else ""
     return f"SELECT {', '.join(exprs)} FROM {q(table)}{where}", table
+
+
+def _counted_select(src: Source, rt: RawTable) -> tuple[str | None, str]:
+    """The rows of a counted RawTable per value of its columns (RawTable.counted), counted in SQLite."""
+    table = next((t for t in rt.sources if src.has(t)), None)
+    cols = rt.counted or ()
+    if table is None or not all(src.has(table, c) for c in cols) or not all(src.has(t, c) for t, c in rt.where_reads):
+        return None, table or ""
+    names = ", ".join(q(c) for c in cols)
+    where = f" WHERE {_where(src, rt)}" if rt.where else ""
+    return f'SELECT {names}, count(*) AS "rows" FROM {q(table)}{where} GROUP BY {names}', table
 
 
 def _where(src: Source, rt: RawTable) -> str | None:
@@ -514,7 +541,9 @@ def plan(src: Source, workers: int, names=None) -> tuple[dict[str, str], list[Jo
     used: dict[str, str] = {}
     jobs = []
     selects = {rt: _select(src, rt) for rt in _chosen(names)}
-    sizes = src.approx_rows_of({table for rt, (sql, table) in selects.items() if sql is not None and not rt.extent})
+    sizes = src.approx_rows_of(
+        {table for rt, (sql, table) in selects.items() if sql is not None and not (rt.extent or rt.counted)}
+    )
     subsets = derived(selects)
     for rt, (sql, table) in selects.items():
         if sql is None:
@@ -522,7 +551,7 @@ def plan(src: Source, workers: int, names=None) -> tuple[dict[str, str], list[Jo
         used[rt.name] = table
         if rt in subsets:
             continue  # taken from the staging table it is a subset of, once read (stage)
-        rows = 1 if rt.extent else sizes[table]  # one row per source table
+        rows = 1 if rt.extent or rt.counted else sizes[table]  # aggregated in one query: a few rows
         n = min(workers, -(-rows // CHUNK_ROWS)) if workers > 2 else 1
         blob_sql = _select(src, rt, text_as_blob=True)[0]
         if n <= 1:
