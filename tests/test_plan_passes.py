@@ -38,7 +38,8 @@ def cold(tmp_path, monkeypatch, path, *args) -> tuple[int, set[str]]:
 
     monkeypatch.setattr(loader, "run_files", counted)
     cdir = tmp_path / "cache"
-    res = CliRunner().invoke(main, ["--cache-dir", str(cdir), args[0], str(path), *args[1:]])
+    more = [a.replace("{tmp}", str(tmp_path)) for a in args[1:]]  # written into tmp_path, never the working folder
+    res = CliRunner().invoke(main, ["--cache-dir", str(cdir), args[0], str(path), *more])
     assert res.exit_code == 0, res.output
     (entry,) = glob.glob(f"{cdir}/**/*.duckdb", recursive=True)
     con = duckdb.connect(entry, read_only=True)
@@ -58,7 +59,7 @@ def cold(tmp_path, monkeypatch, path, *args) -> tuple[int, set[str]]:
         (SMALL, ["gaps", "--include-warmup"]),
         (SMALL, ["kernels", "--by", "category", "--per", "range"]),
         (SMALL, ["kernels", "--by", "category", "--per", "iteration"]),
-        (SMALL, ["trace", "-o", "-"]),
+        (SMALL, ["trace", "-o", "{tmp}/trace.json"]),
         (HW_MIX, ["metrics", "--by", "range"]),
         (HW_MIX, ["metrics", "--by", "iteration"]),
         (MEM, ["gpu-memory"]),
