@@ -17,7 +17,12 @@ from nsysql.loader.raw import LOADER_COLUMNS, STAGE, stage
 # `@empty_without` is one of them
 RICH = {
     fixture("mem_growth"): {"47_gpu_memory.sql", "40_gpu_ops.sql", "45_kernel_classes.sql", "80_gpu_busy.sql"},
-    fixture("hw_mix"): {"48_gpu_activity.sql", "48_gpu_metrics.sql", "49_kernel_tensor_use.sql"},
+    fixture("hw_mix"): {
+        "48_gpu_activity.sql",
+        "48_gpu_metric_counts.sql",
+        "48_gpu_metrics.sql",
+        "49_kernel_tensor_use.sql",
+    },
     fixture("loader_cpu_after"): {"65_cpu_samples.sql", "66_cpu_threads.sql", "50_nvtx.sql", "60_op_ranges.sql"},
     fixture("graph_loop"): {"55_graph_nodes.sql"},
     FIXTURES / "ddp_blobs" / "rank0.sqlite": {"55_nvtx_payloads.sql"},

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import polars as pl
 
-from ..engine import Engine, Flag, Param, analysis
+from ..engine import Engine, Flag, Only, Param, analysis
 from ..errors import NsysqlError
 from . import api as _api
 from . import collectives as _coll
@@ -154,8 +154,9 @@ def facts(ctx) -> dict[str, list[str]]:
 
 @analysis(
     "info",
-    # with every table an analysis `requires` (which analyses apply: info.supports), so that a cold `info` builds
-    # them in its load's one pass
+    # with every table an analysis `requires` (which analyses apply: info.supports), or the one that says
+    # whether it holds rows (info.PROBES: the GPU metrics samples counted, not read), so that a cold `info`
+    # builds them in its load's one pass
     tables=(
         "api_calls",
         "cpu_samples",
@@ -163,7 +164,7 @@ def facts(ctx) -> dict[str, list[str]]:
         "devices",
         "gpu_busy",
         "gpu_memory_events",
-        "gpu_metric_samples",
+        "gpu_metric_counts",
         "gpu_ops",
         "graph_nodes",
         "nvtx_marks",
@@ -229,6 +230,11 @@ def iteration_range(ctx, range):
     sql=("kernels", "kernels_by_category", "range_categories", "iteration_categories"),
     nsys=("cuda_gpu_kern_sum",),
     requires=("gpu_ops",),
+    # the NVTX nesting is read per range only, the loop found per iteration only
+    only=(
+        Only("per", ("range",), tables=("nvtx_ranges", "op_ranges"), sql=("range_categories",)),
+        Only("per", ("iteration",), needs=("iteration_range",), sql=("iteration_categories",)),
+    ),
 )
 def kernels(ctx, name, top, by, per, attribution) -> pl.DataFrame:
     """Per kernel name (nsys's cuda_gpu_kern_sum, then category and tensor_cores); by category; per iteration or
@@ -260,10 +266,34 @@ def kernels(ctx, name, top, by, per, attribution) -> pl.DataFrame:
         ATTRIBUTION,
     ),
     needs=("iteration_range",),
-    tables=("gpu_metric_samples", "gpu_metric_periods", "gpu_ops", "nvtx_ranges", "op_ranges"),
+    tables=(
+        "gpu_metric_samples",
+        "gpu_metric_names",
+        "gpu_metric_values",
+        "gpu_metric_periods",
+        "gpu_ops",
+        "nvtx_ranges",
+        "op_ranges",
+    ),
     sql=("gpu_metrics", "range_metrics", "iteration_metrics"),
     nsys=("recipe gpu_metric_util_sum",),
     requires=("gpu_metric_samples",),
+    # the GPU ops and the NVTX nesting are read by range only, the loop found by iteration only
+    only=(
+        Only(
+            "by",
+            ("range",),
+            tables=("gpu_metric_periods", "gpu_ops", "nvtx_ranges", "op_ranges"),
+            sql=("range_metrics",),
+        ),
+        Only(
+            "by",
+            ("iteration",),
+            needs=("iteration_range",),
+            tables=("gpu_metric_periods", "gpu_ops"),
+            sql=("iteration_metrics",),
+        ),
+    ),
 )
 def gpu_metrics(ctx, by, range, attribution) -> pl.DataFrame:
     """GPU metrics per device and metric, or their time-weighted mean per iteration or range."""
@@ -672,6 +702,7 @@ def headroom_work(ctx, range) -> pl.DataFrame:
     sql=("overlap",),
     nsys=("recipe nccl_gpu_overlap_trace",),
     requires=("gpu_busy",),
+    only=(Only("by", ("iteration",), needs=("iterations", "iteration_range")),),  # the loop, by iteration only
 )
 def overlap(ctx, by, range) -> pl.DataFrame:
     """Communication hidden or exposed, per device or per iteration of the loop."""
@@ -913,6 +944,12 @@ def gaps_explained(ctx, range, min_ns, by, include_warmup, top) -> dict[str, pl.
     requires=("cpu_samples",),
     command="cpu",
     formats={"folded": {"by": "stack"}},
+    # the gaps, iterations or ranges are read where the samples are taken during them, or told by cause
+    only=(
+        Only("during", lambda v: v is not None, needs=("gaps", "iteration_spans", "resolve_range")),
+        Only("during", lambda v: _cpu.parse_during(v)[0] == "range", sql=("cpu_range_windows",)),
+        Only("by", ("cause",), needs=("gaps",)),
+    ),
 )
 def cpu(ctx, during, by, top) -> pl.DataFrame:
     """Where CPU time went, from CPU samples: per function, module, thread or process (by="stack": folded
@@ -1167,6 +1204,10 @@ def resolve_range(ctx, pattern) -> list[str]:
     sql=("gpu_memory", "gpu_memory_iterations", "gpu_memory_ranges"),
     requires=("gpu_memory_events",),
     command="gpu-memory",
+    only=(
+        Only("by", ("iteration",), needs=("iteration_range",), sql=("gpu_memory_iterations",)),
+        Only("by", ("range",), tables=("nvtx_ranges",), sql=("gpu_memory_ranges",)),
+    ),
 )
 def gpu_memory(ctx, by, range) -> pl.DataFrame:
     """GPU memory held through CUDA's allocator (`nsys profile --cuda-memory-usage=true`): every allocation and

@@ -87,10 +87,7 @@ def metrics(file, fmt, output, graphics, **params):
     unit. Clocks that nsys wrote in Hz under [MHz] are shown in MHz."""
     from .metrics_view import printed
 
-    prof = load_profile(file, warm=True)
-    if params.get("by"):  # per window: the windows' tables too, in the pass that reads the samples
-        prof.plan("gpu_metrics")
-    df, left = printed(prof.gpu_metrics(**params), graphics)
+    df, left = printed(load_profile(file, warm=True).gpu_metrics(**params), graphics)
     if left:
         click.echo(
             f"nsysql: left out {len(left)} graphics counters at 0 throughout ({_line(', '.join(left), 200)}): "

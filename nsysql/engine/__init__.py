@@ -4,8 +4,8 @@ Below it: the loader (canonical tables) and the answers store. Above it: the ana
 here (nsysql.analyses.catalog), and the front ends (nsysql.profile, the CLI), which only ask `Engine.run`.
 """
 
-from .core import Context, Engine, reading
-from .declare import ENTRY_POINTS, REGISTRY, REQUIRED, SAME, Analysis, Flag, Param, analysis, entry_point, plan
+from .core import Context, Engine, reading, reads
+from .declare import ENTRY_POINTS, REGISTRY, REQUIRED, SAME, Analysis, Flag, Only, Param, analysis, entry_point, plan
 
 __all__ = [
     "ENTRY_POINTS",
@@ -16,9 +16,11 @@ __all__ = [
     "Context",
     "Engine",
     "Flag",
+    "Only",
     "Param",
     "analysis",
     "entry_point",
     "plan",
     "reading",
+    "reads",
 ]

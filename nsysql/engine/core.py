@@ -214,6 +214,10 @@ class Engine:
     def plan_request(self, *names: str) -> None:
         """Build at once what the analyses `names` and all they need may read (`tables_of`): one pass over the
         export for a request of several answers (summary, `stats`), where each would otherwise add its own."""
+        self._plan(frozenset().union(*(tables_of(n) for n in names)))
+
+    def _plan(self, tables: frozenset[str]) -> None:
+        """`need(tables)` where the connection is open or a cold load is reading the export."""
         root = self._root
         if root._con is None and getattr(root._opener, "want", None) is None:
             # DuckDB not opened and no cold load reading the export (a warm entry, or one built whole): the
@@ -221,21 +225,25 @@ class Engine:
             # opening the entry only to plan would cost a warm request the whole open (and a lazy entry's
             # completion)
             return
-        self.need(frozenset().union(*(tables_of(n) for n in names)))
+        self.need(tables)
 
     def each(self, *asked: tuple[str, dict], **shared) -> list:
         """The answer of each `(name, params)` of `asked`, side by side after one pass builds what they all read
         (`plan_request`), each also given those of `shared` that its declaration takes (`stats`' --attribution);
         where one does not apply, its NsysqlError is its answer, for the caller to say (the others stand)."""
-        self.plan_request(*(name for name, _ in asked))
+
+        def given(name: str, params: dict) -> dict:
+            takes = {p.name for p in self.declaration(name).params}
+            return {**params, **{k: v for k, v in shared.items() if k in takes}}
+
+        self._plan(frozenset().union(*(_reads_given(n, given(n, params)) for n, params in asked)))
 
         def one(name: str, params: dict):
-            takes = {p.name for p in self.declaration(name).params}
-            given = {**params, **{k: v for k, v in shared.items() if k in takes}}
+            given_ = given(name, params)
 
             def call(e: Engine):
                 try:
-                    return e.run(name, **given)
+                    return e.run(name, **given_)
                 except NsysqlError as err:
                     return err
 
@@ -265,13 +273,9 @@ class Engine:
             # pass before any runs, not pass after pass as each piece meets its own SQL header (`plan_request`)
             self.plan_request(decl.name)
         elif decl.sql and self._root._con is None and getattr(self._root._opener, "want", None) is not None:
-            # the first question of a cold load still reading the export: what it reads whatever its parameters
-            # is built in the load's one pass, not added once its first file runs: all it may read where it takes
-            # none (`info`), else what every one of its SQL files reads
-            if decl.params:
-                self.need(frozenset.intersection(*(_header(sql) for sql in decl.sql)))
-            else:
-                self.need(tables_of(decl.name))
+            # the first question of a cold load still reading the export: what it reads with these parameters
+            # (`reads`) is built in the load's one pass, not added pass after pass as its files and needs run
+            self.need(reads(decl.name, bound))
         try:
             return self._call(decl, ctx, bound)
         except Exception as e:
@@ -379,6 +383,38 @@ def tables_of(name: str) -> frozenset[str]:
         for sql in REGISTRY[n].sql:
             out.update(_header(sql))
     return frozenset(out & definitions())
+
+
+def reads(name: str, bound: dict) -> frozenset[str]:
+    """The canonical definitions a request for `name` with the parameters `bound` reads: all it may read
+    (`tables_of`) but the parts of its declaration that these values do not choose (Analysis.only). What it
+    needs is counted whole: the parameters it asks a need with are the analysis' own business."""
+    from ..loader import definitions
+
+    decl = REGISTRY[name]
+    skipped = {"needs": set(), "tables": set(), "sql": set()}
+    chosen = {"needs": set(), "tables": set(), "sql": set()}
+    for o in decl.only:
+        for kind in skipped:
+            (chosen if o.holds(bound) else skipped)[kind].update(getattr(o, kind))
+    left = {kind: skipped[kind] - chosen[kind] for kind in skipped}
+    out = set(decl.tables) - left["tables"]
+    for sql in decl.sql:
+        if sql not in left["sql"]:
+            out.update(_header(sql))
+    for n in decl.needs:
+        if n != name and n not in left["needs"]:
+            out.update(tables_of(n))
+    return frozenset(out & definitions())
+
+
+def _reads_given(name: str, given: dict) -> frozenset[str]:
+    """`reads` of `name` asked with `given`; all it may read where the declaration refuses them (its run says why)."""
+    try:
+        bound = REGISTRY[name].bind(given)
+    except Exception:  # noqa: BLE001 - refused as it runs, not as it is planned
+        return tables_of(name)
+    return reads(name, bound)
 
 
 class _Built:

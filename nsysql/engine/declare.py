@@ -66,6 +66,31 @@ class Param:
 
 
 @dataclass(frozen=True)
+class Only:
+    """Parts of a declaration (among its `needs`, `tables` and `sql`) that a request reads only where its
+    parameter `param` takes one of `values` (or, `values` a function, where it says True of the value): kernels'
+    `per` chooses whether the loop is found (iteration_range) or the NVTX nesting read (op_ranges). A part named
+    by several `Only` is read where any of them holds; the rest of the declaration is read whatever the values.
+    The engine plans a request's first pass over the export by them (nsysql.engine.core.reads)."""
+
+    param: str
+    values: tuple | Callable[[Any], bool]
+    needs: tuple[str, ...] = ()
+    tables: tuple[str, ...] = ()
+    sql: tuple[str, ...] = ()
+
+    def holds(self, bound: dict) -> bool:
+        """Whether the request's parameters (bound) choose these parts."""
+        v = bound.get(self.param)
+        if callable(self.values):
+            try:
+                return bool(self.values(v))
+            except Exception:  # noqa: BLE001 - a value the analysis will refuse: planned as read, said by the run
+                return True
+        return v in self.values
+
+
+@dataclass(frozen=True)
 class Analysis:
     name: str
     fn: Callable
@@ -89,6 +114,8 @@ class Analysis:
     formats: dict[str, dict] = field(default_factory=dict)
     # what one command shows, composed of other answers (not a question of its own): `info` does not list it
     view: bool = False
+    # parts of needs, tables and sql read only for some values of a parameter (see Only)
+    only: tuple[Only, ...] = ()
 
     def bind(self, given: dict) -> dict:
         """Every parameter's value for a call giving `given` (defaults filled, normalized), in declared order;
@@ -136,6 +163,7 @@ def analysis(
     files: bool = False,
     formats: dict[str, dict] | None = None,
     view: bool = False,
+    only=(),
 ):
     """Decorator: declare `fn(ctx, **params)` as the analysis `name` in REGISTRY."""
 
@@ -144,6 +172,7 @@ def analysis(
             raise ValueError(f"analysis {name!r} is declared twice")
         if keep not in KEEPS:
             raise ValueError(f"analysis {name!r}: keep must be one of {KEEPS}, not {keep!r}")
+        _check_only(name, only, params, needs, tables, sql)
         REGISTRY[name] = Analysis(
             name,
             fn,
@@ -159,10 +188,22 @@ def analysis(
             files,
             dict(formats or {}),
             view,
+            tuple(only),
         )
         return fn
 
     return wrap
+
+
+def _check_only(name: str, only, params, needs, tables, sql) -> None:
+    """ValueError where an `Only` of `name` names a parameter it does not take, or a part it does not declare."""
+    for o in only:
+        if o.param not in {p.name for p in params}:
+            raise ValueError(f"analysis {name!r}: Only names {o.param!r}, which is not one of its parameters")
+        for kind, declared in (("needs", needs), ("tables", tables), ("sql", sql)):
+            extra = set(getattr(o, kind)) - set(declared)
+            if extra:
+                raise ValueError(f"analysis {name!r}: Only's {kind} {sorted(extra)} are not among its {kind}")
 
 
 def plan(name: str, registry: dict[str, Analysis] | None = None) -> list[str]:

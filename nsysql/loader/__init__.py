@@ -155,7 +155,11 @@ BASE = ("profile_facts", "data_quality")
 # cold summary four scans of GPU_METRICS, where what it reads (SMs and Tensor Active: 48_gpu_activity.sql) is a
 # tenth of the rows; and a question that reads both reads GPU_METRICS once (raw.RawTable.subset_of), not once for
 # the first pass and again for the question.
-ON_DEMAND = {"48_gpu_metrics.sql": "GPU_METRICS", "48_gpu_activity.sql": "GPU_METRICS"}
+ON_DEMAND = {
+    "48_gpu_metrics.sql": "GPU_METRICS",
+    "48_gpu_activity.sql": "GPU_METRICS",
+    "48_gpu_metric_counts.sql": "GPU_METRICS",
+}
 
 
 def at_first(src: Source) -> list[str] | None:
@@ -313,6 +317,7 @@ BUILDING = {
     "47_gpu_memory": "GPU memory allocations",
     "48_gpu_activity": "SM and tensor activity",
     "48_gpu_metrics": "GPU metrics",
+    "48_gpu_metric_counts": "GPU metrics counts",
     "49_kernel_tensor_use": "tensor-core use",
     "50_nvtx": "NVTX ranges",
     "55_graph_nodes": "CUDA graph nodes",
