@@ -129,7 +129,9 @@ def layouts(pages: dict[str, tuple[Path, int]]) -> dict[str, dict]:
     )
     host.write_text(HOST.replace("{frames}", frames).replace("{count}", str(len(pages))), encoding="utf-8")
     total = sum(w for _, w in pages.values())
-    p = check_report.run(check_report.chromium(), host.resolve().as_uri(), ["--dump-dom", f"--window-size={total},1000"])
+    p = check_report.run(
+        check_report.chromium(), host.resolve().as_uri(), ["--dump-dom", f"--window-size={total},1000"]
+    )
     m = re.search(r'<div id="nsysql-layouts" data-verdicts="([^"]*)"', p.stdout)
     assert m, p.stderr[-2000:]
     return json.loads(html.unescape(m.group(1)))

@@ -48,8 +48,10 @@ COMMANDS = [
 def test_a_stored_answer_prints_the_bytes_its_computation_printed(tmp_path, path, args):
     """Each command three times on one cache: the first computes its answer (and stores it with its text), the
     second reads the answer and renders it (nsysql.tuning's printed_answers off), the third prints the text kept;
-    the output is the same, byte for byte. Then, at another width, the text is rendered for that width."""
-    cmd = ["--cache-dir", str(tmp_path), args[0], str(path), *args[1:]]
+    the output is the same, byte for byte. Then, at another width, the text is rendered for that width. The cache
+    starts with the entry a first load builds and no stored answer (conftest.built_cache: the cold build itself is
+    under test in test_cache.py, test_store.py and test_lazy_build.py)."""
+    cmd = ["--cache-dir", str(built_cache(tmp_path / "a", path)), args[0], str(path), *args[1:]]
     first = CliRunner().invoke(main, cmd, catch_exceptions=False)
     assert first.exit_code == 0 and first.output.strip(), first.output
     off = CliRunner(env={"NSYSQL_NO_TUNING": "printed_answers"}).invoke(main, cmd, catch_exceptions=False)
@@ -82,10 +84,10 @@ WARM = (["summary", str(SMALL)], ["kernels", str(SMALL), "--top", "5"], ["gaps",
 def test_a_warm_command_imports_neither_the_facade_the_analyses_nor_duckdb(tmp_path, printed):
     """What a stored answer does not need is not imported: the Profile, the declarations and the analyses'
     modules, DuckDB; nor polars where the text printed is kept (nsysql.tuning's printed_answers). The first run
-    (cold) imports them all."""
+    (its answer computed, on the entry a first load builds: conftest.built_cache) imports them all."""
     off = "" if printed == "on" else "printed_answers"
     for i, args in enumerate(WARM):
-        cold, before = _imports(tmp_path / str(i), args, off)
+        cold, before = _imports(built_cache(tmp_path / str(i), SMALL), args, off)
         warm, after = _imports(tmp_path / str(i), args, off)
         assert warm == cold
         assert {"duckdb", "polars", "nsysql.profile", "nsysql.analyses.catalog"} <= before
