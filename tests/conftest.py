@@ -178,7 +178,7 @@ def _log_costly_work(log: str) -> None:
     import nsysql.loader
 
     def note(kind: str, what) -> None:
-        with open(log, "a", encoding="utf-8") as f:
+        with open(log, "a", encoding="utf-8", errors="backslashreplace") as f:
             f.write(f"{kind}\t{os.environ.get('PYTEST_CURRENT_TEST', '?').split(' ')[0]}\t{what}\n")
 
     build = nsysql.loader.build
