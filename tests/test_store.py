@@ -82,7 +82,9 @@ def package_copy(dst: Path) -> Path:
     import nsysql
     from nsysql.queries import queries_dir
 
-    shutil.copytree(Path(nsysql.__file__).parent, dst / "nsysql", ignore=shutil.ignore_patterns("__pycache__"))
+    # with its bytecode (conftest compiles it once; copytree keeps the mtimes a .pyc is checked against): each
+    # process of the copy would otherwise compile the whole package where PYTHONDONTWRITEBYTECODE is set
+    shutil.copytree(Path(nsysql.__file__).parent, dst / "nsysql")
     shutil.copytree(queries_dir().parent, dst / "queries")
     return dst
 
