@@ -1,6 +1,7 @@
 """The HTML report at any width, as a real headless Chromium lays it out (skipped where Chromium is missing, as on
 CI runners without it): at 1400 and 900 px no chart legend covers a title, an axis label or the plot, and no table
-cell breaks a word across lines ("Forwar d Pass").
+cell breaks a word across lines ("Forwar d Pass"); and every chart is drawn with no script error (the report's own
+status, as scripts/check_report.py reads it).
 
 How: a checker script is injected into a copy of the report; after the charts are drawn it measures the legend,
 title and label boxes of every chart and, in every wrapped table cell, where each line break falls, and writes its
@@ -86,6 +87,11 @@ window.addEventListener('load', function () { setTimeout(function () {
       }
     }
   });
+  // the report's own status (nsysql/report/html.py, written 300 ms after load): charts drawn, script errors
+  var st = document.getElementById('nsysql-status');
+  out.status = st && {expected: +st.getAttribute('data-expected'), charts: +st.getAttribute('data-charts'),
+                      drawn: +st.getAttribute('data-drawn'), errors: +st.getAttribute('data-errors'),
+                      error_text: st.getAttribute('data-error-text')};
   var m = document.createElement('div');
   m.id = 'nsysql-layout';
   m.setAttribute('data-verdict', JSON.stringify(out));
@@ -186,5 +192,10 @@ def test_no_legend_covers_a_title_and_no_cell_breaks_a_word(reports, verdicts, n
     if shots:
         screenshot(reports[name], width, v["height"], Path(shots) / f"{name}-{width}.png")
     assert v["width"] == width
+    # every chart drawn, no script error (scripts/check_report.py's check, here at this width)
+    st = v["status"]
+    assert st and st["errors"] == 0 and st["charts"] == st["drawn"] == st["expected"] >= 1, st
+    if name == "loop_diff":
+        assert st["charts"] == 8  # the diff page: iteration comparison, changes, and the NEW profile's 6 charts
     assert v["legends"] >= 3 and v["cells"] >= 200, v  # the check saw the charts' legends and the tables
     assert (v["overlaps"], v["broken"][:10]) == ([], [])
