@@ -168,10 +168,43 @@ def _under_shared(value) -> bool:
         return False
 
 
+def _log_costly_work(log: str) -> None:
+    """Where $NSYSQL_TEST_LOG names a file: one line per cold build in a test process (loader.build) and per
+    `python -m nsysql` started (subprocess.Popen), each with the test that asked for it, so that a run can count
+    the two costs the suite can share or avoid (`sort LOG | uniq -c`)."""
+    import subprocess
+    import sys
+
+    import nsysql.loader
+
+    def note(kind: str, what) -> None:
+        with open(log, "a", encoding="utf-8", errors="backslashreplace") as f:
+            f.write(f"{kind}\t{os.environ.get('PYTEST_CURRENT_TEST', '?').split(' ')[0]}\t{what}\n")
+
+    build = nsysql.loader.build
+
+    def counted_build(src, *args, **kw):
+        note("build", Path(src.path).name)
+        return build(src, *args, **kw)
+
+    nsysql.loader.build = counted_build
+    popen_init = subprocess.Popen.__init__
+
+    def counted_popen(self, args, *a, **kw):
+        argv = [str(x) for x in args] if isinstance(args, (list, tuple)) else [str(args)]
+        if argv[0] == sys.executable and "nsysql" in argv[1:5]:
+            note("process", " ".join(argv[argv.index("nsysql") + 1 :][:2]))
+        popen_init(self, args, *a, **kw)
+
+    subprocess.Popen.__init__ = counted_popen
+
+
 def pytest_configure(config):
     """Bytecode for the tree's nsysql, once, before the workers start: where PYTHONDONTWRITEBYTECODE is set (as on
     the CI machine and in containers) a fresh clone has none, and every worker and every `python -m nsysql` the
     tests start would compile the package from source again (about 0.1 s of CPU each, hundreds of times)."""
+    if os.environ.get("NSYSQL_TEST_LOG"):
+        _log_costly_work(os.environ["NSYSQL_TEST_LOG"])
     if hasattr(config, "workerinput"):
         return
     import compileall

@@ -211,10 +211,17 @@ def test_sql_results_of_any_type_print_in_every_format():
     assert run(["sql", str(TRAIN), q, "-f", "csv"]).stdout.splitlines()[1] == '"[1, 2]","{""a"": 1}",1 day,x'
 
 
-@pytest.mark.parametrize("cmd", [["kernels"], ["summary"], ["report"], ["stats", "-r", "kernels"]])
-def test_output_never_goes_over_an_export(tmp_path, cmd):
-    copy = tmp_path / "run.sqlite"
+@pytest.fixture(scope="module")
+def export_copy(tmp_path_factory):
+    """A copy of train_small that the cases below name as their output: one for all (its entry built once)."""
+    copy = tmp_path_factory.mktemp("over") / "run.sqlite"
     copy.write_bytes(TRAIN.read_bytes())
+    return copy
+
+
+@pytest.mark.parametrize("cmd", [["kernels"], ["summary"], ["report"], ["stats", "-r", "kernels"]])
+def test_output_never_goes_over_an_export(tmp_path, export_copy, cmd):
+    copy = export_copy
     before = copy.read_bytes()
     target = str(copy) if cmd[0] != "stats" else str(tmp_path / "run")  # stats writes PREFIX_kernels.csv
     if cmd[0] == "stats":

@@ -209,8 +209,8 @@ def test_a_failed_output_write_leaves_the_old_file_and_names_it(tmp_path, args, 
     assert proc.returncode == 2
     one_error(proc.stderr, f"cannot write {target}", "file too large", "left as it was")
     assert tree(tmp_path) == before
-    # and with room, it is written whole (the same command, no limit)
-    assert CliRunner().invoke(main, ["--no-cache", *argv]).exit_code == 0
+    # and with room, it is written whole (the same command, no limit; from the session's cache entry)
+    assert CliRunner().invoke(main, argv).exit_code == 0
     assert target.stat().st_size > 2000
 
 
@@ -221,12 +221,12 @@ def test_output_through_a_link_or_into_a_device(tmp_path):
     real.write_text("old\n")
     real.chmod(0o600)
     link.symlink_to(real.name)
-    r = CliRunner()
-    assert r.invoke(main, ["--no-cache", "kernels", str(TRAIN), "-f", "csv", "-o", str(link)]).exit_code == 0
+    r = CliRunner()  # the session's cache: what is under test is where the output goes
+    assert r.invoke(main, ["kernels", str(TRAIN), "-f", "csv", "-o", str(link)]).exit_code == 0
     assert link.is_symlink() and real.read_text().startswith("name,count,total_ns")
     assert real.stat().st_mode & 0o777 == 0o600
     assert set(tree(tmp_path)) == {"real.csv", "link.csv"}
-    res = r.invoke(main, ["--no-cache", "kernels", str(TRAIN), "-o", os.devnull])
+    res = r.invoke(main, ["kernels", str(TRAIN), "-o", os.devnull])
     assert res.exit_code == 0 and res.stdout == "" and Path(os.devnull).is_char_device()
 
 
@@ -237,7 +237,8 @@ def test_output_through_a_link_or_into_a_device(tmp_path):
 def test_a_failed_export_leaves_the_folder_as_it_was_and_the_next_one_succeeds(tmp_path):
     src, to, fresh = tmp_path / "t.sqlite", tmp_path / "tables", tmp_path / "fresh"
     shutil.copy(TRAIN, src)
-    assert CliRunner().invoke(main, ["--no-cache", "export", str(src), "--to", str(to), "-f", "csv"]).exit_code == 0
+    cache = ["--cache-dir", str(tmp_path / "c")]  # the in-process exports share one entry; the capped ones load afresh
+    assert CliRunner().invoke(main, [*cache, "export", str(src), "--to", str(to), "-f", "csv"]).exit_code == 0
     before = tree(to)
     proc = nsysql("--no-cache", "export", src, "--to", to, "-f", "csv", limit=3000)
     assert proc.returncode == 2
@@ -247,20 +248,20 @@ def test_a_failed_export_leaves_the_folder_as_it_was_and_the_next_one_succeeds(t
     assert proc.returncode == 2 and not fresh.exists()
     # the next export (room enough) accepts both folders
     for d in (to, fresh):
-        assert CliRunner().invoke(main, ["--no-cache", "export", str(src), "--to", str(d)]).exit_code == 0
+        assert CliRunner().invoke(main, [*cache, "export", str(src), "--to", str(d)]).exit_code == 0
         assert (d / "README.md").is_file() and (d / "gpu_ops.parquet").is_file()
 
 
 def test_export_writes_through_no_link_in_an_earlier_exports_folder(tmp_path):
     src, to, elsewhere = tmp_path / "t.sqlite", tmp_path / "tables", tmp_path / "elsewhere.parquet"
     shutil.copy(TRAIN, src)
-    r = CliRunner()
-    assert r.invoke(main, ["--no-cache", "export", str(src), "--to", str(to)]).exit_code == 0
+    r, cache = CliRunner(), ["--cache-dir", str(tmp_path / "c")]
+    assert r.invoke(main, [*cache, "export", str(src), "--to", str(to)]).exit_code == 0
     elsewhere.write_bytes(b"a file the link points at")
     (to / "gpu_ops.parquet").unlink()
     (to / "gpu_ops.parquet").symlink_to(elsewhere)
     before = tree(to)
-    res = r.invoke(main, ["--no-cache", "export", str(src), "--to", str(to)])
+    res = r.invoke(main, [*cache, "export", str(src), "--to", str(to)])
     assert res.exit_code == 2
     one_error(res.stderr, f"{to / 'gpu_ops.parquet'}: is a symbolic link")
     assert elsewhere.read_bytes() == b"a file the link points at" and tree(to) == before
@@ -330,7 +331,7 @@ def test_a_truncated_export_that_nsys_calls_a_success_is_not_kept(tmp_path, repo
     monkeypatch.delenv("FAKE_NSYS_TRUNCATE")
     good = r.invoke(main, ["--cache-dir", str(cache), "--nsys", str(fake), "kernels", "--csv", str(report)])
     assert good.exit_code == 0, good.output
-    want = r.invoke(main, ["--no-cache", "kernels", "--csv", str(TRAIN)])
+    want = r.invoke(main, ["kernels", "--csv", str(TRAIN)])  # the export itself, from the session's cache
     assert good.stdout == want.stdout
     info = r.invoke(main, ["--cache-dir", str(cache), "cache", "info", "-f", "csv"])
     rows = pl.read_csv(info.stdout.encode())
@@ -351,7 +352,7 @@ def test_a_truncated_export_that_nsys_calls_a_success_is_not_kept(tmp_path, repo
 
 def test_no_cache_exports_a_report_into_a_private_folder_removed_after(tmp_path, report):
     fake = fake_nsys(tmp_path / "bin")
-    want = nsysql("--no-cache", "kernels", "--csv", TRAIN).stdout
+    want = CliRunner().invoke(main, ["kernels", "--csv", str(TRAIN)]).stdout  # from the session's cache
     for how in (["--no-cache"], []):
         cache, tmp = tmp_path / f"cache{len(how)}", tmp_path / f"tmp{len(how)}"
         tmp.mkdir()
@@ -380,7 +381,7 @@ def test_a_report_export_kept_apart_by_0_4_0_is_never_read_and_is_cleared(tmp_pa
     r = CliRunner()
     got = r.invoke(main, ["--cache-dir", str(cache), "--nsys", str(fake), "kernels", "--csv", str(report)])
     assert got.exit_code == 0, got.output
-    assert got.stdout == r.invoke(main, ["--no-cache", "kernels", "--csv", str(TRAIN)]).stdout
+    assert got.stdout == r.invoke(main, ["kernels", "--csv", str(TRAIN)]).stdout
     assert got.stdout != r.invoke(main, ["--no-cache", "kernels", "--csv", str(old / "run.sqlite")]).stdout
     info = r.invoke(main, ["--cache-dir", str(cache), "cache", "info"])
     assert "(1 entries, 1 exports kept apart by nsysql 0.4.0 (cache clear removes them)" in info.stderr

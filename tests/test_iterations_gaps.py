@@ -171,10 +171,9 @@ def test_gaps_without_file_uses_nsysql_profile(tmp_path, monkeypatch):
 def test_spans_are_the_iterations_windows_and_flags(name, skip):
     """What gaps are indexed by when no iterations answer exists yet (analyses.iterations.spans): the same
     iteration, name, start_ns, end_ns, wall_ns, warmup and outlier as iterations() computes with the GPU work."""
-    import nsysql
     from nsysql.analyses import iterations as it
 
-    prof = nsysql.load(fixture(name), cache=False)
+    prof = loaded(str(fixture(name)))  # the session's entry: the tables as any load builds them
     full = it.iterations(prof.con, skip=skip)
     spans = it.spans(prof.con, skip=skip)
     assert spans.height >= 3

@@ -26,6 +26,17 @@ def lazy_for_small_exports(monkeypatch):
     monkeypatch.setenv("NSYSQL_LAZY_MIN_MB", "0")
 
 
+@pytest.fixture(scope="module")
+def whole():
+    """train_small as a load that builds every table has it (lazy_build off, no cache): the answers the lazy
+    entries are held to, built once (per worker) for the module's tests rather than once in each."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NSYSQL_NO_TUNING", "lazy_build")
+        p = nsysql.load(SMALL, cache=False)
+    yield p
+    p.close()
+
+
 def assert_same_sections(want: dict, got: dict) -> None:
     """Each section of `got` (summary's) equals `want`'s: frames as frames, other values as values."""
     for k, v in want.items():
@@ -90,7 +101,7 @@ def built(progress: list[str], stem: str) -> bool:
     return any(line.startswith(f"building {BUILDING.get(stem, stem)} (") for line in progress)
 
 
-def test_a_later_question_adds_to_the_entry_without_rebuilding_it(tmp_path, monkeypatch):
+def test_a_later_question_adds_to_the_entry_without_rebuilding_it(tmp_path, whole):
     cdir = tmp_path / "cache"
     first: list[str] = []
     with nsysql.load(SMALL, cache_dir=cdir, progress=first.append) as p:
@@ -111,26 +122,23 @@ def test_a_later_question_adds_to_the_entry_without_rebuilding_it(tmp_path, monk
 
     # the answers of a load that builds every table (floats to their last bits aside: a sum's order follows
     # the order DuckDB stored the rows in)
-    monkeypatch.setenv("NSYSQL_NO_TUNING", "lazy_build")
-    with nsysql.load(SMALL, cache=False) as whole:
-        assert_frame_equal(whole.kernels(), kernels)
-        assert_frame_equal(whole.kernels_by_range(), ranges)
-        want = whole.summary()
+    assert_frame_equal(whole.kernels(), kernels)
+    assert_frame_equal(whole.kernels_by_range(), ranges)
+    want = whole.summary()
     assert want.keys() == summary.keys()
     assert_same_sections(want, summary)
 
 
-def test_user_sql_and_the_connection_see_every_table_of_a_partial_entry(tmp_path):
+def test_user_sql_and_the_connection_see_every_table_of_a_partial_entry(tmp_path, whole):
     cdir = tmp_path / "cache"
     with nsysql.load(SMALL, cache_dir=cdir) as p:
         p.kernels()
     with nsysql.load(SMALL, cache_dir=cdir) as p:
         n = p.sql("SELECT count(*) AS n FROM op_range_links")["n"][0]
-    with nsysql.load(SMALL, cache=False) as p:
-        assert p.con.execute("SELECT count(*) FROM op_range_links").fetchall()[0][0] == n
+    assert whole.con.execute("SELECT count(*) FROM op_range_links").fetchall()[0][0] == n
 
 
-def test_a_cold_summary_builds_what_it_reads_in_one_pass(tmp_path, monkeypatch):
+def test_a_cold_summary_builds_what_it_reads_in_one_pass(tmp_path, whole):
     # the engine plans the request before the build runs (Engine.plan_request; store.opening._Question): the
     # canonical files run once, numbered from one step 1 to its last, never a second pass after the first
     steps: list[str] = []
@@ -143,13 +151,10 @@ def test_a_cold_summary_builds_what_it_reads_in_one_pass(tmp_path, monkeypatch):
     # Python samples are not, nor the NVTX payloads (`collectives` reads them)
     assert built(steps, "80_gpu_busy") and not built(steps, "68_python_samples")
     assert not built(steps, "55_nvtx_payloads")
-    monkeypatch.setenv("NSYSQL_NO_TUNING", "lazy_build")
-    with nsysql.load(SMALL, cache=False) as whole:
-        want = whole.summary()
-    assert_same_sections(want, summary)
+    assert_same_sections(whole.summary(), summary)
 
 
-def test_reports_planned_together_are_built_in_one_pass(tmp_path):
+def test_reports_planned_together_are_built_in_one_pass(tmp_path, whole):
     # what `nsysql stats` does: the reports' tables planned at once (Profile.plan), then asked side by side
     steps: list[str] = []
     names = ("kernels", "ranges", "kernels_by_range", "iterations", "gaps")
@@ -158,9 +163,8 @@ def test_reports_planned_together_are_built_in_one_pass(tmp_path):
         got = p.parallel(*(lambda q, n=n: getattr(q, n)() for n in names))
     building = [line for line in steps if line.startswith("building ")]
     assert sum(" (step 1 of " in line for line in building) == 1, building
-    with nsysql.load(SMALL, cache=False) as whole:
-        for n, df in zip(names, got):
-            assert_frame_equal(getattr(whole, n)(), df)
+    for n, df in zip(names, got):
+        assert_frame_equal(getattr(whole, n)(), df)
 
 
 def test_a_warm_stats_answers_from_the_store_and_leaves_the_entry_as_it_was(tmp_path):
@@ -181,7 +185,7 @@ def test_a_warm_stats_answers_from_the_store_and_leaves_the_entry_as_it_was(tmp_
     assert "gpu_ops" in before[2] and "thread_states" not in before[2]
 
 
-def test_a_warm_question_adds_only_the_tables_it_reads(tmp_path):
+def test_a_warm_question_adds_only_the_tables_it_reads(tmp_path, whole):
     # the entry a cold `kernels` left is not completed whole when opened again: `ranges` adds the NVTX nesting's
     # tables, not the iterations' (gpu_busy), the process roles or the CPU's
     cdir = tmp_path / "cache"
@@ -195,8 +199,7 @@ def test_a_warm_question_adds_only_the_tables_it_reads(tmp_path):
     assert {"op_range_links", "range_chains"} <= added and not {"op_range_links", "range_chains"} & first
     assert not added & {"gpu_busy", "process_roles", "devices", "thread_states", "cpu_samples"}, added
     assert built(steps, "60_op_ranges") and not built(steps, "80_gpu_busy") and not built(steps, "40_gpu_ops")
-    with nsysql.load(SMALL, cache=False) as whole:
-        assert_frame_equal(whole.ranges(), ranges)
+    assert_frame_equal(whole.ranges(), ranges)
 
 
 # A process that asks questions adding tables to its entry, one after another, once told to go.

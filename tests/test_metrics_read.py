@@ -9,7 +9,7 @@ import glob
 import duckdb
 import polars as pl
 import pytest
-from conftest import craft, fixture, raw
+from conftest import craft, fixture, loaded, raw
 
 import nsysql
 
@@ -52,12 +52,12 @@ def _activity(p) -> list[tuple]:
 def test_activity_is_the_raw_samples_of_the_two_metrics(path):
     want = _with_ends(_raw_activity(path))
     assert len(want) == 2 * len({r[3] for r in want}) > 1000  # one SMs and one Tensor Active sample per period
-    assert _activity(nsysql.load(path, cache=False)) == want
+    assert _activity(loaded(str(path))) == want  # the session's entry
 
 
 def test_periods_are_the_raw_sampling_times():
     times = [r[0] for r in raw(HW_MIX, "SELECT DISTINCT timestamp FROM GPU_METRICS WHERE timestamp >= 0 ORDER BY 1")]
-    got = nsysql.load(HW_MIX, cache=False).sql("SELECT device_id, t0_ns, t1_ns FROM gpu_metric_periods ORDER BY 2")
+    got = loaded(str(HW_MIX)).sql("SELECT device_id, t0_ns, t1_ns FROM gpu_metric_periods ORDER BY 2")
     ends = times[1:] + [2 * times[-1] - times[-2]]
     assert [tuple(r) for r in got.iter_rows()] == [(0, t, e) for t, e in zip(times, ends)]
 
@@ -92,7 +92,7 @@ def test_a_lazy_build_reads_the_two_metrics_alone(tmp_path, monkeypatch):
 
 def test_iterations_and_metrics_by_iteration_agree():
     # two paths: iterations reads gpu_metric_activity, metrics --by iteration every metric's samples
-    p = nsysql.load(HW_MIX, cache=False)
+    p = loaded(str(HW_MIX))
     its = {r["iteration"]: r for r in p.iterations().iter_rows(named=True)}
     by = p.gpu_metrics(by="iteration")
     for metric, col in (("SMs Active", "sm_active_pct"), ("Tensor Active", "tensor_active_pct")):

@@ -37,6 +37,15 @@ def nsysql_cli(*args, cdir: Path, env: dict | None = None, check: bool = True) -
     return proc
 
 
+def fill(*args, cdir: Path) -> None:
+    """A command that only fills the cache for the one under test: in this process (click's CliRunner), with the
+    settings of `nsysql_cli`. The entries it loads are in use here, never in the process whose trim is under test
+    (store.in_use is a process's own); it leaves none open (the cap's trim in that process would skip it)."""
+    env = {"NSYSQL_CACHE_DIR": str(cdir), "NSYSQL_THREADS": "2", "NSYSQL_NO_CACHE": None, "NSYSQL_CACHE_MAX": None}
+    res = CliRunner(env=env).invoke(main, [str(a) for a in args])
+    assert res.exit_code == 0, res.output
+
+
 def exports(tmp_path: Path, *names: str) -> list[Path]:
     d = tmp_path / "in"
     d.mkdir(exist_ok=True)
@@ -74,9 +83,9 @@ def test_filling_past_the_cap_evicts_the_least_recently_used(tmp_path):
     cdir = tmp_path / "cache"
     # the same command each time: a first load builds the tables its question needs (tuning's lazy_build), so
     # entries of the same export are of the same size
-    nsysql_cli("kernels", a, cdir=cdir)
-    nsysql_cli("kernels", b, cdir=cdir)
-    nsysql_cli("kernels", a, cdir=cdir)  # a used again (warm): b is now the least recently used
+    fill("kernels", a, cdir=cdir)
+    fill("kernels", b, cdir=cdir)
+    fill("kernels", a, cdir=cdir)  # a used again (warm): b is now the least recently used
     assert sources(cdir) == {"a", "b"}
     cap = entry_bytes(cdir) * 5 // 2  # two entries and their answers fit, three do not
     res = nsysql_cli("--cache-max", cap, "kernels", c, cdir=cdir)
@@ -96,8 +105,8 @@ def test_filling_past_the_cap_evicts_the_least_recently_used(tmp_path):
 def test_an_entry_another_process_holds_open_is_never_evicted(tmp_path):
     a, b, c = exports(tmp_path, "a", "b", "c")
     cdir = tmp_path / "cache"
-    nsysql_cli("info", b, cdir=cdir)
-    nsysql_cli("info", a, cdir=cdir)
+    fill("info", b, cdir=cdir)
+    fill("info", a, cdir=cdir)
     cap = entry_bytes(cdir) * 5 // 2
     env = {**os.environ, "NSYSQL_CACHE_DIR": str(cdir), "NSYSQL_THREADS": "2"}
     env.pop("NSYSQL_CACHE_MAX", None)
@@ -136,7 +145,7 @@ def test_an_entry_another_process_holds_open_is_never_evicted(tmp_path):
 def test_the_entry_a_command_loads_stays_whatever_the_cap(tmp_path):
     a, b = exports(tmp_path, "a", "b")
     cdir = tmp_path / "cache"
-    nsysql_cli("info", a, cdir=cdir)
+    fill("info", a, cdir=cdir)
     res = nsysql_cli("--cache-max", "1", "kernels", b, "-f", "csv", cdir=cdir)
     assert sources(cdir) == {"b"}
     warm = nsysql_cli("kernels", b, "-f", "csv", cdir=cdir)
@@ -155,7 +164,7 @@ def test_an_entry_of_nsysql_0_3_is_evicted_by_its_age(tmp_path):
     its last use."""
     a, b = exports(tmp_path, "a", "b")
     cdir = tmp_path / "cache"
-    nsysql_cli("info", a, cdir=cdir)
+    fill("info", a, cdir=cdir)
     (marker,) = cdir.glob("a-*.nsysql")
     marker.unlink()  # as 0.3 left it
     old = time.time() - 3600
@@ -189,7 +198,7 @@ def test_sizes_in_every_unit_and_none(tmp_path):
     """The cap in decimal and binary units; `none`: no cap, nothing evicted."""
     a, b = exports(tmp_path, "a", "b")
     cdir = tmp_path / "cache"
-    nsysql_cli("info", a, cdir=cdir)
+    fill("info", a, cdir=cdir)
     nsysql_cli("--cache-max", "none", "info", b, cdir=cdir, env={"NSYSQL_CACHE_MAX": "1"})  # the option wins
     assert sources(cdir) == {"a", "b"}
     nsysql_cli("--cache-max", "0.001GiB", "info", a, cdir=cdir)  # 1,073,741 bytes: less than one entry

@@ -114,7 +114,7 @@ def test_no_communication_says_so_in_one_line():
         assert r.output.count("\n") == 1 and "no communication kernels" in r.output and path in r.output
 
 
-def test_summary_and_ranks_show_exposed_communication(tmp_path):
+def test_summary_and_ranks_show_exposed_communication():
     """rank 0 of ddp_pair waits inside AllReduce for rank 1, which sleeps in `data` (fixtures/README.md): its
     exposed communication is a large share of its steps, a finding; rank 1's is small, no finding."""
     import nsysql
@@ -131,7 +131,8 @@ def test_summary_and_ranks_show_exposed_communication(tmp_path):
         found = "exposed communication" in summ["findings"]["finding"].to_list()
         assert found == (share >= 20.0)
     assert shares["rank0.sqlite"] >= 20.0 > shares["rank1.sqlite"]
-    per = nsysql.load_many(RANKS, cache_dir=tmp_path, workers=1).per_rank().sort("rank")  # one process: same frames
+    # one process, the session's cache (the entries `loaded` read): the same frames
+    per = nsysql.load_many(RANKS, workers=1).per_rank().sort("rank")
     assert per["exposed_comm_pct"].to_list() == pytest.approx([shares["rank0.sqlite"], shares["rank1.sqlite"]])
     assert "exposed_comm" not in dict(
         loaded(str(fixture("train_small"))).summary()["facts"].select("key", "value").rows()

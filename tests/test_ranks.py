@@ -139,13 +139,15 @@ def test_local_and_dask_engines_agree(synthetic, tmp_path):
     assert_frame_equal(again.per_rank(), remote.per_rank(), rel_tol=1e-9)
 
 
-def test_ranks_command_and_multi_file_commands(tmp_path):
+def test_ranks_command_and_multi_file_commands():
+    """On the session's cache: the ranks' entries and frames as an earlier command of the run left them, or built
+    here (the pool's cold build, on a cache of its own, is test_ddp_pair_straggler_named_with_cause_and_wait's)."""
     from click.testing import CliRunner
 
     from nsysql.cli import main
 
     r = CliRunner()
-    res = r.invoke(main, ["--cache-dir", str(tmp_path), "ranks", PAIR, "-f", "json"])
+    res = r.invoke(main, ["ranks", PAIR, "-f", "json"])
     assert res.exit_code == 0, res.stderr
     assert "ranks from RANK in each file" in res.stderr
     import json
@@ -155,11 +157,11 @@ def test_ranks_command_and_multi_file_commands(tmp_path):
     assert "iterations 2, 7, 12, 17" in doc["stragglers"][0]["sentence"]
     files = [str(FIXTURES / "ddp_pair" / f"rank{i}.sqlite") for i in (0, 1)]
     for cmd in (["kernels", "--top", "3"], ["iterations"], ["gaps", "--by", "cause"]):
-        res = r.invoke(main, ["--cache-dir", str(tmp_path), cmd[0], *files, *cmd[1:], "-f", "csv"])
+        res = r.invoke(main, [cmd[0], *files, *cmd[1:], "-f", "csv"])
         assert res.exit_code == 0, res.stderr
         df = pl.read_csv(res.stdout.encode())
         assert df.columns[0] == "rank" and set(df["rank"]) == {0, 1}
-    summ = r.invoke(main, ["--cache-dir", str(tmp_path), "summary", *files, "-f", "json"])
+    summ = r.invoke(main, ["summary", *files, "-f", "json"])
     assert summ.exit_code == 0 and "per rank" in json.loads(summ.stdout)
 
 

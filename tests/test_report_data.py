@@ -9,7 +9,7 @@ import re
 import subprocess
 import sys
 
-from conftest import ROOT, craft, fixture, loaded
+from conftest import ROOT, built_cache, craft, fixture, loaded
 
 import nsysql
 from nsysql.analyses.report import SECTIONS
@@ -93,10 +93,11 @@ def test_a_warm_report_reads_its_stored_answer(tmp_path):
     """The second `report` of one export reads the stored answer: the same page and snippet, DuckDB not even
     imported."""
     html = tmp_path / "r.html"
+    cache = built_cache(tmp_path / "cache", SMALL)  # the entry a first load builds, no answer stored
     for args in (["-f", "markdown"], ["-o", str(html)]):
-        cold, before = _report(tmp_path / "cache", *args)
+        cold, before = _report(cache, *args)
         first = html.read_text() if "-o" in args else cold
-        warm, after = _report(tmp_path / "cache", *args)
+        warm, after = _report(cache, *args)
         second = html.read_text() if "-o" in args else warm
         assert "duckdb" in before and "duckdb" not in after, args
         stamp = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC")

@@ -1,10 +1,12 @@
 """The HTML report at any width, as a real headless Chromium lays it out (skipped where Chromium is missing, as on
 CI runners without it): at 1400 and 900 px no chart legend covers a title, an axis label or the plot, and no table
-cell breaks a word across lines ("Forwar d Pass").
+cell breaks a word across lines ("Forwar d Pass"); and every chart is drawn with no script error (the report's own
+status, as scripts/check_report.py reads it).
 
 How: a checker script is injected into a copy of the report; after the charts are drawn it measures the legend,
 title and label boxes of every chart and, in every wrapped table cell, where each line break falls, and writes its
-verdict into the DOM, read back with `chromium --headless --dump-dom`. Screenshots at both widths are kept in
+verdict into the DOM, and posts it to a host page that holds every case in an iframe of its width, read back with
+one `chromium --headless --dump-dom` for all. Screenshots at both widths are kept in
 $NSYSQL_REPORT_SHOTS (a folder) when it is set, named <fixture>-<width>.png."""
 
 from __future__ import annotations
@@ -85,29 +87,68 @@ window.addEventListener('load', function () { setTimeout(function () {
       }
     }
   });
+  // the report's own status (nsysql/report/html.py, written 300 ms after load): charts drawn, script errors
+  var st = document.getElementById('nsysql-status');
+  out.status = st && {expected: +st.getAttribute('data-expected'), charts: +st.getAttribute('data-charts'),
+                      drawn: +st.getAttribute('data-drawn'), errors: +st.getAttribute('data-errors'),
+                      error_text: st.getAttribute('data-error-text')};
   var m = document.createElement('div');
   m.id = 'nsysql-layout';
   m.setAttribute('data-verdict', JSON.stringify(out));
   document.body.appendChild(m);
+  if (window.parent !== window) window.parent.postMessage({name: window.name, verdict: out}, '*');
 }, 600); });
 """
 
+# The page that holds every checked copy (layouts()): each copy's verdict, by its frame's name, once all came
+HOST = r"""<!DOCTYPE html><html><body style="margin:0"><div style="display:flex">{frames}</div><script>
+var got = {};
+window.addEventListener('message', function (e) {
+  got[e.data.name] = e.data.verdict;
+  if (Object.keys(got).length < {count}) return;
+  var m = document.createElement('div');
+  m.id = 'nsysql-layouts';
+  m.setAttribute('data-verdicts', JSON.stringify(got));
+  document.body.appendChild(m);
+});
+</script></body></html>
+"""
 
-def layout(page: Path, width: int, shot: Path | None = None) -> dict:
-    """The checker's verdict on `page` laid out `width` px wide (and its screenshot, the whole page, at `shot`)."""
-    checked = page.with_name(f"{page.stem}.checked-{width}.html")
-    checked.write_text(page.read_text(encoding="utf-8").replace("</body>", f"<script>{CHECKER}</script></body>"))
-    browser = check_report.chromium()
-    p = check_report.run(browser, checked.resolve().as_uri(), ["--dump-dom", f"--window-size={width},1000"])
-    m = re.search(r'<div id="nsysql-layout" data-verdict="([^"]*)"', p.stdout)
+
+def checked(page: Path, width: int) -> Path:
+    """A copy of `page` with the checker injected, named for `width`."""
+    out = page.with_name(f"{page.stem}.checked-{width}.html")
+    out.write_text(page.read_text(encoding="utf-8").replace("</body>", f"<script>{CHECKER}</script></body>"))
+    return out
+
+
+def layouts(pages: dict[str, tuple[Path, int]]) -> dict[str, dict]:
+    """The checker's verdict on each page laid out at its width, all in one Chromium run (one browser start
+    instead of one per page): a host page holds each checked copy in an iframe of that width, side by side in a
+    window wide enough to show them all (none offscreen, where Chromium would defer its drawing); each copy
+    posts its verdict to the host, which writes them into its DOM once all have come."""
+    host = next(iter(pages.values()))[0].with_name("layouts.html")
+    frames = "".join(
+        f'<iframe src="{checked(page, w).resolve().as_uri()}" name="{key}" width="{w}" height="1000"'
+        ' style="border:0;flex:none"></iframe>'
+        for key, (page, w) in pages.items()
+    )
+    host.write_text(HOST.replace("{frames}", frames).replace("{count}", str(len(pages))), encoding="utf-8")
+    total = sum(w for _, w in pages.values())
+    p = check_report.run(
+        check_report.chromium(), host.resolve().as_uri(), ["--dump-dom", f"--window-size={total},1000"]
+    )
+    m = re.search(r'<div id="nsysql-layouts" data-verdicts="([^"]*)"', p.stdout)
     assert m, p.stderr[-2000:]
-    verdict = json.loads(html.unescape(m.group(1)))
-    if shot is not None:
-        shot.parent.mkdir(parents=True, exist_ok=True)
-        size = f"--window-size={width},{min(verdict['height'], 16000)}"
-        check_report.run(browser, page.resolve().as_uri(), [f"--screenshot={shot.resolve()}", size])
-        assert shot.stat().st_size > 10_000
-    return verdict
+    return json.loads(html.unescape(m.group(1)))
+
+
+def screenshot(page: Path, width: int, height: int, shot: Path) -> None:
+    """The whole page laid out `width` px wide, as a PNG at `shot` (for the docs, where $NSYSQL_REPORT_SHOTS)."""
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    size = f"--window-size={width},{min(height, 16000)}"
+    check_report.run(check_report.chromium(), page.resolve().as_uri(), [f"--screenshot={shot.resolve()}", size])
+    assert shot.stat().st_size > 10_000
 
 
 # What each report is: `report` of a fixture, or `report NEW --baseline BASE` (the diff page)
@@ -138,10 +179,23 @@ def reports(tmp_path_factory) -> dict[str, Path]:
 CASES = [(name, w) for name in ("train_small", "pytorch_nvtx") for w in WIDTHS] + [("hw_mix", 900), ("loop_diff", 900)]
 
 
+@pytest.fixture(scope="module")
+def verdicts(reports) -> dict[str, dict]:
+    """The checker's verdict on every case, from one Chromium run."""
+    return layouts({f"{name}-{w}": (reports[name], w) for name, w in CASES})
+
+
 @pytest.mark.parametrize(("name", "width"), CASES, ids=[f"{n}-{w}" for n, w in CASES])
-def test_no_legend_covers_a_title_and_no_cell_breaks_a_word(reports, name, width):
+def test_no_legend_covers_a_title_and_no_cell_breaks_a_word(reports, verdicts, name, width):
+    v = verdicts[f"{name}-{width}"]
     shots = os.environ.get("NSYSQL_REPORT_SHOTS")
-    v = layout(reports[name], width, Path(shots) / f"{name}-{width}.png" if shots else None)
+    if shots:
+        screenshot(reports[name], width, v["height"], Path(shots) / f"{name}-{width}.png")
     assert v["width"] == width
+    # every chart drawn, no script error (scripts/check_report.py's check, here at this width)
+    st = v["status"]
+    assert st and st["errors"] == 0 and st["charts"] == st["drawn"] == st["expected"] >= 1, st
+    if name == "loop_diff":
+        assert st["charts"] == 8  # the diff page: iteration comparison, changes, and the NEW profile's 6 charts
     assert v["legends"] >= 3 and v["cells"] >= 200, v  # the check saw the charts' legends and the tables
     assert (v["overlaps"], v["broken"][:10]) == ([], [])

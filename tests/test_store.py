@@ -62,6 +62,15 @@ def nsysql(
     return proc
 
 
+def in_process(*args, cdir: Path | None = None) -> str:
+    """The stdout of `nsysql ARGS` run in this process (click's CliRunner), with the cache in `cdir` (None: the
+    session's): for the commands that only make a reference answer or fill the cache for the process under test."""
+    env = {"NSYSQL_NO_CACHE": None, "NSYSQL_THREADS": "2", **({"NSYSQL_CACHE_DIR": str(cdir)} if cdir else {})}
+    res = CliRunner(env=env).invoke(main, [str(a) for a in args])
+    assert res.exit_code == 0, res.output
+    return res.stdout
+
+
 def digest(p: Path) -> tuple[str, int]:
     return hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns
 
@@ -82,7 +91,9 @@ def package_copy(dst: Path) -> Path:
     import nsysql
     from nsysql.queries import queries_dir
 
-    shutil.copytree(Path(nsysql.__file__).parent, dst / "nsysql", ignore=shutil.ignore_patterns("__pycache__"))
+    # with its bytecode (conftest compiles it once; copytree keeps the mtimes a .pyc is checked against): each
+    # process of the copy would otherwise compile the whole package where PYTHONDONTWRITEBYTECODE is set
+    shutil.copytree(Path(nsysql.__file__).parent, dst / "nsysql")
     shutil.copytree(queries_dir().parent, dst / "queries")
     return dst
 
@@ -192,10 +203,9 @@ def one_warning(proc: subprocess.CompletedProcess, cdir: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def summary_answer(tmp_path_factory):
+def summary_answer():
     """`nsysql summary` on big_step with a cache that works (what every degraded run must print too)."""
-    d = tmp_path_factory.mktemp("ok")
-    return nsysql("summary", fixture("big_step"), cdir=d / "cache").stdout
+    return in_process("summary", fixture("big_step"))  # the session's cache
 
 
 @pytest.mark.parametrize(
@@ -223,7 +233,7 @@ def test_storing_answers_on_a_full_disk_warns_once(tmp_path, summary_answer):
     """The entry is in place (an earlier command); the answers of this one cannot be stored."""
     src, cdir = copy(tmp_path, fixture("big_step")), tmp_path / "cache"
     before = digest(src)
-    nsysql("info", src, cdir=cdir)
+    in_process("info", src, cdir=cdir)
     proc = nsysql("summary", src, cdir=cdir, limit=4)
     assert proc.stdout == summary_answer.replace(str(fixture("big_step")), str(src))
     one_warning(proc, cdir)
@@ -237,7 +247,7 @@ def test_ranks_on_a_full_disk_warns_once(tmp_path):
     cdir = tmp_path / "cache"
     ranks = [copy(tmp_path, FIXTURES / "ddp_pair" / f"rank{i}.sqlite") for i in (0, 1)]
     before = [digest(r) for r in ranks]
-    want = nsysql("ranks", *ranks, "--workers", "1", "-f", "csv", cdir=cdir).stdout
+    want = in_process("ranks", *ranks, "--workers", "1", "-f", "csv", cdir=cdir)
     for frame in cdir.glob("*.parquet"):
         frame.unlink()
     proc = nsysql("ranks", *ranks, "--workers", "1", "-f", "csv", cdir=cdir, limit=4)
