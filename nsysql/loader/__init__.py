@@ -79,14 +79,15 @@ __all__ = [
 ]
 
 
-def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, readers=None, tables=None, more=None):
+def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, readers=None, tables=None, more=None, stop=None):
     """Fill `con` with the canonical tables of the export `src`: those `tables` name (None: every one; `BASE` is
     always built) and what they are made from (`plan`). `readers`: a
     raw.Readers already started on `src` (nsysql._load starts them before importing DuckDB, on `plan`'s staging
     tables). `more()`, called once those staging tables are read, returns more tables to build with them (None:
     every one): a request's tables, known only once the export is being read, built in the same pass (one run
     of the canonical files) rather than in a second. With `tables`, the staging tables stay attached for
-    `extend` (in memory, never in the entry). Returns the tables built (None: every one)."""
+    `extend` (in memory, never in the entry). `stop`: a threading.Event set when the load is abandoned (Ctrl-C):
+    no canonical file starts after it. Returns the tables built (None: every one)."""
     from .raw import LOADER_COLUMNS, STAGE, stage, unstage, would_read
     from .raw import staged as _staged
 
@@ -136,7 +137,7 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, readers=No
     con.execute(f"CREATE OR REPLACE TABLE {load_beyond}({LOADER_COLUMNS[LOADER_TABLES[1]]})")
     if beyond:
         con.executemany(f"INSERT INTO {load_beyond} VALUES (?, ?, ?)", [(t, c, n) for (t, c), n in beyond.items()])
-    run_files(con, files, progress, later=later if tables is not None and more is not None else None)
+    run_files(con, files, progress, later=later if tables is not None and more is not None else None, stop=stop)
     tables = asked[0]
     unstage(con, detach=tables is None)  # kept attached for `extend`, out of `con`'s search path
     if tables is not None:
@@ -335,13 +336,13 @@ BUILDING = {
 }
 
 
-def run_files(con: duckdb.DuckDBPyConnection, files=None, progress=None, later=None) -> None:
+def run_files(con: duckdb.DuckDBPyConnection, files=None, progress=None, later=None, stop=None) -> None:
     """Run the canonical SQL files (`files`: all of them), each on its own cursor as soon as the files it
     `@include`s are done (queries.canonical_order: the DAG their headers declare): independent files (gpu_busy
     and op_ranges, say) run at once, which keeps more cores busy than DuckDB does inside one statement (a window
     over one device's ops is mostly serial). TEMP tables are the file's own. `later()`, called on this thread
     while `files` run, returns more files to run with them, each as soon as its includes are done (the files a
-    cold load's first question adds: see `build`)."""
+    cold load's first question adds: see `build`). `stop` set (the load abandoned): no file starts after it."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
@@ -357,6 +358,8 @@ def run_files(con: duckdb.DuckDBPyConnection, files=None, progress=None, later=N
     def run(f, deps):
         for d in deps:
             d.result()  # and re-raises its error
+        if stop is not None and stop.is_set():
+            raise KeyboardInterrupt  # abandoned: nothing more is written into the entry being built
         with lock:
             started.append(f)
             tell(f)

@@ -60,7 +60,7 @@ def open_tables(
         return config
 
     readers = []  # the cold load's reader threads, started before DuckDB is imported
-    building = []  # the connections being built (interrupted if the user presses Ctrl-C meanwhile)
+    building = _Building()  # what is being built (stopped if the user presses Ctrl-C meanwhile)
 
     # nsysql.tuning's `lazy_build`: a cold load builds the loader's BASE tables with what the first question reads
     # (`_Question`), and each later question adds what it reads (`extend`, which the engine calls); off: all but
@@ -74,9 +74,9 @@ def open_tables(
         from ..loader import build as build_tables
         from ..loader import plan
 
-        building.append(con)
+        building.cons.append(con)
         more = question.tables if question and question.active and tables is not None else None
-        got = build_tables(src, con, progress, readers.pop() if readers else None, tables, more)
+        got = build_tables(src, con, progress, readers.pop() if readers else None, tables, more, building.stop)
         complete[0] = got is None
         held.update(() if got is None else (f.name for f in plan(got)[0]))  # each file planned ran (or raised)
         return con
@@ -239,17 +239,31 @@ def _deferred(src, entry, opener, settings, building, meanwhile, question: _Ques
     return Opened(None, src.path, entry, connection, settings)
 
 
-def _interrupted(entry, building, question=None, ended=None) -> None:
+class _Building:
+    """A cold load's build as Ctrl-C reaches it: the connections being built (`cons`, interrupted) and `stop`,
+    which the loader reads before each canonical file it runs: each file runs on a cursor, a connection of its
+    own that interrupting `cons` does not reach, so without it the files went on into the entry's log after the
+    temporary entry was removed (a `.wal` and a marker left without their entry)."""
+
+    def __init__(self):
+        import threading
+
+        self.cons: list = []
+        self.stop = threading.Event()
+
+
+def _interrupted(entry, building: _Building, question=None, ended=None) -> None:
     """Ctrl-C (or an error) while a build runs on another thread: its temporary entry goes (the build, if it goes
     on, finds it gone and stores nothing) and its DuckDB work is interrupted. `ended(seconds)` waits that long at
     most for the build's thread to end: DuckDB may write the temporary entry's log again until its work stops, and
     the process may leave at once after this (os._exit), so the temporary files and the marker are removed once
     more after it (else a marker alone could be left, with nothing of its entry)."""
+    building.stop.set()  # first: a file not yet started is not started
     if question is not None:
         question.want(())  # a build waiting to hear what to build goes on, to its interruption
     if entry is not None:
         store.remove_temps_of(entry)
-    for con in building:
+    for con in building.cons:
         try:
             con.interrupt()
         except Exception:  # noqa: BLE001 - closed meanwhile
