@@ -199,6 +199,30 @@ def test_shared_correlation_ids_match_one_call_per_op_by_the_stated_rule(tmp_pat
     assert quality[(R, "correlationId shared by several calls")] == len(candidates)
 
 
+def test_every_op_keeps_one_row_with_its_own_call_or_none(tmp_path):
+    # half the kernels lose their launching call, one call is no interval, one kernel ends before it starts
+    p = craft(
+        tmp_path / "orphans.sqlite",
+        f"DELETE FROM {R} WHERE correlationId IN (SELECT correlationId FROM {K} WHERE rowid % 2 = 0)",
+        f'UPDATE {R} SET "end" = start - 1 WHERE rowid = (SELECT min(r.rowid) FROM {R} r JOIN {K} k USING (correlationId))',
+        f'UPDATE {K} SET "end" = start - 1 WHERE rowid = (SELECT max(rowid) FROM {K})',
+    )
+    con = sqlite3.connect(p)
+    want = con.execute(
+        f"""SELECT k.rowid, r.rowid, r.globalTid & 16777215, r.start, r."end", r.nameId FROM {K} k
+            LEFT JOIN {R} r ON r.correlationId = k.correlationId AND r.start <= r."end"
+             AND r.globalTid >> 24 & 16777215 = k.globalPid >> 24 & 16777215
+            WHERE k.start <= k."end" ORDER BY k.rowid"""
+    ).fetchall()
+    con.close()
+    assert 0 < sum(w[1] is None for w in want) < len(want)  # ops without a call, and with one
+    got = nsysql.load(p).sql(
+        "SELECT op_id, api_call_id, api_tid, api_start_ns, api_end_ns, api_name_id FROM gpu_ops "
+        "WHERE kind = 'kernel' ORDER BY op_id"
+    )
+    assert got.rows() == want
+
+
 @pytest.mark.parametrize("readers", ["1", "5"])
 def test_an_id_shared_in_calls_written_in_order_is_found(tmp_path, monkeypatch, readers):
     # train_small's calls come with ids that grow, in runs as the loader stages them (one, or one per rowid

@@ -133,6 +133,20 @@ CREATE OR REPLACE TEMP VIEW _launch_calls AS
 SELECT c.*, CASE WHEN s.pid IS NULL THEN 0 ELSE c.call_id END AS pick
 FROM _calls c LEFT JOIN _shared_ids s ON s.pid = c.pid AND s.correlation_id = c.correlation_id;
 
+-- Each valid op (is_interval) with its call, if any: one row per op. The calls (18M rows at 10M kernels) stream
+-- past a hash table of the ops' keys (4 columns), and gpu_ops below streams the ops past this table (6 columns):
+-- each hash table holds one narrow row per op, never one per call nor every op column. One join of the wide ops
+-- with the calls built one side whole (the calls at 2M kernels, the 16-column ops at 10M), more than DuckDB's
+-- share of the 2 GB budget at 10M kernels: it spilled (that statement 9.2 s CPU; these two 6.1 s).
+CREATE OR REPLACE TEMP TABLE _op_launch AS
+SELECT o.op_id, a.call_id, a.tid, a.start_ns, a.end_ns, a.name_id
+FROM _launch_calls a
+RIGHT JOIN (
+  SELECT o.op_id, global_pid(o.globalPid) AS pid, o.correlationId AS correlation_id, coalesce(l.call_id, 0) AS pick
+  FROM _ops o LEFT JOIN _shared_launch l ON l.op_id = o.op_id
+  WHERE is_interval(o.start, o."end")
+) o ON a.pid = o.pid AND a.correlation_id = o.correlation_id AND a.pick = o.pick;
+
 -- One row per GPU operation, whatever its kind.
 CREATE OR REPLACE TABLE gpu_ops AS
 SELECT
@@ -184,14 +198,13 @@ SELECT
   a.name_id AS api_name_id
 FROM _ops o
 -- the launching call: one at most per op (_shared_launch above), so that an id shared by many calls (a broken or
--- hostile export) costs no more than unique ones
-LEFT JOIN _shared_launch l ON l.op_id = o.op_id
-LEFT JOIN _launch_calls a
-  ON a.pid = global_pid(o.globalPid) AND a.correlation_id = o.correlationId AND a.pick = coalesce(l.call_id, 0)
--- an op without a start or an end, ending before it starts, or at a time beyond any clock, is no interval of GPU
--- time (is_interval): dropped (data_quality counts them, 95_data_quality.sql), so that no duration and no busy
--- time is ever negative or overflows
-WHERE is_interval(o.start, o."end");
+-- hostile export) costs no more than unique ones. _op_launch holds the ops that are intervals of GPU time
+-- (is_interval), each once: an op without a start or an end, ending before it starts, or at a time beyond any
+-- clock, is dropped (data_quality counts them, 95_data_quality.sql), so that no duration and no busy time is ever
+-- negative or overflows. (The join filters them, not a WHERE here: DuckDB would then guess the ops fewer than
+-- _op_launch's rows and build its hash table of the wide ops.)
+JOIN _op_launch a ON a.op_id = o.op_id;
+DROP TABLE _op_launch;
 
 -- gpu_ops with its names spelled out: every gpu_ops column, then name, short_name, mangled_name, api_name.
 CREATE OR REPLACE VIEW gpu_ops_named AS
