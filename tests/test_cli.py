@@ -301,3 +301,14 @@ def test_a_file_named_two_ways_is_one_rank():
         str(r0),
         str(FIXTURES / "ddp_pair" / "rank1.sqlite"),
     ]
+
+
+@pytest.mark.parametrize("cmd", ["kernels", "report", "trace"])
+def test_output_over_an_export_is_refused_before_the_export_is_loaded(tmp_path, cmd):
+    """`-o run.sqlite` by mistake is said at once: nothing is read or built first (the cache stays empty)."""
+    copy, cdir = tmp_path / "run.sqlite", tmp_path / "cache"
+    copy.write_bytes(TRAIN.read_bytes())
+    res = run(["--cache-dir", str(cdir), cmd, str(copy), "-o", str(copy)])
+    assert res.exit_code == 2 and "SQLite database" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    assert not [p for p in cdir.rglob("*") if p.is_file()]
+    assert copy.read_bytes() == TRAIN.read_bytes()

@@ -17,7 +17,7 @@ from .. import store as _store
 from ..errors import NsysqlError, one_line
 from ..render import one_line as _line
 from ..store import tables as _tables
-from .output import clear_progress, progress_line
+from .output import clear_progress, progress_line, refuse_precious
 
 
 def global_opts() -> dict:
@@ -113,6 +113,7 @@ def _run(fn, args, kwargs, declared=()):
     errors) said in one stderr line, exit code 2."""
     try:
         _check(declared, kwargs)
+        refuse_precious(kwargs.get("output"))  # `-o run.sqlite` by mistake: said before the load, not after it
         return _cleared(fn, args, kwargs)
     except NsysqlError as e:  # its text may quote the export's names: control characters shown, one line
         click.echo(f"nsysql: error: {_line(_naming_files(with_flags(e)))}", err=True)

@@ -26,12 +26,18 @@ def write_output(output: str | Path, text: str) -> None:
         except OSError as e:  # a write error has no file name of its own
             raise NsysqlError(f"cannot write to it ({e.strerror or e})", str(output)) from None
         return
-    what = precious(p)
-    if what:
-        raise NsysqlError(f"{output}: is {what}; nsysql does not write its output over it (name another -o file)")
+    refuse_precious(output)
     from .. import store
 
     store.output_text(p, text)  # whole or not at all: a failed write leaves the file there as it was
+
+
+def refuse_precious(output: str | Path | None) -> None:
+    """NsysqlError where `-o output` names an export or a report (`precious`): said before the export is loaded,
+    and again just before writing (the file may have appeared meanwhile)."""
+    what = precious(Path(output)) if output else None
+    if what:
+        raise NsysqlError(f"{output}: is {what}; nsysql does not write its output over it (name another -o file)")
 
 
 def stream_target(p: Path) -> bool:
