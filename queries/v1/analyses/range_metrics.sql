@@ -1,5 +1,5 @@
 -- @tables gpu_metric_names, gpu_metric_periods, gpu_metric_values, gpu_ops, nvtx_ranges, op_ranges
--- @macros overlaps_by_bucket, range_op_name
+-- @macros exact_weighted_mean, is_exact_whole, overlaps_by_bucket, range_op_name
 -- @param $attribution VARCHAR: 'thread' (nsys's rule) or 'process' (canonical/60_op_ranges.sql)
 
 -- GPU metrics per NVTX range (domain, name, style), per device: the time-weighted mean of each metric over the
@@ -27,14 +27,11 @@ WITH proj AS (  -- replay: the graph launch of a captured op (op_range_totals), 
 ), w AS (  -- each (instance, period) with the event types sampled on its device (of gpu_ops' type)
   SELECT o.range_id, o.device_id, o.t0, o.overlap_ns, t.type_id
   FROM o JOIN (SELECT DISTINCT type_id, device_id FROM k) t USING (device_id)
-), sums AS (  -- value x overlap summed exactly where the values are whole numbers below 2^53 (nsys writes
-              -- INTEGER): a sum of doubles beyond 2^53 (clocks in Hz over a long window) took the last digits of the
-              -- mean from the order the rows came in, which changed from run to run
+), sums AS (  -- value x overlap summed, exactly where the values are whole (is_exact_whole: nsys writes INTEGER)
   SELECT w.range_id, w.device_id, v.type_id, v.metric_id,
-         sum(CASE WHEN v.value = trunc(v.value) AND abs(v.value) < 9007199254740992
-                  THEN v.value::BIGINT::HUGEINT * w.overlap_ns END) AS num_whole,
+         sum(CASE WHEN is_exact_whole(v.value) THEN v.value::BIGINT::HUGEINT * w.overlap_ns END) AS num_whole,
          sum(v.value * w.overlap_ns) AS num,
-         bool_and(v.value = trunc(v.value) AND abs(v.value) < 9007199254740992) AS whole,
+         bool_and(is_exact_whole(v.value)) AS whole,
          sum(w.overlap_ns) AS den
   FROM w JOIN gpu_metric_values v ON v.type_id = w.type_id AND v.timestamp_ns = w.t0
   GROUP BY ALL
@@ -43,11 +40,7 @@ SELECT
   CASE WHEN $attribution = 'process' THEN range_op_name(r.name) ELSE r.name END AS range, r.domain, s.device_id,
   k.metric, k.unit,
   count(DISTINCT s.range_id) AS instances,
-  -- from the exact sum where the doubles' could not hold it (2^53 and beyond), as its whole quotient and the
-  -- remainder's fraction (each exact or rounded once); below 2^53 the doubles' sum is exact too
-  CASE WHEN bool_and(s.whole) AND abs(sum(s.num_whole)) >= 9007199254740992
-       THEN (sum(s.num_whole) // sum(s.den))::DOUBLE + (sum(s.num_whole) % sum(s.den))::DOUBLE / sum(s.den)
-       ELSE sum(s.num) / sum(s.den) END AS mean
+  exact_weighted_mean(s.num_whole, s.num, s.whole, s.den) AS mean
 FROM sums s
 JOIN k USING (type_id, metric_id)
 JOIN nvtx_ranges r USING (range_id)

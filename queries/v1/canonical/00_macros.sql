@@ -1,8 +1,8 @@
--- @defines api_display_name, copy_kind_enum, copy_kinds, family_label, family_name, family_number, global_pid
--- @defines global_tid, in_family, is_interval, is_torch_backward_node, is_torch_op, is_torch_range
--- @defines kernel_tensor_cores, op_launch_ns, ops_by_iteration, overlaps_by_bucket, range_family, range_family_label
--- @defines range_op_name, stats_durations, stats_stddev, tensor_cores_evidence, torch_evaluated_node, torch_op_name
--- @defines torch_op_seq, torch_op_sizes, union_stretches
+-- @defines api_display_name, copy_kind_enum, copy_kinds, exact_weighted_mean, family_label, family_name
+-- @defines family_number, global_pid, global_tid, in_family, is_exact_whole, is_interval, is_torch_backward_node
+-- @defines is_torch_op, is_torch_range, kernel_tensor_cores, op_launch_ns, ops_by_iteration, overlaps_by_bucket
+-- @defines range_family, range_family_label, range_op_name, stats_durations, stats_stddev, tensor_cores_evidence
+-- @defines torch_evaluated_node, torch_op_name, torch_op_seq, torch_op_sizes, union_stretches
 
 -- nsysql canonical schema v1: shared rules, defined once and used by every canonical and analysis query.
 -- The macros and types are created in the canonical database itself, so they are stored in each cache entry
@@ -11,7 +11,7 @@
 -- one above `AS` for the result.
 
 -- One transaction for the whole file: a statement outside one is a commit of its own, a write of the entry's
--- log that every canonical file waits for (this one comes first), 28 times.
+-- log that every canonical file waits for (this one comes first), once per statement.
 BEGIN TRANSACTION;
 
 -- The family of a numbered name: the name without its trailing number and any separators before it
@@ -348,6 +348,36 @@ SELECT wb.* EXCLUDE (bucket), pb.* EXCLUDE (device_id, bucket, bucket_ns),
        least(pb.t1, wb.b) - greatest(pb.t0, wb.a) AS overlap_ns
 FROM wb JOIN pb ON pb.device_id = wb.device_id AND pb.bucket = wb.bucket
 WHERE pb.t0 < wb.b AND pb.t1 > wb.a AND greatest(pb.t0, wb.a) // pb.bucket_ns = pb.bucket;
+
+-- Whether a GPU metric value is a whole number that a double holds exactly (below 2^53): such values are
+-- summed as integers by the time-weighted readers (analyses/iteration_metrics.sql, range_metrics.sql), since a
+-- sum of doubles beyond 2^53 (clocks in Hz over a long window) takes its last digits from the order the rows
+-- come in, which changes from run to run.
+CREATE OR REPLACE MACRO is_exact_whole(
+  -- DOUBLE: a sample's value
+  v
+) AS
+-- BOOLEAN
+v = trunc(v) AND abs(v) < 9007199254740992;
+
+-- The time-weighted mean of a metric over a window, from per-part sums (used in an aggregate: it sums them):
+-- from the exact integer sum where every value was whole and the doubles' sum could not hold it (2^53 and
+-- beyond), as its whole quotient and the remainder's fraction (each exact or rounded once); else the doubles'
+-- sum, exact below 2^53 too.
+CREATE OR REPLACE MACRO exact_weighted_mean(
+  -- HUGEINT: sum of value x overlap_ns over the whole values (is_exact_whole)
+  num_whole,
+  -- DOUBLE: sum of value x overlap_ns
+  num,
+  -- BOOLEAN: whether every value was whole (bool_and of is_exact_whole)
+  whole,
+  -- BIGINT: sum of overlap_ns
+  den
+) AS
+-- DOUBLE
+CASE WHEN bool_and(whole) AND abs(sum(num_whole)) >= 9007199254740992
+     THEN (sum(num_whole) // sum(den))::DOUBLE + (sum(num_whole) % sum(den))::DOUBLE / sum(den)
+     ELSE sum(num) / sum(den) END;
 
 -- When a GPU op was launched, as the CPU's timeline places it: the start of the API call that launched it, or
 -- the op's own start when no call was traced (gpu_ops.api_start_ns is NULL).
