@@ -1,5 +1,5 @@
 -- @tables gpu_metric_names, gpu_metric_periods, gpu_metric_values, gpu_ops
--- @macros exact_weighted_mean, is_exact_whole, ops_by_iteration, overlaps_by_bucket
+-- @macros exact_weighted_mean, metric_sums_by_window, ops_by_iteration, overlaps_by_bucket
 -- @param $metrics VARCHAR[]: the metric names to read, NULL for all
 -- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
 -- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
@@ -26,17 +26,8 @@ WITH mine AS (
   SELECT type_id, metric_id, (type_id & 255)::INTEGER AS device_id, metric, unit
   FROM gpu_metric_names
   WHERE $metrics IS NULL OR list_contains($metrics, metric)
-), w AS (  -- each (iteration, period) with the event types sampled on its device (of gpu_ops' type)
-  SELECT o.iteration, o.device_id, o.t0, o.overlap_ns, t.type_id
-  FROM o JOIN (SELECT DISTINCT type_id, device_id FROM k) t USING (device_id)
-), sums AS (  -- value x overlap summed, exactly where the values are whole (is_exact_whole: nsys writes INTEGER)
-  SELECT w.iteration, w.device_id, v.type_id, v.metric_id,
-         sum(CASE WHEN is_exact_whole(v.value) THEN v.value::BIGINT::HUGEINT * w.overlap_ns END) AS num_whole,
-         sum(v.value * w.overlap_ns) AS num,
-         bool_and(is_exact_whole(v.value)) AS whole,
-         sum(w.overlap_ns) AS den
-  FROM w JOIN gpu_metric_values v ON v.type_id = w.type_id AND v.timestamp_ns = w.t0
-  GROUP BY ALL
+), sums AS (  -- per window and metric, the sums of its time-weighted mean (canonical/00_macros.sql)
+  SELECT * FROM metric_sums_by_window('o', 'k', 'gpu_metric_values')
 )
 SELECT
   s.iteration, s.device_id, k.metric, k.unit,

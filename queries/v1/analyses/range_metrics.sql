@@ -1,5 +1,5 @@
 -- @tables gpu_metric_names, gpu_metric_periods, gpu_metric_values, gpu_ops, nvtx_ranges, op_ranges
--- @macros exact_weighted_mean, is_exact_whole, overlaps_by_bucket, range_op_name
+-- @macros exact_weighted_mean, metric_sums_by_window, overlaps_by_bucket, range_op_name
 -- @param $attribution VARCHAR: 'thread' (nsys's rule) or 'process' (canonical/60_op_ranges.sql)
 
 -- GPU metrics per NVTX range (domain, name, style), per device: the time-weighted mean of each metric over the
@@ -24,17 +24,8 @@ WITH proj AS (  -- replay: the graph launch of a captured op (op_range_totals), 
 ), k AS (  -- each metric with its device and name (gpu_metric_samples' join): the samples are summed per
            -- (type, metric id), and the names joined to the sums rather than to every sample
   SELECT type_id, metric_id, (type_id & 255)::INTEGER AS device_id, metric, unit FROM gpu_metric_names
-), w AS (  -- each (instance, period) with the event types sampled on its device (of gpu_ops' type)
-  SELECT o.range_id, o.device_id, o.t0, o.overlap_ns, t.type_id
-  FROM o JOIN (SELECT DISTINCT type_id, device_id FROM k) t USING (device_id)
-), sums AS (  -- value x overlap summed, exactly where the values are whole (is_exact_whole: nsys writes INTEGER)
-  SELECT w.range_id, w.device_id, v.type_id, v.metric_id,
-         sum(CASE WHEN is_exact_whole(v.value) THEN v.value::BIGINT::HUGEINT * w.overlap_ns END) AS num_whole,
-         sum(v.value * w.overlap_ns) AS num,
-         bool_and(is_exact_whole(v.value)) AS whole,
-         sum(w.overlap_ns) AS den
-  FROM w JOIN gpu_metric_values v ON v.type_id = w.type_id AND v.timestamp_ns = w.t0
-  GROUP BY ALL
+), sums AS (  -- per window and metric, the sums of its time-weighted mean (canonical/00_macros.sql)
+  SELECT * FROM metric_sums_by_window('o', 'k', 'gpu_metric_values')
 )
 SELECT
   CASE WHEN $attribution = 'process' THEN range_op_name(r.name) ELSE r.name END AS range, r.domain, s.device_id,

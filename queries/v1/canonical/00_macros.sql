@@ -1,8 +1,9 @@
 -- @defines api_display_name, copy_kind_enum, copy_kinds, exact_weighted_mean, family_label, family_name
 -- @defines family_number, global_pid, global_tid, in_family, is_exact_whole, is_interval, is_torch_backward_node
--- @defines is_torch_op, is_torch_range, kernel_tensor_cores, op_launch_ns, ops_by_iteration, overlaps_by_bucket
--- @defines range_family, range_family_label, range_op_name, stats_durations, stats_stddev, tensor_cores_evidence
--- @defines torch_evaluated_node, torch_op_name, torch_op_seq, torch_op_sizes, union_stretches
+-- @defines is_torch_op, is_torch_range, kernel_tensor_cores, metric_sums_by_window, op_launch_ns, ops_by_iteration
+-- @defines overlaps_by_bucket, range_family, range_family_label, range_op_name, stats_durations, stats_stddev
+-- @defines tensor_cores_evidence, torch_evaluated_node, torch_op_name, torch_op_seq, torch_op_sizes
+-- @defines union_stretches
 
 -- nsysql canonical schema v1: shared rules, defined once and used by every canonical and analysis query.
 -- The macros and types are created in the canonical database itself, so they are stored in each cache entry
@@ -378,6 +379,26 @@ CREATE OR REPLACE MACRO exact_weighted_mean(
 CASE WHEN bool_and(whole) AND abs(sum(num_whole)) >= 9007199254740992
      THEN (sum(num_whole) // sum(den))::DOUBLE + (sum(num_whole) % sum(den))::DOUBLE / sum(den)
      ELSE sum(num) / sum(den) END;
+
+-- Per window and metric, the sums a time-weighted mean is made of (exact_weighted_mean): value x overlap over
+-- the samples of the periods each window overlaps, exactly where the values are whole (is_exact_whole: nsys
+-- writes INTEGER); the samples summed per (type, metric id), the names joined to the sums by the caller.
+-- `pairs`: a table or CTE of windows against periods (overlaps_by_bucket: device_id, t0, overlap_ns and the
+-- window's key columns); `metrics`: one with type_id, device_id of the metrics read; `samples`:
+-- gpu_metric_values (type_id, metric_id, timestamp_ns, value). Returns the window's key columns, device_id,
+-- type_id, metric_id, num_whole, num, whole, den.
+CREATE OR REPLACE MACRO metric_sums_by_window(pairs, metrics, samples) AS TABLE
+WITH w AS (  -- each (window, period) with the event types sampled on its device
+  SELECT o.*, t.type_id
+  FROM query_table(pairs) o JOIN (SELECT DISTINCT type_id, device_id FROM query_table(metrics)) t USING (device_id)
+)
+SELECT w.* EXCLUDE (t0, overlap_ns, type_id), v.type_id, v.metric_id,
+       sum(CASE WHEN is_exact_whole(v.value) THEN v.value::BIGINT::HUGEINT * w.overlap_ns END) AS num_whole,
+       sum(v.value * w.overlap_ns) AS num,
+       bool_and(is_exact_whole(v.value)) AS whole,
+       sum(w.overlap_ns) AS den
+FROM w JOIN query_table(samples) v ON v.type_id = w.type_id AND v.timestamp_ns = w.t0
+GROUP BY ALL;
 
 -- When a GPU op was launched, as the CPU's timeline places it: the start of the API call that launched it, or
 -- the op's own start when no call was traced (gpu_ops.api_start_ns is NULL).
