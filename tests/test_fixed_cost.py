@@ -88,3 +88,37 @@ def test_the_code_hash_is_kept_and_still_follows_every_edit(tmp_path):
     assert digest() != first
     sql.write_text(text)
     assert digest() == first
+
+
+def test_stored_answers_are_not_flushed_and_one_a_crash_left_empty_is_made_again(tmp_path, monkeypatch):
+    # the two dozen files of a summary's stored answers are renamed into place unflushed (store.answers): a
+    # crash may leave them empty, and then they are read as missing and computed again, never served
+    import os
+
+    from click.testing import CliRunner
+
+    from nsysql.cli import main
+
+    cdir = tmp_path / "cache"
+    args = ["--cache-dir", str(cdir), "summary", str(fixture("train_small"))]
+    flushed: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        flushed.append(os.readlink(f"/proc/self/fd/{fd}"))
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    first = CliRunner().invoke(main, args)
+    assert first.exit_code == 0, first.output
+    tables.wait()
+    stored = [p for p in cdir.glob("*.results/*/*") if p.is_file()]
+    assert any(p.name == "index.json" for p in stored) and any(p.name.startswith("printed-") for p in stored)
+    assert [f for f in flushed if ".results" in f] == []
+    assert any(".duckdb." in f for f in flushed), flushed  # the entry itself is flushed before its rename
+    for p in stored:  # what a crash before the unflushed blocks reached the disk leaves
+        p.write_bytes(b"")
+    again = CliRunner().invoke(main, args)
+    assert again.exit_code == 0, again.output
+    assert again.stdout == first.stdout
+    assert all(p.stat().st_size > 0 for p in stored)  # made again and stored again
