@@ -58,6 +58,18 @@ def test_a_summary_builds_the_iteration_windows_once_for_all_its_workers(tmp_pat
     built = [m for m in _logged(p.con) if "_iterations_" in m and m.lstrip().upper().startswith("CREATE")]
     assert len(built) == 1, built
     assert p.iterations()["iteration"].to_list() == list(range(p.iterations().height))
+
+
+def test_a_summary_totals_the_ops_of_each_range_once_for_all_its_readers(tmp_path):
+    # the ranges table and the iterations' phases both read each range's GPU op totals by the process rule
+    # (op_range_totals, a grouping of every op): made once, into a table both read; the report's per-iteration
+    # ranges read it too
+    p = nsysql.load(fixture("train_small"), cache=False)
+    p.con.execute("CALL enable_logging('QueryLog')")
+    p.summary()
+    p.report()
+    totalled = [m for m in _logged(p.con) if "FROM op_range_totals(" in m]
+    assert len(totalled) == 1, totalled
     assert p.iterations().height > 1
 
 
