@@ -43,11 +43,15 @@ def _arrow_stream(con: duckdb.DuckDBPyConnection, sql: str, params: dict | None)
     then its stream) parses and binds the text to describe the relation, tokenizes it in Python to find its
     parameter markers, and then parses, binds and plans it again to run it, for each of the two dozen queries
     of a cold `summary`. Its statement submission (what the relation's stream itself calls, with the same text
-    and values) does it once. A DuckDB without it gets the relation."""
+    and values) does it once. It is not DuckDB's public API: a DuckDB without it, or whose call takes other
+    arguments (a TypeError before anything runs; a query's own errors are duckdb.Error), gets the relation."""
     submit = getattr(con, "_submit", None)
-    if submit is None:
-        return con.sql(sql, params=params).__arrow_c_stream__()
-    return submit(sql, params, "stream", _BATCH).arrow_capsule()
+    if submit is not None:
+        try:
+            return submit(sql, params, "stream", _BATCH).arrow_capsule()
+        except TypeError:
+            pass
+    return con.sql(sql, params=params).__arrow_c_stream__()
 
 
 _BATCH = 131072  # rows per Arrow batch: what the relation's stream asks (duckdb._seam.DEFAULT_BATCH_SIZE)
