@@ -120,7 +120,7 @@ def test_a_whole_build_leaves_every_sample_to_the_question_that_reads_it(tmp_pat
     with nsysql.load(path, cache_dir=tmp_path / "c") as p:
         assert p.summary()
     tables = _entry_tables(tmp_path / "c")
-    assert {"gpu_ops", "nvtx_ranges", "gpu_busy", "gpu_metric_activity", "kernel_tensor_use"} <= tables
+    assert {"gpu_ops", "nvtx_ranges", "gpu_busy", "gpu_activity_periods", "kernel_tensor_use"} <= tables
     assert not {"gpu_metric_values", "gpu_metric_names"} & tables
     # a later question adds them: from the entry opened again, and in the process that built it
     assert nsysql.load(path, cache_dir=tmp_path / "c").gpu_metrics(by="iteration").equals(want)
@@ -130,7 +130,7 @@ def test_a_whole_build_leaves_every_sample_to_the_question_that_reads_it(tmp_pat
     # a question that reads no metric reads none
     with nsysql.load(path, cache_dir=tmp_path / "e") as p:
         assert p.api().height
-    assert not {t for t in _entry_tables(tmp_path / "e") if "metric" in t or "tensor" in t}
+    assert not {t for t in _entry_tables(tmp_path / "e") if "metric" in t or "tensor" in t or "activity" in t}
 
 
 def test_activity_of_a_second_gpu_whose_ids_name_other_metrics(tmp_path, monkeypatch):
