@@ -173,7 +173,10 @@ def test_one_gpu_named_its_type_is_written_not_read(tmp_path):
     assert len({r[0] for r in want}) == 1 and len(want) > 1000
     assert len(want) < raw(path, "SELECT count(*) FROM GPU_METRICS WHERE timestamp >= 0")[0][0]
     p = nsysql.load(path, cache=False)
-    got = p.sql("SELECT type_id, metric_id, timestamp_ns, value FROM gpu_metric_values ORDER BY ALL")
+    got = p.sql(
+        "SELECT n.type_id, n.metric_id, v.timestamp_ns, v.value FROM gpu_metric_values v "
+        "JOIN gpu_metric_names n USING (key) ORDER BY ALL"
+    )
     assert [tuple(r) for r in got.iter_rows()] == sorted((t, m, ts, float(v)) for t, m, ts, v in want)
     assert set(p.gpu_metrics()["device_id"]) == {2}
 
