@@ -55,6 +55,23 @@ def test_activity_is_the_raw_samples_of_the_two_metrics(path):
     assert _activity(loaded(str(path))) == want  # the session's entry
 
 
+@pytest.mark.parametrize("path", [HW_MIX, HW_ALT], ids=["hw_mix", "hw_alt"])
+def test_activity_is_stored_once_per_sampling_period(path, tmp_path):
+    # the entry holds one row per device and sampling time, both metrics' values in it, not one row per sample
+    want: dict[tuple, dict] = {}
+    for dev, metric, _unit, t, v in _raw_activity(path):
+        want.setdefault((dev, t), {})["tensor" if metric.startswith("Tensor") else "sm"] = v
+    with nsysql.load(path, cache_dir=tmp_path / "c") as p:
+        assert p.summary()
+        got = p.sql("SELECT device_id, t0_ns, sm_active, tensor_active FROM gpu_activity_periods ORDER BY ALL")
+    assert [tuple(r) for r in got.iter_rows()] == [
+        (d, t, v.get("sm"), v.get("tensor")) for (d, t), v in sorted(want.items())
+    ]
+    assert len(want) > 500
+    tables = _entry_tables(tmp_path / "c")
+    assert "gpu_activity_periods" in tables and "gpu_metric_activity" not in tables  # a view over the periods
+
+
 def test_periods_are_the_raw_sampling_times():
     times = [r[0] for r in raw(HW_MIX, "SELECT DISTINCT timestamp FROM GPU_METRICS WHERE timestamp >= 0 ORDER BY 1")]
     got = loaded(str(HW_MIX)).sql("SELECT device_id, t0_ns, t1_ns FROM gpu_metric_periods ORDER BY 2")
