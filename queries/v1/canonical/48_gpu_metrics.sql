@@ -87,7 +87,7 @@ WINDOW w AS (PARTITION BY device_id ORDER BY t0_ns);
 -- (gpu_metric_periods): a sample weighs by time as far as its period overlaps a window. nsysql's own readers
 -- (analyses/iteration_metrics.sql, range_metrics.sql) meet the periods with their windows first, through
 -- overlaps_by_bucket (00_macros.sql), and join the samples after, once per period rather than once per sample;
--- those of SMs and Tensor Active alone read gpu_metric_activity (48_gpu_activity.sql).
+-- those of SMs and Tensor Active alone read gpu_activity_periods (48_gpu_activity.sql).
 CREATE OR REPLACE MACRO metric_periods(
   -- VARCHAR[]: metric names as in gpu_metric_samples.metric; NULL for every metric
   names
