@@ -170,6 +170,25 @@ def test_activity_of_a_second_gpu_whose_ids_name_other_metrics(tmp_path, monkeyp
     assert _activity(p) == want
 
 
+def test_window_means_read_the_samples_of_their_own_device(tmp_path):
+    # a second GPU (typeId + 1: device 1) sampled at the very same times, other values, and no GPU work: the
+    # windows of device 0 meet only device 0's samples (gpu_metric_values.key >> 32), whatever the timestamps
+    path = craft(
+        tmp_path / "hw.sqlite",
+        "INSERT INTO TARGET_INFO_GPU_METRICS SELECT typeId + 1, sourceId, typeName, metricId, metricName "
+        "FROM TARGET_INFO_GPU_METRICS",
+        "INSERT INTO GPU_METRICS SELECT rawTimestamp, timestamp, typeId + 1, metricId, value + 1000 FROM GPU_METRICS",
+        source="hw_mix",
+    )
+    one = nsysql.load(str(HW_MIX), cache=False)
+    two = nsysql.load(path, cache=False)
+    assert set(two.gpu_metrics()["device_id"]) == {0, 1}
+    for by in ("iteration", "range"):
+        want = one.gpu_metrics(by=by)
+        assert want.height > 100 and set(want["device_id"]) == {0}
+        assert two.gpu_metrics(by=by).equals(want), by
+
+
 def test_one_gpu_named_its_type_is_written_not_read(tmp_path):
     # one GPU named (device 2 here), and samples of a type no name describes: the loader reads the named type's
     # rows alone without their typeId (RawTable.single) and writes it into each; the unnamed rows stay out,

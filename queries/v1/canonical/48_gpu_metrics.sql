@@ -8,8 +8,10 @@
 -- split into the metric and its unit once (not once per sample).
 CREATE OR REPLACE TABLE gpu_metric_names AS
 SELECT
-  -- a number per (type_id, metric_id), 1 up, in their order: how gpu_metric_values names the metric of a sample
-  dense_rank() OVER (ORDER BY typeId, metricId)::INTEGER AS key,
+  -- a number per (type_id, metric_id), how gpu_metric_values names the metric of a sample: its device
+  -- (device_id below) times 2^32 plus the metric's number on the device, 1 up in (type_id, metric_id) order, so
+  -- that `key >> 32` is a sample's device without a join
+  ((typeId & 255) << 32) + dense_rank() OVER (PARTITION BY typeId & 255 ORDER BY typeId, metricId) AS key,
   -- nsys's event type of the samples (GPU_METRICS.typeId): which GPU, see gpu_metric_samples.device_id
   typeId AS type_id,
   -- nsys's id of the metric within its event type (GPU_METRICS.metricId; not stable across nsys versions)
@@ -24,7 +26,7 @@ FROM (SELECT DISTINCT typeId, metricId, metricName FROM raw_gpu_metric_names);
 -- with the metric's number rather than its names (what gpu_metric_samples spells out: read that one). Samples
 -- before the session's time origin (timestamp < 0: the first sample of a capture range) are left out, as nsys's
 -- recipes leave them out. One number rather than the two ids: the write of 7.7M samples (hw_big) costs
--- 0.56 s CPU against 0.76 with type and metric ids, which the join that keeps only named samples gives anyway.
+-- 0.56 s CPU against 0.76 with type and metric ids, and the join that keeps only named samples gives it.
 -- no ORDER BY: nsys writes GPU_METRICS in time order, and sorting millions of samples would cost the load more
 -- than the readers' windows (which sort by partition) gain
 CREATE OR REPLACE TABLE gpu_metric_values AS
@@ -77,10 +79,7 @@ SELECT
   -- the period's end: the device's next sampling time, or one period on (as long as the one before) for the
   -- last; NULL for a device sampled only once (its period is unknown), ns
   coalesce(lead(t0_ns) OVER w, 2 * t0_ns - lag(t0_ns) OVER w) AS t1_ns
-FROM (
-  SELECT DISTINCT (n.type_id & 255)::INTEGER AS device_id, v.timestamp_ns AS t0_ns
-  FROM gpu_metric_values v JOIN (SELECT DISTINCT key, type_id FROM gpu_metric_names) n USING (key)
-)
+FROM (SELECT DISTINCT (key >> 32)::INTEGER AS device_id, timestamp_ns AS t0_ns FROM gpu_metric_values)
 WINDOW w AS (PARTITION BY device_id ORDER BY t0_ns);
 
 -- Each sample of the metrics `names` (NULL: all) with the sampling period it describes, [t0, t1)
