@@ -55,6 +55,23 @@ def test_activity_is_the_raw_samples_of_the_two_metrics(path):
     assert _activity(loaded(str(path))) == want  # the session's entry
 
 
+@pytest.mark.parametrize("path", [HW_MIX, HW_ALT], ids=["hw_mix", "hw_alt"])
+def test_activity_is_stored_once_per_sampling_period(path, tmp_path):
+    # the entry holds one row per device and sampling time, both metrics' values in it, not one row per sample
+    want: dict[tuple, dict] = {}
+    for dev, metric, _unit, t, v in _raw_activity(path):
+        want.setdefault((dev, t), {})["tensor" if metric.startswith("Tensor") else "sm"] = v
+    with nsysql.load(path, cache_dir=tmp_path / "c") as p:
+        assert p.summary()
+        got = p.sql("SELECT device_id, t0_ns, sm_active, tensor_active FROM gpu_activity_periods ORDER BY ALL")
+    assert [tuple(r) for r in got.iter_rows()] == [
+        (d, t, v.get("sm"), v.get("tensor")) for (d, t), v in sorted(want.items())
+    ]
+    assert len(want) > 500
+    tables = _entry_tables(tmp_path / "c")
+    assert "gpu_activity_periods" in tables and "gpu_metric_activity" not in tables  # a view over the periods
+
+
 def test_periods_are_the_raw_sampling_times():
     times = [r[0] for r in raw(HW_MIX, "SELECT DISTINCT timestamp FROM GPU_METRICS WHERE timestamp >= 0 ORDER BY 1")]
     got = loaded(str(HW_MIX)).sql("SELECT device_id, t0_ns, t1_ns FROM gpu_metric_periods ORDER BY 2")
@@ -120,7 +137,7 @@ def test_a_whole_build_leaves_every_sample_to_the_question_that_reads_it(tmp_pat
     with nsysql.load(path, cache_dir=tmp_path / "c") as p:
         assert p.summary()
     tables = _entry_tables(tmp_path / "c")
-    assert {"gpu_ops", "nvtx_ranges", "gpu_busy", "gpu_metric_activity", "kernel_tensor_use"} <= tables
+    assert {"gpu_ops", "nvtx_ranges", "gpu_busy", "gpu_activity_periods", "kernel_tensor_use"} <= tables
     assert not {"gpu_metric_values", "gpu_metric_names"} & tables
     # a later question adds them: from the entry opened again, and in the process that built it
     assert nsysql.load(path, cache_dir=tmp_path / "c").gpu_metrics(by="iteration").equals(want)
@@ -130,7 +147,7 @@ def test_a_whole_build_leaves_every_sample_to_the_question_that_reads_it(tmp_pat
     # a question that reads no metric reads none
     with nsysql.load(path, cache_dir=tmp_path / "e") as p:
         assert p.api().height
-    assert not {t for t in _entry_tables(tmp_path / "e") if "metric" in t or "tensor" in t}
+    assert not {t for t in _entry_tables(tmp_path / "e") if "metric" in t or "tensor" in t or "activity" in t}
 
 
 def test_activity_of_a_second_gpu_whose_ids_name_other_metrics(tmp_path, monkeypatch):
@@ -153,6 +170,25 @@ def test_activity_of_a_second_gpu_whose_ids_name_other_metrics(tmp_path, monkeyp
     assert _activity(p) == want
 
 
+def test_window_means_read_the_samples_of_their_own_device(tmp_path):
+    # a second GPU (typeId + 1: device 1) sampled at the very same times, other values, and no GPU work: the
+    # windows of device 0 meet only device 0's samples (gpu_metric_values.key >> 32), whatever the timestamps
+    path = craft(
+        tmp_path / "hw.sqlite",
+        "INSERT INTO TARGET_INFO_GPU_METRICS SELECT typeId + 1, sourceId, typeName, metricId, metricName "
+        "FROM TARGET_INFO_GPU_METRICS",
+        "INSERT INTO GPU_METRICS SELECT rawTimestamp, timestamp, typeId + 1, metricId, value + 1000 FROM GPU_METRICS",
+        source="hw_mix",
+    )
+    one = nsysql.load(str(HW_MIX), cache=False)
+    two = nsysql.load(path, cache=False)
+    assert set(two.gpu_metrics()["device_id"]) == {0, 1}
+    for by in ("iteration", "range"):
+        want = one.gpu_metrics(by=by)
+        assert want.height > 100 and set(want["device_id"]) == {0}
+        assert two.gpu_metrics(by=by).equals(want), by
+
+
 def test_one_gpu_named_its_type_is_written_not_read(tmp_path):
     # one GPU named (device 2 here), and samples of a type no name describes: the loader reads the named type's
     # rows alone without their typeId (RawTable.single) and writes it into each; the unnamed rows stay out,
@@ -173,7 +209,10 @@ def test_one_gpu_named_its_type_is_written_not_read(tmp_path):
     assert len({r[0] for r in want}) == 1 and len(want) > 1000
     assert len(want) < raw(path, "SELECT count(*) FROM GPU_METRICS WHERE timestamp >= 0")[0][0]
     p = nsysql.load(path, cache=False)
-    got = p.sql("SELECT type_id, metric_id, timestamp_ns, value FROM gpu_metric_values ORDER BY ALL")
+    got = p.sql(
+        "SELECT n.type_id, n.metric_id, v.timestamp_ns, v.value FROM gpu_metric_values v "
+        "JOIN gpu_metric_names n USING (key) ORDER BY ALL"
+    )
     assert [tuple(r) for r in got.iter_rows()] == sorted((t, m, ts, float(v)) for t, m, ts, v in want)
     assert set(p.gpu_metrics()["device_id"]) == {2}
 

@@ -591,7 +591,7 @@ def findings(ctx, thresholds) -> pl.DataFrame:
     "iterations",
     params=(RANGE, SKIP, OUTLIER_SIGMAS),
     needs=("iteration_range",),
-    tables=("gpu_busy", "gpu_metric_activity", "gpu_ops", "nvtx_ranges", "strings"),
+    tables=("gpu_activity_periods", "gpu_busy", "gpu_ops", "nvtx_ranges", "strings"),
     requires=("nvtx_ranges",),
     sql=(
         "iteration_windows",

@@ -23,10 +23,6 @@ GROUPINGS = ("iteration", "range")
 NO_METRICS = (
     f"this export has no GPU metrics: profile with {switch('gpu_metrics')} (or a list of devices) to sample them"
 )
-# the metrics iterations and summary show, by their names across nsys versions and GPU generations (the names
-# nsys's recipes accept for them; Turing says `Tensor Active / FP16 Active`)
-SM_ACTIVE = ("SMs Active", "SM Active")
-TENSOR_ACTIVE = ("Tensor Active", "Tensor Active / FP16 Active")
 
 
 def has_metrics(con) -> bool:
@@ -54,17 +50,12 @@ def activity(windows, pid: int, device_id: int | None) -> pl.DataFrame | None:
     GPU-projected window), or None when the export has no such samples."""
     if device_id is None or not run(windows.con, "activity_sampled", device=device_id).item():
         return None
-    df = windows.run("iteration_activity", pid=pid)  # those two metrics' samples alone, in a percent unit
+    # those two metrics' samples alone, in a percent unit, one name of each per device (gpu_activity_names)
+    df = windows.run("iteration_activity", pid=pid)
     df = df.filter(pl.col("device_id") == device_id)
     if not df.height:
         return None
-    cols = []
-    for names, col in ((SM_ACTIVE, "sm_active_pct"), (TENSOR_ACTIVE, "tensor_active_pct")):
-        part = df.filter(pl.col("metric").is_in(names))
-        first = part["metric"].unique(maintain_order=True).to_list()[:1]  # one name per device
-        cols.append(part.filter(pl.col("metric").is_in(first)).select("iteration", pl.col("mean").alias(col)))
-    out = cols[0].join(cols[1], on="iteration", how="full", coalesce=True)
-    return out
+    return df.select("iteration", "sm_active_pct", "tensor_active_pct")
 
 
 def timeline(con, start_ns: int, end_ns: int, bins: int = 1500) -> pl.DataFrame:

@@ -35,6 +35,8 @@ CANONICAL_TABLES = (
     "gpu_metric_values",
     "gpu_metric_periods",
     "gpu_metric_activity",
+    "gpu_activity_periods",
+    "gpu_activity_names",
     "gpu_memory_events",
     "kernel_tensor_use",
     "nvtx_ranges",

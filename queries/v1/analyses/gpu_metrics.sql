@@ -8,14 +8,14 @@
 -- - a `MHz` counter above 1,000,000 (1 THz, beyond any GPU clock) holds Hz;
 -- - an `Avg` warps counter more than 1000 times its `Avg Warps per Cycle` sibling is a sum over the cycles
 --   of each sample, not an average (the ratio of their sums is about the GPU cycles in one sampling period).
-WITH k AS (  -- each (type, metric id) with its device and name (gpu_metric_samples' join), and a number per
-            -- (device, metric, unit): the samples are grouped by that number, not by its strings
-  SELECT type_id, metric_id, (type_id & 255)::INTEGER AS device_id, metric, unit,
-         dense_rank() OVER (ORDER BY (type_id & 255), metric, unit) AS key
+WITH k AS (  -- each metric (gpu_metric_names.key) with its device and name (gpu_metric_samples' join), and a
+            -- number per (device, metric, unit): the samples are grouped by that number, not by its strings
+  SELECT key, (type_id & 255)::INTEGER AS device_id, metric, unit,
+         dense_rank() OVER (ORDER BY (type_id & 255), metric, unit) AS name_key
   FROM gpu_metric_names
 ), per AS (
   SELECT
-    k.key,
+    k.name_key,
     count(*) AS samples,
     avg(v.value) AS mean,
     min(v.value) AS min,
@@ -24,12 +24,12 @@ WITH k AS (  -- each (type, metric id) with its device and name (gpu_metric_samp
     max(v.value) AS max,
     sum(v.value) AS total
   FROM gpu_metric_values v
-  JOIN k USING (type_id, metric_id)
-  GROUP BY k.key
+  JOIN k USING (key)
+  GROUP BY k.name_key
 ), stats AS (
-  SELECT n.device_id, n.metric, n.unit, per.* EXCLUDE (key)
+  SELECT n.device_id, n.metric, n.unit, per.* EXCLUDE (name_key)
   FROM per
-  JOIN (SELECT DISTINCT key, device_id, metric, unit FROM k) n USING (key)
+  JOIN (SELECT DISTINCT name_key, device_id, metric, unit FROM k) n USING (name_key)
 )
 SELECT
   s.device_id, s.metric, s.unit, s.samples, s.mean, s.min, s.p50, s.p90, s.max,

@@ -22,8 +22,8 @@ WITH mine AS (
            -- once per period, then its samples of every metric (not once per sample)
   SELECT iteration, device_id, t0, overlap_ns FROM overlaps_by_bucket('proj', 'p')
 ), k AS (  -- the metrics read, with their device and name (gpu_metric_samples' join): the samples are summed per
-           -- (type, metric id), and the names joined to the sums rather than to every sample
-  SELECT type_id, metric_id, (type_id & 255)::INTEGER AS device_id, metric, unit
+           -- metric (gpu_metric_names.key), and the names joined to the sums rather than to every sample
+  SELECT key, (type_id & 255)::INTEGER AS device_id, metric, unit
   FROM gpu_metric_names
   WHERE $metrics IS NULL OR list_contains($metrics, metric)
 ), sums AS (  -- per window and metric, the sums of its time-weighted mean (canonical/00_macros.sql)
@@ -33,6 +33,6 @@ SELECT
   s.iteration, s.device_id, k.metric, k.unit,
   exact_weighted_mean(s.num_whole, s.num, s.whole, s.den) AS mean
 FROM sums s
-JOIN k USING (type_id, metric_id)
+JOIN k USING (key)
 GROUP BY ALL
 ORDER BY s.iteration, s.device_id, k.metric, k.unit;

@@ -22,8 +22,8 @@ WITH proj AS (  -- replay: the graph launch of a captured op (op_range_totals), 
            -- once per period, then its samples of every metric (not once per sample)
   SELECT range_id, device_id, t0, overlap_ns FROM overlaps_by_bucket('proj', 'p')
 ), k AS (  -- each metric with its device and name (gpu_metric_samples' join): the samples are summed per
-           -- (type, metric id), and the names joined to the sums rather than to every sample
-  SELECT type_id, metric_id, (type_id & 255)::INTEGER AS device_id, metric, unit FROM gpu_metric_names
+           -- metric (gpu_metric_names.key), and the names joined to the sums rather than to every sample
+  SELECT key, (type_id & 255)::INTEGER AS device_id, metric, unit FROM gpu_metric_names
 ), sums AS (  -- per window and metric, the sums of its time-weighted mean (canonical/00_macros.sql)
   SELECT * FROM metric_sums_by_window('o', 'k', 'gpu_metric_values')
 )
@@ -33,7 +33,7 @@ SELECT
   count(DISTINCT s.range_id) AS instances,
   exact_weighted_mean(s.num_whole, s.num, s.whole, s.den) AS mean
 FROM sums s
-JOIN k USING (type_id, metric_id)
+JOIN k USING (key)
 JOIN nvtx_ranges r USING (range_id)
 GROUP BY 1, r.domain, r.style, s.device_id, k.metric, k.unit
 ORDER BY r.domain, range, s.device_id, k.metric, k.unit;

@@ -382,22 +382,21 @@ CASE WHEN bool_and(whole) AND abs(sum(num_whole)) >= 9007199254740992
 
 -- Per window and metric, the sums a time-weighted mean is made of (exact_weighted_mean): value x overlap over
 -- the samples of the periods each window overlaps, exactly where the values are whole (is_exact_whole: nsys
--- writes INTEGER); the samples summed per (type, metric id), the names joined to the sums by the caller.
--- `pairs`: a table or CTE of windows against periods (overlaps_by_bucket: device_id, t0, overlap_ns and the
--- window's key columns); `metrics`: one with type_id, device_id of the metrics read; `samples`:
--- gpu_metric_values (type_id, metric_id, timestamp_ns, value). Returns the window's key columns, device_id,
--- type_id, metric_id, num_whole, num, whole, den.
+-- writes INTEGER); the samples summed per metric (gpu_metric_names.key), the names joined to the sums by the
+-- caller. `pairs`: a table or CTE of windows against periods (overlaps_by_bucket: device_id, t0, overlap_ns and
+-- the window's key columns); `metrics`: one with the device_id of the metrics read (the windows of other devices
+-- are left out; every metric of a device is summed, the caller's join with the names keeps those it reads: a
+-- test of each sample's key cost more, 0.11 s CPU of hw_big's 0.8 by range); `samples`: gpu_metric_values (key,
+-- timestamp_ns, value: `key >> 32` is its device). Returns the window's key columns, device_id, key, num_whole,
+-- num, whole, den.
 CREATE OR REPLACE MACRO metric_sums_by_window(pairs, metrics, samples) AS TABLE
-WITH w AS (  -- each (window, period) with the event types sampled on its device
-  SELECT o.*, t.type_id
-  FROM query_table(pairs) o JOIN (SELECT DISTINCT type_id, device_id FROM query_table(metrics)) t USING (device_id)
-)
-SELECT w.* EXCLUDE (t0, overlap_ns, type_id), v.type_id, v.metric_id,
-       sum(CASE WHEN is_exact_whole(v.value) THEN v.value::BIGINT::HUGEINT * w.overlap_ns END) AS num_whole,
-       sum(v.value * w.overlap_ns) AS num,
+SELECT o.* EXCLUDE (t0, overlap_ns), v.key,
+       sum(CASE WHEN is_exact_whole(v.value) THEN v.value::BIGINT::HUGEINT * o.overlap_ns END) AS num_whole,
+       sum(v.value * o.overlap_ns) AS num,
        bool_and(is_exact_whole(v.value)) AS whole,
-       sum(w.overlap_ns) AS den
-FROM w JOIN query_table(samples) v ON v.type_id = w.type_id AND v.timestamp_ns = w.t0
+       sum(o.overlap_ns) AS den
+FROM (SELECT * FROM query_table(pairs) WHERE device_id IN (SELECT device_id FROM query_table(metrics))) o
+JOIN query_table(samples) v ON v.timestamp_ns = o.t0 AND (v.key >> 32)::INTEGER = o.device_id
 GROUP BY ALL;
 
 -- When a GPU op was launched, as the CPU's timeline places it: the start of the API call that launched it, or

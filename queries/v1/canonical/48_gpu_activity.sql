@@ -1,49 +1,98 @@
 -- @staging raw_gpu_activity, raw_gpu_metric_names
--- @defines gpu_metric_activity
+-- @defines gpu_activity_names, gpu_activity_periods, gpu_metric_activity
 -- @empty_without raw_gpu_activity
 -- @empty_without raw_gpu_metric_names
 
 -- nsysql canonical schema v1: the GPU metrics samples nsysql's own answers read (SMs Active, Tensor Active).
 
--- One row per sample of SMs Active (`SM Active` in some nsys versions) and Tensor Active (Turing: `Tensor Active
--- / FP16 Active`) in a percent unit, with the sampling period it describes: the rows of gpu_metric_samples with
--- those metrics, read from the export apart from the other metrics (a tenth of the rows), so that tensor-core
--- use (kernel_tensor_use), iterations and the report's timeline read no other metric. Empty when the export did
--- not sample GPU metrics. Samples before the session's time origin (timestamp < 0) are left out, as in
--- gpu_metric_samples.
-CREATE OR REPLACE TABLE gpu_metric_activity AS
+-- The two metrics' names on each device: SMs Active (`SM Active` in some nsys versions) and Tensor Active
+-- (Turing: `Tensor Active / FP16 Active`) in a percent unit, one of each kind per device (nsys names one; were
+-- there several, the first by name and unit). Empty when the export did not sample them.
+CREATE OR REPLACE TABLE gpu_activity_names AS
 WITH names AS MATERIALIZED (  -- each name split once per metric (not per sample), as in gpu_metric_names
   SELECT typeId, metricId,
          regexp_replace(metricName, '\s*\[[^\]]*\]\s*$', '') AS metric,
          nullif(regexp_extract(metricName, '\[([^\]]*)\]\s*$', 1), '') AS unit
   FROM (SELECT DISTINCT typeId, metricId, metricName FROM raw_gpu_metric_names)
-), k AS MATERIALIZED (  -- the two metrics' ids, each (metric, unit) numbered: the window below sorts by
-                        -- that number rather than by the strings (0.12 against 0.20 s CPU on 0.7M samples)
-  SELECT typeId, metricId, metric, unit, dense_rank() OVER (ORDER BY metric, unit) AS name_key
-  FROM names
-  WHERE metric IN ('SMs Active', 'SM Active', 'Tensor Active', 'Tensor Active / FP16 Active')
-    AND (unit IS NULL OR contains(unit, '%'))
+)
+SELECT
+  -- CUDA device id, as in gpu_metric_samples.device_id
+  (typeId & 255)::INTEGER AS device_id,
+  -- whether the metric is Tensor Active (else SMs Active)
+  starts_with(metric, 'Tensor') AS tensor,
+  -- the metric's name, as in gpu_metric_samples.metric: `SMs Active`, `SM Active`, `Tensor Active` or
+  -- `Tensor Active / FP16 Active`
+  first(metric ORDER BY metric, unit NULLS LAST) AS metric,
+  -- its unit, as in gpu_metric_samples.unit (`Throughput %`, or NULL)
+  first(unit ORDER BY metric, unit NULLS LAST) AS unit
+FROM names
+WHERE metric IN ('SMs Active', 'SM Active', 'Tensor Active', 'Tensor Active / FP16 Active')
+  AND (unit IS NULL OR contains(unit, '%'))
+  AND EXISTS (SELECT 1 FROM raw_gpu_activity)  -- names without samples name nothing sampled
+GROUP BY ALL;
+
+-- One row per device and sampling time of those two metrics, both values in the row: read from the export apart
+-- from the other metrics (a tenth of the rows), so that tensor-core use (kernel_tensor_use), iterations and the
+-- report's timeline read no other metric, and aggregated once per sampling period as they are stored (half the
+-- rows of one per sample, and one window over the device's times rather than one per metric: 0.12 against
+-- 0.27 s CPU for hw_big's 0.7M samples). nsys samples every metric of a device at once (gpu_metric_periods),
+-- so a period's end is the device's next sampling time. Samples before the session's time origin
+-- (timestamp < 0) are left out, as in gpu_metric_samples.
+CREATE OR REPLACE TABLE gpu_activity_periods AS
+WITH k AS (  -- the (type, metric id)s of the names above (each name split as there)
+  SELECT DISTINCT m.typeId, m.metricId, a.tensor
+  FROM (
+    SELECT DISTINCT typeId, metricId,
+           regexp_replace(metricName, '\s*\[[^\]]*\]\s*$', '') AS metric,
+           nullif(regexp_extract(metricName, '\[([^\]]*)\]\s*$', 1), '') AS unit
+    FROM raw_gpu_metric_names
+  ) m
+  JOIN gpu_activity_names a
+    ON a.device_id = (m.typeId & 255)::INTEGER AND a.metric = m.metric AND a.unit IS NOT DISTINCT FROM m.unit
 ), s AS (
-  SELECT (m.typeId & 255)::INTEGER AS device_id, k.name_key, m.timestamp AS t0, m.value
+  SELECT (m.typeId & 255)::INTEGER AS device_id, m.timestamp AS t0,
+         -- one sample per device, metric and time (nsys writes one; were there several, the largest)
+         max(m.value) FILTER (WHERE NOT k.tensor) AS sm,
+         max(m.value) FILTER (WHERE k.tensor) AS tensor
   FROM raw_gpu_activity m
   JOIN k ON k.typeId = m.typeId AND k.metricId = m.metricId
   WHERE m.timestamp >= 0
+  GROUP BY ALL
 )
 SELECT
+  -- CUDA device id the samples were taken on, as in gpu_metric_samples.device_id
+  device_id,
+  -- the sampling period the samples describe: from their timestamp (gpu_metric_samples.timestamp_ns), ns
+  t0 AS t0_ns,
+  -- to the device's next sampling time, or one period on (as long as the one before) for the last; NULL for a
+  -- device sampled once, ns
+  coalesce(lead(t0) OVER w, 2 * t0 - lag(t0) OVER w) AS t1_ns,
+  -- SMs Active (gpu_activity_names), %; NULL where it was not sampled then
+  sm AS sm_active,
+  -- Tensor Active (gpu_activity_names), %; NULL where it was not sampled then
+  tensor AS tensor_active
+FROM s
+WINDOW w AS (PARTITION BY device_id ORDER BY t0);
+
+-- One row per sample of SMs Active and Tensor Active (gpu_activity_names), with the sampling period it describes
+-- (gpu_activity_periods): the rows of gpu_metric_samples with those metrics, each with its period. A view over
+-- gpu_activity_periods, which nsysql's own readers read.
+CREATE OR REPLACE VIEW gpu_metric_activity AS
+SELECT
   -- CUDA device id the sample was taken on, as in gpu_metric_samples.device_id
-  s.device_id,
+  p.device_id,
   -- the metric's name, as in gpu_metric_samples.metric: `SMs Active`, `SM Active`, `Tensor Active` or
   -- `Tensor Active / FP16 Active`
   n.metric,
   -- its unit, as in gpu_metric_samples.unit (`Throughput %`, or NULL)
   n.unit,
   -- the sampling period the sample describes: from its timestamp (gpu_metric_samples.timestamp_ns), ns
-  s.t0 AS t0_ns,
-  -- to the device's next sample of the metric, or one period on (as long as the one before) for the last;
-  -- NULL for a metric sampled once, ns
-  coalesce(lead(s.t0) OVER w, 2 * s.t0 - lag(s.t0) OVER w) AS t1_ns,
+  p.t0_ns,
+  -- to the device's next sampling time, or one period on (as long as the one before) for the last; NULL for a
+  -- device sampled once, ns
+  p.t1_ns,
   -- the sampled value, %
-  s.value
-FROM s
-JOIN (SELECT DISTINCT name_key, metric, unit FROM k) n USING (name_key)
-WINDOW w AS (PARTITION BY s.device_id, s.name_key ORDER BY s.t0);
+  CASE WHEN n.tensor THEN p.tensor_active ELSE p.sm_active END AS value
+FROM gpu_activity_periods p
+JOIN gpu_activity_names n USING (device_id)
+WHERE CASE WHEN n.tensor THEN p.tensor_active ELSE p.sm_active END IS NOT NULL;
