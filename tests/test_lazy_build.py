@@ -63,6 +63,8 @@ def test_a_cold_kernels_builds_no_iterations_gaps_or_nvtx_nesting(tmp_path):
     assert {"gpu_ops", "kernel_classes", "strings", "profile_facts", "data_quality"} <= built
     # what iterations and gaps read (gpu_busy), the NVTX nesting passes (op_ranges' tables) and the process roles
     assert not built & {"gpu_busy", "op_range_links", "range_chains", "process_roles", "devices"}
+    # nor the CPU calls: the profile's span and the data checks read what those tables are made of
+    assert not built & {"api_calls", "os_calls"}
 
 
 def test_a_cold_kernels_builds_what_it_reads_in_the_loads_one_pass(tmp_path):

@@ -1,7 +1,7 @@
--- @include 00_macros.sql, 30_api_calls.sql, 40_gpu_ops.sql, 50_nvtx.sql
+-- @include 00_macros.sql, 40_gpu_ops.sql
 -- @staging nsysql_stage._load_beyond_int64, raw_graph, raw_kernel, raw_memcpy, raw_memset, raw_nvtx, raw_osrt
 -- @staging raw_runtime
--- @tables _shared_calls, api_calls, gpu_ops, nvtx_ranges, os_calls
+-- @tables _shared_calls
 -- @macros is_interval
 -- @defines data_quality
 
