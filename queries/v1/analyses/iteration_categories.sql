@@ -1,4 +1,4 @@
--- @tables gpu_ops, kernel_classes, kernel_tensor_use
+-- @tables gpu_ops, kernel_classes, kernel_tensor_use, op_launch
 -- @macros kernel_tensor_cores, ops_by_iteration, tensor_cores_evidence
 -- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
 -- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
@@ -7,7 +7,8 @@
 -- tensor-core use: kernels_by_category.sql for the kernels launched in each iteration (as iterations.sql: by any
 -- thread of process $pid, at the launching call's start). pct is of the iteration's kernel time.
 WITH mine AS (
-  SELECT name_id, duration_ns, api_start_ns, start_ns FROM gpu_ops WHERE pid = $pid AND kind = 'kernel'
+  SELECT name_id, duration_ns, api_start_ns, start_ns
+  FROM gpu_ops LEFT JOIN op_launch USING (op_id) WHERE pid = $pid AND kind = 'kernel'
 ), k AS (
   SELECT iteration, name_id, duration_ns FROM ops_by_iteration('mine', $windows)
 )

@@ -1,4 +1,4 @@
--- @tables gpu_ops, nvtx_ranges
+-- @tables gpu_ops, nvtx_ranges, op_launch
 -- @macros ops_by_iteration, range_family
 -- @param $delimiter BOOLEAN: false: each instance is an iteration (a wrapper); true: instances delimit iterations
 -- @param $pid BIGINT: the process of the windows' thread
@@ -12,7 +12,8 @@
 -- copy benchmark); nothing when it launched none (an NVTX-only profile). An op belongs to the window in which
 -- it was launched, as in iterations.sql.
 WITH proc AS (
-  SELECT kind, name_id, duration_ns, api_start_ns, start_ns FROM gpu_ops WHERE pid = $pid
+  SELECT kind, name_id, duration_ns, api_start_ns, start_ns
+  FROM gpu_ops LEFT JOIN op_launch USING (op_id) WHERE pid = $pid
 ), compute AS (
   SELECT count(*) FILTER (WHERE kind IN ('kernel', 'graph')) > 0 AS has_compute,
          count(*) FILTER (WHERE kind = 'graph') > 0 AS has_graphs

@@ -1,4 +1,4 @@
--- @tables gpu_ops, kernel_classes, kernel_tensor_use
+-- @tables gpu_ops, kernel_classes, kernel_tensor_use, op_launch
 -- @macros kernel_tensor_cores, ops_by_iteration
 -- @param $matrix VARCHAR[]: the kernel categories that multiply matrices
 -- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
@@ -16,7 +16,7 @@ WITH simt AS (  -- matrix kernels on CUDA cores: the rows the finding `matrix ma
   WHERE list_contains($matrix, c.category) AND kernel_tensor_cores(u.measured, c.tensor_cores) = 'no'
 ), mine AS (
   SELECT kind, duration_ns, bytes, api_start_ns, start_ns
-  FROM gpu_ops
+  FROM gpu_ops LEFT JOIN op_launch USING (op_id)
   WHERE pid = $pid
     AND ((kind = 'kernel' AND name_id IN (SELECT name_id FROM simt))
          OR (kind = 'memcpy' AND copy_kind = 'Host-to-Device' AND src_kind = 'Pageable'))

@@ -1,4 +1,4 @@
--- @tables gpu_ops, strings
+-- @tables gpu_ops, op_launch, strings
 -- @macros ops_by_iteration
 -- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
 -- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
@@ -8,7 +8,8 @@
 -- call was traced), by any thread of process $pid. Names are the demangled kernel names, or nsysql's labels
 -- for memcpy/memset/graph ops. Iterations without an op of a name have no row for it.
 WITH mine AS (
-  SELECT kind, name_id, duration_ns, api_start_ns, start_ns FROM gpu_ops WHERE pid = $pid
+  SELECT kind, name_id, duration_ns, api_start_ns, start_ns
+  FROM gpu_ops LEFT JOIN op_launch USING (op_id) WHERE pid = $pid
 ), ops AS (
   SELECT iteration, kind, name_id, duration_ns FROM ops_by_iteration('mine', $windows)
 )

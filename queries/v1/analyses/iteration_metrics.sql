@@ -1,4 +1,4 @@
--- @tables gpu_metric_names, gpu_metric_periods, gpu_metric_values, gpu_ops
+-- @tables gpu_metric_names, gpu_metric_periods, gpu_metric_values, gpu_ops, op_launch
 -- @macros exact_weighted_mean, metric_sums_by_window, ops_by_iteration, overlaps_by_bucket
 -- @param $metrics VARCHAR[]: the metric names to read, NULL for all
 -- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
@@ -11,7 +11,7 @@
 -- for its sampling period (gpu_metric_samples.timestamp_ns) as far as it overlaps the window; the mean is over
 -- the sampled part of the window. $metrics: the metric names to read (NULL: all).
 WITH mine AS (
-  SELECT device_id, start_ns, end_ns, api_start_ns FROM gpu_ops WHERE pid = $pid
+  SELECT device_id, start_ns, end_ns, api_start_ns FROM gpu_ops LEFT JOIN op_launch USING (op_id) WHERE pid = $pid
 ), ops AS (
   SELECT iteration, device_id, start_ns, end_ns FROM ops_by_iteration('mine', $windows)
 ), proj AS (

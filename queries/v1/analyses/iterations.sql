@@ -1,4 +1,4 @@
--- @tables gpu_busy, gpu_ops, strings
+-- @tables gpu_busy, gpu_ops, op_launch, strings
 -- @macros device_layers, ops_by_iteration
 -- @param $device INTEGER: the device whose idle time is measured (the process's busiest)
 -- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
@@ -12,7 +12,8 @@
 WITH coll AS (  -- collective communication kernels (NCCL)
   SELECT id FROM strings WHERE value LIKE 'ncclDevKernel%' OR value LIKE 'ncclKernel%' OR value LIKE '%ncclKernel_%'
 ), mine AS (
-  SELECT kind, start_ns, end_ns, duration_ns, name_id, api_start_ns FROM gpu_ops WHERE pid = $pid
+  SELECT kind, start_ns, end_ns, duration_ns, name_id, api_start_ns
+  FROM gpu_ops LEFT JOIN op_launch USING (op_id) WHERE pid = $pid
 ), ops AS (
   SELECT iteration, kind, start_ns, end_ns, duration_ns, name_id IN (SELECT id FROM coll) AS is_coll
   FROM ops_by_iteration('mine', $windows)
