@@ -344,6 +344,7 @@ BUILDING = {
     "30_api_calls": "CUDA API calls",
     "40_gpu_ops": "GPU operations",
     "42_op_launch": "which calls launched the GPU operations",
+    "43_gpu_ops_named": "GPU operations with their names",
     "44_kernel_rules": "kernel naming rules",
     "45_kernel_classes": "kernel categories",
     "46_device_layers": "GPU layers",
