@@ -58,6 +58,18 @@ def test_a_summary_builds_the_iteration_windows_once_for_all_its_workers(tmp_pat
     built = [m for m in _logged(p.con) if "_iterations_" in m and m.lstrip().upper().startswith("CREATE")]
     assert len(built) == 1, built
     assert p.iterations()["iteration"].to_list() == list(range(p.iterations().height))
+
+
+def test_a_summary_totals_the_ops_of_each_range_once_for_all_its_readers(tmp_path):
+    # the ranges table and the iterations' phases both read each range's GPU op totals by the process rule
+    # (op_range_totals, a grouping of every op): made once, into a table both read; the report's per-iteration
+    # ranges read it too
+    p = nsysql.load(fixture("train_small"), cache=False)
+    p.con.execute("CALL enable_logging('QueryLog')")
+    p.summary()
+    p.report()
+    totalled = [m for m in _logged(p.con) if "FROM op_range_totals(" in m]
+    assert len(totalled) == 1, totalled
     assert p.iterations().height > 1
 
 
@@ -88,3 +100,37 @@ def test_the_code_hash_is_kept_and_still_follows_every_edit(tmp_path):
     assert digest() != first
     sql.write_text(text)
     assert digest() == first
+
+
+def test_stored_answers_are_not_flushed_and_one_a_crash_left_empty_is_made_again(tmp_path, monkeypatch):
+    # the two dozen files of a summary's stored answers are renamed into place unflushed (store.answers): a
+    # crash may leave them empty, and then they are read as missing and computed again, never served
+    import os
+
+    from click.testing import CliRunner
+
+    from nsysql.cli import main
+
+    cdir = tmp_path / "cache"
+    args = ["--cache-dir", str(cdir), "summary", str(fixture("train_small"))]
+    flushed: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        flushed.append(os.readlink(f"/proc/self/fd/{fd}"))
+        return real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    first = CliRunner().invoke(main, args)
+    assert first.exit_code == 0, first.output
+    tables.wait()
+    stored = [p for p in cdir.glob("*.results/*/*") if p.is_file()]
+    assert any(p.name == "index.json" for p in stored) and any(p.name.startswith("printed-") for p in stored)
+    assert [f for f in flushed if ".results" in f] == []
+    assert any(".duckdb." in f for f in flushed), flushed  # the entry itself is flushed before its rename
+    for p in stored:  # what a crash before the unflushed blocks reached the disk leaves
+        p.write_bytes(b"")
+    again = CliRunner().invoke(main, args)
+    assert again.exit_code == 0, again.output
+    assert again.stdout == first.stdout
+    assert all(p.stat().st_size > 0 for p in stored)  # made again and stored again

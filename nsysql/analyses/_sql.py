@@ -33,9 +33,28 @@ def _declared_params(name: str) -> frozenset[str]:
 
 
 def frame(con: duckdb.DuckDBPyConnection, sql: str, params: dict | None = None) -> pl.DataFrame:
-    """The result of one query as a polars DataFrame: polars reads DuckDB's Arrow C stream itself (no Python
-    rows, and no pyarrow, whose import would lie on a cold command's critical path)."""
-    return pl.DataFrame(_Stream(con.sql(sql, params=params or None).__arrow_c_stream__()))
+    """The result of one query (one statement) as a polars DataFrame: polars reads DuckDB's Arrow C stream
+    itself (no Python rows, and no pyarrow, whose import would lie on a cold command's critical path)."""
+    return pl.DataFrame(_Stream(_arrow_stream(con, sql, params or None)))
+
+
+def _arrow_stream(con: duckdb.DuckDBPyConnection, sql: str, params: dict | None):
+    """The Arrow C stream of one statement, parsed, bound and planned once. DuckDB's relation (`con.sql(...)`,
+    then its stream) parses and binds the text to describe the relation, tokenizes it in Python to find its
+    parameter markers, and then parses, binds and plans it again to run it, for each of the two dozen queries
+    of a cold `summary`. Its statement submission (what the relation's stream itself calls, with the same text
+    and values) does it once. It is not DuckDB's public API: a DuckDB without it, or whose call takes other
+    arguments (a TypeError before anything runs; a query's own errors are duckdb.Error), gets the relation."""
+    submit = getattr(con, "_submit", None)
+    if submit is not None:
+        try:
+            return submit(sql, params, "stream", _BATCH).arrow_capsule()
+        except TypeError:
+            pass
+    return con.sql(sql, params=params).__arrow_c_stream__()
+
+
+_BATCH = 131072  # rows per Arrow batch: what the relation's stream asks (duckdb._seam.DEFAULT_BATCH_SIZE)
 
 
 # The DuckDB types polars holds value for value (by DuckDBPyType.id), and the nested types whose children are

@@ -349,7 +349,7 @@ FAMILIES = Param("families", bool, False, doc="numbered families (Batch0..Batch5
     "ranges",
     params=(ATTRIBUTION, GROUP_OPS, FAMILIES),
     tables=("gpu_ops", "nvtx_ranges"),
-    sql=("ranges",),
+    sql=("range_totals", "ranges"),
     nsys=("nvtx_sum", "nvtx_gpu_proj_sum"),
     requires=("nvtx_ranges",),
 )
@@ -595,7 +595,14 @@ def findings(ctx, thresholds) -> pl.DataFrame:
     needs=("iteration_range",),
     tables=("gpu_busy", "gpu_metric_activity", "gpu_ops", "nvtx_ranges", "op_launch", "strings"),
     requires=("nvtx_ranges",),
-    sql=("iteration_windows", "iterations", "iteration_phases", "activity_sampled", "iteration_activity"),
+    sql=(
+        "iteration_windows",
+        "iterations",
+        "range_totals",
+        "iteration_phases",
+        "activity_sampled",
+        "iteration_activity",
+    ),
 )
 def iterations(ctx, range, skip, outlier_sigmas) -> pl.DataFrame:
     """One row per iteration of the loop (see nsysql.analyses.iterations for the rules)."""
@@ -665,7 +672,7 @@ def iteration_spans(ctx, range, skip, outlier_sigmas) -> pl.DataFrame:
     params=(RANGE,),
     needs=("iteration_range",),
     tables=("gpu_ops", "nvtx_ranges", "op_launch", "strings"),
-    sql=("iteration_kernels", "iteration_ranges"),
+    sql=("iteration_kernels", "range_totals", "iteration_ranges"),
     requires=("nvtx_ranges",),
 )
 def iteration_breakdown(ctx, range) -> dict[str, pl.DataFrame]:

@@ -56,19 +56,17 @@ Step time (`step_ns`, what the flags and the steady-state figures judge):
 
 from __future__ import annotations
 
-import hashlib
-import json
-import threading
 from dataclasses import dataclass, field
 from typing import NoReturn
 
 import polars as pl
 
-from .. import queries
 from ..errors import NsysqlError
 from ..rules import MAD_SIGMA
+from . import scratch
 from ._sql import run
 from .patterns import resolve_range
+from .ranges import range_totals
 
 MIN_REPEATS = 3
 """A family must repeat at least this many times at one depth on one thread to be tried as the loop."""
@@ -349,31 +347,11 @@ class Windows:
         return run(self.con, name, windows=self.table, **params)
 
 
-# The windows live in an in-memory database of their own, attached to the profile's DuckDB (not TEMP tables, which
-# are one cursor's own): the workers of one request (summary asks iterations, their stats, gaps and the breakdown
-# side by side, each on its own cursor) read the one table the first of them built, instead of each building it
-# again. Apart from the canonical tables, so that nothing that lists or copies those (export, the cache entry)
-# sees them; a DuckDB of another Profile has its own.
-WINDOWS_DB = "nsysql_windows"
-_BUILDING = threading.Lock()  # one thread builds a range's windows; the others then find the table
-
-
 def windows(con, it: IterationRange) -> Windows:
-    """The windows of `it` on `con`'s DuckDB: built once, read by every cursor of it."""
-    key = json.dumps([it.pid, it.tid, it.depth, it.names, it.delimiter])
-    name = "_iterations_" + hashlib.sha256(key.encode()).hexdigest()[:16]
-    table = f"{WINDOWS_DB}.main.{name}"
-    with _BUILDING:
-        con.execute(f"ATTACH IF NOT EXISTS ':memory:' AS {WINDOWS_DB}")
-        there = con.execute(
-            "SELECT count(*) FROM duckdb_tables() WHERE database_name = ? AND table_name = ?", [WINDOWS_DB, name]
-        ).fetchall()[0][0]
-        if not there:
-            con.execute(
-                f"CREATE TABLE {table} AS " + queries.read("analyses/iteration_windows.sql"),
-                {"pid": it.pid, "tid": it.tid, "depth": it.depth, "names": it.names, "delimiter": it.delimiter},
-            )
-    return Windows(con, table)
+    """The windows of `it` on `con`'s DuckDB: built once, read by every cursor of it (scratch.table: the
+    workers of one request read the one table the first of them built)."""
+    params = {"pid": it.pid, "tid": it.tid, "depth": it.depth, "names": it.names, "delimiter": it.delimiter}
+    return Windows(con, scratch.table(con, "_iterations_", "iteration_windows", params))
 
 
 def iterations(
@@ -388,7 +366,7 @@ def iterations(
     it = it or detect(con, range)
     win = windows(con, it)
     df = win.run("iterations", pid=it.pid, device=it.device_id)
-    phases = win.run("iteration_phases", delimiter=it.delimiter)
+    phases = win.run("iteration_phases", delimiter=it.delimiter, totals=range_totals(con, "process"))
     df = flag(steps(df, skip, gpu=it.device_id is not None), skip, outlier_sigmas)
     if phases.height:
         order = phases.group_by("phase", maintain_order=True).agg(pl.col("cpu_ns").sum())["phase"].to_list()
@@ -415,7 +393,10 @@ def breakdown(con, it: IterationRange) -> dict[str, pl.DataFrame]:
     """Per iteration of `it`: the GPU time of each op name launched in it (`kernels`, iteration_kernels.sql) and
     the CPU time of each NVTX range family that starts in it (`ranges`, iteration_ranges.sql)."""
     win = windows(con, it)
-    return {"kernels": win.run("iteration_kernels", pid=it.pid), "ranges": win.run("iteration_ranges", pid=it.pid)}
+    return {
+        "kernels": win.run("iteration_kernels", pid=it.pid),
+        "ranges": win.run("iteration_ranges", pid=it.pid, totals=range_totals(con, "process")),
+    }
 
 
 def spans(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..errors import NsysqlError
+from . import scratch
 from ._sql import run
 
 ATTRIBUTIONS = ("thread", "process")
@@ -33,5 +34,12 @@ def ranges(
     group_ops_default says. `families`: a numbered family's names (`Batch0..Batch59`) as one row, `Batch*`,
     with `names`, how many it folds (ranges.sql)."""
     group_ops = group_ops_default(attribution, group_ops)
-    got = run(con, "ranges", attribution=check_attribution(attribution), group_ops=group_ops, families=bool(families))
+    totals = range_totals(con, check_attribution(attribution))
+    got = run(con, "ranges", totals=totals, group_ops=group_ops, families=bool(families))
     return got if families else got.drop("names")
+
+
+def range_totals(con, attribution: str) -> str:
+    """The table of each range's GPU op totals by rule `attribution` (range_totals.sql), made once per DuckDB
+    for every query that reads it (scratch.table)."""
+    return scratch.table(con, "_range_totals_", "range_totals", {"attribution": attribution})

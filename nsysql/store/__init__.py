@@ -260,10 +260,12 @@ def remove_temps_of(final: Path) -> None:
         remove(Path(f"{tmp}.wal"))
 
 
-def commit(tmp: Path, final: Path) -> None:
+def commit(tmp: Path, final: Path, durable: bool = True) -> None:
     """Flush the whole file `tmp` to disk and rename it to `final` (so no reader, nor a crash, can leave half a
-    file under `final`)."""
-    sync(tmp)
+    file under `final`). `durable=False`: renamed unflushed, for a value whose reader checks it and makes it
+    again when a crash left it short (a stored answer: store.answers)."""
+    if durable:
+        sync(tmp)
     os.replace(tmp, final)
     _own.discard(tmp)
 
@@ -403,13 +405,13 @@ def output_text(final: str | os.PathLike, text: str, links: bool = True) -> None
     output(final, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"), links=links)
 
 
-def write(final: Path, fill: Callable[[Path], object]) -> None:
-    """Atomically write `final`: `fill(path)` writes the content to a temporary file, then `commit`. The
-    temporary file is removed if anything fails; the error is the caller's (see `failed`)."""
+def write(final: Path, fill: Callable[[Path], object], durable: bool = True) -> None:
+    """Atomically write `final`: `fill(path)` writes the content to a temporary file, then `commit` (`durable`
+    as there). The temporary file is removed if anything fails; the error is the caller's (see `failed`)."""
     tmp = temp_path(final)
     try:
         fill(tmp)
-        commit(tmp, final)
+        commit(tmp, final, durable)
     finally:
         remove(tmp)
 

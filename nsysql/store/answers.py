@@ -2,10 +2,13 @@
 
 Users re-run the same commands on the same file. An answer depends only on the export and nsysql's code (both
 in the store's key, which names the entry: see nsysql.store) and on the call's parameters; so the frames are
-stored as Parquet under `<entry>.results/<question>-<hash of its parameters>/`, written as every file of the
-store is (store.write; the index file last): editing nsysql never serves a stale answer. A damaged or partial
-answer is recomputed; one that cannot be written (a full disk) gives the store's one warning. Within one
-Profile the answers are also kept in memory (`Answers`), with or without a cache entry.
+stored as Parquet under `<entry>.results/<question>-<hash of its parameters>/`, each file written whole under
+a temporary name and renamed into place (store.write; the index file last): editing nsysql never serves a stale
+answer. A damaged or partial answer is recomputed; one that cannot be written (a full disk) gives the store's one
+warning. So its files are not flushed to disk before their rename (`durable=False`): a crash that leaves one
+short or empty costs its recomputation, where a flush of each of the two dozen files a cold `summary` stores
+would cost every run. Within one Profile the answers are also kept in memory (`Answers`), with or without a
+cache entry.
 """
 
 from __future__ import annotations
@@ -77,8 +80,8 @@ def put(entry: Path | None, name: str, params: dict, result) -> None:
         store.claim(entry.with_suffix(""))  # what `cache clear` may remove (the entry's build wrote it first)
         d.mkdir(parents=True, exist_ok=True)
         for i, df in enumerate(frames.values()):
-            store.write(d / f"{i}.parquet", df.write_parquet)
-        store.write(d / INDEX, lambda p: p.write_text(index))
+            store.write(d / f"{i}.parquet", df.write_parquet, durable=False)
+        store.write(d / INDEX, lambda p: p.write_text(index), durable=False)
     except FileNotFoundError:
         pass  # `nsysql cache clear` from another process removed the directory meanwhile: store nothing
     except (OSError, pl.exceptions.PolarsError) as e:  # a full disk: answered anyway, recomputed next time
@@ -107,7 +110,7 @@ def keep_printed(entry: Path, name: str, params: dict, look: dict, text: str) ->
     blob = json.dumps({"look": look, "text": text})  # ASCII, every character escaped: read back exactly
     try:
         if _index(d) is not None:
-            store.write(d / _printed_name(look), lambda p: p.write_text(blob, encoding="ascii"))
+            store.write(d / _printed_name(look), lambda p: p.write_text(blob, encoding="ascii"), durable=False)
     except FileNotFoundError:
         pass  # `nsysql cache clear` from another process removed the directory meanwhile
     except OSError as e:  # a full disk: printed anyway, rendered again next time

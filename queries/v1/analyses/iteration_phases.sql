@@ -1,6 +1,7 @@
 -- @tables nvtx_ranges
--- @macros op_range_totals, range_family
+-- @macros range_family
 -- @param $delimiter BOOLEAN: false: each instance is an iteration (a wrapper); true: instances delimit iterations
+-- @param $totals VARCHAR: name of the table of per-range op totals, process rule (range_totals.sql, scratch.py)
 -- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
 
 -- Per iteration and child range (for a wrapper range: its direct children, e.g. `Forward Pass`; for a
@@ -25,7 +26,7 @@ WITH cand AS (
 ), kept AS (
   SELECT * FROM placed WHERE CASE WHEN $delimiter THEN true ELSE parent_id = iter_range_id END
 ), gpu AS (
-  SELECT range_id, (total_ns - captured_ns)::BIGINT AS gpu_ns FROM op_range_totals('process')  -- at any depth
+  SELECT range_id, (total_ns - captured_ns)::BIGINT AS gpu_ns FROM query_table($totals)  -- at any depth
   WHERE range_id IN (SELECT range_id FROM kept)
 )
 SELECT k.iteration, range_family(k.name) AS phase,

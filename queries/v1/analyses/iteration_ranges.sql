@@ -1,6 +1,7 @@
 -- @tables nvtx_ranges
--- @macros op_range_totals, range_family
+-- @macros range_family
 -- @param $pid BIGINT: the process whose ranges count (any thread)
+-- @param $totals VARCHAR: name of the table of per-range op totals, process rule (range_totals.sql, scratch.py)
 -- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
 
 -- Per iteration (rows of the table named $windows, made by iteration_windows.sql) and NVTX range family: CPU
@@ -18,7 +19,7 @@ WITH r AS (
   ASOF JOIN query_table($windows) i ON x.start_ns >= i.start_ns
   WHERE x.start_ns < i.end_ns
 ), gpu AS (
-  SELECT range_id, (total_ns - captured_ns)::BIGINT AS gpu_ns FROM op_range_totals('process')  -- at any depth
+  SELECT range_id, (total_ns - captured_ns)::BIGINT AS gpu_ns FROM query_table($totals)  -- at any depth
   WHERE range_id IN (SELECT range_id FROM r)
 )
 SELECT r.iteration, r.name, sum(r.duration_ns)::BIGINT AS cpu_ns, coalesce(sum(g.gpu_ns), 0)::BIGINT AS gpu_ns,

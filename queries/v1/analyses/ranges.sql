@@ -1,7 +1,7 @@
 -- @tables gpu_ops, nvtx_ranges
--- @macros family_label, family_name, is_torch_range, op_range_totals, range_op_name, stats_durations
--- @param $attribution VARCHAR: 'thread' (nsys's rule) or 'process' (canonical/60_op_ranges.sql)
+-- @macros family_label, family_name, is_torch_range, range_op_name, stats_durations
 -- @param $group_ops BOOLEAN: names lose PyTorch's per-call arguments (range_op_name)
+-- @param $totals VARCHAR: name of the table of per-range op totals (range_totals.sql, analyses/scratch.py)
 -- @param $families BOOLEAN: numbered families of two or more names as one row (`Batch*`)
 
 -- NVTX ranges: per (domain, name, style) the CPU-side statistics of `nsys stats -r nvtx_sum` and the
@@ -9,7 +9,8 @@
 -- end (per graph replay for the ops of CUDA graph nodes it captured: op_range_totals.proj_ns), summed over
 -- instances (a span: GPU idle time inside it counts), the GPU time of the enclosed ops (their summed
 -- durations, as nvtx_kern_sum's totals), and the number of enclosed GPU ops.
--- $attribution: 'thread' (nsys's rule) or 'process' (see canonical/60_op_ranges.sql).
+-- $totals: the table of op_range_totals by one rule, 'thread' (nsys's) or 'process' (canonical/60_op_ranges.sql),
+-- made by range_totals.sql.
 -- $group_ops: when true, names lose PyTorch's per-call arguments (range_op_name: `aten::addmm, seq = 5,
 -- op_id = 9, ...` -> `aten::addmm`), so an emit_nvtx profile has one row per operator, not one per call.
 -- $families: when true, the names of a numbered family (family_name: `Batch0`..`Batch59`, two names or more in
@@ -18,7 +19,7 @@
 -- The projection comes from op_range_totals (canonical/60_op_ranges.sql): time linear in the ops whatever the
 -- nesting depth.
 WITH proj AS (
-  SELECT range_id, proj_ns, ops, total_ns FROM op_range_totals($attribution)
+  SELECT range_id, proj_ns, ops, total_ns FROM query_table($totals)
 ),
 named AS (
   SELECT * REPLACE (CASE WHEN $group_ops THEN range_op_name(name) ELSE name END AS name) FROM nvtx_ranges
