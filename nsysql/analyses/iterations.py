@@ -64,7 +64,7 @@ import polars as pl
 from ..errors import NsysqlError
 from ..rules import MAD_SIGMA
 from . import scratch
-from ._sql import run
+from ._sql import _declared_params, run
 from .patterns import resolve_range
 from .ranges import range_totals
 
@@ -343,8 +343,21 @@ class Windows:
     table: str
 
     def run(self, name: str, **params) -> pl.DataFrame:
-        """The result of queries/v1/analyses/`name`.sql over these windows."""
+        """The result of queries/v1/analyses/`name`.sql over these windows. A query that reads the GPU ops of
+        process `pid` with their launch (`$ops`) gets them as one table shared by every such query
+        (process_ops: one join of gpu_ops to op_launch per DuckDB, not one per query)."""
+        takes = _declared_params(name)
+        if "ops" in takes:
+            params["ops"] = process_ops(self.con, params["pid"])
+            if "pid" not in takes:
+                del params["pid"]
         return run(self.con, name, windows=self.table, **params)
+
+
+def process_ops(con, pid: int) -> str:
+    """The table of process `pid`'s GPU ops with their launching call's start (process_ops.sql), made once per
+    DuckDB for every per-iteration query that reads them (scratch.table)."""
+    return scratch.table(con, "_process_ops_", "process_ops", {"pid": pid})
 
 
 def windows(con, it: IterationRange) -> Windows:

@@ -1,14 +1,14 @@
--- @tables gpu_metric_activity, gpu_ops, op_launch
+-- @tables gpu_metric_activity
 -- @macros ops_by_iteration, overlaps_by_bucket
--- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
+-- @param $ops VARCHAR: name of the table of the process's GPU ops with their launch (process_ops.sql, scratch.py)
 -- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
 
 -- SMs Active and Tensor Active per iteration (the columns `iterations` shows): iteration_metrics.sql's
 -- time-weighted mean over each iteration's GPU-projected window, per device, read from gpu_metric_activity (the
 -- samples of those two metrics only) rather than from every metric's samples. No row without samples.
 WITH mine AS (
-  SELECT device_id, start_ns, end_ns, api_start_ns FROM gpu_ops LEFT JOIN op_launch USING (op_id)
-  WHERE pid = $pid AND EXISTS (SELECT 1 FROM gpu_metric_activity)  -- without samples, nothing to read
+  SELECT device_id, start_ns, end_ns, api_start_ns FROM query_table($ops)
+  WHERE EXISTS (SELECT 1 FROM gpu_metric_activity)  -- without samples, nothing to read
 ), ops AS (
   SELECT iteration, device_id, start_ns, end_ns FROM ops_by_iteration('mine', $windows)
 ), proj AS (

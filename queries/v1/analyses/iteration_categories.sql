@@ -1,6 +1,6 @@
--- @tables gpu_ops, kernel_classes, kernel_tensor_use, op_launch
+-- @tables kernel_classes, kernel_tensor_use
 -- @macros kernel_tensor_cores, ops_by_iteration, tensor_cores_evidence
--- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
+-- @param $ops VARCHAR: name of the table of the process's GPU ops with their launch (process_ops.sql, scratch.py)
 -- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
 
 -- Kernel time per iteration (rows of the table named $windows, made by iteration_windows.sql), category and
@@ -8,7 +8,7 @@
 -- thread of process $pid, at the launching call's start). pct is of the iteration's kernel time.
 WITH mine AS (
   SELECT name_id, duration_ns, api_start_ns, start_ns
-  FROM gpu_ops LEFT JOIN op_launch USING (op_id) WHERE pid = $pid AND kind = 'kernel'
+  FROM query_table($ops) WHERE kind = 'kernel'
 ), k AS (
   SELECT iteration, name_id, duration_ns FROM ops_by_iteration('mine', $windows)
 )

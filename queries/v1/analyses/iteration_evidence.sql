@@ -1,8 +1,9 @@
--- @tables gpu_ops, nvtx_ranges, op_launch
+-- @tables nvtx_ranges
 -- @macros ops_by_iteration, range_family
 -- @param $delimiter BOOLEAN: false: each instance is an iteration (a wrapper); true: instances delimit iterations
 -- @param $pid BIGINT: the process of the windows' thread
 -- @param $tid BIGINT: the thread of the iteration ranges
+-- @param $ops VARCHAR: name of the table of the process's GPU ops with their launch (process_ops.sql, scratch.py)
 -- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
 
 -- What iterations.detect tests before it takes a range family as the loop, measured on the windows in the
@@ -13,7 +14,7 @@
 -- it was launched, as in iterations.sql.
 WITH proc AS (
   SELECT kind, name_id, duration_ns, api_start_ns, start_ns
-  FROM gpu_ops LEFT JOIN op_launch USING (op_id) WHERE pid = $pid
+  FROM query_table($ops)
 ), compute AS (
   SELECT count(*) FILTER (WHERE kind IN ('kernel', 'graph')) > 0 AS has_compute,
          count(*) FILTER (WHERE kind = 'graph') > 0 AS has_graphs

@@ -1,7 +1,7 @@
--- @tables gpu_ops, kernel_classes, kernel_tensor_use, op_launch
+-- @tables kernel_classes, kernel_tensor_use
 -- @macros kernel_tensor_cores, ops_by_iteration
 -- @param $matrix VARCHAR[]: the kernel categories that multiply matrices
--- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
+-- @param $ops VARCHAR: name of the table of the process's GPU ops with their launch (process_ops.sql, scratch.py)
 -- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
 
 -- Per iteration (rows of the table named $windows, made by iteration_windows.sql): the GPU work two findings'
@@ -16,10 +16,9 @@ WITH simt AS (  -- matrix kernels on CUDA cores: the rows the finding `matrix ma
   WHERE list_contains($matrix, c.category) AND kernel_tensor_cores(u.measured, c.tensor_cores) = 'no'
 ), mine AS (
   SELECT kind, duration_ns, bytes, api_start_ns, start_ns
-  FROM gpu_ops LEFT JOIN op_launch USING (op_id)
-  WHERE pid = $pid
-    AND ((kind = 'kernel' AND name_id IN (SELECT name_id FROM simt))
-         OR (kind = 'memcpy' AND copy_kind = 'Host-to-Device' AND src_kind = 'Pageable'))
+  FROM query_table($ops)
+  WHERE ((kind = 'kernel' AND name_id IN (SELECT name_id FROM simt))
+        OR (kind = 'memcpy' AND copy_kind = 'Host-to-Device' AND src_kind = 'Pageable'))
 ), ops AS (
   SELECT iteration, kind, duration_ns, bytes FROM ops_by_iteration('mine', $windows)
 )

@@ -1,6 +1,6 @@
--- @tables gpu_ops, op_launch, strings
+-- @tables strings
 -- @macros ops_by_iteration
--- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
+-- @param $ops VARCHAR: name of the table of the process's GPU ops with their launch (process_ops.sql, scratch.py)
 -- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
 
 -- Per iteration (rows of the table named $windows, made by iteration_windows.sql) and GPU op name: summed GPU
@@ -9,7 +9,7 @@
 -- for memcpy/memset/graph ops. Iterations without an op of a name have no row for it.
 WITH mine AS (
   SELECT kind, name_id, duration_ns, api_start_ns, start_ns
-  FROM gpu_ops LEFT JOIN op_launch USING (op_id) WHERE pid = $pid
+  FROM query_table($ops)
 ), ops AS (
   SELECT iteration, kind, name_id, duration_ns FROM ops_by_iteration('mine', $windows)
 )

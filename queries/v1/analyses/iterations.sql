@@ -1,7 +1,7 @@
--- @tables gpu_busy, gpu_ops, op_launch, strings
+-- @tables gpu_busy, gpu_ops, strings
 -- @macros device_layers, ops_by_iteration
 -- @param $device INTEGER: the device whose idle time is measured (the process's busiest)
--- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
+-- @param $ops VARCHAR: name of the table of the process's GPU ops with their launch (process_ops.sql, scratch.py)
 -- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
 
 -- Per iteration (rows of the table named $windows, made by iteration_windows.sql): wall time and what the GPU
@@ -13,7 +13,7 @@ WITH coll AS (  -- collective communication kernels (NCCL)
   SELECT id FROM strings WHERE value LIKE 'ncclDevKernel%' OR value LIKE 'ncclKernel%' OR value LIKE '%ncclKernel_%'
 ), mine AS (
   SELECT kind, start_ns, end_ns, duration_ns, name_id, api_start_ns
-  FROM gpu_ops LEFT JOIN op_launch USING (op_id) WHERE pid = $pid
+  FROM query_table($ops)
 ), ops AS (
   SELECT iteration, kind, start_ns, end_ns, duration_ns, name_id IN (SELECT id FROM coll) AS is_coll
   FROM ops_by_iteration('mine', $windows)

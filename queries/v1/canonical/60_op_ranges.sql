@@ -40,7 +40,8 @@ SELECT o.range_id, o.pre, greatest(o.pre, u.upto) AS last
 FROM _pp_order o
 ASOF LEFT JOIN upto u ON u.pid = o.pid AND u.tid = o.tid AND o.end_ns > u.start_ns;
 
-CREATE OR REPLACE TEMP VIEW _launched AS
+-- The ops with a traced launch, joined once: the statements below read them four times.
+CREATE OR REPLACE TEMP TABLE _launched AS
 SELECT o.op_id, o.pid, l.api_tid, l.api_start_ns FROM gpu_ops o JOIN op_launch l ON l.op_id = o.op_id;
 
 -- Each launched op with the innermost push/pop range open on its launching thread when the call started
