@@ -29,9 +29,12 @@ CREATE OR REPLACE TEMP VIEW _launch_calls AS
 SELECT c.*, CASE WHEN s.pid IS NULL THEN 0 ELSE c.call_id END AS pick
 FROM _calls c LEFT JOIN _shared_ids s ON s.pid = c.pid AND s.correlation_id = c.correlation_id;
 
--- One row per GPU op whose launching call was traced: gpu_ops LEFT JOIN op_launch USING (op_id) gives every op
--- with its call (NULL where none was traced). The ops' keys (3 columns) make the hash table and the calls (18M
--- rows at 10M kernels) stream past it: one narrow row per op is held, never one per call nor every op column.
+-- The ops' keys (3 columns) make the hash table of the join below and the calls (18M rows at 10M kernels) stream
+-- past it: one narrow row per op is held, never one per call nor every op column.
+
+-- One row per GPU op whose launching call was traced: the call's thread, start, end and name. gpu_ops LEFT JOIN
+-- op_launch USING (op_id) gives every op with its call (NULL where none was traced); the view gpu_ops_named has
+-- every column of both, with the names spelled out.
 CREATE OR REPLACE TABLE op_launch AS
 SELECT
   -- gpu_ops.op_id of the op
