@@ -343,15 +343,24 @@ class Windows:
     table: str
 
     def run(self, name: str, **params) -> pl.DataFrame:
-        """The result of queries/v1/analyses/`name`.sql over these windows. A query that reads the GPU ops of
-        process `pid` with their launch (`$ops`) gets them as one table shared by every such query
-        (process_ops: one join of gpu_ops to op_launch per DuckDB, not one per query)."""
+        """The result of queries/v1/analyses/`name`.sql over these windows. Process `pid`'s GPU ops come as
+        tables shared by every query of this DuckDB that reads them: with their launch (`$ops`, process_ops:
+        gpu_ops joined to op_launch once, not once per query) and placed in these windows' iterations
+        (`$placed`, placed_ops: the ops meet the windows once)."""
         takes = _declared_params(name)
-        if "ops" in takes:
-            params["ops"] = process_ops(self.con, params["pid"])
+        if "ops" in takes or "placed" in takes:
+            ops = process_ops(self.con, params["pid"])
+            if "ops" in takes:
+                params["ops"] = ops
+            if "placed" in takes:
+                params["placed"] = scratch.table(
+                    self.con, "_placed_", "placed_ops", {"ops": ops, "windows": self.table}
+                )
             if "pid" not in takes:
                 del params["pid"]
-        return run(self.con, name, windows=self.table, **params)
+        if "windows" in takes:
+            params["windows"] = self.table
+        return run(self.con, name, **params)
 
 
 def process_ops(con, pid: int) -> str:
