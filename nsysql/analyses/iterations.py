@@ -343,19 +343,18 @@ class Windows:
     table: str
 
     def run(self, name: str, **params) -> pl.DataFrame:
-        """The result of queries/v1/analyses/`name`.sql over these windows. Process `pid`'s GPU ops come as
-        tables shared by every query of this DuckDB that reads them: with their launch (`$ops`, process_ops:
-        gpu_ops joined to op_launch once, not once per query) and placed in these windows' iterations
+        """The result of queries/v1/analyses/`name`.sql over these windows. The GPU ops come as tables shared by
+        every query of this DuckDB that reads them: with their launch (`$ops`, launched_ops: gpu_ops joined to
+        op_launch once, not once per query) and, process `pid`'s, placed in these windows' iterations
         (`$placed`, placed_ops: the ops meet the windows once)."""
         takes = _declared_params(name)
         if "ops" in takes or "placed" in takes:
-            ops = process_ops(self.con, params["pid"])
+            ops = launched_ops(self.con)
             if "ops" in takes:
                 params["ops"] = ops
             if "placed" in takes:
-                params["placed"] = scratch.table(
-                    self.con, "_placed_", "placed_ops", {"ops": ops, "windows": self.table}
-                )
+                placed = {"ops": ops, "pid": params["pid"], "windows": self.table}
+                params["placed"] = scratch.table(self.con, "_placed_", "placed_ops", placed)
             if "pid" not in takes:
                 del params["pid"]
         if "windows" in takes:
@@ -363,10 +362,10 @@ class Windows:
         return run(self.con, name, **params)
 
 
-def process_ops(con, pid: int) -> str:
-    """The table of process `pid`'s GPU ops with their launching call's start (process_ops.sql), made once per
-    DuckDB for every per-iteration query that reads them (scratch.table)."""
-    return scratch.table(con, "_process_ops_", "process_ops", {"pid": pid})
+def launched_ops(con) -> str:
+    """The table of every GPU op with its launching call (launched_ops.sql), made once per DuckDB for every
+    query that reads them (scratch.table)."""
+    return scratch.table(con, "_launched_ops_", "launched_ops", {})
 
 
 def windows(con, it: IterationRange) -> Windows:

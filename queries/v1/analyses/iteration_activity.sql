@@ -1,6 +1,7 @@
 -- @tables gpu_metric_activity
 -- @macros ops_by_iteration, overlaps_by_bucket
--- @param $ops VARCHAR: name of the table of the process's GPU ops with their launch (process_ops.sql, scratch.py)
+-- @param $ops VARCHAR: name of the table of every GPU op with its launch (launched_ops.sql, scratch.py)
+-- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
 -- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
 
 -- SMs Active and Tensor Active per iteration (the columns `iterations` shows): iteration_metrics.sql's
@@ -8,7 +9,7 @@
 -- samples of those two metrics only) rather than from every metric's samples. No row without samples.
 WITH mine AS (
   SELECT device_id, start_ns, end_ns, api_start_ns FROM query_table($ops)
-  WHERE EXISTS (SELECT 1 FROM gpu_metric_activity)  -- without samples, nothing to read
+  WHERE pid = $pid AND EXISTS (SELECT 1 FROM gpu_metric_activity)  -- without samples, nothing to read
 ), ops AS (
   SELECT iteration, device_id, start_ns, end_ns FROM ops_by_iteration('mine', $windows)
 ), proj AS (

@@ -3,7 +3,7 @@
 -- @param $delimiter BOOLEAN: false: each instance is an iteration (a wrapper); true: instances delimit iterations
 -- @param $pid BIGINT: the process of the windows' thread
 -- @param $tid BIGINT: the thread of the iteration ranges
--- @param $ops VARCHAR: name of the table of the process's GPU ops with their launch (process_ops.sql, scratch.py)
+-- @param $ops VARCHAR: name of the table of every GPU op with its launch (launched_ops.sql, scratch.py)
 -- @param $placed VARCHAR: name of the table of the process's ops with their iteration (placed_ops.sql, scratch.py)
 -- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
 
@@ -15,7 +15,7 @@
 -- it was launched, as in iterations.sql.
 WITH proc AS (
   SELECT kind, name_id, duration_ns, api_start_ns, start_ns
-  FROM query_table($ops)
+  FROM query_table($ops) WHERE pid = $pid
 ), compute AS (
   SELECT count(*) FILTER (WHERE kind IN ('kernel', 'graph')) > 0 AS has_compute,
          count(*) FILTER (WHERE kind = 'graph') > 0 AS has_graphs

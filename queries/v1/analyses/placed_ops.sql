@@ -1,11 +1,15 @@
 -- @macros ops_by_iteration
--- @param $ops VARCHAR: name of the table of a process's GPU ops with their launch (process_ops.sql, scratch.py)
+-- @param $ops VARCHAR: name of the table of every GPU op with its launch (launched_ops.sql, scratch.py)
+-- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
 -- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
 
--- Each GPU op of the table named $ops with the iteration it was launched in (ops_by_iteration, 00_macros.sql: at
+-- Each GPU op of process $pid (of the table named $ops) with the iteration it was launched in (ops_by_iteration, 00_macros.sql: at
 -- its launching call's start, else at its own; ops launched outside every window have no row), and every column
 -- of $ops. Made once per profile's DuckDB as a table that iterations.sql, iteration_evidence.sql,
 -- iteration_kernels.sql, iteration_categories.sql and iteration_headroom.sql read as query_table($placed)
 -- (nsysql/analyses/scratch.py), each with its own filter: an op's iteration depends on the op and the windows
 -- alone, so filtering after placing gives what placing the filtered ops gave, and the ops meet the windows once.
-SELECT * FROM ops_by_iteration($ops, $windows);
+WITH mine AS (
+  SELECT * FROM query_table($ops) WHERE pid = $pid
+)
+SELECT * FROM ops_by_iteration('mine', $windows);
