@@ -299,3 +299,25 @@ def test_a_cold_kernels_reads_no_cuda_api_call_and_a_later_info_counts_their_fla
     )
     assert want.filter(pl.col("problem") == "correlationId shared by several calls")["rows"].to_list() == [2]
     assert_frame_equal(want, later)
+
+
+@pytest.mark.parametrize(
+    ("question", "reads_calls"),
+    [
+        (("summary", {}), True),  # the launch figures, iterations and NVTX attribution read the calls
+        (("kernels", {}), False),
+        (("kernels", {"by": "category", "per": "iteration"}), False),  # `per` chooses what is read: no hint
+    ],
+)
+def test_a_cli_question_is_read_in_the_cold_loads_first_pass(tmp_path, question, reads_calls):
+    # the CLI hands its command's question to the load (nsysql._load.opened): what it reads is read with the base
+    # tables by the readers that start first, which tell it; a later pass (what a question adds) reads untold
+    from nsysql import _load
+
+    steps: list[str] = []
+    prof = _load.opened(SMALL, _load.facade, cache_dir=tmp_path, progress=steps.append, question=question)
+    with prof:
+        getattr(prof, question[0])(**question[1])
+    told = {s.split(",")[0] for s in steps if s.startswith("reading ")}
+    assert (f"reading {READING['raw_runtime']}" in told) == reads_calls
+    assert f"reading {READING['raw_kernel']}" in told
