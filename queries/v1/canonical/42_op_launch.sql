@@ -39,6 +39,8 @@ CREATE OR REPLACE TABLE op_launch AS
 SELECT
   -- gpu_ops.op_id of the op
   o.op_id,
+  -- process of the launching call, the op's own (gpu_ops.pid): who launched what is read here without gpu_ops
+  o.pid AS api_pid,
   -- api_calls.call_id of the call that launched it, matched on (pid, correlation_id)
   a.call_id AS api_call_id,
   -- thread that launched it

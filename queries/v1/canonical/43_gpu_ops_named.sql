@@ -11,7 +11,7 @@ SELECT
   -- every column of gpu_ops (op_id, kind, start_ns, ... as documented there)
   o.*,
   -- op_launch's columns: api_call_id, api_tid, api_start_ns, api_end_ns, api_name_id (as documented there)
-  l.* EXCLUDE (op_id),
+  l.* EXCLUDE (op_id, api_pid),
   -- the text of name_id: the demangled kernel name, or `[CUDA memcpy Host-to-Device]`, `[CUDA memset]`, ...
   n.value AS name,
   -- the text of short_name_id: the kernel's short (base) name

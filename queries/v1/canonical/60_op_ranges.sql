@@ -40,9 +40,10 @@ SELECT o.range_id, o.pre, greatest(o.pre, u.upto) AS last
 FROM _pp_order o
 ASOF LEFT JOIN upto u ON u.pid = o.pid AND u.tid = o.tid AND o.end_ns > u.start_ns;
 
--- The ops with a traced launch, joined once: the statements below read them four times.
+-- The ops with a traced launch, once: the statements below read them four times. (op_launch's ops are gpu_ops';
+-- the EXISTS says so, for @empty_without.)
 CREATE OR REPLACE TEMP TABLE _launched AS
-SELECT o.op_id, o.pid, l.api_tid, l.api_start_ns FROM gpu_ops o JOIN op_launch l ON l.op_id = o.op_id;
+SELECT op_id, api_pid AS pid, api_tid, api_start_ns FROM op_launch WHERE EXISTS (SELECT 1 FROM gpu_ops);
 
 -- Each launched op with the innermost push/pop range open on its launching thread when the call started
 -- (NULL: none was open): the thread's nvtx_open row at or before the call's start. How, as ops_by_iteration

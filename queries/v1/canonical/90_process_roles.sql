@@ -27,8 +27,8 @@ WITH dev AS (
     UNION ALL SELECT pid, tid, -count(*) FROM roots JOIN start_end USING (pid, tid, op_id) GROUP BY pid, tid)
   GROUP BY pid, tid
 ), launcher AS (
-  SELECT o.pid, l.api_tid AS tid, count(*) AS n FROM gpu_ops o JOIN op_launch l ON l.op_id = o.op_id
-  WHERE l.api_tid IS NOT NULL GROUP BY o.pid, l.api_tid
+  SELECT api_pid AS pid, api_tid AS tid, count(*) AS n FROM op_launch WHERE api_tid IS NOT NULL
+  GROUP BY api_pid, api_tid
 ), main_thread AS (
   SELECT pid, tid FROM (
     SELECT pid, tid, n, 1 AS pri FROM ranged UNION ALL SELECT pid, tid, n, 2 FROM launcher)
