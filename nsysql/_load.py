@@ -47,23 +47,39 @@ def load(
 
 
 def opened(
-    path, then, cache=True, cache_dir=None, memory_limit=None, threads=None, progress=None, nsys=None, cache_max=None
+    path,
+    then,
+    cache=True,
+    cache_dir=None,
+    memory_limit=None,
+    threads=None,
+    progress=None,
+    nsys=None,
+    cache_max=None,
+    question=None,
 ):
     """`then(Opened)` for the export (or report) `path`, its tables opened or built as load() says: load() is
     `then=facade`; the CLI's warm path (nsysql.cli.warm) makes the Profile only where a stored answer is not
-    enough."""
+    enough. `question`: the (analysis, parameters) the caller asks first, where it knows it (the CLI's command):
+    a cold load reads what that reads in its first pass (store.opening.open_tables)."""
     utf8_path(path)  # said here, in one line, rather than by DuckDB or the driver deep in the load
     if cache_dir is not None:
         utf8_path(cache_dir, "cache directory")
     limit = store.cap(cache_max)  # checked now: a typo is said on every run
     if not _nsys.is_report(path):
-        return then(open_tables(path, cache, cache_dir, memory_limit, threads, progress, limit, None, _imports))
+        return then(
+            open_tables(path, cache, cache_dir, memory_limit, threads, progress, limit, None, _imports, False, question)
+        )
     keep = cache and os.environ.get("NSYSQL_NO_CACHE", "") in ("", "0")
     report = path
     path = _export.sqlite_for(report, cache_dir, nsys=nsys, keep=keep)
     if not _export.temporary(path):
         keyed = os.path.expanduser(report)
-        return then(open_tables(path, cache, cache_dir, memory_limit, threads, progress, limit, keyed, _imports))
+        return then(
+            open_tables(
+                path, cache, cache_dir, memory_limit, threads, progress, limit, keyed, _imports, False, question
+            )
+        )
     try:  # an export in a private temporary folder (--no-cache, or an unwritable cache): read whole, then removed
         # (no cache entry either: one keyed on a file that is gone at exit would never be read again)
         tables = open_tables(path, False, cache_dir, memory_limit, threads, progress, None, None, _imports, True)

@@ -23,7 +23,7 @@ def test_process_attribution_puts_backward_kernels_in_backward_pass(path):
     assert thread["count"].sum() == nsys["Kern Inst"].cast(pl.Int64).sum()
     # ...while the backward GEMMs run on the autograd thread, under no range on their own thread.
     autograd = prof.sql("""
-        SELECT count(*) AS n FROM gpu_ops o
+        SELECT count(*) AS n FROM gpu_ops_named o
         WHERE kind = 'kernel' AND api_tid <> (SELECT tid FROM nvtx_ranges WHERE name = 'Backward Pass' LIMIT 1)
           AND NOT EXISTS (SELECT 1 FROM op_ranges x WHERE x.op_id = o.op_id AND x.via = 'thread')""")["n"][0]
     assert autograd > 0
@@ -73,11 +73,13 @@ def test_correlation_ids_join_per_process():
     """Each launched op matches its API call in the same process (correlation ids repeat across processes)."""
     for rank in ("rank0", "rank1"):
         prof = loaded(str(fixture("ddp_pair").parent / f"{rank}.sqlite"))
-        bad = prof.sql("""SELECT count(*) AS n FROM gpu_ops o JOIN api_calls a ON a.call_id = o.api_call_id
+        bad = prof.sql("""SELECT count(*) AS n FROM gpu_ops_named o JOIN api_calls a ON a.call_id = o.api_call_id
                           WHERE a.pid <> o.pid OR a.correlation_id <> o.correlation_id
                              OR a.start_ns > o.start_ns""")
         assert bad["n"][0] == 0
-        assert prof.sql("SELECT count(*) AS n FROM gpu_ops WHERE api_call_id IS NULL AND kind='kernel'")["n"][0] == 0
+        assert (
+            prof.sql("SELECT count(*) AS n FROM gpu_ops_named WHERE api_call_id IS NULL AND kind='kernel'")["n"][0] == 0
+        )
 
 
 def test_innermost_counts_each_kernel_once():

@@ -16,7 +16,13 @@ from nsysql.loader.raw import LOADER_COLUMNS, STAGE, stage
 # exports whose workloads give rows to the tables of these files (their COMMAND.md): every file that declares
 # `@empty_without` is one of them
 RICH = {
-    fixture("mem_growth"): {"47_gpu_memory.sql", "40_gpu_ops.sql", "45_kernel_classes.sql", "80_gpu_busy.sql"},
+    fixture("mem_growth"): {
+        "47_gpu_memory.sql",
+        "40_gpu_ops.sql",
+        "42_op_launch.sql",
+        "45_kernel_classes.sql",
+        "80_gpu_busy.sql",
+    },
     fixture("hw_mix"): {
         "48_gpu_activity.sql",
         "48_gpu_metric_counts.sql",

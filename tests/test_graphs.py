@@ -231,7 +231,7 @@ def test_ranges_open_at_capture_and_replay_count_each_kernel_once(tmp_path):
         source="graph_loop",
     )
     prof = loaded(str(path))
-    launched = prof.sql("SELECT count(*) FROM gpu_ops WHERE api_start_ns IS NOT NULL").item()
+    launched = prof.sql("SELECT count(*) FROM gpu_ops_named WHERE api_start_ns IS NOT NULL").item()
     assert (
         launched
         == len(kernel_rows(path))

@@ -191,7 +191,7 @@ def test_shared_correlation_ids_match_one_call_per_op_by_the_stated_rule(tmp_pat
         mine = [c for c in candidates if c[1] == gpid >> 24 & 0xFFFFFF]
         before = [c for c in mine if c[2] <= start]
         want[rid] = max(before, key=lambda c: (c[2], c[0]))[0] if before else min(mine, key=lambda c: (c[2], c[0]))[0]
-    got = dict(prof.sql("SELECT op_id, api_call_id FROM gpu_ops WHERE kind = 'kernel'").rows())
+    got = dict(prof.sql("SELECT op_id, api_call_id FROM gpu_ops_named WHERE kind = 'kernel'").rows())
     assert got == want
     # on this fixture the rule finds each kernel's own launch: the answers of the export it was made from
     assert ranges_csv(p, cached=True) == plain_ranges()
@@ -217,7 +217,7 @@ def test_every_op_keeps_one_row_with_its_own_call_or_none(tmp_path):
     con.close()
     assert 0 < sum(w[1] is None for w in want) < len(want)  # ops without a call, and with one
     got = nsysql.load(p).sql(
-        "SELECT op_id, api_call_id, api_tid, api_start_ns, api_end_ns, api_name_id FROM gpu_ops "
+        "SELECT op_id, api_call_id, api_tid, api_start_ns, api_end_ns, api_name_id FROM gpu_ops_named "
         "WHERE kind = 'kernel' ORDER BY op_id"
     )
     assert got.rows() == want
@@ -226,7 +226,7 @@ def test_every_op_keeps_one_row_with_its_own_call_or_none(tmp_path):
 @pytest.mark.parametrize("readers", ["1", "5"])
 def test_an_id_shared_in_calls_written_in_order_is_found(tmp_path, monkeypatch, readers):
     # train_small's calls come with ids that grow, in runs as the loader stages them (one, or one per rowid
-    # range read side by side), which proves them unique without grouping every call (40_gpu_ops.sql); its last
+    # range read side by side), which proves them unique without grouping every call (25_calls.sql); its last
     # call given the id of an early launch breaks that proof and must be found
     monkeypatch.setenv("NSYSQL_READERS", readers)
     monkeypatch.setattr(raw, "CHUNK_ROWS", 100 if readers == "5" else raw.CHUNK_ROWS)
@@ -241,7 +241,7 @@ def test_an_id_shared_in_calls_written_in_order_is_found(tmp_path, monkeypatch, 
     quality = {(r["source"], r["problem"]): r["rows"] for r in prof.sql("SELECT * FROM data_quality").to_dicts()}
     assert quality[(R, "correlationId shared by several calls")] == 2
     # the kernels of that id keep the early call: the latest of the two that started at or before them
-    assert set(prof.sql(f"SELECT api_call_id FROM gpu_ops WHERE correlation_id = {cid}").rows()) == {(first,)}
+    assert set(prof.sql(f"SELECT api_call_id FROM gpu_ops_named WHERE correlation_id = {cid}").rows()) == {(first,)}
 
 
 def test_shared_correlation_ids_cost_what_unique_ones_do(tmp_path):
@@ -320,7 +320,7 @@ def test_deep_nesting_answers_in_time_linear_in_rows(deep):
     # each deep range encloses every launch: by the process rule every launched op, first start to last end
     prof = nsysql.load(deep, cache=False)
     ops, first, last = prof.sql(
-        "SELECT count(*), min(start_ns), max(end_ns) FROM gpu_ops WHERE api_call_id IS NOT NULL"
+        "SELECT count(*), min(start_ns), max(end_ns) FROM gpu_ops_named WHERE api_call_id IS NOT NULL"
     ).row(0)
     deep_rows = [r for n, r in rows.items() if n.startswith("deep")]
     assert len(deep_rows) == DEPTH
@@ -342,7 +342,7 @@ def test_deep_nesting_answers_in_time_linear_in_rows(deep):
     assert outer == inner
     assert (
         sum(r[2] for r in outer)
-        == prof.sql("SELECT count(*) FROM gpu_ops WHERE kind = 'kernel' AND api_call_id IS NOT NULL").item()
+        == prof.sql("SELECT count(*) FROM gpu_ops_named WHERE kind = 'kernel' AND api_call_id IS NOT NULL").item()
     )
 
 

@@ -6,14 +6,14 @@ from conftest import fixture, loaded
 
 
 def _launches(prof) -> list[tuple[int, int]]:
-    return [tuple(r) for r in prof.sql("SELECT op_id, coalesce(api_start_ns, start_ns) FROM gpu_ops").rows()]
+    return [tuple(r) for r in prof.sql("SELECT op_id, coalesce(api_start_ns, start_ns) FROM gpu_ops_named").rows()]
 
 
 def _placed(prof, windows: list[tuple[int, int, int]]) -> dict[int, int]:
     values = ", ".join(f"({i}, {a}, {b})" for i, a, b in windows)
     rows = prof.sql(
         f"WITH w(iteration, start_ns, end_ns) AS (VALUES {values}), mine AS (SELECT op_id, api_start_ns, start_ns "
-        "FROM gpu_ops) SELECT op_id, iteration FROM ops_by_iteration('mine', 'w')"
+        "FROM gpu_ops_named) SELECT op_id, iteration FROM ops_by_iteration('mine', 'w')"
     ).rows()
     assert len(rows) == len({r[0] for r in rows}), "an op placed twice"
     return {op: it for op, it in rows}

@@ -121,7 +121,7 @@ def test_no_gap_while_a_graph_runs(name):
 
 def test_gaps_are_device_wide_not_per_stream():
     prof = loaded(str(h200("threads.sqlite")))
-    streams = prof.sql("SELECT DISTINCT stream_id, api_tid FROM gpu_ops WHERE kind = 'kernel'")
+    streams = prof.sql("SELECT DISTINCT stream_id, api_tid FROM gpu_ops_named WHERE kind = 'kernel'")
     assert streams["stream_id"].n_unique() >= 2 and streams["api_tid"].n_unique() >= 2
     g = prof.gaps(min_ns=0)
     ops = prof.sql("SELECT start_ns, end_ns FROM gpu_ops")

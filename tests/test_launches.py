@@ -92,7 +92,7 @@ def test_launch_bound_on_big_step_rests_on_launch_figures():
     # the rule's figures, made here from gpu_ops with the definitions of `launches`
     k = prof.sql(
         "SELECT start_ns - api_end_ns AS queue, api_end_ns - api_start_ns AS api, duration_ns AS kernel "
-        "FROM gpu_ops WHERE kind = 'kernel' AND api_call_id IS NOT NULL"
+        "FROM gpu_ops_named WHERE kind = 'kernel' AND api_call_id IS NOT NULL"
     )
     figures = {
         "kernels": k.height,

@@ -9,12 +9,13 @@ import duckdb
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import fixture
+from conftest import craft, fixture
 from polars.testing import assert_frame_equal
 
 import nsysql
 from nsysql.cli import main
 from nsysql.loader import BUILDING
+from nsysql.loader.raw import READING
 
 SMALL = fixture("train_small")
 
@@ -60,9 +61,11 @@ def test_a_cold_kernels_builds_no_iterations_gaps_or_nvtx_nesting(tmp_path):
     res = CliRunner().invoke(main, ["--cache-dir", str(cdir), "kernels", str(SMALL), "-f", "csv"])
     assert res.exit_code == 0, res.output
     built = entry_tables(cdir)
-    assert {"gpu_ops", "kernel_classes", "strings", "profile_facts", "data_quality"} <= built
+    assert {"gpu_ops", "kernel_classes", "strings", "profile_facts"} <= built
     # what iterations and gaps read (gpu_busy), the NVTX nesting passes (op_ranges' tables) and the process roles
     assert not built & {"gpu_busy", "op_range_links", "range_chains", "process_roles", "devices"}
+    # nor the CPU calls, nor which call launched each op, nor the checks of every table's rows (data_quality)
+    assert not built & {"api_calls", "os_calls", "op_launch", "data_quality"}
 
 
 def test_a_cold_kernels_builds_what_it_reads_in_the_loads_one_pass(tmp_path):
@@ -266,3 +269,55 @@ def test_a_reader_of_an_entry_reads_it_whole_while_another_process_adds_tables(t
         grower.kill() if grower.poll() is None else None
     assert grower.wait() == 0
     assert seen and {"api_calls", "nvtx_ranges", "gpu_busy"} <= read_whole(entry)
+
+
+def test_a_cold_kernels_reads_no_cuda_api_call_and_a_later_info_counts_their_flaws(tmp_path, monkeypatch):
+    # the calls are read to tie each op to its launch (op_launch) and to count their flaws (data_quality): kernels
+    # reads neither. A call beyond any clock, a REAL beyond 64 bits and an id two calls share: what a later `info`
+    # counts is what a load that builds every table counts
+    calls = "CUPTI_ACTIVITY_KIND_RUNTIME"
+    p = craft(
+        tmp_path / "flawed.sqlite",
+        f'UPDATE {calls} SET "end" = {2**63 - 1} WHERE rowid = 1',
+        f"UPDATE {calls} SET correlationId = 1e30 WHERE rowid = 2",
+        f"UPDATE {calls} SET correlationId = (SELECT correlationId FROM {calls} WHERE rowid = 3) WHERE rowid = 4",
+    )
+    cdir = tmp_path / "cache"
+    steps: list[str] = []
+    with nsysql.load(p, cache_dir=cdir, progress=steps.append) as prof:
+        prof.kernels()
+    assert [s for s in steps if s.startswith("reading ")]  # what it read is told...
+    assert not [s for s in steps if s.startswith(f"reading {READING['raw_runtime']}")]  # ...and no call is
+    assert not entry_tables(cdir) & {"api_calls", "op_launch", "data_quality"}
+    with nsysql.load(p, cache_dir=cdir) as prof:
+        later = prof.sql("SELECT * FROM data_quality ORDER BY ALL")
+    monkeypatch.setenv("NSYSQL_NO_TUNING", "lazy_build")
+    with nsysql.load(p, cache=False) as prof:
+        want = prof.sql("SELECT * FROM data_quality ORDER BY ALL")
+    assert {"start or end beyond +-2^62 ns", "correlationId beyond 64-bit integers (a REAL)"} <= set(
+        want.filter(pl.col("source") == calls)["problem"]
+    )
+    assert want.filter(pl.col("problem") == "correlationId shared by several calls")["rows"].to_list() == [2]
+    assert_frame_equal(want, later)
+
+
+@pytest.mark.parametrize(
+    ("question", "reads_calls"),
+    [
+        (("summary", {}), True),  # the launch figures, iterations and NVTX attribution read the calls
+        (("kernels", {}), False),
+        (("kernels", {"by": "category", "per": "iteration"}), False),  # `per` chooses what is read: no hint
+    ],
+)
+def test_a_cli_question_is_read_in_the_cold_loads_first_pass(tmp_path, question, reads_calls):
+    # the CLI hands its command's question to the load (nsysql._load.opened): what it reads is read with the base
+    # tables by the readers that start first, which tell it; a later pass (what a question adds) reads untold
+    from nsysql import _load
+
+    steps: list[str] = []
+    prof = _load.opened(SMALL, _load.facade, cache_dir=tmp_path, progress=steps.append, question=question)
+    with prof:
+        getattr(prof, question[0])(**question[1])
+    told = {s.split(",")[0] for s in steps if s.startswith("reading ")}
+    assert (f"reading {READING['raw_runtime']}" in told) == reads_calls
+    assert f"reading {READING['raw_kernel']}" in told

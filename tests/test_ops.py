@@ -209,7 +209,7 @@ def test_emit_nvtx_ranges_do_not_hide_the_backward_pass(prof):
     """The autograd thread's operator ranges are PyTorch's, like a library's: its kernels still inherit the main
     thread's `Backward Pass` (process attribution), and the main thread is the one whose loop is found."""
     inside = prof.sql(
-        "SELECT count(*) AS n FROM gpu_ops g WHERE EXISTS (SELECT 1 FROM nvtx_ranges r WHERE r.name = "
+        "SELECT count(*) AS n FROM gpu_ops_named g WHERE EXISTS (SELECT 1 FROM nvtx_ranges r WHERE r.name = "
         "'Backward Pass' AND r.pid = g.pid AND g.api_start_ns >= r.start_ns AND g.api_start_ns < r.end_ns)"
     )["n"][0]
     bp = prof.ranges().filter(pl.col("name") == "Backward Pass").row(0, named=True)

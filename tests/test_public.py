@@ -93,7 +93,9 @@ def test_each_gpu_op_is_one_row_with_its_earliest_launching_call(path):
     import sqlite3
 
     prof = loaded(str(path))
-    rows, ops, launched_at = prof.sql("SELECT count(*), count(DISTINCT op_id), sum(api_start_ns) FROM gpu_ops").row(0)
+    rows, ops, launched_at = prof.sql(
+        "SELECT count(*), count(DISTINCT op_id), sum(api_start_ns) FROM gpu_ops_named"
+    ).row(0)
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     want_ops = want_launched_at = 0
@@ -127,7 +129,7 @@ def test_main_thread_encloses_the_most_gpu_ops(path):
         WITH ranged AS (
           SELECT r.pid, r.tid, count(DISTINCT x.op_id) AS n FROM op_ranges x JOIN nvtx_ranges r USING (range_id)
           GROUP BY ALL
-        ), launcher AS (SELECT pid, api_tid AS tid, count(*) AS n FROM gpu_ops WHERE api_tid IS NOT NULL GROUP BY ALL)
+        ), launcher AS (SELECT pid, api_tid AS tid, count(*) AS n FROM gpu_ops_named WHERE api_tid IS NOT NULL GROUP BY ALL)
         SELECT pid, tid FROM (SELECT *, 1 AS pri FROM ranged UNION ALL SELECT *, 2 FROM launcher)
         QUALIFY row_number() OVER (PARTITION BY pid ORDER BY pri, n DESC, tid) = 1 ORDER BY pid""")
     got = prof.sql("SELECT pid, main_tid AS tid FROM process_roles WHERE main_tid IS NOT NULL ORDER BY pid")

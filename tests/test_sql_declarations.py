@@ -25,8 +25,13 @@ _WORD = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)?")
 
 
 def _code(sql: str) -> str:
-    """SQL without its -- comments (prose names tables the code does not read), lowercased."""
-    return re.sub(r"--[^\n]*", "", sql).lower()
+    """SQL without its -- comments (prose names tables the code does not read), lowercased, with its string
+    literals emptied but those a call takes: a table macro reads the table its argument names
+    (`memory_held('nvtx_ranges')`), any other literal is text (`'api_calls' AS canonical`, a label)."""
+    code = re.sub(r"--[^\n]*", "", sql).lower()
+    literal = r"'(?:[^']|'')*'"
+    args = (re.findall(literal, m[1]) for m in re.finditer(r"[a-z_][a-z0-9_]*\s*\(([^()]*)\)", code))
+    return " ".join([re.sub(literal, "''", code), *(a for found in args for a in found)])
 
 
 def _words(code: str) -> set[str]:

@@ -25,7 +25,7 @@ def _first_ops(prof, df: pl.DataFrame) -> list[int | None]:
     pid = prof.sql("SELECT pid FROM nvtx_ranges WHERE name = '" + df["name"][0].replace("'", "''") + "' LIMIT 1")[
         "pid"
     ][0]
-    ops = prof.sql(f"SELECT coalesce(api_start_ns, start_ns) AS t, start_ns FROM gpu_ops WHERE pid = {pid}")
+    ops = prof.sql(f"SELECT coalesce(api_start_ns, start_ns) AS t, start_ns FROM gpu_ops_named WHERE pid = {pid}")
     out = []
     for s, e in df.select("start_ns", "end_ns").iter_rows():
         mine = ops.filter((pl.col("t") >= s) & (pl.col("t") < e))

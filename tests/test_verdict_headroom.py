@@ -59,7 +59,7 @@ def test_train_small_values_by_construction():
     assert not idle["additive"]
     # pageable copies: no pinned copy to measure the pinned rate, so their whole GPU time per typical step
     copies = prof.sql(
-        "SELECT coalesce(api_start_ns, start_ns) AS t, duration_ns FROM gpu_ops "
+        "SELECT coalesce(api_start_ns, start_ns) AS t, duration_ns FROM gpu_ops_named "
         "WHERE kind = 'memcpy' AND copy_kind = 'Host-to-Device' AND src_kind = 'Pageable'"
     )
     inside = sum(

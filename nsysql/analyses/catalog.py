@@ -187,7 +187,7 @@ def info(ctx) -> pl.DataFrame:
     params=(RANGE,),
     keep="memory",
     needs=("resolve_range",),
-    tables=("gpu_ops", "nvtx_ranges", "process_roles"),
+    tables=("gpu_ops", "nvtx_ranges", "op_launch", "process_roles"),
     sql=("iteration_candidates", "process_devices", "pytorch_ranges", "iteration_evidence", "range_count"),
     requires=("nvtx_ranges",),
 )
@@ -226,14 +226,14 @@ def iteration_range(ctx, range):
         ATTRIBUTION,
     ),
     needs=("iteration_range",),
-    tables=("gpu_ops", "kernel_classes", "kernel_tensor_use", "nvtx_ranges", "op_ranges", "strings"),
+    tables=("gpu_ops", "kernel_classes", "kernel_tensor_use", "nvtx_ranges", "op_launch", "op_ranges", "strings"),
     sql=("kernels", "kernels_by_category", "range_categories", "iteration_categories"),
     nsys=("cuda_gpu_kern_sum",),
     requires=("gpu_ops",),
     # the NVTX nesting is read per range only, the loop found per iteration only
     only=(
         Only("per", ("range",), tables=("nvtx_ranges", "op_ranges"), sql=("range_categories",)),
-        Only("per", ("iteration",), needs=("iteration_range",), sql=("iteration_categories",)),
+        Only("per", ("iteration",), needs=("iteration_range",), tables=("op_launch",), sql=("iteration_categories",)),
     ),
 )
 def kernels(ctx, name, top, by, per, attribution) -> pl.DataFrame:
@@ -273,6 +273,7 @@ def kernels(ctx, name, top, by, per, attribution) -> pl.DataFrame:
         "gpu_metric_periods",
         "gpu_ops",
         "nvtx_ranges",
+        "op_launch",
         "op_ranges",
     ),
     sql=("gpu_metrics", "range_metrics", "iteration_metrics"),
@@ -290,7 +291,7 @@ def kernels(ctx, name, top, by, per, attribution) -> pl.DataFrame:
             "by",
             ("iteration",),
             needs=("iteration_range",),
-            tables=("gpu_metric_periods", "gpu_ops"),
+            tables=("gpu_metric_periods", "gpu_ops", "op_launch"),
             sql=("iteration_metrics",),
         ),
     ),
@@ -330,7 +331,7 @@ def api(ctx, top) -> pl.DataFrame:
             doc="One row per process, thread, device, launching call and kernel, or one per kernel name.",
         ),
     ),
-    tables=("gpu_ops", "strings"),
+    tables=("gpu_ops", "op_launch", "strings"),
     sql=("launches",),
     nsys=("cuda_kern_exec_sum",),
     requires=("gpu_ops",),
@@ -404,6 +405,7 @@ def ops(ctx, shapes) -> pl.DataFrame:
         "kernel_classes",
         "kernel_tensor_use",
         "nvtx_ranges",
+        "op_launch",
         "profile_facts",
         "strings",
     ),
@@ -591,7 +593,7 @@ def findings(ctx, thresholds) -> pl.DataFrame:
     "iterations",
     params=(RANGE, SKIP, OUTLIER_SIGMAS),
     needs=("iteration_range",),
-    tables=("gpu_activity_periods", "gpu_busy", "gpu_ops", "nvtx_ranges", "strings"),
+    tables=("gpu_activity_periods", "gpu_busy", "gpu_ops", "nvtx_ranges", "op_launch", "strings"),
     requires=("nvtx_ranges",),
     sql=(
         "iteration_windows",
@@ -669,7 +671,7 @@ def iteration_spans(ctx, range, skip, outlier_sigmas) -> pl.DataFrame:
     "iteration_breakdown",
     params=(RANGE,),
     needs=("iteration_range",),
-    tables=("gpu_ops", "nvtx_ranges", "strings"),
+    tables=("gpu_ops", "nvtx_ranges", "op_launch", "strings"),
     sql=("iteration_kernels", "range_totals", "iteration_ranges"),
     requires=("nvtx_ranges",),
 )
@@ -682,7 +684,7 @@ def iteration_breakdown(ctx, range) -> dict[str, pl.DataFrame]:
     "headroom_work",
     params=(RANGE,),
     needs=("iteration_range",),
-    tables=("gpu_ops", "kernel_classes", "kernel_tensor_use", "nvtx_ranges"),
+    tables=("gpu_ops", "kernel_classes", "kernel_tensor_use", "nvtx_ranges", "op_launch"),
     sql=("iteration_windows", "iteration_headroom"),
     requires=("nvtx_ranges",),
 )
@@ -757,6 +759,7 @@ COLLECTIVES_RANGE = replace(RANGE, doc="The loop's NVTX range, for --by iteratio
         "nvtx_payload_fields",
         "nvtx_payloads",
         "nvtx_ranges",
+        "op_launch",
         "profile_facts",
         "session_clock",
         "strings",
@@ -1134,7 +1137,17 @@ def metrics_timeline(ctx, start_ns, end_ns, bins) -> pl.DataFrame:
     ),
     keep="none",
     needs=("iterations", "gaps"),
-    tables=("api_calls", "devices", "gpu_ops", "nvtx_ranges", "processes", "profile_facts", "strings", "threads"),
+    tables=(
+        "api_calls",
+        "devices",
+        "gpu_ops",
+        "nvtx_ranges",
+        "op_launch",
+        "processes",
+        "profile_facts",
+        "strings",
+        "threads",
+    ),
     sql=("trace_span", "trace_gpu_ops", "trace_api_calls", "trace_nvtx", "trace_names"),
 )
 def trace(ctx, window, iterations, lazy) -> dict:

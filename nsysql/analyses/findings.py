@@ -47,6 +47,7 @@ import polars as pl
 
 from . import advice as _advice
 from ._sql import run
+from .iterations import launched_ops
 
 HOST_SHARE = 0.50
 SYNC_SHARE = 0.30
@@ -125,7 +126,7 @@ def tables(con, empty_queue_ns: int = EMPTY_QUEUE_NS) -> dict[str, pl.DataFrame]
     """The tables findings reads besides the iteration stats and idle causes (summary asks them beside its
     other answers)."""
     return {
-        "launch_figures": run(con, "launch_figures", empty_queue_ns=empty_queue_ns),
+        "launch_figures": run(con, "launch_figures", empty_queue_ns=empty_queue_ns, ops=launched_ops(con)),
         "pageable_copies": run(con, "pageable_copies"),
         "kernel_categories": run(con, "kernels_by_category"),
         "advice_facts": run(con, "advice_facts"),

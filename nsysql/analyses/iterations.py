@@ -64,7 +64,7 @@ import polars as pl
 from ..errors import NsysqlError
 from ..rules import MAD_SIGMA
 from . import scratch
-from ._sql import run
+from ._sql import _declared_params, run
 from .patterns import resolve_range
 from .ranges import range_totals
 
@@ -343,8 +343,29 @@ class Windows:
     table: str
 
     def run(self, name: str, **params) -> pl.DataFrame:
-        """The result of queries/v1/analyses/`name`.sql over these windows."""
-        return run(self.con, name, windows=self.table, **params)
+        """The result of queries/v1/analyses/`name`.sql over these windows. The GPU ops come as tables shared by
+        every query of this DuckDB that reads them: with their launch (`$ops`, launched_ops: gpu_ops joined to
+        op_launch once, not once per query) and, process `pid`'s, placed in these windows' iterations
+        (`$placed`, placed_ops: the ops meet the windows once)."""
+        takes = _declared_params(name)
+        if "ops" in takes or "placed" in takes:
+            ops = launched_ops(self.con)
+            if "ops" in takes:
+                params["ops"] = ops
+            if "placed" in takes:
+                placed = {"ops": ops, "pid": params["pid"], "windows": self.table}
+                params["placed"] = scratch.table(self.con, "_placed_", "placed_ops", placed)
+            if "pid" not in takes:
+                del params["pid"]
+        if "windows" in takes:
+            params["windows"] = self.table
+        return run(self.con, name, **params)
+
+
+def launched_ops(con) -> str:
+    """The table of every GPU op with its launching call (launched_ops.sql), made once per DuckDB for every
+    query that reads them (scratch.table)."""
+    return scratch.table(con, "_launched_ops_", "launched_ops", {})
 
 
 def windows(con, it: IterationRange) -> Windows:

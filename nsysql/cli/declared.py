@@ -109,7 +109,8 @@ def answer(name: str, analysis: str, doc: str, *, files: bool = False) -> click.
         if files and several(paths):
             emit(each_rank(paths, analysis, **chosen), fmt, output)
             return
-        emit_answer(load_profile(paths[0] if paths else None, warm=True), analysis, chosen, fmt, output)
+        prof = load_profile(paths[0] if paths else None, warm=True, question=(analysis, chosen))
+        emit_answer(prof, analysis, chosen, fmt, output)
 
     run.__doc__ = doc
     run.__name__ = name.replace("-", "_")

@@ -29,13 +29,13 @@ def summary(files, fmt, output, attribution, top, expand):
     if several(files):
         emit(_ranks_result(files, None, None), fmt, output)
         return
-    prof = load_profile(files[0] if files else None, warm=True)
+    params = {"attribution": attribution, "top": top, "families": not expand}
+    prof = load_profile(files[0] if files else None, warm=True, question=("summary", params))
     if fmt == "markdown":  # the PR-ready snippet, as `report -f markdown`
         from ..report import snippet
 
         emit_text(snippet(prof), output)
         return
-    params = {"attribution": attribution, "top": top, "families": not expand}
     emit_answer(prof, "summary", params, fmt, output, lambda s, look: render(summary_view(s), **look))
 
 

@@ -28,6 +28,7 @@ CANONICAL_TABLES = (
     "api_calls",
     "os_calls",
     "gpu_ops",
+    "op_launch",
     "kernel_rules",
     "kernel_classes",
     "gpu_metric_samples",
@@ -93,6 +94,7 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, readers=No
     from .raw import LOADER_COLUMNS, STAGE, stage, unstage, would_read
     from .raw import staged as _staged
 
+    tables = _with_riders(tables)
     files, staging = plan(tables)
     stage(src, con, progress, readers=readers, names=staging)
     rest = staging - _staged(con)  # readers started for fewer tables than these
@@ -104,13 +106,14 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, readers=No
     def later() -> list[Path]:
         """The files `more()`'s tables add, their staging tables read: asked while `files` run."""
         extra = more()
-        asked[0] = None if extra is None else [*tables, *extra]
+        asked[0] = None if extra is None else _with_riders([*tables, *extra])
         added, staging = plan(asked[0])
         if set(added) == set(files):
             return []
         # not told: its percentage would start again from 0 while the files above are told as built
         stage(src, con, None, names=staging - _staged(con))
         src.unchanged()
+        _write_beyond(src, con)  # with what these tables hold: the files added run after
         return [f for f in added if f not in files]
 
     used = would_read(src)  # what a whole build reads, whatever is built now: the facts do not depend on it
@@ -125,20 +128,13 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, readers=No
     facts += [("missing", msg) for msg in _missing(src, con)]
     # in the staging database, so that every cursor below sees it (a TEMP table is one connection's own);
     # 70_profile_facts.sql reads it
-    load_facts, load_beyond = (f"{STAGE}.{t}" for t in LOADER_TABLES)
+    load_facts = f"{STAGE}.{LOADER_TABLES[0]}"
     con.execute(f"CREATE OR REPLACE TABLE {load_facts}({LOADER_COLUMNS[LOADER_TABLES[0]]})")
     con.execute(
         f"INSERT INTO {load_facts} VALUES " + ", ".join(["(?, ?)"] * len(facts)),
         [x for fact in facts for x in fact],
     )
-    # REALs beyond 64-bit integers read as NULL (source.Source.beyond_int64), per nsys table and column, for
-    # data_quality (95_data_quality.sql)
-    beyond: dict[tuple[str, str], int] = {}
-    for table, column, n in src.beyond_int64:
-        beyond[table, column] = beyond.get((table, column), 0) + n
-    con.execute(f"CREATE OR REPLACE TABLE {load_beyond}({LOADER_COLUMNS[LOADER_TABLES[1]]})")
-    if beyond:
-        con.executemany(f"INSERT INTO {load_beyond} VALUES (?, ?, ?)", [(t, c, n) for (t, c), n in beyond.items()])
+    _write_beyond(src, con)
     run_files(con, files, progress, later=later if tables is not None and more is not None else None, stop=stop)
     tables = asked[0]
     unstage(con, detach=tables is None)  # kept attached for `extend`, out of `con`'s search path
@@ -147,10 +143,37 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, readers=No
     return tables
 
 
+def _write_beyond(src: Source, con: duckdb.DuckDBPyConnection) -> None:
+    """The loader's table of REALs beyond 64-bit integers read as NULL (source.Source.beyond_int64), per nsys table
+    and column, for data_quality (95_data_quality.sql): of every table this process has read from `src`."""
+    from .raw import LOADER_COLUMNS, STAGE
+
+    beyond: dict[tuple[str, str], int] = {}
+    for table, column, n in src.beyond_int64:
+        beyond[table, column] = beyond.get((table, column), 0) + n
+    load_beyond = f"{STAGE}.{LOADER_TABLES[1]}"
+    con.execute(f"CREATE OR REPLACE TABLE {load_beyond}({LOADER_COLUMNS[LOADER_TABLES[1]]})")
+    if beyond:
+        con.executemany(f"INSERT INTO {load_beyond} VALUES (?, ?, ?)", [(t, c, n) for (t, c), n in beyond.items()])
+
+
 # What every build makes, whatever the question: profile_facts (the entry's `complete` fact, the export's
-# metadata and what it lacks) and data_quality. Both read the loader's own facts (LOADER_TABLES), which say what
-# the whole reading of the export found, so they are made in the load that reads it.
-BASE = ("profile_facts", "data_quality")
+# metadata and what it lacks). It reads the loader's own facts (LOADER_TABLES), which say what the whole reading
+# of the export found, so it is made in the load that reads it.
+BASE = ("profile_facts",)
+
+# Built with a pass that reads, whatever it builds, every staging table they read: data_quality (its counts are
+# one more scan of rows already in memory), which a question that reads it (`info`) builds otherwise. A cold
+# `kernels` reads no CUDA API call: data_quality, which counts the calls' flaws, waits for a question that reads it.
+RIDERS = ("data_quality",)
+
+
+def _with_riders(tables):
+    """`tables` (None: every one) with the RIDERS whose staging tables building `tables` reads anyway."""
+    if tables is None:
+        return None
+    staging = plan(tables)[1]
+    return [*tables, *(r for r in RIDERS if r not in tables and plan([r])[1] <= staging)]
 
 
 # The canonical files a whole build leaves to the questions that read them, where the export holds the nsys table
@@ -205,7 +228,7 @@ def plan(tables=None) -> tuple[list[Path], set[str]]:
         for t in (*BASE, *tables):
             visit(defines[t])
         files = [f for f in order if f in wanted]
-    staging = {s for s, _, _ in _WHAT_IT_MEANS} | set(_PAYLOAD_STAGING)  # what _missing reads, whatever is built
+    staging = set(_PAYLOAD_STAGING)  # what _missing_payloads reads, whatever is built (_missing: those it reads)
     for f in files:
         staging.update(s for s in _header(f).staging if "." not in s)
     return files, staging
@@ -286,14 +309,22 @@ def extend(src: Source, con: duckdb.DuckDBPyConnection, tables, progress=None) -
 
     files, _ = plan(tables)
     have = built(con)
-    todo = [f for f in files if f.name not in have]
+    todo = {f for f in files if f.name not in have}
     if not todo:
         return []
+    # a file that defines only staging views or tables (25_calls.sql) left them in the load that ran it, gone
+    # with it: it runs again for the files left to build that include it
+    order = _order()
+    for f in reversed(files):
+        if f in todo:
+            todo.update(g for g in order[f] if not _kept(g))
+    todo = [f for f in files if f in todo]
     todo_staging: set[str] = set()
     for f in todo:
         todo_staging.update(s for s in _header(f).staging if "." not in s)
     stage(src, con, progress, names=todo_staging - staged(con))  # (and puts the staging in `con`'s search path)
     src.unchanged()
+    _write_beyond(src, con)  # data_quality's, of the tables this process read
     # every file replaces what it defines (CREATE OR REPLACE): one stopped halfway lacks a definition (`built`)
     # and runs again whole next time
     run_files(con, todo, progress)
@@ -314,6 +345,8 @@ BUILDING = {
     "25_calls": "CUDA API calls",
     "30_api_calls": "CUDA API calls",
     "40_gpu_ops": "GPU operations",
+    "42_op_launch": "which calls launched the GPU operations",
+    "43_gpu_ops_named": "GPU operations with their names",
     "44_kernel_rules": "kernel naming rules",
     "45_kernel_classes": "kernel categories",
     "46_device_layers": "GPU layers",
@@ -441,16 +474,22 @@ _WHAT_IT_MEANS = (
 
 def _missing(src: Source, con: duckdb.DuckDBPyConnection) -> list[str]:
     from .raw import RAW_TABLES, STAGE
+    from .raw import _select as _raw_select
+    from .raw import staged as _staged
 
-    # one query for all the tables, not one per table (each round trip from this thread needs the GIL, which the
-    # main thread's imports may hold at this point)
-    empty = con.execute(
-        "SELECT " + ", ".join(f"NOT EXISTS (SELECT 1 FROM {STAGE}.{staging})" for staging, _, _ in _WHAT_IT_MEANS)
-    ).fetchall()[0]
+    # one query for the tables staged, not one per table (each round trip from this thread needs the GIL, which the
+    # main thread's imports may hold at this point); SQLite's first row of the others (a question that reads no
+    # CUDA API call reads none of them to say whether there are any)
+    have = [s for s, _, _ in _WHAT_IT_MEANS if s in _staged(con)]
+    tests = ", ".join(f"NOT EXISTS (SELECT 1 FROM {STAGE}.{s})" for s in have)
+    is_empty = dict(zip(have, con.execute(f"SELECT {tests}").fetchall()[0] if have else ()))
     out = _missing_payloads(con)
-    for (staging, table, meaning), is_empty in zip(_WHAT_IT_MEANS, empty):
-        if is_empty:
-            rt = next(r for r in RAW_TABLES if r.name == staging)
+    for staging, table, meaning in _WHAT_IT_MEANS:
+        rt = next(r for r in RAW_TABLES if r.name == staging)
+        if staging not in is_empty:
+            sql = _raw_select(src, rt)[0]
+            is_empty[staging] = sql is None or not src.scalar(f"SELECT EXISTS ({sql} LIMIT 1)")
+        if is_empty[staging]:
             present = next((t for t in rt.sources if src.has(t)), None)
             out.append(f"{'empty ' + present if present else 'no ' + table}: {meaning}")
     return out

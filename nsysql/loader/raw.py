@@ -67,6 +67,10 @@ class RawTable:
         return pa.schema([(c, kinds.get(t, pa.int64())) for c, t in self.columns])
 
 
+# is_interval (00_macros.sql) as SQLite and DuckDB both read it, over a table's "start" and "end": both known, the
+# end not before the start, both inside [-2^62, 2^62)
+_INTERVAL = '"start" <= "end" AND "start" >= -4611686018427387904 AND "end" < 4611686018427387904'
+
 STAGE = "nsysql_stage"  # also named by canonical SQL that makes staging views (queries/v1/canonical/25_calls.sql)
 # The tables the loader itself writes into the staging database beside the raw_* tables (loader.LOADER_TABLES),
 # with their columns: loader.build fills them, loader.shapes makes them empty.
@@ -230,6 +234,17 @@ RAW_TABLES: tuple[RawTable, ...] = (
         "raw_runtime",
         ("CUPTI_ACTIVITY_KIND_RUNTIME",),
         ((ROW_ID, I), ("start", I), ("end", I), ("globalTid", I), ("correlationId", I), ("nameId", I)),
+    ),
+    # the CUDA API calls' extent alone, for the profile's span (70_profile_facts.sql): a question that reads no call
+    # reads no call's row (one aggregate in SQLite), or, where raw_runtime is read in the same pass, DuckDB's over it.
+    # The calls counted are those api_calls holds (is_interval, 00_macros.sql)
+    RawTable(
+        "raw_call_extent",
+        ("CUPTI_ACTIVITY_KIND_RUNTIME",),
+        (("source", S), ("start", I), ("end", I)),
+        extent=("start", "end"),
+        where=_INTERVAL,
+        subset_of=("raw_runtime", _INTERVAL),
     ),
     RawTable(
         "raw_nvtx",
@@ -418,6 +433,7 @@ READING = {
     "raw_gpu_activity": "SM and tensor activity samples",
     "raw_gpu_metric_counts": "GPU metrics samples counted",
     "raw_extents": "the capture's extent",
+    "raw_call_extent": "the CUDA API calls' extent",
 }
 
 # Where the rows of each nsys table nsysql reads are found among the canonical tables: a user's `nsysql sql` that
@@ -452,7 +468,8 @@ def _extent_select(src: Source, rt: RawTable, text_as_blob: bool) -> tuple[str |
     for t in rt.sources:
         if src.has(t, lo) and src.has(t, hi):
             name = f"CAST('{t}' AS BLOB)" if text_as_blob else f"'{t}'"
-            parts.append(f'SELECT {name} AS "source", min("{lo}") AS "start", max("{hi}") AS "end" FROM "{t}"')
+            where = f" WHERE {rt.where}" if rt.where else ""
+            parts.append(f'SELECT {name} AS "source", min("{lo}") AS "start", max("{hi}") AS "end" FROM "{t}"{where}')
     return (" UNION ALL ".join(parts) or None), ",".join(t for t in rt.sources if src.has(t))
 
 
@@ -785,9 +802,11 @@ def stage(
             con.execute(creates)
         readers.read_into(con, progress)
         for rt in readers.derived:
-            con.execute(
-                f"INSERT INTO {STAGE}.{rt.name} SELECT * FROM {STAGE}.{rt.subset_of[0]} WHERE {rt.subset_of[1]}"
-            )
+            kept = f"FROM {STAGE}.{rt.subset_of[0]} WHERE {rt.subset_of[1]}"
+            if rt.extent:  # the one row an extent is: (the nsys table, min of start, max of end)
+                lo, hi = rt.extent
+                kept = f"'{readers.used[rt.name]}', min({q(lo)}), max({q(hi)}) {kept}"
+            con.execute(f"INSERT INTO {STAGE}.{rt.name} SELECT {'' if rt.extent else '* '}{kept}")
     finally:
         readers.close()  # if reading never began
     return readers.used

@@ -41,31 +41,32 @@ class Opened:
 
 
 def open_tables(
-    path, cache, cache_dir, memory_limit, threads, progress, limit=None, keyed_by=None, meanwhile=None, whole=False
+    path,
+    cache,
+    cache_dir,
+    memory_limit,
+    threads,
+    progress,
+    limit=None,
+    keyed_by=None,
+    meanwhile=None,
+    whole=False,
+    question=None,
 ) -> Opened:
     """The canonical tables of the export `path`: its store entry opened (warm: DuckDB opens only when a question
     needs it), or built by the loader (cold), into the entry (`cache`) or in memory. `keyed_by`: the file whose
     identity keys the entry (default `path`; a report's, for the export made of it: store.stem). `limit`: the
     store's cap (store.cap), kept once a new entry is stored. `meanwhile()`: called on this thread once a cold
     build has read the export (the caller imports the facade then). `whole`: build every table now, for an
-    export removed once loaded (later questions could not read it to add theirs)."""
+    export removed once loaded (later questions could not read it to add theirs). `question`: see `_first`."""
     src = open_source(path)
     # the settings checked now, warm or cold: a typo in one is said on every run, not only when DuckDB opens
     memory_limit, threads = _checked(memory_limit, threads)
-    config: dict = {}  # DuckDB's settings: made once reading has begun (cold) or when DuckDB opens (warm)
-
-    def settings() -> dict:
-        if not config:
-            config.update(duckdb_config(memory_limit, threads))
-        return config
-
+    settings = _settings(memory_limit, threads)
     readers = []  # the cold load's reader threads, started before DuckDB is imported
     building = _Building()  # what is being built (stopped if the user presses Ctrl-C meanwhile)
 
-    # nsysql.tuning's `lazy_build`: a cold load builds the loader's BASE tables with what the first question reads
-    # (`_Question`), and each later question adds what it reads (`extend`, which the engine calls); off: all but
-    # what a whole build leaves to the questions that read it (loader.at_first), with the first question's tables
-    first = [] if tuning.on("lazy_build") and not whole and _large(src.path) else None if whole else at_first(src)
+    first = _first(src, whole, question)
     complete = [first is None]  # whether the connection holds every table: nothing for `extend` to do
     held: set[str] = set()  # the canonical files this load built: known, not asked of the catalog (_extender)
     question = None if first is None else _Question()  # what the first question reads, built with BASE
@@ -119,6 +120,47 @@ def open_tables(
     finally:
         for r in readers:  # started but not used: the entry was written by another process meanwhile
             r.close()
+
+
+def _settings(memory_limit, threads):
+    """DuckDB's settings, made on the first call: once reading has begun (cold) or when DuckDB opens (warm)."""
+    config: dict = {}
+
+    def settings() -> dict:
+        if not config:
+            config.update(duckdb_config(memory_limit, threads))
+        return config
+
+    return settings
+
+
+def _first(src, whole: bool, question) -> list[str] | None:
+    """The tables a cold load builds in its first pass (None: every one). nsysql.tuning's `lazy_build`: the
+    loader's BASE tables with what the first question reads (`_Question`; known before the load for a caller that
+    says it, `question`: `_hinted`), each later question adding what it reads (`extend`, which the engine calls);
+    off: all but what a whole build leaves to the questions that read it (loader.at_first). `whole`: every one."""
+    if whole:
+        return None
+    if tuning.on("lazy_build") and _large(src.path):
+        return [] if question is None else _hinted(*question)
+    return at_first(src)
+
+
+def _hinted(name: str, params: dict) -> list[str]:
+    """The tables a lazy cold load builds in its first pass for a caller that will first ask `name` with
+    `params` (nsysql.engine.first: known before the analyses are imported), with the base tables: their rows are
+    read by the readers that start before DuckDB is imported, in one pass, rather than in a second once the
+    question has said what it reads (a cold `summary` read the CUDA API calls alone, on one reader, after the
+    rest). [] where they are not known then: the base tables first, the question's once it says them."""
+    from ..engine.first import first_reads
+    from ..loader import plan
+
+    tables = first_reads(name, params) or []
+    try:
+        plan(tables)
+    except ValueError:  # a name no canonical file defines (a stale first_reads.json): no hint
+        return []
+    return tables
 
 
 def _cold(src, entry, opener, settings, building, meanwhile, question, kept) -> Opened:

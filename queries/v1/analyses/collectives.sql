@@ -1,4 +1,4 @@
--- @tables gpu_ops, nvtx_payload_fields, nvtx_payloads, session_clock, strings
+-- @tables gpu_ops, nvtx_payload_fields, nvtx_payloads, op_launch, session_clock, strings
 
 -- One row per NCCL call (an NVTX range of NCCL's domain) whose payload carries a message size: NCCL annotates
 -- each call with its communicator, message size and reduction op or root (NCCL's src/collectives.cc, fields read
@@ -45,7 +45,8 @@ WITH calls AS (
          sum(g.duration_ns)::BIGINT AS kernel_sum_ns, min(g.device_id) AS device_id,
          arg_min(n.value, g.start_ns) AS kernel
   FROM sized s
-  JOIN gpu_ops g ON g.kind = 'kernel' AND g.pid = s.pid AND g.api_tid = s.tid
+  JOIN (SELECT * FROM gpu_ops JOIN op_launch USING (op_id)) g
+    ON g.kind = 'kernel' AND g.pid = s.pid AND g.api_tid = s.tid
     AND g.api_start_ns >= s.start_ns AND g.api_start_ns < s.end_ns
   LEFT JOIN strings n ON n.id = g.name_id
   GROUP BY s.event_id

@@ -1,5 +1,6 @@
--- @tables gpu_activity_periods, gpu_ops
+-- @tables gpu_activity_periods
 -- @macros ops_by_iteration, overlaps_by_bucket
+-- @param $ops VARCHAR: name of the table of every GPU op with its launch (launched_ops.sql, scratch.py)
 -- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
 -- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
 
@@ -8,7 +9,7 @@
 -- samples of those two metrics only, both in one row per period) rather than from every metric's samples: each
 -- mean over the periods that sampled its metric; NULL where none did. No row without samples.
 WITH mine AS (
-  SELECT device_id, start_ns, end_ns, api_start_ns FROM gpu_ops
+  SELECT device_id, start_ns, end_ns, api_start_ns FROM query_table($ops)
   WHERE pid = $pid AND EXISTS (SELECT 1 FROM gpu_activity_periods)  -- without samples, nothing to read
 ), ops AS (
   SELECT iteration, device_id, start_ns, end_ns FROM ops_by_iteration('mine', $windows)

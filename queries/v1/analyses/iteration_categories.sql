@@ -1,15 +1,12 @@
--- @tables gpu_ops, kernel_classes, kernel_tensor_use
--- @macros kernel_tensor_cores, ops_by_iteration, tensor_cores_evidence
--- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
--- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
+-- @tables kernel_classes, kernel_tensor_use
+-- @macros kernel_tensor_cores, tensor_cores_evidence
+-- @param $placed VARCHAR: name of the table of the process's ops with their iteration (placed_ops.sql, scratch.py)
 
--- Kernel time per iteration (rows of the table named $windows, made by iteration_windows.sql), category and
+-- Kernel time per iteration (of the windows placed_ops.sql placed the ops in: $placed), category and
 -- tensor-core use: kernels_by_category.sql for the kernels launched in each iteration (as iterations.sql: by any
 -- thread of process $pid, at the launching call's start). pct is of the iteration's kernel time.
-WITH mine AS (
-  SELECT name_id, duration_ns, api_start_ns, start_ns FROM gpu_ops WHERE pid = $pid AND kind = 'kernel'
-), k AS (
-  SELECT iteration, name_id, duration_ns FROM ops_by_iteration('mine', $windows)
+WITH k AS (
+  SELECT iteration, name_id, duration_ns FROM query_table($placed) WHERE kind = 'kernel'
 )
 SELECT
   k.iteration,

@@ -1,8 +1,10 @@
--- @tables gpu_ops, nvtx_ranges
--- @macros ops_by_iteration, range_family
+-- @tables nvtx_ranges
+-- @macros range_family
 -- @param $delimiter BOOLEAN: false: each instance is an iteration (a wrapper); true: instances delimit iterations
 -- @param $pid BIGINT: the process of the windows' thread
 -- @param $tid BIGINT: the thread of the iteration ranges
+-- @param $ops VARCHAR: name of the table of every GPU op with its launch (launched_ops.sql, scratch.py)
+-- @param $placed VARCHAR: name of the table of the process's ops with their iteration (placed_ops.sql, scratch.py)
 -- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
 
 -- What iterations.detect tests before it takes a range family as the loop, measured on the windows in the
@@ -12,15 +14,17 @@
 -- copy benchmark); nothing when it launched none (an NVTX-only profile). An op belongs to the window in which
 -- it was launched, as in iterations.sql.
 WITH proc AS (
-  SELECT kind, name_id, duration_ns, api_start_ns, start_ns FROM gpu_ops WHERE pid = $pid
+  SELECT kind, name_id, duration_ns, api_start_ns, start_ns
+  FROM query_table($ops) WHERE pid = $pid
 ), compute AS (
   SELECT count(*) FILTER (WHERE kind IN ('kernel', 'graph')) > 0 AS has_compute,
          count(*) FILTER (WHERE kind = 'graph') > 0 AS has_graphs
   FROM proc
 ), work AS (
   SELECT p.* FROM proc p, compute c WHERE p.kind IN ('kernel', 'graph') OR NOT c.has_compute
-), placed AS (
-  SELECT iteration, name_id, duration_ns FROM ops_by_iteration('work', $windows)
+), placed AS (  -- the work ops placed in their iterations
+  SELECT p.iteration, p.name_id, p.duration_ns FROM query_table($placed) p, compute c
+  WHERE p.kind IN ('kernel', 'graph') OR NOT c.has_compute
 ), by_name AS (
   SELECT iteration, name_id, count(*) AS n, sum(duration_ns) AS ns FROM placed GROUP BY iteration, name_id
 ), ops AS (

@@ -1,10 +1,9 @@
--- @tables gpu_ops, kernel_classes, kernel_tensor_use
--- @macros kernel_tensor_cores, ops_by_iteration
+-- @tables kernel_classes, kernel_tensor_use
+-- @macros kernel_tensor_cores
 -- @param $matrix VARCHAR[]: the kernel categories that multiply matrices
--- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
--- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
+-- @param $placed VARCHAR: name of the table of the process's ops with their iteration (placed_ops.sql, scratch.py)
 
--- Per iteration (rows of the table named $windows, made by iteration_windows.sql): the GPU work two findings'
+-- Per iteration (of the windows placed_ops.sql placed the ops in: $placed): the GPU work two findings'
 -- headroom rests on (nsysql/analyses/headroom.py), launched in the iteration as iterations.sql counts it (by any
 -- thread of process $pid, at the launching call's start, else the op's own). Iterations without such work have
 -- no row (0 ns).
@@ -14,14 +13,10 @@ WITH simt AS (  -- matrix kernels on CUDA cores: the rows the finding `matrix ma
   FROM kernel_classes c
   LEFT JOIN kernel_tensor_use u ON u.name_id = c.name_id
   WHERE list_contains($matrix, c.category) AND kernel_tensor_cores(u.measured, c.tensor_cores) = 'no'
-), mine AS (
-  SELECT kind, duration_ns, bytes, api_start_ns, start_ns
-  FROM gpu_ops
-  WHERE pid = $pid
-    AND ((kind = 'kernel' AND name_id IN (SELECT name_id FROM simt))
-         OR (kind = 'memcpy' AND copy_kind = 'Host-to-Device' AND src_kind = 'Pageable'))
 ), ops AS (
-  SELECT iteration, kind, duration_ns, bytes FROM ops_by_iteration('mine', $windows)
+  SELECT iteration, kind, duration_ns, bytes FROM query_table($placed)
+  WHERE (kind = 'kernel' AND name_id IN (SELECT name_id FROM simt))
+     OR (kind = 'memcpy' AND copy_kind = 'Host-to-Device' AND src_kind = 'Pageable')
 )
 SELECT
   iteration,

@@ -1,6 +1,7 @@
--- @tables gpu_metric_names, gpu_metric_periods, gpu_metric_values, gpu_ops
+-- @tables gpu_metric_names, gpu_metric_periods, gpu_metric_values
 -- @macros exact_weighted_mean, metric_sums_by_window, ops_by_iteration, overlaps_by_bucket
 -- @param $metrics VARCHAR[]: the metric names to read, NULL for all
+-- @param $ops VARCHAR: name of the table of every GPU op with its launch (launched_ops.sql, scratch.py)
 -- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
 -- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
 
@@ -11,7 +12,7 @@
 -- for its sampling period (gpu_metric_samples.timestamp_ns) as far as it overlaps the window; the mean is over
 -- the sampled part of the window. $metrics: the metric names to read (NULL: all).
 WITH mine AS (
-  SELECT device_id, start_ns, end_ns, api_start_ns FROM gpu_ops WHERE pid = $pid
+  SELECT device_id, start_ns, end_ns, api_start_ns FROM query_table($ops) WHERE pid = $pid
 ), ops AS (
   SELECT iteration, device_id, start_ns, end_ns FROM ops_by_iteration('mine', $windows)
 ), proj AS (

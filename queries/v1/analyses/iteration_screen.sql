@@ -1,4 +1,4 @@
--- @tables gpu_ops, nvtx_ranges
+-- @tables gpu_ops, nvtx_ranges, op_launch
 -- @macros op_launch_ns
 -- @param $delimiter BOOLEAN[]: per family, whether it delimits (see iteration_windows.sql)
 -- @param $depth BIGINT[]: per family, the depth
@@ -32,7 +32,7 @@ WITH c AS (
   FROM inst
 ), proc AS (
   SELECT pid, kind, duration_ns, op_launch_ns(api_start_ns, start_ns) AS t
-  FROM gpu_ops WHERE pid IN (SELECT pid FROM c)
+  FROM gpu_ops LEFT JOIN op_launch USING (op_id) WHERE pid IN (SELECT pid FROM c)
 ), compute AS (
   SELECT pid, count(*) FILTER (WHERE kind IN ('kernel', 'graph')) > 0 AS has_compute FROM proc GROUP BY pid
 ), work AS (

@@ -1,7 +1,7 @@
 -- @tables gpu_busy, gpu_ops, strings
--- @macros device_layers, ops_by_iteration
+-- @macros device_layers
 -- @param $device INTEGER: the device whose idle time is measured (the process's busiest)
--- @param $pid BIGINT: the process whose GPU ops count (any of its threads)
+-- @param $placed VARCHAR: name of the table of the process's ops with their iteration (placed_ops.sql, scratch.py)
 -- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
 
 -- Per iteration (rows of the table named $windows, made by iteration_windows.sql): wall time and what the GPU
@@ -11,11 +11,9 @@
 -- launches the backward pass. $device: the device whose idle time is measured (the process's busiest).
 WITH coll AS (  -- collective communication kernels (NCCL)
   SELECT id FROM strings WHERE value LIKE 'ncclDevKernel%' OR value LIKE 'ncclKernel%' OR value LIKE '%ncclKernel_%'
-), mine AS (
-  SELECT kind, start_ns, end_ns, duration_ns, name_id, api_start_ns FROM gpu_ops WHERE pid = $pid
 ), ops AS (
   SELECT iteration, kind, start_ns, end_ns, duration_ns, name_id IN (SELECT id FROM coll) AS is_coll
-  FROM ops_by_iteration('mine', $windows)
+  FROM query_table($placed)
 ), merged AS (
   -- prev_end: the latest end among the iteration's ops that started before this one. One sort of all ops by
   -- (iteration, start), then a running max in a streaming window (an empty OVER clause keeps its input's order,

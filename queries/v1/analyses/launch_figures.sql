@@ -1,4 +1,4 @@
--- @tables gpu_ops
+-- @param $ops VARCHAR: name of the table of every GPU op with its launch (launched_ops.sql, scratch.py)
 -- @param $empty_queue_ns BIGINT: a kernel starting later than this after its call returned found the queue empty, ns
 
 -- The figures the launch-bound finding rests on (nsysql/analyses/findings.py), over every kernel whose launching
@@ -14,5 +14,5 @@ SELECT
   median(api_end_ns - api_start_ns) AS api_med_ns,
   -- median kernel, ns
   median(duration_ns) AS kernel_med_ns
-FROM gpu_ops
+FROM query_table($ops)
 WHERE kind = 'kernel' AND api_call_id IS NOT NULL;

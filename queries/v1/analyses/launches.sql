@@ -1,4 +1,4 @@
--- @tables gpu_ops, strings
+-- @tables gpu_ops, op_launch, strings
 -- @macros api_display_name, stats_durations
 -- @param $by VARCHAR: 'kernel' rolls the rows up per kernel name; 'launch': one row per launch site
 
@@ -17,18 +17,19 @@
 -- for one value (and for none: nsys prints 0.0 where no kernel queued).
 WITH l AS (
   SELECT CASE WHEN $by = 'kernel' THEN NULL ELSE o.pid END AS pid,
-         CASE WHEN $by = 'kernel' THEN NULL ELSE o.api_tid END AS tid,
+         CASE WHEN $by = 'kernel' THEN NULL ELSE la.api_tid END AS tid,
          CASE WHEN $by = 'kernel' THEN NULL ELSE o.device_id END AS device_id,
          CASE WHEN $by = 'kernel' THEN NULL ELSE api_display_name(an.value) END AS api_name,
          n.value AS kernel_name,
-         greatest(o.api_end_ns, o.end_ns) - o.api_start_ns AS total,
-         o.api_end_ns - o.api_start_ns AS api,
-         CASE WHEN o.start_ns >= o.api_end_ns THEN o.start_ns - o.api_end_ns END AS queue,
+         greatest(la.api_end_ns, o.end_ns) - la.api_start_ns AS total,
+         la.api_end_ns - la.api_start_ns AS api,
+         CASE WHEN o.start_ns >= la.api_end_ns THEN o.start_ns - la.api_end_ns END AS queue,
          o.duration_ns AS kernel
   FROM gpu_ops o
-  LEFT JOIN strings an ON an.id = o.api_name_id
+  JOIN op_launch la ON la.op_id = o.op_id
+  LEFT JOIN strings an ON an.id = la.api_name_id
   LEFT JOIN strings n ON n.id = o.name_id
-  WHERE o.kind = 'kernel' AND o.api_call_id IS NOT NULL
+  WHERE o.kind = 'kernel' AND la.api_call_id IS NOT NULL
 ), s AS (  -- per group, the nsys-stats figures of each time (stats_durations, 00_macros.sql)
   SELECT pid, tid, device_id, api_name, kernel_name, count(*) AS count, count(queue) AS queue_count,
          stats_durations(total) AS total_s, stats_durations(api) AS api_s, stats_durations(queue) AS queue_s,

@@ -1,4 +1,4 @@
--- @tables gpu_ops, strings
+-- @tables gpu_ops, op_launch, strings
 -- @param $t0 BIGINT: start of the time window, ns
 -- @param $t1 BIGINT: end of the time window, ns
 
@@ -11,6 +11,7 @@ SELECT
   an.value AS api_name
 FROM gpu_ops o
 LEFT JOIN strings n ON n.id = o.name_id
-LEFT JOIN strings an ON an.id = o.api_name_id
+LEFT JOIN op_launch l ON l.op_id = o.op_id
+LEFT JOIN strings an ON an.id = l.api_name_id
 WHERE o.start_ns <= $t1 AND o.end_ns >= $t0
 ORDER BY o.device_id, o.stream_id, o.start_ns, o.end_ns DESC, o.op_id;

@@ -400,9 +400,9 @@ JOIN query_table(samples) v ON v.timestamp_ns = o.t0 AND (v.key >> 32)::INTEGER 
 GROUP BY ALL;
 
 -- When a GPU op was launched, as the CPU's timeline places it: the start of the API call that launched it, or
--- the op's own start when no call was traced (gpu_ops.api_start_ns is NULL).
+-- the op's own start when no call was traced (op_launch holds no row for the op: api_start_ns is NULL).
 CREATE OR REPLACE MACRO op_launch_ns(
-  -- BIGINT: gpu_ops.api_start_ns
+  -- BIGINT: op_launch.api_start_ns
   api_start_ns,
   -- BIGINT: gpu_ops.start_ns
   start_ns
@@ -421,7 +421,8 @@ AS coalesce(api_start_ns, start_ns);
 -- more than 8 windows touch (many tiny windows together) would make each op in it meet them all: its ops take
 -- the ASOF join instead, so that time stays linear in ops and windows whatever their lengths.
 CREATE OR REPLACE MACRO ops_by_iteration(
-  -- the name of a table or CTE of gpu_ops rows (any subset of its columns that has api_start_ns and start_ns)
+  -- the name of a table or CTE of gpu_ops rows with their api_start_ns (op_launch): any columns that hold
+  -- api_start_ns and start_ns
   ops,
   -- the name of a table of iteration windows (columns iteration, start_ns, end_ns: analyses/iteration_windows.sql,
   -- held by nsysql.analyses.iterations.Windows), disjoint

@@ -1,5 +1,5 @@
--- @include 00_macros.sql, 40_gpu_ops.sql, 50_nvtx.sql, 55_graph_nodes.sql
--- @tables gpu_ops, graph_nodes, nvtx_open, nvtx_ranges
+-- @include 00_macros.sql, 40_gpu_ops.sql, 42_op_launch.sql, 50_nvtx.sql, 55_graph_nodes.sql
+-- @tables gpu_ops, graph_nodes, nvtx_open, nvtx_ranges, op_launch
 -- @macros is_torch_range
 -- @defines op_range_links, op_range_totals, op_ranges, range_chains
 -- @empty_without gpu_ops
@@ -40,8 +40,10 @@ SELECT o.range_id, o.pre, greatest(o.pre, u.upto) AS last
 FROM _pp_order o
 ASOF LEFT JOIN upto u ON u.pid = o.pid AND u.tid = o.tid AND o.end_ns > u.start_ns;
 
-CREATE OR REPLACE TEMP VIEW _launched AS
-SELECT op_id, pid, api_tid, api_start_ns FROM gpu_ops WHERE api_start_ns IS NOT NULL;
+-- The ops with a traced launch, once: the statements below read them four times. (op_launch's ops are gpu_ops';
+-- the EXISTS says so, for @empty_without.)
+CREATE OR REPLACE TEMP TABLE _launched AS
+SELECT op_id, api_pid AS pid, api_tid, api_start_ns FROM op_launch WHERE EXISTS (SELECT 1 FROM gpu_ops);
 
 -- Each launched op with the innermost push/pop range open on its launching thread when the call started
 -- (NULL: none was open): the thread's nvtx_open row at or before the call's start. How, as ops_by_iteration
@@ -151,12 +153,13 @@ WITH made AS (  -- the creation instants of the nodes that ran ops
 )
 SELECT o.op_id, a.range_id
 FROM gpu_ops o
+LEFT JOIN op_launch l ON l.op_id = o.op_id
 JOIN graph_nodes g ON g.pid = o.pid AND g.graph_node_id = o.graph_node_id AND g.original_id IS NOT NULL
 JOIN open_at a ON a.pid = g.pid AND a.tid = g.created_tid AND a.created_ns = g.created_ns
 JOIN nvtx_ranges r ON r.range_id = a.range_id
 WHERE NOT (  -- given by the launch already: open at the launch on its thread, or inherited by an orphan op
-  o.api_start_ns IS NOT NULL AND o.api_start_ns >= r.start_ns AND o.api_start_ns < r.end_ns
-  AND (o.api_tid = r.tid OR (r.style = 'StartEnd' AND o.api_tid = r.end_tid)
+  l.api_start_ns IS NOT NULL AND l.api_start_ns >= r.start_ns AND l.api_start_ns < r.end_ns
+  AND (l.api_tid = r.tid OR (r.style = 'StartEnd' AND l.api_tid = r.end_tid)
        OR (o.op_id IN (SELECT op_id FROM _orphans) AND r.range_id NOT IN (SELECT range_id FROM _library_ranges))));
 
 -- Which ranges each GPU op belongs to, stored without listing every enclosing push/pop range of every op (a

@@ -1,5 +1,5 @@
--- @include 10_processes_threads.sql, 40_gpu_ops.sql, 65_cpu_samples.sql, 66_cpu_threads.sql, 90_process_roles.sql
--- @tables cpu_samples, gpu_ops, process_parents, process_roles, thread_states, threads
+-- @include 10_processes_threads.sql, 42_op_launch.sql, 65_cpu_samples.sql, 66_cpu_threads.sql, 90_process_roles.sql
+-- @tables cpu_samples, op_launch, process_parents, process_roles, thread_states, threads
 -- @defines thread_roles
 
 -- nsysql canonical schema v1: the role of each thread in the job. A view: computed when asked (by the CPU
@@ -24,7 +24,7 @@ WITH known AS (
   UNION SELECT DISTINCT pid, tid FROM cpu_samples
   UNION SELECT DISTINCT pid, tid FROM thread_states WHERE source = 'sched'
 ), launchers AS (
-  SELECT DISTINCT pid, api_tid AS tid FROM gpu_ops WHERE api_tid IS NOT NULL
+  SELECT DISTINCT api_pid AS pid, api_tid AS tid FROM op_launch WHERE api_tid IS NOT NULL
 ), named AS (
   SELECT k.pid, k.tid, t.name, m.name AS process_thread_name, p.parent_pid,
          r.main_tid IS NOT NULL AS is_main, l.tid IS NOT NULL AS launched,

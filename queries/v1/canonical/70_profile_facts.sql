@@ -1,6 +1,8 @@
--- @include 30_api_calls.sql, 40_gpu_ops.sql, 50_nvtx.sql
--- @staging nsysql_stage._load_facts, raw_capture, raw_env, raw_extents, raw_meta, raw_strings
--- @tables api_calls, gpu_ops, nvtx_marks, nvtx_ranges, os_calls
+-- @include 00_macros.sql, 40_gpu_ops.sql, 50_nvtx.sql
+-- @staging nsysql_stage._load_facts, raw_call_extent, raw_capture, raw_env, raw_extents, raw_meta, raw_osrt
+-- @staging raw_strings
+-- @tables gpu_ops, nvtx_marks, nvtx_ranges
+-- @macros is_interval
 -- @defines profile_facts
 
 -- nsysql canonical schema v1: facts about the profile as a whole.
@@ -44,13 +46,16 @@ ORDER BY pri, CASE var WHEN 'RANK' THEN 0 WHEN 'OMPI_COMM_WORLD_RANK' THEN 1 WHE
 LIMIT 1;
 
 -- The span is the extent of every timed table the export has; `span_from` names those that have events.
--- Scheduling events and CPU samples are staged as their first and last timestamp only (raw_extents).
+-- Scheduling events and CPU samples are staged as their first and last timestamp only (raw_extents), and so are
+-- the CUDA API calls that api_calls holds (raw_call_extent); the OS runtime calls that os_calls holds are read from
+-- what that table is made of. A question that reads neither table (a cold `kernels`) reads no CUDA API call and
+-- stores neither.
 CREATE OR REPLACE TEMP TABLE _extents AS
 SELECT 1 AS ord, 'GPU ops' AS what, min(start_ns) AS s, max(end_ns) AS e FROM gpu_ops
-UNION ALL SELECT 2, 'CUDA API calls', min(start_ns), max(end_ns) FROM api_calls
+UNION ALL SELECT 2, 'CUDA API calls', min(start), max("end") FROM raw_call_extent
 UNION ALL SELECT 3, 'NVTX ranges', min(start_ns), max(end_ns) FROM nvtx_ranges
 UNION ALL SELECT 4, 'NVTX marks', min(ts_ns), max(ts_ns) FROM nvtx_marks
-UNION ALL SELECT 5, 'OS runtime calls', min(start_ns), max(end_ns) FROM os_calls
+UNION ALL SELECT 5, 'OS runtime calls', min(start), max("end") FROM raw_osrt WHERE is_interval(start, "end")
 UNION ALL SELECT 6, 'scheduling events', min(start), max("end") FROM raw_extents WHERE source = 'SCHED_EVENTS'
 UNION ALL SELECT 7, 'CPU samples', min(start), max("end") FROM raw_extents WHERE source = 'COMPOSITE_EVENTS';
 

@@ -1,5 +1,5 @@
--- @include 40_gpu_ops.sql, 50_nvtx.sql, 60_op_ranges.sql
--- @tables gpu_ops, nvtx_ranges, op_ranges
+-- @include 40_gpu_ops.sql, 42_op_launch.sql, 50_nvtx.sql, 60_op_ranges.sql
+-- @tables gpu_ops, nvtx_ranges, op_launch, op_ranges
 -- @defines process_roles
 
 -- nsysql canonical schema v1: the role of each process that did GPU work.
@@ -27,7 +27,8 @@ WITH dev AS (
     UNION ALL SELECT pid, tid, -count(*) FROM roots JOIN start_end USING (pid, tid, op_id) GROUP BY pid, tid)
   GROUP BY pid, tid
 ), launcher AS (
-  SELECT pid, api_tid AS tid, count(*) AS n FROM gpu_ops WHERE api_tid IS NOT NULL GROUP BY pid, api_tid
+  SELECT api_pid AS pid, api_tid AS tid, count(*) AS n FROM op_launch WHERE api_tid IS NOT NULL
+  GROUP BY api_pid, api_tid
 ), main_thread AS (
   SELECT pid, tid FROM (
     SELECT pid, tid, n, 1 AS pri FROM ranged UNION ALL SELECT pid, tid, n, 2 FROM launcher)

@@ -1,7 +1,7 @@
--- @include 00_macros.sql, 30_api_calls.sql, 40_gpu_ops.sql, 50_nvtx.sql
+-- @include 00_macros.sql, 25_calls.sql
 -- @staging nsysql_stage._load_beyond_int64, raw_graph, raw_kernel, raw_memcpy, raw_memset, raw_nvtx, raw_osrt
 -- @staging raw_runtime
--- @tables _shared_calls, api_calls, gpu_ops, nvtx_ranges, os_calls
+-- @tables _shared_calls
 -- @macros is_interval
 -- @defines data_quality
 
@@ -74,7 +74,7 @@ WITH gpu AS (
   FROM cpu
   UNION ALL
   SELECT source, canonical, ord, 'no correlationId', no_link, 'kept: no GPU work is tied to it' FROM cpu
-  UNION ALL  -- the calls of ids that several calls of a process share (40_gpu_ops.sql): an op of such an id is
+  UNION ALL  -- the calls of ids that several calls of a process share (25_calls.sql): an op of such an id is
              -- tied to one of them by a rule, which may not be the call that launched it
   SELECT 'CUPTI_ACTIVITY_KIND_RUNTIME', 'gpu_ops', 5, 'correlationId shared by several calls',
          count(*), 'kept: a GPU op of such an id is tied to the latest of them that started at or before it '
