@@ -66,7 +66,8 @@ def open_tables(
     readers = []  # the cold load's reader threads, started before DuckDB is imported
     building = _Building()  # what is being built (stopped if the user presses Ctrl-C meanwhile)
 
-    first = _first(src, whole, question)
+    first = _first(src, whole)
+    hint = question if first == [] else None  # what the caller asks first: read in the first pass, once cold
     complete = [first is None]  # whether the connection holds every table: nothing for `extend` to do
     held: set[str] = set()  # the canonical files this load built: known, not asked of the catalog (_extender)
     question = None if first is None else _Question()  # what the first question reads, built with BASE
@@ -107,6 +108,8 @@ def open_tables(
 
         opener.extend = _extender(src, entry, build, settings, progress, complete, limit, held)
 
+    if hint is not None:  # the list `build` was given: cold only (the warm path above never imports the engine)
+        first.extend(_hinted(*hint))
     # cold: the readers open their SQLite streams (and read the first batch of each) while DuckDB is imported
     if tuning.on("early_readers"):
         from ..loader import plan, raw
@@ -134,15 +137,16 @@ def _settings(memory_limit, threads):
     return settings
 
 
-def _first(src, whole: bool, question) -> list[str] | None:
+def _first(src, whole: bool) -> list[str] | None:
     """The tables a cold load builds in its first pass (None: every one). nsysql.tuning's `lazy_build`: the
     loader's BASE tables with what the first question reads (`_Question`; known before the load for a caller that
-    says it, `question`: `_hinted`), each later question adding what it reads (`extend`, which the engine calls);
-    off: all but what a whole build leaves to the questions that read it (loader.at_first). `whole`: every one."""
+    says it, `question`: `_hinted`, added to this list once the load is known to be cold), each later question
+    adding what it reads (`extend`, which the engine calls); off: all but what a whole build leaves to the
+    questions that read it (loader.at_first). `whole`: every one."""
     if whole:
         return None
     if tuning.on("lazy_build") and _large(src.path):
-        return [] if question is None else _hinted(*question)
+        return []
     return at_first(src)
 
 
