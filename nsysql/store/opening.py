@@ -108,13 +108,7 @@ def open_tables(
 
         opener.extend = _extender(src, entry, build, settings, progress, complete, limit, held)
 
-    if hint is not None:  # the list `build` was given: cold only (the warm path above never imports the engine)
-        first.extend(_hinted(*hint))
-    # cold: the readers open their SQLite streams (and read the first batch of each) while DuckDB is imported
-    if tuning.on("early_readers"):
-        from ..loader import plan, raw
-
-        readers.append(raw.Readers(src, names=None if first is None else plan(first)[1]).start())
+    _early(src, first, hint, readers)
     settings()  # here, on this thread, once reading has begun (it imports tempfile, for the spill directory)
     try:
         # a new entry (or one on its way): the directory kept within its cap
@@ -135,6 +129,18 @@ def _settings(memory_limit, threads):
         return config
 
     return settings
+
+
+def _early(src, first, hint, readers: list) -> None:
+    """A cold load's first steps: what the caller asks first (`hint`) added to `first`, the list `build` was
+    given (here, not before: a warm command never imports the engine for it), and the readers started: they open
+    their SQLite streams (and read the first batch of each) while DuckDB is imported."""
+    if hint is not None:
+        first.extend(_hinted(*hint))
+    if tuning.on("early_readers"):
+        from ..loader import plan, raw
+
+        readers.append(raw.Readers(src, names=None if first is None else plan(first)[1]).start())
 
 
 def _first(src, whole: bool) -> list[str] | None:
