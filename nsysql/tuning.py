@@ -21,7 +21,8 @@ TRICKS = {
     "early_readers": "a cold load starts its reader threads, which open the export's SQLite streams and read "
     "their first batch without the GIL, before DuckDB is imported (nsysql/store/opening.py, loader/raw.py Readers); "
     "off: the readers start once DuckDB is imported, inside the build",
-    "background_persist": "with 4 or more threads and memory to spare, a first load builds its tables in memory, "
+    "background_persist": "with 4 or more threads and memory to spare, a first load that builds every table "
+    "(not a lazy one: lazy_build) builds them in memory, "
     "answers from them, and copies them into the cache entry on background threads (cache.build_entry); off: "
     "built straight into the cache file",
     "lazy_build": "a cold load builds the loader's base tables (profile_facts, data_quality and what they are made "
