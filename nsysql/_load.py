@@ -60,8 +60,8 @@ def opened(
 ):
     """`then(Opened)` for the export (or report) `path`, its tables opened or built as load() says: load() is
     `then=facade`; the CLI's warm path (nsysql.cli.warm) makes the Profile only where a stored answer is not
-    enough. `question`: the (analysis, parameters) the caller asks first, where it knows it (the CLI's command):
-    a cold load reads what that reads in its first pass (store.opening.open_tables)."""
+    enough. `question`: the (analysis, parameters) the caller asks first, or a list of them (`stats`), where it
+    knows it (the CLI's command): a cold load reads what they read in its first pass (store.opening.open_tables)."""
     utf8_path(path)  # said here, in one line, rather than by DuckDB or the driver deep in the load
     if cache_dir is not None:
         utf8_path(cache_dir, "cache directory")

@@ -325,3 +325,16 @@ def test_a_cli_question_is_read_in_the_cold_loads_first_pass(tmp_path, question,
     told = {s.split(",")[0] for s in steps if s.startswith("reading ")}
     assert (f"reading {READING['raw_runtime']}" in told) == reads_calls
     assert f"reading {READING['raw_kernel']}" in told
+
+
+def test_several_cli_questions_are_read_in_the_cold_loads_first_pass(tmp_path):
+    # `stats` asks several reports of one load: what each reads is told to the readers that start first
+    from nsysql import _load
+
+    steps: list[str] = []
+    asked = [("kernels", {}), ("iterations", {})]
+    prof = _load.opened(SMALL, _load.facade, cache_dir=tmp_path, progress=steps.append, question=asked)
+    with prof:
+        prof.each(*asked)
+    told = {s.split(",")[0] for s in steps if s.startswith("reading ")}
+    assert {f"reading {READING['raw_runtime']}", f"reading {READING['raw_kernel']}"} <= told

@@ -35,11 +35,11 @@ def state_dir() -> Path:
 _loaded: list[str] = []  # the exports this command loaded
 
 
-def load_profile(file: str | None, warm: bool = False, question: tuple[str, dict] | None = None):
+def load_profile(file: str | None, warm: bool = False, question: tuple[str, dict] | list | None = None):
     """The Profile of FILE (or the one picked: discover.pick_profile); `warm`: for a command that prints
     answers, a cache entry in place gives a cli.warm.Stored, which reads stored answers without the Profile.
-    `question`: the (analysis, parameters) the command asks first: a cold load reads what it reads in its first
-    pass (nsysql._load.opened)."""
+    `question`: the (analysis, parameters) the command asks first, or a list of them (`stats`): a cold load reads
+    what they read in its first pass (nsysql._load.opened)."""
     from .. import _load, discover
 
     path, why = discover.pick_profile(file, global_opts().get("cache_dir"))

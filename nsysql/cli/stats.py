@@ -124,7 +124,7 @@ def stats(file, reports_, fmt, prefix, attribution):
         click.echo(f"nsysql: {line}", err=True)
     if not asked:
         raise NsysqlError("no report of nsysql's was asked")
-    prof = load_profile(file)
+    prof = load_profile(file, question=[(a, {**kw, "attribution": attribution}) for _, a, kw in asked])
     ext = {"table": "txt", "csv": "csv", "json": "json", "markdown": "md"}[fmt]
     got = {}
     if prefix:  # `-o out/run` into a folder not made yet: made, as `nsys stats -o` does

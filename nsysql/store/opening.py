@@ -137,8 +137,8 @@ def _early(src, first, hint, readers: list) -> None:
     """A cold load's first steps: what the caller asks first (`hint`) added to `first`, the list `build` was
     given (here, not before: a warm command never imports the engine for it), and the readers started: they open
     their SQLite streams (and read the first batch of each) while DuckDB is imported."""
-    if hint is not None:
-        first.extend(_hinted(*hint))
+    for name, params in [hint] if isinstance(hint, tuple) else hint or ():  # one question, or several (`stats`)
+        first.extend(t for t in _hinted(name, params) if t not in first)
     if tuning.on("early_readers"):
         from ..loader import plan, raw
 
