@@ -25,7 +25,8 @@ def collectives(files, fmt, output, by, range, slow_ratio):
         return
     if by == "rank":
         raise click.UsageError("--by rank needs several FILEs, one per rank")
-    got = load_profile(files[0] if files else None).collectives_shown(by=by, range=range, slow_ratio=slow_ratio)
+    asked = {"by": by, "range": range, "slow_ratio": slow_ratio}
+    got = load_profile(files[0] if files else None, question=("collectives_shown", asked)).collectives_shown(**asked)
     df, found = got["collectives"], got["findings"]
     if fmt in ("json", "markdown"):
         emit({"collectives": df, "findings": found}, fmt, output)

@@ -17,7 +17,7 @@ from .output import emit, emit_text
 def cpu(file, fmt, output, **params):
     """Where CPU time went, from CPU samples (nsys profile -s process-tree); -f folded writes folded stacks
     (`frame;frame;leaf N`) that flame-graph tools read."""
-    prof = load_profile(file)
+    prof = load_profile(file, question=("cpu", params))
     if fmt == "folded":  # the stacks (asked as the declaration says), one `frame;frame;leaf N` line each
         stacks = prof.cpu(**{**params, **DECLARED["cpu"]["formats"]["folded"]})
         emit_text("".join(f"{s} {n}\n" for s, n in stacks.select("stack", "samples").iter_rows()), output)

@@ -44,7 +44,7 @@ def report(file, output, fmt, baseline, png_dir):
     from .. import report as _report
 
     # one profile's report is one stored answer (Profile.report, .snippet): a warm entry reads it without DuckDB
-    prof = load_profile(file, warm=not baseline)
+    prof = load_profile(file, warm=not baseline, question=None if baseline else ("report", {}))
     base = load_profile(baseline) if baseline else None
     if fmt == "markdown":
         text = _report.diff_snippet(base, prof) if base else _report.snippet(prof)

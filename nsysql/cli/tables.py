@@ -71,7 +71,8 @@ def ranges(file, fmt, output, expand, **params):
     ops they enclose; the table shows numbered families (Batch0..Batch59) as one row, `Batch*`, unless --expand
     (CSV, JSON and Markdown list every name)."""
     folded = fmt == "table" and not expand
-    emit_answer(load_profile(file, warm=True), "ranges", {**params, "families": folded}, fmt, output)
+    params = {**params, "families": folded}
+    emit_answer(load_profile(file, warm=True, question=("ranges", params)), "ranges", params, fmt, output)
 
 
 @click.command()
@@ -87,7 +88,7 @@ def metrics(file, fmt, output, graphics, **params):
     unit. Clocks that nsys wrote in Hz under [MHz] are shown in MHz."""
     from .metrics_view import printed
 
-    df, left = printed(load_profile(file, warm=True).gpu_metrics(**params), graphics)
+    df, left = printed(load_profile(file, warm=True, question=("gpu_metrics", params)).gpu_metrics(**params), graphics)
     if left:
         click.echo(
             f"nsysql: left out {len(left)} graphics counters at 0 throughout ({_line(', '.join(left), 200)}): "
@@ -106,7 +107,7 @@ def iterations(files, fmt, output, **params):
     if several(files):
         emit(each_rank(files, "iterations", **params), fmt, output)
         return
-    prof = load_profile(files[0] if files else None, warm=True)
+    prof = load_profile(files[0] if files else None, warm=True, question=("iterations_shown", params))
 
     def text(got, look):  # each format draws its sections of what the command shows
         if fmt in ("json", "markdown"):
@@ -159,7 +160,9 @@ def gaps(files, fmt, output, explain, top, **params):
     if several(files):
         emit(each_rank(files, what, **params), fmt, output)
         return
-    prof = load_profile(files[0] if files else None, warm=True)
+    prof = load_profile(
+        files[0] if files else None, warm=True, question=("gaps_explained" if explain else what, params)
+    )
     if not explain:
         emit_answer(prof, "gaps", params, fmt, output)
         return
