@@ -102,3 +102,36 @@ def test_gpu_busy_is_the_union_of_gpu_ops():
     busy = prof.sql("SELECT device_id, start_ns, end_ns FROM gpu_busy ORDER BY device_id, start_ns")
     assert prof.sql("SELECT count(*) AS n FROM gpu_ops")["n"][0] > 5000 and len(merged) > 1000
     assert list(busy.iter_rows()) == merged
+
+
+def test_two_readers_split_only_a_table_larger_than_all_the_others(monkeypatch):
+    """With two readers, tables are read whole, but one with more rows than all the others together (GPU metric
+    samples, where a question reads them and not their counts, a scan of the same table) is read in two rowid
+    ranges, one per reader: the same samples as one reader reads. 12k runtime calls beside 5k kernels (big_step)
+    are not split: the kernels keep the other reader busy."""
+    monkeypatch.setenv("NSYSQL_LAZY_MIN_MB", "0")  # the build of what the first question reads
+    streams = []
+    stream = Source.stream
+
+    def counting_stream(self, sql):
+        streams.append(sql)
+        return stream(self, sql)
+
+    monkeypatch.setattr(Source, "stream", counting_stream)
+    monkeypatch.setattr(raw, "CHUNK_ROWS", 1000)
+
+    def samples(readers):
+        monkeypatch.setenv("NSYSQL_READERS", readers)
+        prof = nsysql.load(fixture("hw_mix"), cache=False)
+        prof.gpu_metrics()  # the first question: the samples are read with it
+        return prof.sql("SELECT * FROM gpu_metric_values ORDER BY ALL")
+
+    one = samples("1")
+    assert [s for s in streams if "GPU_METRICS" in s] and not [s for s in streams if " BETWEEN " in s]
+    two = samples("2")
+    split = [s for s in streams if " BETWEEN " in s]
+    assert len(split) == 2 and all("GPU_METRICS" in s for s in split)
+    assert one.height > 0 and one.equals(two)
+    streams.clear()
+    nsysql.load(fixture("big_step"), cache=False).sql("SELECT count(*) FROM api_calls")
+    assert any("RUNTIME" in s for s in streams) and not [s for s in streams if " BETWEEN " in s]

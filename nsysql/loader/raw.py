@@ -547,7 +547,8 @@ def _where(src: Source, rt: RawTable) -> str | None:
 
 
 # A table with more rows than this is read in rowid-range chunks, one per worker, when there are more than two
-# workers (on two cores, the two largest tables already keep both busy).
+# workers (on two cores, the two largest tables already keep both busy, unless one is larger than all the others
+# together: _lone_largest).
 CHUNK_ROWS = 200_000
 
 
@@ -597,14 +598,17 @@ def plan(src: Source, workers: int, names=None) -> tuple[dict[str, str], list[Jo
     selects = {rt: _select(src, rt) for rt in _chosen(names)}
     sizes = src.approx_rows_of({table for rt, (sql, table) in selects.items() if sql is not None and not rt.extent})
     subsets = derived(selects)
+    read = [rt for rt, (sql, _) in selects.items() if sql is not None and rt not in subsets]
+    rows_of = {rt: 1 if rt.extent else sizes[selects[rt][1]] for rt in read}  # an extent: one row per source table
+    lone = max(read, key=rows_of.__getitem__) if _lone_largest(list(rows_of.values()), workers) else None
     for rt, (sql, table) in selects.items():
         if sql is None:
             continue
         used[rt.name] = table
         if rt in subsets:
             continue  # taken from the staging table it is a subset of, once read (stage)
-        rows = 1 if rt.extent else sizes[table]  # one row per source table
-        n = min(workers, -(-rows // CHUNK_ROWS)) if workers > 2 else 1
+        rows = rows_of[rt]
+        n = min(workers, -(-rows // CHUNK_ROWS)) if workers > 2 or rt is lone else 1
         blob_sql = _select(src, rt, text_as_blob=True)[0]
         fixed = tuple(_fixed(src, rt, table).items())
         if n <= 1:
@@ -616,6 +620,28 @@ def plan(src: Source, workers: int, names=None) -> tuple[dict[str, str], list[Jo
             jobs.append(Job(b - a + 1, rt, sql + where, blob_sql + where, table, fixed))
     jobs.sort(key=lambda j: -j.rows)
     return used, jobs
+
+
+def _lone_largest(rows: list[int], workers: int) -> bool:
+    """With two workers, where tables are read whole: whether reading the largest table in chunks, one per
+    worker, shortens the read by a quarter or more (a table with more rows than all the others together, such as
+    GPU metric samples, leaves one worker idle; 1M runtime calls beside 500k kernels do not). By the greedy
+    schedule the readers follow (largest job first, to the worker free first), in rows."""
+    if workers != 2 or not rows or max(rows) < CHUNK_ROWS:
+        return False
+    big = max(rows)
+    rest = list(rows)
+    rest.remove(big)
+    split = _longest([*rest, big - big // 2, big // 2], workers)
+    return split <= 0.75 * _longest(rows, workers)
+
+
+def _longest(jobs: list[int], workers: int) -> int:
+    """The rows the busiest of `workers` reads when each job, largest first, goes to the worker with fewest."""
+    load = [0] * workers
+    for j in sorted(jobs, reverse=True):
+        load[load.index(min(load))] += j
+    return max(load)
 
 
 def derived(selects: dict) -> list[RawTable]:
