@@ -139,7 +139,26 @@ def first_reads() -> str:
             continue
         chosen_by = {} if composition else {o.param: _json(defaults.get(o.param)) for o in a.only}
         out[name] = {"reads": sorted(got), "chosen_by": chosen_by}
+        if not composition and a.only:
+            out[name]["when"] = _first_reads_when(name, a, reads)
     return json.dumps(out, indent=1, ensure_ascii=False) + "\n"
+
+
+def _first_reads_when(name, a, reads) -> dict:
+    """Per parameter of `a.only` whose values are listed (not a test), per value: what a request for `name` with
+    that value, and its other parameters at their defaults, reads (nsysql.engine.first: `metrics --by iteration`
+    reads the loop in its first pass)."""
+    when: dict = {}
+    for o in a.only:
+        if callable(o.values):
+            continue
+        for v in o.values:
+            try:
+                got = reads(name, a.bind({o.param: v}))
+            except Exception:  # noqa: BLE001 - a value this declaration refuses alone: no hint for it
+                continue
+            when.setdefault(o.param, {})[json.dumps(_json(v))] = sorted(got)
+    return when
 
 
 def _sentence(text: str) -> str:

@@ -310,7 +310,9 @@ def test_a_cold_kernels_reads_no_cuda_api_call_and_a_later_info_counts_their_fla
     [
         (("summary", {}), True),  # the launch figures, iterations and NVTX attribution read the calls
         (("kernels", {}), False),
-        (("kernels", {"by": "category", "per": "iteration"}), False),  # `per` chooses what is read: no hint
+        # `per` chooses what is read: the hint for its value (the loop's tables, which read the calls)
+        (("kernels", {"by": "category", "per": "iteration"}), True),
+        (("kernels", {"by": "category", "per": "range"}), True),  # the ranges open on the launching threads
     ],
 )
 def test_a_cli_question_is_read_in_the_cold_loads_first_pass(tmp_path, question, reads_calls):

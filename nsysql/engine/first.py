@@ -32,15 +32,20 @@ def _plans() -> dict:
 
 def first_reads(name: str, params: dict | None = None) -> list[str] | None:
     """The canonical definitions a request for analysis `name` with `params` (those given; the rest take their
-    defaults) reads, or None where they are not known before the registry is: an unknown name, or a value of a
-    parameter that chooses what is read other than its default."""
+    defaults) reads, or None where they are not known before the registry is: an unknown name, or values of
+    parameters that choose what is read other than their defaults, but for one such parameter whose value
+    first_reads.json lists (its `when`: `metrics --by iteration`)."""
     plan = _plans().get(name)
     if plan is None:
         return None
     given = params or {}
-    if any(p in given and _json(given[p]) != default for p, default in plan["chosen_by"].items()):
+    moved = [p for p, default in plan["chosen_by"].items() if p in given and _json(given[p]) != default]
+    if not moved:
+        return list(plan["reads"])
+    if len(moved) > 1:
         return None
-    return list(plan["reads"])
+    got = plan.get("when", {}).get(moved[0], {}).get(json.dumps(_json(given[moved[0]])))
+    return None if got is None else list(got)
 
 
 def _json(value):
