@@ -346,7 +346,7 @@ FROM offset_;
 -- OVER (), which DuckDB computes as one streaming pass each, in the order of their input (DuckDB's
 -- order-preservation rules: a window with an empty OVER clause keeps its input's order). Per-key windows would
 -- sort once per window and take the running maximum through a segment tree, at more CPU. A running maximum or
--- sum costs a pass of its own (~30 ns a row); lag and lead come nearly free. An interval opens a stretch when it
+-- sum costs a pass of its own; lag and lead come nearly free. An interval opens a stretch when it
 -- starts after the latest end before it (lag of the running maximum of the ends), and closes it when the next
 -- one starts after the latest end up to it (lead of the start); between the two, lag carries the opening row's
 -- start and prev_end to the closing one. Should DuckDB ever hand the passes their input out of order, the
