@@ -3,7 +3,7 @@
 -- @defines is_torch_op, is_torch_range, kernel_tensor_cores, metric_sums_by_window, op_launch_ns, ops_by_iteration
 -- @defines overlaps_by_bucket, range_family, range_family_label, range_op_name, stats_durations, stats_stddev
 -- @defines tensor_cores_evidence, torch_evaluated_node, torch_op_name, torch_op_seq, torch_op_sizes
--- @defines union_stretches
+-- @defines union_stretches, union_stretches_keyed, union_stretches_one_key
 
 -- nsysql canonical schema v1: shared rules, defined once and used by every canonical and analysis query.
 -- The macros and types are created in the canonical database itself, so they are stored in each cache entry
@@ -257,6 +257,86 @@ CREATE OR REPLACE MACRO api_display_name(
 -- VARCHAR: the name nsys stats prints
 AS CASE WHEN name SIMILAR TO '.*_v[0-9]{4}' THEN name[:-7] ELSE name END;
 
+-- union_stretches of intervals all of one key (below): four streaming passes over BIGINT.
+CREATE OR REPLACE MACRO union_stretches_one_key(
+  -- TABLE(key BIGINT, start_ns BIGINT, end_ns BIGINT): union_stretches' intervals, every key the same
+  intervals
+)
+-- TABLE(key, start_ns, end_ns, busy_before_ns, prev_end_ns): union_stretches' rows
+AS TABLE
+WITH sorted AS (
+  SELECT key, start_ns, end_ns FROM query_table(intervals) ORDER BY start_ns
+), upto AS (  -- upto_end: the latest end among the intervals up to this one
+  SELECT key, start_ns, max(end_ns) OVER (ROWS UNBOUNDED PRECEDING) AS upto_end FROM sorted
+), around AS (  -- prev_end: the latest end among those before it; the previous and the next interval's start
+  SELECT key, start_ns, upto_end, lag(upto_end) OVER () AS prev_end, lag(start_ns) OVER () AS p_start,
+         lead(start_ns) OVER () AS n_start
+  FROM upto
+), edges AS (  -- the intervals that open a stretch (opens), close one (closes), or both. Intervals that start
+               -- together may come in any order: the first of them opens the stretch, with the same prev_end.
+               -- The order is checked in a CASE, which tests its condition on every row (an OR may skip its
+               -- other sides where one holds)
+  SELECT * FROM (
+    SELECT key, start_ns, upto_end, prev_end, p_start > start_ns AS out_of_order,
+           prev_end IS NULL OR start_ns > prev_end AS opens, n_start IS NULL OR n_start > upto_end AS closes
+    FROM around)
+  WHERE CASE WHEN out_of_order THEN error('union_stretches: DuckDB passed the intervals out of order')
+             ELSE opens OR closes END
+), stretches AS (  -- at each closing row: its stretch, opened by this row or by the row before
+  SELECT key, upto_end AS end_ns, closes,
+         CASE WHEN opens THEN start_ns ELSE lag(start_ns) OVER () END AS start_ns,
+         CASE WHEN opens THEN prev_end ELSE lag(prev_end) OVER () END AS prev_end_ns
+  FROM edges
+)
+SELECT key, start_ns, end_ns,
+       (sum(end_ns - start_ns) OVER (ROWS UNBOUNDED PRECEDING) - (end_ns - start_ns))::BIGINT AS busy_before_ns,
+       prev_end_ns
+FROM stretches
+WHERE closes;
+
+-- union_stretches of intervals of any keys (below): the passes of union_stretches_one_key, the running
+-- maximum over HUGEINT with the key in the high 64 bits, and one more for the total at each key's first stretch.
+CREATE OR REPLACE MACRO union_stretches_keyed(
+  -- TABLE(key BIGINT, start_ns BIGINT, end_ns BIGINT): union_stretches' intervals
+  intervals
+)
+-- TABLE(key, start_ns, end_ns, busy_before_ns, prev_end_ns): union_stretches' rows
+AS TABLE
+WITH sorted AS (
+  SELECT key, start_ns, end_ns FROM query_table(intervals) ORDER BY key, start_ns
+), upto AS (  -- m: the latest end among the key's intervals up to this one (in the high bits: the key)
+  SELECT key, start_ns, max((key::HUGEINT << 64) + end_ns) OVER (ROWS UNBOUNDED PRECEDING) AS m FROM sorted
+), around AS (  -- pm: m of the interval before (of an earlier key at the key's first); the neighbours' places
+  SELECT key, start_ns, (m - (key::HUGEINT << 64))::BIGINT AS upto_end, lag(m) OVER () AS pm,
+         lag(key) OVER () AS p_key, lag(start_ns) OVER () AS p_start,
+         lead(key) OVER () AS n_key, lead(start_ns) OVER () AS n_start
+  FROM upto
+), edges AS (  -- as in union_stretches_one_key; prev_end: NULL at the key's first interval
+  SELECT * FROM (
+    SELECT key, start_ns, upto_end, prev_end, p_key > key OR (p_key = key AND p_start > start_ns) AS out_of_order,
+           prev_end IS NULL OR start_ns > prev_end AS opens, n_key IS DISTINCT FROM key OR n_start > upto_end AS closes
+    FROM (SELECT *, CASE WHEN pm >= (key::HUGEINT << 64) - (1::HUGEINT << 63)
+                         THEN (pm - (key::HUGEINT << 64))::BIGINT END AS prev_end
+          FROM around))
+  WHERE CASE WHEN out_of_order THEN error('union_stretches: DuckDB passed the intervals out of order')
+             ELSE opens OR closes END
+), stretches AS (
+  SELECT key, upto_end AS end_ns, closes,
+         CASE WHEN opens THEN start_ns ELSE lag(start_ns) OVER () END AS start_ns,
+         CASE WHEN opens THEN prev_end ELSE lag(prev_end) OVER () END AS prev_end_ns
+  FROM edges
+), summed AS (  -- total: the length of the stretches so far, all keys, this one included
+  SELECT key, start_ns, end_ns, prev_end_ns, sum(end_ns - start_ns) OVER (ROWS UNBOUNDED PRECEDING) AS total
+  FROM stretches
+  WHERE closes
+), offset_ AS (  -- key_total: total before the key's first stretch (it only grows: a running maximum finds it)
+  SELECT *, max(CASE WHEN prev_end_ns IS NULL THEN total - (end_ns - start_ns) END)
+              OVER (ROWS UNBOUNDED PRECEDING) AS key_total
+  FROM summed
+)
+SELECT key, start_ns, end_ns, (total - (end_ns - start_ns) - key_total)::BIGINT AS busy_before_ns, prev_end_ns
+FROM offset_;
+
 -- The union of intervals, per key: the stretches in which at least one interval of the key is open, merged
 -- where they overlap or touch, each with the length of the key's stretches before it. gpu_busy
 -- (80_gpu_busy.sql) is this union of each device's GPU ops; the analyses take it of a subset (the compute or
@@ -265,14 +345,18 @@ AS CASE WHEN name SIMILAR TO '.*_v[0-9]{4}' THEN name[:-7] ELSE name END;
 -- How (one sort, then passes in that order): the intervals sorted by key and start feed windows with an empty
 -- OVER (), which DuckDB computes as one streaming pass each, in the order of their input (DuckDB's
 -- order-preservation rules: a window with an empty OVER clause keeps its input's order). Per-key windows would
--- sort once per window and take the running maximum through a segment tree, at more CPU. A window over all
--- keys at once keeps each key apart by carrying the key in the high 64 bits of a HUGEINT (a later key's values
--- always compare higher). Should DuckDB ever hand the passes their input out of order, the query fails
--- (error() below) instead of returning wrong stretches.
+-- sort once per window and take the running maximum through a segment tree, at more CPU. A running maximum or
+-- sum costs a pass of its own; lag and lead come nearly free. An interval opens a stretch when it
+-- starts after the latest end before it (lag of the running maximum of the ends), and closes it when the next
+-- one starts after the latest end up to it (lead of the start); between the two, lag carries the opening row's
+-- start and prev_end to the closing one. Should DuckDB ever hand the passes their input out of order, the
+-- query fails (error() below) instead of returning wrong stretches. One key (one device) is the rule:
+-- union_stretches_one_key computes it in BIGINT with no per-key offset; several keys take
+-- union_stretches_keyed, which keeps each key apart in one pass by carrying it in the high 64 bits of a HUGEINT
+-- (a later key's values always compare higher) and takes one more pass for each key's first busy total.
 CREATE OR REPLACE MACRO union_stretches(
-  -- TABLE(key BIGINT, start_ns BIGINT, end_ns BIGINT): the intervals, none with a NULL key, start or end, none
-  -- ending before it starts, and none ending at INT64_MAX, where the sentinel below starts (is_interval holds for
-  -- each: a table or CTE name)
+  -- TABLE(key BIGINT, start_ns BIGINT, end_ns BIGINT): the intervals, none with a NULL key, start or end and
+  -- none ending before it starts (is_interval holds for each: a table or CTE name)
   intervals
 )
 -- TABLE(key, start_ns, end_ns, busy_before_ns, prev_end_ns): one row per stretch; busy_before_ns: the length
@@ -280,48 +364,16 @@ CREATE OR REPLACE MACRO union_stretches(
 -- with B(t) = busy_before_ns + clamp(t - start_ns, 0, end_ns - start_ns) of the last stretch starting at or
 -- before t (an ASOF join); prev_end_ns: the end of the key's stretch before (NULL for its first)
 AS TABLE
-WITH sorted AS (  -- plus one sentinel interval per key that starts after all others (and has no end): it starts
-                  -- the stretch after the key's last, so that every real stretch has a successor (below)
-  SELECT key, start_ns, end_ns FROM query_table(intervals)
-  UNION ALL
-  SELECT DISTINCT key, 9223372036854775807, NULL FROM query_table(intervals)
-  ORDER BY key, start_ns
-), upto AS (  -- the latest end among the key's intervals up to this one (in the high bits: the key)
-  SELECT key, start_ns, max((key::HUGEINT << 64) + end_ns) OVER (ROWS UNBOUNDED PRECEDING) AS m
-  FROM sorted
-), before AS (  -- the same among the intervals before this one, and the previous one's place in the order
-  SELECT key, start_ns, lag(m) OVER () AS pm, lag(key) OVER () AS p_key, lag(start_ns) OVER () AS p_start
-  FROM upto
-), starts AS (  -- intervals that start a stretch: every earlier interval of the key has ended before they start.
-                -- prev_end: the end of the stretch before (NULL for the key's first). Intervals that start
-                -- together may come in any order: one of them starts the stretch, with the same prev_end
-  SELECT key, start_ns, prev_end FROM (
-    SELECT key, start_ns,
-           CASE WHEN pm >= (key::HUGEINT << 64) - (1::HUGEINT << 63)
-                THEN (pm - (key::HUGEINT << 64))::BIGINT END AS prev_end,
-           CASE WHEN p_key > key OR (p_key = key AND p_start > start_ns)
-                THEN error('union_stretches: DuckDB passed the intervals out of order') END AS out_of_order
-    FROM before)
-  WHERE prev_end IS NULL OR start_ns > prev_end OR out_of_order IS NOT NULL
-), stretches AS (  -- each stretch start, with the stretch before it: that one runs from its start to this one's
-                   -- prev_end (when it is of the same key)
-  SELECT key, prev_end, lag(key) OVER () AS p_key, lag(start_ns) OVER () AS p_start,
-         lag(prev_end) OVER () AS p_prev_end
-  FROM starts
-), summed AS (  -- total length of the stretches listed so far (all keys)
-  SELECT *, sum(CASE WHEN p_key = key THEN prev_end - p_start ELSE 0 END) OVER (ROWS UNBOUNDED PRECEDING) AS total
-  FROM stretches
-), offset_ AS (  -- that total at the key's first stretch start, where its own stretches begin to count (in the
-                 -- high bits: the key; the total is shifted by 2^63 into the low 64 bits' unsigned range)
-  SELECT *, max(CASE WHEN p_key IS DISTINCT FROM key
-                     THEN (key::HUGEINT << 64) + total + (1::HUGEINT << 63) END)
-              OVER (ROWS UNBOUNDED PRECEDING) - (key::HUGEINT << 64) - (1::HUGEINT << 63) AS key_total
-  FROM summed
+WITH keys AS (  -- one: every interval is of the same key (NULL when there is none: both halves below are empty)
+  SELECT min(key) = max(key) AS one FROM query_table(intervals)
+), one_key AS (
+  SELECT i.key, i.start_ns, i.end_ns FROM query_table(intervals) i, keys WHERE keys.one
+), some_keys AS (
+  SELECT i.key, i.start_ns, i.end_ns FROM query_table(intervals) i, keys WHERE NOT keys.one
 )
-SELECT key, p_start AS start_ns, prev_end AS end_ns,
-       (total - (prev_end - p_start) - key_total)::BIGINT AS busy_before_ns, p_prev_end AS prev_end_ns
-FROM offset_
-WHERE p_key = key;
+SELECT * FROM union_stretches_one_key(one_key)
+UNION ALL
+SELECT * FROM union_stretches_keyed(some_keys);
 
 -- Pairs of a window and a sampling period that overlap, with the length of their overlap: the time-weighted
 -- readers of GPU metrics (49_kernel_tensor_use.sql, analyses/iteration_metrics.sql, range_metrics.sql).

@@ -11,9 +11,11 @@
 -- consecutive stretches of a device (each row's prev_end_ns to its start_ns). ORDER BY device_id, start_ns to
 -- list them.
 CREATE OR REPLACE TABLE gpu_busy AS
-WITH ops AS (  -- the ops of gpu_ops (40_gpu_ops.sql), read from the staging tables so that this file need not
-               -- wait for gpu_ops and its join with the API calls: the same intervals (gpu_ops drops duplicate
-               -- rows of an op, which cannot change a union)
+WITH ops AS NOT MATERIALIZED (  -- the ops of gpu_ops (40_gpu_ops.sql), read from the staging tables so that
+  -- this file need not wait for gpu_ops and its join with the API calls (it runs beside them, off a cold load's
+  -- longest chain of files): the same intervals (gpu_ops drops duplicate rows of an op, which cannot change a
+  -- union). Not materialized: union_stretches reads it three times, and three scans of three columns cost less
+  -- than a copy of them
   SELECT * FROM (
     SELECT deviceId AS key, start AS start_ns, "end" AS end_ns FROM raw_kernel
     UNION ALL SELECT deviceId, start, "end" FROM raw_memcpy
