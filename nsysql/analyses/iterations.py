@@ -363,9 +363,9 @@ class Windows:
 
 
 def launched_ops(con) -> str:
-    """The view of every GPU op with its launching call (launched_ops.sql), named once per DuckDB for every
-    query that reads them (scratch.table): not a table, which held every op twice at 10M ops (1 GB)."""
-    return scratch.table(con, "_launched_ops_", "launched_ops", {}, view=True)
+    """The table of every GPU op with its launching call (launched_ops.sql), made once per DuckDB for every
+    query that reads them (scratch.table)."""
+    return scratch.table(con, "_launched_ops_", "launched_ops", {})
 
 
 def windows(con, it: IterationRange) -> Windows:

@@ -24,21 +24,19 @@ _GUARD = threading.Lock()
 _LOCKS: dict[str, threading.Lock] = {}  # per table name: one thread makes it, the others then find it
 
 
-def table(con, prefix: str, sql: str, params: dict, view: bool = False) -> str:
+def table(con, prefix: str, sql: str, params: dict) -> str:
     """The qualified name of the table holding queries/v1/analyses/`sql`.sql's result for `params` on `con`'s
-    DuckDB, made now if it lacks it (the canonical tables the file's header names built first: `reading`).
-    `view`: a view of the query instead (no `params`), for a result too large to hold whose readers each take
-    a small part of it: each reads it afresh, with its own filters and columns pushed into the query."""
+    DuckDB, made now if it lacks it (the canonical tables the file's header names built first: `reading`)."""
     key = json.dumps([sql, params], sort_keys=True, default=str)
     name = f"{prefix}{hashlib.sha256(key.encode()).hexdigest()[:16]}"
     with _GUARD:
         lock = _LOCKS.setdefault(name, threading.Lock())
     with lock:
         con.execute(f"ATTACH IF NOT EXISTS ':memory:' AS {DB}")
-        listed = "duckdb_views() WHERE view_name" if view else "duckdb_tables() WHERE table_name"
-        there = con.execute(f"SELECT count(*) FROM {listed} = ? AND database_name = ?", [name, DB]).fetchall()[0][0]
+        there = con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE database_name = ? AND table_name = ?", [DB, name]
+        ).fetchall()[0][0]
         if not there:
             reading(sql)
-            kind = "VIEW" if view else "TABLE"
-            con.execute(f"CREATE {kind} {DB}.main.{name} AS " + queries.read(f"analyses/{sql}.sql"), params or None)
+            con.execute(f"CREATE TABLE {DB}.main.{name} AS " + queries.read(f"analyses/{sql}.sql"), params)
     return f"{DB}.main.{name}"
