@@ -11,7 +11,7 @@
 -- op and the windows alone, so filtering after placing gives what placing the filtered ops gave, and the ops meet
 -- the windows once.
 WITH mine AS (
-  SELECT kind, start_ns, end_ns, duration_ns, name_id, bytes, copy_kind, src_kind, api_start_ns
+  SELECT kind, start_ns, end_ns, end_ns - start_ns AS duration_ns, name_id, bytes, copy_kind, src_kind, api_start_ns
   FROM query_table($ops) WHERE pid = $pid
 )
 SELECT iteration, kind, start_ns, end_ns, duration_ns, name_id, bytes, copy_kind, src_kind
