@@ -22,7 +22,7 @@ WITH proc AS (  -- the process's ops, from gpu_ops: their kind and length are al
 ), work AS (
   SELECT p.* FROM proc p, compute c WHERE p.kind IN ('kernel', 'graph') OR NOT c.has_compute
 ), placed AS (  -- the work ops placed in their iterations
-  SELECT p.iteration, p.name_id, p.duration_ns FROM query_table($placed) p, compute c
+  SELECT p.iteration, p.name_id, p.end_ns - p.start_ns AS duration_ns FROM query_table($placed) p, compute c
   WHERE p.kind IN ('kernel', 'graph') OR NOT c.has_compute
 ), by_name AS (
   SELECT iteration, name_id, count(*) AS n, sum(duration_ns) AS ns FROM placed GROUP BY iteration, name_id
