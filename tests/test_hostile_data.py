@@ -244,6 +244,29 @@ def test_an_id_shared_in_calls_written_in_order_is_found(tmp_path, monkeypatch, 
     assert set(prof.sql(f"SELECT api_call_id FROM gpu_ops_named WHERE correlation_id = {cid}").rows()) == {(first,)}
 
 
+def test_an_id_shared_by_the_last_call_of_all_is_found(tmp_path, monkeypatch):
+    # the proof that ids are unique (25_calls.sql) reads each run of calls from its first key to its last, and the
+    # last run's last key is the last call of all: train_small's last two calls made a run of their own (ids 0,
+    # then an early launch's id) that spans the first run's ids, which only that last call shows
+    monkeypatch.setenv("NSYSQL_READERS", "1")
+    con = sqlite3.connect(fixture("train_small"))
+    first, cid = con.execute(
+        f"SELECT r.rowid, r.correlationId FROM {R} r JOIN {K} k USING (correlationId) ORDER BY r.rowid LIMIT 1"
+    ).fetchone()
+    before_last, last = sorted(r[0] for r in con.execute(f"SELECT rowid FROM {R} ORDER BY rowid DESC LIMIT 2"))
+    assert con.execute(f"SELECT count(*) FROM {R} WHERE correlationId <= 0").fetchone()[0] == 0
+    con.close()
+    p = craft(
+        tmp_path / "tail.sqlite",
+        f"UPDATE {R} SET correlationId = 0 WHERE rowid = {before_last}",
+        f"UPDATE {R} SET correlationId = {cid} WHERE rowid = {last}",
+    )
+    prof = nsysql.load(p, cache=False)
+    quality = {(r["source"], r["problem"]): r["rows"] for r in prof.sql("SELECT * FROM data_quality").to_dicts()}
+    assert quality[(R, "correlationId shared by several calls")] == 2
+    assert set(prof.sql(f"SELECT api_call_id FROM gpu_ops_named WHERE correlation_id = {cid}").rows()) == {(first,)}
+
+
 def test_shared_correlation_ids_cost_what_unique_ones_do(tmp_path):
     # 632 kernels x 93,320 calls of one id: 59M pairs for a join on the id alone (minutes, gigabytes spilled)
     p = craft(

@@ -6,7 +6,7 @@
 -- tensor-core use: kernels_by_category.sql for the kernels launched in each iteration (as iterations.sql: by any
 -- thread of process $pid, at the launching call's start). pct is of the iteration's kernel time.
 WITH k AS (
-  SELECT iteration, name_id, duration_ns FROM query_table($placed) WHERE kind = 'kernel'
+  SELECT iteration, name_id, end_ns - start_ns AS duration_ns FROM query_table($placed) WHERE kind = 'kernel'
 )
 SELECT
   k.iteration,

@@ -1,9 +1,8 @@
--- @tables nvtx_ranges
+-- @tables gpu_ops, nvtx_ranges
 -- @macros range_family
 -- @param $delimiter BOOLEAN: false: each instance is an iteration (a wrapper); true: instances delimit iterations
 -- @param $pid BIGINT: the process of the windows' thread
 -- @param $tid BIGINT: the thread of the iteration ranges
--- @param $ops VARCHAR: name of the table of every GPU op with its launch (launched_ops.sql, scratch.py)
 -- @param $placed VARCHAR: name of the table of the process's ops with their iteration (placed_ops.sql, scratch.py)
 -- @param $windows VARCHAR: name of the temp table of iteration windows (iteration_windows.sql, iterations.windows)
 
@@ -13,9 +12,9 @@
 -- The work: kernels and CUDA graph launches when process $pid launched any, else every GPU op it launched (a
 -- copy benchmark); nothing when it launched none (an NVTX-only profile). An op belongs to the window in which
 -- it was launched, as in iterations.sql.
-WITH proc AS (
-  SELECT kind, name_id, duration_ns, api_start_ns, start_ns
-  FROM query_table($ops) WHERE pid = $pid
+WITH proc AS (  -- the process's ops, from gpu_ops: their kind and length are all that is read of them here, and
+               -- the ops with their launch (launched_ops.sql) hold the same rows, at the cost of a join
+  SELECT kind, duration_ns FROM gpu_ops WHERE pid = $pid
 ), compute AS (
   SELECT count(*) FILTER (WHERE kind IN ('kernel', 'graph')) > 0 AS has_compute,
          count(*) FILTER (WHERE kind = 'graph') > 0 AS has_graphs
@@ -23,7 +22,7 @@ WITH proc AS (
 ), work AS (
   SELECT p.* FROM proc p, compute c WHERE p.kind IN ('kernel', 'graph') OR NOT c.has_compute
 ), placed AS (  -- the work ops placed in their iterations
-  SELECT p.iteration, p.name_id, p.duration_ns FROM query_table($placed) p, compute c
+  SELECT p.iteration, p.name_id, p.end_ns - p.start_ns AS duration_ns FROM query_table($placed) p, compute c
   WHERE p.kind IN ('kernel', 'graph') OR NOT c.has_compute
 ), by_name AS (
   SELECT iteration, name_id, count(*) AS n, sum(duration_ns) AS ns FROM placed GROUP BY iteration, name_id

@@ -14,7 +14,7 @@ WITH simt AS (  -- matrix kernels on CUDA cores: the rows the finding `matrix ma
   LEFT JOIN kernel_tensor_use u ON u.name_id = c.name_id
   WHERE list_contains($matrix, c.category) AND kernel_tensor_cores(u.measured, c.tensor_cores) = 'no'
 ), ops AS (
-  SELECT iteration, kind, duration_ns, bytes FROM query_table($placed)
+  SELECT iteration, kind, end_ns - start_ns AS duration_ns, bytes FROM query_table($placed)
   WHERE (kind = 'kernel' AND name_id IN (SELECT name_id FROM simt))
      OR (kind = 'memcpy' AND copy_kind = 'Host-to-Device' AND src_kind = 'Pageable')
 )

@@ -6,7 +6,7 @@
 -- call was traced), by any thread of process $pid. Names are the demangled kernel names, or nsysql's labels
 -- for memcpy/memset/graph ops. Iterations without an op of a name have no row for it.
 WITH ops AS (
-  SELECT iteration, kind, name_id, duration_ns FROM query_table($placed)
+  SELECT iteration, kind, name_id, end_ns - start_ns AS duration_ns FROM query_table($placed)
 )
 SELECT o.iteration, o.kind, s.value AS name, sum(o.duration_ns)::BIGINT AS ns, count(*) AS count
 FROM ops o LEFT JOIN strings s ON s.id = o.name_id

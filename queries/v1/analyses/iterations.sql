@@ -12,7 +12,7 @@
 WITH coll AS (  -- collective communication kernels (NCCL)
   SELECT id FROM strings WHERE value LIKE 'ncclDevKernel%' OR value LIKE 'ncclKernel%' OR value LIKE '%ncclKernel_%'
 ), ops AS (
-  SELECT iteration, kind, start_ns, end_ns, duration_ns, name_id IN (SELECT id FROM coll) AS is_coll
+  SELECT iteration, kind, start_ns, end_ns, name_id IN (SELECT id FROM coll) AS is_coll
   FROM query_table($placed)
 ), merged AS (
   -- prev_end: the latest end among the iteration's ops that started before this one. One sort of all ops by
@@ -22,7 +22,7 @@ WITH coll AS (  -- collective communication kernels (NCCL)
   -- running max of iteration * 2^64 + end_ns up to the op before is the max end within the current iteration
   -- while it decodes to that iteration, and comes from an earlier iteration (so, no predecessor) otherwise.
   -- Ops that start together may come in any order: the union's length below is the same.
-  SELECT iteration, kind, start_ns, end_ns, duration_ns, is_coll,
+  SELECT iteration, kind, start_ns, end_ns, is_coll,
          CASE WHEN pm >= (iteration::HUGEINT << 64) - (1::HUGEINT << 63)
               THEN (pm - (iteration::HUGEINT << 64))::BIGINT END AS prev_end
   FROM (SELECT *, lag(m) OVER () AS pm
@@ -34,11 +34,11 @@ WITH coll AS (  -- collective communication kernels (NCCL)
          sum(greatest(end_ns - greatest(start_ns, coalesce(prev_end, start_ns)), 0))::BIGINT AS gpu_busy_ns,
          (max(end_ns) - min(start_ns))::BIGINT AS gpu_span_ns,
          min(start_ns)::BIGINT AS gpu_start_ns,
-         coalesce(sum(duration_ns) FILTER (WHERE kind = 'kernel'), 0)::BIGINT AS kernel_ns,
-         coalesce(sum(duration_ns) FILTER (WHERE kind = 'memcpy'), 0)::BIGINT AS memcpy_ns,
-         coalesce(sum(duration_ns) FILTER (WHERE kind = 'memset'), 0)::BIGINT AS memset_ns,
-         coalesce(sum(duration_ns) FILTER (WHERE kind = 'graph'), 0)::BIGINT AS graph_ns,
-         coalesce(sum(duration_ns) FILTER (WHERE is_coll), 0)::BIGINT AS collective_ns,
+         coalesce(sum(end_ns - start_ns) FILTER (WHERE kind = 'kernel'), 0)::BIGINT AS kernel_ns,
+         coalesce(sum(end_ns - start_ns) FILTER (WHERE kind = 'memcpy'), 0)::BIGINT AS memcpy_ns,
+         coalesce(sum(end_ns - start_ns) FILTER (WHERE kind = 'memset'), 0)::BIGINT AS memset_ns,
+         coalesce(sum(end_ns - start_ns) FILTER (WHERE kind = 'graph'), 0)::BIGINT AS graph_ns,
+         coalesce(sum(end_ns - start_ns) FILTER (WHERE is_coll), 0)::BIGINT AS collective_ns,
          count(*) FILTER (WHERE kind = 'kernel') AS kernels,
          count(*) AS gpu_ops
   FROM merged GROUP BY iteration

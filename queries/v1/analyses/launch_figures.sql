@@ -13,6 +13,6 @@ SELECT
   -- median launch call, ns
   median(api_end_ns - api_start_ns) AS api_med_ns,
   -- median kernel, ns
-  median(duration_ns) AS kernel_med_ns
+  median(end_ns - start_ns) AS kernel_med_ns
 FROM query_table($ops)
-WHERE kind = 'kernel' AND api_call_id IS NOT NULL;
+WHERE kind = 'kernel' AND api_start_ns IS NOT NULL;

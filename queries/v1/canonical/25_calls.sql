@@ -31,16 +31,16 @@ WHERE is_interval(r.start, r."end");
 -- a run) with a key (pid, correlation_id) strictly above it. A run holds no key twice and lies within [its first
 -- key, its last key]; when no two runs' spans overlap, no key is shared: one streaming pass and a sort of the
 -- runs (a few, as a rule). Runs that overlap (threads whose calls are written out of order, say) or a NULL pid
--- leave the proof to the grouping. The runs' first calls, and the last call of all: row_number and lag in one
--- window (the same empty OVER clause: one operator, one order), kept in a table so that both reads below see
--- that one order.
+-- leave the proof to the grouping. The runs' first calls, and the last call of all (the one no call follows):
+-- row_number, lag and lead in one window (the same empty OVER clause: one operator, one order, and no second
+-- scan of the calls to count them), kept in a table so that both reads below see that one order.
 CREATE OR REPLACE TEMP TABLE _call_runs AS
 SELECT n, starts, (pid::HUGEINT << 64) + correlation_id AS k, (lp::HUGEINT << 64) + lc AS prev FROM (
   SELECT *, NOT coalesce(call_id = lcall + 1 AND (pid > lp OR (pid = lp AND correlation_id > lc)), false) AS starts
   FROM (SELECT call_id, pid, correlation_id, lag(call_id) OVER () AS lcall, lag(pid) OVER () AS lp,
-               lag(correlation_id) OVER () AS lc, row_number() OVER () AS n
+               lag(correlation_id) OVER () AS lc, row_number() OVER () AS n, lead(call_id) OVER () AS ncall
         FROM _calls WHERE correlation_id IS NOT NULL))
-WHERE starts OR n = (SELECT count(*) FROM _calls WHERE correlation_id IS NOT NULL);
+WHERE starts OR ncall IS NULL;
 
 CREATE OR REPLACE TABLE nsysql_stage._shared_ids AS  -- (pid, correlation_id) of more than one call: none, as a rule
 WITH runs AS (  -- each run's first key and its last: the key before the next run starts, or the last call's.

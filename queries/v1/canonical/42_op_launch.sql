@@ -23,14 +23,12 @@ FROM linked o
 ASOF LEFT JOIN _shared_calls c ON c.pid = o.pid AND c.correlation_id = o.correlation_id AND o.start >= c.start_ns
 LEFT JOIN first f ON c.call_id IS NULL AND f.pid = o.pid AND f.correlation_id = o.correlation_id;
 
--- The calls as the join below matches them: on (pid, correlation_id, pick), where pick is 0 for an id of one
--- call and the call's own id where the id is shared, so that no op meets more than one call.
-CREATE OR REPLACE TEMP VIEW _launch_calls AS
-SELECT c.*, CASE WHEN s.pid IS NULL THEN 0 ELSE c.call_id END AS pick
-FROM _calls c LEFT JOIN _shared_ids s ON s.pid = c.pid AND s.correlation_id = c.correlation_id;
-
--- The ops' keys (3 columns) make the hash table of the join below and the calls (18M rows at 10M kernels) stream
--- past it: one narrow row per op is held, never one per call nor every op column.
+-- The ops whose id no other call of their process shares meet the calls in one hash join on (pid,
+-- correlation_id): the ops' keys make its hash table and the calls (18M rows at 10M kernels) stream past it, one
+-- narrow row per op held, never one per call nor every op column; at most one call has such an op's key. The ops
+-- of shared ids (none, as a rule) take the call _shared_launch chose, by its call_id. Two joins, not one on a
+-- third key column that marked each call as shared or not: that took a join of every call with _shared_ids
+-- (6% of this statement at 10M kernels).
 
 -- One row per GPU op whose launching call was traced: the call's thread, start, end and name. gpu_ops LEFT JOIN
 -- op_launch USING (op_id) gives every op with its call (NULL where none was traced); the view gpu_ops_named has
@@ -51,10 +49,11 @@ SELECT
   a.end_ns AS api_end_ns,
   -- strings.id of the launch call's name, e.g. `cudaLaunchKernel_v7000`, `cudaGraphLaunch_v10000`
   a.name_id AS api_name_id
-FROM _launch_calls a
--- the launching call: one at most per op (_shared_launch above), so that an id shared by many calls (a broken or
--- hostile export) costs no more than unique ones
-JOIN (
-  SELECT o.op_id, o.pid, o.correlation_id, coalesce(l.call_id, 0) AS pick
-  FROM gpu_ops o LEFT JOIN _shared_launch l ON l.op_id = o.op_id
-) o ON a.pid = o.pid AND a.correlation_id = o.correlation_id AND a.pick = o.pick;
+FROM _calls a
+JOIN (SELECT op_id, pid, correlation_id FROM gpu_ops ANTI JOIN _shared_ids USING (pid, correlation_id)) o
+  ON a.pid = o.pid AND a.correlation_id = o.correlation_id
+UNION ALL
+-- the ops of shared ids: the one call each that _shared_launch chose (of the op's own process and id), so that
+-- an id shared by many calls (a broken or hostile export) costs no more than unique ones
+SELECT l.op_id, a.pid, a.call_id, a.tid, a.start_ns, a.end_ns, a.name_id
+FROM _shared_launch l JOIN _calls a ON a.call_id = l.call_id;
