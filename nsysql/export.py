@@ -23,7 +23,8 @@ from .queries import SCHEMA_VERSION, canonical_files
 
 EXPORT_FORMATS = ("parquet", "csv")
 
-_CREATE = re.compile(r"^CREATE OR REPLACE (?:TEMP )?(TABLE|VIEW) (\w+) AS", re.M)
+# a table or view made from a query (`AS`), or a table declared by its columns (`(`), filled by an INSERT after
+_CREATE = re.compile(r"^CREATE OR REPLACE (?:TEMP )?(TABLE|VIEW) (\w+) (?:AS|\()", re.M)
 
 
 def _column_name(expr: str) -> str | None:
@@ -68,6 +69,8 @@ def _columns(lines: list[str], create_at: int) -> dict[str, str]:
         len(lines) - 1,
     )
     body = lines[create_at + 1 : end + 1]
+    if lines[create_at].rstrip().endswith("("):  # a column list: each column's name opens its line
+        return _declared_columns(body)
     # the outer SELECT list: from the last top-level `SELECT` line to the next top-level `FROM` line
     sel = max((k for k, ln in enumerate(body) if ln.strip() == "SELECT" and not ln.startswith(" ")), default=None)
     if sel is None:
@@ -94,6 +97,21 @@ def _columns(lines: list[str], create_at: int) -> dict[str, str]:
         elif s:
             expr.append(s)
     flush()
+    return out
+
+
+def _declared_columns(body: list[str]) -> dict[str, str]:
+    """Comment blocks inside a CREATE TABLE's column list, each followed by its column's definition."""
+    out: dict[str, str] = {}
+    comment: list[str] = []
+    for ln in body:
+        s = ln.strip()
+        if s.startswith("--"):
+            comment.append(s[2:].strip())
+        elif s and not s.startswith(")"):
+            if comment:
+                out[s.split()[0].strip('"')] = " ".join(comment)
+            comment = []
     return out
 
 

@@ -172,7 +172,7 @@ def test_activity_of_a_second_gpu_whose_ids_name_other_metrics(tmp_path, monkeyp
 
 def test_window_means_read_the_samples_of_their_own_device(tmp_path):
     # a second GPU (typeId + 1: device 1) sampled at the very same times, other values, and no GPU work: the
-    # windows of device 0 meet only device 0's samples (gpu_metric_values.key >> 32), whatever the timestamps
+    # windows of device 0 meet only device 0's samples (gpu_metric_values.key >> 23), whatever the timestamps
     path = craft(
         tmp_path / "hw.sqlite",
         "INSERT INTO TARGET_INFO_GPU_METRICS SELECT typeId + 1, sourceId, typeName, metricId, metricName "

@@ -439,7 +439,7 @@ CASE WHEN bool_and(whole) AND abs(sum(num_whole)) >= 9007199254740992
 -- the window's key columns); `metrics`: one with the device_id of the metrics read (the windows of other devices
 -- are left out; every metric of a device is summed, the caller's join with the names keeps those it reads: a
 -- test of each sample's key cost more, 0.11 s CPU of hw_big's 0.8 by range); `samples`: gpu_metric_values (key,
--- timestamp_ns, value: `key >> 32` is its device). Returns the window's key columns, device_id, key, num_whole,
+-- timestamp_ns, value: `key >> 23` is its device). Returns the window's key columns, device_id, key, num_whole,
 -- num, whole, den.
 CREATE OR REPLACE MACRO metric_sums_by_window(pairs, metrics, samples) AS TABLE
 SELECT o.* EXCLUDE (t0, overlap_ns), v.key,
@@ -448,7 +448,7 @@ SELECT o.* EXCLUDE (t0, overlap_ns), v.key,
        bool_and(is_exact_whole(v.value)) AS whole,
        sum(o.overlap_ns) AS den
 FROM (SELECT * FROM query_table(pairs) WHERE device_id IN (SELECT device_id FROM query_table(metrics))) o
-JOIN query_table(samples) v ON v.timestamp_ns = o.t0 AND (v.key >> 32)::INTEGER = o.device_id
+JOIN query_table(samples) v ON v.timestamp_ns = o.t0 AND v.key >> 23 = o.device_id
 GROUP BY ALL;
 
 -- When a GPU op was launched, as the CPU's timeline places it: the start of the API call that launched it, or
