@@ -80,3 +80,32 @@ def test_a_small_budget_gives_the_same_rows_and_leaves_no_staging_file(tmp_path)
     assert p.returncode == 0, p.stderr
     assert tuple(int(x) for x in p.stdout.strip().splitlines()[-1].split(",")) == want
     assert [f.name for d in spill.glob("nsysql-spill-*") for f in d.iterdir()] == []
+
+
+def test_duckdb_gets_the_budget_less_a_quarter_for_the_python_side():
+    """DuckDB fills its share at 10M kernels, and the process holds up to a sixth of that share beside it: of a
+    budget, DuckDB gets three quarters (2 GB: 1.5 GB, not 1.7), or the budget less 320 MB where a quarter is
+    less, and at least half of it (nsysql/store/settings.py). Read from the connection a command runs on."""
+    import duckdb
+    from click.testing import CliRunner
+
+    from nsysql.cli import main
+
+    want_mib = {"4GB": 3072, "2GB": 1536, "1GB": 704, "512MB": 256}
+    for budget, mib in want_mib.items():
+        shown = duckdb.connect(config={"memory_limit": f"{mib}MiB"}).execute("SELECT current_setting('memory_limit')")
+        got = CliRunner().invoke(
+            main,
+            [
+                "--no-cache",
+                "sql",
+                str(fixture("train_small")),
+                "SELECT current_setting('memory_limit') AS m",
+                "-f",
+                "csv",
+            ],
+            env={"NSYSQL_MEMORY_LIMIT": budget},
+            catch_exceptions=False,
+        )
+        assert got.exit_code == 0, got.output
+        assert got.output.strip().splitlines()[-1] == shown.fetchall()[0][0], budget

@@ -17,9 +17,13 @@ import re
 from . import tables as _tables
 
 # What a command holds outside DuckDB's buffers: the interpreter with polars and DuckDB's modules loaded, the
-# answers as polars frames, the readers' Arrow batches (what a cold `summary` peaked at above DuckDB's limit is
-# in the commit that set this).
+# answers as polars frames, the readers' Arrow batches, and what DuckDB allocates beside its buffer manager
+# (duckdb_memory() does not count it). At least PYTHON_MB, and 1/PYTHON_SHARE of a larger budget: DuckDB fills
+# its share at 10M kernels, and what the process held beside it there grew with that share (sampled RSS less
+# duckdb_memory(): up to 325 MiB beside a 1,728 MiB share, 175 MiB beside 225 MiB at 2M kernels; the commit that
+# set the share has the runs).
 PYTHON_MB = 320
+PYTHON_SHARE = 4
 
 
 def duckdb_config(memory_limit: str | None, threads: int | None) -> dict:
@@ -35,10 +39,11 @@ def duckdb_config(memory_limit: str | None, threads: int | None) -> dict:
 
 def duckdb_share(budget: str) -> str:
     """DuckDB's memory limit within the process's `budget` (a size such as 2GB or 512MB; GB = 1024 MB, as
-    everywhere in nsysql): the budget less PYTHON_MB, and at least half of it. A budget that is no size (80%, -1,
-    none: DuckDB's own ways of saying a share of RAM or no limit) is DuckDB's limit as it is."""
+    everywhere in nsysql): the budget less the Python side's part (PYTHON_MB, or 1/PYTHON_SHARE of the budget
+    where that is more), and at least half of it: 1.5 GB of 2 GB, 704 MB of 1 GB. A budget that is no size (80%,
+    -1, none: DuckDB's own ways of saying a share of RAM or no limit) is DuckDB's limit as it is."""
     n = size_bytes(budget)
-    return budget if n is None else f"{max(n // 2, n - PYTHON_MB * 2**20)}B"
+    return budget if n is None else f"{max(n // 2, n - max(PYTHON_MB * 2**20, n // PYTHON_SHARE))}B"
 
 
 def size_bytes(size: str) -> int | None:
