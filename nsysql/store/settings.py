@@ -20,8 +20,7 @@ from . import tables as _tables
 # answers as polars frames, the readers' Arrow batches, and what DuckDB allocates beside its buffer manager
 # (duckdb_memory() does not count it). At least PYTHON_MB, and 1/PYTHON_SHARE of a larger budget: DuckDB fills
 # its share at 10M kernels, and what the process held beside it there grew with that share (sampled RSS less
-# duckdb_memory(): up to 325 MiB beside a 1,728 MiB share, 175 MiB beside 225 MiB at 2M kernels; the commit that
-# set the share has the runs).
+# duckdb_memory(): the commit that set the share has the runs).
 PYTHON_MB = 320
 PYTHON_SHARE = 4
 

@@ -11,8 +11,8 @@ SELECT
   -- a number per (type_id, metric_id), how gpu_metric_values names the metric of a sample: its device
   -- (device_id below) times 2^23 plus the metric's number on the device, 1 up in (type_id, metric_id) order, so
   -- that `key >> 23` is a sample's device without a join. An INTEGER: devices 0-255 and up to 2^23 - 1 metrics
-  -- per device fit it (a device with more fails the load, never two metrics one key), and the write of 7.7M
-  -- samples (hw_big) costs 0.07 s CPU less than with a BIGINT
+  -- per device fit it (a device with more fails the load, never two metrics one key), and millions of samples
+  -- are written for less than with a BIGINT (figures in the commit that made it so)
   CASE WHEN dense_rank() OVER (PARTITION BY typeId & 255 ORDER BY typeId, metricId) < 8388608
        THEN (((typeId & 255) << 23) + dense_rank() OVER (PARTITION BY typeId & 255 ORDER BY typeId, metricId))::INTEGER
        ELSE error('gpu_metric_names: more than 8,388,607 GPU metrics on one device')
@@ -40,15 +40,15 @@ CREATE OR REPLACE TABLE gpu_metric_values (
   key INTEGER,
   -- as gpu_metric_samples.timestamp_ns. Stored run-length encoded, as DuckDB would choose for them: nsys samples
   -- every metric of a device at once, so a timestamp comes once per metric in a row, and naming the method
-  -- spares DuckDB trying the others on 7.7M values (hw_big's write: 0.47 against 0.55 s CPU)
+  -- spares DuckDB trying the others on every value
   timestamp_ns BIGINT USING COMPRESSION rle,
   -- as gpu_metric_samples.value
   value DOUBLE
 );
 -- The samples of a metric the names name. Where they name one event type (one GPU sampled), the samples of that
 -- type meet the names on metricId alone, the type a constant test of each sample (a variable: DuckDB tests it as
--- it scans, where a subquery's value would be joined): 0.43-0.46 s CPU against 0.47-0.56 for the join on both
--- ids (hw_big's write); else, the join on both.
+-- it scans, where a subquery's value would be joined), which costs less than the join on both ids; else, the join
+-- on both.
 SET VARIABLE nsysql_one_metric_type = (
   SELECT CASE WHEN count(DISTINCT type_id) = 1 THEN min(type_id) END FROM gpu_metric_names
 );
