@@ -438,7 +438,7 @@ CASE WHEN bool_and(whole) AND abs(sum(num_whole)) >= 9007199254740992
 -- caller. `pairs`: a table or CTE of windows against periods (overlaps_by_bucket: device_id, t0, overlap_ns and
 -- the window's key columns); `metrics`: one with the device_id of the metrics read (the windows of other devices
 -- are left out; every metric of a device is summed, the caller's join with the names keeps those it reads: a
--- test of each sample's key cost more, 0.11 s CPU of hw_big's 0.8 by range); `samples`: gpu_metric_values (key,
+-- test of each sample's key cost more); `samples`: gpu_metric_values (key,
 -- timestamp_ns, value: `key >> 23` is its device). Returns the window's key columns, device_id, key, num_whole,
 -- num, whole, den.
 CREATE OR REPLACE MACRO metric_sums_by_window(pairs, metrics, samples) AS TABLE

@@ -27,8 +27,7 @@ LEFT JOIN first f ON c.call_id IS NULL AND f.pid = o.pid AND f.correlation_id = 
 -- correlation_id): the ops' keys make its hash table and the calls (18M rows at 10M kernels) stream past it, one
 -- narrow row per op held, never one per call nor every op column; at most one call has such an op's key. The ops
 -- of shared ids (none, as a rule) take the call _shared_launch chose, by its call_id. Two joins, not one on a
--- third key column that marked each call as shared or not: that took a join of every call with _shared_ids
--- (6% of this statement at 10M kernels).
+-- third key column that marked each call as shared or not: that took a join of every call with _shared_ids.
 
 -- One row per GPU op whose launching call was traced: the call's thread, start, end and name. gpu_ops LEFT JOIN
 -- op_launch USING (op_id) gives every op with its call (NULL where none was traced); the view gpu_ops_named has

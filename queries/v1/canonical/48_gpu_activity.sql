@@ -34,8 +34,7 @@ GROUP BY ALL;
 -- One row per device and sampling time of those two metrics, both values in the row: read from the export apart
 -- from the other metrics (a tenth of the rows), so that tensor-core use (kernel_tensor_use), iterations and the
 -- report's timeline read no other metric, and aggregated once per sampling period as they are stored (half the
--- rows of one per sample, and one window over the device's times rather than one per metric: 0.12 against
--- 0.27 s CPU for hw_big's 0.7M samples). nsys samples every metric of a device at once (gpu_metric_periods),
+-- rows of one per sample, and one window over the device's times rather than one per metric). nsys samples every metric of a device at once (gpu_metric_periods),
 -- so a period's end is the device's next sampling time. Samples before the session's time origin
 -- (timestamp < 0) are left out, as in gpu_metric_samples.
 CREATE OR REPLACE TABLE gpu_activity_periods AS

@@ -30,8 +30,8 @@ FROM (SELECT DISTINCT typeId, metricId, metricName FROM raw_gpu_metric_names);
 -- The samples as stored: one row per sample and metric of GPU_METRICS whose metric gpu_metric_names names,
 -- with the metric's number rather than its names (what gpu_metric_samples spells out: read that one). Samples
 -- before the session's time origin (timestamp < 0: the first sample of a capture range) are left out, as nsys's
--- recipes leave them out. One number rather than the two ids: the write of 7.7M samples (hw_big) costs
--- 0.56 s CPU against 0.76 with type and metric ids, and the join that keeps only named samples gives it.
+-- recipes leave them out. One number rather than the two ids: millions of samples are written for
+-- less, and the join that keeps only named samples gives it.
 -- no ORDER BY: nsys writes GPU_METRICS in time order, and sorting millions of samples would cost the load more
 -- than the readers' windows (which sort by partition) gain. The columns are declared first, for the timestamps'
 -- compression (below), and the samples inserted.
