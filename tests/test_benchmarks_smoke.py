@@ -86,3 +86,33 @@ def test_read_scaling_runs():
     assert proc.returncode == 0, proc.stderr
     rows = [line.split() for line in proc.stdout.splitlines() if line.strip()[:1].isdigit()]
     assert [r[0] for r in rows] == ["1", "2"] and all(len(r) == 5 and float(r[4]) > 0 for r in rows)
+
+
+@pytest.mark.skipif(not SMALL.exists(), reason="fixture train_small missing")
+def test_floor_and_bound_read_every_row_and_the_bound_answers_kernels():
+    """benchmarks/floor.py scans every row of the tables it is given; benchmarks/bound.py reads them into DuckDB
+    and answers `kernels` with one row per kernel name: both counted here with sqlite3 directly."""
+    import sqlite3
+
+    con = sqlite3.connect(SMALL)
+    kernels, names = con.execute(
+        'SELECT count(*), count(DISTINCT coalesce("demangledName", "shortName")) FROM CUPTI_ACTIVITY_KIND_KERNEL'
+    ).fetchone()
+    con.close()
+    bench = ROOT / "benchmarks"
+    floor = subprocess.run(
+        [sys.executable, str(bench / "floor.py"), str(SMALL), "--tables", "kernels"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert floor.returncode == 0, floor.stderr
+    assert f"rows {kernels:,} " in floor.stdout
+    bound = subprocess.run(
+        [sys.executable, str(bench / "bound.py"), str(SMALL), "--question", "kernels"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bound.returncode == 0, bound.stderr
+    assert f"rows {kernels:,}  answer rows {names:,} " in bound.stdout
