@@ -366,3 +366,21 @@ def test_several_cli_questions_are_read_in_the_cold_loads_first_pass(tmp_path):
         prof.each(*asked)
     told = {s.split(",")[0] for s in steps if s.startswith("reading ")}
     assert {f"reading {READING['raw_runtime']}", f"reading {READING['raw_kernel']}"} <= told
+
+
+@pytest.mark.parametrize("rank", ["ddp_blobs", "ddp_pair"])
+def test_a_cold_kernels_counts_payload_bytes_without_reading_them(tmp_path, rank):
+    # what the load notes when payload schemas have no event bytes (exported without --include-blobs: ddp_pair)
+    # rests on a count in SQLite: a cold `kernels` reads no payload bytes and notes what a whole build notes
+    path = fixture(rank).parent / "rank0.sqlite"
+    steps: list[str] = []
+    with nsysql.load(path, cache_dir=tmp_path / "cache", progress=steps.append) as p:
+        p.kernels()
+        reading = [line for line in steps if line.startswith("reading NVTX payloads")]
+        assert reading and all(line.startswith("reading NVTX payloads counted,") for line in reading), reading
+        noted = p.sql("SELECT value FROM profile_facts WHERE key = 'missing' ORDER BY ALL")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NSYSQL_NO_TUNING", "lazy_build")
+        with nsysql.load(path, cache=False) as w:
+            assert_frame_equal(noted, w.sql("SELECT value FROM profile_facts WHERE key = 'missing' ORDER BY ALL"))
+    assert any("binaryData" in v for v in noted["value"]) == (rank == "ddp_pair")

@@ -316,6 +316,18 @@ RAW_TABLES: tuple[RawTable, ...] = (
         ),
         nonnull="binaryData",
     ),
+    # how many events carry payload bytes, counted in SQLite: what the load's note on payloads left out
+    # (loader._missing_payloads) reads, whatever is built, without reading the bytes (or, where raw_nvtx_payload
+    # is read in the same pass, counted there)
+    RawTable(
+        "raw_nvtx_payload_count",
+        ("NVTX_EVENTS",),
+        (("rows", I),),
+        where='"binaryData" IS NOT NULL',
+        where_reads=(("NVTX_EVENTS", "binaryData"),),
+        counted=True,
+        subset_of=("raw_nvtx_payload", "true"),
+    ),
     RawTable(
         "raw_payload_schemas",
         ("NVTX_PAYLOAD_SCHEMAS",),
@@ -478,6 +490,8 @@ READING = {
     "raw_gpu_metrics": "GPU metrics samples",
     "raw_gpu_activity": "SM and tensor activity samples",
     "raw_gpu_metric_counts": "GPU metrics samples counted",
+    "raw_nvtx_payload": "NVTX payloads",
+    "raw_nvtx_payload_count": "NVTX payloads counted",
     "raw_extents": "the capture's extent",
     "raw_call_extent": "the CUDA API calls' extent",
     "raw_osrt_extent": "the OS runtime calls' extent",
@@ -882,7 +896,7 @@ def stage(
             if rt.extent:  # the one row an extent is: (the nsys table, min of start, max of end)
                 lo, hi = rt.extent
                 kept = f"'{readers.used[rt.name]}', min({q(lo)}), max({q(hi)}) {kept}"
-            cols = "" if rt.extent else ", ".join(q(c) for c, _ in rt.columns) + " "
+            cols = "" if rt.extent else "count(*) " if rt.counted else ", ".join(q(c) for c, _ in rt.columns) + " "
             con.execute(f"INSERT INTO {STAGE}.{rt.name} SELECT {'DISTINCT ' if rt.distinct else ''}{cols}{kept}")
     finally:
         readers.close()  # if reading never began
