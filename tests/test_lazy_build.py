@@ -70,6 +70,32 @@ def test_a_cold_kernels_builds_no_iterations_gaps_or_nvtx_nesting(tmp_path, monk
     assert not built & {"gpu_busy", "op_range_links", "range_chains", "process_roles", "devices"}
     # nor the CPU calls, nor which call launched each op, nor the checks of every table's rows (data_quality)
     assert not built & {"api_calls", "os_calls", "op_launch", "data_quality"}
+    # nor NVTX ranges, marks or the ranges open per thread: the profile's facts read their extents alone
+    assert not built & {"nvtx_ranges", "nvtx_marks", "nvtx_open"}
+
+
+# every fact but the one a cache entry adds as it is stored (`complete`)
+FACTS = "SELECT * FROM profile_facts WHERE key <> 'complete' ORDER BY ALL"
+
+
+@pytest.mark.parametrize("name", ["pytorch_nvtx", "loader_cpu_before"])
+def test_a_cold_kernels_reads_no_nvtx_or_os_call_row_and_states_the_same_facts(tmp_path, name):
+    # the profile's span and frameworks need NVTX ranges, marks and OS runtime calls only as their extents and
+    # the `aten::` names of ranges (SQLite's aggregates): the facts are those of a whole build, which reads every
+    # row. pytorch_nvtx names its operator ranges inline (`aten::...`), loader_cpu_before has NVTX marks.
+    path = fixture(name)
+    steps: list[str] = []
+    with nsysql.load(path, cache_dir=tmp_path / "cache", progress=steps.append) as p:
+        p.kernels()
+        reading = [line for line in steps if line.startswith("reading ")]
+        assert reading and not [line for line in reading if line.startswith(("reading NVTX ranges,", "reading OS "))]
+        facts = p.sql(FACTS)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NSYSQL_NO_TUNING", "lazy_build")
+        with nsysql.load(path, cache=False) as w:
+            assert_frame_equal(facts, w.sql(FACTS))
+            kinds = w.sql("SELECT count(*) FILTER (WHERE key = 'framework') FROM profile_facts").item()
+    assert kinds == 1  # PyTorch found, in both, so the names' count is compared too
 
 
 def test_a_cold_kernels_builds_what_it_reads_in_the_loads_one_pass(tmp_path):
@@ -340,3 +366,21 @@ def test_several_cli_questions_are_read_in_the_cold_loads_first_pass(tmp_path):
         prof.each(*asked)
     told = {s.split(",")[0] for s in steps if s.startswith("reading ")}
     assert {f"reading {READING['raw_runtime']}", f"reading {READING['raw_kernel']}"} <= told
+
+
+@pytest.mark.parametrize("rank", ["ddp_blobs", "ddp_pair"])
+def test_a_cold_kernels_counts_payload_bytes_without_reading_them(tmp_path, rank):
+    # what the load notes when payload schemas have no event bytes (exported without --include-blobs: ddp_pair)
+    # rests on a count in SQLite: a cold `kernels` reads no payload bytes and notes what a whole build notes
+    path = fixture(rank).parent / "rank0.sqlite"
+    steps: list[str] = []
+    with nsysql.load(path, cache_dir=tmp_path / "cache", progress=steps.append) as p:
+        p.kernels()
+        reading = [line for line in steps if line.startswith("reading NVTX payloads")]
+        assert reading and all(line.startswith("reading NVTX payloads counted,") for line in reading), reading
+        noted = p.sql("SELECT value FROM profile_facts WHERE key = 'missing' ORDER BY ALL")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NSYSQL_NO_TUNING", "lazy_build")
+        with nsysql.load(path, cache=False) as w:
+            assert_frame_equal(noted, w.sql("SELECT value FROM profile_facts WHERE key = 'missing' ORDER BY ALL"))
+    assert any("binaryData" in v for v in noted["value"]) == (rank == "ddp_pair")

@@ -496,7 +496,7 @@ def _missing(src: Source, con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 # the staging tables _missing_payloads counts
-_PAYLOAD_STAGING = ("raw_payload_schemas", "raw_nvtx_payload")
+_PAYLOAD_STAGING = ("raw_payload_schemas", "raw_nvtx_payload_count")
 
 # the `nsys export` that keeps NVTX payload bytes (nsys leaves them out by default)
 REEXPORT_BLOBS = "nsys export --type sqlite --include-blobs=true -o X.sqlite X.nsys-rep"
@@ -507,7 +507,8 @@ def _missing_payloads(con: duckdb.DuckDBPyConnection) -> list[str]:
     from .raw import STAGE
 
     schemas, events = con.execute(
-        f"SELECT (SELECT count(*) FROM {STAGE}.raw_payload_schemas), (SELECT count(*) FROM {STAGE}.raw_nvtx_payload)"
+        f"SELECT (SELECT count(*) FROM {STAGE}.raw_payload_schemas), "
+        f"(SELECT coalesce(sum(rows), 0) FROM {STAGE}.raw_nvtx_payload_count)"
     ).fetchall()[0]
     if schemas and not events:
         return [

@@ -58,6 +58,8 @@ class RawTable:
     # counted: no rows are read, only how many rows `where` keeps, counted in SQLite (the staging column `rows`;
     # one row per rowid range read, as a large table is read in several: their sum is the count)
     counted: bool = False
+    # distinct: each different row once (SELECT DISTINCT): for a few values repeated over many rows
+    distinct: bool = False
 
     def schema(self) -> pa.Schema:
         """The Arrow schema of the staging table (for the fallback reader only: the fast path needs no pyarrow)."""
@@ -70,6 +72,10 @@ class RawTable:
 # is_interval (00_macros.sql) as SQLite and DuckDB both read it, over a table's "start" and "end": both known, the
 # end not before the start, both inside [-2^62, 2^62)
 _INTERVAL = '"start" <= "end" AND "start" >= -4611686018427387904 AND "end" < 4611686018427387904'
+# the NVTX events nvtx_ranges holds (push/pop and start/end ranges, is_interval) and the marks nvtx_marks holds
+# (50_nvtx.sql), within the bounds is_interval sets
+_NVTX_RANGE = f'"eventType" IN (59, 60) AND {_INTERVAL}'
+_NVTX_MARK = '"eventType" = 34 AND "start" >= -4611686018427387904 AND "start" < 4611686018427387904'
 
 STAGE = "nsysql_stage"  # also named by canonical SQL that makes staging views (queries/v1/canonical/25_calls.sql)
 # The tables the loader itself writes into the staging database beside the raw_* tables (loader.LOADER_TABLES),
@@ -261,6 +267,37 @@ RAW_TABLES: tuple[RawTable, ...] = (
             ("category", I),
         ),
     ),
+    # for the profile's facts (70_profile_facts.sql), without reading NVTX_EVENTS' rows (a question that reads no
+    # NVTX range, such as a cold `kernels`: aggregates in SQLite), or, where raw_nvtx is read in the same pass, from
+    # it: the extents of the ranges and of the marks, and the PyTorch operator names (`aten::...`) that ranges hold
+    # as inline text (those named by textId are StringIds' values, which the facts read whole)
+    RawTable(
+        "raw_nvtx_range_extent",
+        ("NVTX_EVENTS",),
+        (("source", S), ("start", I), ("end", I)),
+        extent=("start", "end"),
+        where=_NVTX_RANGE,
+        where_reads=(("NVTX_EVENTS", "eventType"),),
+        subset_of=("raw_nvtx", _NVTX_RANGE),
+    ),
+    RawTable(
+        "raw_nvtx_mark_extent",
+        ("NVTX_EVENTS",),
+        (("source", S), ("start", I), ("end", I)),
+        extent=("start", "start"),
+        where=_NVTX_MARK,
+        where_reads=(("NVTX_EVENTS", "eventType"),),
+        subset_of=("raw_nvtx", _NVTX_MARK),
+    ),
+    RawTable(
+        "raw_nvtx_aten",
+        ("NVTX_EVENTS",),
+        (("text", S),),
+        where=f"{_NVTX_RANGE} AND \"text\" GLOB 'aten::*'",  # GLOB: case-sensitive, as starts_with
+        where_reads=(("NVTX_EVENTS", "eventType"), ("NVTX_EVENTS", "text")),
+        subset_of=("raw_nvtx", f"{_NVTX_RANGE} AND starts_with(\"text\", 'aten::')"),
+        distinct=True,
+    ),
     # NVTX events that carry binary payloads (exported with `--include-blobs=true`; NULL otherwise), and the
     # schemas that lay those bytes out (NVTX payload extension: nvToolsExtPayload.h). Read apart from raw_nvtx so
     # that the bytes of a few events never widen the read of millions without.
@@ -278,6 +315,18 @@ RAW_TABLES: tuple[RawTable, ...] = (
             ("binaryData", B),
         ),
         nonnull="binaryData",
+    ),
+    # how many events carry payload bytes, counted in SQLite: what the load's note on payloads left out
+    # (loader._missing_payloads) reads, whatever is built, without reading the bytes (or, where raw_nvtx_payload
+    # is read in the same pass, counted there)
+    RawTable(
+        "raw_nvtx_payload_count",
+        ("NVTX_EVENTS",),
+        (("rows", I),),
+        where='"binaryData" IS NOT NULL',
+        where_reads=(("NVTX_EVENTS", "binaryData"),),
+        counted=True,
+        subset_of=("raw_nvtx_payload", "true"),
     ),
     RawTable(
         "raw_payload_schemas",
@@ -322,6 +371,15 @@ RAW_TABLES: tuple[RawTable, ...] = (
         "raw_osrt",
         ("OSRT_API",),
         (("start", I), ("end", I), ("globalTid", I), ("nameId", I), ("nestingLevel", I)),
+    ),
+    # the OS runtime calls' extent alone, for the profile's span, as raw_call_extent is the CUDA API calls'
+    RawTable(
+        "raw_osrt_extent",
+        ("OSRT_API",),
+        (("source", S), ("start", I), ("end", I)),
+        extent=("start", "end"),
+        where=_INTERVAL,
+        subset_of=("raw_osrt", _INTERVAL),
     ),
     RawTable("raw_gpu_info", ("TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU"), _GPU_COLUMNS, aliases=_GPU_ALIASES),
     # 2020-2021 exports have both, and their TARGET_INFO_GPU holds only id, name and bus: the SM count, memory
@@ -432,8 +490,14 @@ READING = {
     "raw_gpu_metrics": "GPU metrics samples",
     "raw_gpu_activity": "SM and tensor activity samples",
     "raw_gpu_metric_counts": "GPU metrics samples counted",
+    "raw_nvtx_payload": "NVTX payloads",
+    "raw_nvtx_payload_count": "NVTX payloads counted",
     "raw_extents": "the capture's extent",
     "raw_call_extent": "the CUDA API calls' extent",
+    "raw_osrt_extent": "the OS runtime calls' extent",
+    "raw_nvtx_range_extent": "the NVTX ranges' extent",
+    "raw_nvtx_mark_extent": "the NVTX marks' extent",
+    "raw_nvtx_aten": "PyTorch operator names in NVTX ranges",
 }
 
 # Where the rows of each nsys table nsysql reads are found among the canonical tables: a user's `nsysql sql` that
@@ -466,7 +530,7 @@ def _extent_select(src: Source, rt: RawTable, text_as_blob: bool) -> tuple[str |
     lo, hi = rt.extent
     parts = []
     for t in rt.sources:
-        if src.has(t, lo) and src.has(t, hi):
+        if src.has(t, lo) and src.has(t, hi) and all(src.has(w, c) for w, c in rt.where_reads if w == t):
             name = f"CAST('{t}' AS BLOB)" if text_as_blob else f"'{t}'"
             where = f" WHERE {rt.where}" if rt.where else ""
             parts.append(f'SELECT {name} AS "source", min("{lo}") AS "start", max("{hi}") AS "end" FROM "{t}"{where}')
@@ -510,7 +574,7 @@ def _select(src: Source, rt: RawTable, text_as_blob: bool = False) -> tuple[str 
     conds = [f"{q(c)} IS NOT NULL" for c in [rt.nonnull] if c] + [f"({c})" for c in [_where(src, rt)] if c]
     conds += [f"{q(c)} = {v}" for c, v in fixed.items()]
     where = f" WHERE {' AND '.join(conds)}" if conds else ""
-    return f"SELECT {', '.join(exprs)} FROM {q(table)}{where}", table
+    return f"SELECT {'DISTINCT ' if rt.distinct else ''}{', '.join(exprs)} FROM {q(table)}{where}", table
 
 
 def _fixed(src: Source, rt: RawTable, table: str) -> dict[str, int]:
@@ -832,7 +896,8 @@ def stage(
             if rt.extent:  # the one row an extent is: (the nsys table, min of start, max of end)
                 lo, hi = rt.extent
                 kept = f"'{readers.used[rt.name]}', min({q(lo)}), max({q(hi)}) {kept}"
-            con.execute(f"INSERT INTO {STAGE}.{rt.name} SELECT {'' if rt.extent else '* '}{kept}")
+            cols = "" if rt.extent else "count(*) " if rt.counted else ", ".join(q(c) for c, _ in rt.columns) + " "
+            con.execute(f"INSERT INTO {STAGE}.{rt.name} SELECT {'DISTINCT ' if rt.distinct else ''}{cols}{kept}")
     finally:
         readers.close()  # if reading never began
     return readers.used

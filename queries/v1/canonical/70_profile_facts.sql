@@ -1,8 +1,7 @@
--- @include 00_macros.sql, 40_gpu_ops.sql, 50_nvtx.sql
--- @staging nsysql_stage._load_facts, raw_call_extent, raw_capture, raw_env, raw_extents, raw_meta, raw_osrt
--- @staging raw_strings
--- @tables gpu_ops, nvtx_marks, nvtx_ranges
--- @macros is_interval
+-- @include 40_gpu_ops.sql
+-- @staging nsysql_stage._load_facts, raw_call_extent, raw_capture, raw_env, raw_extents, raw_meta
+-- @staging raw_nvtx_aten, raw_nvtx_mark_extent, raw_nvtx_range_extent, raw_osrt_extent, raw_strings
+-- @tables gpu_ops
 -- @defines profile_facts
 
 -- nsysql canonical schema v1: facts about the profile as a whole.
@@ -47,15 +46,16 @@ LIMIT 1;
 
 -- The span is the extent of every timed table the export has; `span_from` names those that have events.
 -- Scheduling events and CPU samples are staged as their first and last timestamp only (raw_extents), and so are
--- the CUDA API calls that api_calls holds (raw_call_extent); the OS runtime calls that os_calls holds are read from
--- what that table is made of. A question that reads neither table (a cold `kernels`) reads no CUDA API call and
--- stores neither.
+-- the CUDA API calls that api_calls holds (raw_call_extent), the OS runtime calls that os_calls holds
+-- (raw_osrt_extent) and the NVTX ranges and marks that nvtx_ranges and nvtx_marks hold (the raw_nvtx_*_extent
+-- tables, by 50_nvtx.sql's rules). A question that reads none of those tables (a cold `kernels`) reads none of
+-- their rows and stores none of them.
 CREATE OR REPLACE TEMP TABLE _extents AS
 SELECT 1 AS ord, 'GPU ops' AS what, min(start_ns) AS s, max(end_ns) AS e FROM gpu_ops
 UNION ALL SELECT 2, 'CUDA API calls', min(start), max("end") FROM raw_call_extent
-UNION ALL SELECT 3, 'NVTX ranges', min(start_ns), max(end_ns) FROM nvtx_ranges
-UNION ALL SELECT 4, 'NVTX marks', min(ts_ns), max(ts_ns) FROM nvtx_marks
-UNION ALL SELECT 5, 'OS runtime calls', min(start), max("end") FROM raw_osrt WHERE is_interval(start, "end")
+UNION ALL SELECT 3, 'NVTX ranges', min(start), max("end") FROM raw_nvtx_range_extent
+UNION ALL SELECT 4, 'NVTX marks', min(start), max("end") FROM raw_nvtx_mark_extent
+UNION ALL SELECT 5, 'OS runtime calls', min(start), max("end") FROM raw_osrt_extent
 UNION ALL SELECT 6, 'scheduling events', min(start), max("end") FROM raw_extents WHERE source = 'SCHED_EVENTS'
 UNION ALL SELECT 7, 'CPU samples', min(start), max("end") FROM raw_extents WHERE source = 'COMPOSITE_EVENTS';
 
@@ -72,8 +72,9 @@ CREATE OR REPLACE TEMP TABLE _libraries AS
 WITH names AS (SELECT DISTINCT value AS name FROM raw_strings WHERE value IS NOT NULL), hits AS (
   SELECT 1 AS ord, name FROM names  -- PyTorch
   WHERE regexp_matches(name, '(^|[^A-Za-z0-9_])at::(native|cuda)::|^aten::|(^|/)libtorch(_cuda|_cpu|_python)?\.so|^pt_autograd_[0-9]+$')
-  -- operator ranges with inline text (not in StringIds); a prefix test, as there may be one name per op call
-  UNION SELECT 1, name FROM nvtx_ranges WHERE starts_with(name, 'aten::')
+  -- operator ranges with inline text (not in StringIds; a range named by textId is among `names`); a prefix
+  -- test, as there may be one name per op call
+  UNION SELECT 1, text FROM raw_nvtx_aten
   UNION ALL SELECT 2, name FROM names WHERE regexp_matches(name, '(^|/)libcudnn[A-Za-z_]*\.so|cudnn::|^cudnn')
   UNION ALL SELECT 3, name FROM names WHERE regexp_matches(name, '(^|/)libcublas(Lt)?\.so|^cublas|cublasLt|^nvjet')
   UNION ALL SELECT 4, name FROM names WHERE regexp_matches(name, '(^|/)libnccl\.so|^nccl[A-Z]|ncclDevKernel|ncclKernel')
