@@ -78,17 +78,32 @@ def test_a_cold_kernels_builds_no_iterations_gaps_or_nvtx_nesting(tmp_path, monk
 FACTS = "SELECT * FROM profile_facts WHERE key <> 'complete' ORDER BY ALL"
 
 
-@pytest.mark.parametrize("name", ["pytorch_nvtx", "loader_cpu_before"])
-def test_a_cold_kernels_reads_no_nvtx_or_os_call_row_and_states_the_same_facts(tmp_path, name):
-    # the profile's span and frameworks need NVTX ranges, marks and OS runtime calls only as their extents and
-    # the `aten::` names of ranges (SQLite's aggregates): the facts are those of a whole build, which reads every
-    # row. pytorch_nvtx names its operator ranges inline (`aten::...`), loader_cpu_before has NVTX marks.
+# what a question that does not read them reads of each kind of row: a progress line's start, and the tables
+# a whole build has that its entry must not
+NOT_READ = {
+    "kernels": (("reading NVTX ranges,", "reading OS runtime calls,"), {"nvtx_ranges", "os_calls"}),
+    "api": (("reading CUDA kernels,", "reading memory copies,", "reading memsets,"), {"gpu_ops"}),
+}
+
+
+@pytest.mark.parametrize(
+    "name,question", [("pytorch_nvtx", "kernels"), ("loader_cpu_before", "kernels"), ("graph_loop", "api")]
+)
+def test_a_cold_question_reads_no_row_it_does_not_use_and_states_the_same_facts(tmp_path, name, question):
+    # the profile's span and frameworks need GPU ops, NVTX ranges, marks and OS runtime calls only as their
+    # extents and the `aten::` names of ranges (SQLite's aggregates): a cold `kernels` reads no NVTX event or OS
+    # call, a cold `api` no GPU op, and the facts are those of a whole build, which reads every row.
+    # pytorch_nvtx names its operator ranges inline (`aten::...`), loader_cpu_before has NVTX marks, graph_loop
+    # CUDA graph launches beside kernels and copies.
     path = fixture(name)
+    lines, tables = NOT_READ[question]
     steps: list[str] = []
-    with nsysql.load(path, cache_dir=tmp_path / "cache", progress=steps.append) as p:
-        p.kernels()
+    cdir = tmp_path / "cache"
+    with nsysql.load(path, cache_dir=cdir, progress=steps.append) as p:
+        getattr(p, question)()
         reading = [line for line in steps if line.startswith("reading ")]
-        assert reading and not [line for line in reading if line.startswith(("reading NVTX ranges,", "reading OS "))]
+        assert reading and not [line for line in reading if line.startswith(lines)], reading
+        assert not entry_tables(cdir) & tables
         facts = p.sql(FACTS)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("NSYSQL_NO_TUNING", "lazy_build")

@@ -50,6 +50,10 @@ class RawTable:
     # 7.7M rows: 0.39 against 0.57 s CPU)
     where_ids: str | None = None
     subset_of: tuple[str, str] | None = None
+    # an extent of several sources: the staging table each of `sources` is read into, in their order. Where every
+    # one of those of the sources the export has is read in the same pass, the extent is taken from them (under
+    # `where`, which is then DuckDB's condition too), not aggregated in SQLite
+    over: tuple[str, ...] = ()
     # (column, small nsys table, its column naming the values the rows kept may hold): where that small table
     # names one whole number alone, the column is not read from the export; the rows that hold it are, and DuckDB
     # writes it into each staged row (Job.fixed). A column of one value crosses the driver at its cost per value
@@ -228,6 +232,21 @@ RAW_TABLES: tuple[RawTable, ...] = (
         GPU_COMMON + (("bytes", I), ("memKind", I), ("graphNodeId", I)),
     ),
     RawTable("raw_graph", ("CUPTI_ACTIVITY_KIND_GRAPH_TRACE",), GPU_COMMON + (("graphId", I),)),
+    # the GPU ops' extent alone, for the profile's span (70_profile_facts.sql): the ops of every kind that gpu_ops
+    # holds (is_interval, 40_gpu_ops.sql), so that a question that reads no GPU op (a cold `api`) reads none
+    RawTable(
+        "raw_gpu_extent",
+        (
+            "CUPTI_ACTIVITY_KIND_KERNEL",
+            "CUPTI_ACTIVITY_KIND_MEMCPY",
+            "CUPTI_ACTIVITY_KIND_MEMSET",
+            "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
+        ),
+        (("source", S), ("start", I), ("end", I)),
+        extent=("start", "end"),
+        where=_INTERVAL,
+        over=("raw_kernel", "raw_memcpy", "raw_memset", "raw_graph"),
+    ),
     # CUDA graph nodes as they were created (captured, added, or cloned when a graph is instantiated: a clone's
     # originalGraphNodeId is the node it copies), with the thread and time: node kernels are credited to the
     # ranges open where their original node was created (canonical/55_graph_nodes.sql)
@@ -494,6 +513,7 @@ READING = {
     "raw_nvtx_payload_count": "NVTX payloads counted",
     "raw_extents": "the capture's extent",
     "raw_call_extent": "the CUDA API calls' extent",
+    "raw_gpu_extent": "the GPU operations' extent",
     "raw_osrt_extent": "the OS runtime calls' extent",
     "raw_nvtx_range_extent": "the NVTX ranges' extent",
     "raw_nvtx_mark_extent": "the NVTX marks' extent",
@@ -712,7 +732,14 @@ def derived(selects: dict) -> list[RawTable]:
     """Of the RawTables `selects` reads (RawTable -> its _select), those whose rows are taken from another one
     read in the same pass, a superset of them (RawTable.subset_of), rather than read again."""
     read = {rt.name for rt, (sql, _) in selects.items() if sql is not None}
-    return [rt for rt in selects if rt.subset_of and rt.name in read and rt.subset_of[0] in read]
+
+    def over(rt: RawTable) -> bool:
+        have = selects[rt][1].split(",")
+        return all(s in read for s, t in zip(rt.over, rt.sources) if t in have)
+
+    return [
+        rt for rt in selects if rt.name in read and (rt.subset_of and rt.subset_of[0] in read or rt.over and over(rt))
+    ]
 
 
 def rowid_ranges(lo: int, hi: int, n: int) -> list[tuple[int, int]]:
@@ -892,6 +919,16 @@ def stage(
             con.execute(creates)
         readers.read_into(con, progress)
         for rt in readers.derived:
+            if rt.over:  # one row per source the export has, as SQLite's aggregates give them (_extent_select)
+                lo, hi = rt.extent
+                have = readers.used[rt.name].split(",")
+                each = [
+                    f"SELECT '{t}', min({q(lo)}), max({q(hi)}) FROM {STAGE}.{s} WHERE {rt.where}"
+                    for s, t in zip(rt.over, rt.sources)
+                    if t in have
+                ]
+                con.execute(f"INSERT INTO {STAGE}.{rt.name} {' UNION ALL '.join(each)}")
+                continue
             kept = f"FROM {STAGE}.{rt.subset_of[0]} WHERE {rt.subset_of[1]}"
             if rt.extent:  # the one row an extent is: (the nsys table, min of start, max of end)
                 lo, hi = rt.extent

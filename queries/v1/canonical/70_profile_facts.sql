@@ -1,7 +1,5 @@
--- @include 40_gpu_ops.sql
--- @staging nsysql_stage._load_facts, raw_call_extent, raw_capture, raw_env, raw_extents, raw_meta
+-- @staging nsysql_stage._load_facts, raw_call_extent, raw_capture, raw_env, raw_extents, raw_gpu_extent, raw_meta
 -- @staging raw_nvtx_aten, raw_nvtx_mark_extent, raw_nvtx_range_extent, raw_osrt_extent, raw_strings
--- @tables gpu_ops
 -- @defines profile_facts
 
 -- nsysql canonical schema v1: facts about the profile as a whole.
@@ -46,12 +44,12 @@ LIMIT 1;
 
 -- The span is the extent of every timed table the export has; `span_from` names those that have events.
 -- Scheduling events and CPU samples are staged as their first and last timestamp only (raw_extents), and so are
--- the CUDA API calls that api_calls holds (raw_call_extent), the OS runtime calls that os_calls holds
--- (raw_osrt_extent) and the NVTX ranges and marks that nvtx_ranges and nvtx_marks hold (the raw_nvtx_*_extent
--- tables, by 50_nvtx.sql's rules). A question that reads none of those tables (a cold `kernels`) reads none of
--- their rows and stores none of them.
+-- the GPU ops that gpu_ops holds (raw_gpu_extent), the CUDA API calls that api_calls holds (raw_call_extent), the
+-- OS runtime calls that os_calls holds (raw_osrt_extent) and the NVTX ranges and marks that nvtx_ranges and
+-- nvtx_marks hold (the raw_nvtx_*_extent tables, by 50_nvtx.sql's rules). A question that reads none of those
+-- tables (a cold `kernels` reads no NVTX range, a cold `api` no GPU op) reads none of their rows.
 CREATE OR REPLACE TEMP TABLE _extents AS
-SELECT 1 AS ord, 'GPU ops' AS what, min(start_ns) AS s, max(end_ns) AS e FROM gpu_ops
+SELECT 1 AS ord, 'GPU ops' AS what, min(start) AS s, max("end") AS e FROM raw_gpu_extent
 UNION ALL SELECT 2, 'CUDA API calls', min(start), max("end") FROM raw_call_extent
 UNION ALL SELECT 3, 'NVTX ranges', min(start), max("end") FROM raw_nvtx_range_extent
 UNION ALL SELECT 4, 'NVTX marks', min(start), max("end") FROM raw_nvtx_mark_extent
