@@ -102,6 +102,34 @@ def test_the_code_hash_is_kept_and_still_follows_every_edit(tmp_path):
     assert digest() == first
 
 
+def test_without_bytecode_the_code_hash_is_kept_in_the_cache_directory(tmp_path):
+    # where Python writes no bytecode (PYTHONDONTWRITEBYTECODE, common in containers) the hash is kept in the
+    # cache directory instead, never in the package, and still follows every edit
+    import os
+    import shutil
+
+    tree, cdir = tmp_path / "tree", tmp_path / "cache"
+    for part in ("nsysql", "queries"):
+        shutil.copytree(ROOT / part, tree / part, ignore=shutil.ignore_patterns("__pycache__"))
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(tree))
+    env.pop("NSYSQL_CACHE_DIR", None)
+
+    def summary() -> list[str]:
+        argv = [sys.executable, "-P", "-m", "nsysql", "--cache-dir", str(cdir), "summary", str(fixture("train_small"))]
+        subprocess.run(argv, capture_output=True, env=env, cwd=tmp_path, check=True)
+        return sorted(p.name for p in cdir.glob("nsysql-code-*.txt"))
+
+    summary()  # makes the cache directory: the hash is kept there from the next command on
+    first = summary()
+    assert len(first) == 1 and summary() == first
+    assert not list(tree.rglob("nsysql-code-*.txt"))
+    entries = sorted(p.name for p in cdir.glob("*.duckdb"))
+    sql = tree / "queries" / "v1" / "canonical" / "05_strings.sql"
+    sql.write_text(sql.read_text() + "-- edited\n")
+    assert summary() != first
+    assert len(list(cdir.glob("*.duckdb"))) == len(entries) + 1  # the edit's own entry, not the old one reused
+
+
 def test_stored_answers_are_not_flushed_and_one_a_crash_left_empty_is_made_again(tmp_path, monkeypatch):
     # the two dozen files of a summary's stored answers are renamed into place unflushed (store.answers): a
     # crash may leave them empty, and then they are read as missing and computed again, never served

@@ -81,12 +81,14 @@ def directory(cache_dir: str | os.PathLike | None = None) -> Path:
     return Path(base) / "nsysql"
 
 
-@functools.lru_cache(maxsize=1)
-def code_hash() -> str:
+@functools.lru_cache(maxsize=4)
+def code_hash(memo_dir: Path | None = None) -> str:
     """Hash of nsysql's version and of every .py file of the package and .sql file of its queries (beside the
     package in a checkout, inside it in a wheel), by path relative to their root. Read once per process, and
-    kept in the package's __pycache__ for the files' sizes and modification times, as Python keeps a module's
-    bytecode (`_code_memo`): reading and hashing every file is a fixed cost of each command, warm ones too."""
+    kept for the files' sizes and modification times (`_code_memo`): in the package's __pycache__, as Python
+    keeps a module's bytecode, else (where Python writes no bytecode, or the package is another user's) in
+    `memo_dir`, the cache directory, where it exists: reading and hashing every file is a fixed cost of each
+    command, warm ones too."""
     from ..queries import queries_dir
 
     package = Path(__file__).resolve().parent.parent  # nsysql/, this package's parent
@@ -101,33 +103,49 @@ def code_hash() -> str:
     for root, f in files:
         st = f.stat()
         seen.update(f"{root.name}/{f.relative_to(root).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
-    memo = package / "__pycache__" / f"{_CODE_MEMO}{seen.hexdigest()[:16]}.txt"
-    try:
-        kept = memo.read_text(encoding="ascii")
-        if re.fullmatch(r"[0-9a-f]{16}", kept):
-            return kept
-    except (OSError, ValueError):
-        pass  # not kept yet (or damaged): hashed below
+    import sys
+
+    name = f"{_CODE_MEMO}{seen.hexdigest()[:16]}.txt"
+    memos = [] if sys.dont_write_bytecode else [package / "__pycache__" / name]
+    if memo_dir is not None and memo_dir.is_dir():
+        memos.append(memo_dir / name)
+    for memo in memos:
+        try:
+            kept = memo.read_text(encoding="ascii")
+            if re.fullmatch(r"[0-9a-f]{16}", kept):
+                return kept
+        except (OSError, ValueError):
+            pass  # not kept there yet (or damaged): the next place, else hashed below
     h = hashlib.sha256(f"nsysql {__version__}\0".encode())
     for root, f in files:
         h.update(f"{root.name}/{f.relative_to(root).as_posix()}\0".encode())
         h.update(f.read_bytes())
         h.update(b"\0")
-    _code_memo(memo, h.hexdigest()[:16])
+    any(_code_memo(memo, h.hexdigest()[:16]) for memo in memos)  # kept in the first place that takes it
     return h.hexdigest()[:16]
 
 
 _CODE_MEMO = "nsysql-code-"
 
 
-def _code_memo(memo: Path, digest: str) -> None:
-    """Keep `digest` as `memo` (written whole under a temporary name, then renamed: another process reads all of
-    it or none), in place of those kept for earlier files. Not where Python writes no bytecode, nor where the
-    package cannot be written (an installation of another user's): hashed again by each process there."""
-    import sys
+def code_memos(directory: Path) -> list[Path]:
+    """The hashes code_hash kept in `directory` (a cache directory): named and filled as it writes them, so that
+    `cache clear` removes them and no file of the user's."""
+    out = []
+    for f in directory.glob(f"{_CODE_MEMO}*.txt"):
+        try:
+            if re.fullmatch(_CODE_MEMO + r"[0-9a-f]{16}\.txt", f.name) and f.is_file() and not f.is_symlink():
+                if re.fullmatch(r"[0-9a-f]{16}", f.read_text(encoding="ascii")):
+                    out.append(f)
+        except (OSError, ValueError):
+            pass  # not one of ours (unreadable, or not ASCII)
+    return out
 
-    if sys.dont_write_bytecode:
-        return
+
+def _code_memo(memo: Path, digest: str) -> bool:
+    """Keep `digest` as `memo` (written whole under a temporary name, then renamed: another process reads all of
+    it or none), in place of those kept for earlier files there; False where it cannot be written (a package of
+    another user's installation)."""
     tmp = memo.with_name(f".{memo.name}.{os.getpid()}")
     try:
         memo.parent.mkdir(exist_ok=True)
@@ -136,11 +154,13 @@ def _code_memo(memo: Path, digest: str) -> None:
         for old in memo.parent.glob(f"{_CODE_MEMO}*.txt"):
             if old != memo:
                 old.unlink(missing_ok=True)
+        return True
     except OSError:
         try:
             tmp.unlink(missing_ok=True)
         except OSError:
             pass
+        return False
 
 
 def export_id(path: Path) -> str:
@@ -159,10 +179,11 @@ def export_id(path: Path) -> str:
     return h.hexdigest()
 
 
-def key(path: Path) -> str:
+def key(path: Path, cache_dir: Path | None = None) -> str:
     """The one key of every value stored for the file `path` (an export, or a report): its identity and the code
-    that computes them (a report's export, tables, answers and per-rank frames)."""
-    return hashlib.sha256(f"{export_id(path)}\0{code_hash()}".encode()).hexdigest()[:32]
+    that computes them (a report's export, tables, answers and per-rank frames). `cache_dir`: where code_hash may
+    keep itself."""
+    return hashlib.sha256(f"{export_id(path)}\0{code_hash(cache_dir)}".encode()).hexdigest()[:32]
 
 
 def stem(cache_dir: Path, path: Path) -> Path:
@@ -170,7 +191,7 @@ def stem(cache_dir: Path, path: Path) -> Path:
     `_` and `-` of the export's name are kept: DuckDB names the attached database after the file, and a quote
     in it broke the SQL that names that database (`o'brien.sqlite` failed to load with the cache)."""
     name = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in path.stem[:40])
-    return cache_dir / f"{name}-{key(path)}"
+    return cache_dir / f"{name}-{key(path, cache_dir)}"
 
 
 # -- the size cap ------------------------------------------------------------------------------------------------

@@ -568,8 +568,8 @@ def _owned_files(cache_dir: Path) -> list[Path]:
 def clear(cache_dir: Path) -> int:
     """Delete what nsysql wrote in `cache_dir`, and nothing else: every entry that its marker (or an older
     entry's content) proves nsysql's (`stems`: a report's export, the tables, stored answers and per-rank frames),
-    the exports nsysql 0.4.0 kept apart (`old_exports`, with their marker), and the temporary files that killed
-    processes left. Returns the number of entries.
+    the exports nsysql 0.4.0 kept apart (`old_exports`, with their marker), the temporary files that killed
+    processes left, and the code's hash where it was kept here (store.code_memos). Returns the number of entries.
 
     A load still running keeps its temporary files (and puts its entry in place when done): deleting them from
     under the load would only make that load warn. A file that cannot be removed (a read-only directory) is an
@@ -608,6 +608,8 @@ def clear(cache_dir: Path) -> int:
     for t in _export_temps(cache_dir):
         if store.abandoned(t):
             rm(t)
+    for m in store.code_memos(cache_dir):
+        rm(m)
     if failed:
         p, e = failed[0]
         more = f" and {len(failed) - 1} more" if len(failed) > 1 else ""
