@@ -33,17 +33,18 @@ FROM (SELECT DISTINCT typeId, metricId, metricName FROM raw_gpu_metric_names);
 -- recipes leave them out. One number rather than the two ids: millions of samples are written for
 -- less, and the join that keeps only named samples gives it.
 -- no ORDER BY: nsys writes GPU_METRICS in time order, and sorting millions of samples would cost the load more
--- than the readers' windows (which sort by partition) gain. The columns are declared first, for the timestamps'
--- compression (below), and the samples inserted.
+-- than the readers' windows (which sort by partition) gain. The columns are declared first, each with the
+-- compression method DuckDB would choose for it (below): naming the method spares DuckDB trying the others on
+-- every value of millions, for the same stored table; then the samples are inserted.
 CREATE OR REPLACE TABLE gpu_metric_values (
-  -- the sample's metric: gpu_metric_names.key
-  key INTEGER,
-  -- as gpu_metric_samples.timestamp_ns. Stored run-length encoded, as DuckDB would choose for them: nsys samples
-  -- every metric of a device at once, so a timestamp comes once per metric in a row, and naming the method
-  -- spares DuckDB trying the others on every value
+  -- the sample's metric: gpu_metric_names.key. Bit-packed: a few dozen small numbers, in no long runs
+  key INTEGER USING COMPRESSION bitpacking,
+  -- as gpu_metric_samples.timestamp_ns. Run-length encoded: nsys samples every metric of a device at once, so
+  -- a timestamp comes once per metric in a row
   timestamp_ns BIGINT USING COMPRESSION rle,
-  -- as gpu_metric_samples.value
-  value DOUBLE
+  -- as gpu_metric_samples.value. ALP, DuckDB's method for doubles: nsys writes whole numbers (an INTEGER
+  -- column), which it stores in a few bits each
+  value DOUBLE USING COMPRESSION alp
 );
 -- The samples of a metric the names name. Where they name one event type (one GPU sampled), the samples of that
 -- type meet the names on metricId alone, the type a constant test of each sample (a variable: DuckDB tests it as
