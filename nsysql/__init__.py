@@ -6,7 +6,7 @@ p.kernels()                 # top kernels, as `nsys stats -r cuda_gpu_kern_sum`
 p.kernels_by_range("Batch") # kernels per NVTX range
 """
 
-__version__ = "0.10.0"
+__version__ = "0.11.0"
 
 from .errors import NsysqlError  # noqa: E402
 
