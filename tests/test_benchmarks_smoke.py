@@ -116,3 +116,18 @@ def test_floor_and_bound_read_every_row_and_the_bound_answers_kernels():
     )
     assert bound.returncode == 0, bound.stderr
     assert f"rows {kernels:,}  answer rows {names:,} " in bound.stdout
+
+
+@pytest.mark.skipif(not SMALL.exists(), reason="fixture train_small missing")
+def test_timeline_lists_each_canonical_file_and_query_of_a_cold_command(tmp_path):
+    """benchmarks/timeline.py: one line per canonical SQL file run (a whole build of train_small runs every one)
+    and per analysis query, each ending no earlier than it starts."""
+    import nsysql.loader as loader
+
+    argv = [sys.executable, str(ROOT / "benchmarks" / "timeline.py"), "--cache-dir", str(tmp_path), "kernels"]
+    proc = subprocess.run([*argv, str(SMALL)], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split(None, 4) for line in proc.stderr.splitlines() if line[:1] == " " and "." in line[:7]]
+    files = {r[4].removeprefix("FILE ").removesuffix(" (made empty)") for r in rows if r[4].startswith("FILE ")}
+    assert files == {f.stem for f in loader._order()}
+    assert any(r[4].startswith("QUERY ") for r in rows) and all(float(r[1]) >= float(r[0]) for r in rows)
