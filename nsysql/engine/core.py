@@ -208,9 +208,8 @@ class Engine:
         """How many of `n` queries over the canonical tables `reads` to run side by side: each holds sorts and
         hash tables of the rows it reads (ROW_BYTES a row of the largest table), and DuckDB's memory is shared
         by those that run at once. Where they would not all fit, those that do run at once, at least one: queries
-        side by side beyond DuckDB's memory spill, and cost more than one after another (a cold `summary` of 10M
-        kernels, 18M calls, on a built entry: six at once or two 17.6-19.5 s CPU, one at a time 14.3-15.4 s, less
-        wall). `n` where the tables are not known or the connection is not open (a warm request's answers are
+        side by side beyond DuckDB's memory spill, and cost more than one after another (BENCHMARKS.md, 10M
+        kernels). `n` where the tables are not known or the connection is not open (a warm request's answers are
         stored: nothing to share)."""
         if not reads or self._root._con is None:
             return n
