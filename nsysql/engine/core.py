@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Callable
 from .. import sandbox as _sandbox
 from ..errors import NsysqlError
 from ..loader import cursor as _cursor
+from ..loader.raw import size_bytes
 from ..store import tables as _tables
 from ..store.answers import Answers
 from .declare import REGISTRY, Analysis, plan
@@ -190,16 +191,38 @@ class Engine:
         """This engine for another thread: the same answers, on a DuckDB cursor of its own."""
         return Engine(None, self.path, self.cache_entry, lambda: _cursor(self.base(), self._where), parent=self)
 
-    def parallel(self, *calls: Callable[[Engine], object]) -> list:
+    def parallel(self, *calls: Callable[[Engine], object], reads=None) -> list:
         """`call(worker)` for each call on its own thread and worker engine; the results in order (the first
-        error is raised). DuckDB runs the queries side by side, and the Python between them overlaps."""
+        error is raised). DuckDB runs the queries side by side, and the Python between them overlaps. `reads`:
+        the canonical tables the calls read, where known: as many run at once as their rows leave memory for
+        (`at_once`), the others as those finish."""
         if len(calls) <= 1:
             return [c(self) for c in calls]
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(len(calls), thread_name_prefix="nsysql-ask") as pool:
+        with ThreadPoolExecutor(self.at_once(len(calls), reads), thread_name_prefix="nsysql-ask") as pool:
             futures = [pool.submit(c, self.worker()) for c in calls]
             return [f.result() for f in futures]
+
+    def at_once(self, n: int, reads) -> int:
+        """How many of `n` queries over the canonical tables `reads` to run side by side: each holds sorts and
+        hash tables of the rows it reads (ROW_BYTES a row of the largest table), and DuckDB's memory is shared
+        by those that run at once. Where they would not all fit, those that do run at once, at least one: queries
+        side by side beyond DuckDB's memory spill, and cost more than one after another (BENCHMARKS.md, 10M
+        kernels). `n` where the tables are not known or the connection is not open (a warm request's answers are
+        stored: nothing to share)."""
+        if not reads or self._root._con is None:
+            return n
+        rows, limit = (
+            self.connection()
+            .execute(
+                "SELECT (SELECT coalesce(max(estimated_size), 0) FROM duckdb_tables() WHERE database_name = "
+                "current_database() AND table_name IN (SELECT unnest(?))), current_setting('memory_limit')",
+                [sorted(reads)],
+            )
+            .fetchall()[0]
+        )
+        return max(1, min(n, size_bytes(limit) // max(1, rows * ROW_BYTES)))
 
     def declaration(self, name: str) -> Analysis:
         try:
@@ -236,7 +259,8 @@ class Engine:
             takes = {p.name for p in self.declaration(name).params}
             return {**params, **{k: v for k, v in shared.items() if k in takes}}
 
-        self._plan(frozenset().union(*(_reads_given(n, given(n, params)) for n, params in asked)))
+        reads = frozenset().union(*(_reads_given(n, given(n, params)) for n, params in asked))
+        self._plan(reads)
 
         def one(name: str, params: dict):
             given_ = given(name, params)
@@ -249,7 +273,7 @@ class Engine:
 
             return call
 
-        return self.parallel(*(one(name, params) for name, params in asked))
+        return self.parallel(*(one(name, params) for name, params in asked), reads=reads)
 
     def run(self, name: str, /, **params):
         """The answer of analysis `name` for `params` (defaults filled in): remembered, stored or computed."""
@@ -330,7 +354,8 @@ class Context:
             self._check(name)
         # what they may read, built at once before they run (the files side by side), not file by file as each
         # meets its own need while the others wait
-        self._engine.need(frozenset().union(*(tables_of(n) for n in names)))
+        reads = frozenset().union(*(tables_of(n) for n in names))
+        self._engine.need(reads)
 
         def one(req):
             def call(e: Engine):
@@ -343,13 +368,17 @@ class Context:
 
             return call
 
-        got = self._engine.parallel(*(one(r) for r in requests.values()))
+        got = self._engine.parallel(*(one(r) for r in requests.values()), reads=reads)
         return dict(zip(requests, got))
 
     def _check(self, name: str) -> None:
         if name != self._decl.name and name not in self._decl.needs:
             raise RuntimeError(f"analysis {self._decl.name!r} asks {name!r}, which it does not declare it needs")
 
+
+# What a query holds per row of the largest table it reads, in sorts and hash tables: a few 8-byte columns with
+# DuckDB's row layout and hash entries (Engine.at_once)
+ROW_BYTES = 64
 
 _CURRENT = threading.local()  # the engine whose analysis this thread computes (`reading`)
 

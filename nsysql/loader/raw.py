@@ -142,7 +142,7 @@ def _staging_db(con: duckdb.DuckDBPyConnection, readers: Readers) -> str:
 
     est = sum(j.rows * sum(8 if t in (I, D) else 32 for _, t in j.rt.columns) for j in readers.jobs)
     (limit,) = con.execute("SELECT current_setting('memory_limit')").fetchall()[0]
-    if est * STAGE_SHARE <= _size_bytes(limit):
+    if est * STAGE_SHARE <= size_bytes(limit):
         return "':memory:'"
     for n in itertools.count():
         path = os.path.join(spill_dir(), f"{STAGE_FILE_PREFIX}{os.getpid()}_{n}.duckdb")
@@ -154,7 +154,7 @@ def _staging_db(con: duckdb.DuckDBPyConnection, readers: Readers) -> str:
     raise AssertionError("unreachable")
 
 
-def _size_bytes(text: str) -> int:
+def size_bytes(text: str) -> int:
     """DuckDB's way of writing a size ('1.3 GiB', '512.0 MiB', '2GB') in bytes; no limit (unparsable) is huge."""
     import re
 
