@@ -13,8 +13,13 @@ from pathlib import Path
 
 import pytest
 
-# every test run gets its own cache directory, never the user's
-os.environ.setdefault("NSYSQL_CACHE_DIR", tempfile.mkdtemp(prefix="nsysql-test-cache-"))
+# every test run gets its own cache directory, never the user's: made by the process that starts the run (the
+# xdist workers inherit it) and removed as that process ends (pytest_unconfigure), as are the directories
+# built_cache builds its entries in, by the process that made them; a directory given in $NSYSQL_CACHE_DIR is kept
+_OWN_CACHE = None if os.environ.get("NSYSQL_CACHE_DIR") else tempfile.mkdtemp(prefix="nsysql-test-cache-")
+if _OWN_CACHE:
+    os.environ["NSYSQL_CACHE_DIR"] = _OWN_CACHE
+_OWN_TEMPS: list[str] = []
 # tables fit $COLUMNS (nsysql.cli.output.terminal_width), which pytest-xdist's workers set to 80: the tests that
 # want a width give it themselves, the others see every column as a pipe does
 os.environ.pop("COLUMNS", None)
@@ -65,7 +70,8 @@ def built_cache(dest: Path, *exports: Path) -> Path:
     for export in exports:
         export = Path(export).resolve()
         if export not in _BUILT:
-            prof = nsysql.load(export, cache_dir=tempfile.mkdtemp(prefix="nsysql-test-built-"))
+            _OWN_TEMPS.append(tempfile.mkdtemp(prefix="nsysql-test-built-"))
+            prof = nsysql.load(export, cache_dir=_OWN_TEMPS[-1])
             _BUILT[export] = prof.cache_entry
             prof.close()
         entry = _BUILT[export]
@@ -210,6 +216,11 @@ def pytest_configure(config):
     import compileall
 
     compileall.compile_dir(ROOT / "nsysql", quiet=1)
+
+
+def pytest_unconfigure(config):
+    for d in _OWN_TEMPS + ([_OWN_CACHE] if _OWN_CACHE else []):
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):
