@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-# every test run gets its own cache directory, never the user's: made by the process that starts the run (the
-# xdist workers inherit it) and removed as that process ends (pytest_unconfigure), as are the directories
-# built_cache builds its entries in, by the process that made them; a directory given in $NSYSQL_CACHE_DIR is kept
-_OWN_CACHE = None if os.environ.get("NSYSQL_CACHE_DIR") else tempfile.mkdtemp(prefix="nsysql-test-cache-")
-if _OWN_CACHE:
-    os.environ["NSYSQL_CACHE_DIR"] = _OWN_CACHE
-_OWN_TEMPS: list[str] = []
+# every test run gets its own cache directory, never the user's, and one for the entries built_cache copies: made
+# by the process that starts the run (the xdist workers inherit them) and removed as that process ends
+# (pytest_unconfigure); a cache directory given in $NSYSQL_CACHE_DIR is kept
+_OWN = {}
+for var, prefix in (("NSYSQL_CACHE_DIR", "nsysql-test-cache-"), ("NSYSQL_TEST_BUILT", "nsysql-test-built-")):
+    if not os.environ.get(var):
+        os.environ[var] = _OWN[var] = tempfile.mkdtemp(prefix=prefix)
 # tables fit $COLUMNS (nsysql.cli.output.terminal_width), which pytest-xdist's workers set to 80: the tests that
 # want a width give it themselves, the others see every column as a pipe does
 os.environ.pop("COLUMNS", None)
@@ -61,23 +61,39 @@ _BUILT: dict[Path, Path] = {}
 
 def built_cache(dest: Path, *exports: Path) -> Path:
     """A cache directory at `dest` holding each export's entry as a first load leaves it (its canonical tables,
-    no stored answer), copied from one this process built once: for the tests of what a command does with an
-    entry, which need not build the same entry cold again and again (the cold build is under test in
+    no stored answer), copied from one built once in the run (`_built`): for the tests of what a command does with
+    an entry, which need not build the same entry cold again and again (the cold build is under test in
     test_cache.py, test_store.py and test_lazy_build.py). Close any Profile over `dest` before the next call."""
-    import nsysql
-
     dest.mkdir(parents=True, exist_ok=True)
     for export in exports:
         export = Path(export).resolve()
         if export not in _BUILT:
-            _OWN_TEMPS.append(tempfile.mkdtemp(prefix="nsysql-test-built-"))
-            prof = nsysql.load(export, cache_dir=_OWN_TEMPS[-1])
-            _BUILT[export] = prof.cache_entry
-            prof.close()
+            _BUILT[export] = _built(export)
         entry = _BUILT[export]
         for f in (entry, entry.with_suffix(".nsysql")):
             shutil.copy2(f, dest / f.name)
     return dest
+
+
+def _built(export: Path) -> Path:
+    """The entry a first load of `export` leaves, in $NSYSQL_TEST_BUILT: built by the first process of the run to
+    ask (under a lock, which the others wait on), then read by every one."""
+    import fcntl
+    import hashlib
+
+    import nsysql
+
+    home = Path(os.environ["NSYSQL_TEST_BUILT"]) / hashlib.sha256(os.fsencode(export)).hexdigest()[:16]
+    home.mkdir(exist_ok=True)
+    with open(home / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        made = home / "entry"  # the entry's path, written once it is whole
+        if not made.exists():
+            prof = nsysql.load(export, cache_dir=home / "cache")
+            entry = prof.cache_entry
+            prof.close()
+            made.write_text(str(entry), encoding="utf-8")
+        return Path(made.read_text(encoding="utf-8"))
 
 
 def h200(name: str) -> Path:
@@ -219,7 +235,7 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
-    for d in _OWN_TEMPS + ([_OWN_CACHE] if _OWN_CACHE else []):
+    for d in _OWN.values():
         shutil.rmtree(d, ignore_errors=True)
 
 
