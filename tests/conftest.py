@@ -8,6 +8,7 @@ import functools
 import os
 import shutil
 import sqlite3
+import sys
 import tempfile
 from pathlib import Path
 
@@ -232,6 +233,16 @@ def pytest_configure(config):
     import compileall
 
     compileall.compile_dir(ROOT / "nsysql", quiet=1)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item):
+    """Before a test's fixtures go (its tmp_path removed: tmp_path_retention_policy), every entry one of its loads
+    is still copying in the background (4 or more DuckDB threads: nsysql.store.tables) is in place, never copied
+    into a folder that was removed, nor failing in a later test."""
+    tables = sys.modules.get("nsysql.store.tables")
+    for thread in list(getattr(tables, "_PENDING", {}).values()):
+        thread.join()
 
 
 def pytest_unconfigure(config):
