@@ -8,13 +8,19 @@ import functools
 import os
 import shutil
 import sqlite3
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-# every test run gets its own cache directory, never the user's
-os.environ.setdefault("NSYSQL_CACHE_DIR", tempfile.mkdtemp(prefix="nsysql-test-cache-"))
+# every test run gets its own cache directory, never the user's, and one for the entries built_cache copies: made
+# by the process that starts the run (the xdist workers inherit them) and removed as that process ends
+# (pytest_unconfigure); a cache directory given in $NSYSQL_CACHE_DIR is kept
+_OWN = {}
+for var, prefix in (("NSYSQL_CACHE_DIR", "nsysql-test-cache-"), ("NSYSQL_TEST_BUILT", "nsysql-test-built-")):
+    if not os.environ.get(var):
+        os.environ[var] = _OWN[var] = tempfile.mkdtemp(prefix=prefix)
 # tables fit $COLUMNS (nsysql.cli.output.terminal_width), which pytest-xdist's workers set to 80: the tests that
 # want a width give it themselves, the others see every column as a pipe does
 os.environ.pop("COLUMNS", None)
@@ -56,22 +62,39 @@ _BUILT: dict[Path, Path] = {}
 
 def built_cache(dest: Path, *exports: Path) -> Path:
     """A cache directory at `dest` holding each export's entry as a first load leaves it (its canonical tables,
-    no stored answer), copied from one this process built once: for the tests of what a command does with an
-    entry, which need not build the same entry cold again and again (the cold build is under test in
+    no stored answer), copied from one built once in the run (`_built`): for the tests of what a command does with
+    an entry, which need not build the same entry cold again and again (the cold build is under test in
     test_cache.py, test_store.py and test_lazy_build.py). Close any Profile over `dest` before the next call."""
-    import nsysql
-
     dest.mkdir(parents=True, exist_ok=True)
     for export in exports:
         export = Path(export).resolve()
         if export not in _BUILT:
-            prof = nsysql.load(export, cache_dir=tempfile.mkdtemp(prefix="nsysql-test-built-"))
-            _BUILT[export] = prof.cache_entry
-            prof.close()
+            _BUILT[export] = _built(export)
         entry = _BUILT[export]
         for f in (entry, entry.with_suffix(".nsysql")):
             shutil.copy2(f, dest / f.name)
     return dest
+
+
+def _built(export: Path) -> Path:
+    """The entry a first load of `export` leaves, in $NSYSQL_TEST_BUILT: built by the first process of the run to
+    ask (under a lock, which the others wait on), then read by every one."""
+    import fcntl
+    import hashlib
+
+    import nsysql
+
+    home = Path(os.environ["NSYSQL_TEST_BUILT"]) / hashlib.sha256(os.fsencode(export)).hexdigest()[:16]
+    home.mkdir(exist_ok=True)
+    with open(home / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        made = home / "entry"  # the entry's path, written once it is whole
+        if not made.exists():
+            prof = nsysql.load(export, cache_dir=home / "cache")
+            entry = prof.cache_entry
+            prof.close()
+            made.write_text(str(entry), encoding="utf-8")
+        return Path(made.read_text(encoding="utf-8"))
 
 
 def h200(name: str) -> Path:
@@ -210,6 +233,21 @@ def pytest_configure(config):
     import compileall
 
     compileall.compile_dir(ROOT / "nsysql", quiet=1)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item):
+    """Before a test's fixtures go (its tmp_path removed: tmp_path_retention_policy), every entry one of its loads
+    is still copying in the background (4 or more DuckDB threads: nsysql.store.tables) is in place, never copied
+    into a folder that was removed, nor failing in a later test."""
+    tables = sys.modules.get("nsysql.store.tables")
+    for thread in list(getattr(tables, "_PENDING", {}).values()):
+        thread.join()
+
+
+def pytest_unconfigure(config):
+    for d in _OWN.values():
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -55,7 +55,9 @@ def unconstrained(table):
     ]
 
 
-@pytest.fixture(scope="module")
+# session-wide: the long test using it runs first (conftest), the others later, and a module-scoped fixture
+# would be made again for them, its copies' entries built cold again
+@pytest.fixture(scope="session")
 def exports(tmp_path_factory):
     d = tmp_path_factory.mktemp("hostile")
     k = sqlite3.connect(fixture("train_small"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES, fixture, h200, loaded, public_exports
+from conftest import FIXTURES, built_cache, fixture, h200, loaded, public_exports
 from conftest import PUBLIC as SHARED_PUBLIC
 
 from nsysql.analyses.gaps import parse_duration
@@ -160,7 +160,8 @@ def test_durations():
 
 def test_gaps_without_file_uses_nsysql_profile(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    env = {"NSYSQL_PROFILE": str(fixture("train_small")), "NSYSQL_CACHE_DIR": str(tmp_path)}
+    cache = built_cache(tmp_path / "cache", fixture("train_small"))  # of its own: no profile analysed last
+    env = {"NSYSQL_PROFILE": str(fixture("train_small")), "NSYSQL_CACHE_DIR": str(cache)}
     res = CliRunner(env=env).invoke(main, ["gaps", "--range", "Batch", "--by", "cause", "-f", "csv"])
     assert res.exit_code == 0 and "NSYSQL_PROFILE" in res.stderr
     assert res.stdout.splitlines()[1].startswith("host:Load data,")

@@ -41,8 +41,8 @@ def nsysql(
     e = {k: v for k, v in os.environ.items() if k != "NSYSQL_NO_CACHE"}
     # 2 threads: the entry is built in its file, whatever the machine's cores (4 or more: in memory first)
     e.update({"NSYSQL_CACHE_DIR": str(cdir), "NSYSQL_THREADS": "2", **(env or {})})
-    if pythonpath is not None:
-        e["PYTHONPATH"] = str(pythonpath)
+    # the tree's package, or its copy: run from cdir's folder, the process finds no nsysql of the working folder
+    e["PYTHONPATH"] = str(pythonpath if pythonpath is not None else ROOT)
 
     def cap():
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))

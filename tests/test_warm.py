@@ -124,7 +124,7 @@ def test_each_rendering_switch_keeps_a_text_of_its_own(tmp_path):
     """One cache, the same answer printed with each switch that shapes its text: each prints what rendering the
     answer prints (printed_answers off), never the text kept for another switch."""
     out = tmp_path / "out.txt"
-    cache = ["--cache-dir", str(tmp_path / "cache")]
+    cache = ["--cache-dir", str(built_cache(tmp_path / "cache", SMALL))]  # no answer stored yet
     variants = [[], ["--unit", "ns"], ["--wide"], ["-f", "markdown"], ["-o", str(out)], ["--top", "2"]]
     for extra in [*variants, *variants]:  # twice: the second round prints the texts kept
         cmd = [*cache, "kernels", str(SMALL), *extra]
