@@ -31,8 +31,10 @@ def table(con, prefix: str, sql: str, params: dict) -> str:
     name = f"{prefix}{hashlib.sha256(key.encode()).hexdigest()[:16]}"
     with _GUARD:
         lock = _LOCKS.setdefault(name, threading.Lock())
-    with lock:
+        # under the one guard: two cursors of a DuckDB attaching at once (for two different tables) both find it
+        # missing, and the second fails ("database with name ... already exists"), IF NOT EXISTS or not
         con.execute(f"ATTACH IF NOT EXISTS ':memory:' AS {DB}")
+    with lock:
         there = con.execute(
             "SELECT count(*) FROM duckdb_tables() WHERE database_name = ? AND table_name = ?", [DB, name]
         ).fetchall()[0][0]
