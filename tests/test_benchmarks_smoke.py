@@ -99,23 +99,19 @@ def test_floor_and_bound_read_every_row_and_the_bound_answers_kernels():
         'SELECT count(*), count(DISTINCT coalesce("demangledName", "shortName")) FROM CUPTI_ACTIVITY_KIND_KERNEL'
     ).fetchone()
     con.close()
-    bench = ROOT / "benchmarks"
-    floor = subprocess.run(
-        [sys.executable, str(bench / "floor.py"), str(SMALL), "--tables", "kernels"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert floor.returncode == 0, floor.stderr
-    assert f"rows {kernels:,} " in floor.stdout
-    bound = subprocess.run(
-        [sys.executable, str(bench / "bound.py"), str(SMALL), "--question", "kernels"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert bound.returncode == 0, bound.stderr
-    assert f"rows {kernels:,}  answer rows {names:,} " in bound.stdout
+
+    def script(name: str, *args: str) -> str:
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / name), str(SMALL), *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    assert f"rows {kernels:,} " in script("floor.py", "--tables", "kernels")
+    assert f"rows {kernels:,}  answer rows {names:,} " in script("bound.py", "--question", "kernels")
 
 
 @pytest.mark.skipif(not SMALL.exists(), reason="fixture train_small missing")
