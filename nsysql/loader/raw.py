@@ -212,6 +212,26 @@ _ACTIVITY_IDS = 'SELECT DISTINCT "metricId" AS id FROM ({names})'.format(names=_
 # the one type named, where there is one, leaves out none they keep (RawTable.single)
 _ONE_TYPE = ("typeId", "TARGET_INFO_GPU_METRICS", "typeId")
 
+
+# an extent table's one row per source table: its name, min of start, max of end (RawTable.extent)
+EXTENT_COLUMNS = (("source", S), ("start", I), ("end", I))
+
+
+def _extent_of(name: str, source: str, of: str, where: str, reads: str = "", instants: bool = False) -> RawTable:
+    """The extent of `source`'s rows that `where` keeps (the same condition in SQLite and DuckDB), taken from the
+    staging table `of` where the same pass reads it: the span's share of a table a question may not read whole.
+    `reads`: a column `where` names beyond start and end; `instants`: no end column (min to max of start)."""
+    return RawTable(
+        name,
+        (source,),
+        EXTENT_COLUMNS,
+        extent=("start", "start") if instants else ("start", "end"),
+        where=where,
+        where_reads=((source, reads),) if reads else (),
+        subset_of=(of, where),
+    )
+
+
 RAW_TABLES: tuple[RawTable, ...] = (
     RawTable("raw_strings", ("StringIds",), (("id", I), ("value", S))),
     RawTable("raw_threadnames", ("ThreadNames",), (("nameId", I), ("globalTid", I))),
@@ -242,7 +262,7 @@ RAW_TABLES: tuple[RawTable, ...] = (
             "CUPTI_ACTIVITY_KIND_MEMSET",
             "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
         ),
-        (("source", S), ("start", I), ("end", I)),
+        EXTENT_COLUMNS,
         extent=("start", "end"),
         where=_INTERVAL,
         over=("raw_kernel", "raw_memcpy", "raw_memset", "raw_graph"),
@@ -263,14 +283,7 @@ RAW_TABLES: tuple[RawTable, ...] = (
     # the CUDA API calls' extent alone, for the profile's span (70_profile_facts.sql): a question that reads no call
     # reads no call's row (one aggregate in SQLite), or, where raw_runtime is read in the same pass, DuckDB's over it.
     # The calls counted are those api_calls holds (is_interval, 00_macros.sql)
-    RawTable(
-        "raw_call_extent",
-        ("CUPTI_ACTIVITY_KIND_RUNTIME",),
-        (("source", S), ("start", I), ("end", I)),
-        extent=("start", "end"),
-        where=_INTERVAL,
-        subset_of=("raw_runtime", _INTERVAL),
-    ),
+    _extent_of("raw_call_extent", "CUPTI_ACTIVITY_KIND_RUNTIME", "raw_runtime", _INTERVAL),
     RawTable(
         "raw_nvtx",
         ("NVTX_EVENTS",),
@@ -290,24 +303,8 @@ RAW_TABLES: tuple[RawTable, ...] = (
     # NVTX range, such as a cold `kernels`: aggregates in SQLite), or, where raw_nvtx is read in the same pass, from
     # it: the extents of the ranges and of the marks, and the PyTorch operator names (`aten::...`) that ranges hold
     # as inline text (those named by textId are StringIds' values, which the facts read whole)
-    RawTable(
-        "raw_nvtx_range_extent",
-        ("NVTX_EVENTS",),
-        (("source", S), ("start", I), ("end", I)),
-        extent=("start", "end"),
-        where=_NVTX_RANGE,
-        where_reads=(("NVTX_EVENTS", "eventType"),),
-        subset_of=("raw_nvtx", _NVTX_RANGE),
-    ),
-    RawTable(
-        "raw_nvtx_mark_extent",
-        ("NVTX_EVENTS",),
-        (("source", S), ("start", I), ("end", I)),
-        extent=("start", "start"),
-        where=_NVTX_MARK,
-        where_reads=(("NVTX_EVENTS", "eventType"),),
-        subset_of=("raw_nvtx", _NVTX_MARK),
-    ),
+    _extent_of("raw_nvtx_range_extent", "NVTX_EVENTS", "raw_nvtx", _NVTX_RANGE, reads="eventType"),
+    _extent_of("raw_nvtx_mark_extent", "NVTX_EVENTS", "raw_nvtx", _NVTX_MARK, reads="eventType", instants=True),
     RawTable(
         "raw_nvtx_aten",
         ("NVTX_EVENTS",),
@@ -392,14 +389,7 @@ RAW_TABLES: tuple[RawTable, ...] = (
         (("start", I), ("end", I), ("globalTid", I), ("nameId", I), ("nestingLevel", I)),
     ),
     # the OS runtime calls' extent alone, for the profile's span, as raw_call_extent is the CUDA API calls'
-    RawTable(
-        "raw_osrt_extent",
-        ("OSRT_API",),
-        (("source", S), ("start", I), ("end", I)),
-        extent=("start", "end"),
-        where=_INTERVAL,
-        subset_of=("raw_osrt", _INTERVAL),
-    ),
+    _extent_of("raw_osrt_extent", "OSRT_API", "raw_osrt", _INTERVAL),
     RawTable("raw_gpu_info", ("TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU"), _GPU_COLUMNS, aliases=_GPU_ALIASES),
     # 2020-2021 exports have both, and their TARGET_INFO_GPU holds only id, name and bus: the SM count, memory
     # and compute capability are in TARGET_INFO_CUDA_GPU (devices.sql merges the two)
@@ -489,7 +479,7 @@ RAW_TABLES: tuple[RawTable, ...] = (
     RawTable(
         "raw_extents",
         ("SCHED_EVENTS", "COMPOSITE_EVENTS"),
-        (("source", S), ("start", I), ("end", I)),
+        EXTENT_COLUMNS,
         extent=("start", "start"),
     ),
 )
