@@ -13,7 +13,8 @@ in one query and fetches its rows:
 It prints one line like floor.py's: the seconds since the interpreter started, the rows read, and the seconds
 the imports took within them. Issue 35 states its cold targets as multiples of the floor (`floor.py`); run this
 in the same `ab.py` run to see how much of a target is left once a process has imported its libraries and read
-the rows (`"bound=python benchmarks/bound.py FILE --question kernels"`). Not used by the tests.
+the rows (`"bound=python benchmarks/bound.py FILE --question kernels"`). `readers.py` says how much of the read is
+the reader's. Not used by the tests.
 """
 
 from __future__ import annotations

@@ -115,6 +115,37 @@ def test_floor_and_bound_read_every_row_and_the_bound_answers_kernels():
 
 
 @pytest.mark.skipif(not SMALL.exists(), reason="fixture train_small missing")
+def test_readers_read_every_row_of_the_summary_tables_with_each_reader_or_say_why_not():
+    """benchmarks/readers.py: each reader reads every row of kernels, runtime calls, NVTX events and copies
+    (counted here with sqlite3), or says in its line why it did not run."""
+    import sqlite3
+
+    con = sqlite3.connect(SMALL)
+    rows = sum(
+        con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        for t in (
+            "CUPTI_ACTIVITY_KIND_KERNEL",
+            "CUPTI_ACTIVITY_KIND_RUNTIME",
+            "NVTX_EVENTS",
+            "CUPTI_ACTIVITY_KIND_MEMCPY",
+        )
+    )
+    con.close()
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "readers.py"), str(SMALL), "--rounds", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = {line.split()[0]: line for line in proc.stdout.splitlines()[1:]}
+    assert set(lines) == {"sqlite-scan", "sqlite-rows", "adbc-arrow", "adbc-duckdb", "duckdb-sqlite"}
+    for name, line in lines.items():
+        assert line.endswith(f" {rows:,}") or (name == "duckdb-sqlite" and " not run: " in line), line
+    assert " not run: " not in lines["adbc-duckdb"]  # nsysql's own reader always runs
+
+
+@pytest.mark.skipif(not SMALL.exists(), reason="fixture train_small missing")
 def test_timeline_lists_each_canonical_file_and_query_of_a_cold_command(tmp_path):
     """benchmarks/timeline.py: one line per canonical SQL file run (a whole build of train_small runs every one)
     and per analysis query, each ending no earlier than it starts."""
