@@ -1,0 +1,81 @@
+"""What gaps, iterations and ranges say, checked against the raw rows of real exports (read here with sqlite3)
+and against facts true by construction of crafted copies of the fixtures."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import fixture, h200, loaded, raw
+
+# gaps.sql's API kinds by name, in its order of precedence (the first that matches)
+KINDS = (
+    ("sync", ("synchronize", "waitevent", "eventquery", "streamquery")),
+    ("memcpy", ("memcpy",)),
+    ("alloc", ("malloc", "free", "hostalloc", "hostregister", "memalloc", "memcreate", "memmap")),
+    ("launch", ("launch",)),
+)
+
+
+def _kind(name: str) -> str | None:
+    low = name.lower()
+    return next((k for k, words in KINDS if any(w in low for w in words)), None)
+
+
+def _union_in(intervals: list[tuple[int, int]], lo: int, hi: int) -> int:
+    """The length of the union of `intervals` inside [lo, hi)."""
+    total, end = 0, lo
+    for s, e in sorted(intervals):
+        s, e = max(s, end), min(e, hi)
+        if e > s:
+            total += e - s
+            end = e
+    return total
+
+
+def _calls_by_kind(path, pid: int) -> dict[str, list[tuple[int, int]]]:
+    rows = raw(
+        path,
+        "SELECT r.start, r.end, s.value FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId "
+        "WHERE r.globalTid / 16777216 % 16777216 = ?",
+        pid,
+    )
+    out: dict[str, list[tuple[int, int]]] = {}
+    for s, e, name in rows:
+        if (k := _kind(name)) is not None:
+            out.setdefault(k, []).append((s, e))
+    return out
+
+
+@pytest.mark.parametrize("name", ["threads.sqlite", "train_osrt.sqlite"])
+def test_gap_api_cover_is_the_union_of_the_calls_not_their_sum(name):
+    """api_cover_pct is the share of the gap in which the process was in calls of the leading kind. Calls on
+    several threads at once cover the same stretch once: on `threads` (two worker threads launching side by side)
+    the sum of the calls gave 86.4% for a gap that launches covered 43.3% of."""
+    path = h200(name)
+    gaps = loaded(str(path)).gaps()
+    assert gaps.height
+    by_kind: dict[int, dict[str, list[tuple[int, int]]]] = {}
+    for g in gaps.iter_rows(named=True):
+        calls = by_kind.setdefault(g["pid"], _calls_by_kind(path, g["pid"]))
+        cover = max((_union_in(iv, g["start_ns"], g["end_ns"]) for iv in calls.values()), default=0)
+        assert g["api_cover_pct"] == pytest.approx(round(100.0 * cover / g["duration_ns"], 1), abs=0.051), g
+        assert g["api_cover_pct"] <= 100.0
+
+
+def test_a_second_thread_in_the_same_calls_changes_no_gap(tmp_path):
+    """A copy of train_small in which a second thread of the process makes every CUDA API call again, at the same
+    times: the process was in those calls no longer than before, so every gap keeps its cause and api_cover_pct.
+    Summed per thread, the cover doubled, and a gap the main thread spent in `Forward Pass` became `launch`."""
+    from conftest import craft
+
+    import nsysql
+
+    path = craft(
+        tmp_path / "twice.sqlite",
+        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, nameId, "
+        "returnValue, callchainId) SELECT start, end, eventClass, globalTid + 100, correlationId + 1000000000, "
+        "nameId, returnValue, NULL FROM CUPTI_ACTIVITY_KIND_RUNTIME",
+    )
+    cols = ["start_ns", "end_ns", "cause", "api_cover_pct"]
+    want = loaded(str(fixture("train_small"))).gaps().select(cols)
+    got = nsysql.load(path, cache_dir=tmp_path / "cache").gaps().select(cols)
+    assert want.height and got.equals(want)
