@@ -79,3 +79,37 @@ def test_a_second_thread_in_the_same_calls_changes_no_gap(tmp_path):
     want = loaded(str(fixture("train_small"))).gaps().select(cols)
     got = nsysql.load(path, cache_dir=tmp_path / "cache").gaps().select(cols)
     assert want.height and got.equals(want)
+
+
+def _cli(*args):
+    from click.testing import CliRunner
+
+    from nsysql.cli import main
+
+    return CliRunner().invoke(main, list(map(str, args)))
+
+
+def test_kernels_by_range_without_nvtx_says_so_in_one_line(tmp_path):
+    """A profile with kernels and no NVTX range (train_small with its NVTX rows removed) printed `no kernels in
+    these ranges`, as if it had ranges: it now refuses in one line that names the file and how to record them."""
+    from conftest import craft
+
+    path = craft(tmp_path / "no_nvtx.sqlite", "DELETE FROM NVTX_EVENTS")
+    assert raw(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0][0] > 0
+    res = _cli("--cache-dir", tmp_path / "cache", "kernels-by-range", path)
+    assert res.exit_code != 0 and res.stdout == ""
+    assert res.stderr.strip().splitlines() == [
+        f"nsysql: error: {path}: no NVTX ranges in this profile, so no kernel runs in one (profile with -t nvtx)"
+    ]
+
+
+def test_kernels_by_range_on_a_public_cuda_only_export():
+    """Baardrw/SIGMA (nsys 2024.6.2): 22 kernels, no NVTX_EVENTS table."""
+    from conftest import PUBLIC
+
+    path = PUBLIC / "Baardrw__SIGMA__report2.sqlite"
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    assert raw(path, "SELECT count(*) FROM sqlite_master WHERE name = 'NVTX_EVENTS'") == [(0,)]
+    res = _cli("kernels-by-range", path)
+    assert res.exit_code != 0 and "no NVTX ranges in this profile" in res.stderr

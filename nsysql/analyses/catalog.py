@@ -371,7 +371,7 @@ def ranges(ctx, attribution, group_ops, families) -> pl.DataFrame:
     ),
     needs=("resolve_range",),
     tables=("gpu_ops", "nvtx_ranges", "op_range_links", "range_chains", "strings"),
-    sql=("kernels_by_range",),
+    sql=("kernels_by_range", "range_names"),
     nsys=("nvtx_kern_sum",),
     requires=("gpu_ops", "nvtx_ranges"),
 )
