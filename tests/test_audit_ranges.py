@@ -113,3 +113,24 @@ def test_kernels_by_range_on_a_public_cuda_only_export():
     assert raw(path, "SELECT count(*) FROM sqlite_master WHERE name = 'NVTX_EVENTS'") == [(0,)]
     res = _cli("kernels-by-range", path)
     assert res.exit_code != 0 and "no NVTX ranges in this profile" in res.stderr
+
+
+def test_gaps_in_a_worker_threads_range_are_explained_on_that_thread():
+    """threads (h200): `worker0/iter` is opened by the worker thread only. `gaps --range worker0/iter` keeps the
+    parts of gaps inside its instances, so the range that explains each one is open on that worker thread at the
+    gap's middle; it named the main thread's `main/step` for the 137 ms gap of the first iteration."""
+    path = h200("threads.sqlite")
+    rows = raw(
+        path,
+        "SELECT n.start, n.end, coalesce(n.text, s.value), n.globalTid % 16777216 FROM NVTX_EVENTS n "
+        "LEFT JOIN StringIds s ON s.id = n.textId WHERE n.eventType = 59",
+    )
+    (worker,) = {tid for _, _, name, tid in rows if name == "worker0/iter"}
+    gaps = loaded(str(path)).gaps(range="worker0/iter", min_ns=100_000)
+    assert gaps.height and gaps["range"].null_count() == 0
+    for g in gaps.iter_rows(named=True):
+        mid = (g["start_ns"] + g["end_ns"]) // 2
+        open_on_worker = {name for s, e, name, tid in rows if tid == worker and s <= mid < e}
+        assert g["range"] in open_on_worker, g
+    longest = gaps.sort("duration_ns").row(-1, named=True)
+    assert longest["range"] == "worker0/iter" and longest["cause"] == "host:worker0/iter"

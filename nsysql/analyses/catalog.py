@@ -837,7 +837,7 @@ def _gap_spans(ctx, range: str | None) -> pl.DataFrame | None:
     params=(GAPS_RANGE, MIN_NS, BY_CAUSE, INCLUDE_WARMUP),
     needs=("iteration_spans", "resolve_range"),
     tables=("api_calls", "gpu_busy", "nvtx_open", "nvtx_ranges", "os_calls", "process_roles", "strings"),
-    sql=("process_devices", "gaps", "range_time", "device_span"),
+    sql=("process_devices", "gaps", "range_time", "device_span", "range_count"),
     nsys=("recipe gpu_gaps",),
     requires=("gpu_busy",),
 )

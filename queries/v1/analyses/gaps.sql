@@ -4,20 +4,22 @@
 -- @param $min_ns BIGINT: the shortest gap kept, ns
 -- @param $names VARCHAR[]: only the parts of gaps inside instances of these ranges count; NULL: all
 -- @param $pid BIGINT: the process that owns $device (most GPU ops)
--- @param $tid BIGINT: that process's main thread (its NVTX ranges enclose the most GPU work)
+-- @param $tid BIGINT: the thread whose ranges explain a gap: the main thread, or with $names the one holding them
 
 -- GPU idle gaps on one device and what its process's CPU side was doing meanwhile.
 -- A gap is a stretch of the device's active span (first op to last op) in which it ran no GPU op of any kind
 -- on any stream (gpu_busy is already the union over kernels, memcpy, memset and graph replays). With $names
 -- set, only the parts of gaps inside instances of those ranges (of process $pid) count.
 -- $device, $pid: the device and the process that owns it (most GPU ops); $tid: that process's main thread
--- (its NVTX ranges enclose the most GPU work); $min_ns: shortest gap kept.
+-- (its NVTX ranges enclose the most GPU work), or with $names the thread that holds most instances of those
+-- ranges (gaps.range_threads: a worker thread's `worker0/iter` is explained by that worker's ranges, not by
+-- what the main thread had open); $min_ns: shortest gap kept.
 --
 -- Evidence, read at the gap:
---   range    the innermost NVTX range open on the main thread at the middle of the gap (its parent instead,
+--   range    the innermost NVTX range open on thread $tid at the middle of the gap (its parent instead,
 --            when the innermost one covers less than half the gap and the parent covers more)
 --   api_call the longest CUDA API call of the process (any thread) in flight at the middle of the gap
---   os_call  the OS runtime call in flight on the main thread at the middle of the gap (-t osrt)
+--   os_call  the OS runtime call in flight on thread $tid at the middle of the gap (-t osrt)
 --   api_cover_pct  the share of the gap covered by CUDA API calls of the leading kind: the length of the
 --            union of their intervals, so a stretch in which two threads were in such calls counts once
 -- API kinds by name: sync = *Synchronize*, *WaitEvent*, *EventQuery*, *StreamQuery*; memcpy = *Memcpy*;
