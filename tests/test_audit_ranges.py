@@ -134,3 +134,28 @@ def test_gaps_in_a_worker_threads_range_are_explained_on_that_thread():
         assert g["range"] in open_on_worker, g
     longest = gaps.sort("duration_ns").row(-1, named=True)
     assert longest["range"] == "worker0/iter" and longest["cause"] == "host:worker0/iter"
+
+
+def test_iterations_table_shows_the_time_of_whole_cuda_graphs():
+    """graph_whole (h200, --cuda-graph-trace=graph, nsys's default): each step replays a graph that the export
+    records as one graph op and no kernel. The table said `kernel_us 0.0` and `kernels 0` and left out the
+    column that holds the step's GPU work; it now shows graph_us, the graph ops launched in each step."""
+    path = h200("graph_whole.sqlite")
+    steps = raw(
+        path,
+        "SELECT n.start, n.end FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId "
+        "WHERE n.eventType = 59 AND coalesce(n.text, s.value) = 'graph_step' ORDER BY n.start",
+    )
+    graphs = raw(
+        path,
+        "SELECT r.start, g.end - g.start FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE g "
+        "JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = g.correlationId",
+    )
+    want = [sum(d for t, d in graphs if s <= t < e) for s, e in steps]
+    assert len(want) == 30 and all(want)
+    res = _cli("iterations", path, "--unit", "us")
+    assert res.exit_code == 0, res.stderr
+    lines = res.stdout.splitlines()
+    col = lines[0].split().index("graph_us")
+    got = [float(line.split()[col].replace(",", "")) for line in lines[2 : 2 + len(want)]]
+    assert got == [round(ns / 1000, 1) for ns in want]
