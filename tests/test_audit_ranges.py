@@ -159,3 +159,24 @@ def test_iterations_table_shows_the_time_of_whole_cuda_graphs():
     col = lines[0].split().index("graph_us")
     got = [float(line.split()[col].replace(",", "")) for line in lines[2 : 2 + len(want)]]
     assert got == [round(ns / 1000, 1) for ns in want]
+
+
+def test_a_single_named_iteration_is_counted_and_its_warm_up_explained():
+    """LeiWang1999/memfusion (TensorRT, nsys 2023.1): one `ExecutionContext::execute`. `iterations --range
+    ExecutionContext` said `1 instances` and `all 1 iterations are warm-up`, without saying how to count it."""
+    from conftest import PUBLIC
+
+    path = PUBLIC / "LeiWang1999__memfusion_artifact__report1.sqlite"
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    n = raw(
+        path,
+        "SELECT count(*) FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId "
+        "WHERE n.eventType = 59 AND coalesce(n.text, s.value) LIKE 'ExecutionContext%'",
+    )[0][0]
+    assert n == 1
+    res = _cli("iterations", path, "--range", "ExecutionContext")
+    assert res.exit_code == 0, res.stderr
+    assert "selects 1 range name (prefix match), 1 instance on thread" in res.stdout
+    assert "steady state: none (the only iteration is warm-up; --skip N" in res.stdout
+    assert "steady state (1 of 1)" in _cli("iterations", path, "--range", "ExecutionContext", "--skip", "0").stdout

@@ -304,7 +304,10 @@ def _named(con, range: str, procs: pl.DataFrame) -> IterationRange:
     mine = found.filter((pl.col("pid") == pid) & (pl.col("tid") == tid))  # most instances first, outermost on a tie
     depth, n, with_children = mine.select("depth", "n", "with_children").row(0)
     family = range if how != "exact" else names[0]
-    why = f"--range {range!r} selects {len(names)} range name(s) ({how} match), {n} instances on thread {tid}"
+    why = (
+        f"--range {range!r} selects {len(names)} range name{'s' if len(names) != 1 else ''} ({how} match), "
+        f"{n} instance{'s' if n != 1 else ''} on thread {tid}"
+    )
     if total > n:
         why += (
             f" at depth {depth} (of its {total}; the {total - n} at other depths are left out: one depth, so "
@@ -591,7 +594,9 @@ def steady_sentence(s: dict) -> str:
     """One row of stats() as the sentence every front end prints: how many iterations the steady state holds,
     their median, mean, p90 and max time, CV and median GPU busy share; or that every iteration is warm-up."""
     if not s["steady"]:
-        return f"steady state: none (all {s['iterations']} iterations are warm-up)"
+        n = s["iterations"]
+        which = "the only iteration is" if n == 1 else f"all {n} iterations are"
+        return f"steady state: none ({which} warm-up; --skip N sets how many to leave out, --skip 0 none)"
     busy = (
         f"GPU busy {s['median_gpu_busy_pct']:.0f}% of a step (median)"
         if s["median_gpu_busy_pct"] is not None
