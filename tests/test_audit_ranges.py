@@ -180,3 +180,30 @@ def test_a_single_named_iteration_is_counted_and_its_warm_up_explained():
     assert "selects 1 range name (prefix match), 1 instance on thread" in res.stdout
     assert "steady state: none (the only iteration is warm-up; --skip N" in res.stdout
     assert "steady state (1 of 1)" in _cli("iterations", path, "--range", "ExecutionContext", "--skip", "0").stdout
+
+
+def test_an_outlier_is_not_said_to_be_as_slow_as_the_others():
+    """loop_before: steps 9, 19, 29 sleep 25 ms in `batch_to_device` by construction (loop_transform.py
+    --slow-every 10); step 18 is an outlier by a smaller margin (its window, from its `batch_to_device` to the next,
+    is twice the median). `iterations 9, 18, 19, 29 are 7.3x slower than the median` said 18 was 7.3x slower."""
+    import re
+
+    path = fixture("loop_before")
+    starts = [
+        s
+        for (s,) in raw(
+            path,
+            "SELECT n.start FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId "
+            "WHERE n.eventType = 59 AND coalesce(n.text, s.value) = 'batch_to_device' ORDER BY n.start",
+        )
+    ]
+    walls = [b - a for a, b in zip(starts, starts[1:])]  # iterations 0..28 of the delimiter loop
+    typical = sorted(walls[2:])[len(walls[2:]) // 2]
+    res = _cli("iterations", path)
+    line = next(x for x in res.stdout.splitlines() if x.startswith("outliers: "))
+    m = re.fullmatch(
+        r"outliers: iterations 9, 19, 29 are ([\d.]+)x slower than the median; also slow: 18 \(([\d.]+)x\)", line
+    )
+    assert m, line
+    assert float(m.group(1)) > 3 * float(m.group(2))  # not within the one figure's band
+    assert float(m.group(2)) == pytest.approx(walls[18] / typical, abs=0.15)

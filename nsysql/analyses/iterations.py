@@ -84,6 +84,9 @@ MIN_EXCESS_NS = 50_000
 """No step is an outlier by less than this over the median (see the module docstring)."""
 MIN_PERIOD_OCCURRENCES = 4
 """A period is claimed only from at least this many outliers on it."""
+RATIO_BAND = 1.25
+"""The outlier sentence's one figure (`7.3x slower`) is said of the outliers within this factor of it; the others
+are named apart with their own, and a period's steps beyond it get a range (`2.0x to 8.1x`)."""
 MAX_AUTO_WARMUP_FRACTION = 0.10
 # the per-iteration columns that describe GPU work: null where the process launched none
 GPU_COLUMNS = (
@@ -636,14 +639,27 @@ def pattern(df: pl.DataFrame) -> str | None:
     cpu = dict(zip(idx, out[col].to_list()))
     period, members = periodic(idx)
     main = members or idx
-    ratio = sorted(cpu[i] for i in main)[len(main) // 2] / med if med else float("nan")
+    times = {i: cpu[i] / med if med else float("nan") for i in idx}
+    ratio = sorted(times[i] for i in main)[len(main) // 2]
+    if not period and med:
+        # one figure is said only of the steps it fits: an outlier far from it is named apart with its own
+        # (9, 19, 29 at 7.3x and 18 at 1.9x are not four steps 7.3x slower)
+        main = [i for i in main if ratio / RATIO_BAND <= times[i] <= ratio * RATIO_BAND]
+        ratio = sorted(times[i] for i in main)[len(main) // 2]
+    spread = [times[i] for i in main]
+    figure = (
+        f"{ratio:.1f}x"
+        if not med or all(ratio / RATIO_BAND <= t <= ratio * RATIO_BAND for t in spread)
+        else f"{min(spread):.1f}x to {max(spread):.1f}x"
+    )
     shown = ", ".join(map(str, main[:6])) + (", …" if len(main) > 6 else "")
     noun, verb = ("iteration", "is") if len(main) == 1 else ("iterations", "are")
     every = f" (every {_ordinal(period)})" if period else ""
-    text = f"{noun} {shown}{every} {verb} {ratio:.1f}x slower than the median"
+    text = f"{noun} {shown}{every} {verb} {figure} slower than the median"
     others = [i for i in idx if i not in main]
     if others:
-        text += f"; also slow: {', '.join(map(str, others[:6]))}" + (", …" if len(others) > 6 else "")
+        named = [f"{i} ({times[i]:.1f}x)" if med else str(i) for i in others[:6]]
+        text += f"; also slow: {', '.join(named)}" + (", …" if len(others) > 6 else "")
     return text
 
 
