@@ -254,7 +254,7 @@ def test_a_quoted_glob_is_several_ranks(cmd):
 
 def test_range_counts_the_instances_it_selects():
     res = run(["iterations", str(TRAIN), "--range", "Batch1", "--skip", "0"])
-    assert res.exit_code == 0 and "selects 1 range name(s) (exact match), 1 instances" in res.stdout
+    assert res.exit_code == 0 and "selects 1 range name (exact match), 1 instance on" in res.stdout
 
 
 def test_one_profile_answers_several_threads_at_once():

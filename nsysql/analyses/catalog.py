@@ -371,7 +371,7 @@ def ranges(ctx, attribution, group_ops, families) -> pl.DataFrame:
     ),
     needs=("resolve_range",),
     tables=("gpu_ops", "nvtx_ranges", "op_range_links", "range_chains", "strings"),
-    sql=("kernels_by_range",),
+    sql=("kernels_by_range", "range_names"),
     nsys=("nvtx_kern_sum",),
     requires=("gpu_ops", "nvtx_ranges"),
 )
@@ -837,7 +837,7 @@ def _gap_spans(ctx, range: str | None) -> pl.DataFrame | None:
     params=(GAPS_RANGE, MIN_NS, BY_CAUSE, INCLUDE_WARMUP),
     needs=("iteration_spans", "resolve_range"),
     tables=("api_calls", "gpu_busy", "nvtx_open", "nvtx_ranges", "os_calls", "process_roles", "strings"),
-    sql=("process_devices", "gaps", "range_time", "device_span"),
+    sql=("process_devices", "gaps", "range_time", "device_span", "range_count"),
     nsys=("recipe gpu_gaps",),
     requires=("gpu_busy",),
 )

@@ -67,11 +67,24 @@ def find(con, range: str | None = None, min_ns: int = DEFAULT_MIN_NS) -> pl.Data
     if procs.height == 0:
         raise NsysqlError("no GPU work in this profile, so it has no GPU idle gaps to report")
     names = resolve_range(con, range)[0] if range else None
+    threads = range_threads(con, names) if names else {}
     frames = []
     for dev in procs["device_id"].unique().sort().to_list():
         owner = procs.filter(pl.col("device_id") == dev).row(0, named=True)
-        frames.append(run(con, "gaps", device=dev, pid=owner["pid"], tid=owner["main_tid"], min_ns=min_ns, names=names))
+        tid = threads.get(owner["pid"], owner["main_tid"])
+        frames.append(run(con, "gaps", device=dev, pid=owner["pid"], tid=tid, min_ns=min_ns, names=names))
     return pl.concat(frames)
+
+
+def range_threads(con, names: list[str]) -> dict[int, int]:
+    """Per process, the thread that holds most push/pop instances of the ranges `names` (as iterations --range
+    takes its thread): with --range, the gaps are the parts inside those ranges, so the range and OS call that
+    explain a gap are read on that thread, not on the process's main thread, which may never open them (a worker
+    thread's `worker0/iter`)."""
+    found = run(con, "range_count", names=names)  # per pid, tid and depth, most instances first
+    per = found.group_by("pid", "tid", maintain_order=True).agg(pl.col("n").sum())
+    best = per.sort("n", descending=True, maintain_order=True).unique("pid", keep="first", maintain_order=True)
+    return dict(zip(best["pid"].to_list(), best["tid"].to_list()))
 
 
 def with_iterations(gaps_df: pl.DataFrame, its: pl.DataFrame | None) -> pl.DataFrame:

@@ -84,6 +84,9 @@ MIN_EXCESS_NS = 50_000
 """No step is an outlier by less than this over the median (see the module docstring)."""
 MIN_PERIOD_OCCURRENCES = 4
 """A period is claimed only from at least this many outliers on it."""
+RATIO_BAND = 1.25
+"""The outlier sentence's one figure (`7.3x slower`) is said of the outliers within this factor of it; the others
+are named apart with their own, and a period's steps beyond it get a range (`2.0x to 8.1x`)."""
 MAX_AUTO_WARMUP_FRACTION = 0.10
 # the per-iteration columns that describe GPU work: null where the process launched none
 GPU_COLUMNS = (
@@ -304,7 +307,10 @@ def _named(con, range: str, procs: pl.DataFrame) -> IterationRange:
     mine = found.filter((pl.col("pid") == pid) & (pl.col("tid") == tid))  # most instances first, outermost on a tie
     depth, n, with_children = mine.select("depth", "n", "with_children").row(0)
     family = range if how != "exact" else names[0]
-    why = f"--range {range!r} selects {len(names)} range name(s) ({how} match), {n} instances on thread {tid}"
+    why = (
+        f"--range {range!r} selects {len(names)} range name{'s' if len(names) != 1 else ''} ({how} match), "
+        f"{n} instance{'s' if n != 1 else ''} on thread {tid}"
+    )
     if total > n:
         why += (
             f" at depth {depth} (of its {total}; the {total - n} at other depths are left out: one depth, so "
@@ -591,7 +597,9 @@ def steady_sentence(s: dict) -> str:
     """One row of stats() as the sentence every front end prints: how many iterations the steady state holds,
     their median, mean, p90 and max time, CV and median GPU busy share; or that every iteration is warm-up."""
     if not s["steady"]:
-        return f"steady state: none (all {s['iterations']} iterations are warm-up)"
+        n = s["iterations"]
+        which = "the only iteration is" if n == 1 else f"all {n} iterations are"
+        return f"steady state: none ({which} warm-up; --skip N sets how many to leave out, --skip 0 none)"
     busy = (
         f"GPU busy {s['median_gpu_busy_pct']:.0f}% of a step (median)"
         if s["median_gpu_busy_pct"] is not None
@@ -631,14 +639,27 @@ def pattern(df: pl.DataFrame) -> str | None:
     cpu = dict(zip(idx, out[col].to_list()))
     period, members = periodic(idx)
     main = members or idx
-    ratio = sorted(cpu[i] for i in main)[len(main) // 2] / med if med else float("nan")
+    times = {i: cpu[i] / med if med else float("nan") for i in idx}
+    ratio = sorted(times[i] for i in main)[len(main) // 2]
+    if not period and med:
+        # one figure is said only of the steps it fits: an outlier far from it is named apart with its own
+        # (9, 19, 29 at 7.3x and 18 at 1.9x are not four steps 7.3x slower)
+        main = [i for i in main if ratio / RATIO_BAND <= times[i] <= ratio * RATIO_BAND]
+        ratio = sorted(times[i] for i in main)[len(main) // 2]
+    spread = [times[i] for i in main]
+    figure = (
+        f"{ratio:.1f}x"
+        if not med or all(ratio / RATIO_BAND <= t <= ratio * RATIO_BAND for t in spread)
+        else f"{min(spread):.1f}x to {max(spread):.1f}x"
+    )
     shown = ", ".join(map(str, main[:6])) + (", …" if len(main) > 6 else "")
     noun, verb = ("iteration", "is") if len(main) == 1 else ("iterations", "are")
     every = f" (every {_ordinal(period)})" if period else ""
-    text = f"{noun} {shown}{every} {verb} {ratio:.1f}x slower than the median"
+    text = f"{noun} {shown}{every} {verb} {figure} slower than the median"
     others = [i for i in idx if i not in main]
     if others:
-        text += f"; also slow: {', '.join(map(str, others[:6]))}" + (", …" if len(others) > 6 else "")
+        named = [f"{i} ({times[i]:.1f}x)" if med else str(i) for i in others[:6]]
+        text += f"; also slow: {', '.join(named)}" + (", …" if len(others) > 6 else "")
     return text
 
 

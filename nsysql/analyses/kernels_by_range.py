@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from ..errors import NsysqlError
 from ._sql import run
 from .patterns import resolve_range
 from .ranges import DEFAULT_ATTRIBUTION, check_attribution, group_ops_default
@@ -19,7 +20,7 @@ def kernels_by_range(
     """Per (range, kernel): range instances, kernel count and duration stats (ns). `group_ops`: PyTorch emit_nvtx
     names without their per-call arguments; None: as ranges.group_ops_default says."""
     names = resolve_range(con, range)[0] if range else None
-    return run(
+    got = run(
         con,
         "kernels_by_range",
         attribution=check_attribution(attribution),
@@ -27,3 +28,8 @@ def kernels_by_range(
         innermost=innermost,
         group_ops=group_ops_default(attribution, group_ops),
     )
+    # an empty answer says "no kernels in these ranges": without a range in the profile there are none to name
+    # (a --range that matches nothing was refused above, by resolve_range)
+    if not got.height and not run(con, "range_names").height:
+        raise NsysqlError("no NVTX ranges in this profile, so no kernel runs in one (profile with -t nvtx)")
+    return got

@@ -138,6 +138,8 @@ def _narrow(df):
         drop |= {"step_ns", "step_idle_ns"}
     if "comm_ns" in df.columns and not (df["comm_ns"] > 0).any():
         drop |= {"comm_ns", "overlapped_ns"}
+    if "graph_ns" in df.columns and (df["graph_ns"] > 0).any():  # whole graphs: their GPU time is no kernel's
+        drop.discard("graph_ns")
     keep = [c for c in df.columns if c not in drop]
     return df.select(keep)
 

@@ -4,22 +4,24 @@
 -- @param $min_ns BIGINT: the shortest gap kept, ns
 -- @param $names VARCHAR[]: only the parts of gaps inside instances of these ranges count; NULL: all
 -- @param $pid BIGINT: the process that owns $device (most GPU ops)
--- @param $tid BIGINT: that process's main thread (its NVTX ranges enclose the most GPU work)
+-- @param $tid BIGINT: the thread whose ranges explain a gap: the main thread, or with $names the one holding them
 
 -- GPU idle gaps on one device and what its process's CPU side was doing meanwhile.
 -- A gap is a stretch of the device's active span (first op to last op) in which it ran no GPU op of any kind
 -- on any stream (gpu_busy is already the union over kernels, memcpy, memset and graph replays). With $names
 -- set, only the parts of gaps inside instances of those ranges (of process $pid) count.
 -- $device, $pid: the device and the process that owns it (most GPU ops); $tid: that process's main thread
--- (its NVTX ranges enclose the most GPU work); $min_ns: shortest gap kept.
+-- (its NVTX ranges enclose the most GPU work), or with $names the thread that holds most instances of those
+-- ranges (gaps.range_threads: a worker thread's `worker0/iter` is explained by that worker's ranges, not by
+-- what the main thread had open); $min_ns: shortest gap kept.
 --
 -- Evidence, read at the gap:
---   range    the innermost NVTX range open on the main thread at the middle of the gap (its parent instead,
+--   range    the innermost NVTX range open on thread $tid at the middle of the gap (its parent instead,
 --            when the innermost one covers less than half the gap and the parent covers more)
 --   api_call the longest CUDA API call of the process (any thread) in flight at the middle of the gap
---   os_call  the OS runtime call in flight on the main thread at the middle of the gap (-t osrt)
---   api_cover_pct  the share of the gap covered by CUDA API calls of the leading kind (calls on several
---            threads add up; capped at 100%)
+--   os_call  the OS runtime call in flight on thread $tid at the middle of the gap (-t osrt)
+--   api_cover_pct  the share of the gap covered by CUDA API calls of the leading kind: the length of the
+--            union of their intervals, so a stretch in which two threads were in such calls counts once
 -- API kinds by name: sync = *Synchronize*, *WaitEvent*, *EventQuery*, *StreamQuery*; memcpy = *Memcpy*;
 -- alloc = *Malloc*, *Free*, *HostAlloc*, *HostRegister*, *MemAlloc*, *MemCreate*, *MemMap*; launch = *Launch*.
 --
@@ -101,9 +103,21 @@ WITH gaps AS (  -- the device's idle stretches: from the end of one busy stretch
          last_value(CASE WHEN kind = 3 THEN end_ns END IGNORE NULLS) OVER w AS end3,
          last_value(CASE WHEN kind = 4 THEN end_ns END IGNORE NULLS) OVER w AS end4
   FROM stream WINDOW w AS (ROWS UNBOUNDED PRECEDING)
-), in_gap AS (  -- calls starting inside a gap, clipped to it
-  SELECT cur_gap AS gap_id, kind, least(end_ns, cur_gap_end) - start_ns AS ov
-  FROM latest WHERE kind > 0 AND start_ns < cur_gap_end
+), near AS (  -- the gaps' openings and the calls that start inside a gap (few rows, in the same order), with per
+  -- kind the latest end so far among the calls running when a gap opened (the opening row's end1..end4) and
+  -- the calls started in gaps since: a running max, so each call below adds only its part past it
+  SELECT *, lag([m1, m2, m3, m4]) OVER () AS prev
+  FROM (SELECT *,
+               max(CASE kind WHEN 0 THEN end1 WHEN 1 THEN end_ns END) OVER w AS m1,
+               max(CASE kind WHEN 0 THEN end2 WHEN 2 THEN end_ns END) OVER w AS m2,
+               max(CASE kind WHEN 0 THEN end3 WHEN 3 THEN end_ns END) OVER w AS m3,
+               max(CASE kind WHEN 0 THEN end4 WHEN 4 THEN end_ns END) OVER w AS m4
+        FROM latest WHERE start_ns < cur_gap_end WINDOW w AS (ROWS UNBOUNDED PRECEDING))
+), in_gap AS (  -- calls starting inside a gap, clipped to it and to the part no call of their kind covered
+  -- before: the parts add up to the length of the union, however many threads were in such calls at once
+  SELECT gap_id, kind, least(end_ns, gap_end) - greatest(start_ns, coalesce(prev[kind], start_ns)) AS ov
+  FROM (SELECT cur_gap AS gap_id, cur_gap_end AS gap_end, kind, start_ns, end_ns, prev FROM near WHERE kind > 0)
+  WHERE least(end_ns, gap_end) > greatest(start_ns, coalesce(prev[kind], start_ns))
 ), spanning AS (  -- per kind, the last call started before the gap, if it is still running when the gap opens
   SELECT gap_id, kind, least(e, end_ns) - start_ns AS ov
   FROM (SELECT gap_id, start_ns, end_ns, unnest([end1, end2, end3, end4]) AS e, unnest([1, 2, 3, 4])::UTINYINT AS kind
