@@ -207,3 +207,20 @@ def test_an_outlier_is_not_said_to_be_as_slow_as_the_others():
     assert m, line
     assert float(m.group(1)) > 3 * float(m.group(2))  # not within the one figure's band
     assert float(m.group(2)) == pytest.approx(walls[18] / typical, abs=0.15)
+
+
+def test_no_gaps_says_the_shortest_gap_it_looked_for():
+    """An empty gaps answer printed `no gaps`, though shorter gaps may be there: it names its threshold.
+    train_small's longest gap (nsys recipe gpu_gaps at 1 ms, reference/) is under 5 s, so none is of 5s or more;
+    at the gap's own length there is one."""
+    import csv
+
+    rows = list(
+        csv.DictReader(open(fixture("train_small").parent / "reference" / "train_small_gpu_gaps_min1ms_analysis.csv"))
+    )
+    longest = max(int(r["Duration"]) for r in rows)
+    assert longest < 5_000_000_000
+    res = _cli("gaps", fixture("train_small"), "--min", "5s")
+    assert res.exit_code == 0 and res.stdout == "no gaps of at least 5s (--min sets the shortest)\n"
+    res = _cli("gaps", fixture("train_small"), "--min", f"{longest // 1000}us", "-f", "csv")
+    assert res.exit_code == 0 and len(res.stdout.strip().splitlines()) == 2

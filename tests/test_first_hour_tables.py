@@ -90,7 +90,7 @@ def test_counts_are_integers():
 
 def test_an_empty_answer_is_a_sentence():
     r = run(["gaps", SMALL, "--min", "100s"])
-    assert r.exit_code == 0 and r.stdout == "no gaps\n"
+    assert r.exit_code == 0 and r.stdout == "no gaps of at least 100s (--min sets the shortest)\n"
     assert "(no rows)" not in run(["sql", SMALL, "SELECT * FROM gpu_ops LIMIT 0"]).stdout
 
 

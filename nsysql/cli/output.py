@@ -85,7 +85,13 @@ def terminal_width() -> int | None:
 
 
 # what a command's answer lists, where its name does not say (an empty answer prints `no <this>`)
-_LISTS = {"sql": "rows", "kernels-by-range": "kernels in these ranges", "info": "rows"}
+# and the option that bounds what it lists, where one does (formatted with the command's options as given)
+_LISTS = {
+    "sql": "rows",
+    "kernels-by-range": "kernels in these ranges",
+    "info": "rows",
+    "gaps": "gaps of at least {min_ns} (--min sets the shortest)",
+}
 
 
 def rendered(result, fmt: str, title: str | None = None, output: str | None = None, fallback: int | None = None) -> str:
@@ -106,7 +112,7 @@ def view(fmt: str, title: str | None = None, output: str | None = None, fallback
         "title": title,
         "width": None if output else terminal_width() or fallback,
         "unit": meta.get("nsysql.unit"),
-        "what": _LISTS.get(what, what),
+        "what": _LISTS.get(what, what).format_map(ctx.params) if what else None,
         "wide": bool(meta.get("nsysql.wide")),
     }
 
