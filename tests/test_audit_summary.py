@@ -1,0 +1,97 @@
+"""What `summary` and `info` say on exports unlike the team's own (old nsys versions, pre-Ampere GPUs, exports
+without GPU activity, profiles without a loop): every sentence rests on what the export holds, read here with
+Python's sqlite3 or true by construction of a fixture (fixtures/*/COMMAND.md)."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from conftest import PUBLIC, craft, fixture, loaded, raw
+
+import nsysql
+
+TENSOR = "matrix math without tensor cores"
+IDLE_FINDINGS = ("data-loader bound", "host bound", "synchronization bound", "allocation stalls", "copy bound")
+
+
+def public(name: str):
+    p = PUBLIC / name
+    if not p.exists():
+        pytest.skip(f"{p} not present")
+    return p
+
+
+def tables(path) -> set[str]:
+    return {r[0] for r in raw(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def rows_in(path, table: str) -> int:
+    return raw(path, f"SELECT count(*) FROM {table}")[0][0] if table in tables(path) else 0
+
+
+def facts(prof) -> dict[str, str]:
+    return dict(prof.summary()["facts"].select("key", "value").iter_rows())
+
+
+def findings(prof) -> dict[str, str]:
+    return dict(prof.summary()["findings"].select("finding", "evidence").iter_rows())
+
+
+def switches(prof) -> str:
+    df = prof.info()
+    return "\n".join(df.filter(pl.col("section") == "cannot answer")["value"].to_list())
+
+
+# -- GPUs without tensor cores: no capture advice about tensor cores ---------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["extra-p__extrap__con_kernel.sqlite", "extra-p__extrap__profile1.sqlite"])
+def test_no_gpu_metrics_switch_for_tensor_cores_on_pascal(name):
+    """The Extra-P exports ran their kernels on a GTX 1060 (TARGET_INFO_GPU: compute capability 6.1, no tensor
+    cores) and sampled no GPU metrics: whether the kernels used tensor cores is answered (no), so `info` does not
+    send the user to `--gpu-metrics-devices` to learn it."""
+    path = public(name)
+    ran = "SELECT DISTINCT g.computeMajor, g.computeMinor FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+    assert raw(path, ran + "JOIN TARGET_INFO_GPU g ON g.id = k.deviceId") == [(6, 1)]
+    assert rows_in(path, "CUPTI_ACTIVITY_KIND_KERNEL") > 0 and rows_in(path, "GPU_METRICS") == 0
+    assert "--gpu-metrics-devices=all" not in switches(loaded(str(path)))
+
+
+def test_gpu_metrics_switch_stays_where_the_gpu_has_tensor_cores():
+    """A Tesla T4 (compute capability 7.5: fp16 tensor cores) whose kernels ran without GPU metrics: the switch is
+    still named."""
+    path = public("Lianhang666__gpu4__report2.sqlite")
+    assert raw(path, "SELECT DISTINCT computeMajor, computeMinor FROM TARGET_INFO_GPU") == [(7, 5)]
+    assert rows_in(path, "CUPTI_ACTIVITY_KIND_KERNEL") > 0 and rows_in(path, "GPU_METRICS") == 0
+    assert "--gpu-metrics-devices=all" in switches(loaded(str(path)))
+
+
+@pytest.mark.parametrize("major, minor, named", [(6, 1, False), (7, 0, True), (9, 0, True)])
+def test_gpu_metrics_switch_follows_the_compute_capability(tmp_path, major, minor, named):
+    """train_small (kernels, no GPU metrics) with its GPU said to be compute capability major.minor: the switch
+    that would tell tensor-core use is named only where the GPU has tensor cores (sm_70 and later)."""
+    path = craft(
+        tmp_path / "cc.sqlite", ("UPDATE TARGET_INFO_GPU SET computeMajor = ?, computeMinor = ?", (major, minor))
+    )
+    assert rows_in(path, "GPU_METRICS") == 0
+    assert ("--gpu-metrics-devices=all" in switches(nsysql.load(str(path)))) is named
+
+
+# -- the tensor-core advice names the architecture it read -------------------------------------------------------
+
+
+@pytest.mark.parametrize("major, minor", [(9, 0), (8, 6)])
+def test_tensor_core_advice_names_the_architecture(tmp_path, major, minor):
+    """graph_loop's cuBLAS SIMT GEMMs (TF32 off by construction) on a GPU of compute capability major.minor
+    (TARGET_INFO_GPU, 9.0 as recorded): the TF32 advice of a PyTorch program says which architecture it rests on."""
+    src = fixture("graph_loop")
+    assert raw(src, "SELECT DISTINCT computeMajor, computeMinor FROM TARGET_INFO_GPU") == [(9, 0)]
+    path = src if (major, minor) == (9, 0) else tmp_path / "cc.sqlite"
+    if path != src:
+        craft(
+            path,
+            ("UPDATE TARGET_INFO_GPU SET computeMajor = ?, computeMinor = ?", (major, minor)),
+            source="graph_loop",
+        )
+    ev = findings(nsysql.load(str(path)))[TENSOR]
+    assert f"sm_{major}{minor} has TF32 and bf16 tensor cores: TF32 (" in ev
