@@ -95,3 +95,72 @@ def test_tensor_core_advice_names_the_architecture(tmp_path, major, minor):
         )
     ev = findings(nsysql.load(str(path)))[TENSOR]
     assert f"sm_{major}{minor} has TF32 and bf16 tensor cores: TF32 (" in ev
+
+
+# -- no GPU activity in the export is not "no GPU used" -----------------------------------------------------------
+
+
+def test_nvtx_only_export_says_gpu_work_was_not_traced():
+    """poolformer: NVTX ranges only (no CUDA table), among them TensorRT's `ExecutionContext::execute`, which
+    runs a TensorRT engine on the GPU: the export cannot say the GPU went unused, only that nothing was traced."""
+    path = public("YoonKyonghwan__EfficientCenterFormer__poolformer.sqlite")
+    assert not {t for t in tables(path) if t.startswith("CUPTI_ACTIVITY_KIND_")}
+    held = raw(path, "SELECT count(*) FROM NVTX_EVENTS WHERE text = 'ExecutionContext::execute'")
+    held += raw(
+        path,
+        "SELECT count(*) FROM NVTX_EVENTS e JOIN StringIds s ON s.id = e.textId "
+        "WHERE s.value = 'ExecutionContext::execute'",
+    )
+    assert sum(n for (n,) in held) > 0
+    f = facts(loaded(str(path)))
+    assert f["gpus"].startswith("none traced: ") and "no CUDA trace" in f["gpus"]
+    assert "no GPU work traced" in f["step"] and "no GPU work in the process" not in f["step"]
+
+
+def test_cuda_calls_without_gpu_activity_are_not_no_gpu_used():
+    """qcu (c8a5c5de): the program called cudaLaunchKernel hundreds of times, but the export has no KERNEL, MEMCPY
+    or MEMSET table: its GPU work was not recorded, so summary says so instead of `none used`."""
+    path = public("ZhangXin8069__qcu__report1-c8a5c5de.sqlite")
+    launches = raw(
+        path,
+        "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId "
+        "WHERE s.value LIKE 'cudaLaunchKernel%'",
+    )[0][0]
+    assert launches > 0
+    assert not {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"} & tables(path)
+    gpus = facts(loaded(str(path)))["gpus"]
+    assert gpus.startswith("none traced: ") and "CUDA API calls but no GPU activity" in gpus
+
+
+@pytest.mark.parametrize("drop_runtime", [False, True], ids=["api_calls_kept", "no_cuda_trace"])
+def test_gpu_fact_without_gpu_tables(tmp_path, drop_runtime):
+    """train_small with its GPU activity tables dropped (and its CUDA API calls too): no GPU op, so the GPUs fact
+    says what the export lacks, never that no GPU was used."""
+    drops = [f"DROP TABLE IF EXISTS CUPTI_ACTIVITY_KIND_{t}" for t in ("KERNEL", "MEMCPY", "MEMSET")]
+    if drop_runtime:
+        drops.append("DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME")
+    path = craft(tmp_path / "no_gpu.sqlite", *drops)
+    gpus = facts(nsysql.load(str(path)))["gpus"]
+    want = "no CUDA trace" if drop_runtime else "CUDA API calls but no GPU activity"
+    assert gpus.startswith("none traced: ") and want in gpus
+
+
+# -- the busy line keeps its digits -------------------------------------------------------------------------------
+
+
+def test_busy_line_of_a_gpu_busy_under_a_millisecond():
+    """ex-gpu.s10: six kernels, 34 us of GPU time in a 3.1 ms active span: the busy line gives the time in us (a
+    figure of `0.0 ms` would say the GPU did nothing). Busy time: the union of the kernels' intervals, merged here."""
+    path = public("extra-p__extrap__ex-gpu.s10.sqlite")
+    ops = sorted(raw(path, "SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL"))
+    busy, (cs, ce) = 0, ops[0]
+    for s, e in ops[1:]:
+        if s > ce:
+            busy, cs, ce = busy + ce - cs, s, e
+        else:
+            ce = max(ce, e)
+    busy += ce - cs
+    active = max(e for _, e in ops) - ops[0][0]
+    assert busy < 1_000_000 <= active
+    line = facts(loaded(str(path)))["gpu_0_busy"]
+    assert f"start-up included: {busy / 1e3:.1f} us of {active / 1e6:.1f} ms)" in line
