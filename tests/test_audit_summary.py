@@ -164,3 +164,46 @@ def test_busy_line_of_a_gpu_busy_under_a_millisecond():
     assert busy < 1_000_000 <= active
     line = facts(loaded(str(path)))["gpu_0_busy"]
     assert f"start-up included: {busy / 1e3:.1f} us of {active / 1e6:.1f} ms)" in line
+
+
+# -- idle-time findings: where the idle time is, and what the advice can say --------------------------------------
+
+
+def test_allocation_advice_without_a_loop_names_no_loop():
+    """Extra-P profile1: no repeating range is a loop (iterations abstain with the `--range` hint), and its two
+    gaps >= 1 ms are spent in cudaMalloc/cudaHostAlloc/cudaFree/cudaFreeHost calls: the allocation finding says
+    so without a loop it does not have."""
+    path = public("extra-p__extrap__profile1.sqlite")
+    calls = raw(
+        path,
+        "SELECT DISTINCT s.value FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId "
+        "WHERE s.value LIKE 'cudaMalloc%' OR s.value LIKE 'cudaFree%' OR s.value LIKE 'cudaHostAlloc%'",
+    )
+    assert calls
+    prof = loaded(str(path))
+    f = facts(prof)
+    assert f["iterations"].startswith("none: ") and "--range PATTERN" in f["iterations"]
+    ev = findings(prof)["allocation stalls"]
+    assert "inside the loop" not in ev and "cudaMalloc/cudaFree between the GPU work" in ev
+
+
+def test_no_idle_finding_about_time_outside_the_loop():
+    """graph_loop: the 30 replays of the graph keep the GPU busy with no synchronisation (fixtures/graph_loop/
+    COMMAND.md), so no gap >= 1 ms falls in a steady-state step; the long gaps are the eager warm-up and the
+    capture. The idle-by-cause table still shows them, but no idle-time finding is made of them: no step waits
+    on that time."""
+    prof = loaded(str(fixture("graph_loop")))
+    summ = prof.summary()
+    f = dict(summ["facts"].select("key", "value").iter_rows())
+    assert f["iterations"].startswith("30 x `step`")
+    assert f["step"].endswith("none of it in gaps >= 1 ms")
+    assert summ["idle by cause"].height > 0
+    assert not set(summ["findings"]["finding"].to_list()) & set(IDLE_FINDINGS)
+
+
+def test_idle_findings_stay_where_the_loop_waits():
+    """train_small (by construction: every step loads its batch on the CPU in `Load data` while the GPU idles)
+    keeps its data-loader finding: the rule above removes only idle time outside the steps."""
+    src = fixture("train_small")
+    assert raw(src, "SELECT count(*) FROM NVTX_EVENTS WHERE text = 'Load data'") == [(20,)]
+    assert "data-loader bound" in findings(loaded(str(src)))
