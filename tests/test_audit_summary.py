@@ -207,3 +207,25 @@ def test_idle_findings_stay_where_the_loop_waits():
     src = fixture("train_small")
     assert raw(src, "SELECT count(*) FROM NVTX_EVENTS WHERE text = 'Load data'") == [(20,)]
     assert "data-loader bound" in findings(loaded(str(src)))
+
+
+# -- the headline says an upper bound as one ----------------------------------------------------------------------
+
+
+def test_fix_first_of_an_upper_bound_says_up_to():
+    """pipit saxpy (MPI + CUDA): its 250 MiB host-to-device copies are pageable and no pinned copy >= 1 MiB
+    measures the pinned rate (nsys numbering: srcKind 1 is pinned), so their headroom is their whole GPU time,
+    an upper bound: the first line says `up to`."""
+    path = public("hpcgroup__pipit__saxpy-mpi-cuda_nsys_perlmutter0.sqlite")
+    assert raw(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 1 AND srcKind = 0") == [(10,)]
+    pinned = "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 1 AND srcKind = 1 AND bytes >= 1048576"
+    assert raw(path, pinned) == [(0,)]
+    first = facts(loaded(str(path)))["fix_first"]
+    assert first.startswith("pageable host-to-device copies: up to ")
+
+
+def test_fix_first_launch_bound_says_up_to():
+    """ops_mlp is launch bound (its 2 us kernels wait behind 9 us launches: test_verdict_headline.py): removing
+    the launches leaves the kernels, so what the fix gives back is at most the idle between them."""
+    first = facts(loaded(str(fixture("ops_mlp"))))["fix_first"]
+    assert first.startswith("launch bound: up to ")

@@ -239,7 +239,10 @@ def _launch(name: str, inp: Inputs) -> tuple[float | None, str]:
         per_it = inp.gaps.group_by("iteration").agg(pl.col("duration_ns").sum())
         big = s.per_typical(per_it, "duration_ns")
     ns = max(s.idle_ns - big, 0.0)
-    return ns, f"{s.idle_ns / 1e6:,.3f} ms idle per typical step, {big / 1e6:,.3f} ms of it in gaps >= 1 ms"
+    return ns, (
+        f"{s.idle_ns / 1e6:,.3f} ms idle per typical step, {big / 1e6:,.3f} ms of it in gaps >= 1 ms: an upper "
+        "bound (the launches go, the kernels stay)"
+    )
 
 
 def _idle(name: str, inp: Inputs) -> tuple[float | None, str]:
@@ -399,6 +402,8 @@ def top_line(findings: pl.DataFrame, step: Step | None, min_pct: float = FIX_FIR
         return None
     n = findings.height
     r = findings.row(0, named=True)
+    # a headroom whose formula gives only an upper bound (its basis says so) is said as one, never as a promise
+    upto = "up to " if "upper bound" in (r["headroom_basis"] or "") else ""
     if r["headroom_ms"] is None:
         return "findings", f"{n} finding{'s' if n != 1 else ''}, not ranked by headroom: {r['headroom_basis']}"
     if r["headroom_ms"] == 0:  # under half a microsecond: nothing to fix first
@@ -409,11 +414,11 @@ def top_line(findings: pl.DataFrame, step: Step | None, min_pct: float = FIX_FIR
     if r["headroom_pct"] < min_pct:
         return "findings", (
             f"{n} finding{'s' if n != 1 else ''}, none worth fixing first: the largest, {r['finding']}, gives back "
-            f"{r['headroom_ms']:,.3f} ms per iteration ({r['headroom_pct']:.1f}% of the {step.step_ns / 1e6:,.2f} ms "
+            f"{upto}{r['headroom_ms']:,.3f} ms per iteration ({r['headroom_pct']:.1f}% of the {step.step_ns / 1e6:,.2f} ms "
             f"mean steady-state step; fix first takes {min_pct:g}% or more)"
         )
     symptom = "" if r["additive"] else " (a symptom: no finding names its cause)"
     return "fix first", (
-        f"{r['finding']}{symptom}: {r['headroom_ms']:,.2f} ms per iteration ({r['headroom_pct']:.0f}% of the "
+        f"{r['finding']}{symptom}: {upto}{r['headroom_ms']:,.2f} ms per iteration ({r['headroom_pct']:.0f}% of the "
         f"{step.step_ns / 1e6:,.2f} ms mean steady-state step) — {r['evidence']}"
     )
