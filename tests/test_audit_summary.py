@@ -229,3 +229,31 @@ def test_fix_first_launch_bound_says_up_to():
     the launches leaves the kernels, so what the fix gives back is at most the idle between them."""
     first = facts(loaded(str(fixture("ops_mlp"))))["fix_first"]
     assert first.startswith("launch bound: up to ")
+
+
+# -- an unknown idle cause says what would have told it -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name", ["lockfuehrer__beast_ressoruces__report2.sqlite", "martisu1631998__kmeans-parallel__report2.sqlite"]
+)
+def test_unknown_idle_without_cpu_evidence_names_the_capture(name):
+    """nsys 2020.3 / HPC SDK 21.2 exports: CUDA and nothing else (no OSRT_API, NVTX_EVENTS, COMPOSITE_EVENTS or
+    SCHED_EVENTS), and idle gaps no CUDA call explains (`unknown`). The summary says nothing recorded what the CPU
+    did then and which capture would have, instead of leaving `unknown` bare."""
+    path = public(name)
+    assert not {"OSRT_API", "NVTX_EVENTS", "COMPOSITE_EVENTS", "SCHED_EVENTS"} & tables(path)
+    prof = loaded(str(path))
+    causes = prof.summary()["idle by cause"]
+    assert causes["cause"][0] == "unknown"
+    line = facts(prof)["meanwhile"]
+    assert line.startswith("during unknown: no OS call or NVTX range overlaps these gaps")
+    assert "`nsys profile -t cuda,nvtx,osrt -s process-tree --cpuctxsw=process-tree`" in line
+
+
+def test_a_named_idle_cause_gets_no_such_line():
+    """Extra-P profile1: its gaps are spent in allocation calls (cause `alloc`, a traced CUDA call): no line says
+    the CPU's time there is unrecorded."""
+    f = facts(loaded(str(public("extra-p__extrap__profile1.sqlite"))))
+    assert "top causes (% of the idle time in gaps >= 1 ms): alloc 100%" in f["idle"]
+    assert "meanwhile" not in f

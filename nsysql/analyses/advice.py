@@ -236,14 +236,15 @@ def unanswered(h: Holdings) -> list[CaptureRule]:
 CPU_RULES = ("cpu_samples", "scheduling", "forked_workers")
 
 
-def cpu_capture_hint(con, facts_: dict) -> str:
+def cpu_capture_hint(con, facts_: dict, osrt: bool = False) -> str:
     """A clause for a gap explanation that found nothing traced elsewhere and no CPU evidence (cpu.story: it
     needs scheduling events): the `nsys profile` switches that would have recorded what the CPU ran meanwhile
-    (the CPU_RULES that hold for this export). Empty when none applies."""
+    (the CPU_RULES that hold for this export; `osrt`: the export lacks OS runtime calls too, which nsys's
+    default trace set, `-t cuda,nvtx,osrt` as `nsysql profile` traces, records). Empty when none applies."""
     # the CPU rules test no row count: table_counts.sql is not run, since it reads every canonical table (a
     # summary of a lazy build would read every GPU metric sample for it)
     h = holdings(con, facts_, {}, capabilities=False)
-    missing = [rule(k) for k in CPU_RULES if rule(k).holds(h)]
+    missing = (["-t cuda,nvtx,osrt"] if osrt else []) + [rule(k).switch for k in CPU_RULES if rule(k).holds(h)]
     if missing:
-        return f"; `nsys profile {' '.join(r.switch for r in missing)}` would record what the CPU ran meanwhile"
+        return f"; `nsys profile {' '.join(missing)}` would record what the CPU ran meanwhile"
     return ""

@@ -167,6 +167,13 @@ def _idle_facts(
         said = _gaps.idle_elsewhere(elsewhere, cuda=False)  # said only when nothing traced explains the gaps
         if said:  # where the answer would have been: the capture that records what the CPU ran
             said += _advice.cpu_capture_hint(con, f)
+    if not said and c["cause"] == "unknown":  # no call or range names the gaps' cause, nothing traced overlaps
+        # them: say so, and what would have recorded it, rather than leave `unknown` unexplained
+        said = "no OS call or NVTX range overlaps these gaps, and no CPU sample tells what the CPU did then" + (
+            _advice.cpu_capture_hint(
+                con, f, osrt=any(m.split(":")[0].endswith(" OSRT_API") for m in f.get("missing", []))
+            )
+        )
     if said:
         rows.append(("meanwhile", "meanwhile", f"during {c['cause']}: {said}"))
     return rows, activity, loader
