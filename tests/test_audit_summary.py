@@ -257,3 +257,27 @@ def test_a_named_idle_cause_gets_no_such_line():
     f = facts(loaded(str(public("extra-p__extrap__profile1.sqlite"))))
     assert "top causes (% of the idle time in gaps >= 1 ms): alloc 100%" in f["idle"]
     assert "meanwhile" not in f
+
+
+# -- the slow-iteration finding names the median its ratio is of ------------------------------------------------
+
+
+def test_slow_iteration_ratio_and_its_median_agree():
+    """loader_cpu_before: `train step 0` is the warm-up, steps 7, 15, 23, 31 (every 8th, 384x384 images by
+    construction) and 29 are the outliers the finding names. Its ratio is the outliers' (upper) median over the
+    median of the other 26 steps, and the median it quotes is that one, not the median of all 31 (read here from
+    the NVTX ranges' raw durations)."""
+    path = fixture("loader_cpu_before")
+    walls = {
+        int(name.rsplit(" ", 1)[1]): end - start
+        for name, start, end in raw(path, "SELECT text, start, end FROM NVTX_EVENTS WHERE text LIKE 'train step %'")
+    }
+    assert len(walls) == 32
+    ev = findings(loaded(str(path)))["periodic slow iterations"]
+    assert ev.startswith("iterations 7, 15, 23, 31 (every 8th) are ") and "; also slow: 29;" in ev
+    slow = [7, 15, 23, 31]
+    typical = sorted(w for i, w in walls.items() if i and i not in (*slow, 29))
+    med = (typical[12] + typical[13]) / 2  # 26 steps
+    ratio = sorted(walls[i] for i in slow)[2] / med
+    assert f"are {ratio:.1f}x slower than the median" in ev
+    assert f"that median is {med / 1e6:.1f} ms (of the 26 steps that are not outliers)" in ev

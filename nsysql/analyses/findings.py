@@ -174,9 +174,22 @@ def _slow_iteration_rows(st: dict | None, its: pl.DataFrame | None, slow: str | 
     return [
         (
             "periodic slow iterations" if "every" in st["outlier_pattern"] else "slow iterations",
-            f"{st['outlier_pattern']} ({_dur(st['median_ns'])} median)" + slow_phase(its) + waited,
+            f"{st['outlier_pattern']}; {_typical_median(st, its)}" + slow_phase(its) + waited,
         )
     ]
+
+
+def _typical_median(st: dict, its: pl.DataFrame | None) -> str:
+    """The median the outlier pattern's ratio is of (iterations.pattern): the steady-state steps that are not
+    outliers, on the step's clock; the median of all steady-state steps where the iterations are not at hand."""
+    typical = None
+    if its is not None and "outlier" in its.columns:
+        col = "step_ns" if "step_ns" in its.columns else "wall_ns"
+        typical = its.filter(~pl.col("warmup") & ~pl.col("outlier"))[col]
+    if typical is None or not typical.len():
+        return f"the median step is {_dur(st['median_ns'])}"
+    n = typical.len()
+    return f"that median is {_dur(typical.median())} (of the {n} step{'s' if n != 1 else ''} that are not outliers)"
 
 
 def _idle_rows(
