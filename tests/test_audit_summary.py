@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from conftest import PUBLIC, craft, fixture, loaded, raw
+from conftest import PUBLIC, craft, fixture, h200, loaded, raw
 
 import nsysql
 
@@ -281,3 +281,29 @@ def test_slow_iteration_ratio_and_its_median_agree():
     ratio = sorted(walls[i] for i in slow)[2] / med
     assert f"are {ratio:.1f}x slower than the median" in ev
     assert f"that median is {med / 1e6:.1f} ms (of the 26 steps that are not outliers)" in ev
+
+
+# -- CUDA graphs traced whole: a kernel headroom the export cannot measure ---------------------------------------
+
+
+def test_tensor_core_headroom_of_graphs_traced_whole_is_not_zero():
+    """h200 graph_whole (w_graph.py): each `graph_step` replays a graph captured from the same fp32 Linear layers
+    whose eager runs are the SIMT GEMMs of the finding, traced whole (CUPTI_ACTIVITY_KIND_GRAPH_TRACE rows, no
+    kernel of theirs). The export cannot count the GEMMs of a step, so the finding has no headroom, says why,
+    and the first line never says that no finding gives back time in the steps."""
+    path = h200("graph_whole.sqlite")
+    assert raw(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE")[0][0] >= 30
+    prof = loaded(str(path))
+    summ = prof.summary()
+    r = summ["findings"].filter(pl.col("finding") == TENSOR).row(0, named=True)
+    assert r["headroom_ms"] is None and "`nsys profile --cuda-graph-trace=node`" in r["headroom_basis"]
+    lead = dict(summ["facts"].select("key", "value").iter_rows())["fix_first"]
+    assert "none giving back time" not in lead and f"{TENSOR} cannot be measured" in lead
+
+
+def test_tensor_core_headroom_of_graphs_traced_by_node_is_measured():
+    """h200 graph_node, the same workload recorded with --cuda-graph-trace=node: the replayed GEMMs are kernels
+    of the steps, and the finding gives back time."""
+    found = loaded(str(h200("graph_node.sqlite"))).summary()["findings"]
+    r = found.filter(pl.col("finding") == TENSOR).row(0, named=True)
+    assert r["headroom_ms"] and r["headroom_ms"] > 0
