@@ -69,12 +69,16 @@ def test_gpu_metrics_switch_stays_where_the_gpu_has_tensor_cores():
 @pytest.mark.parametrize("major, minor, named", [(6, 1, False), (7, 0, True), (9, 0, True)])
 def test_gpu_metrics_switch_follows_the_compute_capability(tmp_path, major, minor, named):
     """train_small (kernels, no GPU metrics) with its GPU said to be compute capability major.minor: the switch
-    that would tell tensor-core use is named only where the GPU has tensor cores (sm_70 and later)."""
-    path = craft(
-        tmp_path / "cc.sqlite", ("UPDATE TARGET_INFO_GPU SET computeMajor = ?, computeMinor = ?", (major, minor))
-    )
+    that would tell tensor-core use is named only where the GPU has tensor cores (sm_70 and later); 9.0 is the
+    fixture as recorded (an H200)."""
+    src = fixture("train_small")
+    assert raw(src, "SELECT DISTINCT computeMajor, computeMinor FROM TARGET_INFO_GPU") == [(9, 0)]
+    path = src
+    if (major, minor) != (9, 0):
+        set_cc = ("UPDATE TARGET_INFO_GPU SET computeMajor = ?, computeMinor = ?", (major, minor))
+        path = craft(tmp_path / "cc.sqlite", set_cc)
     assert rows_in(path, "GPU_METRICS") == 0
-    assert ("--gpu-metrics-devices=all" in switches(nsysql.load(str(path)))) is named
+    assert ("--gpu-metrics-devices=all" in switches(loaded(str(path)))) is named
 
 
 # -- the tensor-core advice names the architecture it read -------------------------------------------------------
