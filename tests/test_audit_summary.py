@@ -4,6 +4,8 @@ Python's sqlite3 or true by construction of a fixture (fixtures/*/COMMAND.md).""
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 import pytest
 from conftest import PUBLIC, craft, fixture, h200, loaded, raw
@@ -268,9 +270,9 @@ def test_a_named_idle_cause_gets_no_such_line():
 
 def test_slow_iteration_ratio_and_its_median_agree():
     """loader_cpu_before: `train step 0` is the warm-up, steps 7, 15, 23, 31 (every 8th, 384x384 images by
-    construction) and 29 are the outliers the finding names. Its ratio is the outliers' (upper) median over the
-    median of the other 26 steps, and the median it quotes is that one, not the median of all 31 (read here from
-    the NVTX ranges' raw durations)."""
+    construction) and 29 are the outliers the finding names. Its ratios are of the median of the other 26 steps,
+    and the median it quotes is that one, not the median of all 31 (read here from the NVTX ranges' raw
+    durations): every `N.Nx` it says is an outlier's step over the median it quotes."""
     path = fixture("loader_cpu_before")
     walls = {
         int(name.rsplit(" ", 1)[1]): end - start
@@ -278,13 +280,14 @@ def test_slow_iteration_ratio_and_its_median_agree():
     }
     assert len(walls) == 32
     ev = findings(loaded(str(path)))["periodic slow iterations"]
-    assert ev.startswith("iterations 7, 15, 23, 31 (every 8th) are ") and "; also slow: 29;" in ev
-    slow = [7, 15, 23, 31]
-    typical = sorted(w for i, w in walls.items() if i and i not in (*slow, 29))
+    assert ev.startswith("iterations 7, 15, 23, 31 (every 8th) are ") and "; also slow: 29" in ev
+    outliers = [7, 15, 23, 29, 31]
+    typical = sorted(w for i, w in walls.items() if i and i not in outliers)
     med = (typical[12] + typical[13]) / 2  # 26 steps
-    ratio = sorted(walls[i] for i in slow)[2] / med
-    assert f"are {ratio:.1f}x slower than the median" in ev
-    assert f"that median is {med / 1e6:.1f} ms (of the 26 steps that are not outliers)" in ev
+    assert f"; that median is {med / 1e6:.1f} ms (of the 26 steps that are not outliers)" in ev
+    said = re.findall(r"(\d+\.\d)x", ev.split("; that median is")[0])
+    ratios = {f"{walls[i] / med:.1f}" for i in outliers}
+    assert said and set(said) <= ratios
 
 
 # -- CUDA graphs traced whole: a kernel headroom the export cannot measure ---------------------------------------
