@@ -255,8 +255,8 @@ def test_train_small_keeps_its_pytorch_advice():
         ": pinned host memory (cudaHostAlloc, or pin_memory=True in PyTorch) makes them asynchronous"
     )
     assert finding(prof, TENSOR).endswith(
-        '; TF32 (torch.backends.cuda.matmul.allow_tf32 = True, or torch.set_float32_matmul_precision("high")) '
-        "or bf16 autocast moves them to tensor cores"
+        "; sm_90 has TF32 and bf16 tensor cores: TF32 (torch.backends.cuda.matmul.allow_tf32 = True, or "
+        'torch.set_float32_matmul_precision("high")) or bf16 autocast moves them to tensor cores'
     )
 
 

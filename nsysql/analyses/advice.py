@@ -52,11 +52,17 @@ def facts(con, frame=None) -> Facts:
     return Facts(tuple(row["capabilities"] or ()), tuple(row["frameworks"] or ()))
 
 
+def none_has_tensor_cores(capabilities: tuple[str | None, ...]) -> bool:
+    """Whether no GPU of `capabilities` has tensor cores: every one says its compute capability, each below
+    sm_70. False where any is unknown, or where there are none to judge."""
+    known = [float(c) for c in capabilities if c is not None]
+    return bool(known) and len(known) == len(capabilities) and max(known) < FP16_CC
+
+
 def tensor_core_advice(f: Facts) -> str | None:
     """The advice of `matrix math without tensor cores`, for the GPUs that ran the kernels; None where no GPU of
     them has tensor cores (every one below sm_70): the finding is then not made."""
-    known = [float(c) for c in f.capabilities if c is not None]
-    if known and len(known) == len(f.capabilities) and max(known) < FP16_CC:
+    if none_has_tensor_cores(f.capabilities):
         return None
     cc = f.lowest_cc()
     if cc is None:
@@ -67,8 +73,8 @@ def tensor_core_advice(f: Facts) -> str | None:
     if cc >= TF32_CC:
         if f.pytorch:
             return (
-                'TF32 (torch.backends.cuda.matmul.allow_tf32 = True, or torch.set_float32_matmul_precision("high")) '
-                "or bf16 autocast moves them to tensor cores"
+                f"{f.sm()} has TF32 and bf16 tensor cores: TF32 (torch.backends.cuda.matmul.allow_tf32 = True, or "
+                'torch.set_float32_matmul_precision("high")) or bf16 autocast moves them to tensor cores'
             )
         return (
             f"TF32 math ({f.sm()}: cublasSetMathMode(handle, CUBLAS_TF32_TENSOR_OP_MATH)) or bf16/fp16 inputs "
@@ -108,6 +114,13 @@ class Holdings:
     frameworks: tuple[str, ...]
     traced_processes: int  # processes with CUDA API calls, OS runtime calls or NVTX ranges
     op_ranges: int  # NVTX ranges named aten::... (PyTorch operator ranges)
+    capabilities: tuple[str | None, ...] = ()  # of the GPUs that ran kernels (Facts.capabilities)
+
+
+def _tensor_cores_possible(h: Holdings) -> bool:
+    """Whether a GPU that ran kernels may have tensor cores: where none has, whether kernels used them is
+    answered (no), and GPU metrics would not tell more."""
+    return not none_has_tensor_cores(h.capabilities)
 
 
 @dataclass(frozen=True)
@@ -150,7 +163,9 @@ CAPTURE_RULES: tuple[CaptureRule, ...] = (
         "whether kernels used tensor cores (judged by kernel names instead)",
         "--gpu-metrics-devices=all",
         "no GPU metrics (GPU_METRICS absent or empty)",
-        lambda h: h.counts.get("kernels", 0) > 0 and not h.counts.get("GPU metrics samples", 0),
+        lambda h: (
+            h.counts.get("kernels", 0) > 0 and not h.counts.get("GPU metrics samples", 0) and _tensor_cores_possible(h)
+        ),
     ),
     CaptureRule(
         "memory_usage",
@@ -193,7 +208,9 @@ def switch(key: str) -> str:
     return f"`nsys profile {rule(key).switch}`"
 
 
-def holdings(con, facts_: dict, counts: dict) -> Holdings:
+def holdings(con, facts_: dict, counts: dict, capabilities: bool = True) -> Holdings:
+    """What the export holds; `capabilities`: whether to read the compute capabilities of the GPUs that ran
+    kernels (advice_facts.sql), which only the gpu_metrics rule tests."""
     one = lambda k: (facts_.get(k) or [""])[0]  # noqa: E731
     traced, op_ranges = con.execute(
         "SELECT (SELECT count(DISTINCT pid) FROM (SELECT pid FROM api_calls UNION SELECT pid FROM os_calls "
@@ -206,6 +223,7 @@ def holdings(con, facts_: dict, counts: dict) -> Holdings:
         frameworks=tuple(facts_.get("framework", [])),
         traced_processes=traced,
         op_ranges=op_ranges,
+        capabilities=facts(con).capabilities if capabilities else (),
     )
 
 
@@ -218,14 +236,15 @@ def unanswered(h: Holdings) -> list[CaptureRule]:
 CPU_RULES = ("cpu_samples", "scheduling", "forked_workers")
 
 
-def cpu_capture_hint(con, facts_: dict) -> str:
+def cpu_capture_hint(con, facts_: dict, osrt: bool = False) -> str:
     """A clause for a gap explanation that found nothing traced elsewhere and no CPU evidence (cpu.story: it
     needs scheduling events): the `nsys profile` switches that would have recorded what the CPU ran meanwhile
-    (the CPU_RULES that hold for this export). Empty when none applies."""
+    (the CPU_RULES that hold for this export; `osrt`: the export lacks OS runtime calls too, which nsys's
+    default trace set, `-t cuda,nvtx,osrt` as `nsysql profile` traces, records). Empty when none applies."""
     # the CPU rules test no row count: table_counts.sql is not run, since it reads every canonical table (a
     # summary of a lazy build would read every GPU metric sample for it)
-    h = holdings(con, facts_, {})
-    missing = [rule(k) for k in CPU_RULES if rule(k).holds(h)]
+    h = holdings(con, facts_, {}, capabilities=False)
+    missing = (["-t cuda,nvtx,osrt"] if osrt else []) + [rule(k).switch for k in CPU_RULES if rule(k).holds(h)]
     if missing:
-        return f"; `nsys profile {' '.join(r.switch for r in missing)}` would record what the CPU ran meanwhile"
+        return f"; `nsys profile {' '.join(missing)}` would record what the CPU ran meanwhile"
     return ""

@@ -2,7 +2,8 @@
 
 Rules and thresholds (steady state = iterations that are not warm-up, when iterations apply). The idle-time
 findings (the first three) need idle time worth a finding: at least 10% of the time counted (the steady-state
-iterations, else the devices' active span). A rank busy 90% of the time whose 4 ms of idle fall in `data` is
+iterations; without a loop, the devices' active span). Where there is a loop but no gap >= 1 ms falls in its
+steady-state steps, they say nothing: that idle time is start-up or tear-down, which no step waits on. A rank busy 90% of the time whose 4 ms of idle fall in `data` is
 not data-loader bound.
 - `data-loader bound`: >= 50% of steady-state idle time falls under one NVTX range on the main thread
   (cause `host:<range>`); named a data-loader when the range name says data/load/input/batch/fetch/augment and
@@ -154,7 +155,7 @@ def findings(
     st = iteration_stats.row(0, named=True) if iteration_stats is not None and iteration_stats.height else None
     # the order of the rows is the order of the rules: each helper adds its findings in turn
     rows = _slow_iteration_rows(st, its, slow)
-    rows += _idle_rows(con, causes, activity, limits, loader)
+    rows += _idle_rows(con, causes, activity, limits, loader, loop=st is not None)
     # launch bound is not said where host work already explains the idle time (the rows so far)
     host_explained = any(r[0] in ("data-loader bound", "host bound") for r in rows)
     rows += _steady_state_rows(st, read, host_explained, limits)
@@ -173,18 +174,40 @@ def _slow_iteration_rows(st: dict | None, its: pl.DataFrame | None, slow: str | 
     return [
         (
             "periodic slow iterations" if "every" in st["outlier_pattern"] else "slow iterations",
-            f"{st['outlier_pattern']} ({_dur(st['median_ns'])} median)" + slow_phase(its) + waited,
+            f"{st['outlier_pattern']}; {_typical_median(st, its)}" + slow_phase(its) + waited,
         )
     ]
 
 
+def _typical_median(st: dict, its: pl.DataFrame | None) -> str:
+    """The median the outlier pattern's ratio is of (iterations.pattern): the steady-state steps that are not
+    outliers, on the step's clock; the median of all steady-state steps where the iterations are not at hand."""
+    typical = None
+    if its is not None and "outlier" in its.columns:
+        col = "step_ns" if "step_ns" in its.columns else "wall_ns"
+        typical = its.filter(~pl.col("warmup") & ~pl.col("outlier"))[col]
+    if typical is None or not typical.len():
+        return f"the median step is {_dur(st['median_ns'])}"
+    n = typical.len()
+    return f"that median is {_dur(typical.median())} (of the {n} step{'s' if n != 1 else ''} that are not outliers)"
+
+
 def _idle_rows(
-    con, causes: pl.DataFrame | None, activity: str | None, limits: Thresholds, loader: bool = False
+    con,
+    causes: pl.DataFrame | None,
+    activity: str | None,
+    limits: Thresholds,
+    loader: bool = False,
+    loop: bool = False,
 ) -> list[tuple[str, str]]:
     """The idle-time findings (host or data-loader bound, synchronization, allocation, copies): only where the
     idle time in gaps is worth a finding, at least limits.min_idle_pct of the time counted (or no span to
-    compare it with)."""
+    compare it with). Where there is a loop (`loop`), only about its steady-state steps: idle counted over the
+    devices' active span (no gap >= 1 ms in those steps) is start-up or tear-down time, which no step waits on."""
     if causes is None or not causes.height:
+        return []
+    in_steps = causes["counted"][0] == "steady-state iterations"
+    if loop and not in_steps:
         return []
     span = causes["span_ns"][0]
     if not (not span or 100.0 * causes["idle_ns"].sum() / span >= limits.min_idle_pct):  # no span: always worth it
@@ -207,7 +230,12 @@ def _idle_rows(
         )
     for cause, limit, label, advice in (
         ("sync", limits.sync_share, "synchronization bound", "the CPU waits in synchronize calls"),
-        ("alloc", limits.alloc_share, "allocation stalls", "cudaMalloc/cudaFree inside the loop"),
+        (
+            "alloc",
+            limits.alloc_share,
+            "allocation stalls",
+            f"cudaMalloc/cudaFree {'inside the loop' if in_steps else 'between the GPU work'}",
+        ),
         ("memcpy", limits.sync_share, "copy bound", "the CPU waits in memory copies"),
     ):
         c = causes.filter(pl.col("cause") == cause)

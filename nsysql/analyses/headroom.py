@@ -36,6 +36,7 @@ from .findings import MATRIX_CATEGORIES
 STEP_COLUMN = "step_ns"
 IDLE_COLUMN = "step_idle_ns"
 EXPOSED_COLUMN = "exposed_comm_ns"
+GRAPH_COLUMN = "graph_ns"  # GPU time of CUDA graphs traced whole (`--cuda-graph-trace=graph`): no kernel of theirs
 
 # Tensor cores: the speedup of matrix kernels moved from CUDA cores to tensor cores, by the precision of the
 # cheapest lever the hardware offers. Conservative on purpose: a quarter of the dense peak ratios (TF32 8x FP32
@@ -239,7 +240,10 @@ def _launch(name: str, inp: Inputs) -> tuple[float | None, str]:
         per_it = inp.gaps.group_by("iteration").agg(pl.col("duration_ns").sum())
         big = s.per_typical(per_it, "duration_ns")
     ns = max(s.idle_ns - big, 0.0)
-    return ns, f"{s.idle_ns / 1e6:,.3f} ms idle per typical step, {big / 1e6:,.3f} ms of it in gaps >= 1 ms"
+    return ns, (
+        f"{s.idle_ns / 1e6:,.3f} ms idle per typical step, {big / 1e6:,.3f} ms of it in gaps >= 1 ms: an upper "
+        "bound (the launches go, the kernels stay)"
+    )
 
 
 def _idle(name: str, inp: Inputs) -> tuple[float | None, str]:
@@ -279,6 +283,13 @@ def _pageable(name: str, inp: Inputs) -> tuple[float | None, str]:
 
 def _tensor_cores(name: str, inp: Inputs) -> tuple[float | None, str]:
     s, f = inp.step, inp.facts or {}
+    whole = s.per_typical(inp.its, GRAPH_COLUMN) if inp.its is not None and GRAPH_COLUMN in inp.its.columns else 0
+    if whole:  # the steps' kernels ran inside graphs traced whole: none of them is recorded, none can be counted
+        return None, (
+            f"the typical step replays CUDA graphs traced whole ({whole / 1e6:,.3f} ms of graph time per step), whose "
+            "kernels the export does not record: their matrix kernels cannot be counted (record with "
+            "`nsys profile --cuda-graph-trace=node`)"
+        )
     ns = s.per_typical(inp.work, "simt_matrix_ns")
     low = f.get("simt_cc_min")
     known = f.get("simt_devices_known") and f.get("simt_devices_known") == f.get("simt_devices")
@@ -399,9 +410,19 @@ def top_line(findings: pl.DataFrame, step: Step | None, min_pct: float = FIX_FIR
         return None
     n = findings.height
     r = findings.row(0, named=True)
+    # a headroom whose formula gives only an upper bound (its basis says so) is said as one, never as a promise
+    upto = "up to " if "upper bound" in (r["headroom_basis"] or "") else ""
     if r["headroom_ms"] is None:
         return "findings", f"{n} finding{'s' if n != 1 else ''}, not ranked by headroom: {r['headroom_basis']}"
     if r["headroom_ms"] == 0:  # under half a microsecond: nothing to fix first
+        unmeasured = findings.filter(pl.col("headroom_ms").is_null())
+        if unmeasured.height:  # a finding the steps may still pay for: never say that none does
+            u = unmeasured.row(0, named=True)
+            return "findings", (
+                f"{n} findings, none measured giving back time in the steady-state steps (0 ms per iteration "
+                f"each, of a {step.step_ns / 1e6:,.3f} ms mean step); {u['finding']} cannot be measured: "
+                f"{u['headroom_basis']}"
+            )
         return "findings", (
             f"{n} finding{'s' if n != 1 else ''}, none giving back time in the steady-state steps (0 ms per "
             f"iteration each, of a {step.step_ns / 1e6:,.3f} ms mean step; headroom_basis says why)"
@@ -409,11 +430,11 @@ def top_line(findings: pl.DataFrame, step: Step | None, min_pct: float = FIX_FIR
     if r["headroom_pct"] < min_pct:
         return "findings", (
             f"{n} finding{'s' if n != 1 else ''}, none worth fixing first: the largest, {r['finding']}, gives back "
-            f"{r['headroom_ms']:,.3f} ms per iteration ({r['headroom_pct']:.1f}% of the {step.step_ns / 1e6:,.2f} ms "
+            f"{upto}{r['headroom_ms']:,.3f} ms per iteration ({r['headroom_pct']:.1f}% of the {step.step_ns / 1e6:,.2f} ms "
             f"mean steady-state step; fix first takes {min_pct:g}% or more)"
         )
     symptom = "" if r["additive"] else " (a symptom: no finding names its cause)"
     return "fix first", (
-        f"{r['finding']}{symptom}: {r['headroom_ms']:,.2f} ms per iteration ({r['headroom_pct']:.0f}% of the "
+        f"{r['finding']}{symptom}: {upto}{r['headroom_ms']:,.2f} ms per iteration ({r['headroom_pct']:.0f}% of the "
         f"{step.step_ns / 1e6:,.2f} ms mean steady-state step) — {r['evidence']}"
     )

@@ -101,9 +101,10 @@ def _profile_facts(
     one = lambda k, d=None: (f.get(k) or [d])[0]  # noqa: E731
     span_ns = int(one("span_ns") or 0)
     rows = []
+    untraced = None if gpus.height else untraced_gpu(one("span_from") or "")
     if st is not None:  # the headline: the steady-state step, its GPU busy share and where the rest went
         gaps_ok = None if isinstance(gaps_df, NsysqlError) else gaps_df
-        rows.append(("step", "steady-state step", step_sentence(headline(st, its, gaps_ok))))
+        rows.append(("step", "steady-state step", step_sentence(headline(st, its, gaps_ok), untraced)))
     rows += [
         ("file", "file", one("source_path")),
         ("nsys_version", "nsys version", one("nsys_version", "unknown")),
@@ -112,7 +113,7 @@ def _profile_facts(
             "gpus",
             "GPUs",
             ", ".join(f"{r['device_id']}: {r['device'] or 'unnamed'}" for r in gpus.iter_rows(named=True))
-            or "none used",
+            or f"none traced: {untraced}",
         ),
     ]
     for r in gpus.iter_rows(named=True):
@@ -166,6 +167,13 @@ def _idle_facts(
         said = _gaps.idle_elsewhere(elsewhere, cuda=False)  # said only when nothing traced explains the gaps
         if said:  # where the answer would have been: the capture that records what the CPU ran
             said += _advice.cpu_capture_hint(con, f)
+    if not said and c["cause"] == "unknown":  # no call or range names the gaps' cause, nothing traced overlaps
+        # them: say so, and what would have recorded it, rather than leave `unknown` unexplained
+        said = "no OS call or NVTX range overlaps these gaps, and no CPU sample tells what the CPU did then" + (
+            _advice.cpu_capture_hint(
+                con, f, osrt=any(m.split(":")[0].endswith(" OSRT_API") for m in f.get("missing", []))
+            )
+        )
     if said:
         rows.append(("meanwhile", "meanwhile", f"during {c['cause']}: {said}"))
     return rows, activity, loader
@@ -251,9 +259,18 @@ def headline(st: pl.DataFrame, its: pl.DataFrame | None, gaps_df: pl.DataFrame |
     return s
 
 
-def step_sentence(h: dict) -> str:
+def untraced_gpu(span_from: str) -> str:
+    """Why a profile without any GPU op (kernel, copy or memset) says nothing of the GPU, from the timed sources
+    it holds (profile_facts span_from): an export without GPU activity does not show that the GPU was unused."""
+    if "CUDA API calls" in span_from:  # CUDA was traced, its GPU activity is not in the file
+        return "the export holds CUDA API calls but no GPU activity (no kernel, copy or memset recorded)"
+    return "the export holds no CUDA trace (captured without -t cuda, or the program used no GPU)"
+
+
+def step_sentence(h: dict, untraced: str | None = None) -> str:
     """The headline sentence: the median steady-state step (on its clock), and over the steady-state steps'
-    time, the GPU's busy share and its idle share, all idle, with the part in gaps >= 1 ms apart."""
+    time, the GPU's busy share and its idle share, all idle, with the part in gaps >= 1 ms apart. `untraced`:
+    why the profile has no GPU op at all (untraced_gpu), None where it has some."""
     if not h["steady"]:
         return f"none: all {h['iterations']} iterations are warm-up"
     n, total = h["steady"], h["steady_ns"]
@@ -263,7 +280,7 @@ def step_sentence(h: dict) -> str:
     )
     idle = h.get("steady_idle_ns")
     if idle is None or not total:
-        return text + "; no GPU work in the process"
+        return text + (f"; no GPU work traced: {untraced}" if untraced else "; no GPU work in the process")
     text += (
         f"; over their {_dur(total)} the GPU was busy {100 * (total - idle) / total:.1f}% and idle "
         f"{100 * idle / total:.1f}% ({_dur(idle)})"
@@ -327,8 +344,7 @@ def _device_busy(r: dict) -> str:
         )
     return (
         f"{r['busy_pct_active']:.1f}% of its active span (first to last GPU op, start-up included: "
-        f"{r['busy_ns'] / 1e6:.1f} ms of {r['active_ns'] / 1e6:.1f} ms), {r['busy_pct_span']:.1f}% of the "
-        "profile span"
+        f"{_dur(r['busy_ns'])} of {_dur(r['active_ns'])}), {r['busy_pct_span']:.1f}% of the profile span"
     )
 
 
