@@ -123,6 +123,22 @@ def test_nvtx_only_export_says_gpu_work_was_not_traced():
     assert "no GPU work traced" in f["step"] and "no GPU work in the process" not in f["step"]
 
 
+def test_iterations_of_an_nvtx_only_export_say_gpu_work_was_not_traced():
+    """poolformer again (TensorRT's `ExecutionContext::execute` ran a GPU engine, CUDA was not traced):
+    `iterations` said "in a profile without GPU work" and "no GPU work in the process"; only what was traced
+    can be said."""
+    from click.testing import CliRunner
+
+    from nsysql.cli import main
+
+    path = public("YoonKyonghwan__EfficientCenterFormer__poolformer.sqlite")
+    assert not {t for t in tables(path) if t.startswith("CUPTI_ACTIVITY_KIND_")}
+    res = CliRunner().invoke(main, ["iterations", str(path)])
+    assert res.exit_code == 0, res.stderr
+    assert "no GPU work traced in the process" in res.stdout and "with no GPU work traced" in res.stdout
+    assert "without GPU work" not in res.stdout and "no GPU work in the process" not in res.stdout
+
+
 def test_cuda_calls_without_gpu_activity_are_not_no_gpu_used():
     """qcu (c8a5c5de): the program called cudaLaunchKernel hundreds of times, but the export has no KERNEL, MEMCPY
     or MEMSET table: its GPU work was not recorded, so summary says so instead of `none used`."""

@@ -65,7 +65,7 @@ def find(con, range: str | None = None, min_ns: int = DEFAULT_MIN_NS) -> pl.Data
     """The gaps with their causes, not yet indexed by iteration (`with_iterations` does that)."""
     procs = run(con, "process_devices")
     if procs.height == 0:
-        raise NsysqlError("no GPU work in this profile, so it has no GPU idle gaps to report")
+        raise NsysqlError("no GPU work traced in this profile, so it has no GPU idle gaps to report")
     names = resolve_range(con, range)[0] if range else None
     threads = range_threads(con, names) if names else {}
     frames = []

@@ -346,7 +346,7 @@ def rank(findings: pl.DataFrame, inp: Inputs) -> pl.DataFrame:
         if formula and inp.step is None:
             basis = "no loop, so no steady-state step to give time back to (`nsysql iterations` says why)"
         elif formula and inp.step.pool(formula.pool) is None:
-            basis = "the loop's process has no GPU work to measure it on"
+            basis = "no GPU work of the loop's process was traced to measure it on"
         elif formula:
             raw, basis = compute(name, inp)
         rows.append(

@@ -228,7 +228,7 @@ def _why_detected(it: IterationRange, ev: dict, gpu_work: bool, rejected: int) -
     """Why the candidate `it` was taken as the loop, after `rejected` others failed their tests."""
     why = (
         f"`{it.family}` repeats {it.instances} times at depth {it.depth} on thread {it.tid}, "
-        f"{'the main thread of its process' if gpu_work else 'in a profile without GPU work'}; "
+        f"{'the main thread of its process' if gpu_work else 'in a profile with no GPU work traced'}; "
         f"taken as the loop because {_passed(ev)}"
     )
     if rejected:
@@ -323,7 +323,7 @@ def _named(con, range: str, procs: pl.DataFrame) -> IterationRange:
         else "; each instance is one iteration"
     )
     if dev.height == 0:
-        why += "; the process launched no GPU work, so the GPU columns are empty"
+        why += "; no GPU work of the process was traced, so the GPU columns are empty"
     return IterationRange(
         list(names),
         family,
@@ -603,7 +603,7 @@ def steady_sentence(s: dict) -> str:
     busy = (
         f"GPU busy {s['median_gpu_busy_pct']:.0f}% of a step (median)"
         if s["median_gpu_busy_pct"] is not None
-        else "no GPU work in the process"
+        else "no GPU work traced in the process"
     )
     clock = clock_clause(s)
     return (

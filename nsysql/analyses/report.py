@@ -164,7 +164,7 @@ def shown(its: pl.DataFrame, win: tuple[int, int], gpus: pl.DataFrame) -> str:
 
 
 def idle_why(gpus: pl.DataFrame) -> str:
-    return f"Nothing to show: {'no GPU work' if not gpus.height else 'no gap of 1 ms or more'}."
+    return f"Nothing to show: {'no GPU work traced' if not gpus.height else 'no gap of 1 ms or more'}."
 
 
 def top_ops(ops: pl.DataFrame, top: int = 3) -> pl.DataFrame:

@@ -280,7 +280,7 @@ def step_sentence(h: dict, untraced: str | None = None) -> str:
     )
     idle = h.get("steady_idle_ns")
     if idle is None or not total:
-        return text + (f"; no GPU work traced: {untraced}" if untraced else "; no GPU work in the process")
+        return text + (f"; no GPU work traced: {untraced}" if untraced else "; no GPU work traced in the process")
     text += (
         f"; over their {_dur(total)} the GPU was busy {100 * (total - idle) / total:.1f}% and idle "
         f"{100 * idle / total:.1f}% ({_dur(idle)})"
