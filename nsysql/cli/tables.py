@@ -155,7 +155,7 @@ def _narrow(df):
 )
 @handled
 def gaps(files, fmt, output, explain, top, **params):
-    """GPU idle gaps and what the CPU was doing meanwhile (cause: host:<range>, sync, memcpy, alloc, launch)."""
+    """GPU idle gaps and what the CPU was doing meanwhile (cause: host:<range>, sync, memcpy, alloc, load, launch)."""
     what = "gaps"  # the gaps analysis: gap_activity's options but --top, which goes with --explain
     if explain:
         what, params["top"] = "gap_activity", top

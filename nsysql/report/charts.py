@@ -18,6 +18,7 @@ CAUSE_COLORS = {
     "memcpy": "#F58518",
     "alloc": "#B279A2",
     "launch": "#72B7B2",
+    "load": "#9D755D",
     "unknown": "#BAB0AC",
     "outside iterations": "#D3D3D3",
 }

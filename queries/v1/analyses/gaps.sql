@@ -23,10 +23,12 @@
 --   api_cover_pct  the share of the gap covered by CUDA API calls of the leading kind: the length of the
 --            union of their intervals, so a stretch in which two threads were in such calls counts once
 -- API kinds by name: sync = *Synchronize*, *WaitEvent*, *EventQuery*, *StreamQuery*; memcpy = *Memcpy*;
--- alloc = *Malloc*, *Free*, *HostAlloc*, *HostRegister*, *MemAlloc*, *MemCreate*, *MemMap*; launch = *Launch*.
+-- alloc = *Malloc*, *Free*, *HostAlloc*, *HostRegister*, *MemAlloc*, *MemCreate*, *MemMap*; load = *ModuleLoad*,
+-- *LibraryLoad*, *ModuleUnload*, *LibraryUnload* (loading GPU code: CUDA's lazy loading does it at a kernel's
+-- first launch, a JIT at each new kernel); launch = *Launch*.
 --
 -- Cause, in this order of precedence:
---   1. `sync`, `memcpy`, `alloc` or `launch`: calls of that kind cover at least half the gap (the kind with
+--   1. `sync`, `memcpy`, `alloc`, `load` or `launch`: calls of that kind cover at least half the gap (the kind with
 --      most coverage wins);
 --   2. `host:<range>`: the range above covers at least half the gap (shown as range_family_label: numbered
 --      names as their family, Batch17 -> Batch*; PyTorch's operator calls as their operator,
@@ -69,14 +71,16 @@ WITH gaps AS (  -- the device's idle stretches: from the end of one busy stretch
               THEN least(p.end_ns, g.end_ns) - greatest(p.start_ns, g.start_ns) ELSE i.ov END AS ov
   FROM inner_rng i JOIN g USING (gap_id) LEFT JOIN nvtx_ranges p ON p.range_id = i.parent_id
 ), call_kind AS (  -- classify each API name once, not each call; kinds as numbers keep the sorts cheap:
-  -- 1 alloc, 2 launch, 3 memcpy, 4 sync (alphabetical, as ties are broken by kind)
+  -- 1 alloc, 2 launch, 3 load, 4 memcpy, 5 sync (alphabetical, as ties are broken by kind)
   SELECT id AS name_id,
          CASE WHEN value ILIKE '%synchronize%' OR value ILIKE '%waitevent%' OR value ILIKE '%eventquery%'
-                   OR value ILIKE '%streamquery%' THEN 4
-              WHEN value ILIKE '%memcpy%' THEN 3
+                   OR value ILIKE '%streamquery%' THEN 5
+              WHEN value ILIKE '%memcpy%' THEN 4
               WHEN value ILIKE '%malloc%' OR value ILIKE '%free%' OR value ILIKE '%hostalloc%'
                    OR value ILIKE '%hostregister%' OR value ILIKE '%memalloc%' OR value ILIKE '%memcreate%'
                    OR value ILIKE '%memmap%' THEN 1
+              WHEN value ILIKE '%moduleload%' OR value ILIKE '%libraryload%' OR value ILIKE '%moduleunload%'
+                   OR value ILIKE '%libraryunload%' THEN 3
               WHEN value ILIKE '%launch%' THEN 2
               ELSE 0 END::UTINYINT AS kind
   FROM strings WHERE id IN (SELECT DISTINCT name_id FROM api_calls)
@@ -101,17 +105,19 @@ WITH gaps AS (  -- the device's idle stretches: from the end of one busy stretch
          last_value(CASE WHEN kind = 1 THEN end_ns END IGNORE NULLS) OVER w AS end1,
          last_value(CASE WHEN kind = 2 THEN end_ns END IGNORE NULLS) OVER w AS end2,
          last_value(CASE WHEN kind = 3 THEN end_ns END IGNORE NULLS) OVER w AS end3,
-         last_value(CASE WHEN kind = 4 THEN end_ns END IGNORE NULLS) OVER w AS end4
+         last_value(CASE WHEN kind = 4 THEN end_ns END IGNORE NULLS) OVER w AS end4,
+         last_value(CASE WHEN kind = 5 THEN end_ns END IGNORE NULLS) OVER w AS end5
   FROM stream WINDOW w AS (ROWS UNBOUNDED PRECEDING)
 ), near AS (  -- the gaps' openings and the calls that start inside a gap (few rows, in the same order), with per
-  -- kind the latest end so far among the calls running when a gap opened (the opening row's end1..end4) and
+  -- kind the latest end so far among the calls running when a gap opened (the opening row's end1..end5) and
   -- the calls started in gaps since: a running max, so each call below adds only its part past it
-  SELECT *, lag([m1, m2, m3, m4]) OVER () AS prev
+  SELECT *, lag([m1, m2, m3, m4, m5]) OVER () AS prev
   FROM (SELECT *,
                max(CASE kind WHEN 0 THEN end1 WHEN 1 THEN end_ns END) OVER w AS m1,
                max(CASE kind WHEN 0 THEN end2 WHEN 2 THEN end_ns END) OVER w AS m2,
                max(CASE kind WHEN 0 THEN end3 WHEN 3 THEN end_ns END) OVER w AS m3,
-               max(CASE kind WHEN 0 THEN end4 WHEN 4 THEN end_ns END) OVER w AS m4
+               max(CASE kind WHEN 0 THEN end4 WHEN 4 THEN end_ns END) OVER w AS m4,
+               max(CASE kind WHEN 0 THEN end5 WHEN 5 THEN end_ns END) OVER w AS m5
         FROM latest WHERE start_ns < cur_gap_end WINDOW w AS (ROWS UNBOUNDED PRECEDING))
 ), in_gap AS (  -- calls starting inside a gap, clipped to it and to the part no call of their kind covered
   -- before: the parts add up to the length of the union, however many threads were in such calls at once
@@ -120,7 +126,7 @@ WITH gaps AS (  -- the device's idle stretches: from the end of one busy stretch
   WHERE least(end_ns, gap_end) > greatest(start_ns, coalesce(prev[kind], start_ns))
 ), spanning AS (  -- per kind, the last call started before the gap, if it is still running when the gap opens
   SELECT gap_id, kind, least(e, end_ns) - start_ns AS ov
-  FROM (SELECT gap_id, start_ns, end_ns, unnest([end1, end2, end3, end4]) AS e, unnest([1, 2, 3, 4])::UTINYINT AS kind
+  FROM (SELECT gap_id, start_ns, end_ns, unnest([end1, end2, end3, end4, end5]) AS e, unnest([1, 2, 3, 4, 5])::UTINYINT AS kind
         FROM latest WHERE kind = 0)
   WHERE e > start_ns
 ), api_kind AS (
@@ -149,9 +155,9 @@ SELECT
   g.start_ns,
   g.end_ns,
   g.duration_ns,
-  CASE WHEN k.cover * 2 >= g.duration_ns THEN ['alloc', 'launch', 'memcpy', 'sync'][k.kind]
+  CASE WHEN k.cover * 2 >= g.duration_ns THEN ['alloc', 'launch', 'load', 'memcpy', 'sync'][k.kind]
        WHEN r.ov * 2 >= g.duration_ns THEN 'host:' || range_family_label(r.name)
-       WHEN k.cover * 5 >= g.duration_ns THEN ['alloc', 'launch', 'memcpy', 'sync'][k.kind]
+       WHEN k.cover * 5 >= g.duration_ns THEN ['alloc', 'launch', 'load', 'memcpy', 'sync'][k.kind]
        ELSE 'unknown' END AS cause,
   r.name AS range,
   t.name AS api_call,
