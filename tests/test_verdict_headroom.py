@@ -12,7 +12,7 @@ import sqlite3
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import PUBLIC, fixture, h200_exports, loaded, own_exports
+from conftest import PUBLIC, craft, fixture, h200_exports, loaded, own_exports, raw
 
 import nsysql
 from nsysql.cli import main
@@ -256,3 +256,54 @@ def test_nothing_to_fix_first_when_every_headroom_is_zero():
     first = prof.summary()["facts"].row(0)
     assert first[:2] == ("fix_first", "findings")
     assert first[2].startswith(f"{f.height} findings, none measured giving back time")
+
+
+def test_allocation_stalls_give_back_the_time_their_calls_cover(tmp_path):
+    """A copy of train_small in which a cudaMalloc on the main thread covers the first 60% of every steady-state
+    gap >= 1 ms: each gap's cause becomes `alloc` (calls of one kind over half of it) and the finding is
+    `allocation stalls`. Removing the calls gives back the 60% they cover, not the gap's other 40%, in which
+    no call of theirs ran: the headroom is the covered time per typical step, made here from the crafted calls."""
+    base = loaded(str(fixture("train_small")))
+    steady, typical = _steady(base)
+    gaps = base.gaps().filter(pl.col("iteration").is_in(steady["iteration"].to_list()))
+    # the thread that makes most of the export's CUDA calls: the loop's
+    (main_tid,) = raw(
+        fixture("train_small"),
+        "SELECT globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME GROUP BY globalTid ORDER BY count(*) DESC LIMIT 1",
+    )[0]
+    calls = [(g["start_ns"], g["start_ns"] + g["duration_ns"] * 6 // 10) for g in gaps.iter_rows(named=True)]
+    path = craft(
+        tmp_path / "alloc.sqlite",
+        *[
+            (
+                "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, nameId, "
+                "returnValue) VALUES (?, ?, 1, ?, ?, "
+                "(SELECT id FROM StringIds WHERE value = 'cudaMalloc_v3020'), 0)",
+                (s, e, main_tid, 1_000_000 + i),
+            )
+            for i, (s, e) in enumerate(calls)
+        ],
+    )
+    prof = nsysql.load(path, cache_dir=tmp_path / "cache")
+    assert set(prof.gaps().filter(pl.col("iteration").is_in(steady["iteration"].to_list()))["cause"]) == {"alloc"}
+    covered = pl.DataFrame(
+        {"iteration": gaps["iteration"], "ns": [e - s for s, e in calls]},
+        schema={"iteration": pl.Int64, "ns": pl.Int64},
+    )
+    per_step = (
+        typical.select(pl.col("iteration").cast(pl.Int64))
+        .join(covered.group_by("iteration").agg(pl.col("ns").sum()), on="iteration", how="left")["ns"]
+        .fill_null(0)
+    )
+    stalls = _row(prof, "allocation stalls")
+    assert stalls["headroom_ms"] == pytest.approx(per_step.mean() / 1e6, abs=5e-4)
+    whole = (
+        typical.select(pl.col("iteration").cast(pl.Int64))
+        .join(
+            gaps.group_by(pl.col("iteration").cast(pl.Int64)).agg(pl.col("duration_ns").sum()),
+            on="iteration",
+            how="left",
+        )["duration_ns"]
+        .fill_null(0)
+    )
+    assert stalls["headroom_ms"] < 0.7 * whole.mean() / 1e6  # not the whole gaps
