@@ -181,3 +181,39 @@ def test_no_finding_with_tensor_core_gemms(where):
     prof = loaded(str(_path(where)))
     assert prof.kernels().filter(pl.col("name").str.contains("nvjet|MmaTensorOp")).height >= 1
     assert "matrix math without tensor cores" not in prof.findings()["finding"].to_list()
+
+
+@pytest.mark.parametrize("major, minor, flips", [(6, 1, True), (7, 0, False)])
+def test_no_kernel_uses_tensor_cores_on_a_gpu_without_them(tmp_path, major, minor, flips):
+    """loader_cpu_before's kernels on a GPU of compute capability major.minor (TARGET_INFO_GPU crafted; 9.0 as
+    recorded): below 7.0 the GPU has no tensor cores, so every kernel is `no` whatever its name says (its
+    tensor-core GEMMs were `yes`); from 7.0 the names decide as before. Totals and categories do not move."""
+    from conftest import craft, raw
+
+    src = fixture("loader_cpu_before")
+    assert raw(src, "SELECT DISTINCT computeMajor FROM TARGET_INFO_GPU") == [(9,)]
+    before = loaded(str(src)).kernels()
+    assert (before["tensor_cores"] == "yes").sum() > 0
+    path = craft(
+        tmp_path / "cc.sqlite",
+        ("UPDATE TARGET_INFO_GPU SET computeMajor = ?, computeMinor = ?", (major, minor)),
+        source="loader_cpu_before",
+    )
+    after = loaded(str(path)).kernels()
+    assert after.drop("tensor_cores").equals(before.drop("tensor_cores"))
+    if flips:
+        assert set(after["tensor_cores"]) == {"no"}
+    else:
+        assert after["tensor_cores"].to_list() == before["tensor_cores"].to_list()
+
+
+@pytest.mark.parametrize("name", ["extra-p__extrap__profile1.sqlite", "extra-p__extrap__con_kernel.sqlite"])
+def test_kernels_on_pascal_use_no_tensor_cores(name):
+    """Extra-P's exports ran on a GeForce GTX 1060 (compute capability 6.1; the other GPUs listed, an iGPU and a
+    software renderer, have none): their kernels, whose names say nothing of tensor cores (`unknown` by name),
+    are `no`."""
+    from conftest import raw
+
+    path = _public(name)
+    assert {r[0] for r in raw(path, "SELECT computeMajor FROM TARGET_INFO_GPU WHERE computeMajor > 0")} == {6}
+    assert set(loaded(str(path)).kernels()["tensor_cores"]) == {"no"}
