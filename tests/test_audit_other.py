@@ -1,0 +1,47 @@
+"""What `kernels`, `metrics`, `gpu-memory`, `collectives`, `overlap`, `cpu`, `diff` and the report say on kinds of
+profile the team did not make: each test holds a sentence or a number to the raw export, or to what a fixture's
+workload did by construction."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from conftest import fixture, loaded
+
+# (fixture, start of a demangled kernel name in it, category, tensor_cores): what the kernel's name says it does
+CONVOLUTIONS = [
+    # cuDNN's xmma FFMA convolution: fp32 fused multiply-adds on CUDA cores, whatever `xmma` and `implicit_gemm` say
+    ("jitter_before", "sm80_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nchwkcrs_nchw_", "conv", "no"),
+    # Hopper's bf16 xmma data-gradient convolution: 16-bit xmma convolutions exist only on tensor cores (as the
+    # xmma GEMMs of 16-bit inputs), though the name carries no instruction token
+    ("pytorch_nvtx", "sm90_xmma_dgrad_implicit_gemm_bf16bf16_bf16f32_f32_", "conv", "yes"),
+]
+
+
+@pytest.mark.parametrize("name,start,category,tensor_cores", CONVOLUTIONS, ids=[c[1][:40] for c in CONVOLUTIONS])
+def test_xmma_convolutions_say_what_their_names_say(name, start, category, tensor_cores):
+    k = loaded(str(fixture(name))).kernels().filter(pl.col("name").str.starts_with(start))
+    assert k.height >= 1, f"no kernel named {start}... in {name}"
+    assert set(k["category"]) == {category}
+    assert set(k["tensor_cores"]) == {tensor_cores}
+
+
+def test_pre_ampere_tensor_core_names():
+    """Names of kernels from Volta and Turing libraries (no export here holds them), through the rules table: cuDNN
+    names its tensor-core convolutions by their MMA shape (h884, s1688) before `cudnn`, and CUDA's WMMA API
+    compiles only to tensor-core instructions."""
+    prof = loaded(str(fixture("train_small")))
+    cases = {
+        "volta_h884cudnn_256x64_ldg8_splitK_relu_exp_small_nhwc_tn_v1": ("conv", "yes"),
+        "turing_fp16_s1688cudnn_fp16_128x128_ldg8_relu_f2f_exp_small_nhwc_tn_v1": ("conv", "yes"),
+        "volta_fp16_scudnn_fp16_128x64_relu_interior_nn_v1": ("conv", "no"),
+        "volta_h884gemm_64x64_ldg8_nn": ("gemm", "yes"),
+        "simple_wmma_gemm(__half *, __half *, float *, float *, int, int, int, float, float)": ("gemm", "yes"),
+        "maxwell_sgemm_128x64_nn": ("gemm", "no"),
+    }
+    for name, want in cases.items():
+        got = prof.sql(
+            f"SELECT category, tensor_cores FROM kernel_rules WHERE regexp_matches(lower('{name}'), pattern) "
+            "ORDER BY priority LIMIT 1"
+        ).rows()
+        assert (got[0] if got else (None, None)) == want, name
