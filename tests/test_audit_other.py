@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from conftest import fixture, loaded
+from conftest import craft, fixture, loaded, raw
+
+import nsysql
 
 # (fixture, start of a demangled kernel name in it, category, tensor_cores): what the kernel's name says it does
 CONVOLUTIONS = [
@@ -45,3 +47,27 @@ def test_pre_ampere_tensor_core_names():
             "ORDER BY priority LIMIT 1"
         ).rows()
         assert (got[0] if got else (None, None)) == want, name
+
+
+def test_pinned_host_memory_is_not_held_on_the_device(tmp_path):
+    """cudaHostAlloc's pinned host buffers come in CUDA's memory usage events with the device of their context
+    (memKind Pinned): listed, but not held on the device. mem_growth with its per-step 4 MiB temporary made pinned:
+    each step then peaks only by the 2 MiB buffer it keeps, and held_bytes ends at the raw device rows' net."""
+    path = craft(
+        tmp_path / "pinned.sqlite",
+        f"UPDATE CUDA_GPU_MEMORY_USAGE_EVENTS SET memKind = 1 WHERE bytes = {4 * 2**20}",
+        source="mem_growth",
+    )
+    (net,) = raw(
+        path,
+        "SELECT sum(CASE memoryOperationType WHEN 0 THEN bytes ELSE -bytes END) FROM CUDA_GPU_MEMORY_USAGE_EVENTS "
+        "WHERE memKind <> 1",
+    )[0]
+    (pinned,) = raw(path, "SELECT count(*) FROM CUDA_GPU_MEMORY_USAGE_EVENTS WHERE memKind = 1")[0]
+    prof = nsysql.load(path, cache_dir=tmp_path / "cache")
+    events = prof.gpu_memory()
+    assert events.filter(pl.col("memory_kind") == "Pinned").height == pinned > 0
+    assert events["held_bytes"][-1] == net
+    steps = prof.gpu_memory(by="iteration").filter(pl.col("iteration") >= 1)
+    assert (steps["peak_bytes"] - steps["start_bytes"]).to_list() == [2 * 2**20] * steps.height
+    prof.close()
