@@ -4,11 +4,16 @@ workload did by construction."""
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
+
 import polars as pl
 import pytest
-from conftest import craft, fixture, loaded, raw
+from click.testing import CliRunner
+from conftest import FIXTURES, craft, fixture, loaded, raw
 
 import nsysql
+from nsysql.cli import main
 
 # (fixture, start of a demangled kernel name in it, category, tensor_cores): what the kernel's name says it does
 CONVOLUTIONS = [
@@ -71,3 +76,25 @@ def test_pinned_host_memory_is_not_held_on_the_device(tmp_path):
     steps = prof.gpu_memory(by="iteration").filter(pl.col("iteration") >= 1)
     assert (steps["peak_bytes"] - steps["start_bytes"]).to_list() == [2 * 2**20] * steps.height
     prof.close()
+
+
+def test_nccl_kernels_without_nccl_ranges_are_not_called_absent(tmp_path):
+    """NCCL writes its NVTX ranges only when nsys traces NVTX (and NCCL_NVTX_DISABLE is unset): a DDP rank without
+    them still ran its collectives. `collectives` must not say there are none: it names the NCCL kernels that ran
+    and their GPU time, counted here from the raw kernel rows."""
+    path = tmp_path / "rank0.sqlite"
+    shutil.copy(FIXTURES / "ddp_blobs" / "rank0.sqlite", path)
+    with sqlite3.connect(path) as con:  # drop NCCL's domain: its ranges, payloads and the domain's name
+        (domain,) = con.execute("SELECT domainId FROM NVTX_EVENTS WHERE eventType = 75 AND text = 'NCCL'").fetchone()
+        con.execute("DELETE FROM NVTX_EVENTS WHERE domainId = ?", (domain,))
+    (kernels, ns) = raw(
+        path,
+        "SELECT count(*), sum(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s "
+        "ON s.id = k.demangledName WHERE lower(s.value) LIKE '%nccl%'",
+    )[0]
+    assert kernels > 0
+    r = CliRunner().invoke(main, ["--cache-dir", str(tmp_path / "cache"), "collectives", str(path)])
+    assert r.exit_code == 2
+    (line,) = r.stderr.strip().splitlines()
+    assert "no NCCL collectives" not in line
+    assert f"{kernels:,} NCCL kernels ran ({ns / 1e6:,.2f} ms of GPU time)" in line
