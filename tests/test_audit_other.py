@@ -10,7 +10,7 @@ import sqlite3
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES, craft, fixture, loaded, raw
+from conftest import FIXTURES, PUBLIC, craft, fixture, loaded, raw
 
 import nsysql
 from nsysql.cli import main
@@ -98,3 +98,21 @@ def test_nccl_kernels_without_nccl_ranges_are_not_called_absent(tmp_path):
     (line,) = r.stderr.strip().splitlines()
     assert "no NCCL collectives" not in line
     assert f"{kernels:,} NCCL kernels ran ({ns / 1e6:,.2f} ms of GPU time)" in line
+
+
+@pytest.mark.parametrize(
+    "name", ["MohanadOdema__DLProf__nsys_profile.sqlite", "YoonKyonghwan__EfficientCenterFormer__poolformer.sqlite"]
+)
+def test_snippet_heads_its_findings_once(name):
+    """Where no finding is to be fixed first (no loop to rank them by: one forward pass of DLProf; none worth it:
+    poolformer), the summary's first line says why; the snippet puts that line under its one **Findings** head,
+    not under a second `**Findings**:` label of its own."""
+    path = PUBLIC / name
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    first = loaded(str(path)).summary()["facts"].row(0, named=True)
+    assert first["key"] == "fix_first" and first["item"] == "findings"
+    r = CliRunner().invoke(main, ["report", "-f", "markdown", str(path)], catch_exceptions=False)
+    assert r.output.count("**Findings**") == 1 and "**Fix first**" not in r.output
+    section = r.output[r.output.index("**Findings**") : r.output.index("**Profile**")]
+    assert first["value"] in section

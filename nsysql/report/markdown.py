@@ -31,9 +31,12 @@ def snippet(prof, top: int = 10, chart: str | None = None) -> str:
     value = lambda key, default=None: facts.get(key, (None, default))[1]  # noqa: E731
     gpus = s["gpus"]
     out = [f"#### nsysql: {code(prof.path.name, NAME_MAX)}", ""]
-    if value("fix_first"):  # the finding that would give back most time per iteration leads
-        out += [f"{bold(facts['fix_first'][0].capitalize())}: {code(str(value('fix_first')), VALUE_MAX)}", ""]
-    out += _findings(s["findings"]) + ["**Profile**", ""]
+    lead = None  # the summary's first line: the finding to fix first, else why none is (under **Findings**)
+    if value("fix_first") and facts["fix_first"][0] == "fix first":
+        out += [f"{bold('Fix first')}: {code(str(value('fix_first')), VALUE_MAX)}", ""]
+    elif value("fix_first"):
+        lead = code(str(value("fix_first")), VALUE_MAX)
+    out += _findings(s["findings"], lead) + ["**Profile**", ""]
     if value("step"):  # the headline first
         out.append(f"- **steady-state step**: {code(str(value('step')), VALUE_MAX)}")
     line = f"- **nsys** {code(str(value('nsys_version', 'unknown')), NAME_MAX)} · **span** {value('span', '?')}"
@@ -83,12 +86,13 @@ def snippet(prof, top: int = 10, chart: str | None = None) -> str:
     return _lines(out)
 
 
-def _findings(f: pl.DataFrame) -> list[str]:
-    """The findings as a list, each with the time it would give back, before the facts they rest on."""
+def _findings(f: pl.DataFrame, lead: str | None = None) -> list[str]:
+    """The findings as a list, each with the time it would give back, before the facts they rest on; `lead`, the
+    summary's line on how they rank (none worth fixing first, no loop to rank them by), above them."""
     rows = [
         f"- {bold(r['finding'])}{_headroom(r)}: {code(str(r['evidence']), VALUE_MAX)}" for r in f.iter_rows(named=True)
     ]
-    return ["**Findings**", "", *(rows or ["- none"]), ""]
+    return ["**Findings**", "", *([lead, ""] if lead else []), *(rows or ["- none"]), ""]
 
 
 def _headroom(r: dict) -> str:
