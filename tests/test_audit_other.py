@@ -116,3 +116,38 @@ def test_snippet_heads_its_findings_once(name):
     assert r.output.count("**Findings**") == 1 and "**Fix first**" not in r.output
     section = r.output[r.output.index("**Findings**") : r.output.index("**Profile**")]
     assert first["value"] in section
+
+
+def _public_export(name: str):
+    path = PUBLIC / name
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    return path
+
+
+def test_cpu_during_gaps_without_samples_names_the_samples():
+    """An export with CUDA API calls but neither CPU samples nor GPU activity traced (qcu): what `cpu` lacks first
+    is its samples, whatever the window; not a sentence about the GPU (which did run the launched kernels)."""
+    path = _public_export("ZhangXin8069__qcu__report1-c8a5c5de.sqlite")
+    tables = {t for (t,) in raw(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "COMPOSITE_EVENTS" not in tables and "CUPTI_ACTIVITY_KIND_RUNTIME" in tables
+    for args in (["cpu"], ["cpu", "--during", "gaps"]):
+        r = CliRunner().invoke(main, [*args, str(path)])
+        assert r.exit_code == 2
+        (line,) = r.stderr.strip().splitlines()
+        assert "no CPU samples in this profile" in line and "-s process-tree" in line, line
+
+
+def test_cpu_during_gaps_that_no_sample_fell_in():
+    """0x822a5b87's one GPU idle gap of 1 ms or more (5 ms) holds none of its 207 CPU samples (counted in the raw
+    COMPOSITE_EVENTS): one line saying so, not an empty `no cpu`."""
+    path = _public_export("0x822a5b87__test-cuda__report2.sqlite")
+    g = loaded(str(path)).gaps()
+    assert g.height == 1
+    start, end = g["start_ns"][0], g["end_ns"][0]
+    assert raw(path, "SELECT count(*) FROM COMPOSITE_EVENTS WHERE start >= ? AND start < ?", start, end) == [(0,)]
+    assert raw(path, "SELECT count(*) FROM COMPOSITE_EVENTS")[0][0] > 0
+    r = CliRunner().invoke(main, ["cpu", "--during", "gaps", str(path)])
+    assert r.exit_code == 2
+    (line,) = r.stderr.strip().splitlines()
+    assert f"no CPU sample was taken during gaps (1 window, {(end - start) / 1e6:,.2f} ms in all)" in line
