@@ -4,6 +4,7 @@ workload did by construction."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 
@@ -151,3 +152,22 @@ def test_cpu_during_gaps_that_no_sample_fell_in():
     assert r.exit_code == 2
     (line,) = r.stderr.strip().splitlines()
     assert f"no CPU sample was taken during gaps (1 window, {(end - start) / 1e6:,.2f} ms in all)" in line
+
+
+def test_ranks_says_why_no_straggler_can_be_judged(tmp_path):
+    """A straggler is seen only in another rank's wait: with one rank that has a loop (ddp_pair's rank 0, beside a
+    copy of rank 1 whose NVTX ranges were dropped), `ranks` says why none can be judged, and names the rank left
+    out of the per-rank table with its reason, rather than `no stragglers` over a table missing a rank."""
+    one = tmp_path / "rank1.sqlite"
+    shutil.copy(FIXTURES / "ddp_pair" / "rank1.sqlite", one)
+    with sqlite3.connect(one) as con:
+        con.execute("DELETE FROM NVTX_EVENTS")
+    args = ["--cache-dir", str(tmp_path / "cache"), "ranks", "-f", "json"]
+    r = CliRunner().invoke(main, [*args, str(FIXTURES / "ddp_pair" / "rank0.sqlite"), str(one)])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert [row["rank"] for row in out["per rank"]] == [0]
+    (left,) = [row for row in out["files"] if row["rank"] == 1]
+    assert "iterations cannot be found" in left["problem"]
+    (s,) = out["stragglers"]
+    assert s["rank"] is None and "1 of 2 ranks has a loop" in s["sentence"] and "rank 1: no NVTX" in s["sentence"]
