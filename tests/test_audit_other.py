@@ -171,3 +171,43 @@ def test_ranks_says_why_no_straggler_can_be_judged(tmp_path):
     assert "iterations cannot be found" in left["problem"]
     (s,) = out["stragglers"]
     assert s["rank"] is None and "1 of 2 ranks has a loop" in s["sentence"] and "rank 1: no NVTX" in s["sentence"]
+
+
+def test_report_says_no_gpu_traced_not_none_used(tmp_path):
+    """train_small with its GPU activity tables dropped: CUDA API calls (cudaLaunchKernel among them) show the
+    program used the GPU, though no kernel, copy or memset was recorded. The report's GPU card says the GPU work
+    was not traced, never that no GPU was used."""
+    path = craft(
+        tmp_path / "untraced.sqlite",
+        *(
+            f"DROP TABLE IF EXISTS {t}"
+            for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
+        ),
+    )
+    (launches,) = raw(
+        path,
+        "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId "
+        "WHERE s.value LIKE 'cudaLaunchKernel%'",
+    )[0]
+    assert launches > 0
+    prof = nsysql.load(path, cache_dir=tmp_path / "cache")
+    cards = {label: (value, detail) for label, value, detail in prof.report()["cards"].iter_rows()}
+    value, detail = cards["GPUs"]
+    assert value == "none traced" and "CUDA API calls but no GPU activity" in detail
+    page = tmp_path / "r.html"
+    r = CliRunner().invoke(main, ["--cache-dir", str(tmp_path / "cache"), "report", str(path), "-o", str(page)])
+    assert r.exit_code == 0, r.output
+    text = page.read_text(encoding="utf-8")
+    cards_html = text[text.index('<div class="facts">') : text.index(">Findings<")]
+    assert "none traced" in cards_html and "none used" not in cards_html
+    assert "No GPU work traced in this profile" in text
+    prof.close()
+
+
+def test_one_kernel_is_not_top_1_kernels():
+    """Lianhang666's vecAdd export ran one kernel (one name in the raw kernel rows): the snippet titles its table
+    `Top kernel`, not `Top 1 kernels`."""
+    path = _public_export("Lianhang666__gpu4__report2.sqlite")
+    assert raw(path, "SELECT count(DISTINCT demangledName) FROM CUPTI_ACTIVITY_KIND_KERNEL") == [(1,)]
+    r = CliRunner().invoke(main, ["report", "-f", "markdown", str(path)], catch_exceptions=False)
+    assert "**Top kernel**" in r.output and "Top 1 kernels" not in r.output

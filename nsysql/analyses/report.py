@@ -48,7 +48,7 @@ SUMMARY_SECTIONS = ("facts", "gpus", "findings", "kernels", "idle by cause", "me
 # what was left out
 MAX_DEVICES_DRAWN = 16
 
-NO_TIMELINE = "No GPU work in this profile, so there is no timeline to draw."
+NO_TIMELINE = "No GPU work traced in this profile, so there is no timeline to draw."
 NO_KERNELS = "No kernels in this profile."
 NO_RANGES = "No NVTX ranges: the profile was captured without -t nvtx, or the program has no NVTX annotations."
 NO_KERNELS_IN_RANGES = "No kernel was launched inside an NVTX range."
@@ -84,9 +84,17 @@ def cards(facts: dict, gpus: pl.DataFrame, stats: pl.DataFrame | None, its, gaps
             rows.append(("GPU busy", "—", text))
         else:
             rows.append(("GPU busy", f"{busy:.1f}%", "whole profile: of the GPUs' active span"))
-    else:
-        rows.append(("GPUs", "none used", None))
+    else:  # an export without GPU activity does not show that the GPU was unused: say what it holds
+        rows.append(("GPUs", "none traced", untraced(one("span_from") or "")))
     return pl.DataFrame(rows, schema=CARDS_SCHEMA, orient="row")
+
+
+def untraced(span_from: str) -> str:
+    """Why a profile without any GPU op (kernel, copy or memset) shows no GPU, from the timed sources it holds
+    (profile_facts span_from)."""
+    if "CUDA API calls" in span_from:  # CUDA was traced; its GPU activity is not in the file
+        return "the export holds CUDA API calls but no GPU activity (no kernel, copy or memset recorded)"
+    return "the export holds no CUDA trace (captured without -t cuda, or the program used no GPU)"
 
 
 def _step_cards(stats: pl.DataFrame | None, its, gaps) -> list[tuple]:
@@ -164,7 +172,7 @@ def shown(its: pl.DataFrame, win: tuple[int, int], gpus: pl.DataFrame) -> str:
 
 
 def idle_why(gpus: pl.DataFrame) -> str:
-    return f"Nothing to show: {'no GPU work' if not gpus.height else 'no gap of 1 ms or more'}."
+    return f"Nothing to show: {'no GPU work traced' if not gpus.height else 'no gap of 1 ms or more'}."
 
 
 def top_ops(ops: pl.DataFrame, top: int = 3) -> pl.DataFrame:

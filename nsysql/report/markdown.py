@@ -52,9 +52,10 @@ def snippet(prof, top: int = 10, chart: str | None = None) -> str:
     out.append("")
     k = s["kernels"]
     if k.height:
-        out += [f"**Top {k.height} kernels**", ""]
+        title = top_kernels(k.height)
+        out += [f"**{title}**", ""]
         if chart:  # nsysql's own file name, beside the snippet: a link no export's text reaches
-            out += [f"![Top {k.height} kernels by total GPU time]({chart})", ""]
+            out += [f"![{title} by total GPU time]({chart})", ""]
         out += [
             md_table(
                 k.select(
@@ -84,6 +85,11 @@ def snippet(prof, top: int = 10, chart: str | None = None) -> str:
             "",
         ]
     return _lines(out)
+
+
+def top_kernels(n: int) -> str:
+    """The title of a table or chart of the `n` kernels with most GPU time: `Top 10 kernels`, `Top kernel`."""
+    return f"Top {n} kernels" if n != 1 else "Top kernel"
 
 
 def _findings(f: pl.DataFrame, lead: str | None = None) -> list[str]:
