@@ -211,3 +211,16 @@ def test_one_kernel_is_not_top_1_kernels():
     assert raw(path, "SELECT count(DISTINCT demangledName) FROM CUPTI_ACTIVITY_KIND_KERNEL") == [(1,)]
     r = CliRunner().invoke(main, ["report", "-f", "markdown", str(path)], catch_exceptions=False)
     assert "**Top kernel**" in r.output and "Top 1 kernels" not in r.output
+
+
+def test_diff_calls_a_copy_a_gpu_op_not_a_kernel():
+    """loop_before -> loop_after: the only significant change among GPU ops is the host-to-device copy (the stall
+    removed was in the CPU transform, by construction). The verdict's line on it names a GPU op, as the table of
+    kernels, copies and memsets is; a copy is not a kernel."""
+    base, new = loaded(str(fixture("loop_before"))), loaded(str(fixture("loop_after")))
+    res = base.diff(new)
+    notes = dict(res.notes.iter_rows())
+    top = res.kernels["name"][0]
+    assert top.startswith("[CUDA memcpy")
+    assert "largest kernel change" not in notes
+    assert notes["largest GPU op change"].startswith(f"{top}:")

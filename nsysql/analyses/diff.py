@@ -296,7 +296,7 @@ def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> Diff:
             ("idle cause", idle, "cause"),
             ("idle activity elsewhere", act, "activity"),
             ("range", rng, "name"),
-            ("kernel", kern, "name"),
+            ("GPU op", kern, "name"),  # kernels, copies and memsets alike: `[CUDA memcpy ...]` is one
         )
     )
     verdict += _warnings(b, n, bl, nl, kern)
