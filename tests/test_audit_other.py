@@ -224,3 +224,14 @@ def test_diff_calls_a_copy_a_gpu_op_not_a_kernel():
     assert top.startswith("[CUDA memcpy")
     assert "largest kernel change" not in notes
     assert notes["largest GPU op change"].startswith(f"{top}:")
+
+
+def test_collective_skew_line_reads_as_a_duration():
+    """ddp_blobs: rank 1 sleeps 30 ms in `data` every 5th step (by construction), so the largest start skew
+    across the two ranks is tens of milliseconds: the line says it in ms, not as `3.566e+04 us`."""
+    files = [str(FIXTURES / "ddp_blobs" / f"rank{r}.sqlite") for r in (0, 1)]
+    r = CliRunner().invoke(main, ["collectives", *files], catch_exceptions=False)
+    (line,) = [ln for ln in r.output.splitlines() if ln.startswith("skew:")]
+    assert "e+" not in line
+    top = float(line.split(", max ")[1].split(" ms;")[0].replace(",", ""))
+    assert 30 <= top < 60, line
