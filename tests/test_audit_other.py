@@ -235,3 +235,17 @@ def test_collective_skew_line_reads_as_a_duration():
     assert "e+" not in line
     top = float(line.split(", max ")[1].split(" ms;")[0].replace(",", ""))
     assert 30 <= top < 60, line
+
+
+def test_ops_gives_the_pytorch_switch_only_where_pytorch_ran():
+    """`ops` on a plain CUDA program (Lianhang666's vecAdd: no string of the export names torch) says it answers
+    about PyTorch programs, not to record with `--pytorch`; on train_small (PyTorch, no operator ranges) it names
+    the switch."""
+    path = _public_export("Lianhang666__gpu4__report2.sqlite")
+    assert raw(path, "SELECT count(*) FROM StringIds WHERE lower(value) LIKE '%torch%'") == [(0,)]
+    for export, switch in ((path, False), (fixture("train_small"), True)):
+        r = CliRunner().invoke(main, ["ops", str(export)])
+        assert r.exit_code == 2
+        (line,) = r.stderr.strip().splitlines()
+        assert "no PyTorch operator ranges" in line
+        assert ("--pytorch=autograd-shapes-nvtx" in line) is switch, line

@@ -385,7 +385,7 @@ def kernels_by_range(ctx, range, innermost, attribution, group_ops) -> pl.DataFr
 @analysis(
     "ops",
     params=(Param("shapes", bool, False, doc="One row per operator and input sizes (record_shapes=True)."),),
-    tables=("gpu_ops", "nvtx_ranges", "op_ranges", "strings"),
+    tables=("gpu_ops", "nvtx_ranges", "op_ranges", "profile_facts", "strings"),
     sql=("ops",),
     requires=("nvtx_ranges",),
 )
