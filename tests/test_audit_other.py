@@ -249,3 +249,21 @@ def test_ops_gives_the_pytorch_switch_only_where_pytorch_ran():
         (line,) = r.stderr.strip().splitlines()
         assert "no PyTorch operator ranges" in line
         assert ("--pytorch=autograd-shapes-nvtx" in line) is switch, line
+
+
+def test_timeline_window_longer_than_the_active_span_is_not_a_part_of_it():
+    """hw_mix: the iterations' window (first Batch start to last Batch end) is longer than the GPU's active span
+    (first to last GPU op in the raw kernel, copy and memset rows), as warm-up CPU work runs before any GPU op. The
+    report's line under the timeline does not call the window `x s of the GPU's y s active span`."""
+    path = fixture("hw_mix")
+    tables = {t for (t,) in raw(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    ops = [f"CUPTI_ACTIVITY_KIND_{k}" for k in ("KERNEL", "MEMCPY", "MEMSET")]
+    union = " UNION ALL ".join(f'SELECT start s, "end" e FROM {t}' for t in ops if t in tables)
+    first, last = raw(path, f"SELECT min(s), max(e) FROM ({union})")[0]
+    prof = loaded(str(path))
+    its = prof.iterations()
+    window = its["end_ns"].max() - its["start_ns"].min()
+    assert window > last - first
+    line = dict(prof.report()["notes"].iter_rows())["timeline_shown"]
+    assert f"{window / 1e9:.3f} s" in line and "of the GPU's" not in line
+    assert f"active span, first to last GPU op, is {(last - first) / 1e9:.3f} s" in line

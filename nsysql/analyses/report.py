@@ -164,10 +164,15 @@ def timeline_gaps(g: pl.DataFrame, drawn: list[int] | None, win: tuple[int, int]
 
 
 def shown(its: pl.DataFrame, win: tuple[int, int], gpus: pl.DataFrame) -> str:
-    """What part of the GPUs' active span the timeline shows."""
-    active = gpus["active_ns"].max() / 1e9
+    """What stretch the timeline shows, beside the GPUs' active span (first to last GPU op): the iterations' window
+    may be the longer of the two (a first iteration's CPU work before any GPU op), so it is not said to be a part
+    of that span."""
+    active, shown_s = gpus["active_ns"].max() / 1e9, (win[1] - win[0]) / 1e9
+    if shown_s < active:
+        return f"Shown: the {its.height} iterations ({shown_s:.3f} s of the GPU's {active:.3f} s active span)."
     return (
-        f"Shown: the {its.height} iterations ({(win[1] - win[0]) / 1e9:.3f} s of the GPU's {active:.3f} s active span)."
+        f"Shown: the {its.height} iterations, {shown_s:.3f} s (the GPU's active span, first to last GPU op, is "
+        f"{active:.3f} s)."
     )
 
 
