@@ -267,3 +267,24 @@ def test_timeline_window_longer_than_the_active_span_is_not_a_part_of_it():
     line = dict(prof.report()["notes"].iter_rows())["timeline_shown"]
     assert f"{window / 1e9:.3f} s" in line and "of the GPU's" not in line
     assert f"active span, first to last GPU op, is {(last - first) / 1e9:.3f} s" in line
+
+
+def test_diff_of_totals_warns_when_no_kernel_is_shared():
+    """Two unrelated programs without a loop (SIGMA's line fitting, a vecAdd): diff falls back to whole-profile
+    totals, and as with iterations it warns that no kernel (by the raw rows' names) runs in both."""
+    a, b = (_public_export(n) for n in ("Baardrw__SIGMA__report2.sqlite", "Lianhang666__gpu4__report2.sqlite"))
+    names = [
+        {
+            n
+            for (n,) in raw(
+                p,
+                "SELECT DISTINCT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName",
+            )
+        }
+        for p in (a, b)
+    ]
+    assert names[0] and names[1] and not names[0] & names[1]
+    res = loaded(str(a)).diff(loaded(str(b)))
+    assert res.iteration_time is None
+    warnings = [v for k, v in res.notes.iter_rows() if k == "warning"]
+    assert any("0% of" in w and "kernels both run" in w for w in warnings), warnings
