@@ -127,7 +127,7 @@ class Ranks:
         return self._reduce()["stragglers"]
 
     def findings(self) -> pl.DataFrame:
-        return _ranks.straggler_sentences(self.stragglers())
+        return _ranks.straggler_sentences(self.stragglers(), self.tables)
 
     def iterations(self) -> pl.DataFrame:
         """Every rank's iterations, with a `rank` column."""

@@ -385,7 +385,7 @@ def kernels_by_range(ctx, range, innermost, attribution, group_ops) -> pl.DataFr
 @analysis(
     "ops",
     params=(Param("shapes", bool, False, doc="One row per operator and input sizes (record_shapes=True)."),),
-    tables=("gpu_ops", "nvtx_ranges", "op_ranges", "strings"),
+    tables=("gpu_ops", "nvtx_ranges", "op_ranges", "profile_facts", "strings"),
     sql=("ops",),
     requires=("nvtx_ranges",),
 )
@@ -968,6 +968,9 @@ def cpu(ctx, during, by, top) -> pl.DataFrame:
     if top is not None:
         return _head(ctx.ask("cpu", during=during, by=by), top)
     kind, arg = _cpu.parse_during(during)
+    why = _cpu.no_samples(ctx.con) if by not in ("python", "cause") else None
+    if why:  # the samples first: without them no window of any kind has anything to read
+        raise NsysqlError(why)
     if by == "cause":
         if kind not in (None, "gaps"):
             raise NsysqlError(f"by='cause' tells what the CPU did during the idle gaps, not during {during!r}")
@@ -979,9 +982,10 @@ def cpu(ctx, during, by, top) -> pl.DataFrame:
         spans = _gap_spans(ctx, None)
     its = _trace.parse_iterations(arg) if kind == "iterations" else None
     wins = _cpu.windows(ctx.con, kind, arg, gaps_df=gaps_df, spans=spans, its=its)
-    if by == "stack":
-        return _cpu.folded(ctx.con, wins)
-    return _cpu.cpu(ctx.con, wins, by=by)
+    out = _cpu.folded(ctx.con, wins) if by == "stack" else _cpu.cpu(ctx.con, wins, by=by)
+    if kind is not None and not out.height:  # samples elsewhere, none in the windows: say so, not `no cpu`
+        raise NsysqlError(_cpu.none_during(during, wins))
+    return out
 
 
 @analysis("nccl_ranges", tables=("nvtx_ranges",), sql=("nccl_ranges",), requires=("nvtx_ranges",))

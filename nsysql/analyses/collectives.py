@@ -36,7 +36,13 @@ NO_PAYLOADS = (
     "the export lacks NVTX payload bytes (NVTX_EVENTS.binaryData), which hold NCCL's message sizes; "
     f"export the report again with them: `{REEXPORT}`"
 )
-NO_NCCL = "no NCCL collectives in this profile (no NVTX ranges of NCCL's domain)"
+NO_NCCL = "no NCCL collectives in this profile (no NCCL kernel, no NVTX range of NCCL's domain)"
+NO_NCCL_RANGES = "no NVTX range of NCCL's domain in this profile: no NCCL call to measure"
+UNNAMED_KERNELS = (
+    "{kernels:,} NCCL kernels ran ({ms:,.2f} ms of GPU time), but no NVTX range of NCCL's domain names their calls "
+    "and message sizes (NCCL writes them when nsys traces NVTX, `-t nvtx`, and NCCL_NVTX_DISABLE is unset): "
+    "`nsysql overlap` and `nsysql kernels --by category` measure their GPU time"
+)
 NO_SCHEMAS = (
     "NCCL's NVTX ranges here carry no payloads (the export declares no NVTX payload schema): this NCCL names its "
     "calls without their sizes, so no collective can be measured"
@@ -61,16 +67,21 @@ def calls(con) -> pl.DataFrame:
 
 def why_none(con) -> str:
     """Why a profile has no measured collective (why_not, from the canonical tables)."""
-    nccl, payloads, missing = run(con, "collectives_missing").row(0)
-    return why_not(nccl, payloads, missing) or NO_SIZES
+    nccl, payloads, missing, kernels, kernel_ns = run(con, "collectives_missing").row(0)
+    return why_not(nccl, payloads, missing, kernels, kernel_ns) or NO_SIZES
 
 
-def why_not(nccl_ranges: int, nccl_payloads: int, missing: list[str]) -> str | None:
-    """None when NCCL ranges carry payloads; else why not: no NCCL ranges; payload bytes left out of the export
-    (the loader's `missing` fact: schemas declared, no bytes), with the re-export command; or no payloads at all
-    (NCCL then annotates its calls by name only: re-exporting would not help)."""
+def why_not(
+    nccl_ranges: int, nccl_payloads: int, missing: list[str], kernels: int | None = None, kernel_ns: int = 0
+) -> str | None:
+    """None when NCCL ranges carry payloads; else why not: no NCCL ranges (with the NCCL kernels that ran anyway,
+    where `kernels` counts them: a profile without ranges may still have run collectives); payload bytes left out
+    of the export (the loader's `missing` fact: schemas declared, no bytes), with the re-export command; or no
+    payloads at all (NCCL then annotates its calls by name only: re-exporting would not help)."""
     if not nccl_ranges:
-        return NO_NCCL
+        if kernels:
+            return UNNAMED_KERNELS.format(kernels=kernels, ms=(kernel_ns or 0) / 1e6)
+        return NO_NCCL if kernels == 0 else NO_NCCL_RANGES
     if nccl_payloads:
         return None
     if any(m.startswith("no NVTX_EVENTS.binaryData") for m in missing):

@@ -129,6 +129,16 @@ def windows(con, kind: str | None, arg: str | None, gaps_df=None, spans=None, it
     return list(zip(w["start_ns"].to_list(), w["end_ns"].to_list()))
 
 
+def none_during(during: str, wins: list[tuple[int, int]]) -> str:
+    """The line for windows in which the export, though it has CPU samples, has none."""
+    w = merged(wins)
+    ms = sum(e - s for s, e in w) / 1e6
+    return (
+        f"no CPU sample was taken during {during} ({len(w):,} window{'s' if len(w) != 1 else ''}, {ms:,.2f} ms in "
+        "all), though the profile has samples elsewhere: nothing to count there"
+    )
+
+
 def _windows_frame(wins: list[tuple[int, int]]) -> dict:
     return {"ids": list(range(len(wins))), "starts": [s for s, _ in wins], "ends": [e for _, e in wins]}
 

@@ -296,7 +296,7 @@ def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> Diff:
             ("idle cause", idle, "cause"),
             ("idle activity elsewhere", act, "activity"),
             ("range", rng, "name"),
-            ("kernel", kern, "name"),
+            ("GPU op", kern, "name"),  # kernels, copies and memsets alike: `[CUDA memcpy ...]` is one
         )
     )
     verdict += _warnings(b, n, bl, nl, kern)
@@ -438,8 +438,17 @@ def _warnings(b: Side, n: Side, bl: str, nl: str, kern: pl.DataFrame) -> list[tu
     notes = []
     if b.family != n.family:
         notes.append(("warning", f"iterations are `{b.family}` in {bl} but `{n.family}` in {nl}"))
+    return notes + _same_program(bl, nl, kern)
+
+
+def _same_program(bl: str, nl: str, kern: pl.DataFrame) -> list[tuple[str, str]]:
+    """The warning that too little kernel time is in kernels both profiles run (SAME_PROGRAM_SHARE), or none."""
+    notes = []
     named = kern.filter(~pl.col("name").str.starts_with("["))  # kernels, not `[CUDA memcpy ...]` labels
     shared = [named.filter(pl.col("status") == "both")[c].sum() / (named[c].sum() or 1) for c in ("base_ns", "new_ns")]
+    none = [lab for lab, c in ((bl, "base_ns"), (nl, "new_ns")) if named.height and not named[c].sum()]
+    if none:  # a share of no kernel time is no share: say which profile ran none
+        return [("warning", f"{none[0]} holds no kernel and the other does: the totals compare GPU work with none")]
     if named.height and min(shared) < SAME_PROGRAM_SHARE:
         notes.append(
             (
@@ -457,12 +466,14 @@ def _compare_totals(b: Side, n: Side, bl: str, nl: str) -> Diff:
     for lab, d in ((bl, b), (nl, n)):
         for r in d.gpus.iter_rows(named=True):
             verdict.append((f"{lab} GPU {r['device_id']} busy", f"{r['busy_pct_active']:.1f}% of its active span"))
+    kernels = _compare(b.totals[0], n.totals[0], "name", judged=False)
+    verdict += _same_program(bl, nl, kernels)  # totals of two different programs compare nothing either
     return Diff(
         f"no iteration-time verdict: {why}",
         _notes(verdict),
         None,
         ranges=_compare(b.totals[1], n.totals[1], "name", judged=False),
-        kernels=_compare(b.totals[0], n.totals[0], "name", judged=False),
+        kernels=kernels,
     )
 
 

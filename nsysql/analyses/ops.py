@@ -16,10 +16,21 @@ NO_OPS = (
 )
 
 
+# where nothing in the export shows PyTorch (profile_facts' framework rule: no torch library, module or range
+# name), the switch that records operator ranges is no advice: the program is not a PyTorch one
+NOT_PYTORCH = (
+    "the export has no PyTorch operator ranges (aten::...), and nothing in it shows PyTorch (no torch library, "
+    "module or range name): `ops` answers about PyTorch programs only"
+)
+
+
 def ops(con, shapes: bool = False) -> pl.DataFrame:
     """Per operator name (and input sizes when `shapes`): calls, cpu_ns, fwd_gpu_ns, bwd_gpu_ns, kernels,
     top_kernel."""
     df = run(con, "ops", shapes=bool(shapes))
     if df.height == 0:
-        raise NsysqlError(NO_OPS)
+        torch = con.execute(
+            "SELECT EXISTS (SELECT 1 FROM profile_facts WHERE key = 'framework' AND value = 'PyTorch')"
+        ).fetchall()[0][0]
+        raise NsysqlError(NO_OPS if torch else NOT_PYTORCH)
     return df if shapes else df.drop("sizes")

@@ -149,9 +149,36 @@ def reduce(con, tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
     return {"ranks": per_rank, "iterations": by_iter, "stragglers": strag}
 
 
-def straggler_sentences(strag: pl.DataFrame) -> pl.DataFrame:
+def too_few(tables: dict[str, pl.DataFrame]) -> str | None:
+    """Why no rank can be judged a straggler, where fewer than two ranks have a loop (a straggler is seen only in
+    another rank's wait); None where two or more have one."""
+    looped = tables["iterations"]["rank"].n_unique() if "iterations" in tables else 0
+    if looped >= 2:
+        return None
+    ranks = tables["info"].height
+    without = tables["info"].filter(pl.col("problem").is_not_null()) if "problem" in tables["info"].columns else None
+    named = (
+        ": " + "; ".join(f"rank {r}: {p}" for r, p in without.sort("rank").select("rank", "problem").iter_rows())
+        if without is not None and without.height
+        else ""
+    )
+    return (
+        f"stragglers are judged by the wait they cause other ranks, and {looped} of {ranks} rank"
+        f"{'s' if ranks != 1 else ''} {'has' if looped == 1 else 'have'} a loop to compare{named}"
+    )
+
+
+def straggler_sentences(strag: pl.DataFrame, tables: dict[str, pl.DataFrame] | None = None) -> pl.DataFrame:
     """One sentence per straggling rank: which iterations, the CPU-side cause, and the wait it imposed; costliest
-    first (the others' extra time in collectives, summed over its iterations: `cost_ns`)."""
+    first (the others' extra time in collectives, summed over its iterations: `cost_ns`). With `tables` (the
+    per-rank frames), where fewer than two ranks have a loop, one sentence (rank NULL) saying why none can be
+    judged, rather than none."""
+    why = too_few(tables) if tables is not None else None
+    if why:
+        return pl.DataFrame(
+            [{"rank": None, "iterations": None, "cost_ns": None, "sentence": why}],
+            schema={"rank": pl.Int64, "iterations": pl.String, "cost_ns": pl.Int64, "sentence": pl.String},
+        )
     rows = []
     for (rank,), g in strag.group_by(["rank"], maintain_order=True):
         cost = int(g.group_by("iteration").agg(pl.col("wait_ns").max())["wait_ns"].sum())

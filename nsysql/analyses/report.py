@@ -48,7 +48,7 @@ SUMMARY_SECTIONS = ("facts", "gpus", "findings", "kernels", "idle by cause", "me
 # what was left out
 MAX_DEVICES_DRAWN = 16
 
-NO_TIMELINE = "No GPU work in this profile, so there is no timeline to draw."
+NO_TIMELINE = "No GPU work traced in this profile, so there is no timeline to draw."
 NO_KERNELS = "No kernels in this profile."
 NO_RANGES = "No NVTX ranges: the profile was captured without -t nvtx, or the program has no NVTX annotations."
 NO_KERNELS_IN_RANGES = "No kernel was launched inside an NVTX range."
@@ -84,9 +84,17 @@ def cards(facts: dict, gpus: pl.DataFrame, stats: pl.DataFrame | None, its, gaps
             rows.append(("GPU busy", "—", text))
         else:
             rows.append(("GPU busy", f"{busy:.1f}%", "whole profile: of the GPUs' active span"))
-    else:
-        rows.append(("GPUs", "none used", None))
+    else:  # an export without GPU activity does not show that the GPU was unused: say what it holds
+        rows.append(("GPUs", "none traced", untraced(one("span_from") or "")))
     return pl.DataFrame(rows, schema=CARDS_SCHEMA, orient="row")
+
+
+def untraced(span_from: str) -> str:
+    """Why a profile without any GPU op (kernel, copy or memset) shows no GPU, from the timed sources it holds
+    (profile_facts span_from)."""
+    if "CUDA API calls" in span_from:  # CUDA was traced; its GPU activity is not in the file
+        return "the export holds CUDA API calls but no GPU activity (no kernel, copy or memset recorded)"
+    return "the export holds no CUDA trace (captured without -t cuda, or the program used no GPU)"
 
 
 def _step_cards(stats: pl.DataFrame | None, its, gaps) -> list[tuple]:
@@ -156,10 +164,15 @@ def timeline_gaps(g: pl.DataFrame, drawn: list[int] | None, win: tuple[int, int]
 
 
 def shown(its: pl.DataFrame, win: tuple[int, int], gpus: pl.DataFrame) -> str:
-    """What part of the GPUs' active span the timeline shows."""
-    active = gpus["active_ns"].max() / 1e9
+    """What stretch the timeline shows, beside the GPUs' active span (first to last GPU op): the iterations' window
+    may be the longer of the two (a first iteration's CPU work before any GPU op), so it is not said to be a part
+    of that span."""
+    active, shown_s = gpus["active_ns"].max() / 1e9, (win[1] - win[0]) / 1e9
+    if shown_s < active:
+        return f"Shown: the {its.height} iterations ({shown_s:.3f} s of the GPU's {active:.3f} s active span)."
     return (
-        f"Shown: the {its.height} iterations ({(win[1] - win[0]) / 1e9:.3f} s of the GPU's {active:.3f} s active span)."
+        f"Shown: the {its.height} iterations, {shown_s:.3f} s (the GPU's active span, first to last GPU op, is "
+        f"{active:.3f} s)."
     )
 
 

@@ -59,10 +59,15 @@ def _skew_line(inst, by_rank) -> str:
     top = by_rank.row(0, named=True)
     return (
         f"skew: {inst.height} collective instances matched across ranks (the k-th call of each communicator), "
-        f"median start skew {inst['skew_ns'].median() / 1e3:.4g} us, max {inst['skew_ns'].max() / 1e3:.4g} us; "
+        f"median start skew {_dur(inst['skew_ns'].median())}, max {_dur(inst['skew_ns'].max())}; "
         f"rank {top['rank']} arrived last at {top['last_arrivals']} of them, holding the others "
         f"{top['held_others_ns'] / 1e6:.4g} ms in all ({_CLOCKS[inst['clock'][0]]})\n"
     )
+
+
+def _dur(ns: float) -> str:
+    """A skew as people read it: ms with two decimals from a millisecond, else us (never 3.566e+04 us)."""
+    return f"{ns / 1e6:,.2f} ms" if ns >= 1e6 else f"{ns / 1e3:,.1f} us"
 
 
 # how arrivals were compared (nsysql.analyses.collectives.skew)

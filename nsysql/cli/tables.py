@@ -198,7 +198,7 @@ def _ranks_result(files, dask, workers):
     click.echo(f"nsysql: {r.files.height} ranks; {r.numbering}", err=True)
     click.echo(f"nsysql: straggler rule: {r.rule}", err=True)
     return {
-        "files": r.files.select("rank", "path", "rank_source"),
+        "files": r.files.select("rank", "path", "rank_source", *(["problem"] if "problem" in r.files.columns else [])),
         "per rank": r.per_rank(),
         "stragglers": r.findings().select("rank", "sentence"),
         "straggler evidence": r.stragglers(),

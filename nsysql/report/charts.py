@@ -10,6 +10,7 @@ import polars as pl
 from plotly.subplots import make_subplots
 
 from ..render import distinct
+from .markdown import top_kernels
 
 FONT = "Inter, -apple-system, Segoe UI, Helvetica, Arial, sans-serif"
 # Fixed colours: the causes that are not a range, the parts of an iteration (PARTS) and tensor-core use
@@ -394,7 +395,7 @@ def kernels_chart(k: pl.DataFrame, top: int = 15) -> go.Figure:
             hovertemplate="%{customdata[0]}<br>%{x:.2f} ms in %{customdata[1]} launches (%{customdata[2]:.1f}%)<extra></extra>",
         )
     )
-    _layout(fig, f"Top {k.height} kernels by total GPU time", height=max(260, 90 + 30 * k.height))
+    _layout(fig, f"{top_kernels(k.height)} by total GPU time", height=max(260, 90 + 30 * k.height))
     fig.update_layout(margin=dict(l=330, r=50))
     fig.update_yaxes(
         automargin=False,

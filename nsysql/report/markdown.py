@@ -31,9 +31,12 @@ def snippet(prof, top: int = 10, chart: str | None = None) -> str:
     value = lambda key, default=None: facts.get(key, (None, default))[1]  # noqa: E731
     gpus = s["gpus"]
     out = [f"#### nsysql: {code(prof.path.name, NAME_MAX)}", ""]
-    if value("fix_first"):  # the finding that would give back most time per iteration leads
-        out += [f"{bold(facts['fix_first'][0].capitalize())}: {code(str(value('fix_first')), VALUE_MAX)}", ""]
-    out += _findings(s["findings"]) + ["**Profile**", ""]
+    lead = None  # the summary's first line: the finding to fix first, else why none is (under **Findings**)
+    if value("fix_first") and facts["fix_first"][0] == "fix first":
+        out += [f"{bold('Fix first')}: {code(str(value('fix_first')), VALUE_MAX)}", ""]
+    elif value("fix_first"):
+        lead = code(str(value("fix_first")), VALUE_MAX)
+    out += _findings(s["findings"], lead) + ["**Profile**", ""]
     if value("step"):  # the headline first
         out.append(f"- **steady-state step**: {code(str(value('step')), VALUE_MAX)}")
     line = f"- **nsys** {code(str(value('nsys_version', 'unknown')), NAME_MAX)} · **span** {value('span', '?')}"
@@ -49,9 +52,10 @@ def snippet(prof, top: int = 10, chart: str | None = None) -> str:
     out.append("")
     k = s["kernels"]
     if k.height:
-        out += [f"**Top {k.height} kernels**", ""]
+        title = top_kernels(k.height)
+        out += [f"**{title}**", ""]
         if chart:  # nsysql's own file name, beside the snippet: a link no export's text reaches
-            out += [f"![Top {k.height} kernels by total GPU time]({chart})", ""]
+            out += [f"![{title} by total GPU time]({chart})", ""]
         out += [
             md_table(
                 k.select(
@@ -83,12 +87,18 @@ def snippet(prof, top: int = 10, chart: str | None = None) -> str:
     return _lines(out)
 
 
-def _findings(f: pl.DataFrame) -> list[str]:
-    """The findings as a list, each with the time it would give back, before the facts they rest on."""
+def top_kernels(n: int) -> str:
+    """The title of a table or chart of the `n` kernels with most GPU time: `Top 10 kernels`, `Top kernel`."""
+    return f"Top {n} kernels" if n != 1 else "Top kernel"
+
+
+def _findings(f: pl.DataFrame, lead: str | None = None) -> list[str]:
+    """The findings as a list, each with the time it would give back, before the facts they rest on; `lead`, the
+    summary's line on how they rank (none worth fixing first, no loop to rank them by), above them."""
     rows = [
         f"- {bold(r['finding'])}{_headroom(r)}: {code(str(r['evidence']), VALUE_MAX)}" for r in f.iter_rows(named=True)
     ]
-    return ["**Findings**", "", *(rows or ["- none"]), ""]
+    return ["**Findings**", "", *([lead, ""] if lead else []), *(rows or ["- none"]), ""]
 
 
 def _headroom(r: dict) -> str:

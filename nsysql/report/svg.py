@@ -8,6 +8,7 @@ from html import escape
 import polars as pl
 
 from ..render import distinct
+from .markdown import top_kernels
 
 
 def kernels_svg(k: pl.DataFrame, width: int = 1000) -> str:
@@ -22,7 +23,7 @@ def kernels_svg(k: pl.DataFrame, width: int = 1000) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
         f'<rect width="{width}" height="{height}" fill="white"/>',
-        f'<text x="10" y="24" font-size="16">Top {len(rows)} kernels by total GPU time</text>',
+        f'<text x="10" y="24" font-size="16">{top_kernels(len(rows))} by total GPU time</text>',
     ]
     labels = distinct([r[0] for r in rows], 48)  # unique where cut names would read the same
     for i, (name, total, count, pct) in enumerate(rows):

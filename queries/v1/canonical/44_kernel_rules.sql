@@ -42,12 +42,23 @@ FROM (VALUES
   (30, '(conv(olution|olve|_?[123]d|_depthwise|_transpose)|fprop|dgrad|wgrad|cudnn.*winograd)'
        || '.*(hmma|imma|wgmma|gmma|tensorop|tensor[0-9]+x[0-9]+x[0-9]+|tf32|(^|_)[hsi](884|1688|16816|16832|8816))'
        || '|(hmma|imma|wgmma|gmma|tensorop|tensor[0-9]+x[0-9]+x[0-9]+|tf32|(^|_)[hsi](884|1688|16816|16832|8816))'
-       || '.*(conv(olution|olve|_?[123]d)|fprop|dgrad|wgrad)', 'conv', 'yes',
-       'convolution with a tensor-core instruction token (xmma fprop/dgrad/wgrad tensor16x8x16, s884cudnn)'),
-  (31, 'scudnn|convolve_sgemm|winograd|im2col|col2im|conv_depthwise|slow_conv|fft2d_[rc]2[rc]|flip_filter',
+       || '.*(conv(olution|olve|_?[123]d)|fprop|dgrad|wgrad)'
+       -- cuDNN's pre-Ampere tensor-core convolutions name the MMA shape, then cudnn: volta_h884cudnn_*, turing_fp16_s1688cudnn_*
+       || '|(^|_)[hsi](884|1688|16816|16832|8816)cudnn', 'conv', 'yes',
+       'convolution with a tensor-core instruction token (xmma fprop/dgrad/wgrad tensor16x8x16, volta_h884cudnn, '
+       || 'turing_fp16_s1688cudnn)'),
+  (31, 'scudnn|convolve_sgemm|winograd|im2col|col2im|conv_depthwise|slow_conv|fft2d_[rc]2[rc]|flip_filter'
+       -- a convolution whose name gives a CUDA-core instruction: xmma's FFMA kernels (sm80_xmma_fprop_..._ffma_)
+       || '|(conv(olution|olve|_?[123]d)|fprop|dgrad|wgrad).*(ffma|simt)|(ffma|simt).*(conv(olution|olve|_?[123]d)'
+       || '|fprop|dgrad|wgrad)',
        'conv', 'no', 'convolution on CUDA cores: cuDNN fp32 SIMT kernels (scudnn, implicit/explicit_convolve_sgemm),'
-       || ' Winograd and FFT transforms, im2col, PyTorch''s own depthwise and slow convolutions'),
-  (32, 'conv(olution|olve|_?[123]d|_depthwise|_transpose)|fprop|dgrad|wgrad', 'conv', 'unknown',
+       || ' xmma fprop/dgrad/wgrad with ffma, Winograd and FFT transforms, im2col, PyTorch''s own depthwise and slow'
+       || ' convolutions'),
+  -- as for matrix products (rule 50): xmma convolutions of 16- or 8-bit inputs exist only on tensor cores; Hopper's
+  -- (sm90_xmma_dgrad_..._bf16bf16_..._warpgroupsize) name no instruction token
+  (32, 'xmma_(fprop|dgrad|wgrad)_[a-z_]*(bf16|f16|e4m3|e5m2|i8|s8)', 'conv', 'yes',
+       'cuDNN xmma convolutions of 16- or 8-bit inputs (sm90_xmma_dgrad_implicit_gemm_bf16bf16_*)'),
+  (33, 'conv(olution|olve|_?[123]d|_depthwise|_transpose)|fprop|dgrad|wgrad', 'conv', 'unknown',
        'convolution whose name has no instruction token'),
   -- generated code: the prefix says the kind of fusion, never the instructions
   (35, '^triton_(tem|.*_mm|.*bmm)', 'gemm', 'unknown', 'Triton template matmul (Inductor mm/bmm templates)'),
@@ -59,9 +70,9 @@ FROM (VALUES
        'nvFuser reduction or normalization fusion'),
   (41, 'nvfuser', 'other', 'unknown', 'other nvFuser kernel'),
   -- matrix products: a tensor-core token decides yes before anything else
-  (50, 'hmma|imma|wgmma|gmma|tensorop|tensor[0-9]+x[0-9]+x[0-9]+|tf32|(^|_)[hsi](884|1688|16816|16832|8816)|nvjet'
-       || '|xmma_gemm_(bf16|f16|e4m3|e5m2|i8|s8)', 'gemm', 'yes', 'tensor-core instruction or kernel family: '
-       || 'HMMA/IMMA/WGMMA, CUTLASS TensorOp, xmma tensorMxNxK, cuBLAS h884/s1688/s16816/i8816 shapes, tf32, '
+  (50, 'hmma|imma|wgmma|gmma|wmma|tensorop|tensor[0-9]+x[0-9]+x[0-9]+|tf32|(^|_)[hsi](884|1688|16816|16832|8816)'
+       || '|nvjet|xmma_gemm_(bf16|f16|e4m3|e5m2|i8|s8)', 'gemm', 'yes', 'tensor-core instruction or kernel family: '
+       || 'HMMA/IMMA/WGMMA, CUDA''s WMMA API, CUTLASS TensorOp, xmma tensorMxNxK, cuBLAS h884/s1688/s16816/i8816 shapes, tf32, '
        || 'cuBLAS nvjet (Hopper and later), cuBLAS xmma GEMMs of 16- or 8-bit inputs'),
   (51, 'ffma|simt|sgemm|cgemm|zgemm|gemmsn|gemv|gemmk1', 'gemm', 'no',
        'matrix product on CUDA cores: FFMA xmma kernels, CUTLASS simt, SIMT s/c/zgemm, gemv'),

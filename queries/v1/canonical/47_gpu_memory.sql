@@ -33,8 +33,12 @@ SELECT
   m.address,
   -- bytes allocated or freed (always positive)
   m.bytes,
-  -- +bytes for an allocation, -bytes for a free: the running sum per process and device is the memory held
-  CASE m.memoryOperationType WHEN 0 THEN m.bytes WHEN 1 THEN -m.bytes ELSE 0 END AS delta_bytes,
+  -- +bytes for an allocation, -bytes for a free: the running sum per process and device is the memory held on
+  -- the device. 0 for host memory (kinds `Pinned`, `Pageable`: cudaHostAlloc, cudaMallocHost), which CUDA reports
+  -- with the device of its context but which takes none of the device's memory
+  CASE WHEN k.label IN ('Pinned', 'Pageable') THEN 0
+       ELSE CASE m.memoryOperationType WHEN 0 THEN m.bytes WHEN 1 THEN -m.bytes ELSE 0 END
+  END AS delta_bytes,
   -- memory kind (ENUM_CUDA_MEM_KIND's label, e.g. `Device`, `Device Static`, `Managed`); NULL when unknown
   k.label AS memory_kind,
   -- the variable's name where CUDA knows it (static device variables), else NULL
