@@ -67,3 +67,26 @@ def test_a_tiny_headroom_is_not_fix_first(tmp_path):
         f"none worth fixing first: the largest, {f['finding'][0]}, gives back {f['headroom_ms'][0]:,.3f} ms"
         in (first["value"])
     )
+
+
+def test_outliers_slow_in_another_range_are_named_apart():
+    """loop_before: by construction steps 9, 19 and 29 sleep in `batch_to_device`; the detector also flags a
+    step that is slow for another reason. The finding averaged them all and put the whole extra time in
+    `batch_to_device`; it now says that of the steps it holds for and names each other one with the child range
+    where its own extra time grew most (computed here from the iterations' columns)."""
+    path = fixture("loop_before")
+    its = loaded(str(path)).iterations().filter(~pl.col("warmup"))
+    slow, typical = its.filter(pl.col("outlier")), its.filter(~pl.col("outlier"))
+    phases = [c[: -len(" cpu_ns")] for c in its.columns if c.endswith(" cpu_ns")]
+    top = {}
+    for row in slow.iter_rows(named=True):
+        grew = {p: (row[f"{p} cpu_ns"] or 0) - typical[f"{p} cpu_ns"].fill_null(0).mean() for p in phases}
+        top[row["iteration"]] = max(grew, key=grew.get)
+    assert {i for i, p in top.items() if p == "batch_to_device"} >= {9, 19, 29}
+    others = {i: p for i, p in top.items() if p != "batch_to_device"}
+    assert others  # the step slow for another reason
+    text = _slow(path)
+    mine = ", ".join(str(i) for i in sorted(i for i, p in top.items() if p == "batch_to_device"))
+    assert "is in `batch_to_device` (+" in text and f"on the CPU) for iterations {mine}; " in text, text
+    for i, p in others.items():
+        assert f"that of {i} is in `{p}`" in text, text

@@ -95,8 +95,10 @@ def _dur(ns) -> str:
 def slow_phase(its: pl.DataFrame | None, share: float = 0.5) -> str:
     """Where the outlier steps' extra time is, as a clause for the slow-iteration finding: the child range whose
     CPU time grows most from the typical steady-state step to an outlier, when it holds at least `share` of the
-    outliers' extra wall time; else that no child range does. Said only for steps timed on the CPU (the phases are
-    CPU times) and with child ranges to compare; empty otherwise."""
+    outliers' extra wall time; else that no child range does. Where the outliers do not agree (each one's own
+    growth, against its own extra time), the range is said of those it holds for and the others are named apart.
+    Said only for steps timed on the CPU (the phases are CPU times) and with child ranges to compare; empty
+    otherwise."""
     if its is None or not its.height or "outlier" not in its.columns:
         return ""
     steady = its.filter(~pl.col("warmup"))
@@ -109,18 +111,48 @@ def slow_phase(its: pl.DataFrame | None, share: float = 0.5) -> str:
     extra = slow["wall_ns"].mean() - typical["wall_ns"].mean()
     if not extra or extra <= 0:
         return ""
-    growth = sorted(
-        ((slow[f"{p} cpu_ns"].fill_null(0).mean() - typical[f"{p} cpu_ns"].fill_null(0).mean(), p) for p in phases),
-        reverse=True,
-    )
-    grew, phase = growth[0]
+    grew, phase = _top_growth(slow, typical, phases)
+    apart = _apart(slow, typical, phases, phase, share)
     if grew >= share * extra:
-        return f"; their extra {_dur(extra)} a step is in `{phase}` (+{_dur(grew)} on the CPU)"
+        where = f"`{phase}` (+{_dur(grew)} on the CPU)"
+        return f"; their extra {_dur(extra)} a step is in {where}" + (
+            f" for iterations {_list(apart[0])}; {apart[1]}" if apart else ""
+        )
     names = ", ".join(f"`{p}`" for p in phases[:4]) + (", ..." if len(phases) > 4 else "")
     return (
         f"; their extra {_dur(extra)} a step is in none of the step's child ranges ({names}; the most: `{phase}`, "
         f"{'+' if grew >= 0 else ''}{_dur(grew)}): it is spent in the step range itself, outside its children"
     )
+
+
+def _top_growth(slow: pl.DataFrame, typical: pl.DataFrame, phases: list[str]) -> tuple[float, str]:
+    """The child range whose mean CPU time grows most from the typical steps to `slow`, with that growth."""
+    return max(
+        (slow[f"{p} cpu_ns"].fill_null(0).mean() - typical[f"{p} cpu_ns"].fill_null(0).mean(), p) for p in phases
+    )
+
+
+def _apart(slow, typical, phases, phase: str, share: float) -> tuple[list[int], str] | None:
+    """Where the outliers' own extra time lies, when `phase` does not hold it for every one: (the iterations it
+    holds for, a clause naming the others with their own range or none), or None when it holds for all."""
+    mine: list[int] = []
+    other: dict[str, list[int]] = {}
+    for row in slow.iter_rows(named=True):
+        one = slow.filter(pl.col("iteration") == row["iteration"])
+        grew, top = _top_growth(one, typical, phases)
+        own = row["wall_ns"] - typical["wall_ns"].mean()
+        if top == phase and grew >= share * own:
+            mine.append(row["iteration"])
+        else:
+            key = f"`{top}`" if own > 0 and grew >= share * own else "none of the child ranges"
+            other.setdefault(key, []).append(row["iteration"])
+    if not other or not mine:
+        return None
+    return mine, "; ".join(f"that of {_list(its)} is in {where}" for where, its in other.items())
+
+
+def _list(iterations: list[int]) -> str:
+    return ", ".join(str(i) for i in sorted(iterations))
 
 
 def tables(con, empty_queue_ns: int = EMPTY_QUEUE_NS) -> dict[str, pl.DataFrame]:
