@@ -1,0 +1,113 @@
+"""Audit of what the GPU metrics are said to prove: SMs Active and Tensor Active are device-wide samples, so a
+sample judges a kernel's tensor-core use only where that kernel ran alone on its device
+(queries/v1/canonical/49_kernel_tensor_use.sql). Known answers: fixtures/hw_mix's raw GPU_METRICS and kernel rows,
+read here with sqlite3, and crafted copies of it."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import polars as pl
+import pytest
+from conftest import craft, fixture, loaded
+
+HW_MIX = fixture("hw_mix")
+FFMA = "%f32f32_f32f32_f32%ffma%"  # cuBLAS's SIMT float32 GEMM: no tensor cores (TF32 off, COMMAND.md)
+NVJET = "nvjet_%"  # cuBLAS's bfloat16 GEMM on Hopper: tensor cores
+
+
+def _metric_id(con: sqlite3.Connection, name: str) -> int:
+    return con.execute("SELECT metricId FROM TARGET_INFO_GPU_METRICS WHERE metricName = ?", (name,)).fetchone()[0]
+
+
+def _alone_means(path) -> dict[str, tuple[float, float]]:
+    """Kernel name -> (Tensor Active, SMs Active) time-weighted over the sampling periods during which only
+    kernels of that name ran on device 0 (no other kernel, no memset), from the export's raw rows."""
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    tensor, sm = _metric_id(con, "Tensor Active [Throughput %]"), _metric_id(con, "SMs Active [Throughput %]")
+    rows = con.execute(
+        "SELECT timestamp, metricId, value FROM GPU_METRICS WHERE timestamp >= 0 AND metricId IN (?, ?)", (tensor, sm)
+    ).fetchall()
+    values: dict[int, dict[int, float]] = {}
+    for t, m, v in rows:
+        values.setdefault(t, {})[m] = v
+    times = sorted(values)
+    ops = con.execute(
+        "SELECT k.start, k.end, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName "
+        "UNION ALL SELECT start, end, '[memset]' FROM CUPTI_ACTIVITY_KIND_MEMSET ORDER BY 1"
+    ).fetchall()
+    con.close()
+    acc: dict[str, list[float]] = {}
+    j = 0
+    for t0, t1 in zip(times, times[1:], strict=False):
+        while j < len(ops) and ops[j][1] <= t0:  # ops are few and short: a moving lower bound is enough here
+            j += 1
+        inside = [(a, b, n) for a, b, n in ops[max(0, j - 50) :] if a < t1 and b > t0]
+        names = {n for *_, n in inside}
+        if len(names) != 1:
+            continue
+        w = min(t1 - t0, sum(min(b, t1) - max(a, t0) for a, b, _ in inside))
+        a = acc.setdefault(names.pop(), [0.0, 0.0, 0.0])
+        a[0] += w
+        a[1] += values[t0][tensor] * w
+        a[2] += values[t0][sm] * w
+    return {n: (t / w, s / w) for n, (w, t, s) in acc.items()}
+
+
+def test_tensor_use_is_judged_from_samples_where_the_kernel_ran_alone():
+    """The values kernel_tensor_use states are those of the samples the kernel had the device to itself,
+    recomputed here from the raw rows."""
+    prof = loaded(str(HW_MIX))
+    want = _alone_means(HW_MIX)
+    got = prof.sql(
+        "SELECT s.value AS name, tensor_active_pct, sm_active_pct, measured "
+        "FROM kernel_tensor_use u JOIN strings s ON s.id = u.name_id"
+    )
+    assert got.height == 2
+    for name, tensor, sm, measured in got.iter_rows():
+        assert tensor == pytest.approx(want[name][0], rel=1e-9)
+        assert sm == pytest.approx(want[name][1], rel=1e-9)
+        assert measured == ("yes" if name.startswith("nvjet_") else "no")
+
+
+def _concurrent_bf16(tmp_path):
+    """hw_mix with a bfloat16 GEMM (the nvjet kernel's name) on another stream across every float32 GEMM's
+    execution, and Tensor Active raised to 60% while it runs: what a concurrent tensor-core kernel shows."""
+    con = sqlite3.connect(f"file:{HW_MIX}?mode=ro", uri=True)
+    nvjet = con.execute("SELECT id FROM StringIds WHERE value LIKE ?", (NVJET,)).fetchone()[0]
+    a, b = con.execute(
+        "SELECT min(k.start), max(k.end) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName "
+        "WHERE s.value LIKE ?",
+        (FFMA,),
+    ).fetchone()
+    tensor = _metric_id(con, "Tensor Active [Throughput %]")
+    con.close()
+    return craft(
+        tmp_path / "concurrent.sqlite",
+        (
+            "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId, correlationId, "
+            "globalPid, demangledName, shortName, mangledName, registersPerThread, gridX, gridY, gridZ, blockX, "
+            "blockY, blockZ, staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId) "
+            "SELECT ?, ?, deviceId, contextId, streamId + 1000, NULL, globalPid, demangledName, shortName, "
+            "mangledName, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, staticSharedMemory, "
+            "dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId + 1000000 "
+            "FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE demangledName = ? LIMIT 1",
+            (a, b, nvjet),
+        ),
+        ("UPDATE GPU_METRICS SET value = 60 WHERE metricId = ? AND timestamp BETWEEN ? AND ?", (tensor, a, b)),
+        source="hw_mix",
+    )
+
+
+def test_a_concurrent_tensor_core_kernel_does_not_judge_its_neighbour(tmp_path):
+    """Every sample during the float32 GEMMs now also covers a bfloat16 GEMM on another stream: they say nothing
+    of the float32 kernel alone, which the name judges again (CUDA-core `ffma`), never `yes` by the metrics."""
+    prof = loaded(str(_concurrent_bf16(tmp_path)))
+    gemm = prof.kernels().filter(pl.col("category") == "gemm")
+    ffma = gemm.filter(pl.col("name").str.contains("ffma"))
+    assert ffma.height == 1
+    assert ffma["tensor_cores"][0] != "yes"
+    measured = prof.sql(
+        f"SELECT measured FROM kernel_tensor_use u JOIN strings s ON s.id = u.name_id WHERE s.value LIKE '{FFMA}'"
+    )
+    assert measured.height == 0
