@@ -111,3 +111,10 @@ def test_a_concurrent_tensor_core_kernel_does_not_judge_its_neighbour(tmp_path):
         f"SELECT measured FROM kernel_tensor_use u JOIN strings s ON s.id = u.name_id WHERE s.value LIKE '{FFMA}'"
     )
     assert measured.height == 0
+    f = prof.findings().filter(pl.col("finding") == "matrix math without tensor cores")
+    assert f.height == 1 and "CUDA cores by name;" in f["evidence"][0]
+
+
+def test_the_finding_names_the_samples_it_rests_on():
+    f = loaded(str(HW_MIX)).findings().filter(pl.col("finding") == "matrix math without tensor cores")
+    assert f.height == 1 and "by GPU metrics" in f["evidence"][0] and "ran alone on their GPU" in f["evidence"][0]

@@ -360,7 +360,10 @@ def _facts(con, read: dict) -> _advice.Facts:
 def _tc_evidence(rows: pl.DataFrame) -> str:
     """How the tensor-core verdict of these kernels_by_category rows was reached (their `evidence`)."""
     kinds = set("+".join(rows["evidence"].to_list()).split("+")) if "evidence" in rows.columns else {"name"}
-    by_metrics = "by GPU metrics (Tensor Active under 1% while SMs Active was 50% or more during them)"
+    by_metrics = (
+        "by GPU metrics (Tensor Active under 1% while SMs Active was 50% or more, in the samples taken while "
+        "they ran alone on their GPU)"
+    )
     if kinds == {"metrics"}:
         return by_metrics
     if "metrics" in kinds:
