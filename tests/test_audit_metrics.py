@@ -118,3 +118,26 @@ def test_a_concurrent_tensor_core_kernel_does_not_judge_its_neighbour(tmp_path):
 def test_the_finding_names_the_samples_it_rests_on():
     f = loaded(str(HW_MIX)).findings().filter(pl.col("finding") == "matrix math without tensor cores")
     assert f.height == 1 and "by GPU metrics" in f["evidence"][0] and "ran alone on their GPU" in f["evidence"][0]
+
+
+def test_turing_counter_never_proves_tensor_cores(tmp_path):
+    """Turing samples `Tensor Active / FP16 Active`: half-precision math off the tensor cores reads high too, so
+    a high value leaves the verdict to the name; under 1% (with the SMs busy) it still says `no`."""
+    path = craft(
+        tmp_path / "turing.sqlite",
+        "UPDATE TARGET_INFO_GPU_METRICS SET metricName = 'Tensor Active / FP16 Active [Throughput %]' "
+        "WHERE metricName = 'Tensor Active [Throughput %]'",
+        source="hw_mix",
+    )
+    prof = loaded(str(path))
+    got = dict(
+        prof.sql(
+            "SELECT CASE WHEN s.value LIKE 'nvjet_%' THEN 'bf16' ELSE 'fp32' END, measured "
+            "FROM kernel_tensor_use u JOIN strings s ON s.id = u.name_id"
+        ).rows()
+    )
+    assert got == {"bf16": None, "fp32": "no"}
+    evidence = dict(
+        prof.kernels(by="category").filter(pl.col("category") == "gemm").select("tensor_cores", "evidence").rows()
+    )
+    assert evidence == {"yes": "name", "no": "metrics"}
