@@ -5,11 +5,16 @@ read here with sqlite3, and crafted copies of it."""
 
 from __future__ import annotations
 
+import csv
+import io
 import sqlite3
 
 import polars as pl
 import pytest
+from click.testing import CliRunner
 from conftest import craft, fixture, loaded
+
+from nsysql.cli import main
 
 HW_MIX = fixture("hw_mix")
 FFMA = "%f32f32_f32f32_f32%ffma%"  # cuBLAS's SIMT float32 GEMM: no tensor cores (TF32 off, COMMAND.md)
@@ -141,3 +146,38 @@ def test_turing_counter_never_proves_tensor_cores(tmp_path):
         prof.kernels(by="category").filter(pl.col("category") == "gemm").select("tensor_cores", "evidence").rows()
     )
     assert evidence == {"yes": "name", "no": "metrics"}
+
+
+HW_ALT = fixture("hw_alt")
+
+
+def _csv(args: list[str]) -> tuple[int, str, str]:
+    r = CliRunner().invoke(main, ["metrics", "--format", "csv", *args])
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_by_range_keeps_only_the_ranges_named():
+    """`--range` selects the ranges `--by range` lists (it was ignored: every range was listed), with the values
+    they have in the whole list."""
+    code, out, _ = _csv(["--by", "range", "--range", "fp32", str(HW_ALT)])
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert rows and {r["range"] for r in rows} == {"fp32 matmul"}
+    every = {
+        (r["range"], r["metric"], r["unit"]): r["mean"]
+        for r in csv.DictReader(io.StringIO(_csv(["--by", "range", str(HW_ALT)])[1]))
+    }
+    assert all(every[(r["range"], r["metric"], r["unit"])] == r["mean"] for r in rows)
+
+
+def test_range_without_a_grouping_is_refused():
+    code, out, err = _csv(["--range", "fp32", str(HW_ALT)])
+    assert code != 0 and not out and len(err.strip().splitlines()) == 1 and "range" in err
+
+
+def test_by_range_without_ranges_says_so(tmp_path):
+    """An export with GPU metrics and no NVTX: `--by range` says there are no ranges, not `no metrics`."""
+    path = craft(tmp_path / "no_nvtx.sqlite", "DELETE FROM NVTX_EVENTS", source="hw_alt")
+    code, out, err = _csv(["--by", "range", str(path)])
+    assert code != 0 and not out.strip()
+    assert len(err.strip().splitlines()) == 1 and "no NVTX ranges" in err

@@ -30,10 +30,16 @@ def has_metrics(con) -> bool:
 
 
 def gpu_metrics(
-    con, by: str | None = None, windows=None, pid: int | None = None, attribution: str = DEFAULT_ATTRIBUTION
+    con,
+    by: str | None = None,
+    windows=None,
+    pid: int | None = None,
+    attribution: str = DEFAULT_ATTRIBUTION,
+    names: list[str] | None = None,
 ) -> pl.DataFrame:
     """Per device and metric over the capture; by="iteration" (`windows`: iterations.Windows of process `pid`)
-    or by="range": the time-weighted mean per instance's GPU-projected window."""
+    or by="range" (`names`: the ranges kept, None for all): the time-weighted mean per instance's GPU-projected
+    window. An empty answer per iteration or range is said in one line (NsysqlError): the export has metrics."""
     if by is not None and by not in GROUPINGS:
         raise NsysqlError(f"`by` must be one of {', '.join(GROUPINGS)}, not {by!r}", option="by")
     if not has_metrics(con):
@@ -41,8 +47,16 @@ def gpu_metrics(
     if by is None:
         return run(con, "gpu_metrics")
     if by == "range":
-        return run(con, "range_metrics", attribution=check_attribution(attribution))
-    return windows.run("iteration_metrics", pid=pid, metrics=None)
+        got = run(con, "range_metrics", attribution=check_attribution(attribution), names=names)
+        if not got.height and not run(con, "range_names").height:
+            raise NsysqlError("no NVTX ranges in this profile, so no range has GPU metrics (profile with -t nvtx)")
+        if not got.height:
+            raise NsysqlError(f"no {'selected ' if names else ''}NVTX range launched GPU work that the metrics sampled")
+        return got
+    got = windows.run("iteration_metrics", pid=pid, metrics=None)
+    if not got.height:
+        raise NsysqlError("no iteration launched GPU work that the metrics sampled")
+    return got
 
 
 def activity(windows, pid: int, device_id: int | None) -> pl.DataFrame | None:
