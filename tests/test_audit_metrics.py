@@ -181,3 +181,75 @@ def test_by_range_without_ranges_says_so(tmp_path):
     code, out, err = _csv(["--by", "range", str(path)])
     assert code != 0 and not out.strip()
     assert len(err.strip().splitlines()) == 1 and "no NVTX ranges" in err
+
+
+def _means_per_batch(path, metric: str) -> dict[int, float]:
+    """`metric` per `Batch<i>` iteration from the raw rows: time-weighted over the GPU-projected window of the
+    ops launched from the iteration's start to the next one's, each sample describing its sampling period: up to
+    the next sample, or one nominal period (the median spacing of the samples) where samples are missing after
+    it (and for the last)."""
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    mid = _metric_id(con, metric)
+    samples = con.execute(
+        "SELECT timestamp, value FROM GPU_METRICS WHERE metricId = ? AND timestamp >= 0 ORDER BY 1", (mid,)
+    ).fetchall()
+    batches = con.execute(
+        "SELECT n.start FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId "
+        "WHERE coalesce(n.text, s.value) LIKE 'Batch%' ORDER BY n.start"
+    ).fetchall()
+    ops = con.execute(
+        "SELECT r.start, k.start, k.end FROM (SELECT correlationId, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL "
+        "UNION ALL SELECT correlationId, start, end FROM CUPTI_ACTIVITY_KIND_MEMSET) k "
+        "JOIN CUPTI_ACTIVITY_KIND_RUNTIME r USING (correlationId)"
+    ).fetchall()
+    con.close()
+    ts = [t for t, _ in samples]
+    spacing = sorted(b - a for a, b in zip(ts, ts[1:], strict=False))
+    period = spacing[len(spacing) // 2]
+    out = {}
+    for i, (a,) in enumerate(batches):
+        nxt = batches[i + 1][0] if i + 1 < len(batches) else 1 << 62
+        mine = [(s, e) for api, s, e in ops if a <= api < nxt]
+        wa, wb = min(s for s, _ in mine), max(e for _, e in mine)
+        num = den = 0
+        for k, (t0, v) in enumerate(samples):
+            # the next sample, unless more than half a period late: then samples are missing, and this one
+            # describes one period
+            t1 = ts[k + 1] if k + 1 < len(ts) and ts[k + 1] - t0 <= 1.5 * period else t0 + period
+            w = min(t1, wb) - max(t0, wa)
+            if w > 0:
+                num, den = num + v * w, den + w
+        out[i] = num / den
+    return out
+
+
+def test_a_sample_before_missing_samples_describes_one_period(tmp_path):
+    """Samples missing for 9 ms of iteration 3's float32 GEMMs (a sampling gap, a capture paused): the sample
+    before the gap describes its own period, not the whole gap, so the iteration's Tensor Active is that of the
+    samples it has, each for its period."""
+    con = sqlite3.connect(f"file:{HW_ALT}?mode=ro", uri=True)
+    b3, b4 = (
+        r[0]
+        for r in con.execute(
+            "SELECT n.start FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId "
+            "WHERE coalesce(n.text, s.value) IN ('Batch3', 'Batch4') ORDER BY n.start"
+        )
+    )
+    a, b = con.execute(
+        "SELECT min(k.start), max(k.end) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName "
+        "WHERE s.value LIKE ? AND k.start BETWEEN ? AND ?",
+        (FFMA, b3, b4),
+    ).fetchone()
+    con.close()
+    path = craft(
+        tmp_path / "gap.sqlite",
+        ("DELETE FROM GPU_METRICS WHERE timestamp > ? AND timestamp < ?", (a + 1_000_000, b)),
+        source="hw_alt",
+    )
+    want = _means_per_batch(path, "Tensor Active [Throughput %]")
+    got = loaded(str(path)).gpu_metrics(by="iteration").filter(pl.col("metric") == "Tensor Active")
+    assert got.height == len(want)
+    for r in got.iter_rows(named=True):
+        assert r["mean"] == pytest.approx(want[r["iteration"]], rel=1e-9), r["iteration"]
+    its = loaded(str(path)).iterations()
+    assert its.filter(pl.col("iteration") == 3)["tensor_active_pct"][0] == pytest.approx(want[3], rel=1e-9)
