@@ -253,3 +253,16 @@ def test_a_sample_before_missing_samples_describes_one_period(tmp_path):
         assert r["mean"] == pytest.approx(want[r["iteration"]], rel=1e-9), r["iteration"]
     its = loaded(str(path)).iterations()
     assert its.filter(pl.col("iteration") == 3)["tensor_active_pct"][0] == pytest.approx(want[3], rel=1e-9)
+
+
+def test_no_metrics_on_a_gpu_nsys_cannot_sample_says_so(tmp_path):
+    """nsys samples GPU metrics on Turing (sm_75) and later only: on an older GPU the refusal says so, never
+    that profiling with --gpu-metrics-devices would sample them. A newer one is told how to sample them."""
+    old = craft(tmp_path / "volta.sqlite", "UPDATE TARGET_INFO_GPU SET computeMajor = 7, computeMinor = 0")
+    code, out, err = _csv([str(old)])
+    assert code != 0 and not out and len(err.strip().splitlines()) == 1
+    assert "only on Turing (sm_75) and later" in err and "sm_70" in err and "--gpu-metrics-devices" not in err
+    code, _, err = _csv([str(fixture("train_small"))])
+    assert code != 0 and "--gpu-metrics-devices" in err
+    r = CliRunner().invoke(main, ["info", "--format", "csv", str(old)])
+    assert r.exit_code == 0 and "whether kernels used tensor cores" not in r.stdout

@@ -7,7 +7,8 @@
   outside 0-100.
 - Per iteration and per NVTX range: the time-weighted mean over each instance's GPU-projected window (first to
   last GPU op launched inside it): iteration_metrics.sql, range_metrics.sql.
-- An export without samples: `NO_METRICS`, one line, raised as NsysqlError.
+- An export without samples: one line, raised as NsysqlError: how to sample them (`NO_METRICS`), or that nsys
+  cannot where every GPU that ran GPU work is older than Turing (sm_75).
 """
 
 from __future__ import annotations
@@ -25,8 +26,24 @@ NO_METRICS = (
 )
 
 
+METRICS_CC = 7.5  # nsys samples GPU metrics on Turing (sm_75) and later GPUs only
+
+
 def has_metrics(con) -> bool:
     return con.execute("SELECT EXISTS (SELECT 1 FROM gpu_metric_samples)").fetchall()[0][0]
+
+
+def no_metrics(con) -> str:
+    """Why there are no GPU metrics to show: the profile's GPUs cannot be sampled (every GPU that ran GPU work
+    states a compute capability below sm_75), else how to sample them."""
+    caps = run(con, "metrics_capabilities")["compute_capability"].to_list()
+    if caps and None not in caps and max(float(c) for c in caps) < METRICS_CC:
+        arch = ", ".join(sorted({"sm_" + c.replace(".", "") for c in caps}))
+        return (
+            f"this export has no GPU metrics, and nsys samples them only on Turing (sm_75) and later GPUs: its "
+            f"GPU work ran on {arch}"
+        )
+    return NO_METRICS
 
 
 def gpu_metrics(
@@ -43,7 +60,7 @@ def gpu_metrics(
     if by is not None and by not in GROUPINGS:
         raise NsysqlError(f"`by` must be one of {', '.join(GROUPINGS)}, not {by!r}", option="by")
     if not has_metrics(con):
-        raise NsysqlError(NO_METRICS)
+        raise NsysqlError(no_metrics(con))
     if by is None:
         return run(con, "gpu_metrics")
     if by == "range":
