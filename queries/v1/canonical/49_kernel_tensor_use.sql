@@ -16,9 +16,10 @@
 -- kernel name only where every GPU op of its device that overlaps the period is a kernel of that name (its own
 -- executions, on any stream): no other kernel, memset or whole-graph replay (whose kernels are not recorded)
 -- beside or before or after it in that period. Memory copies do not count: they run on the copy engines, not
--- on the SMs or tensor cores. A kernel never alone in a whole sampling period (shorter than it, or always
--- beside other work) has no row: the name decides. Each such sample counts for its sampling period as far as
--- it overlaps one of the kernel's executions. The rule of `measured`, only where own_share >= 0.5 (the kernel
+-- on the SMs or tensor cores. Work the export did not trace (another program on the GPU) cannot be seen, and
+-- is assumed absent, as in every device-wide reading of these counters. A kernel never alone in a whole
+-- sampling period (shorter than it, or always beside other work) has no row: the name decides. Each such
+-- sample counts for its sampling period as far as it overlaps one of the kernel's executions. The rule of `measured`, only where own_share >= 0.5 (the kernel
 -- filled at least half of those periods, the device idle the rest): `yes` when Tensor Active averages 10% or
 -- more over them; `no` when Tensor Active averages under 1% while SMs Active averages 50% or more (the SMs were
 -- busy with it, and not on tensor cores); else NULL (the name decides). Turing's counter, `Tensor Active / FP16
