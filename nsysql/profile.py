@@ -167,7 +167,7 @@ class Profile:
         """GPU metrics sampled by `nsys profile --gpu-metrics-devices=...`: per device and metric `device_id,
         metric, unit, samples, mean, min, p50, p90, max, note` over the capture (note: counters whose values do
         not fit their unit, see nsysql.analyses.metrics); by="iteration" (the loop, or `range`) or by="range"
-        (per NVTX range): the time-weighted mean over each instance's GPU-projected window."""
+        (per NVTX range, those `range` selects): the time-weighted mean over each instance's GPU-projected window."""
         return self._engine.run("gpu_metrics", by=by, range=range, attribution=attribution)
 
     def api(self, top: int | None = None) -> pl.DataFrame:

@@ -123,6 +123,13 @@ def _tensor_cores_possible(h: Holdings) -> bool:
     return not none_has_tensor_cores(h.capabilities)
 
 
+def _metrics_possible(h: Holdings) -> bool:
+    """Whether nsys could sample GPU metrics on a GPU that ran kernels: Turing (sm_75) and later only, so not
+    where every one states an older compute capability (metrics.METRICS_CC)."""
+    known = [float(c) for c in h.capabilities if c is not None]
+    return not (known and len(known) == len(h.capabilities) and max(known) < 7.5)
+
+
 @dataclass(frozen=True)
 class CaptureRule:
     key: str
@@ -164,7 +171,10 @@ CAPTURE_RULES: tuple[CaptureRule, ...] = (
         "--gpu-metrics-devices=all",
         "no GPU metrics (GPU_METRICS absent or empty)",
         lambda h: (
-            h.counts.get("kernels", 0) > 0 and not h.counts.get("GPU metrics samples", 0) and _tensor_cores_possible(h)
+            h.counts.get("kernels", 0) > 0
+            and not h.counts.get("GPU metrics samples", 0)
+            and _tensor_cores_possible(h)
+            and _metrics_possible(h)
         ),
     ),
     CaptureRule(

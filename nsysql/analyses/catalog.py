@@ -262,21 +262,26 @@ def kernels(ctx, name, top, by, per, attribution) -> pl.DataFrame:
             doc="Per iteration of the loop, or per NVTX range: the time-weighted mean over each instance's "
             "GPU-projected window (first to last GPU op launched inside it).",
         ),
-        replace(RANGE, doc="With --by iteration: the range that is one iteration (as `iterations --range`)."),
+        replace(
+            RANGE,
+            doc="With --by iteration: the range that is one iteration (as `iterations --range`); with --by range: "
+            "only ranges named PATTERN (exact name, numbered family, prefix, or regex).",
+        ),
         ATTRIBUTION,
     ),
-    needs=("iteration_range",),
+    needs=("iteration_range", "resolve_range"),
     tables=(
         "gpu_metric_samples",
         "gpu_metric_names",
         "gpu_metric_values",
         "gpu_metric_periods",
+        "devices",
         "gpu_ops",
         "nvtx_ranges",
         "op_launch",
         "op_ranges",
     ),
-    sql=("gpu_metrics", "range_metrics", "iteration_metrics"),
+    sql=("gpu_metrics", "range_metrics", "iteration_metrics", "range_names", "metrics_capabilities"),
     nsys=("recipe gpu_metric_util_sum",),
     requires=("gpu_metric_samples",),
     # the GPU ops and the NVTX nesting are read by range only, the loop found by iteration only
@@ -284,8 +289,9 @@ def kernels(ctx, name, top, by, per, attribution) -> pl.DataFrame:
         Only(
             "by",
             ("range",),
+            needs=("resolve_range",),
             tables=("gpu_metric_periods", "gpu_ops", "nvtx_ranges", "op_ranges"),
-            sql=("range_metrics",),
+            sql=("range_metrics", "range_names"),
         ),
         Only(
             "by",
@@ -297,11 +303,18 @@ def kernels(ctx, name, top, by, per, attribution) -> pl.DataFrame:
     ),
 )
 def gpu_metrics(ctx, by, range, attribution) -> pl.DataFrame:
-    """GPU metrics per device and metric, or their time-weighted mean per iteration or range."""
+    """GPU metrics per device and metric, or their time-weighted mean per iteration or range (those `range`
+    selects, with by="range")."""
     if by == "iteration":
         it = ctx.ask("iteration_range", range=range)
         return _metrics.gpu_metrics(ctx.con, by=by, windows=_iter.windows(ctx.con, it), pid=it.pid)
-    return _metrics.gpu_metrics(ctx.con, by=by, attribution=attribution)
+    if range is not None and by is None:
+        raise NsysqlError(
+            "`range` selects the ranges of `by` range or the loop of `by` iteration: without `by` it has nothing to select",
+            option=("range", "by"),
+        )
+    names = ctx.ask("resolve_range", pattern=range) if range is not None else None
+    return _metrics.gpu_metrics(ctx.con, by=by, attribution=attribution, names=names)
 
 
 @analysis(

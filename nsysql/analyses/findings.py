@@ -33,7 +33,8 @@ not data-loader bound.
   find the rank the others wait for with `nsysql ranks`).
 - `matrix math without tensor cores`: matrix kernels (category gemm or conv) that run on CUDA cores (tensor_cores
   `no`) hold >= 10% of all kernel time. Where the export has GPU metrics they judge (Tensor Active under 1% while
-  SMs Active is 50% or more during the kernel: queries/v1/canonical/49_kernel_tensor_use.sql), else the name
+  SMs Active is 50% or more in the samples taken while the kernel ran alone on its device:
+  queries/v1/canonical/49_kernel_tensor_use.sql), else the name
   does (the rules of queries/v1/canonical/44_kernel_rules.sql); the evidence says which. Kernels whose names say
   nothing (`unknown`) and that the metrics do not judge are never counted. Only where a GPU that ran kernels has
   tensor cores (sm_70 and later); the advice follows the compute capability (advice.tensor_core_advice).
@@ -359,7 +360,10 @@ def _facts(con, read: dict) -> _advice.Facts:
 def _tc_evidence(rows: pl.DataFrame) -> str:
     """How the tensor-core verdict of these kernels_by_category rows was reached (their `evidence`)."""
     kinds = set("+".join(rows["evidence"].to_list()).split("+")) if "evidence" in rows.columns else {"name"}
-    by_metrics = "by GPU metrics (Tensor Active under 1% while SMs Active was 50% or more during them)"
+    by_metrics = (
+        "by GPU metrics (Tensor Active under 1% while SMs Active was 50% or more, in the samples taken while "
+        "they ran alone on their GPU)"
+    )
     if kinds == {"metrics"}:
         return by_metrics
     if "metrics" in kinds:

@@ -7,7 +7,8 @@
   outside 0-100.
 - Per iteration and per NVTX range: the time-weighted mean over each instance's GPU-projected window (first to
   last GPU op launched inside it): iteration_metrics.sql, range_metrics.sql.
-- An export without samples: `NO_METRICS`, one line, raised as NsysqlError.
+- An export without samples: one line, raised as NsysqlError: how to sample them (`NO_METRICS`), or that nsys
+  cannot where every GPU that ran GPU work is older than Turing (sm_75).
 """
 
 from __future__ import annotations
@@ -25,24 +26,54 @@ NO_METRICS = (
 )
 
 
+METRICS_CC = 7.5  # nsys samples GPU metrics on Turing (sm_75) and later GPUs only
+
+
 def has_metrics(con) -> bool:
     return con.execute("SELECT EXISTS (SELECT 1 FROM gpu_metric_samples)").fetchall()[0][0]
 
 
+def no_metrics(con) -> str:
+    """Why there are no GPU metrics to show: the profile's GPUs cannot be sampled (every GPU that ran GPU work
+    states a compute capability below sm_75), else how to sample them."""
+    caps = run(con, "metrics_capabilities")["compute_capability"].to_list()
+    if caps and None not in caps and max(float(c) for c in caps) < METRICS_CC:
+        arch = ", ".join(sorted({"sm_" + c.replace(".", "") for c in caps}))
+        return (
+            f"this export has no GPU metrics, and nsys samples them only on Turing (sm_75) and later GPUs: its "
+            f"GPU work ran on {arch}"
+        )
+    return NO_METRICS
+
+
 def gpu_metrics(
-    con, by: str | None = None, windows=None, pid: int | None = None, attribution: str = DEFAULT_ATTRIBUTION
+    con,
+    by: str | None = None,
+    windows=None,
+    pid: int | None = None,
+    attribution: str = DEFAULT_ATTRIBUTION,
+    names: list[str] | None = None,
 ) -> pl.DataFrame:
     """Per device and metric over the capture; by="iteration" (`windows`: iterations.Windows of process `pid`)
-    or by="range": the time-weighted mean per instance's GPU-projected window."""
+    or by="range" (`names`: the ranges kept, None for all): the time-weighted mean per instance's GPU-projected
+    window. An empty answer per iteration or range is said in one line (NsysqlError): the export has metrics."""
     if by is not None and by not in GROUPINGS:
         raise NsysqlError(f"`by` must be one of {', '.join(GROUPINGS)}, not {by!r}", option="by")
     if not has_metrics(con):
-        raise NsysqlError(NO_METRICS)
+        raise NsysqlError(no_metrics(con))
     if by is None:
         return run(con, "gpu_metrics")
     if by == "range":
-        return run(con, "range_metrics", attribution=check_attribution(attribution))
-    return windows.run("iteration_metrics", pid=pid, metrics=None)
+        got = run(con, "range_metrics", attribution=check_attribution(attribution), names=names)
+        if not got.height and not run(con, "range_names").height:
+            raise NsysqlError("no NVTX ranges in this profile, so no range has GPU metrics (profile with -t nvtx)")
+        if not got.height:
+            raise NsysqlError(f"no {'selected ' if names else ''}NVTX range launched GPU work that the metrics sampled")
+        return got
+    got = windows.run("iteration_metrics", pid=pid, metrics=None)
+    if not got.height:
+        raise NsysqlError("no iteration launched GPU work that the metrics sampled")
+    return got
 
 
 def activity(windows, pid: int, device_id: int | None) -> pl.DataFrame | None:

@@ -35,8 +35,10 @@ GROUP BY ALL;
 -- from the other metrics (a tenth of the rows), so that tensor-core use (kernel_tensor_use), iterations and the
 -- report's timeline read no other metric, and aggregated once per sampling period as they are stored (half the
 -- rows of one per sample, and one window over the device's times rather than one per metric). nsys samples every metric of a device at once (gpu_metric_periods),
--- so a period's end is the device's next sampling time. Samples before the session's time origin
--- (timestamp < 0) are left out, as in gpu_metric_samples.
+-- so a period's end is the device's next sampling time, unless that comes more than half a period (the median
+-- spacing of the device's samples) late: samples are missing there, and the one before the gap describes one
+-- period (gpu_metric_periods' rule). Samples before the session's time origin (timestamp < 0) are left out, as
+-- in gpu_metric_samples.
 CREATE OR REPLACE TABLE gpu_activity_periods AS
 WITH k AS (  -- the (type, metric id)s of the names above (each name split as there)
   SELECT DISTINCT m.typeId, m.metricId, a.tensor
@@ -57,21 +59,28 @@ WITH k AS (  -- the (type, metric id)s of the names above (each name split as th
   JOIN k ON k.typeId = m.typeId AND k.metricId = m.metricId
   WHERE m.timestamp >= 0
   GROUP BY ALL
+), t AS (
+  SELECT *, lead(t0) OVER w AS next_ns, lag(t0) OVER w AS prev_ns
+  FROM s
+  WINDOW w AS (PARTITION BY device_id ORDER BY t0)
+), m AS (
+  SELECT device_id, round(median(next_ns - t0))::BIGINT AS period_ns FROM t GROUP BY device_id
 )
 SELECT
   -- CUDA device id the samples were taken on, as in gpu_metric_samples.device_id
   device_id,
   -- the sampling period the samples describe: from their timestamp (gpu_metric_samples.timestamp_ns), ns
   t0 AS t0_ns,
-  -- to the device's next sampling time, or one period on (as long as the one before) for the last; NULL for a
-  -- device sampled once, ns
-  coalesce(lead(t0) OVER w, 2 * t0 - lag(t0) OVER w) AS t1_ns,
+  -- to the device's next sampling time, or one period on where that is more than half a period late and for
+  -- the last (as long as the one before it, where that one was not late); NULL for a device sampled once, ns
+  CASE WHEN next_ns - t0 <= 1.5 * period_ns THEN next_ns
+       WHEN next_ns IS NULL AND t0 - prev_ns <= 1.5 * period_ns THEN 2 * t0 - prev_ns
+       ELSE t0 + period_ns END AS t1_ns,
   -- SMs Active (gpu_activity_names), %; NULL where it was not sampled then
   sm AS sm_active,
   -- Tensor Active (gpu_activity_names), %; NULL where it was not sampled then
   tensor AS tensor_active
-FROM s
-WINDOW w AS (PARTITION BY device_id ORDER BY t0);
+FROM t JOIN m USING (device_id);
 
 -- One row per sample of SMs Active and Tensor Active (gpu_activity_names), with the sampling period it describes
 -- (gpu_activity_periods): the rows of gpu_metric_samples with those metrics, each with its period. A view over

@@ -96,17 +96,29 @@ JOIN gpu_metric_names n USING (key);
 -- One row per device and sampling period: nsys samples every metric of a device at once, so a period is
 -- computed once for all of them (not once per metric: a window over every sample cost more than reading them).
 -- A view: made when a question reads it (0.2 s for 7.7M samples), not by every load.
+-- nsys samples a device at a fixed frequency, so its period is the median spacing of its samples; where the next
+-- sample comes more than half a period late, samples are missing (a capture paused, a buffer dropped) and the
+-- one before the gap describes one period, not the gap (the same rule as gpu_activity_periods, 48_gpu_activity.sql).
 CREATE OR REPLACE VIEW gpu_metric_periods AS
+WITH t AS (
+  SELECT device_id, t0_ns, lead(t0_ns) OVER w AS next_ns, lag(t0_ns) OVER w AS prev_ns
+  FROM (SELECT DISTINCT key >> 23 AS device_id, timestamp_ns AS t0_ns FROM gpu_metric_values)
+  WINDOW w AS (PARTITION BY device_id ORDER BY t0_ns)
+), m AS (
+  SELECT device_id, round(median(next_ns - t0_ns))::BIGINT AS period_ns FROM t GROUP BY device_id
+)
 SELECT
   -- CUDA device id, as in gpu_metric_samples.device_id
   device_id,
   -- the period's start: the timestamp_ns of the device's samples taken then, ns
   t0_ns,
-  -- the period's end: the device's next sampling time, or one period on (as long as the one before) for the
-  -- last; NULL for a device sampled only once (its period is unknown), ns
-  coalesce(lead(t0_ns) OVER w, 2 * t0_ns - lag(t0_ns) OVER w) AS t1_ns
-FROM (SELECT DISTINCT key >> 23 AS device_id, timestamp_ns AS t0_ns FROM gpu_metric_values)
-WINDOW w AS (PARTITION BY device_id ORDER BY t0_ns);
+  -- the period's end: the device's next sampling time, or one period on where that is more than half a period
+  -- late (samples missing) and for the last (as long as the one before it, where that one was not late); NULL
+  -- for a device sampled only once (its period is unknown), ns
+  CASE WHEN next_ns - t0_ns <= 1.5 * period_ns THEN next_ns
+       WHEN next_ns IS NULL AND t0_ns - prev_ns <= 1.5 * period_ns THEN 2 * t0_ns - prev_ns
+       ELSE t0_ns + period_ns END AS t1_ns
+FROM t JOIN m USING (device_id);
 
 -- Each sample of the metrics `names` (NULL: all) with the sampling period it describes, [t0, t1)
 -- (gpu_metric_periods): a sample weighs by time as far as its period overlaps a window. nsysql's own readers
