@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from . import advice as _advice
+from . import metrics as _metrics
 from ._sql import facts, run
 
 
@@ -103,6 +104,8 @@ def supports(con) -> list[tuple[str, bool, str]]:
         for t in empty:
             what, rule = HOLDS.get(t, (None, None))
             hint = f"; profile with {_advice.switch(rule)}" if rule else ""
+            if t == "gpu_metric_samples" and (cannot := _metrics.unsampled(con)):
+                hint = f"; {cannot}"  # no switch records them on these GPUs
             why.append(f"no {what}: {t} is empty{hint}" if what else f"{t} is empty")
         out.append((name, not empty, "; ".join(dict.fromkeys(why))))
     return out

@@ -33,17 +33,21 @@ def has_metrics(con) -> bool:
     return con.execute("SELECT EXISTS (SELECT 1 FROM gpu_metric_samples)").fetchall()[0][0]
 
 
-def no_metrics(con) -> str:
-    """Why there are no GPU metrics to show: the profile's GPUs cannot be sampled (every GPU that ran GPU work
-    states a compute capability below sm_75), else how to sample them."""
+def unsampled(con) -> str | None:
+    """Why nsys could not have sampled this profile's GPUs (every GPU that ran GPU work states a compute
+    capability below sm_75), or None where one of them may be sampled."""
     caps = run(con, "metrics_capabilities")["compute_capability"].to_list()
     if caps and None not in caps and max(float(c) for c in caps) < METRICS_CC:
         arch = ", ".join(sorted({"sm_" + c.replace(".", "") for c in caps}))
-        return (
-            f"this export has no GPU metrics, and nsys samples them only on Turing (sm_75) and later GPUs: its "
-            f"GPU work ran on {arch}"
-        )
-    return NO_METRICS
+        return f"nsys samples them only on Turing (sm_75) and later GPUs: its GPU work ran on {arch}"
+    return None
+
+
+def no_metrics(con) -> str:
+    """Why there are no GPU metrics to show: the profile's GPUs cannot be sampled (unsampled), else how to
+    sample them."""
+    why = unsampled(con)
+    return f"this export has no GPU metrics, and {why}" if why else NO_METRICS
 
 
 def gpu_metrics(
