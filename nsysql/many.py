@@ -119,7 +119,8 @@ class Ranks:
         return self._reduce()["ranks"]
 
     def by_iteration(self) -> pl.DataFrame:
-        """Per iteration: the slowest rank and by how much."""
+        """Per iteration: the rank that reached the collectives last (the others waited for it) and how long they
+        waited; and the rank with the longest step on the CPU clock (which may be one that waited)."""
         return self._reduce()["iterations"]
 
     def stragglers(self) -> pl.DataFrame:

@@ -131,7 +131,7 @@ def number_ranks(infos: list[dict]) -> tuple[list[int], str]:
 
 
 def reduce(con, tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
-    """Cross-rank frames: per rank, per iteration (slowest rank), stragglers."""
+    """Cross-rank frames: per rank, per iteration (the rank waited for), stragglers."""
     if "iterations" not in tables:
         raise NsysqlError("no rank has iterations (NVTX ranges around the training step), so ranks cannot be compared")
     con.register("rank_iterations", tables["iterations"].to_arrow())

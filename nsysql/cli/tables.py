@@ -202,7 +202,7 @@ def _ranks_result(files, dask, workers):
         "per rank": r.per_rank(),
         "stragglers": r.findings().select("rank", "sentence"),
         "straggler evidence": r.stragglers(),
-        "slowest rank per iteration": r.by_iteration(),
+        "per iteration: the rank the others waited for": r.by_iteration(),
     }
 
 

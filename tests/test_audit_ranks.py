@@ -1,0 +1,45 @@
+"""Audit of what `ranks`, `collectives` and `overlap` say over several ranks, against the fixtures' construction
+(fixtures/README.md, ddp_pair and ddp_blobs: rank 1 sleeps 30 ms in `data` at steps 2, 7, 12, 17; rank 0 never
+sleeps, and its next `data` blocks behind the all-reduce that waited for rank 1) and the exports' raw rows."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+from conftest import FIXTURES
+
+import nsysql
+from nsysql.cli import main
+
+SLEPT = [2, 7, 12, 17]  # rank 1's sleeps, by construction
+AFTER = [3, 8, 13, 18]  # rank 0's next steps, long on its CPU clock because it waited for rank 1
+
+
+@pytest.mark.parametrize("pair", ["ddp_pair", "ddp_blobs"])
+def test_per_iteration_names_the_rank_waited_for_not_the_one_that_waited(pair, tmp_path):
+    """The rank that waited inside the all-reduce (rank 0) has the longest CPU step in the steps after rank 1's
+    sleeps; the table must not call it the slow one there: the rank the others waited for is rank 1."""
+    r = nsysql.load_many([str(FIXTURES / pair / "rank*.sqlite")], cache_dir=tmp_path)
+    t = r.by_iteration()
+    slept = t.filter(pl.col("iteration").is_in(SLEPT))
+    after = t.filter(pl.col("iteration").is_in(AFTER))
+    assert slept["waited_for_rank"].to_list() == [1] * 4
+    assert (slept["others_waited_ns"] > 25e6).all()  # rank 0 sat in the all-reduce about as long as rank 1 slept
+    assert after["waited_for_rank"].to_list() == [1] * 4
+    # what the longest-step column measures, said as such: rank 0's CPU step after each sleep (its `data` blocked)
+    assert after["longest_step_rank"].to_list() == [0] * 4 and (after["longer_by_ns"] > 25e6).all()
+
+
+def test_per_iteration_table_title_says_what_it_names(tmp_path):
+    res = CliRunner().invoke(
+        main, ["--cache-dir", str(tmp_path), "ranks", str(FIXTURES / "ddp_pair" / "rank*.sqlite"), "-f", "json"]
+    )
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert not any("slowest" in k for k in out)
+    (key,) = [k for k in out if k.startswith("per iteration")]
+    rows = {row["iteration"]: row for row in out[key]}
+    assert all(rows[i]["waited_for_rank"] == 1 for i in SLEPT + AFTER)
