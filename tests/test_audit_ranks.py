@@ -43,3 +43,15 @@ def test_per_iteration_table_title_says_what_it_names(tmp_path):
     (key,) = [k for k in out if k.startswith("per iteration")]
     rows = {row["iteration"]: row for row in out[key]}
     assert all(rows[i]["waited_for_rank"] == 1 for i in SLEPT + AFTER)
+
+
+def test_a_rank_without_collectives_is_never_the_one_waited_for(tmp_path):
+    """train_small runs no NCCL kernel (fixtures/README.md): beside a DDP rank it took part in no collective, so
+    no iteration can name it the rank the others waited for, though its collective time is the least (zero)."""
+    r = nsysql.load_many(
+        [str(FIXTURES / "ddp_pair" / "rank0.sqlite"), str(FIXTURES / "train_small" / "train_small.sqlite")],
+        cache_dir=tmp_path,
+    )
+    t = r.by_iteration()
+    assert t.height > 0 and (t["min_collective_ns"] == 0).all()
+    assert t["waited_for_rank"].is_null().all() and t["others_waited_ns"].is_null().all()

@@ -10,14 +10,18 @@
 WITH ranked AS (
   SELECT iteration, rank, wall_ns, collective_ns, warmup,
          row_number() OVER (PARTITION BY iteration ORDER BY wall_ns DESC, rank) AS pos,
-         -- ranks in increasing collective time: the first arrived last
-         row_number() OVER (PARTITION BY iteration ORDER BY collective_ns, rank) AS cpos,
+         -- ranks that ran a collective kernel, in increasing collective time: the first arrived last (a rank
+         -- without one took no part in the iteration's collectives, so no one waited for it there)
+         CASE WHEN collective_ns > 0 THEN row_number() OVER (
+           PARTITION BY iteration, collective_ns > 0 ORDER BY collective_ns, rank) END AS cpos,
+         count(*) FILTER (WHERE collective_ns > 0) OVER (PARTITION BY iteration) AS joined,
          count(*) OVER (PARTITION BY iteration) AS ranks
   FROM rank_iterations
 ), per AS (
   SELECT
     iteration,
     any_value(ranks) AS ranks,
+    any_value(joined) AS joined,
     bool_or(warmup) AS warmup,
     max(rank) FILTER (WHERE cpos = 1) AS last_rank,
     max(collective_ns) FILTER (WHERE cpos = 1) AS last_collective_ns,
@@ -35,11 +39,10 @@ SELECT
   iteration,
   ranks,
   warmup,
-  -- NULL where it cannot be told: one rank, no collective kernel in the iteration, or two ranks tied for least
-  CASE WHEN ranks > 1 AND coalesce(max_collective_ns, 0) > 0 AND last_collective_ns < next_collective_ns
-       THEN last_rank END AS waited_for_rank,
+  -- NULL where it cannot be told: fewer than two ranks ran a collective kernel in the iteration, or two tie
+  CASE WHEN joined > 1 AND last_collective_ns < next_collective_ns THEN last_rank END AS waited_for_rank,
   -- the median of the other ranks' collective time minus the last rank's: how long they waited for it
-  CASE WHEN ranks > 1 AND coalesce(max_collective_ns, 0) > 0 AND last_collective_ns < next_collective_ns
+  CASE WHEN joined > 1 AND last_collective_ns < next_collective_ns
        THEN others_collective_ns - last_collective_ns END AS others_waited_ns,
   longest_step_rank,
   longest_step_ns,
