@@ -5,6 +5,8 @@ sleeps, and its next `data` blocks behind the all-reduce that waited for rank 1)
 from __future__ import annotations
 
 import json
+import shutil
+import sqlite3
 
 import polars as pl
 import pytest
@@ -55,3 +57,20 @@ def test_a_rank_without_collectives_is_never_the_one_waited_for(tmp_path):
     t = r.by_iteration()
     assert t.height > 0 and (t["min_collective_ns"] == 0).all()
     assert t["waited_for_rank"].is_null().all() and t["others_waited_ns"].is_null().all()
+
+
+def test_ranks_without_a_loop_say_why_per_file(tmp_path):
+    """Two copies of ddp_pair's ranks with their NVTX ranges dropped: no rank has a loop. `ranks` refuses in one
+    line that names each file and why it has none, rather than a bare 'no rank has iterations'."""
+    files = []
+    for r in (0, 1):
+        files.append(tmp_path / f"rank{r}.sqlite")
+        shutil.copy(FIXTURES / "ddp_pair" / f"rank{r}.sqlite", files[-1])
+        with sqlite3.connect(files[-1]) as con:
+            con.execute("DELETE FROM NVTX_EVENTS")
+    res = CliRunner().invoke(main, ["--cache-dir", str(tmp_path / "cache"), "ranks", *map(str, files)])
+    assert res.exit_code != 0 and "Traceback" not in res.output
+    (line,) = [x for x in res.stderr.splitlines() if "error" in x]
+    for r, f in enumerate(files):
+        assert f"rank {r} ({f}): no NVTX" in line
+    assert res.stderr.startswith("nsysql: 2 ranks;")

@@ -133,7 +133,10 @@ def number_ranks(infos: list[dict]) -> tuple[list[int], str]:
 def reduce(con, tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
     """Cross-rank frames: per rank, per iteration (the rank waited for), stragglers."""
     if "iterations" not in tables:
-        raise NsysqlError("no rank has iterations (NVTX ranges around the training step), so ranks cannot be compared")
+        raise NsysqlError(
+            "no rank has iterations (NVTX ranges around the training step), so ranks cannot be compared"
+            + _problems(tables["info"], files=True)
+        )
     con.register("rank_iterations", tables["iterations"].to_arrow())
     con.register("rank_causes", tables["causes"].to_arrow())
     nccl = tables.get("nccl")
@@ -156,16 +159,23 @@ def too_few(tables: dict[str, pl.DataFrame]) -> str | None:
     if looped >= 2:
         return None
     ranks = tables["info"].height
-    without = tables["info"].filter(pl.col("problem").is_not_null()) if "problem" in tables["info"].columns else None
-    named = (
-        ": " + "; ".join(f"rank {r}: {p}" for r, p in without.sort("rank").select("rank", "problem").iter_rows())
-        if without is not None and without.height
-        else ""
-    )
     return (
         f"stragglers are judged by the wait they cause other ranks, and {looped} of {ranks} rank"
-        f"{'s' if ranks != 1 else ''} {'has' if looped == 1 else 'have'} a loop to compare{named}"
+        f"{'s' if ranks != 1 else ''} {'has' if looped == 1 else 'have'} a loop to compare{_problems(tables['info'])}"
     )
+
+
+def _problems(info: pl.DataFrame, files: bool = False) -> str:
+    """': rank 0: why it has no loop; rank 1: ...' for the ranks of `info` without one ('' where all have one);
+    with `files`, each rank's file too, where no other table names it."""
+    if "problem" not in info.columns:
+        return ""
+    without = info.filter(pl.col("problem").is_not_null()).sort("rank")
+    said = [
+        f"rank {r}{f' ({f})' if files else ''}: {p}"
+        for r, f, p in without.select("rank", "path", "problem").iter_rows()
+    ]
+    return ": " + "; ".join(said) if said else ""
 
 
 def straggler_sentences(strag: pl.DataFrame, tables: dict[str, pl.DataFrame] | None = None) -> pl.DataFrame:

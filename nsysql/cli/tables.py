@@ -195,7 +195,7 @@ def _ranks_result(files, dask, workers):
         dask=dask,
         cache_max=opts.get("cache_max"),
     )
-    click.echo(f"nsysql: {r.files.height} ranks; {r.numbering}", err=True)
+    click.echo(f"nsysql: {r.files.height} rank{'s' if r.files.height != 1 else ''}; {r.numbering}", err=True)
     click.echo(f"nsysql: straggler rule: {r.rule}", err=True)
     return {
         "files": r.files.select("rank", "path", "rank_source", *(["problem"] if "problem" in r.files.columns else [])),
