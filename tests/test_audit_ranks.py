@@ -74,3 +74,40 @@ def test_ranks_without_a_loop_say_why_per_file(tmp_path):
     for r, f in enumerate(files):
         assert f"rank {r} ({f}): no NVTX" in line
     assert res.stderr.startswith("nsysql: 2 ranks;")
+
+
+def _without_comm_init(tmp_path):
+    """ddp_blobs' rank 0 as a capture that began after NCCL's init: its `ncclComm*` ranges (whose payloads give
+    the communicator's rank count) dropped, the collectives' own ranges kept."""
+    path = tmp_path / "rank0.sqlite"
+    shutil.copy(FIXTURES / "ddp_blobs" / "rank0.sqlite", path)
+    with sqlite3.connect(path) as con:
+        n = con.execute(
+            "DELETE FROM NVTX_EVENTS WHERE domainId = (SELECT domainId FROM NVTX_EVENTS WHERE eventType = 75 AND "
+            "text = 'NCCL') AND coalesce(text, (SELECT value FROM StringIds WHERE id = textId)) LIKE 'ncclComm%'"
+        ).rowcount
+    assert n == 3  # init, finalize, destroy
+    return path
+
+
+def test_slow_collectives_judged_without_the_communicator_size(tmp_path):
+    """Without the communicator's size there is no bus bandwidth, but the calls of one kind and size share its
+    factor: the four AllReduce calls of 16 MiB that waited ~30 ms for rank 1's sleeps (steps 2, 7, 12, 17) are
+    still the slow ones, by algorithm bandwidth, and the finding says which bandwidth it used; never 'none'."""
+    p = nsysql.load(str(_without_comm_init(tmp_path)), cache_dir=tmp_path / "cache")
+    calls = p.collectives(by="call")
+    assert calls.filter(pl.col("kind") == "AllReduce")["busbw_gbps"].is_null().all()
+    f = p.collective_findings().row(0, named=True)
+    assert f["slow_calls"] == 4 and f["extra_ms"] > 100
+    assert f["evidence"].startswith("4 of 19 AllReduce calls of 16 MiB") and "algorithm bandwidth" in f["evidence"]
+    full = nsysql.load(str(FIXTURES / "ddp_blobs" / "rank0.sqlite"), cache_dir=tmp_path / "cache")
+    assert f["extra_ms"] == full.collective_findings().row(0, named=True)["extra_ms"]
+
+
+def test_group_bytes_unknown_not_zero_without_the_communicator_size(tmp_path):
+    """An all-gather's payload gives the per-rank count: its whole is that times the communicator's ranks. Unknown
+    ranks leave the group's bytes unknown (the one AllGather of 8 bytes a rank), never 0."""
+    p = nsysql.load(str(_without_comm_init(tmp_path)), cache_dir=tmp_path / "cache")
+    for by in ("size", "kind"):
+        ag = p.collectives(by=by).filter(pl.col("kind") == "AllGather")
+        assert ag["calls"].to_list() == [1] and ag["bytes"].to_list() == [None]
