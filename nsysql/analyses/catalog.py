@@ -702,7 +702,10 @@ def headroom_work(ctx, range) -> pl.DataFrame:
             str,
             "device",
             _overlap.GROUPINGS,
-            doc="One row per device, or one per iteration of the loop (on the loop's device).",
+            doc=(
+                "One row per device, or one per iteration of the loop (on the loop's device, in each iteration's "
+                "time window, whichever iteration launched the kernels)."
+            ),
         ),
         replace(RANGE, doc="With --by iteration: the iteration range, as in iterations."),
     ),
