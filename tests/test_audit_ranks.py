@@ -111,3 +111,13 @@ def test_group_bytes_unknown_not_zero_without_the_communicator_size(tmp_path):
     for by in ("size", "kind"):
         ag = p.collectives(by=by).filter(pl.col("kind") == "AllGather")
         assert ag["calls"].to_list() == [1] and ag["bytes"].to_list() == [None]
+
+
+def test_several_files_error_names_only_the_file_it_is_about(tmp_path):
+    """ddp_blobs' rank 0 was exported with payload bytes, ddp_pair's rank 1 without (fixtures' COMMAND.md): the
+    refusal names ddp_pair's file alone, not both as if each lacked them."""
+    blobs, pair = FIXTURES / "ddp_blobs" / "rank0.sqlite", FIXTURES / "ddp_pair" / "rank1.sqlite"
+    res = CliRunner().invoke(main, ["--cache-dir", str(tmp_path), "collectives", str(blobs), str(pair)])
+    assert res.exit_code == 2
+    (line,) = [x for x in res.stderr.splitlines() if x.startswith("nsysql: error:")]
+    assert "payload bytes" in line and "ddp_pair" in line and "ddp_blobs" not in line
