@@ -121,3 +121,31 @@ def test_several_files_error_names_only_the_file_it_is_about(tmp_path):
     assert res.exit_code == 2
     (line,) = [x for x in res.stderr.splitlines() if x.startswith("nsysql: error:")]
     assert "payload bytes" in line and "ddp_pair" in line and "ddp_blobs" not in line
+
+
+def test_skew_without_session_start_times_uses_gpu_times(tmp_path):
+    """ddp_blobs' ranks with TARGET_INFO_SESSION_START_TIME dropped (as exports of nsys before 2021 lack it): each
+    counts from its own session's zero, tens of ms apart. A collective ends together on every rank, so the kernels'
+    GPU times still tell who arrived last: rank 1, at the all-reduces of its sleeps (steps 2, 7, 12, 17) by 30 ms
+    or more, and the totals agree with the UTC clock's within 1%."""
+    files = []
+    for r in (0, 1):
+        files.append(tmp_path / f"rank{r}.sqlite")
+        shutil.copy(FIXTURES / "ddp_blobs" / f"rank{r}.sqlite", files[-1])
+        with sqlite3.connect(files[-1]) as con:
+            con.execute("DROP TABLE TARGET_INFO_SESSION_START_TIME")
+
+    def across(paths):
+        args = ["--cache-dir", str(tmp_path / "cache"), "collectives", "--by", "rank", "-f", "json", *map(str, paths)]
+        res = CliRunner().invoke(main, args)
+        assert res.exit_code == 0, res.output
+        return json.loads(res.stdout)
+
+    got, utc = across(files), across(FIXTURES / "ddp_blobs" / f"rank{r}.sqlite" for r in (0, 1))
+    assert {s["clock"] for s in got["skew"]} == {"duration"} and {s["clock"] for s in utc["skew"]} == {"utc"}
+    slept = [s for s in got["skew"] if s["iteration"] in SLEPT and s["kind"] == "AllReduce"]
+    assert slept and all(s["last_rank"] == 1 for s in slept) and max(s["skew_ns"] for s in slept) >= 30e6
+    row = {r["rank"]: r for r in got["collectives"]}[1]
+    ref = {r["rank"]: r for r in utc["collectives"]}[1]
+    assert row["last_arrivals"] == ref["last_arrivals"]
+    assert row["held_others_ns"] == pytest.approx(ref["held_others_ns"], rel=0.01)

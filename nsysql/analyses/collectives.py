@@ -12,8 +12,10 @@ Across ranks (`skew`): NCCL runs the calls of one communicator in the same order
 of a communicator in each export is one collective instance. Each rank arrives when its kernel starts on its
 GPU; the rank that arrived last held the others, for the skew (last start - first start). Each export counts
 time from its own session's zero: starts are compared on the UTC clock (session_clock), as far as the hosts'
-clocks agree (the ranks of one host share one; across hosts they may differ by more than the skew), or as the
-exports have them where one does not say when its session started (`clock` says which).
+clocks agree (the ranks of one host share one; across hosts they may differ by more than the skew). Where an
+export does not say when its session started, by the kernels' GPU times (`clock` says which): an instance ends
+together on every rank, so a rank arrived its GPU time before the end, and the skew is the longest GPU time less
+the shortest.
 
 Slow-size rule (SLOW_RULE, the finding): among the calls of one kind and message size with a GPU time (at
 least MIN_CALLS of them), a call is slow when its bus bandwidth (its algorithm bandwidth where the communicator's
@@ -205,12 +207,16 @@ def skew(stacked: pl.DataFrame) -> pl.DataFrame:
     """One row per collective instance across ranks (`stacked`: calls with a `rank` column, one export each):
     its communicator, sequence number, kind, size, how many ranks have it, the rank that arrived last and the
     skew (ns from the first rank's kernel start to the last's)."""
-    # one clock: UTC (each export's session zero + its times) where every export says when it started
+    # one clock: UTC (each export's session zero + its times) where every export says when it started. Else no
+    # clock is shared (each export counts from its own session's zero), but a collective ends together on every
+    # rank, when the last one has joined: each rank arrived its kernel time before that end, so arrivals are
+    # compared as minus the GPU time (`duration`), the rank with the shortest kernel being the last
     utc = stacked["gpu_start_utc_ns"].is_not_null().sum() == stacked["gpu_start_ns"].is_not_null().sum()
     df = stacked.filter(pl.col("gpu_start_ns").is_not_null()).with_columns(
         pl.col("call").rank("ordinal").over("rank", "comm").cast(pl.Int64).sub(1).alias("seq"),
-        pl.col("gpu_start_utc_ns" if utc else "gpu_start_ns").alias("arrival_ns"),
+        (pl.col("gpu_start_utc_ns") if utc else -pl.col("gpu_ns")).alias("arrival_ns"),
     )
+    first = pl.col("arrival_ns").min() if utc else pl.lit(None, pl.Int64)
     return (
         df.sort("arrival_ns")
         .group_by("comm", "seq")
@@ -224,12 +230,12 @@ def skew(stacked: pl.DataFrame) -> pl.DataFrame:
             pl.col("rank").last().alias("last_rank"),
             pl.col("rank").first().alias("first_rank"),
             (pl.col("arrival_ns").max() - pl.col("arrival_ns").min()).alias("skew_ns"),
-            pl.col("arrival_ns").min().alias("first_arrival_ns"),
-            pl.lit("utc" if utc else "export").alias("clock"),
+            first.alias("first_arrival_ns"),
+            pl.lit("utc" if utc else "duration").alias("clock"),
         )
         .filter((pl.col("ranks_seen") > 1) & (pl.col("kinds") == 1))
         .drop("kinds")
-        .sort("first_arrival_ns")
+        .sort("first_arrival_ns" if utc else ["comm", "seq"])
     )
 
 

@@ -73,6 +73,6 @@ def _dur(ns: float) -> str:
 # how arrivals were compared (nsysql.analyses.collectives.skew)
 _CLOCKS = {
     "utc": "kernel starts on the UTC clock of each export's session; across hosts, as far as their clocks agree",
-    "export": "kernel starts as the exports record them: an export does not say when its session started, so "
-    "ranks profiled by separate nsys processes may be offset",
+    "duration": "an export does not say when its session started, so arrivals are told by the kernels' GPU times: "
+    "a collective ends together on every rank, the last to arrive having the shortest kernel",
 }
