@@ -11,7 +11,7 @@ import sqlite3
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES
+from conftest import FIXTURES, raw
 
 import nsysql
 from nsysql.cli import main
@@ -149,3 +149,26 @@ def test_skew_without_session_start_times_uses_gpu_times(tmp_path):
     ref = {r["rank"]: r for r in utc["collectives"]}[1]
     assert row["last_arrivals"] == ref["last_arrivals"]
     assert row["held_others_ns"] == pytest.approx(ref["held_others_ns"], rel=0.01)
+
+
+def test_per_rank_nccl_ranges_are_those_of_the_steady_iterations(tmp_path):
+    """The per-rank row is over the steady-state iterations; its NCCL ranges too, not NCCL's set-up and tear-down
+    (ncclCommInitRankConfig alone takes hundreds of ms). By construction DDP all-reduces two gradient buckets a
+    step from step 1 on (fixtures/README.md): two ncclAllReduce ranges per steady step, and their time is that of
+    the raw NVTX rows of NCCL's domain that start inside those steps."""
+    r = nsysql.load_many([str(FIXTURES / "ddp_pair" / "rank*.sqlite")], cache_dir=tmp_path)
+    its = r.iterations()
+    for row in r.per_rank().iter_rows(named=True):
+        steady = its.filter((pl.col("rank") == row["rank"]) & ~pl.col("warmup"))
+        assert row["nccl_ranges"] == 2 * steady.height
+        ((n, ns),) = raw(
+            FIXTURES / "ddp_pair" / f"rank{row['rank']}.sqlite",
+            """WITH st AS (SELECT row_number() OVER (ORDER BY n.start) - 1 AS i, n.start AS s, n."end" AS e
+                 FROM NVTX_EVENTS n LEFT JOIN StringIds x ON x.id = n.textId
+                 WHERE coalesce(n.text, x.value) = 'step')
+               SELECT count(*), sum(n."end" - n.start) FROM NVTX_EVENTS n JOIN st ON n.start >= st.s AND n.start < st.e
+               WHERE n.domainId = (SELECT domainId FROM NVTX_EVENTS WHERE eventType = 75 AND text = 'NCCL')
+                 AND n.eventType = 59 AND st.i >= ?""",
+            steady["iteration"].min(),
+        )
+        assert (row["nccl_ranges"], row["nccl_range_ns"]) == (n, ns)
