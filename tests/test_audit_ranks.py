@@ -172,3 +172,17 @@ def test_per_rank_nccl_ranges_are_those_of_the_steady_iterations(tmp_path):
             steady["iteration"].min(),
         )
         assert (row["nccl_ranges"], row["nccl_range_ns"]) == (n, ns)
+
+
+def test_collectives_by_iteration_without_a_loop_says_how_to_name_one(tmp_path):
+    """ddp_blobs' rank 0 with its own `step` ranges dropped (NCCL's kept): no loop is found, so no call lies in an
+    iteration. The refusal says a loop may be missing, and how to name one (--range), in one line."""
+    path = tmp_path / "rank0.sqlite"
+    shutil.copy(FIXTURES / "ddp_blobs" / "rank0.sqlite", path)
+    with sqlite3.connect(path) as con:
+        con.execute("DELETE FROM NVTX_EVENTS WHERE domainId = 0")
+    args = ["--cache-dir", str(tmp_path / "cache"), "collectives", "--by", "iteration", str(path)]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 2
+    (line,) = res.stderr.strip().splitlines()
+    assert str(path) in line and "no loop was found" in line and "--range" in line

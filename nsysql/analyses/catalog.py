@@ -797,7 +797,11 @@ def collectives(ctx, by, range) -> pl.DataFrame:
     if by == "call":
         return df
     if by == "iteration" and df["iteration"].is_null().all():
-        raise NsysqlError("no collective call lies in an iteration of a loop (see `nsysql iterations`)")
+        raise NsysqlError(
+            "no collective call lies in an iteration of a loop: no loop was found, or none of its iterations "
+            "holds a call (`nsysql iterations` says which; `range` names the loop)",
+            option="range",
+        )
     return _coll.grouped(df, by)
 
 
