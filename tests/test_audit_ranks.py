@@ -186,3 +186,24 @@ def test_collectives_by_iteration_without_a_loop_says_how_to_name_one(tmp_path):
     assert res.exit_code == 2
     (line,) = res.stderr.strip().splitlines()
     assert str(path) in line and "no loop was found" in line and "--range" in line
+
+
+def test_calls_without_gpu_time_are_said_unjudged_not_fast(tmp_path):
+    """ddp_blobs' rank 0 with each ncclAllReduce range cut to 1 ns, as a call made inside ncclGroupStart/End looks
+    (its kernel launched later, outside its range): the 40 all-reduces have no GPU time, so the slow rule cannot
+    judge them. It says so rather than a bare 'none', and their groups' GPU time is unknown, not 0."""
+    path = tmp_path / "rank0.sqlite"
+    shutil.copy(FIXTURES / "ddp_blobs" / "rank0.sqlite", path)
+    with sqlite3.connect(path) as con:
+        n = con.execute(
+            'UPDATE NVTX_EVENTS SET "end" = start + 1 WHERE domainId = (SELECT domainId FROM NVTX_EVENTS WHERE '
+            "eventType = 75 AND text = 'NCCL') AND coalesce(text, (SELECT value FROM StringIds WHERE id = textId)) "
+            "= 'ncclAllReduce'"
+        ).rowcount
+    assert n == 40  # by construction: 40 all-reduces a rank (fixtures/README.md)
+    res = CliRunner().invoke(main, ["--cache-dir", str(tmp_path / "cache"), "collectives", str(path)])
+    assert res.exit_code == 0, res.output
+    (line,) = [x for x in res.stdout.splitlines() if x.startswith("slow collectives:")]
+    assert "40 of 45 calls launched no kernel" in line and line != "slow collectives: none"
+    p = nsysql.load(str(path), cache_dir=tmp_path / "cache")
+    assert p.collectives(by="kind").filter(pl.col("kind") == "AllReduce")["gpu_ns"].to_list() == [None]

@@ -100,7 +100,8 @@ def _bandwidths(group: list[str]) -> list[pl.Expr]:
         # unknown (NULL) where a call's whole is: an all-gather's or reduce-scatter's per-rank count times the
         # communicator's ranks, where the export does not say how many (no `ncclCommInitRank*` range)
         pl.when(pl.col("data_bytes").null_count() == 0).then(pl.col("data_bytes").sum()).alias("bytes"),
-        pl.col("gpu_ns").sum().alias("gpu_ns"),
+        # unknown (NULL) where a call has no GPU time of its own (made between ncclGroupStart and ncclGroupEnd)
+        pl.when(pl.col("gpu_ns").null_count() == 0).then(pl.col("gpu_ns").sum()).alias("gpu_ns"),
         pl.col("gpu_ns").median().alias("med_gpu_ns"),
         bw.median().alias("busbw_med_gbps"),
         bw.quantile(0.1, "linear").alias("busbw_p10_gbps"),
@@ -174,9 +175,22 @@ def finding(df: pl.DataFrame, ratio: float = SLOW_RATIO) -> str | None:
     return "; ".join(parts)
 
 
+def unjudged(df: pl.DataFrame) -> str | None:
+    """Which calls the rule could not judge, having no GPU time of their own; None where every call has one."""
+    n = int(df["gpu_ns"].is_null().sum())
+    if not n:
+        return None
+    return (
+        f"{n} of {df.height} calls launched no kernel inside their own range, so the rule cannot judge them "
+        "(NCCL launches the kernels of calls made between ncclGroupStart and ncclGroupEnd at ncclGroupEnd; or the "
+        "export traced no CUDA kernels)"
+    )
+
+
 def findings(df: pl.DataFrame, ratio: float = SLOW_RATIO) -> pl.DataFrame:
     """One row: `finding`, `slow_calls`, `extra_ms` (their GPU time beyond their groups' medians: the time fixing
-    them would give back), `evidence` (NULL when the rule flags none) and `rule`."""
+    them would give back), `evidence` (NULL when the rule flags none), `unjudged` (the calls without GPU time,
+    which it cannot judge; NULL when none) and `rule`."""
     slow = slow_calls(df, ratio)
     return pl.DataFrame(
         {
@@ -184,6 +198,7 @@ def findings(df: pl.DataFrame, ratio: float = SLOW_RATIO) -> pl.DataFrame:
             "slow_calls": [slow.height],
             "extra_ms": [slow["extra_ns"].sum() / 1e6],
             "evidence": [finding(df, ratio)],
+            "unjudged": [unjudged(df)],
             "rule": [slow_rule(ratio)],
         },
         schema={
@@ -191,6 +206,7 @@ def findings(df: pl.DataFrame, ratio: float = SLOW_RATIO) -> pl.DataFrame:
             "slow_calls": pl.Int64,
             "extra_ms": pl.Float64,
             "evidence": pl.String,
+            "unjudged": pl.String,
             "rule": pl.String,
         },
     )

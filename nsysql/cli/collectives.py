@@ -38,7 +38,9 @@ def collectives(files, fmt, output, by, range, slow_ratio):
 
 def _finding_lines(found) -> str:
     row = found.row(0, named=True)
-    return f"slow collectives: {row['evidence'] or 'none'}\nrule: {row['rule']}\n"
+    said = row["evidence"] or ("none among the calls with a GPU time" if row.get("unjudged") else "none")
+    also = f"; {row['unjudged']}" if row.get("unjudged") else ""
+    return f"slow collectives: {said}{also}\nrule: {row['rule']}\n"
 
 
 def _many(files, fmt, output, by, range_):
