@@ -11,7 +11,7 @@ import sqlite3
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES, raw
+from conftest import FIXTURES, PUBLIC, raw
 
 import nsysql
 from nsysql.cli import main
@@ -207,3 +207,16 @@ def test_calls_without_gpu_time_are_said_unjudged_not_fast(tmp_path):
     assert "40 of 45 calls launched no kernel" in line and line != "slow collectives: none"
     p = nsysql.load(str(path), cache_dir=tmp_path / "cache")
     assert p.collectives(by="kind").filter(pl.col("kind") == "AllReduce")["gpu_ns"].to_list() == [None]
+
+
+def test_ranks_of_an_export_with_only_pytorch_operator_ranges_says_why(tmp_path):
+    """GindaChen's 2-GPU window (public corpus, INDEX.md): its 16,782 NVTX ranges are all PyTorch's own
+    (`aten::...`, `FSDP::pre_forward ...`), no step range, so `ranks` has no loop to compare; it says why, naming the file, in one line."""
+    path = PUBLIC / "GindaChen__nsys-ai__h100_2gpu_1s.sqlite"
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    (ops,) = raw(path, "SELECT count(*) FROM NVTX_EVENTS WHERE eventType = 59")[0]  # aten::, FSDP::, ...
+    res = CliRunner().invoke(main, ["--cache-dir", str(tmp_path), "ranks", str(path)])
+    assert res.exit_code == 2
+    (line,) = [x for x in res.stderr.splitlines() if x.startswith("nsysql: error:")]
+    assert f"rank 0 ({path})" in line and f"all {ops:,} push/pop ranges are PyTorch's own operator ranges" in line
