@@ -119,7 +119,8 @@ class Ranks:
         return self._reduce()["ranks"]
 
     def by_iteration(self) -> pl.DataFrame:
-        """Per iteration: the slowest rank and by how much."""
+        """Per iteration: the rank that reached the collectives last (the others waited for it) and how long they
+        waited; and the rank with the longest step on the CPU clock (which may be one that waited)."""
         return self._reduce()["iterations"]
 
     def stragglers(self) -> pl.DataFrame:
@@ -187,12 +188,22 @@ def number(profiles: list) -> tuple[list[int], str]:
 
 
 def stack(profiles: list, ranks: list[int], method: str, **kwargs) -> pl.DataFrame:
-    """`Profile.<method>(**kwargs)` of each loaded export, stacked with a leading `rank` column."""
+    """`Profile.<method>(**kwargs)` of each loaded export, stacked with a leading `rank` column. An export the
+    question does not apply to is named alone in the error, not with the others."""
     frames = [
-        getattr(p, method)(**kwargs).with_columns(pl.lit(r, pl.Int64).alias("rank")) for p, r in zip(profiles, ranks)
+        _asked(p, method, kwargs).with_columns(pl.lit(r, pl.Int64).alias("rank")) for p, r in zip(profiles, ranks)
     ]
     out = pl.concat(frames, how="diagonal_relaxed")
     return out.select("rank", *[c for c in out.columns if c != "rank"]).sort("rank", maintain_order=True)
+
+
+def _asked(prof, method: str, kwargs: dict) -> pl.DataFrame:
+    try:
+        return getattr(prof, method)(**kwargs)
+    except NsysqlError as e:
+        if e.path or str(prof.path) in str(e):
+            raise
+        raise NsysqlError(str(e), path=str(prof.path), option=e.options) from None
 
 
 def collectives(profiles: list, ranks: list[int], by: str, range: str | None = None) -> dict[str, pl.DataFrame]:

@@ -32,7 +32,7 @@ def test_ddp_pair_straggler_named_with_cause_and_wait(tmp_path):
     assert per.filter(pl.col("rank") == 0)["collective_pct"][0] > per.filter(pl.col("rank") == 1)["collective_pct"][0]
     assert (per["nccl_ranges"] > 0).all()  # NCCL's own NVTX domain is read
     slow = ranks.by_iteration().filter(pl.col("iteration").is_in([2, 7, 12, 17]))
-    assert (slow["slowest_rank"] == 1).all() and (slow["slower_by_ns"] > 20e6).all()
+    assert (slow["waited_for_rank"] == 1).all() and (slow["others_waited_ns"] > 20e6).all()
 
 
 def test_a_step_within_its_own_noise_names_no_straggler(tmp_path):

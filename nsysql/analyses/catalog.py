@@ -715,7 +715,10 @@ def headroom_work(ctx, range) -> pl.DataFrame:
             str,
             "device",
             _overlap.GROUPINGS,
-            doc="One row per device, or one per iteration of the loop (on the loop's device).",
+            doc=(
+                "One row per device, or one per iteration of the loop (on the loop's device, in each iteration's "
+                "time window, whichever iteration launched the kernels)."
+            ),
         ),
         replace(RANGE, doc="With --by iteration: the iteration range, as in iterations."),
     ),
@@ -807,7 +810,11 @@ def collectives(ctx, by, range) -> pl.DataFrame:
     if by == "call":
         return df
     if by == "iteration" and df["iteration"].is_null().all():
-        raise NsysqlError("no collective call lies in an iteration of a loop (see `nsysql iterations`)")
+        raise NsysqlError(
+            "no collective call lies in an iteration of a loop: no loop was found, or none of its iterations "
+            "holds a call (`nsysql iterations` says which; `range` names the loop)",
+            option="range",
+        )
     return _coll.grouped(df, by)
 
 

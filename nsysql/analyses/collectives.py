@@ -12,11 +12,14 @@ Across ranks (`skew`): NCCL runs the calls of one communicator in the same order
 of a communicator in each export is one collective instance. Each rank arrives when its kernel starts on its
 GPU; the rank that arrived last held the others, for the skew (last start - first start). Each export counts
 time from its own session's zero: starts are compared on the UTC clock (session_clock), as far as the hosts'
-clocks agree (the ranks of one host share one; across hosts they may differ by more than the skew), or as the
-exports have them where one does not say when its session started (`clock` says which).
+clocks agree (the ranks of one host share one; across hosts they may differ by more than the skew). Where an
+export does not say when its session started, by the kernels' GPU times (`clock` says which): an instance ends
+together on every rank, so a rank arrived its GPU time before the end, and the skew is the longest GPU time less
+the shortest.
 
-Slow-size rule (SLOW_RULE, the finding): among the calls of one kind and message size with a bus bandwidth (at
-least MIN_CALLS of them), a call is slow when its bus bandwidth is below `slow_ratio` (default 0.5) x the
+Slow-size rule (SLOW_RULE, the finding): among the calls of one kind and message size with a GPU time (at
+least MIN_CALLS of them), a call is slow when its bus bandwidth (its algorithm bandwidth where the communicator's
+size is unknown: the same factor scales all calls of one kind and size) is below `slow_ratio` (default 0.5) x the
 median of that kind and size. The time it would give back is its GPU time beyond the group's median GPU time.
 No finding where no group has MIN_CALLS calls, or none is slow.
 """
@@ -52,7 +55,8 @@ NO_SIZES = "NCCL ranges here carry no message size in their payloads, so no coll
 
 def slow_rule(ratio: float) -> str:
     return (
-        f"a call is slow when its bus bandwidth is below {ratio:.0%} of the median of the calls of its kind and "
+        f"a call is slow when its bus bandwidth (algorithm bandwidth where the communicator's size is unknown) is "
+        f"below {ratio:.0%} of the median of the calls of its kind and "
         f"message size (groups of {MIN_CALLS} or more calls); it would give back its GPU time beyond the group's median"
     )
 
@@ -93,8 +97,11 @@ def _bandwidths(group: list[str]) -> list[pl.Expr]:
     bw = pl.col("busbw_gbps")
     return [
         pl.len().alias("calls"),
-        pl.col("data_bytes").sum().alias("bytes"),
-        pl.col("gpu_ns").sum().alias("gpu_ns"),
+        # unknown (NULL) where a call's whole is: an all-gather's or reduce-scatter's per-rank count times the
+        # communicator's ranks, where the export does not say how many (no `ncclCommInitRank*` range)
+        pl.when(pl.col("data_bytes").null_count() == 0).then(pl.col("data_bytes").sum()).alias("bytes"),
+        # unknown (NULL) where a call has no GPU time of its own (made between ncclGroupStart and ncclGroupEnd)
+        pl.when(pl.col("gpu_ns").null_count() == 0).then(pl.col("gpu_ns").sum()).alias("gpu_ns"),
         pl.col("gpu_ns").median().alias("med_gpu_ns"),
         bw.median().alias("busbw_med_gbps"),
         bw.quantile(0.1, "linear").alias("busbw_p10_gbps"),
@@ -121,17 +128,25 @@ def by_iteration(df: pl.DataFrame, iterations: pl.DataFrame) -> pl.DataFrame:
 
 
 def slow_calls(df: pl.DataFrame, ratio: float = SLOW_RATIO) -> pl.DataFrame:
-    """The calls the slow-size rule flags, each with its group's median bus bandwidth and GPU time and the time it
-    would give back (`extra_ns`)."""
-    has = df.filter(pl.col("busbw_gbps").is_not_null())
+    """The calls the slow-size rule flags, each with its group's median bandwidth (`group_busbw_gbps`) and GPU
+    time and the time it would give back (`extra_ns`). A group whose calls all have a bus bandwidth is judged by
+    it; one where the communicator's size is unknown (no `ncclCommInitRank*` range in the export: profiling began
+    after NCCL's init), by the algorithm bandwidth (`bw` names which): the calls of one kind and size share one
+    bus bandwidth factor, so both flag the same calls."""
+    has = df.filter(pl.col("algbw_gbps").is_not_null())
+    bus = pl.col("busbw_gbps").null_count().over("kind", "bytes") == 0
+    has = has.with_columns(
+        pl.when(bus).then(pl.col("busbw_gbps")).otherwise(pl.col("algbw_gbps")).alias("_bw"),
+        pl.when(bus).then(pl.lit("bus")).otherwise(pl.lit("algorithm")).alias("bw"),
+    )
     med = has.group_by("kind", "bytes").agg(
         pl.len().alias("group_calls"),
-        pl.col("busbw_gbps").median().alias("group_busbw_gbps"),
+        pl.col("_bw").median().alias("group_busbw_gbps"),
         pl.col("gpu_ns").median().alias("group_gpu_ns"),
     )
     out = has.join(med.filter(pl.col("group_calls") >= MIN_CALLS), on=["kind", "bytes"])
-    out = out.filter(pl.col("busbw_gbps") < ratio * pl.col("group_busbw_gbps"))
-    return out.with_columns((pl.col("gpu_ns") - pl.col("group_gpu_ns")).cast(pl.Int64).alias("extra_ns"))
+    out = out.filter(pl.col("_bw") < ratio * pl.col("group_busbw_gbps"))
+    return out.with_columns((pl.col("gpu_ns") - pl.col("group_gpu_ns")).cast(pl.Int64).alias("extra_ns")).drop("_bw")
 
 
 def finding(df: pl.DataFrame, ratio: float = SLOW_RATIO) -> str | None:
@@ -140,13 +155,19 @@ def finding(df: pl.DataFrame, ratio: float = SLOW_RATIO) -> str | None:
     if not slow.height:
         return None
     parts = []
-    groups = slow.group_by("kind", "bytes", "group_calls", "group_busbw_gbps", "group_gpu_ns").agg(
-        pl.len().alias("n"), pl.col("extra_ns").sum().alias("extra_ns"), pl.col("busbw_gbps").max().alias("worst")
+    worst = pl.when(pl.col("bw") == "bus").then(pl.col("busbw_gbps")).otherwise(pl.col("algbw_gbps"))
+    groups = slow.group_by("kind", "bytes", "bw", "group_calls", "group_busbw_gbps", "group_gpu_ns").agg(
+        pl.len().alias("n"), pl.col("extra_ns").sum().alias("extra_ns"), worst.max().alias("worst")
+    )
+    unknown = (
+        " (not bus bandwidth: that needs the communicator's rank count, which the export does not give, having "
+        "traced no ncclCommInitRank call)"
     )
     for g in groups.sort("extra_ns", descending=True).iter_rows(named=True):
         parts.append(
             f"{g['n']} of {g['group_calls']} {g['kind']} calls of {_size(g['bytes'])} ran at {g['worst']:.3g} GB/s "
-            f"bus bandwidth or less, below {ratio:.0%} of that size's median {g['group_busbw_gbps']:.3g} GB/s: "
+            f"{g['bw']} bandwidth or less{unknown if g['bw'] != 'bus' else ''}, below {ratio:.0%} of that size's "
+            f"median {g['group_busbw_gbps']:.3g} GB/s: "
             f"{g['extra_ns'] / 1e6:.3g} ms of GPU time in all beyond that size's median of "
             f"{g['group_gpu_ns'] / 1e6:.3g} ms a call (a call's GPU time includes waiting for the other ranks: "
             "`nsysql collectives` over every rank's export says who arrived last)"
@@ -154,9 +175,22 @@ def finding(df: pl.DataFrame, ratio: float = SLOW_RATIO) -> str | None:
     return "; ".join(parts)
 
 
+def unjudged(df: pl.DataFrame) -> str | None:
+    """Which calls the rule could not judge, having no GPU time of their own; None where every call has one."""
+    n = int(df["gpu_ns"].is_null().sum())
+    if not n:
+        return None
+    return (
+        f"{n} of {df.height} calls launched no kernel inside their own range, so the rule cannot judge them "
+        "(NCCL launches the kernels of calls made between ncclGroupStart and ncclGroupEnd at ncclGroupEnd; or the "
+        "export traced no CUDA kernels)"
+    )
+
+
 def findings(df: pl.DataFrame, ratio: float = SLOW_RATIO) -> pl.DataFrame:
     """One row: `finding`, `slow_calls`, `extra_ms` (their GPU time beyond their groups' medians: the time fixing
-    them would give back), `evidence` (NULL when the rule flags none) and `rule`."""
+    them would give back), `evidence` (NULL when the rule flags none), `unjudged` (the calls without GPU time,
+    which it cannot judge; NULL when none) and `rule`."""
     slow = slow_calls(df, ratio)
     return pl.DataFrame(
         {
@@ -164,6 +198,7 @@ def findings(df: pl.DataFrame, ratio: float = SLOW_RATIO) -> pl.DataFrame:
             "slow_calls": [slow.height],
             "extra_ms": [slow["extra_ns"].sum() / 1e6],
             "evidence": [finding(df, ratio)],
+            "unjudged": [unjudged(df)],
             "rule": [slow_rule(ratio)],
         },
         schema={
@@ -171,6 +206,7 @@ def findings(df: pl.DataFrame, ratio: float = SLOW_RATIO) -> pl.DataFrame:
             "slow_calls": pl.Int64,
             "extra_ms": pl.Float64,
             "evidence": pl.String,
+            "unjudged": pl.String,
             "rule": pl.String,
         },
     )
@@ -187,12 +223,16 @@ def skew(stacked: pl.DataFrame) -> pl.DataFrame:
     """One row per collective instance across ranks (`stacked`: calls with a `rank` column, one export each):
     its communicator, sequence number, kind, size, how many ranks have it, the rank that arrived last and the
     skew (ns from the first rank's kernel start to the last's)."""
-    # one clock: UTC (each export's session zero + its times) where every export says when it started
+    # one clock: UTC (each export's session zero + its times) where every export says when it started. Else no
+    # clock is shared (each export counts from its own session's zero), but a collective ends together on every
+    # rank, when the last one has joined: each rank arrived its kernel time before that end, so arrivals are
+    # compared as minus the GPU time (`duration`), the rank with the shortest kernel being the last
     utc = stacked["gpu_start_utc_ns"].is_not_null().sum() == stacked["gpu_start_ns"].is_not_null().sum()
     df = stacked.filter(pl.col("gpu_start_ns").is_not_null()).with_columns(
         pl.col("call").rank("ordinal").over("rank", "comm").cast(pl.Int64).sub(1).alias("seq"),
-        pl.col("gpu_start_utc_ns" if utc else "gpu_start_ns").alias("arrival_ns"),
+        (pl.col("gpu_start_utc_ns") if utc else -pl.col("gpu_ns")).alias("arrival_ns"),
     )
+    first = pl.col("arrival_ns").min() if utc else pl.lit(None, pl.Int64)
     return (
         df.sort("arrival_ns")
         .group_by("comm", "seq")
@@ -206,12 +246,12 @@ def skew(stacked: pl.DataFrame) -> pl.DataFrame:
             pl.col("rank").last().alias("last_rank"),
             pl.col("rank").first().alias("first_rank"),
             (pl.col("arrival_ns").max() - pl.col("arrival_ns").min()).alias("skew_ns"),
-            pl.col("arrival_ns").min().alias("first_arrival_ns"),
-            pl.lit("utc" if utc else "export").alias("clock"),
+            first.alias("first_arrival_ns"),
+            pl.lit("utc" if utc else "duration").alias("clock"),
         )
         .filter((pl.col("ranks_seen") > 1) & (pl.col("kinds") == 1))
         .drop("kinds")
-        .sort("first_arrival_ns")
+        .sort("first_arrival_ns" if utc else ["comm", "seq"])
     )
 
 

@@ -51,7 +51,7 @@ def rank_info(path: str, f: dict[str, list[str]]) -> dict:
 
 
 def nccl(con) -> pl.DataFrame:
-    """The profile's NCCL range time (nccl_ranges.sql)."""
+    """The profile's NCCL ranges: name, start_ns, duration_ns (nccl_ranges.sql)."""
     return frame(con, queries.read("analyses/nccl_ranges.sql"))
 
 
@@ -67,7 +67,8 @@ def rank_tables(
     """The small per-rank frames the cross-rank analysis reads, from one profile's answers (the driver,
     nsysql.many, asks them of its Profile): `f`, its facts; `its`, its iterations, or why it has none; with
     iterations, `family` (the iteration range's name), the gaps indexed by them, idle time by cause
-    (Profile.gaps(by="cause")) and `nccl`."""
+    (Profile.gaps(by="cause")) and `nccl`, NCCL's ranges, counted per iteration they start in (as the other
+    per-rank figures, over the loop's iterations: not NCCL's set-up and tear-down)."""
     info = pl.DataFrame([rank_info(path, f)])
     out = {"info": info}
     if isinstance(its, NsysqlError):
@@ -97,11 +98,33 @@ def rank_tables(
             "outlier",
         )
         .join(top, on="iteration", how="left")
-        .with_columns(range=pl.lit(family))
+        .join(_nccl_per_iteration(its, nccl), on="iteration", how="left")
+        .with_columns(pl.col("nccl_ranges").fill_null(0), pl.col("nccl_range_ns").fill_null(0), range=pl.lit(family))
     )
     out["causes"] = causes.select("cause", "gaps", "idle_ns")
-    out["nccl"] = nccl
     return out
+
+
+def _nccl_per_iteration(its: pl.DataFrame, nccl: pl.DataFrame | None) -> pl.DataFrame:
+    """Per iteration: the NCCL ranges that start in its window (`nccl_ranges`) and their CPU-side time."""
+    schema = {"iteration": its.schema["iteration"], "nccl_ranges": pl.Int64, "nccl_range_ns": pl.Int64}
+    if nccl is None or nccl.height == 0:
+        return pl.DataFrame(schema=schema)
+    win = its.select("iteration", pl.col("start_ns").alias("it_start"), pl.col("end_ns").alias("it_end"))
+    placed = (
+        nccl.sort("start_ns")
+        .join_asof(win.sort("it_start"), left_on="start_ns", right_on="it_start", strategy="backward")
+        .filter(pl.col("start_ns") < pl.col("it_end"))
+    )
+    return (
+        placed.group_by("iteration")
+        .agg(
+            pl.len().cast(pl.Int64).alias("nccl_ranges"),
+            pl.col("duration_ns").sum().cast(pl.Int64).alias("nccl_range_ns"),
+        )
+        .select(schema.keys())
+        .cast(schema)
+    )
 
 
 def combine(parts: list[tuple[int, dict[str, pl.DataFrame]]]) -> dict[str, pl.DataFrame]:
@@ -131,20 +154,19 @@ def number_ranks(infos: list[dict]) -> tuple[list[int], str]:
 
 
 def reduce(con, tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
-    """Cross-rank frames: per rank, per iteration (slowest rank), stragglers."""
+    """Cross-rank frames: per rank, per iteration (the rank waited for), stragglers."""
     if "iterations" not in tables:
-        raise NsysqlError("no rank has iterations (NVTX ranges around the training step), so ranks cannot be compared")
+        raise NsysqlError(
+            "no rank has iterations (NVTX ranges around the training step), so ranks cannot be compared"
+            + _problems(tables["info"], files=True)
+        )
     con.register("rank_iterations", tables["iterations"].to_arrow())
     con.register("rank_causes", tables["causes"].to_arrow())
-    nccl = tables.get("nccl")
-    if nccl is None or nccl.height == 0:
-        nccl = pl.DataFrame(schema={"rank": pl.Int64, "instances": pl.Int64, "total_ns": pl.Int64})
-    con.register("rank_nccl", nccl.to_arrow())
     params = {"min_excess": MIN_EXCESS_NS, "excess_share": EXCESS_SHARE, "wait_share": WAIT_SHARE, "noise_k": NOISE_K}
     per_rank = run(con, "ranks_per_rank")
     by_iter = run(con, "ranks_by_iteration")
     strag = run(con, "ranks_stragglers", **params)
-    for name in ("rank_iterations", "rank_causes", "rank_nccl"):
+    for name in ("rank_iterations", "rank_causes"):
         con.unregister(name)
     return {"ranks": per_rank, "iterations": by_iter, "stragglers": strag}
 
@@ -156,16 +178,23 @@ def too_few(tables: dict[str, pl.DataFrame]) -> str | None:
     if looped >= 2:
         return None
     ranks = tables["info"].height
-    without = tables["info"].filter(pl.col("problem").is_not_null()) if "problem" in tables["info"].columns else None
-    named = (
-        ": " + "; ".join(f"rank {r}: {p}" for r, p in without.sort("rank").select("rank", "problem").iter_rows())
-        if without is not None and without.height
-        else ""
-    )
     return (
         f"stragglers are judged by the wait they cause other ranks, and {looped} of {ranks} rank"
-        f"{'s' if ranks != 1 else ''} {'has' if looped == 1 else 'have'} a loop to compare{named}"
+        f"{'s' if ranks != 1 else ''} {'has' if looped == 1 else 'have'} a loop to compare{_problems(tables['info'])}"
     )
+
+
+def _problems(info: pl.DataFrame, files: bool = False) -> str:
+    """': rank 0: why it has no loop; rank 1: ...' for the ranks of `info` without one ('' where all have one);
+    with `files`, each rank's file too, where no other table names it."""
+    if "problem" not in info.columns:
+        return ""
+    without = info.filter(pl.col("problem").is_not_null()).sort("rank")
+    said = [
+        f"rank {r}{f' ({f})' if files else ''}: {p}"
+        for r, f, p in without.select("rank", "path", "problem").iter_rows()
+    ]
+    return ": " + "; ".join(said) if said else ""
 
 
 def straggler_sentences(strag: pl.DataFrame, tables: dict[str, pl.DataFrame] | None = None) -> pl.DataFrame:

@@ -38,7 +38,9 @@ def collectives(files, fmt, output, by, range, slow_ratio):
 
 def _finding_lines(found) -> str:
     row = found.row(0, named=True)
-    return f"slow collectives: {row['evidence'] or 'none'}\nrule: {row['rule']}\n"
+    said = row["evidence"] or ("none among the calls with a GPU time" if row.get("unjudged") else "none")
+    also = f"; {row['unjudged']}" if row.get("unjudged") else ""
+    return f"slow collectives: {said}{also}\nrule: {row['rule']}\n"
 
 
 def _many(files, fmt, output, by, range_):
@@ -73,6 +75,6 @@ def _dur(ns: float) -> str:
 # how arrivals were compared (nsysql.analyses.collectives.skew)
 _CLOCKS = {
     "utc": "kernel starts on the UTC clock of each export's session; across hosts, as far as their clocks agree",
-    "export": "kernel starts as the exports record them: an export does not say when its session started, so "
-    "ranks profiled by separate nsys processes may be offset",
+    "duration": "an export does not say when its session started, so arrivals are told by the kernels' GPU times: "
+    "a collective ends together on every rank, the last to arrive having the shortest kernel",
 }

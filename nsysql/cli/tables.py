@@ -195,14 +195,14 @@ def _ranks_result(files, dask, workers):
         dask=dask,
         cache_max=opts.get("cache_max"),
     )
-    click.echo(f"nsysql: {r.files.height} ranks; {r.numbering}", err=True)
+    click.echo(f"nsysql: {r.files.height} rank{'s' if r.files.height != 1 else ''}; {r.numbering}", err=True)
     click.echo(f"nsysql: straggler rule: {r.rule}", err=True)
     return {
         "files": r.files.select("rank", "path", "rank_source", *(["problem"] if "problem" in r.files.columns else [])),
         "per rank": r.per_rank(),
         "stragglers": r.findings().select("rank", "sentence"),
         "straggler evidence": r.stragglers(),
-        "slowest rank per iteration": r.by_iteration(),
+        "per iteration: the rank the others waited for": r.by_iteration(),
     }
 
 

@@ -11,7 +11,7 @@ import polars as pl
 
 from .. import store
 
-RANK_TABLES = ("info", "iterations", "causes", "nccl")
+RANK_TABLES = ("info", "iterations", "causes")
 
 
 def _files(path: str, cache_dir: str | None) -> dict[str, Path] | None:

@@ -1,6 +1,7 @@
 -- @tables nvtx_ranges
 
--- NVTX ranges of NCCL's own domain (`NCCL:ncclAllReduce`, ...): instances and CPU-side time per name.
-SELECT name, count(*) AS instances, sum(duration_ns)::BIGINT AS total_ns
+-- NVTX ranges of NCCL's own domain (`NCCL:ncclAllReduce`, ...): one row per range, when it started and its
+-- CPU-side time (nsysql.analyses.ranks counts them per iteration of the loop).
+SELECT name, start_ns, duration_ns
 FROM nvtx_ranges WHERE domain = 'NCCL'
-GROUP BY name ORDER BY total_ns DESC;
+ORDER BY start_ns;

@@ -1,15 +1,13 @@
--- @frames rank_iterations, rank_causes, rank_nccl
+-- @frames rank_iterations, rank_causes
 
--- Per rank, over its steady-state iterations (reads rank_iterations, rank_causes and rank_nccl, the stacked
--- per-rank frames): iteration time mean and median, GPU busy %, idle, collective kernel time, exposed
--- communication, the top idle cause, and NCCL NVTX range time.
+-- Per rank, over its steady-state iterations (reads rank_iterations and rank_causes, the stacked per-rank
+-- frames): iteration time mean and median, GPU busy %, idle, collective kernel time, exposed communication, the
+-- top idle cause, and NCCL's NVTX ranges that start in those iterations and their CPU-side time.
 WITH s AS (
   SELECT * FROM rank_iterations WHERE NOT warmup
 ), top_cause AS (
   SELECT rank, cause, idle_ns FROM rank_causes
   QUALIFY row_number() OVER (PARTITION BY rank ORDER BY idle_ns DESC, cause) = 1
-), nccl AS (
-  SELECT rank, sum(instances)::BIGINT AS nccl_ranges, sum(total_ns)::BIGINT AS nccl_range_ns FROM rank_nccl GROUP BY rank
 )
 SELECT
   s.rank,
@@ -28,10 +26,9 @@ SELECT
   count(*) FILTER (WHERE s.outlier) AS outliers,
   any_value(t.cause) AS top_idle_cause,
   any_value(t.idle_ns) AS top_idle_cause_ns,
-  coalesce(any_value(n.nccl_ranges), 0) AS nccl_ranges,
-  coalesce(any_value(n.nccl_range_ns), 0) AS nccl_range_ns
+  coalesce(sum(s.nccl_ranges), 0)::BIGINT AS nccl_ranges,
+  coalesce(sum(s.nccl_range_ns), 0)::BIGINT AS nccl_range_ns
 FROM s
 LEFT JOIN top_cause t USING (rank)
-LEFT JOIN nccl n USING (rank)
 GROUP BY s.rank
 ORDER BY s.rank;
