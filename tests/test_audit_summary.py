@@ -68,11 +68,11 @@ def test_gpu_metrics_switch_stays_where_the_gpu_has_tensor_cores():
     assert "--gpu-metrics-devices=all" in switches(loaded(str(path)))
 
 
-@pytest.mark.parametrize("major, minor, named", [(6, 1, False), (7, 0, True), (9, 0, True)])
+@pytest.mark.parametrize("major, minor, named", [(6, 1, False), (7, 0, False), (7, 5, True), (9, 0, True)])
 def test_gpu_metrics_switch_follows_the_compute_capability(tmp_path, major, minor, named):
     """train_small (kernels, no GPU metrics) with its GPU said to be compute capability major.minor: the switch
-    that would tell tensor-core use is named only where the GPU has tensor cores (sm_70 and later); 9.0 is the
-    fixture as recorded (an H200)."""
+    that would tell tensor-core use is named only where the GPU has tensor cores (sm_70 and later) and nsys can
+    sample its metrics (Turing, sm_75, and later: not Volta); 9.0 is the fixture as recorded (an H200)."""
     src = fixture("train_small")
     assert raw(src, "SELECT DISTINCT computeMajor, computeMinor FROM TARGET_INFO_GPU") == [(9, 0)]
     path = src
