@@ -90,3 +90,43 @@ def test_outliers_slow_in_another_range_are_named_apart():
     assert "is in `batch_to_device` (+" in text and f"on the CPU) for iterations {mine}; " in text, text
     for i, p in others.items():
         assert f"that of {i} is in `{p}`" in text, text
+
+
+def test_a_rank_that_waits_for_the_straggler_is_told_so():
+    """ddp_pair (fixtures/workloads/ddp_straggler.py): rank 1 sleeps 30 ms in `data` every 5th step by
+    construction; rank 0's matching steps are slow too, but its `data` time there is a cudaStreamSynchronize that
+    waits while NCCL's all-reduce waits for rank 1. Rank 0's finding names the call and the collectives under it
+    (both counted here from the raw rows); rank 1's, whose `data` time is the sleep, names no call."""
+    from conftest import FIXTURES, raw
+
+    path = FIXTURES / "ddp_pair" / "rank0.sqlite"
+    its = loaded(str(path)).iterations().filter(~pl.col("warmup") & pl.col("outlier"))
+    sync_ns = comm_ns = 0
+    for s, e in zip(its["start_ns"], its["end_ns"]):
+        for ds, de, tid in raw(
+            path, "SELECT start, end, globalTid FROM NVTX_EVENTS WHERE text = 'data' AND start < ? AND end > ?", e, s
+        ):
+            ds, de = max(ds, s), min(de, e)
+            for cs, ce in raw(
+                path,
+                "SELECT r.start, r.end FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds n ON n.id = r.nameId "
+                "WHERE n.value LIKE 'cudaStreamSynchronize%' AND r.globalTid = ? AND r.start < ? AND r.end > ?",
+                tid,
+                de,
+                ds,
+            ):
+                cs, ce = max(cs, ds), min(ce, de)
+                sync_ns += ce - cs
+                for ks, ke in raw(
+                    path,
+                    "SELECT k.start, k.end FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds n ON n.id = k.demangledName "
+                    "WHERE n.value LIKE 'ncclDevKernel%' AND k.start < ? AND k.end > ?",
+                    ce,
+                    cs,
+                ):
+                    comm_ns += min(ke, ce) - max(ks, cs)
+    assert sync_ns * 2 >= its["data cpu_ns"].sum() and comm_ns * 2 >= sync_ns
+    text = _slow(path)
+    per_step = f"{sync_ns / its.height / 1e6:,.1f} ms"
+    assert f"where `cudaStreamSynchronize` took {per_step} a step while the GPU ran collectives" in text, text
+    assert "took" not in _slow(FIXTURES / "ddp_pair" / "rank1.sqlite")

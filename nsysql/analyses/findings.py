@@ -93,13 +93,13 @@ def _dur(ns) -> str:
     return _ms(ns) if abs(ns) >= 1e6 else f"{ns / 1e3:,.0f} us"
 
 
-def slow_phase(its: pl.DataFrame | None, share: float = 0.5) -> str:
+def slow_phase(its: pl.DataFrame | None, share: float = 0.5, con=None) -> str:
     """Where the outlier steps' extra time is, as a clause for the slow-iteration finding: the child range whose
     CPU time grows most from the typical steady-state step to an outlier, when it holds at least `share` of the
     outliers' extra wall time; else that no child range does. Where the outliers do not agree (each one's own
     growth, against its own extra time), the range is said of those it holds for and the others are named apart.
     Said only for steps timed on the CPU (the phases are CPU times) and with child ranges to compare; empty
-    otherwise."""
+    otherwise. With `con`, also the CUDA call the range's time went to in those steps (phase_calls)."""
     if its is None or not its.height or "outlier" not in its.columns:
         return ""
     steady = its.filter(~pl.col("warmup"))
@@ -116,14 +116,34 @@ def slow_phase(its: pl.DataFrame | None, share: float = 0.5) -> str:
     apart = _apart(slow, typical, phases, phase, share)
     if grew >= share * extra:
         where = f"`{phase}` (+{_dur(grew)} on the CPU)"
+        held = slow.filter(pl.col("iteration").is_in(apart[0])) if apart else slow
+        calls = phase_calls(con, held, phase) if con is not None else ""
         return f"; their extra {_dur(extra)} a step is in {where}" + (
-            f" for iterations {_list(apart[0])}; {apart[1]}" if apart else ""
+            f" for iterations {_list(apart[0])}{calls}; {apart[1]}" if apart else calls
         )
     names = ", ".join(f"`{p}`" for p in phases[:4]) + (", ..." if len(phases) > 4 else "")
     return (
         f"; their extra {_dur(extra)} a step is in none of the step's child ranges ({names}; the most: `{phase}`, "
         f"{'+' if grew >= 0 else ''}{_dur(grew)}): it is spent in the step range itself, outside its children"
     )
+
+
+def phase_calls(con, slow: pl.DataFrame, phase: str) -> str:
+    """What the CPU did in child range `phase` during the `slow` steps, as a clause: the CUDA call that took at
+    least half of the range's time there, a step's share of it, and, where the process's GPU ran collectives for
+    at least half of that call, that it waited for another rank (a synchronize behind an all-reduce). Empty where
+    no one call took half."""
+    got = run(
+        con, "slow_phase_calls", range_name=phase, starts=slow["start_ns"].to_list(), ends=slow["end_ns"].to_list()
+    )
+    in_phase = slow[f"{phase} cpu_ns"].fill_null(0).sum()
+    if not got.height or not in_phase or got["call_ns"][0] * 2 < in_phase:
+        return ""
+    r = got.row(0, named=True)
+    text = f", where `{r['call']}` took {_dur(r['call_ns'] / slow.height)} a step"
+    if r["comm_ns"] * 2 >= r["call_ns"]:
+        text += " while the GPU ran collectives: a wait for another rank (`nsysql ranks` names it)"
+    return text
 
 
 def _top_growth(slow: pl.DataFrame, typical: pl.DataFrame, phases: list[str]) -> tuple[float, str]:
@@ -187,7 +207,7 @@ def findings(
     read = read or tables(con, limits.empty_queue_ns)
     st = iteration_stats.row(0, named=True) if iteration_stats is not None and iteration_stats.height else None
     # the order of the rows is the order of the rules: each helper adds its findings in turn
-    rows = _slow_iteration_rows(st, its, slow)
+    rows = _slow_iteration_rows(st, its, slow, con)
     rows += _idle_rows(con, causes, activity, limits, loader, loop=st is not None)
     # launch bound is not said where host work already explains the idle time (the rows so far)
     host_explained = any(r[0] in ("data-loader bound", "host bound") for r in rows)
@@ -197,7 +217,9 @@ def findings(
     return pl.DataFrame(rows, schema=["finding", "evidence"], orient="row")
 
 
-def _slow_iteration_rows(st: dict | None, its: pl.DataFrame | None, slow: str | None = None) -> list[tuple[str, str]]:
+def _slow_iteration_rows(
+    st: dict | None, its: pl.DataFrame | None, slow: str | None = None, con=None
+) -> list[tuple[str, str]]:
     """The slow-iteration finding, from iteration stats' row (None: no iterations) where it has an outlier
     pattern, with where the outliers' extra time went (slow_phase) and, where the CPU's story of those steps'
     idle gaps names the data loader (`slow`), that the GPU waited for it there."""
@@ -207,7 +229,7 @@ def _slow_iteration_rows(st: dict | None, its: pl.DataFrame | None, slow: str | 
     return [
         (
             "periodic slow iterations" if "every" in st["outlier_pattern"] else "slow iterations",
-            f"{st['outlier_pattern']}; {_typical_median(st, its)}" + slow_phase(its) + waited,
+            f"{st['outlier_pattern']}; {_typical_median(st, its)}" + slow_phase(its, con=con) + waited,
         )
     ]
 
