@@ -182,7 +182,9 @@ class Profile:
     def ranges(
         self, attribution: str = DEFAULT_ATTRIBUTION, group_ops: bool | None = None, families: bool = False
     ) -> pl.DataFrame:
-        """NVTX ranges per name (nsys's nvtx_sum and nvtx_gpu_proj_sum); `group_ops`: PyTorch emit_nvtx names
+        """NVTX ranges per name (nsys's nvtx_sum and nvtx_gpu_proj_sum columns; the GPU columns by nsys's rule only
+        with attribution="thread": "process" also credits the ops other threads of the process launched with no
+        range open, see the README's `--attribution`); `group_ops`: PyTorch emit_nvtx names
         without their per-call arguments (`aten::addmm, seq = 5, op_id = 9, ...` -> `aten::addmm`); by default
         (None) grouped under the process rule, per full name under the thread rule (as `nsys stats`).
         `families`: numbered names (`Batch0..Batch59`) as one row, `Batch*`, with `names`, how many it folds."""
@@ -195,8 +197,10 @@ class Profile:
         attribution: str = DEFAULT_ATTRIBUTION,
         group_ops: bool | None = None,
     ) -> pl.DataFrame:
-        """Kernels per NVTX range (as `nsys stats -r nvtx_kern_sum`): per (range, kernel), range instances,
-        kernel count and duration stats; `innermost`: each kernel only in its deepest selected range."""
+        """Kernels per NVTX range (as `nsys stats -r nvtx_kern_sum` with attribution="thread"; "process", the
+        default, also credits a range with the kernels other threads of its process launched with no range open):
+        per (range, kernel), range instances, kernel count and duration stats; `innermost`: each kernel only in its
+        deepest selected range."""
         return self._engine.run(
             "kernels_by_range", range=range, innermost=innermost, attribution=attribution, group_ops=group_ops
         )
