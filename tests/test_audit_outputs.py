@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import csv
 import json
+from collections import Counter
 
 from click.testing import CliRunner
 from conftest import craft, fixture, raw, reference_csv
 
+from nsysql import perfetto
 from nsysql.cli import main
 
 TRAIN = fixture("train_small")
@@ -67,3 +69,54 @@ def test_stats_asked_by_nsys_names_counts_as_nsys_does():
     res = run(["stats", TRAIN, "-r", "nvtx_gpu_proj_sum", "-f", "json", "--attribution", "process"])
     proc = _backward_pass(json.loads(res.stdout)["nvtx_gpu_proj_sum"], "name", "gpu_proj_ns")
     assert proc == _backward_pass(got["ranges"], "name", "gpu_proj_ns")
+
+
+def _trace_events(tmp_path, export, name):
+    out = tmp_path / name
+    res = run(["trace", export, "-o", out])
+    assert res.exit_code == 0, res.output
+    return out.read_bytes(), json.loads(out.read_text())["traceEvents"]
+
+
+def test_trace_puts_ops_that_overlap_on_one_stream_on_tracks_where_they_nest(tmp_path, monkeypatch):
+    """Kernels launched with programmatic dependent launch start before the kernel before them on their stream
+    ends (cuDNN's split-K wgrad on Hopper, in jitter_before); on one track those slices would not nest, which
+    trace viewers require. Every op is still there, on its stream's track or a lane of it, and the lanes come out
+    the same whatever the batches the rows are read in."""
+    export = fixture("jitter_before")
+    overlaps = raw(
+        export,
+        'SELECT count(*) FROM (SELECT start, max("end") OVER (PARTITION BY deviceId, streamId ORDER BY start '
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before FROM CUPTI_ACTIVITY_KIND_KERNEL) "
+        "WHERE start < before",
+    )[0][0]
+    assert overlaps > 0  # the precondition, in the export's own rows
+    data, events = _trace_events(tmp_path, export, "whole.json")
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    tracks: dict = {}
+    per_stream: Counter = Counter()
+    for e in events:
+        if e["ph"] == "X" and e["cat"] in ("kernel", "memcpy", "memset"):
+            # ns again (ts is ns / 1000 as the nearest float): exact integers, no float sums
+            tracks.setdefault((e["pid"], e["tid"]), []).append((round(e["ts"] * 1000), round(e["dur"] * 1000)))
+            per_stream[(e["pid"], names[(e["pid"], e["tid"])].split(":")[0])] += 1
+    for spans in tracks.values():
+        spans.sort(key=lambda s: (s[0], -s[1]))
+        open_ends: list[int] = []
+        for start, dur in spans:
+            while open_ends and open_ends[-1] <= start:
+                open_ends.pop()
+            assert not open_ends or start + dur <= open_ends[-1], "slices on one track do not nest"
+            open_ends.append(start + dur)
+    assert len(tracks) > len(per_stream)  # the overlapping ops went to lanes of their streams
+    want = raw(
+        export,
+        "SELECT deviceId, streamId, count(*) FROM (SELECT deviceId, streamId FROM CUPTI_ACTIVITY_KIND_KERNEL "
+        "UNION ALL SELECT deviceId, streamId FROM CUPTI_ACTIVITY_KIND_MEMCPY "
+        "UNION ALL SELECT deviceId, streamId FROM CUPTI_ACTIVITY_KIND_MEMSET) GROUP BY 1, 2",
+    )
+    gpu_pid = min(pid for pid, _ in per_stream) if per_stream else 0
+    assert sorted(per_stream.values()) == sorted(n for _, _, n in want)
+    assert {(pid - gpu_pid, s) for pid, s in per_stream} == {(0, f"stream {s}") for _, s, _ in want}
+    monkeypatch.setattr(perfetto, "CHUNK", 97)  # lanes carried from batch to batch
+    assert _trace_events(tmp_path, export, "batched.json")[0] == data
