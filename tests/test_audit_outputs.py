@@ -7,8 +7,9 @@ import csv
 import json
 from collections import Counter
 
+import pytest
 from click.testing import CliRunner
-from conftest import craft, fixture, raw, reference_csv
+from conftest import PUBLIC, craft, fixture, loaded, raw, reference_csv
 
 from nsysql import perfetto
 from nsysql.cli import main
@@ -120,3 +121,20 @@ def test_trace_puts_ops_that_overlap_on_one_stream_on_tracks_where_they_nest(tmp
     assert {(pid - gpu_pid, s) for pid, s in per_stream} == {(0, f"stream {s}") for _, s, _ in want}
     monkeypatch.setattr(perfetto, "CHUNK", 97)  # lanes carried from batch to batch
     assert _trace_events(tmp_path, export, "batched.json")[0] == data
+
+
+def test_trace_of_iterations_a_to_b_shows_those_iterations_only(tmp_path):
+    """Where an iteration ends as the next starts (poolformer's `poolformer_forward` steps, back to back), the
+    neighbours of A:B touch the window's edges but share no time with it: not in the trace."""
+    export = PUBLIC / "YoonKyonghwan__EfficientCenterFormer__poolformer.sqlite"
+    if not export.exists():
+        pytest.skip("the public exports are not here")
+    its = loaded(str(export)).iterations()
+    bounds = dict(zip(its["iteration"], zip(its["start_ns"], its["end_ns"])))
+    assert bounds[1][1] == bounds[2][0] and bounds[3][1] == bounds[4][0]  # back to back, in the export's rows
+    out = tmp_path / "its23.json"
+    res = run(["trace", export, "-o", out, "--iterations", "2:3"])
+    assert res.exit_code == 0, res.output
+    shown = [e["name"] for e in json.loads(out.read_text())["traceEvents"] if e.get("cat") == "iteration"]
+    assert shown == ["iteration 2", "iteration 3"]
+    assert "2 iterations" in res.stderr

@@ -151,7 +151,9 @@ def rows(
         "names": run(con, "trace_names"),
         "window": pl.DataFrame({"start_ns": [t0], "end_ns": [t1]}),
     }
-    inside = (pl.col("start_ns") <= t1) & (pl.col("end_ns") >= t0)
+    # an iteration or gap shares time with the window, not only an edge (an iteration ends where the next starts)
+    inside = (pl.col("start_ns") < t1) & (pl.col("end_ns") > t0)
+    inside = inside | ((pl.col("start_ns") == pl.col("end_ns")) & pl.col("start_ns").is_between(t0, t1))
     if its is not None and its.height:
         out["iterations"] = its.filter(inside).select(
             "iteration",
