@@ -325,7 +325,7 @@ class Profile:
         devices: list[int] | None = None,
     ) -> pl.DataFrame:
         """GPU busy time per device (every one, or those in `devices`) in `bins` equal bins of its active span (or
-        of [start_ns, end_ns))."""
+        of [start_ns, end_ns)): `device_id, bin, start_ns, end_ns, busy_ns, busy_pct`."""
         return self._engine.run("timeline", bins=bins, start_ns=start_ns, end_ns=end_ns, devices=devices)
 
     def trace(self, window: str | None = None, iterations: str | None = None, lazy: bool = False) -> dict:
@@ -341,7 +341,8 @@ class Profile:
         return self._engine.run("metrics_timeline", start_ns=start_ns, end_ns=end_ns, bins=bins)
 
     def export(self, to: str | os.PathLike, format: str = "parquet") -> pl.DataFrame:
-        """Write the canonical tables (parquet or csv) and a README.md describing their columns into `to`."""
+        """Write the canonical tables (parquet or csv) and a README.md describing their columns into `to`; one row
+        per table written: `table, rows, file`."""
         return self._engine.run("export", to=to, format=format)
 
     def resolve_range(self, pattern: str) -> list[str]:
