@@ -219,12 +219,14 @@ class _Lanes:
     def __init__(self, tracks: _Tracks, stream_tids: pl.DataFrame):
         self.tracks = tracks
         self.ends: dict[tuple, list[int]] = {}  # (device, stream) -> the end of the last op on each lane
+        self.own = stream_tids  # (device, stream) -> the stream's own track, lane 0
+        self.made: set[tuple] = set()  # (device, stream, lane) of the lane tracks made
         self.tids = stream_tids.with_columns(_lane=pl.lit(0, pl.Int64))  # (device, stream, lane) -> `_tid`
 
     def assign(self, batch: pl.DataFrame) -> tuple[pl.DataFrame, list[dict]]:
         """`batch` with `_tid`, its lane's track, and the metadata of the lanes it opened."""
         if self._serial(batch):
-            return batch.join(self.tids.drop("_lane"), on=self.KEY, how="left", maintain_order="left"), []
+            return batch.join(self.own, on=self.KEY, how="left", maintain_order="left"), []
         return self._lanes(batch)
 
     def _serial(self, batch: pl.DataFrame) -> bool:
@@ -280,6 +282,8 @@ class _Lanes:
         lane = next((k for k, e in enumerate(ends) if e <= start), len(ends))
         if lane == len(ends):
             ends.append(stop)
+        if (*key, lane) not in self.made and lane:  # a track per lane, made once (a stream's ends may be reset)
+            self.made.add((*key, lane))
             dev, stream = key
             tid = self.tracks.track(GPU_PID + dev, f"stream {stream}: overlapping ops, lane {lane + 1}", stream)
             row = pl.DataFrame({"device_id": [dev], "stream_id": [stream], "_tid": [tid], "_lane": [lane]})
