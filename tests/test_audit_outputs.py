@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections import Counter
+from pathlib import Path
 
+import polars as pl
 import pytest
 from click.testing import CliRunner
 from conftest import PUBLIC, craft, fixture, loaded, raw, reference_csv
@@ -147,3 +150,18 @@ def test_trace_of_iterations_a_to_b_shows_those_iterations_only(tmp_path):
     shown = [e["name"] for e in json.loads(out.read_text())["traceEvents"] if e.get("cat") == "iteration"]
     assert shown == ["iteration 2", "iteration 3"]
     assert "2 iterations" in res.stderr
+
+
+def test_readme_stable_columns_are_the_frames_columns():
+    """The README's "Stable output columns" name each frame's columns, in order, as the Python API returns them;
+    counts and nanosecond totals are integers, averages floats."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    listed = dict(re.findall(r"^- ([\w-]+): `([^`]+)`$", readme.split("Stable output columns", 1)[1], re.M)[:3])
+    prof = loaded(str(TRAIN))
+    frames = {"kernels": prof.kernels(), "ranges": prof.ranges(), "kernels-by-range": prof.kernels_by_range()}
+    assert set(listed) == set(frames)
+    for name, df in frames.items():
+        assert df.columns == [c.strip() for c in listed[name].split(",")], name
+        schema = dict(df.schema)
+        assert all(schema[c] == pl.Int64 for c in ("count", "total_ns", "min_ns", "max_ns")), name
+        assert all(schema[c] == pl.Float64 for c in ("avg_ns", "med_ns", "stddev_ns")), name
