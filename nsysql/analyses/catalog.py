@@ -1141,6 +1141,7 @@ def metrics_timeline(ctx, start_ns, end_ns, bins) -> pl.DataFrame:
     ),
     keep="none",
     needs=("iterations", "gaps"),
+    requires=("gpu_ops|api_calls|nvtx_ranges",),  # what a trace shows: none of them, an empty timeline
     tables=(
         "api_calls",
         "devices",
