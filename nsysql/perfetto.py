@@ -29,10 +29,13 @@ from pathlib import Path
 import polars as pl
 
 from . import __version__
+from .analyses.gaps import DEFAULT_MIN_NS
 
 SYNTHETIC = 1 << 23  # made-up pids and tids start here: above Linux's pid_max limit (2^22)
 ANNOTATIONS_PID = SYNTHETIC
 GPU_PID = SYNTHETIC + 1  # + device id
+# the shortest gap the trace shows: the gaps analysis' default, which the trace asks (analyses.catalog.trace)
+GAPS_MIN = f"{DEFAULT_MIN_NS / 1e6:g} ms"
 CHUNK = 20_000  # rows read, encoded and written at a time (about 5 MB of JSON, at ~250 bytes an event)
 
 
@@ -141,7 +144,7 @@ def _annotations(tables: dict, tracks: _Tracks) -> list[pl.DataFrame]:
         )
     if gaps is not None:
         for i, dev in enumerate(gaps["device_id"].unique().sort().to_list()):
-            tid = tracks.track(ANNOTATIONS_PID, f"idle gaps, GPU {dev} (cause)", 1 + i)
+            tid = tracks.track(ANNOTATIONS_PID, f"idle gaps >= {GAPS_MIN}, GPU {dev} (cause)", 1 + i)
             annotations.append(
                 _complete(
                     gaps.filter(pl.col("device_id") == dev),

@@ -172,3 +172,14 @@ def test_readme_stable_columns_are_the_frames_columns():
         schema = dict(df.schema)
         assert all(schema[c] == pl.Int64 for c in ("count", "total_ns", "min_ns", "max_ns")), name
         assert all(schema[c] == pl.Float64 for c in ("avg_ns", "med_ns", "stddev_ns")), name
+
+
+def test_trace_names_the_shortest_gap_its_gap_tracks_show(tmp_path):
+    """The idle-gap tracks hold the gaps of `nsysql gaps` (1 ms and longer), not every idle stretch the GPU
+    tracks show between ops: the track's name says so, and every gap on it is that long."""
+    _, events = _trace_events(tmp_path, TRAIN, "gaps.json")
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    gaps = [e for e in events if e.get("cat") == "gap"]
+    assert gaps and {names[(e["pid"], e["tid"])] for e in gaps} == {"idle gaps >= 1 ms, GPU 0 (cause)"}
+    assert min(e["dur"] for e in gaps) >= 1000
+    assert len(gaps) == loaded(str(TRAIN)).gaps().height
