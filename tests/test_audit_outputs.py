@@ -183,3 +183,14 @@ def test_trace_names_the_shortest_gap_its_gap_tracks_show(tmp_path):
     assert gaps and {names[(e["pid"], e["tid"])] for e in gaps} == {"idle gaps >= 1 ms, GPU 0 (cause)"}
     assert min(e["dur"] for e in gaps) >= 1000
     assert len(gaps) == loaded(str(TRAIN)).gaps().height
+
+
+def test_sql_refuses_several_statements_in_one_line():
+    """`SELECT a; SELECT b` would run both and answer with b's rows only: refused in one line, naming why."""
+    res = run(["sql", TRAIN, "SELECT count(*) AS kernels FROM gpu_ops; SELECT 1 AS one"])
+    assert res.exit_code == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "2 statements" in lines[0] and str(TRAIN) in lines[0], res.stderr
+    assert res.stdout == ""
+    one = run(["sql", TRAIN, "SELECT 1 AS one;", "-f", "csv"])  # a closing `;` is one statement
+    assert one.exit_code == 0 and one.stdout.splitlines() == ["one", "1"], one.output
