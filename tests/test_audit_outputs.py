@@ -194,3 +194,21 @@ def test_sql_refuses_several_statements_in_one_line():
     assert res.stdout == ""
     one = run(["sql", TRAIN, "SELECT 1 AS one;", "-f", "csv"])  # a closing `;` is one statement
     assert one.exit_code == 0 and one.stdout.splitlines() == ["one", "1"], one.output
+
+
+def test_schema_says_which_tables_export_does_not_write(tmp_path):
+    """`schema` is "what `nsysql sql` and `export` give you": a table it lists that `export` does not write (the
+    view gpu_ops_named, gpu_metric_counts) says so; every other one is written, each of its columns documented."""
+    res = run(["schema", "-f", "json"])
+    assert res.exit_code == 0, res.output
+    listed = {r["table"]: r["description"] for r in json.loads(res.stdout)}
+    out = tmp_path / "tables"
+    assert run(["export", TRAIN, "--to", out, "-f", "csv"]).exit_code == 0
+    written = {p.stem for p in out.glob("*.csv")}
+    assert written <= set(listed)
+    for table, description in listed.items():
+        assert (table not in written) == description.endswith("`nsysql export` does not write it)"), table
+    for table in written:
+        documented = {r["column"] for r in json.loads(run(["schema", table, "-f", "json"]).stdout)}
+        header = (out / f"{table}.csv").read_text(encoding="utf-8").splitlines()[0].split(",")
+        assert set(header) <= documented, (table, set(header) - documented)
