@@ -220,7 +220,7 @@ class Profile:
     ) -> dict[str, pl.DataFrame]:
         """One screen about the profile: facts, GPU busy time, iterations, idle causes, findings, top kernels
         and ranges, memory ops (nsysql.analyses.summary), as frames by section (`facts`, `gpus`, `findings`,
-        `idle by cause` where there are GPU idle gaps, `kernels`, `ranges`, `memory`); `thresholds`: the findings'
+        `idle by cause` where GPU work was traced, `kernels`, `ranges`, `memory`); `thresholds`: the findings'
         limits (nsysql.analyses.findings.Thresholds, e.g. `Thresholds(host_share=0.4)`); `families`: numbered
         ranges (`Batch0..Batch59`) as one row, `Batch*` (False: one row per name)."""
         return self._engine.run("summary", attribution=attribution, top=top, thresholds=thresholds, families=families)
