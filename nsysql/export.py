@@ -37,7 +37,8 @@ def _column_name(expr: str) -> str | None:
 
 
 def schema_docs() -> dict[str, dict]:
-    """{table: {"file", "description", "columns": {column: description}}} parsed from the canonical SQL."""
+    """{table: {"file", "description", "columns": {column: description}, "exported"}} parsed from the canonical
+    SQL; `exported`: whether `export` writes it (a view or a table nsysql keeps for itself is read by `sql` only)."""
     docs: dict[str, dict] = {}
     for f in canonical_files():
         lines = f.read_text(encoding="utf-8").splitlines()
@@ -54,6 +55,7 @@ def schema_docs() -> dict[str, dict]:
                 "file": f"queries/{SCHEMA_VERSION}/canonical/{f.name}",
                 "description": " ".join(desc),
                 "columns": _columns(lines, i),
+                "exported": table in CANONICAL_TABLES,
             }
     return docs
 

@@ -6,7 +6,8 @@ list holds complete events (`ph: "X"`, `ts` and `dur` in microseconds, as floats
 pairs (`ph: "b"`/`"e"`, for NVTX start/end ranges, which may overlap on a thread) and metadata events
 (`ph: "M"`) that name processes and threads and order them.
 
-Tracks (`pid`/`tid`): each GPU is a process, each of its streams a thread; each profiled process keeps its pid,
+Tracks (`pid`/`tid`): each GPU is a process, each of its streams a thread (and, where ops of one stream overlap in
+time, a lane track beside it for those that would not nest: _Lanes); each profiled process keeps its pid,
 and each of its threads gets one track for its CUDA API calls and one per NVTX domain (slices on one track must
 nest, and API calls and NVTX ranges need not nest within each other); nsysql's annotations are one more process:
 the iterations (warm-up and outliers in their names) and the idle gaps of each GPU, named by their cause. Those
@@ -14,8 +15,8 @@ made-up pids and tids start above 2^22, Linux's largest pid, so they never meet 
 
 Streamed: the GPU ops, API calls and NVTX ranges may come as nsysql.analyses.trace.Lazy tables, read from DuckDB a
 batch of CHUNK rows at a time and written as they come, so memory holds one batch and its JSON, never the
-whole trace (the tracks are laid out first, from the distinct lanes DuckDB lists). A DataFrame gives the same
-bytes.
+whole trace (the tracks are laid out first, from the distinct lanes DuckDB lists; a stream's overlap lanes are
+named in the batch that first needs one). A DataFrame gives the same bytes.
 """
 
 from __future__ import annotations
@@ -28,10 +29,13 @@ from pathlib import Path
 import polars as pl
 
 from . import __version__
+from .analyses.gaps import DEFAULT_MIN_NS
 
 SYNTHETIC = 1 << 23  # made-up pids and tids start here: above Linux's pid_max limit (2^22)
 ANNOTATIONS_PID = SYNTHETIC
 GPU_PID = SYNTHETIC + 1  # + device id
+# the shortest gap the trace shows: the gaps analysis' default, which the trace asks (analyses.catalog.trace)
+GAPS_MIN = f"{DEFAULT_MIN_NS / 1e6:g} ms"
 CHUNK = 20_000  # rows read, encoded and written at a time (about 5 MB of JSON, at ~250 bytes an event)
 
 
@@ -97,9 +101,9 @@ def events(tables: dict, counts: dict | None = None) -> Iterator[pl.DataFrame]:
     stream_tids = _gpu_tracks(ops, dev_name, tracks)
     api_tids, nvtx_tids = _cpu_tracks(names, ops, api, nvtx, tracks)
 
-    yield pl.DataFrame({"e": [json.dumps(m, ensure_ascii=False) for m in tracks.meta]}, schema={"e": pl.String})
+    yield _meta_frame(tracks.meta)
     yield from annotations
-    yield from _gpu_op_events(ops, stream_tids, counts)
+    yield from _gpu_op_events(ops, stream_tids, counts, tracks)
     yield from _api_events(api, api_tids, counts)
     yield from _nvtx_events(nvtx, nvtx_tids, counts)
 
@@ -140,7 +144,7 @@ def _annotations(tables: dict, tracks: _Tracks) -> list[pl.DataFrame]:
         )
     if gaps is not None:
         for i, dev in enumerate(gaps["device_id"].unique().sort().to_list()):
-            tid = tracks.track(ANNOTATIONS_PID, f"idle gaps, GPU {dev} (cause)", 1 + i)
+            tid = tracks.track(ANNOTATIONS_PID, f"idle gaps >= {GAPS_MIN}, GPU {dev} (cause)", 1 + i)
             annotations.append(
                 _complete(
                     gaps.filter(pl.col("device_id") == dev),
@@ -202,12 +206,105 @@ def _cpu_tracks(names: pl.DataFrame, ops, api, nvtx, tracks: _Tracks) -> tuple[p
     return api_tids, lanes.with_columns(_tid=pl.Series(tids, dtype=pl.Int64))
 
 
-def _gpu_op_events(ops, stream_tids: pl.DataFrame, counts: dict) -> Iterator[pl.DataFrame]:
+def _meta_frame(meta: list[dict]) -> pl.DataFrame:
+    return pl.DataFrame({"e": [json.dumps(m, ensure_ascii=False) for m in meta]}, schema={"e": pl.String})
+
+
+class _Lanes:
+    """Ops of one stream that overlap in time (a kernel launched with programmatic dependent launch starts before
+    the one before it ends; unified-memory migrations overlap) cannot share a track, where slices must nest: each
+    op goes to the first lane of its stream free at its start (lane 0, the stream's own track, unless an earlier
+    op still runs there), greedily in start order as the rows come. A lane past 0 is a track of its own, named
+    where first used. Rows whose stream has ended every earlier op (nearly all) take lane 0 without a loop."""
+
+    KEY = ["device_id", "stream_id"]
+
+    def __init__(self, tracks: _Tracks, stream_tids: pl.DataFrame):
+        self.tracks = tracks
+        self.ends: dict[tuple, list[int]] = {}  # (device, stream) -> the end of the last op on each lane
+        self.own = stream_tids  # (device, stream) -> the stream's own track, lane 0
+        self.made: set[tuple] = set()  # (device, stream, lane) of the lane tracks made
+        self.tids = stream_tids.with_columns(_lane=pl.lit(0, pl.Int64))  # (device, stream, lane) -> `_tid`
+
+    def assign(self, batch: pl.DataFrame) -> tuple[pl.DataFrame, list[dict]]:
+        """`batch` with `_tid`, its lane's track, and the metadata of the lanes it opened."""
+        if self._serial(batch):
+            return batch.join(self.own, on=self.KEY, how="left", maintain_order="left"), []
+        return self._lanes(batch)
+
+    def _serial(self, batch: pl.DataFrame) -> bool:
+        """Whether each op of `batch` starts once the op before it on its stream has ended (and so every earlier
+        one: their ends then only grow), as on nearly every stream: then all take lane 0, found without a
+        window over the rows, and each stream's lanes end where its last op of the batch does."""
+        same = pl.all_horizontal(pl.col(k).eq_missing(pl.col(k).shift(1)) for k in self.KEY)  # as the row before
+        chk = batch.select(*self.KEY, "start_ns", _end=pl.col("start_ns") + pl.col("duration_ns"), _same=same)
+        if not chk.select((~pl.col("_same") | (pl.col("start_ns") >= pl.col("_end").shift(1))).all()).item():
+            return False
+        for dev, stream, start in chk.filter(~pl.col("_same")).select(*self.KEY, "start_ns").iter_rows():
+            if max(self.ends.get((dev, stream), [start])) > start:  # an op of an earlier batch still runs
+                return False
+        last = (~pl.col("_same")).shift(-1, fill_value=True)  # the last row of its stream in the batch
+        for dev, stream, stop in chk.filter(last).select(*self.KEY, "_end").iter_rows():
+            self.ends[(dev, stream)] = [stop]
+        return True
+
+    def _lanes(self, batch: pl.DataFrame) -> tuple[pl.DataFrame, list[dict]]:
+        """`batch` with `_tid`, ops placed greedily on their stream's lanes (see the class)."""
+        meta_at = len(self.tracks.meta)
+        carried = pl.DataFrame(
+            [(d, s, max(v)) for (d, s), v in self.ends.items()],
+            schema={"device_id": batch.schema["device_id"], "stream_id": batch.schema["stream_id"], "_c": pl.Int64},
+            orient="row",
+        )
+        end = pl.col("start_ns") + pl.col("duration_ns")
+        b = batch.join(carried, on=self.KEY, how="left", maintain_order="left", nulls_equal=True)
+        b = b.with_columns(_end=end, _before=pl.max_horizontal(end.cum_max().shift(1).over(self.KEY), "_c"))
+        # free: every earlier op of its stream has ended, so lane 0 is free
+        b = b.with_columns(_free=pl.col("_before").is_null() | (pl.col("start_ns") >= pl.col("_before")))
+        lanes = [0] * b.height
+        if not b["_free"].all():
+            # lane 0's end before each row, from the rows of this batch before it that took it as free
+            lane0 = pl.when("_free").then("_end").cum_max().forward_fill().shift(1).over(self.KEY)
+            rows = b.with_columns(_i=pl.int_range(pl.len()), _lane0=lane0).filter(~pl.col("_free"))
+            for i, dev, stream, start, stop, first in rows.select(
+                "_i", *self.KEY, "start_ns", "_end", "_lane0"
+            ).iter_rows():
+                lanes[i] = self._place((dev, stream), start, stop, first)
+        for dev, stream, stop in b.filter("_free").group_by(self.KEY).agg(pl.col("_end").max()).iter_rows():
+            ends = self.ends.setdefault((dev, stream), [stop])
+            ends[0] = max(ends[0], stop)
+        b = b.with_columns(_lane=pl.Series(lanes, dtype=pl.Int64))
+        b = b.join(self.tids, on=[*self.KEY, "_lane"], how="left", maintain_order="left", nulls_equal=True)
+        return b, self.tracks.meta[meta_at:]
+
+    def _place(self, key: tuple, start: int, stop: int, lane0_end: int | None) -> int:
+        """The first lane of stream `key` free at `start` (a new one if none), now busy until `stop`."""
+        ends = self.ends.setdefault(key, [lane0_end if lane0_end is not None else start])
+        if lane0_end is not None:
+            ends[0] = max(ends[0], lane0_end)
+        lane = next((k for k, e in enumerate(ends) if e <= start), len(ends))
+        if lane == len(ends):
+            ends.append(stop)
+        if (*key, lane) not in self.made and lane:  # a track per lane, made once (a stream's ends may be reset)
+            self.made.add((*key, lane))
+            dev, stream = key
+            tid = self.tracks.track(GPU_PID + dev, f"stream {stream}: overlapping ops, lane {lane + 1}", stream)
+            row = pl.DataFrame({"device_id": [dev], "stream_id": [stream], "_tid": [tid], "_lane": [lane]})
+            self.tids = pl.concat([self.tids, row.cast(self.tids.schema)])
+        ends[lane] = stop
+        return lane
+
+
+def _gpu_op_events(ops, stream_tids: pl.DataFrame, counts: dict, tracks: _Tracks) -> Iterator[pl.DataFrame]:
     counts["gpu_ops"] = 0
+    lanes = _Lanes(tracks, stream_tids)
     for batch in _batches(ops):
         counts["gpu_ops"] += batch.height
+        batch, meta = lanes.assign(batch.drop("_tid", strict=False))
+        if meta:  # the lanes this batch opened, named before their first event
+            yield _meta_frame(meta)
         yield _complete(
-            batch.join(stream_tids, on=["device_id", "stream_id"], maintain_order="left"),
+            batch,
             pl.col("name"),
             pl.col("kind"),
             GPU_PID + pl.col("device_id"),

@@ -182,7 +182,9 @@ class Profile:
     def ranges(
         self, attribution: str = DEFAULT_ATTRIBUTION, group_ops: bool | None = None, families: bool = False
     ) -> pl.DataFrame:
-        """NVTX ranges per name (nsys's nvtx_sum and nvtx_gpu_proj_sum); `group_ops`: PyTorch emit_nvtx names
+        """NVTX ranges per name (nsys's nvtx_sum and nvtx_gpu_proj_sum columns; the GPU columns by nsys's rule only
+        with attribution="thread": "process" also credits the ops other threads of the process launched with no
+        range open, see the README's `--attribution`); `group_ops`: PyTorch emit_nvtx names
         without their per-call arguments (`aten::addmm, seq = 5, op_id = 9, ...` -> `aten::addmm`); by default
         (None) grouped under the process rule, per full name under the thread rule (as `nsys stats`).
         `families`: numbered names (`Batch0..Batch59`) as one row, `Batch*`, with `names`, how many it folds."""
@@ -195,8 +197,10 @@ class Profile:
         attribution: str = DEFAULT_ATTRIBUTION,
         group_ops: bool | None = None,
     ) -> pl.DataFrame:
-        """Kernels per NVTX range (as `nsys stats -r nvtx_kern_sum`): per (range, kernel), range instances,
-        kernel count and duration stats; `innermost`: each kernel only in its deepest selected range."""
+        """Kernels per NVTX range (as `nsys stats -r nvtx_kern_sum` with attribution="thread"; "process", the
+        default, also credits a range with the kernels other threads of its process launched with no range open):
+        per (range, kernel), range instances, kernel count and duration stats; `innermost`: each kernel only in its
+        deepest selected range."""
         return self._engine.run(
             "kernels_by_range", range=range, innermost=innermost, attribution=attribution, group_ops=group_ops
         )
@@ -215,7 +219,8 @@ class Profile:
         families: bool = True,
     ) -> dict[str, pl.DataFrame]:
         """One screen about the profile: facts, GPU busy time, iterations, idle causes, findings, top kernels
-        and ranges, memory ops (nsysql.analyses.summary), as frames by section; `thresholds`: the findings'
+        and ranges, memory ops (nsysql.analyses.summary), as frames by section (`facts`, `gpus`, `findings`,
+        `idle by cause` where GPU work was traced, `kernels`, `ranges`, `memory`); `thresholds`: the findings'
         limits (nsysql.analyses.findings.Thresholds, e.g. `Thresholds(host_share=0.4)`); `families`: numbered
         ranges (`Batch0..Batch59`) as one row, `Batch*` (False: one row per name)."""
         return self._engine.run("summary", attribution=attribution, top=top, thresholds=thresholds, families=families)
@@ -321,7 +326,7 @@ class Profile:
         devices: list[int] | None = None,
     ) -> pl.DataFrame:
         """GPU busy time per device (every one, or those in `devices`) in `bins` equal bins of its active span (or
-        of [start_ns, end_ns))."""
+        of [start_ns, end_ns)): `device_id, bin, start_ns, end_ns, busy_ns, busy_pct`."""
         return self._engine.run("timeline", bins=bins, start_ns=start_ns, end_ns=end_ns, devices=devices)
 
     def trace(self, window: str | None = None, iterations: str | None = None, lazy: bool = False) -> dict:
@@ -337,7 +342,8 @@ class Profile:
         return self._engine.run("metrics_timeline", start_ns=start_ns, end_ns=end_ns, bins=bins)
 
     def export(self, to: str | os.PathLike, format: str = "parquet") -> pl.DataFrame:
-        """Write the canonical tables (parquet or csv) and a README.md describing their columns into `to`."""
+        """Write the canonical tables (parquet or csv) and a README.md describing their columns into `to`; one row
+        per table written: `table, rows, file`."""
         return self._engine.run("export", to=to, format=format)
 
     def resolve_range(self, pattern: str) -> list[str]:

@@ -194,6 +194,11 @@ def check(con: duckdb.DuckDBPyConnection, sql: str) -> None:
                 f"queries here only read (SELECT, EXPLAIN of a SELECT); this one is {kind}. For "
                 "tables of your own, use `nsysql export` or Profile.con in Python"
             )
+    if len(statements) > 1:  # DuckDB would run them all and answer with the last one's rows only
+        raise NsysqlError(
+            f"give one query at a time: this one holds {len(statements)} statements (separated by `;`), and "
+            "only the last one's rows would come back"
+        )
 
 
 def _kind(st) -> str:

@@ -1161,6 +1161,7 @@ def metrics_timeline(ctx, start_ns, end_ns, bins) -> pl.DataFrame:
     ),
     keep="none",
     needs=("iterations", "gaps"),
+    requires=("gpu_ops|api_calls|nvtx_ranges",),  # what a trace shows: none of them, an empty timeline
     tables=(
         "api_calls",
         "devices",
@@ -1197,8 +1198,8 @@ def trace(ctx, window, iterations, lazy) -> dict:
     except NsysqlError:  # no GPU work: no gaps to show
         gaps = None
     got = _trace.rows(ctx.con, t0, t1, its, gaps, lazy=lazy)
-    if window:
-        _trace.check_window(got, window, start, end, its)
+    if not iterations:  # an iteration has its range's NVTX event at least
+        _trace.check_window(got, window or None, start, end, its)
     return got
 
 

@@ -95,20 +95,26 @@ def supports(con) -> list[tuple[str, bool, str]]:
     canonical tables it requires (Analysis.requires) that hold no rows here, and what they would hold."""
     from ..engine import REGISTRY
 
-    needed = sorted({t for a in REGISTRY.values() for t in a.requires})
+    needed = sorted({t for a in REGISTRY.values() for r in a.requires for t in r.split("|")})
     rows = {t: run(con, "table_rows", table=PROBES.get(t, t)).item() for t in needed}
     out = []
     for name, a in sorted((n, a) for n, a in REGISTRY.items() if not a.view):
-        empty = [t for t in a.requires if not rows[t]]
-        why = []
-        for t in empty:
-            what, rule = HOLDS.get(t, (None, None))
-            hint = f"; profile with {_advice.switch(rule)}" if rule else ""
-            if t == "gpu_metric_samples" and (cannot := _metrics.unsampled(con)):
-                hint = f"; {cannot}"  # no switch records them on these GPUs
-            why.append(f"no {what}: {t} is empty{hint}" if what else f"{t} is empty")
+        empty = [r for r in a.requires if not any(rows[t] for t in r.split("|"))]
+        why = [_empty(con, r.split("|")) for r in empty]
         out.append((name, not empty, "; ".join(dict.fromkeys(why))))
     return out
+
+
+def _empty(con, tables: list[str]) -> str:
+    """Why an analysis does not apply: none of `tables` (one requirement, met by any of them) holds rows."""
+    if len(tables) == 1:
+        what, rule = HOLDS.get(tables[0], (None, None))
+        hint = f"; profile with {_advice.switch(rule)}" if rule else ""
+        if tables[0] == "gpu_metric_samples" and (cannot := _metrics.unsampled(con)):
+            hint = f"; {cannot}"  # no switch records them on these GPUs
+        return f"no {what}: {tables[0]} is empty{hint}" if what else f"{tables[0]} is empty"
+    whats = [HOLDS.get(t, (t, None))[0] for t in tables]
+    return f"no {', '.join(whats[:-1])} or {whats[-1]}: {', '.join(tables[:-1])} and {tables[-1]} are empty"
 
 
 def _collectives(counts: dict[str, int], missing: list[str]) -> tuple[bool, str]:

@@ -47,11 +47,19 @@ def parse_window(text: str, start: int, end: int) -> tuple[int, int]:
 EVENT_TABLES = ("gpu_ops", "api_calls", "nvtx_ranges", "iterations", "gaps")
 
 
-def check_window(got: dict[str, pl.DataFrame], text: str, start: int, end: int, its: pl.DataFrame | None) -> None:
-    """An NsysqlError when the rows `got` of the window `text` hold no event at all (an empty timeline is no
-    answer): what the window was, the profile's span and, where there are iterations, where they lie."""
+def check_window(
+    got: dict[str, pl.DataFrame], text: str | None, start: int, end: int, its: pl.DataFrame | None
+) -> None:
+    """An NsysqlError when the rows `got` of the window `text` (None: the whole profile) hold no event at all (an
+    empty timeline is no answer): what the window was, the profile's span and, where there are iterations, where
+    they lie."""
     if any(got[k].height if isinstance(got[k], pl.DataFrame) else got[k].exists() for k in EVENT_TABLES if k in got):
         return
+    if text is None:  # the span comes from other events (OS runtime calls, CPU samples) that a trace does not show
+        raise NsysqlError(
+            "no GPU op, CUDA API call or NVTX range in the profile: nothing a trace shows "
+            "(`nsysql info` says what it holds)"
+        )
     t0, t1 = (int(v) for v in got["window"].row(0))
     where = ""
     if its is not None and its.height:
@@ -143,7 +151,9 @@ def rows(
         "names": run(con, "trace_names"),
         "window": pl.DataFrame({"start_ns": [t0], "end_ns": [t1]}),
     }
-    inside = (pl.col("start_ns") <= t1) & (pl.col("end_ns") >= t0)
+    # an iteration or gap shares time with the window, not only an edge (an iteration ends where the next starts)
+    inside = (pl.col("start_ns") < t1) & (pl.col("end_ns") > t0)
+    inside = inside | ((pl.col("start_ns") == pl.col("end_ns")) & pl.col("start_ns").is_between(t0, t1))
     if its is not None and its.height:
         out["iterations"] = its.filter(inside).select(
             "iteration",

@@ -173,9 +173,10 @@ def schema(table, fmt, output):
     rows = [(t, c, d) for t, info in docs.items() if not table or t == table for c, d in info["columns"].items()]
     # descriptions run to 1,400 characters: wrapped, at the terminal's width or SCHEMA_WIDTH in a pipe
     if not table:
-        df = pl.DataFrame(
-            [(t, i["description"]) for t, i in docs.items()], schema=["table", "description"], orient="row"
-        )
+        # a view or a table nsysql keeps for itself: `sql` reads it, `export` does not write it
+        unwritten = " (`nsysql sql` reads it; `nsysql export` does not write it)"
+        rows = [(t, i["description"] + ("" if i["exported"] else unwritten)) for t, i in docs.items()]
+        df = pl.DataFrame(rows, schema=["table", "description"], orient="row")
     else:
         df = pl.DataFrame(rows, schema=["table", "column", "description"], orient="row")
     emit_text(rendered(df, fmt, output=output, fallback=SCHEMA_WIDTH), output)

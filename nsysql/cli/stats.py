@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from ..errors import NsysqlError
 from . import tables
@@ -96,6 +97,16 @@ def resolve(names: list[str]) -> tuple[list[tuple[str, str, dict]], list[str]]:
     return asked, unmatched
 
 
+def _attributed(name: str, analysis: str, kw: dict, attribution: str, given: bool) -> dict:
+    """The parameters report `name` is asked with: a report asked by nsys's name counts as `nsys stats` does,
+    with nsys's rule (`thread`: the ranges open on the launching thread), unless --attribution was given; nsysql's
+    own names take --attribution or its default."""
+    if not any(p["name"] == "attribution" for p in params(analysis)):
+        return kw
+    nsys_rule = not given and name in aliases()
+    return {**kw, "attribution": "thread" if nsys_rule else attribution}
+
+
 @click.command()
 @click.argument("file", required=False)
 @click.option(
@@ -118,18 +129,23 @@ def resolve(names: list[str]) -> tuple[list[tuple[str, str, dict]], list[str]]:
 @option(next(p for p in params("ranges") if p["name"] == "attribution"))  # as every command has it
 @handled
 def stats(file, reports_, fmt, prefix, attribution):
-    """Several reports from one load, like `nsys stats -r ...`: one process, one read of the export."""
+    """Several reports from one load, like `nsys stats -r ...`: one process, one read of the export.
+
+    A report asked by nsys's name (nvtx_kern_sum, nvtx_gpu_proj_sum, ...) credits a kernel to the NVTX ranges as
+    nsys does (--attribution thread) unless --attribution is given."""
     asked, unmatched = resolve([r.strip() for r in reports_.split(",") if r.strip()])
     for line in unmatched:
         click.echo(f"nsysql: {line}", err=True)
     if not asked:
         raise NsysqlError("no report of nsysql's was asked")
-    prof = load_profile(file, question=[(a, {**kw, "attribution": attribution}) for _, a, kw in asked])
+    given = click.get_current_context().get_parameter_source("attribution") is not ParameterSource.DEFAULT
+    asked = [(n, a, _attributed(n, a, kw, attribution, given)) for n, a, kw in asked]
+    prof = load_profile(file, question=[(a, {"attribution": attribution, **kw}) for _, a, kw in asked])
     ext = {"table": "txt", "csv": "csv", "json": "json", "markdown": "md"}[fmt]
     got = {}
     if prefix:  # `-o out/run` into a folder not made yet: made, as `nsys stats -o` does
         Path(prefix).parent.mkdir(parents=True, exist_ok=True)
-    answers = prof.each(*((a, kw) for _, a, kw in asked), attribution=attribution)
+    answers = prof.each(*((a, kw) for _, a, kw in asked), **({"attribution": attribution} if given else {}))
     for (name, _, _), df in zip(asked, answers):
         if isinstance(df, NsysqlError):
             click.echo(f"nsysql: {name}: skipped: {df}", err=True)

@@ -103,7 +103,8 @@ class Analysis:
     # what nsys calls the same question: `nsys stats` report names (`nsysql stats -r` takes them as aliases of
     # this analysis' report) or `recipe NAME`
     nsys: tuple[str, ...] = ()
-    # canonical tables that must hold rows for the answer to say anything (`info` lists the analyses that apply)
+    # canonical tables that must hold rows for the answer to say anything (`info` lists the analyses that apply);
+    # an entry "a|b" is met where either holds rows
     requires: tuple[str, ...] = ()
     # the command that prints this analysis' frame (`nsysql <command> FILE`), derived with its options, and
     # Profile's method of the analysis' name (nsysql.profile): None where a front end of its own asks it, or none
