@@ -20,6 +20,12 @@ from typing import Callable
 
 from ._sql import run
 
+# What records NVTX ranges, for an answer that needs them where the export has none: nsys traces NVTX by default,
+# so an export without ranges most often comes from a program that opens none, and the switch alone records nothing
+NVTX_HINT = (
+    "annotate the code with NVTX ranges (torch.cuda.nvtx.range_push/range_pop, nvtx.annotate) and profile with -t nvtx"
+)
+
 TF32_CC = 8.0  # TF32 and bf16 tensor cores from Ampere
 FP16_CC = 7.0  # fp16 tensor cores from Volta
 

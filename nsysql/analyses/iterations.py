@@ -65,6 +65,7 @@ from ..errors import NsysqlError
 from ..rules import MAD_SIGMA
 from . import scratch
 from ._sql import _declared_params, run
+from .advice import NVTX_HINT
 from .patterns import resolve_range
 from .ranges import range_totals
 
@@ -170,7 +171,7 @@ def _check_push_pop(con, range: str | None) -> None:
     none at all, or, without a --range to name one, only PyTorch's own operator ranges."""
     push_pop, pytorch = run(con, "pytorch_ranges").row(0)
     if not push_pop:
-        raise NsysqlError("no NVTX push/pop ranges, so iterations cannot be found (profile with -t nvtx)")
+        raise NsysqlError(f"no NVTX push/pop ranges, so iterations cannot be found ({NVTX_HINT})")
     if not range:  # every push/pop range is PyTorch's (iteration_candidates.sql leaves them out)
         raise NsysqlError(
             f"no repeating loop found: all {pytorch:,} push/pop ranges are PyTorch's own operator ranges "

@@ -6,6 +6,7 @@ import polars as pl
 
 from ..errors import NsysqlError
 from ._sql import run
+from .advice import NVTX_HINT
 from .patterns import resolve_range
 from .ranges import DEFAULT_ATTRIBUTION, check_attribution, group_ops_default
 
@@ -31,5 +32,5 @@ def kernels_by_range(
     # an empty answer says "no kernels in these ranges": without a range in the profile there are none to name
     # (a --range that matches nothing was refused above, by resolve_range)
     if not got.height and not run(con, "range_names").height:
-        raise NsysqlError("no NVTX ranges in this profile, so no kernel runs in one (profile with -t nvtx)")
+        raise NsysqlError(f"no NVTX ranges in this profile, so no kernel runs in one ({NVTX_HINT})")
     return got

@@ -17,7 +17,7 @@ import polars as pl
 
 from ..errors import NsysqlError
 from ._sql import run
-from .advice import switch
+from .advice import NVTX_HINT, switch
 from .ranges import DEFAULT_ATTRIBUTION, check_attribution
 
 GROUPINGS = ("iteration", "range")
@@ -70,7 +70,7 @@ def gpu_metrics(
     if by == "range":
         got = run(con, "range_metrics", attribution=check_attribution(attribution), names=names)
         if not got.height and not run(con, "range_names").height:
-            raise NsysqlError("no NVTX ranges in this profile, so no range has GPU metrics (profile with -t nvtx)")
+            raise NsysqlError(f"no NVTX ranges in this profile, so no range has GPU metrics ({NVTX_HINT})")
         if not got.height:
             raise NsysqlError(f"no {'selected ' if names else ''}NVTX range launched GPU work that the metrics sampled")
         return got
