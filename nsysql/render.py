@@ -473,10 +473,14 @@ def markdown(df: pl.DataFrame, width: int | None = 100) -> str:
         "| " + " | ".join(_cell(c, "markdown head", width) for c in cols) + " |",
         "|" + "|".join("---:" if n else "---" for n in numeric) + "|",
     ]
+    # prose (a straggler's sentence, a finding's evidence) whole, as the table format keeps it; names cut at `width`
+    limits = [PROSE_MAX if c in PROSE else width for c in cols]
     for row in df.iter_rows():
         out.append(
             "| "
-            + " | ".join(_cell(v, "table" if isinstance(v, (int, float)) else "markdown", width) for v in row)
+            + " | ".join(
+                _cell(v, "table" if isinstance(v, (int, float)) else "markdown", lim) for v, lim in zip(row, limits)
+            )
             + " |"
         )
     return "\n".join(out) + "\n"

@@ -220,3 +220,16 @@ def test_ranks_of_an_export_with_only_pytorch_operator_ranges_says_why(tmp_path)
     assert res.exit_code == 2
     (line,) = [x for x in res.stderr.splitlines() if x.startswith("nsysql: error:")]
     assert f"rank 0 ({path})" in line and f"all {ops:,} push/pop ranges are PyTorch's own operator ranges" in line
+
+
+def test_markdown_keeps_the_straggler_sentence_whole():
+    """`ranks -f markdown` is pasted into PRs: its straggler sentence was cut at 100 characters with `…`, as names
+    are. Prose columns are whole, as in the table format: the same sentence as the JSON answer's."""
+    files = [str(FIXTURES / "ddp_pair" / f"rank{r}.sqlite") for r in (0, 1)]
+    md = CliRunner().invoke(main, ["ranks", "-f", "markdown", *files])
+    js = CliRunner().invoke(main, ["ranks", "-f", "json", *files])
+    assert md.exit_code == 0 and js.exit_code == 0, md.stderr + js.stderr
+    sentences = [r["sentence"] for r in json.loads(js.stdout)["stragglers"]]
+    assert sentences and all(len(s) > 100 for s in sentences)
+    for s in sentences:
+        assert f"`{s}`" in md.stdout
