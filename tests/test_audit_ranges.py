@@ -101,7 +101,8 @@ def test_kernels_by_range_without_nvtx_says_so_in_one_line(tmp_path):
     assert res.exit_code != 0 and res.stdout == ""
     assert res.stderr.strip().splitlines() == [
         f"nsysql: error: {path}: no NVTX ranges in this profile, so no kernel runs in one (annotate the code with "
-        "NVTX ranges (torch.cuda.nvtx.range_push/range_pop, nvtx.annotate) and profile with -t nvtx)"
+        "NVTX ranges (nvtxRangePush/nvtxRangePop, or the NVTX API of its language or framework) and profile with "
+        "-t nvtx)"
     ]
 
 

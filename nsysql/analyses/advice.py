@@ -23,7 +23,8 @@ from ._sql import run
 # What records NVTX ranges, for an answer that needs them where the export has none: nsys traces NVTX by default,
 # so an export without ranges most often comes from a program that opens none, and the switch alone records nothing
 NVTX_HINT = (
-    "annotate the code with NVTX ranges (torch.cuda.nvtx.range_push/range_pop, nvtx.annotate) and profile with -t nvtx"
+    "annotate the code with NVTX ranges (nvtxRangePush/nvtxRangePop, or the NVTX API of its language or framework) "
+    "and profile with -t nvtx"
 )
 
 TF32_CC = 8.0  # TF32 and bf16 tensor cores from Ampere
