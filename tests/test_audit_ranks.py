@@ -20,6 +20,17 @@ SLEPT = [2, 7, 12, 17]  # rank 1's sleeps, by construction
 AFTER = [3, 8, 13, 18]  # rank 0's next steps, long on its CPU clock because it waited for rank 1
 
 
+def _crafted_ranks(tmp_path, pair: str, statement: str) -> list:
+    """Copies of fixture `pair`'s two rank exports in tmp_path, `statement` run on each."""
+    files = []
+    for r in (0, 1):
+        files.append(tmp_path / f"rank{r}.sqlite")
+        shutil.copy(FIXTURES / pair / f"rank{r}.sqlite", files[-1])
+        with sqlite3.connect(files[-1]) as con:
+            con.execute(statement)
+    return files
+
+
 @pytest.mark.parametrize("pair", ["ddp_pair", "ddp_blobs"])
 def test_per_iteration_names_the_rank_waited_for_not_the_one_that_waited(pair, tmp_path):
     """The rank that waited inside the all-reduce (rank 0) has the longest CPU step in the steps after rank 1's
@@ -62,12 +73,7 @@ def test_a_rank_without_collectives_is_never_the_one_waited_for(tmp_path):
 def test_ranks_without_a_loop_say_why_per_file(tmp_path):
     """Two copies of ddp_pair's ranks with their NVTX ranges dropped: no rank has a loop. `ranks` refuses in one
     line that names each file and why it has none, rather than a bare 'no rank has iterations'."""
-    files = []
-    for r in (0, 1):
-        files.append(tmp_path / f"rank{r}.sqlite")
-        shutil.copy(FIXTURES / "ddp_pair" / f"rank{r}.sqlite", files[-1])
-        with sqlite3.connect(files[-1]) as con:
-            con.execute("DELETE FROM NVTX_EVENTS")
+    files = _crafted_ranks(tmp_path, "ddp_pair", "DELETE FROM NVTX_EVENTS")
     res = CliRunner().invoke(main, ["--cache-dir", str(tmp_path / "cache"), "ranks", *map(str, files)])
     assert res.exit_code != 0 and "Traceback" not in res.output
     (line,) = [x for x in res.stderr.splitlines() if "error" in x]
@@ -128,12 +134,7 @@ def test_skew_without_session_start_times_uses_gpu_times(tmp_path):
     counts from its own session's zero, tens of ms apart. A collective ends together on every rank, so the kernels'
     GPU times still tell who arrived last: rank 1, at the all-reduces of its sleeps (steps 2, 7, 12, 17) by 30 ms
     or more, and the totals agree with the UTC clock's within 1%."""
-    files = []
-    for r in (0, 1):
-        files.append(tmp_path / f"rank{r}.sqlite")
-        shutil.copy(FIXTURES / "ddp_blobs" / f"rank{r}.sqlite", files[-1])
-        with sqlite3.connect(files[-1]) as con:
-            con.execute("DROP TABLE TARGET_INFO_SESSION_START_TIME")
+    files = _crafted_ranks(tmp_path, "ddp_blobs", "DROP TABLE TARGET_INFO_SESSION_START_TIME")
 
     def across(paths):
         args = ["--cache-dir", str(tmp_path / "cache"), "collectives", "--by", "rank", "-f", "json", *map(str, paths)]

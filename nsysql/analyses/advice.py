@@ -29,6 +29,7 @@ NVTX_HINT = (
 
 TF32_CC = 8.0  # TF32 and bf16 tensor cores from Ampere
 FP16_CC = 7.0  # fp16 tensor cores from Volta
+METRICS_CC = 7.5  # nsys samples GPU metrics on Turing (sm_75) and later GPUs only
 
 
 @dataclass(frozen=True)
@@ -132,9 +133,9 @@ def _tensor_cores_possible(h: Holdings) -> bool:
 
 def _metrics_possible(h: Holdings) -> bool:
     """Whether nsys could sample GPU metrics on a GPU that ran kernels: Turing (sm_75) and later only, so not
-    where every one states an older compute capability (metrics.METRICS_CC)."""
+    where every one states an older compute capability (METRICS_CC)."""
     known = [float(c) for c in h.capabilities if c is not None]
-    return not (known and len(known) == len(h.capabilities) and max(known) < 7.5)
+    return not (known and len(known) == len(h.capabilities) and max(known) < METRICS_CC)
 
 
 @dataclass(frozen=True)

@@ -17,16 +17,13 @@ import polars as pl
 
 from ..errors import NsysqlError
 from ._sql import run
-from .advice import NVTX_HINT, switch
+from .advice import METRICS_CC, NVTX_HINT, switch
 from .ranges import DEFAULT_ATTRIBUTION, check_attribution
 
 GROUPINGS = ("iteration", "range")
 NO_METRICS = (
     f"this export has no GPU metrics: profile with {switch('gpu_metrics')} (or a list of devices) to sample them"
 )
-
-
-METRICS_CC = 7.5  # nsys samples GPU metrics on Turing (sm_75) and later GPUs only
 
 
 def has_metrics(con) -> bool:
