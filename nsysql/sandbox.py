@@ -68,12 +68,13 @@ class Sandbox:
         self._config = config  # () -> the profile's DuckDB settings (memory limit, threads, spill directory)
         self._con = None
         self._tables: list[str] | None = None  # streamed tables; None when the entry is attached
-        self._local = threading.local()
+        # each thread's cursor, by thread id: not a threading.local, for the reason in nsysql/engine/core.py
+        self._thread_cursors: dict[int, duckdb.DuckDBPyConnection] = {}
         self._cursors: list = []
         self._lock = threading.Lock()
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
-        cur = getattr(self._local, "cur", None)
+        cur = self._thread_cursors.get(threading.get_ident())
         if cur is not None:
             return cur
         with self._lock:
@@ -86,7 +87,7 @@ class Sandbox:
                 for t in self._tables:  # a registered stream is a view of this cursor only
                     cur.register(t, _Table(self, t))
             self._cursors.append(cur)
-            self._local.cur = cur
+            self._thread_cursors[threading.get_ident()] = cur
             return cur
 
     def interrupt(self) -> None:
@@ -101,6 +102,7 @@ class Sandbox:
             for cur in self._cursors:
                 cur.close()
             self._cursors.clear()
+            self._thread_cursors.clear()
             if self._con is not None:
                 self._con.close()
                 self._con = None

@@ -58,7 +58,10 @@ class Engine:
         self.cache_entry = cache_entry
         # the thread that uses _con itself; others get cursors of it (a worker's: the first to ask it)
         self._owner = None if parent else threading.get_ident()
-        self._local = threading.local()
+        # each other thread's cursor, by thread id. Not a threading.local: an engine refers to itself (`_root`), so
+        # the cyclic collector frees it, and CPython 3.11 deadlocks freeing a threading.local there when the
+        # collection runs inside sys._current_frames(), as Dask's profiler calls it (tests/test_hostile_threads.py)
+        self._thread_cursors: dict[int, duckdb.DuckDBPyConnection] = {}
         self._cursors: list = []
         self._where: tuple[str, str] | None = None
         self.closed = False
@@ -109,7 +112,7 @@ class Engine:
 
     def _swap(self, con) -> None:
         self._retired.append(self._con)
-        self._con, self._where, self._local = con, None, threading.local()
+        self._con, self._where, self._thread_cursors = con, None, {}
         self._generation += 1
         self._made = self._generation
 
@@ -142,10 +145,11 @@ class Engine:
                     self._owner = threading.get_ident()
         if threading.get_ident() == self._owner:
             return base
-        cur = getattr(self._local, "cur", None)
+        me = threading.get_ident()
+        cur = self._thread_cursors.get(me)
         if cur is None:
             with self._lock:
-                cur = self._local.cur = _cursor(base, self._where)
+                cur = self._thread_cursors[me] = _cursor(base, self._where)
                 self._cursors.append(cur)
         return cur
 
@@ -178,6 +182,7 @@ class Engine:
             for cur in self._cursors:
                 cur.close()
             self._cursors.clear()
+            self._thread_cursors.clear()
             if self._sandbox_own:
                 self._sandbox.close()
             for con in [*self._retired, self._con]:
