@@ -158,3 +158,31 @@ def test_timeline_lists_each_canonical_file_and_query_of_a_cold_command(tmp_path
     files = {r[4].removeprefix("FILE ").removesuffix(" (made empty)") for r in rows if r[4].startswith("FILE ")}
     assert files == {f.stem for f in loader._order()}
     assert any(r[4].startswith("QUERY ") for r in rows) and all(float(r[1]) >= float(r[0]) for r in rows)
+
+
+@pytest.mark.skipif(not SMALL.exists(), reason="fixture train_small missing")
+def test_sqlite_answer_gives_kernels_answer_per_name():
+    """benchmarks/sqlite_answer.py answers `kernels` inside SQLite: per kernel name the count, total and median
+    that nsysql's kernels() gives, with and without the median's window."""
+    import nsysql
+
+    want = {
+        r["name"]: (r["count"], r["total_ns"], r["med_ns"])
+        for r in nsysql.load(SMALL).kernels().select("name", "count", "total_ns", "med_ns").iter_rows(named=True)
+    }
+    for extra in ((), ("--no-median",)):
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / "sqlite_answer.py"), str(SMALL), "--rows", *extra],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr
+        head, *rows = proc.stdout.splitlines()
+        assert head.endswith(f"answer rows {len(want):,}")
+        got = {r.split("\t")[0]: r.split("\t")[1:] for r in rows}
+        assert set(got) == set(want)
+        for name, (count, total, med) in want.items():
+            assert (int(got[name][0]), int(got[name][1])) == (count, total)
+            if not extra:
+                assert float(got[name][5]) == med
