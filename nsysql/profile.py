@@ -146,6 +146,11 @@ class Profile:
         """What the export holds and lacks, and which analyses apply."""
         return self._engine.run("info")
 
+    def why_not(self, analysis: str) -> str:
+        """Why the analysis `analysis` (kernels, api, ...) does not apply to this export, in one line, as `info`
+        says it (the tables it requires that hold no rows, and what would have recorded them); '' where it does."""
+        return self._engine.run("why_not", analysis=analysis)
+
     def kernels(
         self,
         name: str = "demangled",

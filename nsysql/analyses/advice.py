@@ -221,6 +221,15 @@ def rule(key: str) -> CaptureRule:
     return next(r for r in CAPTURE_RULES if r.key == key)
 
 
+def untraced_gpu(cuda_calls: bool) -> str:
+    """Why a profile without any GPU op (kernel, copy or memset) says nothing of the GPU: an export without GPU
+    activity does not show that the GPU was unused. `cuda_calls`: whether it holds CUDA API calls (CUDA was
+    traced; its GPU activity is not in the file)."""
+    if cuda_calls:
+        return "the export holds CUDA API calls but no GPU activity (no kernel, copy or memset recorded)"
+    return "the export holds no CUDA trace (captured without -t cuda, or the program used no GPU)"
+
+
 def switch(key: str) -> str:
     """`nsys profile SWITCH`: the capture that would have recorded what rule `key` finds missing."""
     return f"`nsys profile {rule(key).switch}`"

@@ -183,6 +183,20 @@ def info(ctx) -> pl.DataFrame:
 
 
 @analysis(
+    "why_not",
+    params=(Param("analysis", str),),
+    keep="memory",
+    # every table an analysis `requires`, and api_calls: which of them hold rows (as `info` reads them)
+    tables=("api_calls", "cpu_samples", "gpu_busy", "gpu_memory_events", "gpu_metric_counts", "gpu_ops", "nvtx_ranges"),
+    sql=("table_rows",),
+)
+def why_not(ctx, analysis) -> str:
+    """Why the analysis `analysis` does not apply to this export, in one line (as `info` says it: the canonical
+    tables it requires that hold no rows, and what would have recorded them), or '' where it does."""
+    return _info.why_not(ctx.con, analysis)
+
+
+@analysis(
     "iteration_range",
     params=(RANGE,),
     keep="memory",

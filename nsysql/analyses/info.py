@@ -95,23 +95,43 @@ def supports(con) -> list[tuple[str, bool, str]]:
     canonical tables it requires (Analysis.requires) that hold no rows here, and what they would hold."""
     from ..engine import REGISTRY
 
-    needed = sorted({t for a in REGISTRY.values() for r in a.requires for t in r.split("|")})
-    rows = {t: run(con, "table_rows", table=PROBES.get(t, t)).item() for t in needed}
+    rows = _rows(con, [r for a in REGISTRY.values() for r in a.requires])
     out = []
     for name, a in sorted((n, a) for n, a in REGISTRY.items() if not a.view):
-        empty = [r for r in a.requires if not any(rows[t] for t in r.split("|"))]
-        why = [_empty(con, r.split("|")) for r in empty]
-        out.append((name, not empty, "; ".join(dict.fromkeys(why))))
+        why = _why(con, a.requires, rows)
+        out.append((name, not why, why))
     return out
 
 
-def _empty(con, tables: list[str]) -> str:
+def why_not(con, analysis: str) -> str:
+    """Why the analysis `analysis` does not apply to this export (as `supports` says it), or '' where it does."""
+    from ..engine import REGISTRY
+
+    requires = REGISTRY[analysis].requires
+    return _why(con, requires, _rows(con, requires))
+
+
+def _rows(con, requires) -> dict[str, int]:
+    """The rows of each table the requirements name, and of api_calls (what says why no GPU work is there)."""
+    tables = sorted({t for r in requires for t in r.split("|")} | {"api_calls"})
+    return {t: run(con, "table_rows", table=PROBES.get(t, t)).item() for t in tables}
+
+
+def _why(con, requires, rows: dict[str, int]) -> str:
+    """The requirements that no table holds rows for, each said once; '' where every one is met."""
+    empty = [r for r in requires if not any(rows[t] for t in r.split("|"))]
+    return "; ".join(dict.fromkeys(_empty(con, r.split("|"), rows) for r in empty))
+
+
+def _empty(con, tables: list[str], rows: dict[str, int]) -> str:
     """Why an analysis does not apply: none of `tables` (one requirement, met by any of them) holds rows."""
     if len(tables) == 1:
         what, rule = HOLDS.get(tables[0], (None, None))
         hint = f"; profile with {_advice.switch(rule)}" if rule else ""
         if tables[0] == "gpu_metric_samples" and (cannot := _metrics.unsampled(con)):
             hint = f"; {cannot}"  # no switch records them on these GPUs
+        if tables[0] in ("gpu_ops", "gpu_busy"):
+            hint = f"; {_advice.untraced_gpu(bool(rows['api_calls']))}"
         return f"no {what}: {tables[0]} is empty{hint}" if what else f"{tables[0]} is empty"
     whats = [HOLDS.get(t, (t, None))[0] for t in tables]
     return f"no {', '.join(whats[:-1])} or {whats[-1]}: {', '.join(tables[:-1])} and {tables[-1]} are empty"

@@ -85,16 +85,8 @@ def cards(facts: dict, gpus: pl.DataFrame, stats: pl.DataFrame | None, its, gaps
         else:
             rows.append(("GPU busy", f"{busy:.1f}%", "whole profile: of the GPUs' active span"))
     else:  # an export without GPU activity does not show that the GPU was unused: say what it holds
-        rows.append(("GPUs", "none traced", untraced(one("span_from") or "")))
+        rows.append(("GPUs", "none traced", _summary.untraced_gpu(one("span_from") or "")))
     return pl.DataFrame(rows, schema=CARDS_SCHEMA, orient="row")
-
-
-def untraced(span_from: str) -> str:
-    """Why a profile without any GPU op (kernel, copy or memset) shows no GPU, from the timed sources it holds
-    (profile_facts span_from)."""
-    if "CUDA API calls" in span_from:  # CUDA was traced; its GPU activity is not in the file
-        return "the export holds CUDA API calls but no GPU activity (no kernel, copy or memset recorded)"
-    return "the export holds no CUDA trace (captured without -t cuda, or the program used no GPU)"
 
 
 def _step_cards(stats: pl.DataFrame | None, its, gaps) -> list[tuple]:

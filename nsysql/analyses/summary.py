@@ -260,11 +260,8 @@ def headline(st: pl.DataFrame, its: pl.DataFrame | None, gaps_df: pl.DataFrame |
 
 
 def untraced_gpu(span_from: str) -> str:
-    """Why a profile without any GPU op (kernel, copy or memset) says nothing of the GPU, from the timed sources
-    it holds (profile_facts span_from): an export without GPU activity does not show that the GPU was unused."""
-    if "CUDA API calls" in span_from:  # CUDA was traced, its GPU activity is not in the file
-        return "the export holds CUDA API calls but no GPU activity (no kernel, copy or memset recorded)"
-    return "the export holds no CUDA trace (captured without -t cuda, or the program used no GPU)"
+    """advice.untraced_gpu from the timed sources the profile holds (profile_facts span_from)."""
+    return _advice.untraced_gpu("CUDA API calls" in span_from)
 
 
 def step_sentence(h: dict, untraced: str | None = None) -> str:

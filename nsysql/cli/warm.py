@@ -87,6 +87,11 @@ def emit_answer(prof, analysis: str, params: dict, fmt: str, output: str | None,
     text = None if bound is None else _answers.printed(entry, analysis, bound, look)
     if text is None:
         got = getattr(prof, analysis)(**params)
+        if getattr(got, "height", None) == 0 and (why := prof.why_not(analysis)):
+            # an empty answer of an analysis that does not apply to this export: why, as one error line
+            from ..errors import NsysqlError
+
+            raise NsysqlError(why)
         shown = {k: v for k, v in look.items() if k != "command"}
         text = text_of(got, shown) if text_of else render(got, **shown)
         if bound is not None:
