@@ -41,6 +41,14 @@ entry_point(
             doc="Local processes for the loads [default: the cores].",
             flag=Flag(minimum=1),
         ),
+        Param(
+            "range",
+            (str, type(None)),
+            None,
+            doc="The iteration range of every rank (exact name, numbered family, prefix or regex); detected in "
+            "each when left out.",
+            flag=Flag(metavar="PATTERN"),
+        ),
     ),
 )
 
@@ -68,25 +76,26 @@ def expand(paths: list[str]) -> list[str]:
 
 
 def _job(
-    path: str, cache_dir: str | None, cache: bool, cache_max: str | int | None = None
+    path: str, cache_dir: str | None, cache: bool, cache_max: str | int | None = None, range: str | None = None
 ) -> tuple[str, dict[str, pl.DataFrame], list[str]]:
-    """Load one rank and reduce it; with the store's warnings (a full cache disk), which the caller repeats:
-    a worker process's own would reach stderr once per worker, and not in the CLI's one-line form."""
+    """Load one rank and reduce it (its loop: `range`, else the one detected); with the store's warnings (a full
+    cache disk), which the caller repeats: a worker process's own would reach stderr once per worker, and not in
+    the CLI's one-line form."""
     import warnings
 
     from ._load import load
 
     if cache:
-        hit = _stored.get(path, cache_dir)
+        hit = _stored.get(path, cache_dir, range)
         if hit is not None:
             return path, hit, []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", store.CacheWarning)
         prof = load(path, cache=cache, cache_dir=cache_dir, cache_max=cache_max)
-        tables = prof._rank_tables()  # declared: nsysql.analyses.catalog
+        tables = prof._rank_tables(range=range)  # declared: nsysql.analyses.catalog
         prof.close()
         if cache and prof.cache_entry is not None:
-            _stored.put(path, cache_dir, tables)
+            _stored.put(path, cache_dir, tables, range)
     return path, tables, [str(w.message) for w in caught if issubclass(w.category, store.CacheWarning)]
 
 
@@ -144,13 +153,18 @@ def load_many(
     client=None,
     cache_max: str | int | None = None,
     dask: str | None = None,
+    range: str | None = None,
 ) -> Ranks:
     """Load several per-rank exports in parallel (processes, or a dask.distributed.Client) into a Ranks;
-    `dask`: the address of a Dask scheduler (tcp://host:8786) to connect a client to for these loads."""
+    `dask`: the address of a Dask scheduler (tcp://host:8786) to connect a client to for these loads; `range`:
+    the iteration range of every rank (as Profile.iterations takes it), else the loop each rank's own detection
+    finds."""
     if dask is not None and client is None:
         own = connect_dask(dask)
         try:
-            return load_many(paths, cache_dir=cache_dir, cache=cache, workers=workers, client=own, cache_max=cache_max)
+            return load_many(
+                paths, cache_dir=cache_dir, cache=cache, workers=workers, client=own, cache_max=cache_max, range=range
+            )
         finally:
             own.close()
     if isinstance(paths, (str, os.PathLike)):  # one path or glob, not a list of its characters
@@ -160,18 +174,18 @@ def load_many(
         raise NsysqlError("no files given")
     cdir = str(cache_dir) if cache_dir else None
     # warm: ranks whose frames are cached are read here, without starting workers
-    results = [(f, hit, []) for f in files if cache and (hit := _stored.get(f, cdir)) is not None]
+    results = [(f, hit, []) for f in files if cache and (hit := _stored.get(f, cdir, range)) is not None]
     todo = [f for f in files if f not in {r[0] for r in results}]
     if todo and client is not None:
-        futures = client.map(_job, todo, cache_dir=cdir, cache=cache, cache_max=cache_max, pure=False)
+        futures = client.map(_job, todo, cache_dir=cdir, cache=cache, cache_max=cache_max, range=range, pure=False)
         results += client.gather(futures)
     elif len(todo) <= 1 or workers == 1:
-        results += [_job(f, cdir, cache, cache_max) for f in todo]
+        results += [_job(f, cdir, cache, cache_max, range) for f in todo]
     else:
-        n = min(len(todo), workers or os.cpu_count() or 1)
+        n, k = min(len(todo), workers or os.cpu_count() or 1), len(todo)
         # spawn, not fork: a forked child can inherit a DuckDB or Arrow lock held by another thread
         with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) as pool:
-            results += list(pool.map(_job, todo, [cdir] * len(todo), [cache] * len(todo), [cache_max] * len(todo)))
+            results += list(pool.map(_job, todo, [cdir] * k, [cache] * k, [cache_max] * k, [range] * k))
     for said in dict.fromkeys(w for r in results for w in r[2]):  # each once, in order
         store.warn(said)
     by_path = {r[0]: r[1] for r in results}

@@ -319,9 +319,10 @@ class Profile:
         each side's steady-state step times, and NEW's `report()` as `.new`."""
         return self._engine.run("report_diff", other=other._engine)
 
-    def _rank_tables(self) -> dict[str, pl.DataFrame]:
-        """One rank's frames for the cross-rank answers of nsysql.many (nsysql.analyses.ranks.rank_tables)."""
-        return self._engine.run("rank_tables")
+    def _rank_tables(self, range: str | None = None) -> dict[str, pl.DataFrame]:
+        """One rank's frames for the cross-rank answers of nsysql.many (nsysql.analyses.ranks.rank_tables), its
+        loop `range` (None: detected)."""
+        return self._engine.run("rank_tables", range=range)
 
     def timeline(
         self,

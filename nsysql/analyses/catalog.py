@@ -1028,21 +1028,34 @@ def nccl_ranges(ctx) -> pl.DataFrame:
     return _ranks.nccl(ctx.con)
 
 
-@analysis("rank_tables", keep="none", needs=("facts", "iterations", "iteration_stats", "gaps", "nccl_ranges"))
-def rank_tables(ctx) -> dict[str, pl.DataFrame]:
+@analysis(
+    "rank_tables",
+    params=(RANGE,),
+    keep="none",
+    needs=("facts", "iterations", "iteration_stats", "iteration_spans", "gaps", "nccl_ranges"),
+)
+def rank_tables(ctx, range) -> dict[str, pl.DataFrame]:
     """One rank's frames for the cross-rank answers of `nsysql ranks` (nsysql.analyses.ranks.rank_tables), from
-    its (stored) answers: what a worker of nsysql.many sends back, and the store keeps per export."""
+    its (stored) answers: what a worker of nsysql.many sends back, and the store keeps per export. `range`: its
+    loop (None: the one detected)."""
     try:
-        its = ctx.ask("iterations")
+        its = ctx.ask("iterations", range=range)
     except NsysqlError as e:  # no loop: the rank is listed, with why
         return _ranks.rank_tables(str(ctx.path), ctx.ask("facts"), e)
+    if range is None:
+        gaps, causes = ctx.ask("gaps"), ctx.ask("gaps", by="cause")
+    else:  # every gap indexed by the loop named, as by the loop detected (not gaps --range's gaps inside its
+        # instances only): naming the loop that detection finds gives the same frames
+        spans = ctx.ask("iteration_spans", range=range)
+        gaps = _gaps.with_iterations(ctx.ask("gaps").drop("iteration", "warmup"), spans)
+        causes = _gaps.by_cause(None if _gaps.steady_only(gaps) else ctx.con, gaps, its=spans)
     return _ranks.rank_tables(
         str(ctx.path),
         ctx.ask("facts"),
         its,
-        family=ctx.ask("iteration_stats")["range"][0],
-        gaps=ctx.ask("gaps"),
-        causes=ctx.ask("gaps", by="cause"),
+        family=ctx.ask("iteration_stats", range=range)["range"][0],
+        gaps=gaps,
+        causes=causes,
         nccl=ctx.ask("nccl_ranges"),
     )
 

@@ -183,7 +183,7 @@ def gaps(files, fmt, output, explain, top, **params):
     emit_answer(prof, "gaps_explained", params, fmt, output, text)
 
 
-def _ranks_result(files, dask, workers):
+def _ranks_result(files, dask, workers, range=None):
     from ..many import load_many
 
     opts = global_opts()
@@ -194,6 +194,7 @@ def _ranks_result(files, dask, workers):
         workers=workers,
         dask=dask,
         cache_max=opts.get("cache_max"),
+        range=range,
     )
     click.echo(f"nsysql: {r.files.height} rank{'s' if r.files.height != 1 else ''}; {r.numbering}", err=True)
     click.echo(f"nsysql: straggler rule: {r.rule}", err=True)
@@ -211,10 +212,10 @@ def _ranks_result(files, dask, workers):
 @table_output()
 @declared("load_many")
 @handled
-def ranks(files, fmt, output, dask, workers):
+def ranks(files, fmt, output, dask, workers, range):
     """Compare per-rank exports (paths or globs like 'runs/rank*.sqlite'): step time, idle, collectives, and
     the stragglers that made the others wait, with the evidence."""
-    emit(_ranks_result(files, dask, workers), fmt, output)
+    emit(_ranks_result(files, dask, workers, range), fmt, output)
 
 
 about(ranks, python="`nsysql.load_many(paths)`")
