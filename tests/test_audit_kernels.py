@@ -4,7 +4,7 @@ the fixtures."""
 
 from __future__ import annotations
 
-from conftest import craft, h200, raw
+from conftest import craft, fixture, h200, raw
 
 
 def _cli(*args):
@@ -55,3 +55,64 @@ def test_per_iteration_of_whole_graphs_names_the_graphs():
     assert f"{graphs:,} CUDA graph launches traced whole" in line
     assert f"({graph_ns / 1e6:.3g} ms of GPU time)" in line
     assert "--cuda-graph-trace=node" in line
+
+
+# (a kernel name of a library the fixtures do not use, its category and tensor_cores): what the kernel is known to
+# do, from the library's source; each replaces the name of one of train_small's kernels in a crafted copy
+RENAMED = [
+    # FlashAttention 2's split-KV combine: a log-sum-exp weighted sum of partial outputs, no matrix product
+    (
+        "void flash_fwd_splitkv_combine_kernel<Flash_fwd_kernel_traits<(int)128, (int)64, (int)128, (int)4, (bool)0, "
+        "(bool)0, cutlass::bfloat16_t, Flash_kernel_traits<(int)128, (int)64, (int)128, (int)4, "
+        "cutlass::bfloat16_t>>, (int)4, (int)1, (bool)1>(Flash_fwd_params)",
+        "attention",
+        "unknown",
+    ),
+    # its backward's dot(dO, O) per row
+    (
+        "void flash_bwd_dot_do_o_kernel<(bool)1, Flash_bwd_kernel_traits<(int)128>>(Flash_bwd_params)",
+        "attention",
+        "unknown",
+    ),
+    # the attention itself stays a tensor-core kernel
+    (
+        "void flash_fwd_kernel<Flash_fwd_kernel_traits<(int)128, (int)128, (int)64, (int)4>>(Flash_fwd_params)",
+        "attention",
+        "yes",
+    ),
+    # FlashInfer: an RMS norm (no attention), and a decode kernel that runs on CUDA cores
+    (
+        "void flashinfer::norm::RMSNormKernel<(unsigned int)8, __nv_bfloat16>(T2 *, T2 *, T2 *, unsigned int)",
+        "norm",
+        "no",
+    ),
+    (
+        "void flashinfer::BatchDecodeWithPagedKVCacheKernel<(flashinfer::PosEncodingMode)0, (unsigned int)2, "
+        "(unsigned int)2, (unsigned int)8>(flashinfer::BatchDecodeParams)",
+        "attention",
+        "unknown",
+    ),
+    # a Hadamard transform says `adam`: no optimizer
+    ("void hadamard_transform_kernel<(int)128, (int)8, float>(HadamardParamsBase)", "other", "unknown"),
+    # a program's own kernel whose name ends in gpu_kernel says nothing of what it computes
+    ("spmv_csr_gpu_kernel(int, const int *, const int *, const float *, const float *, float *)", "other", "unknown"),
+]
+
+
+def test_library_names_get_the_category_and_tensor_cores_they_support(tmp_path):
+    """FlashAttention's helper kernels were `attention, yes` (no MMA in them), FlashInfer's RMS norm and CUDA-core
+    decode kernels `attention, yes`, a Hadamard transform `optimizer, no` (`hadamard` holds `adam`), a program's
+    `spmv_csr_gpu_kernel` `elementwise, no`: each now gets what its name supports, unknown where it says nothing."""
+    import nsysql
+
+    src = fixture("train_small")
+    ids = [r[0] for r in raw(src, "SELECT DISTINCT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY 1")]
+    assert len(ids) >= len(RENAMED)
+    updates = [("UPDATE StringIds SET value = ? WHERE id = ?", (name, i)) for (name, *_), i in zip(RENAMED, ids)]
+    path = craft(tmp_path / "renamed.sqlite", *updates)
+    got = {
+        r["name"]: (r["category"], r["tensor_cores"])
+        for r in nsysql.load(path, cache_dir=tmp_path / "c").kernels().iter_rows(named=True)
+    }
+    for name, category, tensor_cores in RENAMED:
+        assert got[name] == (category, tensor_cores), name

@@ -32,10 +32,18 @@ FROM (VALUES
   (11, 'cross_device_reduce|custom_?all_?reduce|nvshmem|all_?to_?all', 'communication', 'no',
        'collectives outside NCCL (vLLM custom all-reduce, NVSHMEM, all-to-all)'),
   -- attention before matrix products: fused attention kernels say gemm, mma, softmax
-  (20, 'flash|_sdpa_', 'attention', 'yes',
+  -- FlashAttention's helpers multiply no matrices of their own (the split-KV combine, the dQ/dKV conversion, the
+  -- rowwise dot(dO, O), the clearing of accumulators, FA3's pre- and post-processing): the name proves no MMA
+  (19, 'flash.*(combine|convert_?d|dot_do_o|clear_|preprocess|postprocess)', 'attention', 'unknown',
+       'FlashAttention helper kernels (flash_fwd_splitkv_combine_kernel, flash_bwd_convert_dq_kernel, '
+       || 'flash_bwd_dot_do_o_kernel, FlashAttnBwdPreprocess)'),
+  -- not FlashInfer (`flash` then `infer`): its decode kernels run on CUDA cores, its norm, sampling and activation
+  -- kernels are no attention (the later rules take them)
+  (20, 'flash([^i]|$)|_sdpa_', 'attention', 'yes',
        'FlashAttention and cuDNN SDPA flash kernels exist only for fp16/bf16/fp8 on tensor cores'),
-  (21, 'fmha|attention|attn', 'attention', 'unknown',
-       'memory-efficient attention has fp32 SIMT variants: the name alone does not say'),
+  (21, 'fmha|attention|attn|(batch|single)(prefill|decode)with', 'attention', 'unknown',
+       'memory-efficient attention has fp32 SIMT variants, FlashInfer''s decode kernels run on CUDA cores and its '
+       || 'prefill kernels on tensor cores: the name alone does not say'),
   -- pooling before `xmma`: TensorRT names its pooling kernels sm50_xmma_pooling_*
   (25, 'pool', 'reduction', 'no', 'pooling: a windowed max or mean, no matrix product'),
   -- convolutions before gemm: cuDNN names them implicit_gemm, convolve_sgemm
@@ -81,6 +89,9 @@ FROM (VALUES
   (53, 'gemm|matmul|xmma|cutlass|cublas|(^|[^a-z])b?mm([^a-z]|$)', 'gemm', 'unknown',
        'matrix product whose name has no instruction token (dgemm may use DMMA on sm80 and later)'),
   -- the rest multiply no matrices: nothing to put on tensor cores
+  -- a Hadamard transform (QuaRot, fast-hadamard-transform, HadaCore) says `adam`: no optimizer, and its kernels
+  -- run on CUDA cores or on tensor cores (HadaCore)
+  (59, 'hadamard', 'other', 'unknown', 'Hadamard transforms: butterflies on CUDA cores, or MMA (HadaCore)'),
   (60, 'multi_tensor_apply|adam|fused_sgd|sgd_kernel|adagrad|rmsprop|lamb_(stage|kernel)', 'optimizer', 'no',
        'optimizer step (PyTorch foreach/fused multi_tensor_apply: Adam, SGD; apex fused optimizers)'),
   (61, 'softmax', 'softmax', 'no', 'softmax and log-softmax, forward and backward'),
@@ -94,7 +105,8 @@ FROM (VALUES
        'sorting and prefix scans (CUB radix sort, DeviceScan/Select, cumsum)'),
   (65, 'reduce|reduction|nll_loss|cross_entropy|argmax|argmin|histogram', 'reduction', 'no',
        'reductions: at::native::reduce_kernel (sum, mean, norms), CUB reductions, losses'),
-  (66, 'elementwise|pointwise|vectorized|unrolled|gpu_kernel|^cupy_|relu|gelu|silu|sigmoid|tanh|dropout|clamp'
+  -- `gpu_kernel` as PyTorch's at::native::gpu_kernel_impl, not the end of a program's own name (spmv_gpu_kernel)
+  (66, 'elementwise|pointwise|vectorized|unrolled|(^|[^a-z0-9_])gpu_kernel|^cupy_|relu|gelu|silu|sigmoid|tanh|dropout|clamp'
        || '|where|index|gather|scatter|embedding|arange|saxpy|axpy|vec_?add|vector_?(add|mul)', 'elementwise',
        'no', 'one value out per value in: PyTorch TensorIterator kernels, activations, indexing, axpy')
 ) t(priority, pattern, category, tensor_cores, why);
