@@ -4,6 +4,8 @@ the fixtures."""
 
 from __future__ import annotations
 
+import json
+
 from conftest import craft, fixture, h200, raw
 
 
@@ -116,3 +118,37 @@ def test_library_names_get_the_category_and_tensor_cores_they_support(tmp_path):
     }
     for name, category, tensor_cores in RENAMED:
         assert got[name] == (category, tensor_cores), name
+
+
+def _kernel_names(path) -> set[str]:
+    q = "SELECT DISTINCT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName"
+    return {r[0] for r in raw(path, q)}
+
+
+def test_diff_of_two_programs_gives_no_verdict():
+    """train_small (an MLP, loop `Batch<i>`) against mem_growth (matrix products in `step <i>`): no kernel name in
+    common (counted here from both exports) and differently named loops. diff said `mem_growth.sqlite is faster:
+    mean steady-state iteration 8.13 -> 0.38 ms`, comparing two programs; it now gives no verdict and says why,
+    and --fail-above refuses in one line rather than judge them."""
+    base, new = fixture("train_small"), fixture("mem_growth")
+    assert not _kernel_names(base) & _kernel_names(new)
+    r = _cli("diff", "-f", "json", base, new)
+    assert r.exit_code == 0, r.output
+    verdict = {row["item"]: row["value"] for row in json.loads(r.output)["verdict"]}
+    head = verdict["verdict"]
+    assert head.startswith("no iteration-time verdict: iterations are `Batch` in train_small.sqlite but `step`")
+    assert "only 0% of train_small.sqlite's kernel time and 0% of mem_growth.sqlite's" in head
+    assert "faster" not in head and "slower" not in head
+    r = _cli("diff", "--fail-above", "5", base, new)
+    assert r.exit_code == 2 and "needs two profiles of one program" in r.output, r.output
+
+
+def test_diff_of_one_program_keeps_its_verdict():
+    """loop_before and loop_after are one program (fixtures/loop_after/COMMAND.md): most kernel names in common,
+    the same loop; the verdict on the mean stands."""
+    base, new = fixture("loop_before"), fixture("loop_after")
+    assert len(_kernel_names(base) & _kernel_names(new)) >= len(_kernel_names(base)) // 2
+    r = _cli("diff", "-f", "json", base, new)
+    assert r.exit_code == 0, r.output
+    head = {row["item"]: row["value"] for row in json.loads(r.output)["verdict"]}["verdict"]
+    assert "mean iteration time" in head and not head.startswith("no iteration-time verdict")
