@@ -96,6 +96,14 @@ RENAMED = [
     ),
     # a Hadamard transform says `adam`: no optimizer
     ("void hadamard_transform_kernel<(int)128, (int)8, float>(HadamardParamsBase)", "other", "unknown"),
+    # cuDNN's int8x4 (DP4A) convolutions on CUDA cores, plain and in TensorRT: their `relu` is a fused epilogue
+    ("trt_ampere_fp32_icudnn_int8x4_128x128_relu_xregs_large_nn_v1", "conv", "no"),
+    ("volta_int8x4_icudnn_128x128_relu_small_nn_v1", "conv", "no"),
+    # fp64: cuBLAS may run it on tensor cores (DMMA) from sm80; a kernel named for Volta has none to run on
+    ("ampere_zgemm_32x32_nn", "gemm", "unknown"),
+    ("volta_zgemm_32x32_nn", "gemm", "no"),
+    # TensorRT's int8 layout conversion
+    ("void cuInt8::nchwTonchhw2<float>(const float *, signed char *, int, int, int, int, float)", "copy", "no"),
     # a program's own kernel whose name ends in gpu_kernel says nothing of what it computes
     ("spmv_csr_gpu_kernel(int, const int *, const int *, const float *, const float *, float *)", "other", "unknown"),
 ]
@@ -103,8 +111,10 @@ RENAMED = [
 
 def test_library_names_get_the_category_and_tensor_cores_they_support(tmp_path):
     """FlashAttention's helper kernels were `attention, yes` (no MMA in them), FlashInfer's RMS norm and CUDA-core
-    decode kernels `attention, yes`, a Hadamard transform `optimizer, no` (`hadamard` holds `adam`), a program's
-    `spmv_csr_gpu_kernel` `elementwise, no`: each now gets what its name supports, unknown where it says nothing."""
+    decode kernels `attention, yes`, a Hadamard transform `optimizer, no` (`hadamard` holds `adam`), cuDNN's int8x4
+    convolutions `elementwise, no` (by their `relu`), Ampere's zgemm `no`, TensorRT's nchwToNchhw2 `other`, a
+    program's `spmv_csr_gpu_kernel` `elementwise, no`: each now gets what its name supports, unknown where it says
+    nothing."""
     import nsysql
 
     src = fixture("train_small")
