@@ -33,6 +33,12 @@ def test_per_range_without_nvtx_says_there_is_no_range(tmp_path):
     assert raw(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0][0] > 0
     line = _one_line_refusal(_cli("kernels", "--by", "category", "--per", "range", path), path)
     assert "no NVTX ranges in this profile" in line and "-t nvtx" in line
+    # with no kernel at all (its copies kept), `no kernels` is the true answer, as `--by category` gives it
+    bare = craft(tmp_path / "no_kernels.sqlite", "DROP TABLE NVTX_EVENTS", "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    assert raw(bare, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY")[0][0] > 0
+    for per in ((), ("--per", "range")):
+        r = _cli("kernels", "--by", "category", *per, bare)
+        assert (r.exit_code, r.output) == (0, "no kernels\n"), r.output
 
 
 def test_per_range_with_no_kernel_inside_a_range_says_so(tmp_path):

@@ -50,7 +50,7 @@ def categories_per_range(con, attribution: str) -> pl.DataFrame:
     and evidence; a kernel counts in every range open around its launch (range_categories.sql). No row: why, in
     one line (the profile has no NVTX range, or no kernel was launched inside one)."""
     got = run(con, "range_categories", attribution=check_attribution(attribution))
-    if got.height:
+    if got.height or not run(con, "kernels_by_category").height:  # no kernel at all: `no kernels` is the answer
         return got
     if not run(con, "range_names").height:
         raise NsysqlError(f"no NVTX ranges in this profile, so no kernel runs in one ({NVTX_HINT})")
