@@ -241,13 +241,26 @@ def iteration_range(ctx, range):
     ),
     needs=("iteration_range",),
     tables=("gpu_ops", "kernel_classes", "kernel_tensor_use", "nvtx_ranges", "op_launch", "op_ranges", "strings"),
-    sql=("kernels", "kernels_by_category", "range_categories", "iteration_categories"),
+    sql=(
+        "kernels",
+        "kernels_by_category",
+        "range_categories",
+        "iteration_categories",
+        "iteration_op_kinds",
+        "range_names",
+    ),
     nsys=("cuda_gpu_kern_sum",),
     requires=("gpu_ops",),
     # the NVTX nesting is read per range only, the loop found per iteration only
     only=(
-        Only("per", ("range",), tables=("nvtx_ranges", "op_ranges"), sql=("range_categories",)),
-        Only("per", ("iteration",), needs=("iteration_range",), tables=("op_launch",), sql=("iteration_categories",)),
+        Only("per", ("range",), tables=("nvtx_ranges", "op_ranges"), sql=("range_categories", "range_names")),
+        Only(
+            "per",
+            ("iteration",),
+            needs=("iteration_range",),
+            tables=("op_launch",),
+            sql=("iteration_categories", "iteration_op_kinds"),
+        ),
     ),
 )
 def kernels(ctx, name, top, by, per, attribution) -> pl.DataFrame:

@@ -215,6 +215,9 @@ class Diff:
     # why NEW breaks the limit the diff was asked with (`fail_above`), in one line; None where it holds or none
     # was given
     over_limit: str | None = None
+    # why the iteration times do not compare (the profiles look like two different programs), in one line; None
+    # where they do
+    incomparable: str | None = None
 
     @property
     def exit_status(self) -> int:
@@ -230,8 +233,11 @@ class Diff:
 
     @property
     def significant(self) -> bool | None:
-        """Whether the mean iteration time changed beyond the noise (None without iterations)."""
-        return None if self.iteration_time is None else self.iteration_time["significant"][0]
+        """Whether the mean iteration time changed beyond the noise (None without iterations, or where they do not
+        compare: `incomparable`)."""
+        if self.iteration_time is None or self.incomparable:
+            return None
+        return self.iteration_time["significant"][0]
 
     def verdict(self, headline: bool = True) -> pl.DataFrame:
         """The verdict as `item, value` rows: the headline (item `verdict`), the notes, the rule (item `rule`)."""
@@ -299,14 +305,33 @@ def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> Diff:
             ("GPU op", kern, "name"),  # kernels, copies and memsets alike: `[CUDA memcpy ...]` is one
         )
     )
-    verdict += _warnings(b, n, bl, nl, kern)
+    warned = _warnings(b, n, bl, nl, kern)
+    verdict += warned
     rule = (
         f"a change counts when |Δ| > {Z:g}·sqrt(se_base² + se_new²), se = standard error of the "
         "per-iteration mean (sd/√n) or median (1.2533·1.4826·MAD/√n), over steady-state "
         f"iterations ({nb} in {bl}, {nn} in {nl})"
     )
-    head = _periodic_change(pb, pn, bl, nl) + _iteration_headline(rows[0], nl)
-    return Diff(head, _notes(verdict), rule, rng, kern, iteration_time=itime, idle=idle, activity=act)
+    unlike = _unlike(warned)
+    if unlike:
+        head = f"no iteration-time verdict: {unlike}"
+    else:
+        head = _periodic_change(pb, pn, bl, nl) + _iteration_headline(rows[0], nl)
+    return Diff(
+        head, _notes(verdict), rule, rng, kern, iteration_time=itime, idle=idle, activity=act, incomparable=unlike
+    )
+
+
+def _unlike(warned: list[tuple[str, str]]) -> str | None:
+    """Why two profiles' iteration times do not compare, or None: both warnings at once (their loops are different
+    NVTX ranges, and little kernel time is in kernels both run), two independent signs of two different programs.
+    Either alone is a change of one program (a renamed step range; AMP or a new library renaming most kernels)."""
+    if len(warned) < 2:
+        return None
+    return (
+        f"{warned[0][1]}, and {warned[1][1].split(':')[0]}: these look like two different programs, whose "
+        "iteration times do not compare (diff two runs of one program)"
+    )
 
 
 def _iteration_metrics(b: Side, n: Side) -> tuple[list[dict], list[tuple[str, dict]]]:
@@ -483,6 +508,8 @@ def limited(result: Diff, fail_above: float | None) -> Diff:
     not apply to it."""
     if fail_above is None:
         return result
+    if result.incomparable:
+        raise NsysqlError(f"`fail_above` needs two profiles of one program: {result.incomparable}", option="fail_above")
     pct = result.mean_change_pct
     if pct is None:
         raise NsysqlError("`fail_above` needs iterations in both profiles (none detected)", option="fail_above")
