@@ -192,10 +192,7 @@ def cpu(con, wins: list[tuple[int, int]], by: str = "function") -> pl.DataFrame:
 def _python(con, wf: dict) -> pl.DataFrame:
     """cpu(by="python"): the Python samples per place (python_place) and thread, most first."""
     if not con.execute("SELECT EXISTS (SELECT 1 FROM python_samples)").fetchall()[0][0]:
-        raise NsysqlError(
-            "no Python samples in this profile: record them with `nsys profile --python-sampling=true` and export "
-            "with `nsys export --type sqlite --include-blobs=true`"
-        )
+        raise NsysqlError(no_python(con))
     py = run(con, "cpu_window_python", **wf)
     places = [python_place(f) for f in py["frames"].to_list()]
     df = py.select("pid", "tid").with_columns(
@@ -210,6 +207,29 @@ def _python(con, wf: dict) -> pl.DataFrame:
         out.join(threads, on=["pid", "tid"], how="left")
         .sort(["samples", "place", "pid", "tid"], descending=[True, False, False, False])
         .select("place", "file", "pid", "tid", "thread", "role", "samples", "pct")
+    )
+
+
+def no_python(con) -> str:
+    """The one line for an export without Python samples: the capture that records them only where the export
+    shows a Python program (cpu_python_evidence: nsys's Python sampler, a Python interpreter or DataLoader worker
+    among the traced processes, a Python library sampled), naming that evidence; else that nothing shows one."""
+    ev = run(con, "cpu_python_evidence")
+    if not ev.height:
+        return (
+            "no Python samples in this profile, and nothing in it shows a Python program (no traced process, "
+            "thread or sampled module is a Python interpreter): Python sampling would not apply"
+        )
+    kind, name, pid = ev.row(0)
+    if name == "NSys PySampling":
+        return (
+            f"no Python samples in this export, though nsys sampled Python (its thread `{name}` in process {pid}): "
+            "export the report again with `nsys export --type sqlite --include-blobs=true`, which keeps their frames"
+        )
+    where = f"{kind} `{name}`" + (f", pid {pid}" if pid is not None else " in the CPU samples")
+    return (
+        f"no Python samples in this profile of a Python program ({where}): record them with "
+        "`nsys profile --python-sampling=true` and export with `nsys export --type sqlite --include-blobs=true`"
     )
 
 
