@@ -56,3 +56,53 @@ def test_python_sampled_but_exported_without_blobs_says_how_to_export(tmp_path):
     )
     line = _one_line_refusal(_cli("cpu", path, "--by", "python"))
     assert "--include-blobs=true" in line and "--python-sampling" not in line
+
+
+FUSER = PUBLIC / "NVIDIA__Fuser__report1.sqlite"
+
+
+def _running_in(path, windows) -> dict[tuple[int, int], int]:
+    """Each thread's time on a CPU inside `windows`, ns, from the raw scheduling events: from a thread's
+    sched-in to its next event when that is a sched-out."""
+    rows = raw(path, "SELECT globalTid, start, isSchedIn FROM SCHED_EVENTS ORDER BY globalTid, start, isSchedIn")
+    out: dict[tuple[int, int], int] = {}
+    for (g, s, i), (g2, s2, i2) in zip(rows, rows[1:]):
+        if g == g2 and i and not i2:
+            ov = sum(max(0, min(s2, e) - max(s, a)) for a, e in windows)
+            if ov:
+                key = ((g >> 24) & 0xFFFFFF, g & 0xFFFFFF)
+                out[key] = out.get(key, 0) + ov
+    return out
+
+
+def _cause_story(path, cause):
+    """The gaps of `cause` the story reads (steady state where gaps carry iterations), the roles, the story."""
+    import polars as pl
+    from conftest import loaded
+
+    p = loaded(str(path))
+    g = p.gaps()
+    if g["iteration"].is_not_null().any():
+        g = g.filter(pl.col("iteration").is_not_null() & ~pl.col("warmup"))
+    g = g.filter(pl.col("cause") == cause)
+    roles = {(a, b): r for a, b, r in p.sql("SELECT pid, tid, role FROM thread_roles").iter_rows()}
+    said = p.cpu(by="cause").filter(pl.col("cause") == cause)["meanwhile"][0]
+    return list(zip(g["start_ns"].to_list(), g["end_ns"].to_list())), roles, said
+
+
+def test_one_worker_process_with_two_threads_is_told_as_one_process():
+    path = fixture("loader_cpu_before")
+    wins, roles, said = _cause_story(path, "load")
+    on = {k: v for k, v in _running_in(path, wins).items() if roles.get(k) == "data_loader"}
+    procs, threads = {pid for pid, _ in on}, len(on)
+    assert (len(procs), threads) == (1, 2)  # what the sentence must say, counted from the raw events
+    assert "a data-loader worker process (pt_data_worker, 2 threads) was on a CPU" in said
+
+
+@pytest.mark.skipif(not FUSER.exists(), reason="the public exports (../shared) are absent")
+def test_other_threads_of_many_processes_are_counted_as_such():
+    wins, roles, said = _cause_story(FUSER, "unknown")
+    on = {k: v for k, v in _running_in(FUSER, wins).items() if roles.get(k, "other") == "other"}
+    procs = {pid for pid, _ in on}
+    assert len(procs) > 1
+    assert f"{len(on)} other threads in {len(procs)} processes (" in said

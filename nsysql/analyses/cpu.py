@@ -400,14 +400,23 @@ def story(con, gaps_df: pl.DataFrame) -> tuple[str | None, bool]:
     others = others.filter(pl.col("role").fill_null("other") != "profiler").with_columns(
         pl.col("role").fill_null("other")
     )
+    # each role's thread names, most time on a CPU first: the threads of a role may be of several programs
+    names = (
+        others.drop_nulls("thread")
+        .group_by("role", "thread")
+        .agg(pl.col("overlap_ns").sum())
+        .sort(["overlap_ns", "thread"], descending=[True, False])
+        .group_by("role", maintain_order=True)
+        .agg(pl.col("thread").alias("names"))
+    )
     per_role = (
         others.group_by("role")
         .agg(
             pl.col("overlap_ns").sum(),
             pl.col("pid").n_unique().alias("processes"),
-            pl.col("tid").n_unique().alias("n"),
-            pl.col("thread").drop_nulls().first().alias("name"),
+            pl.struct("pid", "tid").n_unique().alias("n"),
         )
+        .join(names, on="role", how="left")
         .sort(["overlap_ns", "role"], descending=[True, False])
     )
     loader_ns = 0.0
@@ -454,16 +463,22 @@ def _main_clause(states: pl.DataFrame, samples: pl.DataFrame, idle: float) -> tu
 
 
 def _role_clause(r: dict, samples: pl.DataFrame, idle: float, gaps: int) -> str:
-    """One role's part of the story: who, how long on a CPU, their top frames."""
+    """One role's part of the story: who (how many threads, in how many processes, their names, most time on a
+    CPU first), how long on a CPU, their top frames."""
     one, many = _ROLE_WORDS.get(r["role"], (r["role"], r["role"]))
-    if r["role"] in ("data_loader", "child_process") and r["processes"] > 1:
-        who = f"{r['processes']} {one} processes"
+    n, procs, names = r["n"], r["processes"], r["names"] or []
+    said = names[:3] + (["…"] if len(names) > 3 else [])
+    if r["role"] in ("data_loader", "child_process") and procs == 1 and n > 1:  # a role of processes: one, threads
+        who, said, verb = f"a {one} process", said + [f"{n} threads"], "was"
+    elif r["role"] in ("data_loader", "child_process") and procs > 1:
+        who, verb = f"{procs} {one} processes", "were"
+    elif n > 1:
+        who, verb = f"{n} {many}" + (f" in {procs} processes" if procs > 1 else ""), "were"
     else:
-        who = f"{r['n']} {many}" if r["n"] > 1 else f"the {one}"
-    name = f" ({r['name']})" if r["name"] else ""
+        who, verb = f"the {one}", "was"
+    name = f" ({', '.join(said)})" if said else ""
     cpus = r["overlap_ns"] / idle
     load = f" ({cpus:.1f} CPUs on average)" if cpus >= 1.05 else ""
-    verb = "were" if r["n"] > 1 or r["processes"] > 1 else "was"
     return f"{who}{name} {verb} on a CPU for {_pct(r['overlap_ns'], idle)} of it{load}" + _frames(samples)
 
 
