@@ -106,3 +106,31 @@ def test_other_threads_of_many_processes_are_counted_as_such():
     procs = {pid for pid, _ in on}
     assert len(procs) > 1
     assert f"{len(on)} other threads in {len(procs)} processes (" in said
+
+
+CUTLASS = PUBLIC / "wenscarl__cutlass_benchmark__report1.sqlite"
+
+
+@pytest.mark.skipif(not CUTLASS.exists(), reason="the public exports (../shared) are absent")
+def test_call_operators_and_members_of_template_classes_keep_their_names():
+    import io
+
+    import polars as pl
+
+    def leaf(like):  # samples whose leaf frame's demangled name is like this, counted in the raw rows
+        return raw(
+            CUTLASS,
+            "SELECT count(*) FROM SAMPLING_CALLCHAINS c JOIN StringIds s ON s.id = c.symbol "
+            "WHERE c.stackDepth = 0 AND s.value LIKE ?",
+            like,
+        )[0][0]
+
+    res = CliRunner().invoke(main, ["cpu", str(CUTLASS), "-f", "csv"])
+    assert res.exit_code == 0, res.output
+    got = dict(pl.read_csv(io.StringIO(res.stdout)).select("function", "samples").iter_rows())
+    # `A<float>::param_type::a() const` is a member of a template class, not a template wrapping `param_type::a`
+    a = leaf("std::uniform_real_distribution<float>::param_type::a() const")
+    assert a > 0 and got["std::uniform_real_distribution::param_type::a"] == a
+    call = leaf("float std::uniform_real_distribution<float>::operator()<%")
+    assert call > 0 and got["std::uniform_real_distribution::operator()"] == call
+    assert "std::uniform_real_distribution::operator" not in got

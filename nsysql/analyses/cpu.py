@@ -73,31 +73,43 @@ def merged(windows: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return [(s, e) for s, e in out]
 
 
+_CALL = "\x01"  # `operator()` while a name is cut at its first `(` (the parameters), put back after
+
+
 def short_name(frame: str | None) -> str:
     """A frame's function as the rules above name it."""
     if not frame:
         return "?"
-    s = frame.replace("(anonymous namespace)::", "")
+    s = frame.replace("(anonymous namespace)::", "").replace("operator()", "operator" + _CALL)
     inner = _wrapped(s)
     if inner:
-        return inner
+        return inner.replace(_CALL, "()")
     while True:  # template arguments, innermost first
         t = re.sub(r"<[^<>]*>", "", s)
         if t == s:
             break
         s = t
     s = s.split("(", 1)[0].strip()  # the parameters
-    return s.rsplit(" ", 1)[-1] or frame  # the return type
+    return (s.rsplit(" ", 1)[-1] or frame).replace(_CALL, "()")  # the return type
+
+
+_NAME_CALL = re.compile(r"[<>]|(?<![\w:])([A-Za-z_]\w*(?:::[A-Za-z_~]\w*)+\x01?)\(")
 
 
 def _wrapped(s: str) -> str | None:
-    """The function a template instance wraps: the first qualified name followed by `(` inside its template
-    arguments (see the rules above), or None."""
+    """The function a template instance wraps: the first qualified name followed by `(` inside one of its
+    template argument lists (see the rules above), not one after them (`A<float>::param_type::a()` wraps
+    nothing), or None."""
     lt = s.find("<")
     if lt < 0 or s.find("(") < lt:
         return None
-    m = re.search(r"([A-Za-z_][\w]*(?:::[A-Za-z_~][\w]*)+)\(", s[lt:])
-    return m.group(1) if m else None
+    depth = 0
+    for m in _NAME_CALL.finditer(s, lt):
+        if m.group(0) in "<>":
+            depth = depth + 1 if m.group(0) == "<" else max(depth - 1, 0)
+        elif depth:
+            return m.group(1)
+    return None
 
 
 def windows(con, kind: str | None, arg: str | None, gaps_df=None, spans=None, its=None) -> list[tuple[int, int]]:
