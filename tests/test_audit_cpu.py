@@ -134,3 +134,37 @@ def test_call_operators_and_members_of_template_classes_keep_their_names():
     call = leaf("float std::uniform_real_distribution<float>::operator()<%")
     assert call > 0 and got["std::uniform_real_distribution::operator()"] == call
     assert "std::uniform_real_distribution::operator" not in got
+
+
+SAXPY = PUBLIC / "hpcgroup__pipit__saxpy-mpi-cuda_nsys_perlmutter0.sqlite"
+EXGPU = PUBLIC / "extra-p__extrap__ex-gpu.s10.sqlite"
+
+
+@pytest.mark.parametrize("path", [SAXPY, EXGPU], ids=["saxpy", "ex-gpu"])
+def test_cuda_backtrace_records_are_not_counted_as_calls(path):
+    # --cudabacktrace writes a second RUNTIME row per call it took a backtrace of (eventClass 67, `CUDA
+    # backtrace` in nsys's ENUM_NSYS_EVENT_CLASS), named as the call and enclosing it: not a call of its own
+    import re
+
+    import polars as pl
+
+    if not path.exists():
+        pytest.skip("the public exports (../shared) are absent")
+    rows = raw(
+        path,
+        'SELECT s.value, r.eventClass, r."end" - r.start FROM CUPTI_ACTIVITY_KIND_RUNTIME r '
+        "JOIN StringIds s ON s.id = r.nameId",
+    )
+    assert any(c == 67 for _, c, _ in rows)
+    want: dict[str, list[int]] = {}
+    for name, cls, d in rows:
+        if cls != 67:
+            want.setdefault(re.sub(r"_v\d{4}$", "", name), []).append(d)
+    from conftest import loaded
+
+    got = loaded(str(path)).api()
+    assert sorted(got["name"].to_list()) == sorted(want)
+    for r in got.iter_rows(named=True):
+        assert (r["count"], r["total_ns"]) == (len(want[r["name"]]), sum(want[r["name"]])), r["name"]
+    total = sum(sum(v) for v in want.values())
+    assert got.select((pl.col("pct") - 100.0 * pl.col("total_ns") / total).abs().max()).item() < 1e-9
