@@ -168,3 +168,39 @@ def test_cuda_backtrace_records_are_not_counted_as_calls(path):
         assert (r["count"], r["total_ns"]) == (len(want[r["name"]]), sum(want[r["name"]])), r["name"]
     total = sum(sum(v) for v in want.values())
     assert got.select((pl.col("pct") - 100.0 * pl.col("total_ns") / total).abs().max()).item() < 1e-9
+
+
+def test_the_main_thread_of_another_gpu_process_is_not_the_one_that_waited(tmp_path):
+    # the busier DataLoader worker made a second GPU process: its first 100 kernels and their launch calls moved to it.
+    # The gaps belong to the process that owns the GPU (most ops); the worker, now a process with GPU work and
+    # its own main thread, computes while that process's main thread waits in poll
+    src = fixture("loader_cpu_before")
+    (tid,) = raw(
+        src,
+        "SELECT t.globalTid FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId WHERE s.value = 'pt_data_worker' "
+        "AND (t.globalTid & 16777215) = ((t.globalTid >> 24) & 16777215) ORDER BY (SELECT count(*) FROM COMPOSITE_EVENTS c "
+        "WHERE (c.globalTid >> 24) = (t.globalTid >> 24)) DESC LIMIT 1",
+    )[0]
+    first = "SELECT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start LIMIT 100"
+    path = craft(
+        tmp_path / "two_gpu_processes.sqlite",
+        (f"UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET globalTid = ? WHERE correlationId IN ({first})", (tid,)),
+        (
+            f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET globalPid = ? WHERE correlationId IN ({first})",
+            (tid - (tid & 0xFFFFFF),),
+        ),
+        source="loader_cpu_before",
+    )
+    wins, roles, said = _cause_story(path, "host:train step*")
+    worker = ((tid >> 24) & 0xFFFFFF, tid & 0xFFFFFF)
+    assert roles[worker] == "main"
+    idle = sum(e - s for s, e in wins)
+    on = _running_in(path, wins)
+    assert on[worker] >= 0.5 * idle  # the worker computed through the gaps
+    waiter = next(k for k, r in roles.items() if r == "main" and k != worker)
+    main_part, _, rest = said.partition(";")
+    assert main_part.startswith("the main thread waited in `poll`") and "on a CPU" not in main_part
+    assert (
+        f"the main thread of another process (pt_data_worker) was on a CPU for {100 * on[worker] / idle:.0f}%" in said
+    )
+    assert on.get(waiter, 0) < 0.2 * idle  # and the waiting thread's own time on a CPU is too short to be told

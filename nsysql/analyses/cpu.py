@@ -47,7 +47,7 @@ _ROLE_WORDS = {
     "cuda_event_handler": ("CUDA event handler", "CUDA event handlers"),
     "launcher": ("launching thread", "launching threads"),
     "child_process": ("child process thread", "child process threads"),
-    "main": ("main thread", "main threads"),
+    "main": ("main thread of another process", "main threads of other processes"),
     "other": ("other thread", "other threads"),
 }
 
@@ -399,15 +399,26 @@ def story(con, gaps_df: pl.DataFrame) -> tuple[str | None, bool]:
     if not idle or not _scheduled(con):  # no scheduling events at all: none in the gaps either (not read)
         return None, False
     states, samples, threads = _gap_frames(con, gaps_df)
+    # each gap's process (the one that owns its GPU): its main thread is the one that waited; the main threads of
+    # other processes are other threads to it
+    gp = gaps_df.with_row_index("window_id").select(pl.col("window_id").cast(pl.Int64), pl.col("pid").alias("_gpid"))
+    states, samples = (f.join(gp, on="window_id", how="left") for f in (states, samples))
     sched = states.filter(pl.col("source") == "sched")
     if not sched.height:
         return None, False
     mains = threads.filter(pl.col("role") == "main").select("pid", "tid")
-    is_main = pl.struct("pid", "tid").is_in(mains.to_struct().implode())
+    is_main = pl.struct("pid", "tid").is_in(mains.to_struct().implode()) & (
+        pl.col("_gpid").is_null() | (pl.col("pid") == pl.col("_gpid"))
+    )
     parts, waited = _main_clause(states.filter(is_main), samples.filter(is_main), idle)
-    if parts and mains.height == 1:
+    waiters = (
+        mains.filter(pl.col("pid").is_in(gaps_df["pid"].unique().implode()))
+        if gaps_df["pid"].is_not_null().all()
+        else mains
+    )
+    if parts and waiters.height == 1:
         wf = _windows_frame(list(zip(gaps_df["start_ns"].to_list(), gaps_df["end_ns"].to_list())))
-        parts[0] += _python_clause(con, wf, *mains.row(0))
+        parts[0] += _python_clause(con, wf, *waiters.row(0))
     others = sched.filter(~is_main & (pl.col("state") == "running")).join(threads, on=["pid", "tid"], how="left")
     others = others.filter(pl.col("role").fill_null("other") != "profiler").with_columns(
         pl.col("role").fill_null("other")
