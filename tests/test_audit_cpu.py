@@ -204,3 +204,23 @@ def test_the_main_thread_of_another_gpu_process_is_not_the_one_that_waited(tmp_p
         f"the main thread of another process (pt_data_worker) was on a CPU for {100 * on[worker] / idle:.0f}%" in said
     )
     assert on.get(waiter, 0) < 0.2 * idle  # and the waiting thread's own time on a CPU is too short to be told
+
+
+def test_without_scheduling_events_the_cpu_samples_in_the_gaps_are_read(tmp_path):
+    # the same profile without its scheduling events: the CPU samples still say the workers ran in the gaps
+    import re
+
+    path = craft(tmp_path / "no_sched.sqlite", "DROP TABLE SCHED_EVENTS", source="loader_cpu_before")
+    wins, roles, said = _cause_story(path, "host:train step*")
+    names = dict(raw(path, "SELECT t.globalTid, s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId"))
+    profiler = re.compile(r"^(\[NSys|NSys |CUPTI worker|\*[0-9])")
+    workers = {g >> 24 for g, n in names.items() if n == "pt_data_worker" and (g & 0xFFFFFF) == ((g >> 24) & 0xFFFFFF)}
+    total = loader = 0
+    for g, ts in raw(path, "SELECT globalTid, start FROM COMPOSITE_EVENTS"):
+        if any(a <= ts < e for a, e in wins) and not profiler.match(names.get(g, "")):
+            total += 1
+            loader += (g >> 24) in workers
+    assert loader >= 0.5 * total > 0
+    assert f"of the {total:,} CPU samples taken then (no scheduling events" in said
+    assert f"2 data-loader worker processes (pt_data_worker) had {loader:,} ({100 * loader / total:.0f}%)" in said
+    assert said.startswith("the main thread waited in `poll`")  # from the OS runtime calls, measured

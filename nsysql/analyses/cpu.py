@@ -17,7 +17,11 @@ The rules:
   is told when its threads were on a CPU for at least ACTIVITY_MIN_SHARE of the idle time. The data loader is
   named as what the GPU waited for when, in those gaps, the waiting thread was off the CPU (blocked or
   descheduled) for at least LOADER_SHARE of the idle time and the data-loader workers were on a CPU for at least
-  LOADER_SHARE of it: the loop waited for a batch while the workers made it.
+  LOADER_SHARE of it: the loop waited for a batch while the workers made it. The waiting thread is the main
+  thread of the process that owns the gap's GPU; other processes' main threads are other threads. Without
+  scheduling events, the CPU samples taken in the gaps tell who ran (a role is told from ACTIVITY_MIN_SHARE of
+  them: shares of samples, not of time), the waiting thread's blocked OS calls still tell its wait, and the data
+  loader is never named (no time on a CPU is measured).
 - Python frames (`nsys profile --python-sampling=true`, exported with `--include-blobs=true`: python_samples):
   a Python sample is placed at its innermost frame outside Python's standard library (files under
   `.../lib/pythonX.Y/` but not `site-packages` or `dist-packages`, and `<frozen ...>` modules), named with the
@@ -393,10 +397,11 @@ def _pct(ns: float, idle: float) -> str:
 
 def story(con, gaps_df: pl.DataFrame) -> tuple[str | None, bool]:
     """What the CPU did during the gaps of `gaps_df` (one cause's), as one sentence, and whether it names the
-    data loader as what the GPU waited for (the rules above). (None, False) without scheduling events in those
-    gaps (no measured on-CPU time to tell)."""
+    data loader as what the GPU waited for (the rules above). Without scheduling events, the CPU samples taken in
+    the gaps tell who ran (shares of the samples, not of the time), and the data loader is never named. (None,
+    False) with neither in those gaps."""
     idle = float(gaps_df["duration_ns"].sum() or 0)
-    if not idle or not _scheduled(con):  # no scheduling events at all: none in the gaps either (not read)
+    if not idle or not (_scheduled(con) or no_samples(con) is None):  # neither measure anywhere: none in the gaps
         return None, False
     states, samples, threads = _gap_frames(con, gaps_df)
     # each gap's process (the one that owns its GPU): its main thread is the one that waited; the main threads of
@@ -404,13 +409,16 @@ def story(con, gaps_df: pl.DataFrame) -> tuple[str | None, bool]:
     gp = gaps_df.with_row_index("window_id").select(pl.col("window_id").cast(pl.Int64), pl.col("pid").alias("_gpid"))
     states, samples = (f.join(gp, on="window_id", how="left") for f in (states, samples))
     sched = states.filter(pl.col("source") == "sched")
-    if not sched.height:
+    samples = samples.join(threads.select("pid", "tid", "role"), on=["pid", "tid"], how="left")
+    samples = samples.filter(pl.col("role").fill_null("other") != "profiler")
+    if not sched.height and not samples.height:
         return None, False
     mains = threads.filter(pl.col("role") == "main").select("pid", "tid")
     is_main = pl.struct("pid", "tid").is_in(mains.to_struct().implode()) & (
         pl.col("_gpid").is_null() | (pl.col("pid") == pl.col("_gpid"))
     )
-    parts, waited = _main_clause(states.filter(is_main), samples.filter(is_main), idle)
+    total = int(samples["samples"].sum() or 0) if not sched.height else None
+    parts, waited = _main_clause(states.filter(is_main), samples.filter(is_main), idle, total)
     waiters = (
         mains.filter(pl.col("pid").is_in(gaps_df["pid"].unique().implode()))
         if gaps_df["pid"].is_not_null().all()
@@ -419,49 +427,81 @@ def story(con, gaps_df: pl.DataFrame) -> tuple[str | None, bool]:
     if parts and waiters.height == 1:
         wf = _windows_frame(list(zip(gaps_df["start_ns"].to_list(), gaps_df["end_ns"].to_list())))
         parts[0] += _python_clause(con, wf, *waiters.row(0))
-    others = sched.filter(~is_main & (pl.col("state") == "running")).join(threads, on=["pid", "tid"], how="left")
-    others = others.filter(pl.col("role").fill_null("other") != "profiler").with_columns(
-        pl.col("role").fill_null("other")
-    )
-    # each role's thread names, most time on a CPU first: the threads of a role may be of several programs
-    names = (
-        others.drop_nulls("thread")
-        .group_by("role", "thread")
-        .agg(pl.col("overlap_ns").sum())
-        .sort(["overlap_ns", "thread"], descending=[True, False])
-        .group_by("role", maintain_order=True)
-        .agg(pl.col("thread").alias("names"))
-    )
-    per_role = (
-        others.group_by("role")
-        .agg(
-            pl.col("overlap_ns").sum(),
-            pl.col("pid").n_unique().alias("processes"),
-            pl.struct("pid", "tid").n_unique().alias("n"),
-        )
-        .join(names, on="role", how="left")
-        .sort(["overlap_ns", "role"], descending=[True, False])
-    )
-    loader_ns = 0.0
-    for r in per_role.iter_rows(named=True):
-        if r["overlap_ns"] < ACTIVITY_MIN_SHARE * idle:
-            continue
-        if r["role"] == "data_loader":
-            loader_ns = r["overlap_ns"]
-        parts.append(
-            _role_clause(
-                r, samples.join(threads.filter(pl.col("role") == r["role"]), on=["pid", "tid"]), idle, len(gaps_df)
-            )
-        )
+    if sched.height:
+        others = sched.filter(~is_main & (pl.col("state") == "running")).join(threads, on=["pid", "tid"], how="left")
+        more, loader_ns = _roles_on_cpu(others, samples, threads, idle)
+    else:
+        more, loader_ns = _roles_sampled(samples.filter(~is_main).join(threads, on=["pid", "tid"]), total), 0.0
+    parts += more
     if not parts:
         return None, False
     loader = waited >= LOADER_SHARE * idle and loader_ns >= LOADER_SHARE * idle
     return "; ".join(parts), loader
 
 
-def _main_clause(states: pl.DataFrame, samples: pl.DataFrame, idle: float) -> tuple[list[str], float]:
+def _per_role(rows: pl.DataFrame, weight: str) -> pl.DataFrame:
+    """Per role of `rows` (threads' time on a CPU or samples, in column `weight`), most first: the weight, how
+    many processes and threads, and their names, most weight first (a role's threads may be of several
+    programs). nsys's own threads are left out."""
+    rows = rows.with_columns(pl.col("role").fill_null("other")).filter(pl.col("role") != "profiler")
+    names = (
+        rows.drop_nulls("thread")
+        .group_by("role", "thread")
+        .agg(pl.col(weight).sum())
+        .sort([weight, "thread"], descending=[True, False])
+        .group_by("role", maintain_order=True)
+        .agg(pl.col("thread").alias("names"))
+    )
+    return (
+        rows.group_by("role")
+        .agg(
+            pl.col(weight).sum(),
+            pl.col("pid").n_unique().alias("processes"),
+            pl.struct("pid", "tid").n_unique().alias("n"),
+        )
+        .join(names, on="role", how="left")
+        .sort([weight, "role"], descending=[True, False])
+    )
+
+
+def _roles_on_cpu(others: pl.DataFrame, samples: pl.DataFrame, threads: pl.DataFrame, idle: float):
+    """The other threads' part of the story from their time on a CPU (scheduling events), each role told from
+    ACTIVITY_MIN_SHARE of the idle time; and the data-loader workers' time on a CPU, ns."""
+    parts, loader_ns = [], 0.0
+    for r in _per_role(others, "overlap_ns").iter_rows(named=True):
+        if r["overlap_ns"] < ACTIVITY_MIN_SHARE * idle:
+            continue
+        if r["role"] == "data_loader":
+            loader_ns = r["overlap_ns"]
+        who, verb = _who(r)
+        cpus = r["overlap_ns"] / idle
+        load = f" ({cpus:.1f} CPUs on average)" if cpus >= 1.05 else ""
+        mine = samples.filter(pl.col("role").fill_null("other") == r["role"])
+        parts.append(f"{who} {verb} on a CPU for {_pct(r['overlap_ns'], idle)} of it{load}" + _frames(mine))
+    return parts, loader_ns
+
+
+def _roles_sampled(samples: pl.DataFrame, total: int) -> list[str]:
+    """Without scheduling events: the other threads' part of the story from their share of the `total` CPU
+    samples taken in the gaps (who ran, not for how long), each role told from ACTIVITY_MIN_SHARE of them."""
+    said = []
+    for r in _per_role(samples, "samples").iter_rows(named=True):
+        if r["samples"] >= ACTIVITY_MIN_SHARE * total:
+            who, _ = _who(r)
+            mine = samples.filter(pl.col("role").fill_null("other") == r["role"])
+            said.append(f"{who} had {r['samples']:,} ({_pct(r['samples'], total)})" + _frames(mine))
+    if not said:
+        return []
+    return [
+        f"of the {total:,} CPU samples taken then (no scheduling events: they tell who ran, not for how long), "
+        + "; ".join(said)
+    ]
+
+
+def _main_clause(states: pl.DataFrame, samples: pl.DataFrame, idle: float, total: int | None = None):
     """The waiting (main) thread's part of the story, and how long it was off the CPU (blocked in an OS call or
-    descheduled, the longer of the two measures)."""
+    descheduled, the longer of the two measures). `total`: without scheduling events, the CPU samples taken in
+    the gaps, of which the main thread's share is told instead of its time on a CPU."""
     by = lambda state: states.filter(pl.col("state") == state)  # noqa: E731
     calls = (
         by("blocked")
@@ -480,14 +520,17 @@ def _main_clause(states: pl.DataFrame, samples: pl.DataFrame, idle: float) -> tu
         )
     elif off >= ACTIVITY_MIN_SHARE * idle:
         said.append(f"was off the CPU for {_pct(off, idle)} of that time")
-    if running >= ACTIVITY_MIN_SHARE * idle or not said:
+    if total is not None:  # no time on a CPU measured: its share of the samples
+        mine = int(samples["samples"].sum() or 0) if samples.height else 0
+        if total and (mine >= ACTIVITY_MIN_SHARE * total or not said):
+            said.append(f"had {mine:,} of the {total:,} CPU samples taken then" + _frames(samples))
+    elif running >= ACTIVITY_MIN_SHARE * idle or not said:
         said.append(f"was on a CPU for {_pct(running, idle)} of it" + _frames(samples))
     return ([f"the main thread {' and '.join(said)}"] if said else []), max(blocked, off)
 
 
-def _role_clause(r: dict, samples: pl.DataFrame, idle: float, gaps: int) -> str:
-    """One role's part of the story: who (how many threads, in how many processes, their names, most time on a
-    CPU first), how long on a CPU, their top frames."""
+def _who(r: dict) -> tuple[str, str]:
+    """Who a role's row of _per_role is (how many threads, in how many processes, their names), and its verb."""
     one, many = _ROLE_WORDS.get(r["role"], (r["role"], r["role"]))
     n, procs, names = r["n"], r["processes"], r["names"] or []
     said = names[:3] + (["…"] if len(names) > 3 else [])
@@ -499,10 +542,7 @@ def _role_clause(r: dict, samples: pl.DataFrame, idle: float, gaps: int) -> str:
         who, verb = f"{n} {many}" + (f" in {procs} processes" if procs > 1 else ""), "were"
     else:
         who, verb = f"the {one}", "was"
-    name = f" ({', '.join(said)})" if said else ""
-    cpus = r["overlap_ns"] / idle
-    load = f" ({cpus:.1f} CPUs on average)" if cpus >= 1.05 else ""
-    return f"{who}{name} {verb} on a CPU for {_pct(r['overlap_ns'], idle)} of it{load}" + _frames(samples)
+    return who + (f" ({', '.join(said)})" if said else ""), verb
 
 
 def _frames(samples: pl.DataFrame, n: int = 3) -> str:
@@ -523,21 +563,21 @@ def _frames(samples: pl.DataFrame, n: int = 3) -> str:
 def stories(con, gaps_df: pl.DataFrame) -> pl.DataFrame:
     """Per cause of `gaps_df` (the steady-state gaps where they carry iterations, as gaps.by_cause counts), largest
     idle first: the story of what the CPU did meanwhile (story), and whether it names the data loader; `told`:
-    whether the export's scheduling events tell it (without them `meanwhile` is the one line saying which capture
-    switch records them)."""
+    whether the export's scheduling events or CPU samples tell it (without either, `meanwhile` is the one line
+    saying which capture switch records them)."""
     from .advice import switch
 
     g = gaps_df
     if g.height and g["iteration"].is_not_null().any():
         g = g.filter(pl.col("iteration").is_not_null() & ~pl.col("warmup"))
     causes = g.group_by("cause").agg(pl.len().alias("gaps"), pl.col("duration_ns").sum().alias("idle_ns"))
-    rows = []
+    rows, scheduled = [], _scheduled(con)
     for cause, n, idle in causes.sort(["idle_ns", "cause"], descending=[True, False]).iter_rows():
-        if not _scheduled(con):
-            said, loader = f"no scheduling events in this profile: record them with {switch('scheduling')}", False
-        else:
-            said, loader = story(con, g.filter(pl.col("cause") == cause))
-        rows.append((cause, n, idle, said, loader, _scheduled(con)))
+        said, loader = story(con, g.filter(pl.col("cause") == cause))
+        told = said is not None
+        if not told and not scheduled:
+            said = f"no scheduling events in this profile: record them with {switch('scheduling')}"
+        rows.append((cause, n, idle, said, loader, told))
     schema = {"cause": pl.String, "gaps": pl.Int64, "idle_ns": pl.Int64, "meanwhile": pl.String}
     schema |= {"data_loader": pl.Boolean, "told": pl.Boolean}
     return pl.DataFrame(rows, schema=schema, orient="row")
