@@ -224,3 +224,16 @@ def test_without_scheduling_events_the_cpu_samples_in_the_gaps_are_read(tmp_path
     assert f"of the {total:,} CPU samples taken then (no scheduling events" in said
     assert f"2 data-loader worker processes (pt_data_worker) had {loader:,} ({100 * loader / total:.0f}%)" in said
     assert said.startswith("the main thread waited in `poll`")  # from the OS runtime calls, measured
+
+
+def test_a_python_program_renamed_by_pytorch_is_still_python(tmp_path):
+    # a script run through its shebang (torchrun) has the script's name, and PyTorch names its main thread
+    # pt_main_thread: no `python` name is left, PyTorch's own thread name still shows the program is Python
+    path = craft(
+        tmp_path / "renamed.sqlite",
+        "UPDATE StringIds SET value = 'pt_main_thread' WHERE value = 'python3'",
+        "UPDATE PROCESSES SET name = 'torchrun' WHERE name = 'python3'",
+    )
+    assert not raw(path, "SELECT 1 FROM StringIds WHERE value LIKE 'python%'")
+    line = _one_line_refusal(_cli("cpu", path, "--by", "python"))
+    assert "`nsys profile --python-sampling=true`" in line and "thread `pt_main_thread`" in line
