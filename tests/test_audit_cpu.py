@@ -3,6 +3,7 @@ the raw rows of the export (counted here with sqlite3) or what is true by constr
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 from click.testing import CliRunner
 from conftest import PUBLIC, craft, fixture, raw
@@ -237,3 +238,30 @@ def test_a_python_program_renamed_by_pytorch_is_still_python(tmp_path):
     assert not raw(path, "SELECT 1 FROM StringIds WHERE value LIKE 'python%'")
     line = _one_line_refusal(_cli("cpu", path, "--by", "python"))
     assert "`nsys profile --python-sampling=true`" in line and "thread `pt_main_thread`" in line
+
+
+def test_a_process_whose_own_thread_left_no_trace_keeps_its_name_and_role(tmp_path):
+    # a DataLoader worker whose own thread (tid = pid) has no name, sample or scheduling event: its other
+    # threads, named pt_data_worker, were sampled; the process is still named (PROCESSES) and a data loader
+    src = fixture("loader_cpu_before")
+    pid, name = raw(src, "SELECT pid, name FROM PROCESSES WHERE name = 'pt_data_worker' ORDER BY pid LIMIT 1")[0]
+    own = f"globalTid & 16777215 = {pid} AND (globalTid >> 24) & 16777215 = {pid}"
+    path = craft(
+        tmp_path / "no_own_thread.sqlite",
+        f"DELETE FROM ThreadNames WHERE {own}",
+        f"DELETE FROM SAMPLING_CALLCHAINS WHERE id IN (SELECT id FROM COMPOSITE_EVENTS WHERE {own})",
+        f"DELETE FROM COMPOSITE_EVENTS WHERE {own}",
+        f"DELETE FROM SCHED_EVENTS WHERE {own}",
+        source="loader_cpu_before",
+    )
+    most = raw(
+        path,
+        "SELECT s.value FROM COMPOSITE_EVENTS c JOIN ThreadNames t ON t.globalTid = c.globalTid "
+        f"JOIN StringIds s ON s.id = t.nameId WHERE (c.globalTid >> 24) & 16777215 = {pid} "
+        "GROUP BY c.globalTid ORDER BY count(*) DESC LIMIT 1",
+    )
+    assert most == [("pt_data_worker",)]  # the process's most sampled thread
+    from conftest import loaded
+
+    row = loaded(str(path)).cpu(by="process").filter(pl.col("pid") == pid).row(0, named=True)
+    assert (row["process"], row["role"]) == (name, "data_loader")

@@ -272,8 +272,19 @@ def _by_threads(con, s: pl.DataFrame, wf: dict, by: str, pct: pl.Expr) -> pl.Dat
         who = threads.select("pid", "process", "tid", "thread", "role")
         out = agg.drop("threads").join(who, on=keys, how="left")
     else:  # the process's role: its own thread's (tid = pid), else that of its thread with most samples
-        own = threads.filter(pl.col("pid") == pl.col("tid")).select("pid", "process", pl.col("role"))
-        out = agg.join(own, on="pid", how="left")
+        own = threads.filter(pl.col("pid") == pl.col("tid")).select("pid", "role")
+        most = (
+            s.group_by("pid", "tid")
+            .agg(pl.col("samples").sum())
+            .join(threads.select("pid", "tid", "role"), on=["pid", "tid"], how="left")
+            .sort(["samples", "tid"], descending=[True, False])
+            .group_by("pid", maintain_order=True)
+            .first()
+            .select("pid", pl.col("role").alias("_most"))
+        )
+        names = threads.group_by("pid").agg(pl.col("process").drop_nulls().first())
+        out = agg.join(own, on="pid", how="left").join(most, on="pid", how="left").join(names, on="pid", how="left")
+        out = out.with_columns(pl.coalesce("role", "_most").alias("role")).drop("_most")
     out = out.join(on, on=keys, how="left").join(top, on=keys, how="left").with_columns(pct=pct)
     cols = ["pid", "process"] + (["tid", "thread"] if by == "thread" else ["threads"])
     cols += ["role", "samples", "pct", "on_cpu_ns", "top_function"]
