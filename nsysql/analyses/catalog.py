@@ -980,9 +980,13 @@ def gaps_explained(ctx, range, min_ns, by, include_warmup, top) -> dict[str, pl.
     ),
     needs=("gaps", "iteration_spans", "resolve_range"),
     tables=(
+        "api_calls",
         "cpu_samples",
         "cpu_stack_frames",
+        "nvtx_marks",
         "nvtx_ranges",
+        "os_calls",
+        "process_roles",
         "processes",
         "python_frames",
         "python_samples",
@@ -997,6 +1001,7 @@ def gaps_explained(ctx, range, min_ns, by, include_warmup, top) -> dict[str, pl.
         "cpu_threads",
         "cpu_stacks",
         "cpu_range_windows",
+        "cpu_python_evidence",
     ),
     requires=("cpu_samples",),
     command="cpu",
@@ -1006,6 +1011,13 @@ def gaps_explained(ctx, range, min_ns, by, include_warmup, top) -> dict[str, pl.
         Only("during", lambda v: v is not None, needs=("gaps", "iteration_spans", "resolve_range")),
         Only("during", lambda v: _cpu.parse_during(v)[0] == "range", sql=("cpu_range_windows",)),
         Only("by", ("cause",), needs=("gaps",)),
+        # whether the program is Python, where it has no Python samples
+        Only(
+            "by",
+            ("python",),
+            tables=("api_calls", "nvtx_marks", "os_calls", "process_roles"),
+            sql=("cpu_python_evidence",),
+        ),
     ),
 )
 def cpu(ctx, during, by, top) -> pl.DataFrame:

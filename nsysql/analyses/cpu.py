@@ -17,7 +17,11 @@ The rules:
   is told when its threads were on a CPU for at least ACTIVITY_MIN_SHARE of the idle time. The data loader is
   named as what the GPU waited for when, in those gaps, the waiting thread was off the CPU (blocked or
   descheduled) for at least LOADER_SHARE of the idle time and the data-loader workers were on a CPU for at least
-  LOADER_SHARE of it: the loop waited for a batch while the workers made it.
+  LOADER_SHARE of it: the loop waited for a batch while the workers made it. The waiting thread is the main
+  thread of the process that owns the gap's GPU; other processes' main threads are other threads. Without
+  scheduling events, the CPU samples taken in the gaps tell who ran (a role is told from ACTIVITY_MIN_SHARE of
+  them: shares of samples, not of time), the waiting thread's blocked OS calls still tell its wait, and the data
+  loader is never named (no time on a CPU is measured).
 - Python frames (`nsys profile --python-sampling=true`, exported with `--include-blobs=true`: python_samples):
   a Python sample is placed at its innermost frame outside Python's standard library (files under
   `.../lib/pythonX.Y/` but not `site-packages` or `dist-packages`, and `<frozen ...>` modules), named with the
@@ -47,7 +51,7 @@ _ROLE_WORDS = {
     "cuda_event_handler": ("CUDA event handler", "CUDA event handlers"),
     "launcher": ("launching thread", "launching threads"),
     "child_process": ("child process thread", "child process threads"),
-    "main": ("main thread", "main threads"),
+    "main": ("main thread of another process", "main threads of other processes"),
     "other": ("other thread", "other threads"),
 }
 
@@ -73,31 +77,43 @@ def merged(windows: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return [(s, e) for s, e in out]
 
 
+_CALL = "\x01"  # `operator()` while a name is cut at its first `(` (the parameters), put back after
+
+
 def short_name(frame: str | None) -> str:
     """A frame's function as the rules above name it."""
     if not frame:
         return "?"
-    s = frame.replace("(anonymous namespace)::", "")
+    s = frame.replace("(anonymous namespace)::", "").replace("operator()", "operator" + _CALL)
     inner = _wrapped(s)
     if inner:
-        return inner
+        return inner.replace(_CALL, "()")
     while True:  # template arguments, innermost first
         t = re.sub(r"<[^<>]*>", "", s)
         if t == s:
             break
         s = t
     s = s.split("(", 1)[0].strip()  # the parameters
-    return s.rsplit(" ", 1)[-1] or frame  # the return type
+    return (s.rsplit(" ", 1)[-1] or frame).replace(_CALL, "()")  # the return type
+
+
+_NAME_CALL = re.compile(r"[<>]|(?<![\w:])([A-Za-z_]\w*(?:::[A-Za-z_~]\w*)+\x01?)\(")
 
 
 def _wrapped(s: str) -> str | None:
-    """The function a template instance wraps: the first qualified name followed by `(` inside its template
-    arguments (see the rules above), or None."""
+    """The function a template instance wraps: the first qualified name followed by `(` inside one of its
+    template argument lists (see the rules above), not one after them (`A<float>::param_type::a()` wraps
+    nothing), or None."""
     lt = s.find("<")
     if lt < 0 or s.find("(") < lt:
         return None
-    m = re.search(r"([A-Za-z_][\w]*(?:::[A-Za-z_~][\w]*)+)\(", s[lt:])
-    return m.group(1) if m else None
+    depth = 0
+    for m in _NAME_CALL.finditer(s, lt):
+        if m.group(0) in "<>":
+            depth = depth + 1 if m.group(0) == "<" else max(depth - 1, 0)
+        elif depth:
+            return m.group(1)
+    return None
 
 
 def windows(con, kind: str | None, arg: str | None, gaps_df=None, spans=None, its=None) -> list[tuple[int, int]]:
@@ -192,10 +208,7 @@ def cpu(con, wins: list[tuple[int, int]], by: str = "function") -> pl.DataFrame:
 def _python(con, wf: dict) -> pl.DataFrame:
     """cpu(by="python"): the Python samples per place (python_place) and thread, most first."""
     if not con.execute("SELECT EXISTS (SELECT 1 FROM python_samples)").fetchall()[0][0]:
-        raise NsysqlError(
-            "no Python samples in this profile: record them with `nsys profile --python-sampling=true` and export "
-            "with `nsys export --type sqlite --include-blobs=true`"
-        )
+        raise NsysqlError(no_python(con))
     py = run(con, "cpu_window_python", **wf)
     places = [python_place(f) for f in py["frames"].to_list()]
     df = py.select("pid", "tid").with_columns(
@@ -210,6 +223,29 @@ def _python(con, wf: dict) -> pl.DataFrame:
         out.join(threads, on=["pid", "tid"], how="left")
         .sort(["samples", "place", "pid", "tid"], descending=[True, False, False, False])
         .select("place", "file", "pid", "tid", "thread", "role", "samples", "pct")
+    )
+
+
+def no_python(con) -> str:
+    """The one line for an export without Python samples: the capture that records them only where the export
+    shows a Python program (cpu_python_evidence: nsys's Python sampler, a Python interpreter or DataLoader worker
+    among the traced processes, a Python library sampled), naming that evidence; else that nothing shows one."""
+    ev = run(con, "cpu_python_evidence")
+    if not ev.height:
+        return (
+            "no Python samples in this profile, and nothing in it shows a Python program (no traced process, "
+            "thread or sampled module is a Python interpreter): Python sampling would not apply"
+        )
+    kind, name, pid = ev.row(0)
+    if name == "NSys PySampling":
+        return (
+            f"no Python samples in this export, though nsys sampled Python (its thread `{name}` in process {pid}): "
+            "export the report again with `nsys export --type sqlite --include-blobs=true`, which keeps their frames"
+        )
+    where = f"{kind} `{name}`" + (f", pid {pid}" if pid is not None else " in the CPU samples")
+    return (
+        f"no Python samples in this profile of a Python program ({where}): record them with "
+        "`nsys profile --python-sampling=true` and export with `nsys export --type sqlite --include-blobs=true`"
     )
 
 
@@ -236,8 +272,19 @@ def _by_threads(con, s: pl.DataFrame, wf: dict, by: str, pct: pl.Expr) -> pl.Dat
         who = threads.select("pid", "process", "tid", "thread", "role")
         out = agg.drop("threads").join(who, on=keys, how="left")
     else:  # the process's role: its own thread's (tid = pid), else that of its thread with most samples
-        own = threads.filter(pl.col("pid") == pl.col("tid")).select("pid", "process", pl.col("role"))
-        out = agg.join(own, on="pid", how="left")
+        own = threads.filter(pl.col("pid") == pl.col("tid")).select("pid", "role")
+        most = (
+            s.group_by("pid", "tid")
+            .agg(pl.col("samples").sum())
+            .join(threads.select("pid", "tid", "role"), on=["pid", "tid"], how="left")
+            .sort(["samples", "tid"], descending=[True, False])
+            .group_by("pid", maintain_order=True)
+            .first()
+            .select("pid", pl.col("role").alias("_most"))
+        )
+        names = threads.group_by("pid").agg(pl.col("process").drop_nulls().first())
+        out = agg.join(own, on="pid", how="left").join(most, on="pid", how="left").join(names, on="pid", how="left")
+        out = out.with_columns(pl.coalesce("role", "_most").alias("role")).drop("_most")
     out = out.join(on, on=keys, how="left").join(top, on=keys, how="left").with_columns(pct=pct)
     cols = ["pid", "process"] + (["tid", "thread"] if by == "thread" else ["threads"])
     cols += ["role", "samples", "pct", "on_cpu_ns", "top_function"]
@@ -361,55 +408,111 @@ def _pct(ns: float, idle: float) -> str:
 
 def story(con, gaps_df: pl.DataFrame) -> tuple[str | None, bool]:
     """What the CPU did during the gaps of `gaps_df` (one cause's), as one sentence, and whether it names the
-    data loader as what the GPU waited for (the rules above). (None, False) without scheduling events in those
-    gaps (no measured on-CPU time to tell)."""
+    data loader as what the GPU waited for (the rules above). Without scheduling events, the CPU samples taken in
+    the gaps tell who ran (shares of the samples, not of the time), and the data loader is never named. (None,
+    False) with neither in those gaps."""
     idle = float(gaps_df["duration_ns"].sum() or 0)
-    if not idle or not _scheduled(con):  # no scheduling events at all: none in the gaps either (not read)
+    if not idle or not (_scheduled(con) or no_samples(con) is None):  # neither measure anywhere: none in the gaps
         return None, False
     states, samples, threads = _gap_frames(con, gaps_df)
+    # each gap's process (the one that owns its GPU): its main thread is the one that waited; the main threads of
+    # other processes are other threads to it
+    gp = gaps_df.with_row_index("window_id").select(pl.col("window_id").cast(pl.Int64), pl.col("pid").alias("_gpid"))
+    states, samples = (f.join(gp, on="window_id", how="left") for f in (states, samples))
     sched = states.filter(pl.col("source") == "sched")
-    if not sched.height:
+    samples = samples.join(threads.select("pid", "tid", "role"), on=["pid", "tid"], how="left")
+    samples = samples.filter(pl.col("role").fill_null("other") != "profiler")
+    if not sched.height and not samples.height:
         return None, False
     mains = threads.filter(pl.col("role") == "main").select("pid", "tid")
-    is_main = pl.struct("pid", "tid").is_in(mains.to_struct().implode())
-    parts, waited = _main_clause(states.filter(is_main), samples.filter(is_main), idle)
-    if parts and mains.height == 1:
+    is_main = pl.struct("pid", "tid").is_in(mains.to_struct().implode()) & (
+        pl.col("_gpid").is_null() | (pl.col("pid") == pl.col("_gpid"))
+    )
+    total = int(samples["samples"].sum() or 0) if not sched.height else None
+    parts, waited = _main_clause(states.filter(is_main), samples.filter(is_main), idle, total)
+    waiters = (
+        mains.filter(pl.col("pid").is_in(gaps_df["pid"].unique().implode()))
+        if gaps_df["pid"].is_not_null().all()
+        else mains
+    )
+    if parts and waiters.height == 1:
         wf = _windows_frame(list(zip(gaps_df["start_ns"].to_list(), gaps_df["end_ns"].to_list())))
-        parts[0] += _python_clause(con, wf, *mains.row(0))
-    others = sched.filter(~is_main & (pl.col("state") == "running")).join(threads, on=["pid", "tid"], how="left")
-    others = others.filter(pl.col("role").fill_null("other") != "profiler").with_columns(
-        pl.col("role").fill_null("other")
-    )
-    per_role = (
-        others.group_by("role")
-        .agg(
-            pl.col("overlap_ns").sum(),
-            pl.col("pid").n_unique().alias("processes"),
-            pl.col("tid").n_unique().alias("n"),
-            pl.col("thread").drop_nulls().first().alias("name"),
-        )
-        .sort(["overlap_ns", "role"], descending=[True, False])
-    )
-    loader_ns = 0.0
-    for r in per_role.iter_rows(named=True):
-        if r["overlap_ns"] < ACTIVITY_MIN_SHARE * idle:
-            continue
-        if r["role"] == "data_loader":
-            loader_ns = r["overlap_ns"]
-        parts.append(
-            _role_clause(
-                r, samples.join(threads.filter(pl.col("role") == r["role"]), on=["pid", "tid"]), idle, len(gaps_df)
-            )
-        )
+        parts[0] += _python_clause(con, wf, *waiters.row(0))
+    if sched.height:
+        others = sched.filter(~is_main & (pl.col("state") == "running")).join(threads, on=["pid", "tid"], how="left")
+        more, loader_ns = _roles_on_cpu(others, samples, threads, idle)
+    else:
+        more, loader_ns = _roles_sampled(samples.filter(~is_main).join(threads, on=["pid", "tid"]), total), 0.0
+    parts += more
     if not parts:
         return None, False
     loader = waited >= LOADER_SHARE * idle and loader_ns >= LOADER_SHARE * idle
     return "; ".join(parts), loader
 
 
-def _main_clause(states: pl.DataFrame, samples: pl.DataFrame, idle: float) -> tuple[list[str], float]:
+def _per_role(rows: pl.DataFrame, weight: str) -> pl.DataFrame:
+    """Per role of `rows` (threads' time on a CPU or samples, in column `weight`), most first: the weight, how
+    many processes and threads, and their names, most weight first (a role's threads may be of several
+    programs). nsys's own threads are left out."""
+    rows = rows.with_columns(pl.col("role").fill_null("other")).filter(pl.col("role") != "profiler")
+    names = (
+        rows.drop_nulls("thread")
+        .group_by("role", "thread")
+        .agg(pl.col(weight).sum())
+        .sort([weight, "thread"], descending=[True, False])
+        .group_by("role", maintain_order=True)
+        .agg(pl.col("thread").alias("names"))
+    )
+    return (
+        rows.group_by("role")
+        .agg(
+            pl.col(weight).sum(),
+            pl.col("pid").n_unique().alias("processes"),
+            pl.struct("pid", "tid").n_unique().alias("n"),
+        )
+        .join(names, on="role", how="left")
+        .sort([weight, "role"], descending=[True, False])
+    )
+
+
+def _roles_on_cpu(others: pl.DataFrame, samples: pl.DataFrame, threads: pl.DataFrame, idle: float):
+    """The other threads' part of the story from their time on a CPU (scheduling events), each role told from
+    ACTIVITY_MIN_SHARE of the idle time; and the data-loader workers' time on a CPU, ns."""
+    parts, loader_ns = [], 0.0
+    for r in _per_role(others, "overlap_ns").iter_rows(named=True):
+        if r["overlap_ns"] < ACTIVITY_MIN_SHARE * idle:
+            continue
+        if r["role"] == "data_loader":
+            loader_ns = r["overlap_ns"]
+        who, verb = _who(r)
+        cpus = r["overlap_ns"] / idle
+        load = f" ({cpus:.1f} CPUs on average)" if cpus >= 1.05 else ""
+        mine = samples.filter(pl.col("role").fill_null("other") == r["role"])
+        parts.append(f"{who} {verb} on a CPU for {_pct(r['overlap_ns'], idle)} of it{load}" + _frames(mine))
+    return parts, loader_ns
+
+
+def _roles_sampled(samples: pl.DataFrame, total: int) -> list[str]:
+    """Without scheduling events: the other threads' part of the story from their share of the `total` CPU
+    samples taken in the gaps (who ran, not for how long), each role told from ACTIVITY_MIN_SHARE of them."""
+    said = []
+    for r in _per_role(samples, "samples").iter_rows(named=True):
+        if r["samples"] >= ACTIVITY_MIN_SHARE * total:
+            who, _ = _who(r)
+            mine = samples.filter(pl.col("role").fill_null("other") == r["role"])
+            said.append(f"{who} had {r['samples']:,} ({_pct(r['samples'], total)})" + _frames(mine))
+    if not said:
+        return []
+    return [
+        f"of the {total:,} CPU samples taken then (no scheduling events: they tell who ran, not for how long), "
+        + "; ".join(said)
+    ]
+
+
+def _main_clause(states: pl.DataFrame, samples: pl.DataFrame, idle: float, total: int | None = None):
     """The waiting (main) thread's part of the story, and how long it was off the CPU (blocked in an OS call or
-    descheduled, the longer of the two measures)."""
+    descheduled, the longer of the two measures). `total`: without scheduling events, the CPU samples taken in
+    the gaps, of which the main thread's share is told instead of its time on a CPU."""
     by = lambda state: states.filter(pl.col("state") == state)  # noqa: E731
     calls = (
         by("blocked")
@@ -428,23 +531,29 @@ def _main_clause(states: pl.DataFrame, samples: pl.DataFrame, idle: float) -> tu
         )
     elif off >= ACTIVITY_MIN_SHARE * idle:
         said.append(f"was off the CPU for {_pct(off, idle)} of that time")
-    if running >= ACTIVITY_MIN_SHARE * idle or not said:
+    if total is not None:  # no time on a CPU measured: its share of the samples
+        mine = int(samples["samples"].sum() or 0) if samples.height else 0
+        if total and (mine >= ACTIVITY_MIN_SHARE * total or not said):
+            said.append(f"had {mine:,} of the {total:,} CPU samples taken then" + _frames(samples))
+    elif running >= ACTIVITY_MIN_SHARE * idle or not said:
         said.append(f"was on a CPU for {_pct(running, idle)} of it" + _frames(samples))
     return ([f"the main thread {' and '.join(said)}"] if said else []), max(blocked, off)
 
 
-def _role_clause(r: dict, samples: pl.DataFrame, idle: float, gaps: int) -> str:
-    """One role's part of the story: who, how long on a CPU, their top frames."""
+def _who(r: dict) -> tuple[str, str]:
+    """Who a role's row of _per_role is (how many threads, in how many processes, their names), and its verb."""
     one, many = _ROLE_WORDS.get(r["role"], (r["role"], r["role"]))
-    if r["role"] in ("data_loader", "child_process") and r["processes"] > 1:
-        who = f"{r['processes']} {one} processes"
+    n, procs, names = r["n"], r["processes"], r["names"] or []
+    said = names[:3] + (["…"] if len(names) > 3 else [])
+    if r["role"] in ("data_loader", "child_process") and procs == 1 and n > 1:  # a role of processes: one, threads
+        who, said, verb = f"a {one} process", said + [f"{n} threads"], "was"
+    elif r["role"] in ("data_loader", "child_process") and procs > 1:
+        who, verb = f"{procs} {one} processes", "were"
+    elif n > 1:
+        who, verb = f"{n} {many}" + (f" in {procs} processes" if procs > 1 else ""), "were"
     else:
-        who = f"{r['n']} {many}" if r["n"] > 1 else f"the {one}"
-    name = f" ({r['name']})" if r["name"] else ""
-    cpus = r["overlap_ns"] / idle
-    load = f" ({cpus:.1f} CPUs on average)" if cpus >= 1.05 else ""
-    verb = "were" if r["n"] > 1 or r["processes"] > 1 else "was"
-    return f"{who}{name} {verb} on a CPU for {_pct(r['overlap_ns'], idle)} of it{load}" + _frames(samples)
+        who, verb = f"the {one}", "was"
+    return who + (f" ({', '.join(said)})" if said else ""), verb
 
 
 def _frames(samples: pl.DataFrame, n: int = 3) -> str:
@@ -465,21 +574,21 @@ def _frames(samples: pl.DataFrame, n: int = 3) -> str:
 def stories(con, gaps_df: pl.DataFrame) -> pl.DataFrame:
     """Per cause of `gaps_df` (the steady-state gaps where they carry iterations, as gaps.by_cause counts), largest
     idle first: the story of what the CPU did meanwhile (story), and whether it names the data loader; `told`:
-    whether the export's scheduling events tell it (without them `meanwhile` is the one line saying which capture
-    switch records them)."""
+    whether the export's scheduling events or CPU samples tell it (without either, `meanwhile` is the one line
+    saying which capture switch records them)."""
     from .advice import switch
 
     g = gaps_df
     if g.height and g["iteration"].is_not_null().any():
         g = g.filter(pl.col("iteration").is_not_null() & ~pl.col("warmup"))
     causes = g.group_by("cause").agg(pl.len().alias("gaps"), pl.col("duration_ns").sum().alias("idle_ns"))
-    rows = []
+    rows, scheduled = [], _scheduled(con)
     for cause, n, idle in causes.sort(["idle_ns", "cause"], descending=[True, False]).iter_rows():
-        if not _scheduled(con):
-            said, loader = f"no scheduling events in this profile: record them with {switch('scheduling')}", False
-        else:
-            said, loader = story(con, g.filter(pl.col("cause") == cause))
-        rows.append((cause, n, idle, said, loader, _scheduled(con)))
+        said, loader = story(con, g.filter(pl.col("cause") == cause))
+        told = said is not None
+        if not told and not scheduled:
+            said = f"no scheduling events in this profile: record them with {switch('scheduling')}"
+        rows.append((cause, n, idle, said, loader, told))
     schema = {"cause": pl.String, "gaps": pl.Int64, "idle_ns": pl.Int64, "meanwhile": pl.String}
     schema |= {"data_loader": pl.Boolean, "told": pl.Boolean}
     return pl.DataFrame(rows, schema=schema, orient="row")
