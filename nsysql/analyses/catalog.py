@@ -1046,6 +1046,8 @@ def nccl_ranges(ctx) -> pl.DataFrame:
     params=(RANGE,),
     keep="none",
     needs=("facts", "iterations", "iteration_stats", "iteration_spans", "gaps", "nccl_ranges"),
+    tables=("process_roles",),
+    sql=("process_devices",),
 )
 def rank_tables(ctx, range) -> dict[str, pl.DataFrame]:
     """One rank's frames for the cross-rank answers of `nsysql ranks` (nsysql.analyses.ranks.rank_tables), from
@@ -1054,7 +1056,7 @@ def rank_tables(ctx, range) -> dict[str, pl.DataFrame]:
     try:
         its = ctx.ask("iterations", range=range)
     except NsysqlError as e:  # no loop: the rank is listed, with why
-        return _ranks.rank_tables(str(ctx.path), ctx.ask("facts"), e)
+        return _ranks.rank_tables(str(ctx.path), _ranks.with_gpu_processes(ctx.con, ctx.ask("facts")), e)
     if range is None:
         gaps, causes = ctx.ask("gaps"), ctx.ask("gaps", by="cause")
     else:  # every gap indexed by the loop named, as by the loop detected (not gaps --range's gaps inside its
@@ -1064,7 +1066,7 @@ def rank_tables(ctx, range) -> dict[str, pl.DataFrame]:
         causes = _gaps.by_cause(None if _gaps.steady_only(gaps) else ctx.con, gaps, its=spans)
     return _ranks.rank_tables(
         str(ctx.path),
-        ctx.ask("facts"),
+        _ranks.with_gpu_processes(ctx.con, ctx.ask("facts")),
         its,
         family=ctx.ask("iteration_stats", range=range)["range"][0],
         gaps=gaps,
