@@ -136,3 +136,24 @@ def test_ranks_on_a_real_two_gpu_export_says_it_holds_two_processes():
     assert "holds 2 processes with GPU work" in res.stderr, res.stderr
     for pid, devs in procs.items():
         assert f"process {pid} on GPU {min(devs)}" in res.stderr
+
+
+def _facts(path) -> dict[str, str]:
+    out = json.loads(_run("summary", "-f", "json", path).stdout)["facts"]
+    return {r["item"]: r["value"] for r in out}
+
+
+def test_summary_names_the_gpu_of_its_headline_and_counts_gaps_on_every_gpu(two_processes):
+    one, two = _facts(fixture("train_small")), _facts(two_processes)
+    st = json.loads(_run("iterations", "-f", "json", two_processes).stdout)["steady state"][0]
+    # the headline's shares are of the loop's device alone: by construction the copy's are the same figures
+    assert "the GPU was busy" in one["steady-state step"]
+    assert (
+        f"GPU {st['device_id']} (the loop's process's; the other 1 GPU not counted) was busy"
+        in two["steady-state step"]
+    )
+    assert one["steady-state step"].split(" was busy ")[1] == two["steady-state step"].split(" was busy ")[1]
+    # the idle line counts every GPU's gaps: the copy doubles them, and says they are on two GPUs
+    n = int(one["idle"].split(" gaps")[0])
+    assert two["idle"].startswith(f"{2 * n} gaps >= 1 ms on 2 GPUs together in the steady-state steps"), two["idle"]
+    assert " on " not in one["idle"].split(";")[0]

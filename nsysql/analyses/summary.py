@@ -104,7 +104,8 @@ def _profile_facts(
     untraced = None if gpus.height else untraced_gpu(one("span_from") or "")
     if st is not None:  # the headline: the steady-state step, its GPU busy share and where the rest went
         gaps_ok = None if isinstance(gaps_df, NsysqlError) else gaps_df
-        rows.append(("step", "steady-state step", step_sentence(headline(st, its, gaps_ok), untraced)))
+        h = headline(st, its, gaps_ok)
+        rows.append(("step", "steady-state step", step_sentence(h, untraced, _loop_gpu(h, gpus))))
     rows += [
         ("file", "file", one("source_path")),
         ("nsys_version", "nsys version", one("nsys_version", "unknown")),
@@ -157,7 +158,8 @@ def _idle_facts(
     elsewhere = _gaps.explain_by_cause(con, top_gaps, top=None, cuda=False, cpu=False)  # the CPU: cpu.story
     activity = _gaps.top_activity(elsewhere)
     n_gaps = int(causes["gaps"].sum())
-    rows = [("idle", "idle", _idle_line(c, idle, n_gaps, top3, gpus, loop=loop))]
+    devices = _gaps_devices(gaps_df)
+    rows = [("idle", "idle", _idle_line(c, idle, n_gaps, top3, gpus, loop=loop, devices=devices))]
     said, loader = activity, False
     if not said:  # no traced work elsewhere explains it: what the CPU did, where scheduling events say
         steady = _gaps.steady_only(top_gaps)  # the same gaps as the cause's idle time (gaps.by_cause)
@@ -264,10 +266,21 @@ def untraced_gpu(span_from: str) -> str:
     return _advice.untraced_gpu("CUDA API calls" in span_from)
 
 
-def step_sentence(h: dict, untraced: str | None = None) -> str:
+def _loop_gpu(h: dict, gpus: pl.DataFrame) -> str:
+    """Which GPU the headline's busy and idle shares are of: 'the GPU' where the profile has one, else the loop's
+    device by number (its process's main device: `nsysql iterations` names the process), as the others' time
+    is not in them."""
+    if gpus.height < 2 or h.get("device_id") is None:
+        return "the GPU"
+    others = gpus.height - 1
+    return f"GPU {h['device_id']} (the loop's process's; the other {others} GPU{'s' if others > 1 else ''} not counted)"
+
+
+def step_sentence(h: dict, untraced: str | None = None, gpu: str = "the GPU") -> str:
     """The headline sentence: the median steady-state step (on its clock), and over the steady-state steps'
     time, the GPU's busy share and its idle share, all idle, with the part in gaps >= 1 ms apart. `untraced`:
-    why the profile has no GPU op at all (untraced_gpu), None where it has some."""
+    why the profile has no GPU op at all (untraced_gpu), None where it has some; `gpu`: the device they are
+    of, in words (_loop_gpu)."""
     if not h["steady"]:
         return f"none: all {h['iterations']} iterations are warm-up"
     n, total = h["steady"], h["steady_ns"]
@@ -279,7 +292,7 @@ def step_sentence(h: dict, untraced: str | None = None) -> str:
     if idle is None or not total:
         return text + (f"; no GPU work traced: {untraced}" if untraced else "; no GPU work traced in the process")
     text += (
-        f"; over their {_dur(total)} the GPU was busy {100 * (total - idle) / total:.1f}% and idle "
+        f"; over their {_dur(total)} {gpu} was busy {100 * (total - idle) / total:.1f}% and idle "
         f"{100 * idle / total:.1f}% ({_dur(idle)})"
     )
     big = h.get("idle_gaps_1ms_ns")
@@ -293,11 +306,22 @@ def step_sentence(h: dict, untraced: str | None = None) -> str:
     )
 
 
-def _idle_line(c: dict, idle: int, gaps: int, top3: str, gpus: pl.DataFrame, loop: bool) -> str:
+def _gaps_devices(gaps_df: pl.DataFrame) -> int:
+    """How many devices the gaps that idle time by cause counts lie on (gaps.by_cause: the steady-state steps'
+    gaps where they hold any, else all): every device's gaps, not only the loop's device's."""
+    steady = _gaps.steady_only(gaps_df)
+    counted = gaps_df.filter(pl.col("iteration").is_not_null() & ~pl.col("warmup")) if steady else gaps_df
+    return counted["device_id"].n_unique()
+
+
+def _idle_line(c: dict, idle: int, gaps: int, top3: str, gpus: pl.DataFrame, loop: bool, devices: int = 1) -> str:
     """The idle fact: the causes of the idle time in gaps >= 1 ms; where no steady-state step holds such a gap,
-    that time over the devices' active span (start-up included), beside all the idle time there."""
+    that time over the devices' active span (start-up included), beside all the idle time there. `devices`:
+    how many GPUs those gaps lie on; where several, the count is said as theirs together, as the headline's
+    shares are of one GPU."""
     if c["counted"] == "steady-state iterations":  # the amounts are the headline's (step)
-        return f"{gaps} gap{'s' if gaps != 1 else ''} >= 1 ms in the steady-state steps; {top3}"
+        on = f" on {devices} GPUs together" if devices > 1 else ""
+        return f"{gaps} gap{'s' if gaps != 1 else ''} >= 1 ms{on} in the steady-state steps; {top3}"
     if not c["span_ns"]:
         return f"{idle / 1e6:.1f} ms in gaps >= 1 ms; {top3}"
     where = c["counted"]
