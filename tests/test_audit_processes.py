@@ -157,3 +157,60 @@ def test_summary_names_the_gpu_of_its_headline_and_counts_gaps_on_every_gpu(two_
     n = int(one["idle"].split(" gaps")[0])
     assert two["idle"].startswith(f"{2 * n} gaps >= 1 ms on 2 GPUs together in the steady-state steps"), two["idle"]
     assert " on " not in one["idle"].split(";")[0]
+
+
+MEM = fixture("mem_growth")
+
+
+def _raw_held(path) -> tuple[list[tuple], callable, callable]:
+    """CUDA_GPU_MEMORY_USAGE_EVENTS replayed here: (start, pid, allocation?, bytes, memKind) rows, what the
+    process held on the device before time t (device memory: host kinds 0 and 1 take none), and its peak in
+    [s, e) (at least what it held at s)."""
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    ev = con.execute(
+        "SELECT start, (globalPid >> 24) & 16777215, memoryOperationType = 0, bytes, memKind "
+        "FROM CUDA_GPU_MEMORY_USAGE_EVENTS ORDER BY start"
+    ).fetchall()
+    con.close()
+    dev = [(t, b if alloc else -b) for t, _, alloc, b, kind in ev if kind not in (0, 1)]
+
+    def held(t):
+        return sum(d for s, d in dev if s < t)
+
+    def peak(s0, e0):
+        h = best = held(s0)
+        for s, d in dev:
+            if s0 <= s < e0:
+                h += d
+                best = max(best, h)
+        return best
+
+    return ev, held, peak
+
+
+def test_gpu_memory_per_range_replays_the_raw_events_and_takes_range():
+    ev, held, peak = _raw_held(MEM)
+    con = sqlite3.connect(f"file:{MEM}?mode=ro", uri=True)
+    steps = con.execute(
+        "SELECT coalesce(e.text, s.value), e.start, e.end FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId "
+        "WHERE e.eventType = 59 AND coalesce(e.text, s.value) = 'step 3'"
+    ).fetchall()
+    con.close()
+    assert len(steps) == 1
+    _, s, e = steps[0]
+    rows = json.loads(_run("gpu-memory", "--by", "range", "--range", "step 3", "-f", "json", MEM).stdout)
+    # --range selects the ranges listed: only `step 3`, not every range of the export
+    assert [r["name"] for r in rows] == ["step 3"], rows
+    assert rows[0]["peak_bytes"] == peak(s, e)
+    assert rows[0]["growth_total_bytes"] == held(e) - held(s) == 2 * 2**20  # by construction: 2 MiB kept a step
+
+
+def test_gpu_memory_per_iteration_names_the_process_whose_memory_it_is():
+    ev, held, peak = _raw_held(MEM)
+    rows = json.loads(_run("gpu-memory", "--by", "iteration", "-f", "json", MEM).stdout)
+    its = json.loads(_run("iterations", "-f", "json", MEM).stdout)["iterations"]
+    assert {r["pid"] for r in rows} == {p for _, p, *_ in ev}
+    assert len(rows) == len(its) == 20
+    for r, it in zip(rows, its):
+        s, e = it["start_ns"], it["end_ns"]
+        assert (r["start_bytes"], r["peak_bytes"], r["end_bytes"]) == (held(s), peak(s, e), held(e)), it

@@ -1308,4 +1308,6 @@ def gpu_memory(ctx, by, range) -> pl.DataFrame:
     if by == "iteration":
         it = ctx.ask("iteration_range", range=range)
         return _iter.windows(ctx.con, it).run("gpu_memory_iterations", pid=it.pid)
-    return _api.run(ctx.con, "gpu_memory_ranges" if by == "range" else "gpu_memory")
+    if by == "range":  # --range selects the ranges listed, as it selects the loop of --by iteration
+        return _api.run(ctx.con, "gpu_memory_ranges", names=_resolve_range(ctx.con, range)[0] if range else None)
+    return _api.run(ctx.con, "gpu_memory")
