@@ -143,20 +143,30 @@ def _facts(path) -> dict[str, str]:
     return {r["item"]: r["value"] for r in out}
 
 
-def test_summary_names_the_gpu_of_its_headline_and_counts_gaps_on_every_gpu(two_processes):
+def test_summary_counts_the_loop_gpu_alone_where_there_are_several(two_processes):
     one, two = _facts(fixture("train_small")), _facts(two_processes)
     st = json.loads(_run("iterations", "-f", "json", two_processes).stdout)["steady state"][0]
     # the headline's shares are of the loop's device alone: by construction the copy's are the same figures
     assert "the GPU was busy" in one["steady-state step"]
     assert (
-        f"GPU {st['device_id']} (the loop's process's; the other 1 GPU not counted) was busy"
-        in two["steady-state step"]
+        f"GPU {st['device_id']} (the loop's process's; the other GPU not counted) was busy" in two["steady-state step"]
     )
     assert one["steady-state step"].split(" was busy ")[1] == two["steady-state step"].split(" was busy ")[1]
-    # the idle line counts every GPU's gaps: the copy doubles them, and says they are on two GPUs
-    n = int(one["idle"].split(" gaps")[0])
-    assert two["idle"].startswith(f"{2 * n} gaps >= 1 ms on 2 GPUs together in the steady-state steps"), two["idle"]
+    # so are the idle line's gaps: the other GPU idles in parallel, no time a step of this loop gives back
+    n = one["idle"].split(" gaps")[0]
+    assert two["idle"].startswith(f"{n} gaps >= 1 ms on GPU {st['device_id']} (the loop's;"), two["idle"]
     assert " on " not in one["idle"].split(";")[0]
+
+
+def test_summary_findings_give_back_what_the_loop_gpu_idles(two_processes):
+    def headroom(path):
+        found = json.loads(_run("summary", "-f", "json", path).stdout)["findings"]
+        return {r["finding"]: r["headroom_ms"] for r in found}
+
+    one, two = headroom(fixture("train_small")), headroom(two_processes)
+    # a copy of the process on another GPU idles at the same instants: a step gives back no more for it
+    assert one["data-loader bound"] > 0
+    assert two["data-loader bound"] == one["data-loader bound"]
 
 
 MEM = fixture("mem_growth")
