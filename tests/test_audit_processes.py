@@ -224,3 +224,15 @@ def test_gpu_memory_per_iteration_names_the_process_whose_memory_it_is():
     for r, it in zip(rows, its):
         s, e = it["start_ns"], it["end_ns"]
         assert (r["start_bytes"], r["peak_bytes"], r["end_bytes"]) == (held(s), peak(s, e), held(e)), it
+
+
+def test_ranks_counts_idle_causes_on_the_loop_gpu_of_a_file_of_several(two_processes):
+    def per_rank(path):
+        res = CliRunner().invoke(main, ["ranks", "-f", "json", str(path)], catch_exceptions=False)
+        assert res.exit_code == 0, res.output
+        return json.loads(res.stdout)["per rank"][0]
+
+    one, two = per_rank(fixture("train_small")), per_rank(two_processes)
+    # the copy on GPU 1 idles at the same instants as the loop's GPU: a rank's top cause is of its own GPU
+    assert two["top_idle_cause"] == one["top_idle_cause"]
+    assert two["top_idle_cause_ns"] == one["top_idle_cause_ns"] <= one["idle_ns"]

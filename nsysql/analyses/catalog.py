@@ -1072,6 +1072,7 @@ def rank_tables(ctx, range) -> dict[str, pl.DataFrame]:
         gaps=gaps,
         causes=causes,
         nccl=ctx.ask("nccl_ranges"),
+        device=ctx.ask("iteration_stats", range=range)["device_id"][0],
     )
 
 

@@ -24,6 +24,7 @@ import polars as pl
 
 from .. import queries
 from ..errors import NsysqlError
+from . import gaps as _gaps
 from ._sql import frame, run
 
 MIN_EXCESS_NS = 1_000_000
@@ -76,17 +77,24 @@ def rank_tables(
     gaps: pl.DataFrame | None = None,
     causes: pl.DataFrame | None = None,
     nccl: pl.DataFrame | None = None,
+    device: int | None = None,
 ) -> dict[str, pl.DataFrame]:
     """The small per-rank frames the cross-rank analysis reads, from one profile's answers (the driver,
     nsysql.many, asks them of its Profile): `f`, its facts; `its`, its iterations, or why it has none; with
     iterations, `family` (the iteration range's name), the gaps indexed by them, idle time by cause
     (Profile.gaps(by="cause")) and `nccl`, NCCL's ranges, counted per iteration they start in (as the other
-    per-rank figures, over the loop's iterations: not NCCL's set-up and tear-down)."""
+    per-rank figures, over the loop's iterations: not NCCL's set-up and tear-down). `device`: the loop's
+    device (iteration_stats), whose gaps alone count where the export holds several devices' (one export of
+    several processes: the others idle in parallel, on loops of their own)."""
     info = pl.DataFrame([rank_info(path, f)])
     out = {"info": info}
     if isinstance(its, NsysqlError):
         out["info"] = info.with_columns(problem=pl.lit(str(its)))
         return out
+    if device is not None and gaps["device_id"].n_unique() > 1:
+        gaps = gaps.filter(pl.col("device_id") == device)
+        if _gaps.steady_only(gaps):  # else by_cause counts every device's active span: left as given
+            causes = _gaps.by_cause(None, gaps, its=its)
     top = (
         gaps.filter(pl.col("iteration").is_not_null())
         .sort("duration_ns", descending=True)
