@@ -1058,6 +1058,8 @@ def nccl_ranges(ctx) -> pl.DataFrame:
     params=(RANGE,),
     keep="none",
     needs=("facts", "iterations", "iteration_stats", "iteration_spans", "gaps", "nccl_ranges"),
+    tables=("process_roles",),
+    sql=("process_devices",),
 )
 def rank_tables(ctx, range) -> dict[str, pl.DataFrame]:
     """One rank's frames for the cross-rank answers of `nsysql ranks` (nsysql.analyses.ranks.rank_tables), from
@@ -1066,7 +1068,7 @@ def rank_tables(ctx, range) -> dict[str, pl.DataFrame]:
     try:
         its = ctx.ask("iterations", range=range)
     except NsysqlError as e:  # no loop: the rank is listed, with why
-        return _ranks.rank_tables(str(ctx.path), ctx.ask("facts"), e)
+        return _ranks.rank_tables(str(ctx.path), _ranks.with_gpu_processes(ctx.con, ctx.ask("facts")), e)
     if range is None:
         gaps, causes = ctx.ask("gaps"), ctx.ask("gaps", by="cause")
     else:  # every gap indexed by the loop named, as by the loop detected (not gaps --range's gaps inside its
@@ -1076,12 +1078,13 @@ def rank_tables(ctx, range) -> dict[str, pl.DataFrame]:
         causes = _gaps.by_cause(None if _gaps.steady_only(gaps) else ctx.con, gaps, its=spans)
     return _ranks.rank_tables(
         str(ctx.path),
-        ctx.ask("facts"),
+        _ranks.with_gpu_processes(ctx.con, ctx.ask("facts")),
         its,
         family=ctx.ask("iteration_stats", range=range)["range"][0],
         gaps=gaps,
         causes=causes,
         nccl=ctx.ask("nccl_ranges"),
+        device=ctx.ask("iteration_stats", range=range)["device_id"][0],
     )
 
 
@@ -1318,4 +1321,6 @@ def gpu_memory(ctx, by, range) -> pl.DataFrame:
     if by == "iteration":
         it = ctx.ask("iteration_range", range=range)
         return _iter.windows(ctx.con, it).run("gpu_memory_iterations", pid=it.pid)
-    return _api.run(ctx.con, "gpu_memory_ranges" if by == "range" else "gpu_memory")
+    if by == "range":  # --range selects the ranges listed, as it selects the loop of --by iteration
+        return _api.run(ctx.con, "gpu_memory_ranges", names=_resolve_range(ctx.con, range)[0] if range else None)
+    return _api.run(ctx.con, "gpu_memory")

@@ -161,7 +161,7 @@ def detect(con, range: str | None = None) -> IterationRange:
             continue
         it.instances = ev["iterations"]
         it.extra["evidence"] = ev
-        it.why = _why_detected(it, ev, procs.height > 0, len(rejected))
+        it.why = _why_detected(it, ev, procs.height > 0, len(rejected)) + _other_processes(it.pid, procs)
         return it
     _no_loop(rejected)
 
@@ -325,6 +325,8 @@ def _named(con, range: str, procs: pl.DataFrame) -> IterationRange:
     )
     if dev.height == 0:
         why += "; no GPU work of the process was traced, so the GPU columns are empty"
+    others = found.filter(pl.col("pid") != pid).group_by("pid").agg(pl.col("n").sum())
+    why += _other_processes(pid, procs, dict(others.iter_rows()))
     return IterationRange(
         list(names),
         family,
@@ -335,6 +337,33 @@ def _named(con, range: str, procs: pl.DataFrame) -> IterationRange:
         why,
         n,
         depth=depth,
+    )
+
+
+def _other_processes(pid: int, procs: pl.DataFrame, instances: dict[int, int] | None = None) -> str:
+    """Where several processes did GPU work (one export of several ranks or workers): whose loop this is, and
+    that the others' are left out, with how many instances of the range each holds (`instances`, pid -> n, for
+    a --range); '' where at most one process did GPU work. The GPU columns are those of the chosen process on
+    its main device: the iterations are one process's steps, not the job's."""
+    if procs.height < 2:
+        return ""
+    dev = dict(procs.select("pid", "device_id").iter_rows())
+    left = [
+        f"process {p} (GPU {d}"
+        + (
+            f", {instances.get(p, 0)} instance{'s' if instances.get(p, 0) != 1 else ''} of the range"
+            if instances is not None
+            else ""
+        )
+        + ")"
+        for p, d in procs.select("pid", "device_id").iter_rows()
+        if p != pid
+    ]
+    mine = f"process {pid} (GPU {dev[pid]})" if pid in dev else f"process {pid} (no GPU work)"
+    return (
+        f"; the export holds {procs.height} processes with GPU work: the loop and its GPU columns are {mine}'s "
+        f"alone, and {', '.join(left)} {'is' if len(left) == 1 else 'are'} left out (`nsysql ranks` compares one "
+        "export per rank: profile each process to its own file)"
     )
 
 

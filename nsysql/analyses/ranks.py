@@ -24,6 +24,7 @@ import polars as pl
 
 from .. import queries
 from ..errors import NsysqlError
+from . import gaps as _gaps
 from ._sql import frame, run
 
 MIN_EXCESS_NS = 1_000_000
@@ -40,14 +41,27 @@ RULE = (
 
 
 def rank_info(path: str, f: dict[str, list[str]]) -> dict:
-    """What number_ranks reads of one export: its path and the RANK its facts `f` name (and where from)."""
+    """What number_ranks reads of one export: its path and the RANK its facts `f` name (and where from), and
+    the processes with GPU work it holds where `f` has them (with_gpu_processes: `nsysql ranks` reads them;
+    None where not read)."""
     rank = (f.get("rank") or [None])[0]
+    procs = f.get("gpu_processes")
     return {
         "path": path,
         "rank_in_file": int(rank) if rank is not None else None,
         "rank_source": (f.get("rank_source") or [None])[0],
         "nsys_version": (f.get("nsys_version") or [None])[0],
+        "gpu_processes": len(procs) if procs is not None else None,
+        "gpu_process_list": ", ".join(procs) if procs is not None else None,
     }
+
+
+def with_gpu_processes(con, f: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The facts `f` and `gpu_processes`: each process with GPU work, busiest first, as 'process P on GPU D'
+    (process_devices.sql). One export may hold several ranks (one `nsys profile` over mpirun or torchrun):
+    number_ranks says so, as each export counts as one rank."""
+    procs = run(con, "process_devices")
+    return {**f, "gpu_processes": [f"process {p} on GPU {d}" for p, d in procs.select("pid", "device_id").iter_rows()]}
 
 
 def nccl(con) -> pl.DataFrame:
@@ -63,17 +77,24 @@ def rank_tables(
     gaps: pl.DataFrame | None = None,
     causes: pl.DataFrame | None = None,
     nccl: pl.DataFrame | None = None,
+    device: int | None = None,
 ) -> dict[str, pl.DataFrame]:
     """The small per-rank frames the cross-rank analysis reads, from one profile's answers (the driver,
     nsysql.many, asks them of its Profile): `f`, its facts; `its`, its iterations, or why it has none; with
     iterations, `family` (the iteration range's name), the gaps indexed by them, idle time by cause
     (Profile.gaps(by="cause")) and `nccl`, NCCL's ranges, counted per iteration they start in (as the other
-    per-rank figures, over the loop's iterations: not NCCL's set-up and tear-down)."""
+    per-rank figures, over the loop's iterations: not NCCL's set-up and tear-down). `device`: the loop's
+    device (iteration_stats), whose gaps alone count where the export holds several devices' (one export of
+    several processes: the others idle in parallel, on loops of their own)."""
     info = pl.DataFrame([rank_info(path, f)])
     out = {"info": info}
     if isinstance(its, NsysqlError):
         out["info"] = info.with_columns(problem=pl.lit(str(its)))
         return out
+    if device is not None and gaps["device_id"].n_unique() > 1:
+        gaps = gaps.filter(pl.col("device_id") == device)
+        if _gaps.steady_only(gaps):  # else by_cause counts every device's active span: left as given
+            causes = _gaps.by_cause(None, gaps, its=its)
     top = (
         gaps.filter(pl.col("iteration").is_not_null())
         .sort("duration_ns", descending=True)
@@ -150,7 +171,25 @@ def number_ranks(infos: list[dict]) -> tuple[list[int], str]:
     why = "ranks numbered by sorted file name"
     if any(r is not None for r in found):
         why += " (RANK missing or repeated in some files)"
-    return ranks, why
+    return ranks, why + _several_per_file(infos)
+
+
+def _several_per_file(infos: list[dict]) -> str:
+    """'; but FILE holds N processes with GPU work ...' for each export that holds several (an nsys profile
+    over a whole mpirun or torchrun job): each export counts as one rank, read in one process's loop, so such
+    a file's other ranks are not compared. '' where none does."""
+    said = [
+        f"{i['path']} holds {i['gpu_processes']} processes with GPU work ({i['gpu_process_list']})"
+        for i in infos
+        if (i.get("gpu_processes") or 0) > 1
+    ]
+    if not said:
+        return ""
+    return (
+        f"; but {'; '.join(said)}: ranks compares one export per rank and counts each export as one rank, read "
+        "in the process whose loop `nsysql iterations` finds (it names it), so the other processes of such a "
+        "file are not compared; profile each rank to its own file (nsys profile -o rank%q{RANK} ...)"
+    )
 
 
 def reduce(con, tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:

@@ -58,6 +58,8 @@ def summary(
     its, st = loop if not isinstance(loop, NsysqlError) else (None, None)
     f = facts(con)
     gpus = read["gpus"]
+    if not isinstance(gaps_df, NsysqlError):
+        gaps_df = _loop_gaps(gaps_df, st, gpus)
     rows = _profile_facts(f, gpus, st, its, gaps_df)  # (key, label, value): front ends read a fact by its key
     rows += _loop_facts(loop, its)
     causes, activity, loader = None, None, False
@@ -104,7 +106,8 @@ def _profile_facts(
     untraced = None if gpus.height else untraced_gpu(one("span_from") or "")
     if st is not None:  # the headline: the steady-state step, its GPU busy share and where the rest went
         gaps_ok = None if isinstance(gaps_df, NsysqlError) else gaps_df
-        rows.append(("step", "steady-state step", step_sentence(headline(st, its, gaps_ok), untraced)))
+        h = headline(st, its, gaps_ok)
+        rows.append(("step", "steady-state step", step_sentence(h, untraced, _loop_gpu(h, gpus))))
     rows += [
         ("file", "file", one("source_path")),
         ("nsys_version", "nsys version", one("nsys_version", "unknown")),
@@ -157,7 +160,8 @@ def _idle_facts(
     elsewhere = _gaps.explain_by_cause(con, top_gaps, top=None, cuda=False, cpu=False)  # the CPU: cpu.story
     activity = _gaps.top_activity(elsewhere)
     n_gaps = int(causes["gaps"].sum())
-    rows = [("idle", "idle", _idle_line(c, idle, n_gaps, top3, gpus, loop=loop))]
+    on = _gaps_devices(gaps_df, gpus, loop)
+    rows = [("idle", "idle", _idle_line(c, idle, n_gaps, top3, gpus, loop=loop, on=on))]
     said, loader = activity, False
     if not said:  # no traced work elsewhere explains it: what the CPU did, where scheduling events say
         steady = _gaps.steady_only(top_gaps)  # the same gaps as the cause's idle time (gaps.by_cause)
@@ -264,10 +268,21 @@ def untraced_gpu(span_from: str) -> str:
     return _advice.untraced_gpu("CUDA API calls" in span_from)
 
 
-def step_sentence(h: dict, untraced: str | None = None) -> str:
+def _loop_gpu(h: dict, gpus: pl.DataFrame) -> str:
+    """Which GPU the headline's busy and idle shares are of: 'the GPU' where the profile has one, else the loop's
+    device by number (its process's main device: `nsysql iterations` names the process), as the others' time
+    is not in them."""
+    if gpus.height < 2 or h.get("device_id") is None:
+        return "the GPU"
+    others = "the other GPU" if gpus.height == 2 else f"the other {gpus.height - 1} GPUs"
+    return f"GPU {h['device_id']} (the loop's process's; {others} not counted)"
+
+
+def step_sentence(h: dict, untraced: str | None = None, gpu: str = "the GPU") -> str:
     """The headline sentence: the median steady-state step (on its clock), and over the steady-state steps'
     time, the GPU's busy share and its idle share, all idle, with the part in gaps >= 1 ms apart. `untraced`:
-    why the profile has no GPU op at all (untraced_gpu), None where it has some."""
+    why the profile has no GPU op at all (untraced_gpu), None where it has some; `gpu`: the device they are
+    of, in words (_loop_gpu)."""
     if not h["steady"]:
         return f"none: all {h['iterations']} iterations are warm-up"
     n, total = h["steady"], h["steady_ns"]
@@ -279,7 +294,7 @@ def step_sentence(h: dict, untraced: str | None = None) -> str:
     if idle is None or not total:
         return text + (f"; no GPU work traced: {untraced}" if untraced else "; no GPU work traced in the process")
     text += (
-        f"; over their {_dur(total)} the GPU was busy {100 * (total - idle) / total:.1f}% and idle "
+        f"; over their {_dur(total)} {gpu} was busy {100 * (total - idle) / total:.1f}% and idle "
         f"{100 * idle / total:.1f}% ({_dur(idle)})"
     )
     big = h.get("idle_gaps_1ms_ns")
@@ -293,11 +308,39 @@ def step_sentence(h: dict, untraced: str | None = None) -> str:
     )
 
 
-def _idle_line(c: dict, idle: int, gaps: int, top3: str, gpus: pl.DataFrame, loop: bool) -> str:
+def _loop_gaps(gaps_df: pl.DataFrame, st: pl.DataFrame | None, gpus: pl.DataFrame) -> pl.DataFrame:
+    """The gaps whose idle time summary's causes, idle line and findings count: with a loop, those of its device
+    alone where the profile has several GPUs (another process's GPU, or another GPU of the process, idles in
+    parallel: its idle time is no time a step of this loop could give back, and the headline's shares are of
+    the loop's device); else every device's."""
+    dev = st["device_id"][0] if st is not None and "device_id" in st.columns else None
+    if dev is None or gpus.height < 2:
+        return gaps_df
+    mine = gaps_df.filter(pl.col("device_id") == dev)
+    # without a gap in its steady-state steps, by_cause counts the devices' active span: every device's, then
+    return mine if _gaps.steady_only(mine) else gaps_df
+
+
+def _gaps_devices(gaps_df: pl.DataFrame, gpus: pl.DataFrame, loop: bool) -> str:
+    """Where the gaps that idle time by cause counts lie, in words ('' on a profile of one GPU): the loop's
+    device (_loop_gaps), else every device's together (gaps.by_cause: the steady-state steps' gaps where they
+    hold any, else all)."""
+    if gpus.height < 2:
+        return ""
+    if loop and gaps_df["device_id"].n_unique() == 1:
+        return f" on GPU {gaps_df['device_id'][0]} (the loop's; `nsysql gaps` lists every GPU's)"
+    steady = _gaps.steady_only(gaps_df)
+    counted = gaps_df.filter(pl.col("iteration").is_not_null() & ~pl.col("warmup")) if steady else gaps_df
+    n = counted["device_id"].n_unique()
+    return f" on {n} GPUs together" if n > 1 else ""
+
+
+def _idle_line(c: dict, idle: int, gaps: int, top3: str, gpus: pl.DataFrame, loop: bool, on: str = "") -> str:
     """The idle fact: the causes of the idle time in gaps >= 1 ms; where no steady-state step holds such a gap,
-    that time over the devices' active span (start-up included), beside all the idle time there."""
+    that time over the devices' active span (start-up included), beside all the idle time there. `on`: where
+    those gaps lie, in words, where the profile has several GPUs (_gaps_devices)."""
     if c["counted"] == "steady-state iterations":  # the amounts are the headline's (step)
-        return f"{gaps} gap{'s' if gaps != 1 else ''} >= 1 ms in the steady-state steps; {top3}"
+        return f"{gaps} gap{'s' if gaps != 1 else ''} >= 1 ms{on} in the steady-state steps; {top3}"
     if not c["span_ns"]:
         return f"{idle / 1e6:.1f} ms in gaps >= 1 ms; {top3}"
     where = c["counted"]
