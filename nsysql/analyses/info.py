@@ -132,6 +132,10 @@ def _empty(con, tables: list[str], rows: dict[str, int]) -> str:
             hint = f"; {cannot}"  # no switch records them on these GPUs
         if tables[0] in ("gpu_ops", "gpu_busy"):
             hint = f"; {_advice.untraced_gpu(bool(rows['api_calls']))}"
+        elif tables[0] == "nvtx_ranges":
+            hint = f"; {_advice.NVTX_HINT}"
+        elif tables[0] == "api_calls":
+            hint = "; captured without -t cuda, or the program made no CUDA call"
         return f"no {what}: {tables[0]} is empty{hint}" if what else f"{tables[0]} is empty"
     whats = [HOLDS.get(t, (t, None))[0] for t in tables]
     return f"no {', '.join(whats[:-1])} or {whats[-1]}: {', '.join(tables[:-1])} and {tables[-1]} are empty"
