@@ -10,6 +10,7 @@ import shutil
 import sqlite3
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,29 @@ def _built(export: Path) -> Path:
             prof.close()
             made.write_text(str(entry), encoding="utf-8")
         return Path(made.read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=None)
+def _check_report():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("check_report", ROOT / "scripts" / "check_report.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["check_report"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def browser() -> str | None:
+    """Chromium for the report's browser checks (scripts/check_report.py finds it), or None. Where CI installs it
+    beside the run (.ci/run), $NSYSQL_CHROMIUM_READY names the file its step writes once done: wait for that
+    first, at most 10 minutes. The tests that call this are marked `browser` and run last
+    (pytest_collection_modifyitems), so the wait costs nothing unless the install outlasts the rest of the run."""
+    ready = os.environ.get("NSYSQL_CHROMIUM_READY")
+    end = time.monotonic() + 600
+    while ready and not os.path.exists(ready) and time.monotonic() < end:
+        time.sleep(0.5)
+    return _check_report().chromium()
 
 
 def h200(name: str) -> Path:
@@ -253,7 +277,10 @@ def pytest_unconfigure(config):
 def pytest_collection_modifyitems(config, items):
     # the tests marked long go first, in their order (a stable sort): xdist hands tests out in this order, so the
     # short ones fill in around the long ones and no worker is left running a long test while the other is idle
-    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+    # and the tests marked browser go last: they wait for Chromium where CI installs it beside the run (browser())
+    items.sort(
+        key=lambda item: (item.get_closest_marker("browser") is not None, item.get_closest_marker("long") is None)
+    )
     for item in items:
         spec = getattr(item, "callspec", None)
         if spec is not None and any(_under_shared(v) for v in spec.params.values()):

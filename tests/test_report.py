@@ -5,21 +5,15 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-import shutil
 import sys
 
 import pytest
 from click.testing import CliRunner
-from conftest import ROOT, fixture, h200_exports, loaded
+from conftest import ROOT, _check_report, browser, fixture, h200_exports, loaded
 
 from nsysql.cli import main
 
-spec = importlib.util.spec_from_file_location("check_report", ROOT / "scripts" / "check_report.py")
-check_report = importlib.util.module_from_spec(spec)
-sys.modules["check_report"] = check_report
-spec.loader.exec_module(check_report)
-
-needs_chromium = pytest.mark.skipif(check_report.chromium() is None, reason="chromium not installed")
+check_report = _check_report()
 
 
 def _report(tmp_path, path, *extra):
@@ -81,11 +75,13 @@ def test_every_chart_holds_one_plot_of_json_data(tmp_path, path):
 # In Chromium: the project's own train_small (all five charts) and h200 `threads` (no idle chart, four);
 # the other exports' reports come from the same code and get the check above.
 @pytest.mark.long
-@needs_chromium
+@pytest.mark.browser
 @pytest.mark.parametrize(
     "path", [fixture("train_small")] + [p for p in h200_exports() if p.name == "threads.sqlite"], ids=lambda p: p.stem
 )
 def test_renders_in_chromium(tmp_path, path):
+    if browser() is None:
+        pytest.skip("chromium not installed")
     out = _report(tmp_path, path)
     res = check_report.check(out, tmp_path / "shot.png", height=1200)
     assert res["ok"], res
@@ -133,8 +129,9 @@ def test_png_without_kaleido_says_how(tmp_path):
     assert "pip install kaleido" in r.stderr
 
 
+@pytest.mark.browser
 def test_png_with_kaleido_writes_every_chart(tmp_path):
-    if importlib.util.find_spec("kaleido") is None or not shutil.which("chromium"):
+    if importlib.util.find_spec("kaleido") is None or browser() is None:
         pytest.skip("kaleido or chromium not installed")
     out = tmp_path / "r.html"
     r = CliRunner().invoke(main, ["report", str(fixture("train_small")), "-o", str(out), "--png", str(tmp_path / "p")])

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-from conftest import fixture, reference_csv
+from conftest import browser, fixture, reference_csv
 from test_profile_workflow import clean_env, fake_nsys  # noqa: F401 - clean_env is a fixture
 
 from nsysql.cli import main
@@ -89,8 +89,9 @@ def test_without_kaleido_the_chart_is_an_svg_and_the_listing_says_why(tmp_path, 
 
 
 @pytest.mark.long
+@pytest.mark.browser
 def test_with_kaleido_and_chromium_the_chart_is_a_png(tmp_path):
-    if importlib.util.find_spec("kaleido") is None or not shutil.which("chromium"):
+    if importlib.util.find_spec("kaleido") is None or browser() is None:
         pytest.skip("kaleido or chromium not installed")
     r = _bundle(str(TRAIN), "--out", str(tmp_path / "b"))
     assert r.exit_code == 0, r.output

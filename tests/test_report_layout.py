@@ -19,15 +19,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import fixture
+from conftest import browser, fixture
 from test_report import check_report
 
 from nsysql.cli import main
 
-pytestmark = [
-    pytest.mark.skipif(check_report.chromium() is None, reason="chromium not installed (CI may lack it)"),
-    pytest.mark.long,
-]
+pytestmark = [pytest.mark.long, pytest.mark.browser]
 
 WIDTHS = (1400, 900)
 
@@ -163,6 +160,8 @@ REPORTS = {
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory) -> dict[str, Path]:
     """Each report, written once for both widths."""
+    if browser() is None:
+        pytest.skip("chromium not installed (CI may lack it)")
     folder, out = tmp_path_factory.mktemp("reports"), {}
     for name, (new, *base) in REPORTS.items():
         out[name] = folder / f"{name}.html"
