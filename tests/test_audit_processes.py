@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 from click.testing import CliRunner
-from conftest import PUBLIC, craft, fixture
+from conftest import PUBLIC, craft, fixture, raw
 
 from nsysql.cli import main
 
@@ -176,12 +176,11 @@ def _raw_held(path) -> tuple[list[tuple], callable, callable]:
     """CUDA_GPU_MEMORY_USAGE_EVENTS replayed here: (start, pid, allocation?, bytes, memKind) rows, what the
     process held on the device before time t (device memory: host kinds 0 and 1 take none), and its peak in
     [s, e) (at least what it held at s)."""
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    ev = con.execute(
+    ev = raw(
+        path,
         "SELECT start, (globalPid >> 24) & 16777215, memoryOperationType = 0, bytes, memKind "
-        "FROM CUDA_GPU_MEMORY_USAGE_EVENTS ORDER BY start"
-    ).fetchall()
-    con.close()
+        "FROM CUDA_GPU_MEMORY_USAGE_EVENTS ORDER BY start",
+    )
     dev = [(t, b if alloc else -b) for t, _, alloc, b, kind in ev if kind not in (0, 1)]
 
     def held(t):
@@ -200,12 +199,11 @@ def _raw_held(path) -> tuple[list[tuple], callable, callable]:
 
 def test_gpu_memory_per_range_replays_the_raw_events_and_takes_range():
     ev, held, peak = _raw_held(MEM)
-    con = sqlite3.connect(f"file:{MEM}?mode=ro", uri=True)
-    steps = con.execute(
+    steps = raw(
+        MEM,
         "SELECT coalesce(e.text, s.value), e.start, e.end FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId "
-        "WHERE e.eventType = 59 AND coalesce(e.text, s.value) = 'step 3'"
-    ).fetchall()
-    con.close()
+        "WHERE e.eventType = 59 AND coalesce(e.text, s.value) = 'step 3'",
+    )
     assert len(steps) == 1
     _, s, e = steps[0]
     rows = json.loads(_run("gpu-memory", "--by", "range", "--range", "step 3", "-f", "json", MEM).stdout)
