@@ -234,3 +234,27 @@ def test_ranks_counts_idle_causes_on_the_loop_gpu_of_a_file_of_several(two_proce
     # the copy on GPU 1 idles at the same instants as the loop's GPU: a rank's top cause is of its own GPU
     assert two["top_idle_cause"] == one["top_idle_cause"]
     assert two["top_idle_cause_ns"] == one["top_idle_cause_ns"] <= one["idle_ns"]
+
+
+def test_info_counts_the_processes_with_gpu_work_apart_from_every_process(two_processes):
+    """`processes` counts every process the export lists; `processes with GPU work` those whose kernels, copies
+    or memsets it holds (counted here from the raw rows)."""
+    ops = " UNION ".join(
+        f"SELECT (globalPid >> 24) & 16777215 FROM {t}"
+        for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY")
+    )
+    for path in (fixture("train_small"), two_processes):
+        want = len(raw(path, ops))
+        res = CliRunner().invoke(main, ["info", str(path), "-f", "json"])
+        assert res.exit_code == 0, res.output
+        got = {r["item"]: r["value"] for r in json.loads(res.stdout) if r["section"] == "contents"}
+        assert got["processes with GPU work"] == str(want) and got["processes"] == str(
+            len(raw(path, "SELECT 1 FROM PROCESSES"))
+        )
+    assert want == 2
+
+
+def test_gpu_memory_range_without_by_is_refused_in_one_line():
+    res = CliRunner().invoke(main, ["gpu-memory", str(MEM), "--range", "step"])
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1, res.output
+    assert "--range selects the loop of --by iteration or the ranges of --by range" in res.stderr

@@ -1321,6 +1321,11 @@ def gpu_memory(ctx, by, range) -> pl.DataFrame:
     if by == "iteration":
         it = ctx.ask("iteration_range", range=range)
         return _iter.windows(ctx.con, it).run("gpu_memory_iterations", pid=it.pid)
+    if by is None and range is not None:  # every event is listed: there is nothing for a pattern to select
+        raise NsysqlError(
+            "`range` selects the loop of `by` iteration or the ranges of `by` range; without `by` every event is listed",
+            option=("range", "by"),
+        )
     if by == "range":  # --range selects the ranges listed, as it selects the loop of --by iteration
         return _api.run(ctx.con, "gpu_memory_ranges", names=_resolve_range(ctx.con, range)[0] if range else None)
     return _api.run(ctx.con, "gpu_memory")

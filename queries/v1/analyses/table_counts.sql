@@ -17,6 +17,9 @@ UNION ALL SELECT 'NVTX ranges', count(*) FROM nvtx_ranges
 UNION ALL SELECT 'NVTX marks', count(*) FROM nvtx_marks
 UNION ALL SELECT 'OS runtime calls', count(*) FROM os_calls
 UNION ALL SELECT 'processes', count(*) FROM processes
+-- of them, those whose GPU work the export holds (an export of a whole job holds one per rank; `processes` also
+-- counts every process nsys listed on the machine)
+UNION ALL SELECT 'processes with GPU work', count(DISTINCT pid) FROM gpu_ops
 UNION ALL SELECT 'threads', count(*) FROM threads
 UNION ALL SELECT 'GPUs', count(*) FROM devices
 -- counted as the export was read (48_gpu_metric_counts.sql): the samples themselves are not built for this
