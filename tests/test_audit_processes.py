@@ -258,3 +258,15 @@ def test_gpu_memory_range_without_by_is_refused_in_one_line():
     res = CliRunner().invoke(main, ["gpu-memory", str(MEM), "--range", "step"])
     assert res.exit_code == 2 and res.stderr.count("\n") == 1, res.output
     assert "--range selects the loop of --by iteration or the ranges of --by range" in res.stderr
+
+
+def test_gaps_of_another_process_are_in_none_of_the_loops_steps(two_processes):
+    """The twin's GPU idles exactly as the loop process's: its gaps are listed, in no iteration (its steps are
+    not the loop's), and idle time by cause counts the loop's steady steps alone, as on train_small itself."""
+    gaps = json.loads(_run("gaps", two_processes, "-f", "json").stdout)
+    twin = [g for g in gaps if g["pid"] == TWIN]
+    assert twin and all(g["iteration"] is None for g in twin)
+    assert any(g["iteration"] is not None for g in gaps if g["pid"] == PID)
+    alone = json.loads(_run("gaps", fixture("train_small"), "--by", "cause", "-f", "json").stdout)
+    both = json.loads(_run("gaps", two_processes, "--by", "cause", "-f", "json").stdout)
+    assert both == alone and all(c["pct_of_span"] <= 100 for c in both)

@@ -879,10 +879,20 @@ def _gap_spans(ctx, range: str | None) -> pl.DataFrame | None:
     return None
 
 
+def _gap_loop(ctx, range: str | None) -> tuple[pl.DataFrame | None, int | None]:
+    """_gap_spans' spans, and the process whose loop they are (None without a loop)."""
+    for pattern in [range, None] if range else [None]:
+        try:
+            return ctx.ask("iteration_spans", range=pattern), ctx.ask("iteration_range", range=pattern).pid
+        except NsysqlError:
+            continue
+    return None, None
+
+
 @analysis(
     "gaps",
     params=(GAPS_RANGE, MIN_NS, BY_CAUSE, INCLUDE_WARMUP),
-    needs=("iteration_spans", "resolve_range"),
+    needs=("iteration_spans", "iteration_range", "resolve_range"),
     tables=("api_calls", "gpu_busy", "nvtx_open", "nvtx_ranges", "os_calls", "process_roles", "strings"),
     sql=("process_devices", "gaps", "range_time", "device_span", "range_count"),
     nsys=("recipe gpu_gaps",),
@@ -902,7 +912,7 @@ def gaps(ctx, range, min_ns, by, include_warmup) -> pl.DataFrame:
     # the gaps before the iteration spans they are indexed by: finding them needs no loop, so their SQL runs
     # while another analysis of the same request finds the loop (iteration_range, asked once for all)
     found = _gaps.find(ctx.con, range=range, min_ns=min_ns)  # min_ns in ns
-    return _gaps.with_iterations(found, _gap_spans(ctx, range))
+    return _gaps.with_iterations(found, *_gap_loop(ctx, range))
 
 
 GAP_TOP = replace(TOP, doc="With --explain: activities per gap/cause.", flag=Flag(metavar="N", default=5, minimum=1))
@@ -1057,7 +1067,7 @@ def nccl_ranges(ctx) -> pl.DataFrame:
     "rank_tables",
     params=(RANGE,),
     keep="none",
-    needs=("facts", "iterations", "iteration_stats", "iteration_spans", "gaps", "nccl_ranges"),
+    needs=("facts", "iterations", "iteration_stats", "iteration_spans", "iteration_range", "gaps", "nccl_ranges"),
     tables=("process_roles",),
     sql=("process_devices",),
 )
@@ -1074,7 +1084,8 @@ def rank_tables(ctx, range) -> dict[str, pl.DataFrame]:
     else:  # every gap indexed by the loop named, as by the loop detected (not gaps --range's gaps inside its
         # instances only): naming the loop that detection finds gives the same frames
         spans = ctx.ask("iteration_spans", range=range)
-        gaps = _gaps.with_iterations(ctx.ask("gaps").drop("iteration", "warmup"), spans)
+        pid = ctx.ask("iteration_range", range=range).pid
+        gaps = _gaps.with_iterations(ctx.ask("gaps").drop("iteration", "warmup"), spans, pid)
         causes = _gaps.by_cause(None if _gaps.steady_only(gaps) else ctx.con, gaps, its=spans)
     return _ranks.rank_tables(
         str(ctx.path),

@@ -87,11 +87,17 @@ def range_threads(con, names: list[str]) -> dict[int, int]:
     return dict(zip(best["pid"].to_list(), best["tid"].to_list()))
 
 
-def with_iterations(gaps_df: pl.DataFrame, its: pl.DataFrame | None) -> pl.DataFrame:
+def with_iterations(gaps_df: pl.DataFrame, its: pl.DataFrame | None, pid: int | None = None) -> pl.DataFrame:
     """The gaps of `find` indexed by the iterations frame `its` (None: no iterations, so null iteration and
-    warmup), in the columns `gaps` returns."""
+    warmup), in the columns `gaps` returns. `pid`: the process whose loop `its` holds; a gap of another process
+    (another rank's GPU, in an export of a whole job) is in none of its steps, and keeps a null iteration."""
     if its is not None and gaps_df.height:
         out = _index_by_iteration(gaps_df, its.select("iteration", "start_ns", "end_ns", "warmup"))
+        if pid is not None:
+            mine = pl.col("pid") == pid
+            out = out.with_columns(
+                iteration=pl.when(mine).then(pl.col("iteration")), warmup=pl.when(mine).then(pl.col("warmup"))
+            )
     else:
         out = gaps_df.with_columns(iteration=pl.lit(None, pl.Int64), warmup=pl.lit(None, pl.Boolean))
     return out.select(
