@@ -4,6 +4,7 @@ option ranks takes. The frames stored per range are a set of their own."""
 
 from __future__ import annotations
 
+import pytest
 from click.testing import CliRunner
 from conftest import FIXTURES, raw
 
@@ -16,7 +17,14 @@ COUNT = (
 )
 
 
-def test_ranks_take_the_loop_given_and_store_it_apart(tmp_path):
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    """One cache for the module: the command's test reads the entries the library's test built."""
+    return tmp_path_factory.mktemp("ranks_range")
+
+
+def test_ranks_take_the_loop_given_and_store_it_apart(cache):
+    tmp_path = cache
     detected = nsysql.load_many(PAIR, cache_dir=tmp_path, workers=1)
     forward = nsysql.load_many(PAIR, cache_dir=tmp_path, workers=1, range="forward")
     assert set(detected.iterations()["name"]) == {"step"}
@@ -30,7 +38,8 @@ def test_ranks_take_the_loop_given_and_store_it_apart(tmp_path):
     assert named.per_rank().equals(detected.per_rank())  # the detected loop, named: the same answer
 
 
-def test_ranks_command_takes_range(tmp_path):
+def test_ranks_command_takes_range(cache):
+    tmp_path = cache
     res = CliRunner().invoke(main, ["--cache-dir", str(tmp_path), "ranks", *PAIR, "--range", "forward", "-f", "json"])
     assert res.exit_code == 0, res.output
     res = CliRunner().invoke(main, ["--cache-dir", str(tmp_path), "ranks", *PAIR, "--range", "no_such_range"])

@@ -184,17 +184,24 @@ def verdicts(reports) -> dict[str, dict]:
     return layouts({f"{name}-{w}": (reports[name], w) for name, w in CASES})
 
 
-@pytest.mark.parametrize(("name", "width"), CASES, ids=[f"{n}-{w}" for n, w in CASES])
-def test_no_legend_covers_a_title_and_no_cell_breaks_a_word(reports, verdicts, name, width):
-    v = verdicts[f"{name}-{width}"]
+# One test over every case, not one per case: the cases share one browser run (verdicts), which pytest-xdist
+# would otherwise make on each worker that takes a case
+def test_no_legend_covers_a_title_and_no_cell_breaks_a_word(reports, verdicts):
+    for name, width in CASES:
+        _check_case(reports, verdicts, name, width)
+
+
+def _check_case(reports, verdicts, name, width):
+    case = f"{name}-{width}"
+    v = verdicts[case]
     shots = os.environ.get("NSYSQL_REPORT_SHOTS")
     if shots:
-        screenshot(reports[name], width, v["height"], Path(shots) / f"{name}-{width}.png")
-    assert v["width"] == width
+        screenshot(reports[name], width, v["height"], Path(shots) / f"{case}.png")
+    assert v["width"] == width, case
     # every chart drawn, no script error (scripts/check_report.py's check, here at this width)
     st = v["status"]
-    assert st and st["errors"] == 0 and st["charts"] == st["drawn"] == st["expected"] >= 1, st
+    assert st and st["errors"] == 0 and st["charts"] == st["drawn"] == st["expected"] >= 1, (case, st)
     if name == "loop_diff":
-        assert st["charts"] == 8  # the diff page: iteration comparison, changes, and the NEW profile's 6 charts
-    assert v["legends"] >= 3 and v["cells"] >= 200, v  # the check saw the charts' legends and the tables
-    assert (v["overlaps"], v["broken"][:10]) == ([], [])
+        assert st["charts"] == 8, case  # the diff page: iteration comparison, changes, and the NEW profile's 6 charts
+    assert v["legends"] >= 3 and v["cells"] >= 200, (case, v)  # the check saw the charts' legends and the tables
+    assert (v["overlaps"], v["broken"][:10]) == ([], []), case
