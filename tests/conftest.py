@@ -22,6 +22,11 @@ _OWN = {}
 for var, prefix in (("NSYSQL_CACHE_DIR", "nsysql-test-cache-"), ("NSYSQL_TEST_BUILT", "nsysql-test-built-")):
     if not os.environ.get(var):
         os.environ[var] = _OWN[var] = tempfile.mkdtemp(prefix=prefix)
+# whether the tests marked browser run last, waiting for the Chromium CI installs beside the run (browser()):
+# decided once, by the process that starts the run, so that every xdist worker collects the tests in one order
+if "NSYSQL_BROWSER_LAST" not in os.environ:
+    _ready = os.environ.get("NSYSQL_CHROMIUM_READY")
+    os.environ["NSYSQL_BROWSER_LAST"] = "1" if _ready and not os.path.exists(_ready) else "0"
 # tables fit $COLUMNS (nsysql.cli.output.terminal_width), which pytest-xdist's workers set to 80: the tests that
 # want a width give it themselves, the others see every column as a pipe does
 os.environ.pop("COLUMNS", None)
@@ -277,9 +282,11 @@ def pytest_unconfigure(config):
 def pytest_collection_modifyitems(config, items):
     # the tests marked long go first, in their order (a stable sort): xdist hands tests out in this order, so the
     # short ones fill in around the long ones and no worker is left running a long test while the other is idle
-    # and the tests marked browser go last: they wait for Chromium where CI installs it beside the run (browser())
+    # but where CI is still installing Chromium beside the run, the tests marked browser go last: they wait for it
+    # (browser()), and the rest of the run need not
+    wait = os.environ.get("NSYSQL_BROWSER_LAST") == "1"
     items.sort(
-        key=lambda item: (item.get_closest_marker("browser") is not None, item.get_closest_marker("long") is None)
+        key=lambda item: (wait and item.get_closest_marker("browser") is not None, not item.get_closest_marker("long"))
     )
     for item in items:
         spec = getattr(item, "callspec", None)
