@@ -85,15 +85,22 @@ def test_ranks_without_a_loop_say_why_per_file(tmp_path):
 def _without_comm_init(tmp_path):
     """ddp_blobs' rank 0 as a capture that began after NCCL's init: its `ncclComm*` ranges (whose payloads give
     the communicator's rank count) dropped, the collectives' own ranges kept."""
+    path, n = _blobs_nccl_ranges(tmp_path, "DELETE FROM NVTX_EVENTS", "LIKE 'ncclComm%'")
+    assert n == 3  # init, finalize, destroy
+    return path
+
+
+def _blobs_nccl_ranges(tmp_path, statement: str, name_test: str):
+    """A copy of ddp_blobs' rank 0 with `statement` (an UPDATE or DELETE of NVTX_EVENTS) run on the ranges of
+    NCCL's domain whose name passes `name_test`: the copy's path and the rows it changed."""
     path = tmp_path / "rank0.sqlite"
     shutil.copy(FIXTURES / "ddp_blobs" / "rank0.sqlite", path)
     with sqlite3.connect(path) as con:
         n = con.execute(
-            "DELETE FROM NVTX_EVENTS WHERE domainId = (SELECT domainId FROM NVTX_EVENTS WHERE eventType = 75 AND "
-            "text = 'NCCL') AND coalesce(text, (SELECT value FROM StringIds WHERE id = textId)) LIKE 'ncclComm%'"
+            f"{statement} WHERE domainId = (SELECT domainId FROM NVTX_EVENTS WHERE eventType = 75 AND "
+            f"text = 'NCCL') AND coalesce(text, (SELECT value FROM StringIds WHERE id = textId)) {name_test}"
         ).rowcount
-    assert n == 3  # init, finalize, destroy
-    return path
+    return path, n
 
 
 def test_slow_collectives_judged_without_the_communicator_size(tmp_path):
@@ -193,14 +200,7 @@ def test_calls_without_gpu_time_are_said_unjudged_not_fast(tmp_path):
     """ddp_blobs' rank 0 with each ncclAllReduce range cut to 1 ns, as a call made inside ncclGroupStart/End looks
     (its kernel launched later, outside its range): the 40 all-reduces have no GPU time, so the slow rule cannot
     judge them. It says so rather than a bare 'none', and their groups' GPU time is unknown, not 0."""
-    path = tmp_path / "rank0.sqlite"
-    shutil.copy(FIXTURES / "ddp_blobs" / "rank0.sqlite", path)
-    with sqlite3.connect(path) as con:
-        n = con.execute(
-            'UPDATE NVTX_EVENTS SET "end" = start + 1 WHERE domainId = (SELECT domainId FROM NVTX_EVENTS WHERE '
-            "eventType = 75 AND text = 'NCCL') AND coalesce(text, (SELECT value FROM StringIds WHERE id = textId)) "
-            "= 'ncclAllReduce'"
-        ).rowcount
+    path, n = _blobs_nccl_ranges(tmp_path, 'UPDATE NVTX_EVENTS SET "end" = start + 1', "= 'ncclAllReduce'")
     assert n == 40  # by construction: 40 all-reduces a rank (fixtures/README.md)
     res = CliRunner().invoke(main, ["--cache-dir", str(tmp_path / "cache"), "collectives", str(path)])
     assert res.exit_code == 0, res.output
