@@ -7,27 +7,29 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from conftest import craft, fixture, raw
+from conftest import PUBLIC, craft, fixture, raw
 from test_audit_processes import PID, TWIN, _columns, _twin_copy
 
 from nsysql.cli import main
 
 
-@pytest.fixture(scope="module")
-def two_ranks(tmp_path_factory):
-    """train_small with every GPU op, CUDA call and NVTX range copied into a second process (pid TWIN) on GPU 1:
-    two ranks of one job running the same loop at the same time, each in its own `Load data` while its GPU
-    idles."""
-    path = tmp_path_factory.mktemp("ranks_one_file") / "two.sqlite"
-    return craft(
-        path,
+def _twin() -> list[str]:
+    """Statements that copy every GPU op, CUDA call and NVTX range of train_small into a second process (pid TWIN)
+    on GPU 1: two ranks of one job running the same loop at the same time, each in its own `Load data` while its
+    GPU idles."""
+    return [
         _twin_copy("CUPTI_ACTIVITY_KIND_KERNEL", _columns("CUPTI_ACTIVITY_KIND_KERNEL"), "globalPid", device=True),
         _twin_copy("CUPTI_ACTIVITY_KIND_MEMCPY", _columns("CUPTI_ACTIVITY_KIND_MEMCPY"), "globalPid", device=True),
         _twin_copy("CUPTI_ACTIVITY_KIND_RUNTIME", _columns("CUPTI_ACTIVITY_KIND_RUNTIME"), "", ("globalTid",)),
         _twin_copy("NVTX_EVENTS", _columns("NVTX_EVENTS"), "", ("globalTid", "endGlobalTid")),
         f"INSERT INTO PROCESSES (globalPid, pid, name) SELECT globalPid + {(TWIN - PID) << 24}, {TWIN}, name "
         f"FROM PROCESSES WHERE pid = {PID}",
-    )
+    ]
+
+
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory):
+    return craft(tmp_path_factory.mktemp("ranks_one_file") / "two.sqlite", *_twin())
 
 
 def _run(*args):
@@ -71,3 +73,67 @@ def test_one_process_summary_says_nothing_of_other_ranks():
     facts, _ = _summary(fixture("train_small"))
     assert "GPU of its own" not in facts["meanwhile"], facts["meanwhile"]
     assert facts["meanwhile"].startswith("during host:Load data: no other thread or process"), facts["meanwhile"]
+
+
+def _named(pid: int, tid: int, name: str) -> list[str]:
+    """Statements that name the thread `tid` of process `pid` `name` (its only name), as nsys's MPI trace names a
+    rank's thread `MPI Rank N`."""
+    gtid = (1 << 48) + (pid << 24) + tid  # train_small's host bits (2^48) and nsys's packing
+    return [
+        f"INSERT INTO StringIds (id, value) SELECT max(id) + 1, '{name}' FROM StringIds",
+        f"DELETE FROM ThreadNames WHERE globalTid = {gtid}",
+        f"INSERT INTO ThreadNames (nameId, priority, globalTid) SELECT max(id), 0, {gtid} FROM StringIds",
+    ]
+
+
+def _ranks(path, *args):
+    res = _run("ranks", *args, path)
+    return res.stderr.splitlines()[0], json.loads(_run("ranks", "-f", "json", *args, path).stdout)
+
+
+def test_ranks_names_the_mpi_rank_of_each_process_of_one_file(tmp_path):
+    path = craft(tmp_path / "mpi.sqlite", *_twin(), *_named(PID, PID, "MPI Rank 0"), *_named(TWIN, TWIN, "MPI Rank 1"))
+    named = raw(
+        path,
+        "SELECT (t.globalTid >> 24) & 16777215, s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId "
+        "WHERE s.value GLOB 'MPI Rank *'",
+    )
+    assert sorted(named) == [(PID, "MPI Rank 0"), (TWIN, "MPI Rank 1")]
+    line, _ = _ranks(path)
+    assert "holds 2 processes with GPU work" in line, line
+    assert f"process {PID} (MPI rank 0) on GPU 0" in line and f"process {TWIN} (MPI rank 1) on GPU 1" in line, line
+
+
+def test_ranks_says_a_file_holds_several_processes_even_where_it_names_a_rank(tmp_path):
+    # nsys captures the environment of the process it starts (PROCESS_0): over a whole job, that of mpirun or of
+    # an srun task, whose RANK (or SLURM_PROCID) names one rank while the file holds every rank's process
+    env = "INSERT INTO META_DATA_CAPTURE (name, value) VALUES ('PROCESS_0:ENVIRONMENT_VARIABLE', 'RANK=\"0\"')"
+    path = craft(tmp_path / "env.sqlite", *_twin(), env)
+    assert raw(path, "SELECT count(*) FROM META_DATA_CAPTURE WHERE value = 'RANK=\"0\"'") == [(1,)]
+    line, out = _ranks(path)
+    assert line.startswith("nsysql: 1 rank; ranks from RANK in each file"), line
+    assert f"holds 2 processes with GPU work (process {PID} on GPU 0, process {TWIN} on GPU 1)" in line, line
+    assert out["files"][0]["rank"] == 0
+
+
+def test_ranks_numbers_a_file_of_one_process_by_its_mpi_rank_thread(tmp_path):
+    path = craft(tmp_path / "rank3.sqlite", *_named(PID, PID, "MPI Rank 3"))
+    line, out = _ranks(path)
+    assert out["files"][0]["rank"] == 3, out["files"]
+    assert "MPI Rank 3" in out["files"][0]["rank_source"], out["files"]
+    assert "processes with GPU work" not in line, line
+
+
+SAXPY = PUBLIC / "hpcgroup__pipit__saxpy-mpi-cuda_nsys_perlmutter0.sqlite"
+
+
+@pytest.mark.skipif(not SAXPY.is_file(), reason="../shared public exports absent")
+def test_ranks_reads_the_rank_of_a_real_mpi_export_from_its_thread():
+    named = raw(
+        SAXPY,
+        "SELECT DISTINCT s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId WHERE s.value GLOB 'MPI Rank *'",
+    )
+    assert named == [("MPI Rank 0",)]
+    _, out = _ranks(SAXPY)
+    assert out["files"][0]["rank"] == 0
+    assert "MPI Rank 0" in out["files"][0]["rank_source"], out["files"]
