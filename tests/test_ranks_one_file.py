@@ -137,3 +137,35 @@ def test_ranks_reads_the_rank_of_a_real_mpi_export_from_its_thread():
     _, out = _ranks(SAXPY)
     assert out["files"][0]["rank"] == 0
     assert "MPI Rank 0" in out["files"][0]["rank_source"], out["files"]
+
+
+def _raw_idle(path, min_ns: int = 1_000_000) -> tuple[int, int]:
+    """The idle time in gaps >= min_ns between the GPU ops of every device, summed over the devices, and the sum
+    of the devices' active spans (first to last op), counted straight from the export."""
+    ops: dict[int, list[tuple[int, int]]] = {}
+    have = {r[0] for r in raw(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for t in ("KERNEL", "MEMCPY", "MEMSET"):
+        if f"CUPTI_ACTIVITY_KIND_{t}" not in have:
+            continue
+        for dev, s, e in raw(path, f"SELECT deviceId, start, [end] FROM CUPTI_ACTIVITY_KIND_{t}"):
+            ops.setdefault(dev, []).append((s, e))
+    idle = span = 0
+    for iv in ops.values():
+        iv.sort()
+        end = iv[0][1]
+        for s, e in iv[1:]:
+            idle += s - end if s - end >= min_ns else 0
+            end = max(end, e)
+        span += end - iv[0][0]
+    return idle, span
+
+
+def test_idle_of_several_gpus_without_a_loop_says_it_is_theirs_together(tmp_path):
+    # no NVTX: no loop, so the idle fact counts both processes' GPUs; their idle time together (about twice
+    # train_small's) exceeds the profile's span, and the sentence must say whose it is
+    path = craft(tmp_path / "noloop.sqlite", *_twin(), "DELETE FROM NVTX_EVENTS")
+    idle, span = _raw_idle(path)
+    facts, _ = _summary(path)
+    line = facts["idle"]
+    assert line.startswith(f"{idle / 1e6:.1f} ms in gaps >= 1 ms on 2 GPUs together = "), (line, idle)
+    assert f"= {100 * idle / span:.1f}% of devices' active span" in line, (line, idle, span)

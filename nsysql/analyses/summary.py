@@ -371,9 +371,10 @@ def _idle_line(c: dict, idle: int, gaps: int, top3: str, gpus: pl.DataFrame, loo
     if c["counted"] == "steady-state iterations":  # the amounts are the headline's (step)
         return f"{gaps} gap{'s' if gaps != 1 else ''} >= 1 ms{on} in the steady-state steps; {top3}"
     if not c["span_ns"]:
-        return f"{idle / 1e6:.1f} ms in gaps >= 1 ms; {top3}"
+        return f"{idle / 1e6:.1f} ms in gaps >= 1 ms{on}; {top3}"
     where = c["counted"]
-    text = f"{idle / 1e6:.1f} ms in gaps >= 1 ms = {100 * idle / c['span_ns']:.1f}% of {where}"
+    # several GPUs' idle time together can exceed the profile's span: `on` says whose it is
+    text = f"{idle / 1e6:.1f} ms in gaps >= 1 ms{on} = {100 * idle / c['span_ns']:.1f}% of {where}"
     if where == "devices' active span":
         all_idle = int((gpus["active_ns"] - gpus["busy_ns"]).sum())
         text += (
