@@ -169,3 +169,12 @@ def test_idle_of_several_gpus_without_a_loop_says_it_is_theirs_together(tmp_path
     line = facts["idle"]
     assert line.startswith(f"{idle / 1e6:.1f} ms in gaps >= 1 ms on 2 GPUs together = "), (line, idle)
     assert f"= {100 * idle / span:.1f}% of devices' active span" in line, (line, idle, span)
+
+
+@pytest.mark.parametrize("args", [(), ("--range", "Batch")])
+def test_ranks_names_the_process_whose_loop_it_reads_in_a_file_of_several(two_ranks, args):
+    detected = json.loads(_run("iterations", "-f", "json", *args, two_ranks).stdout)["steady state"][0]["detected"]
+    chosen = PID if f"process {PID} (GPU 0)'s alone" in detected else TWIN
+    assert f"process {chosen} (GPU" in detected, detected
+    line, _ = _ranks(two_ranks, *args)
+    assert f"of which it reads process {chosen}'s loop" in line, line

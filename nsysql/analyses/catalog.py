@@ -1096,6 +1096,7 @@ def rank_tables(ctx, range) -> dict[str, pl.DataFrame]:
         causes=causes,
         nccl=ctx.ask("nccl_ranges"),
         device=ctx.ask("iteration_stats", range=range)["device_id"][0],
+        loop_pid=ctx.ask("iteration_range", range=range).pid,
     )
 
 

@@ -87,6 +87,7 @@ def rank_tables(
     causes: pl.DataFrame | None = None,
     nccl: pl.DataFrame | None = None,
     device: int | None = None,
+    loop_pid: int | None = None,
 ) -> dict[str, pl.DataFrame]:
     """The small per-rank frames the cross-rank analysis reads, from one profile's answers (the driver,
     nsysql.many, asks them of its Profile): `f`, its facts; `its`, its iterations, or why it has none; with
@@ -94,8 +95,9 @@ def rank_tables(
     (Profile.gaps(by="cause")) and `nccl`, NCCL's ranges, counted per iteration they start in (as the other
     per-rank figures, over the loop's iterations: not NCCL's set-up and tear-down). `device`: the loop's
     device (iteration_stats), whose gaps alone count where the export holds several devices' (one export of
-    several processes: the others idle in parallel, on loops of their own)."""
-    info = pl.DataFrame([rank_info(path, f)])
+    several processes: the others idle in parallel, on loops of their own); `loop_pid`: the process whose loop
+    that is, which the note on a file of several processes names (number_ranks)."""
+    info = pl.DataFrame([rank_info(path, f) | {"loop_pid": loop_pid}])
     out = {"info": info}
     if isinstance(its, NsysqlError):
         out["info"] = info.with_columns(problem=pl.lit(str(its)))
@@ -191,6 +193,7 @@ def _several_per_file(infos: list[dict]) -> str:
     a file's other ranks are not compared. '' where none does."""
     said = [
         f"{i['path']} holds {i['gpu_processes']} processes with GPU work ({i['gpu_process_list']})"
+        + ("" if i.get("loop_pid") is None else f", of which it reads process {i['loop_pid']}'s loop")
         for i in infos
         if (i.get("gpu_processes") or 0) > 1
     ]
