@@ -1068,8 +1068,8 @@ def nccl_ranges(ctx) -> pl.DataFrame:
     params=(RANGE,),
     keep="none",
     needs=("facts", "iterations", "iteration_stats", "iteration_spans", "iteration_range", "gaps", "nccl_ranges"),
-    tables=("process_roles",),
-    sql=("process_devices",),
+    tables=("process_roles", "threads"),
+    sql=("process_devices", "ranks_processes"),
 )
 def rank_tables(ctx, range) -> dict[str, pl.DataFrame]:
     """One rank's frames for the cross-rank answers of `nsysql ranks` (nsysql.analyses.ranks.rank_tables), from
@@ -1096,6 +1096,7 @@ def rank_tables(ctx, range) -> dict[str, pl.DataFrame]:
         causes=causes,
         nccl=ctx.ask("nccl_ranges"),
         device=ctx.ask("iteration_stats", range=range)["device_id"][0],
+        loop_pid=ctx.ask("iteration_range", range=range).pid,
     )
 
 

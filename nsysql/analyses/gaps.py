@@ -306,17 +306,18 @@ def explain_by_cause(
     )
 
 
-def idle_elsewhere(ranked: pl.DataFrame, cuda: bool = True) -> str | None:
+def idle_elsewhere(ranked: pl.DataFrame, cuda: bool = True, who: str = "other thread or process") -> str | None:
     """When no work elsewhere explains a cause group's idle time (top_activity is None) but other threads
     were traced during it: the sentence saying so, with what they waited in; None when nothing was traced
-    (then there is no evidence either way). `cuda`: whether `ranked` includes CUDA API calls."""
+    (then there is no evidence either way). `cuda`: whether `ranked` includes CUDA API calls; `who`: whose work
+    `ranked` holds, in words."""
     ranked = ranked.filter(pl.col("kind") != "cpu")  # told by cpu.story
     if ranked.height == 0 or top_activity(ranked) is not None:
         return None
     waits = ranked.filter(pl.col("waiting"))["activity"].unique(maintain_order=True).head(3).to_list()
     what = "worked" if cuda else "was in an NVTX range or a working OS call"
     return (
-        f"no other thread or process {what} for >= {ACTIVITY_MIN_SHARE:.0%} of that time"
+        f"no {who} {what} for >= {ACTIVITY_MIN_SHARE:.0%} of that time"
         + (f" (the others waited: {', '.join(waits)})" if waits else "")
         + ": nothing traced elsewhere explains it"
     )

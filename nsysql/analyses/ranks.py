@@ -44,12 +44,16 @@ def rank_info(path: str, f: dict[str, list[str]]) -> dict:
     """What number_ranks reads of one export: its path and the RANK its facts `f` name (and where from), and
     the processes with GPU work it holds where `f` has them (with_gpu_processes: `nsysql ranks` reads them;
     None where not read)."""
-    rank = (f.get("rank") or [None])[0]
+    rank, source = (f.get("rank") or [None])[0], (f.get("rank_source") or [None])[0]
     procs = f.get("gpu_processes")
+    named = f.get("mpi_ranks") or []
+    if rank is None and procs is not None and len(procs) == 1 and len(named) == 1:
+        # a file of one rank's process, without RANK in its environment: the rank nsys's MPI trace names
+        rank, source = named[0], f"its thread named `MPI Rank {named[0]}` by nsys's MPI trace"
     return {
         "path": path,
         "rank_in_file": int(rank) if rank is not None else None,
-        "rank_source": (f.get("rank_source") or [None])[0],
+        "rank_source": source,
         "nsys_version": (f.get("nsys_version") or [None])[0],
         "gpu_processes": len(procs) if procs is not None else None,
         "gpu_process_list": ", ".join(procs) if procs is not None else None,
@@ -57,11 +61,16 @@ def rank_info(path: str, f: dict[str, list[str]]) -> dict:
 
 
 def with_gpu_processes(con, f: dict[str, list[str]]) -> dict[str, list[str]]:
-    """The facts `f` and `gpu_processes`: each process with GPU work, busiest first, as 'process P on GPU D'
-    (process_devices.sql). One export may hold several ranks (one `nsys profile` over mpirun or torchrun):
+    """The facts `f`, `gpu_processes`: each process with GPU work, busiest first, as 'process P on GPU D', or
+    'process P (MPI rank N) on GPU D' where its thread names its rank, and `mpi_ranks`: the ranks so named
+    (ranks_processes.sql). One export may hold several ranks (one `nsys profile` over mpirun or torchrun):
     number_ranks says so, as each export counts as one rank."""
-    procs = run(con, "process_devices")
-    return {**f, "gpu_processes": [f"process {p} on GPU {d}" for p, d in procs.select("pid", "device_id").iter_rows()]}
+    procs = run(con, "ranks_processes")
+    said = [
+        f"process {p}{'' if r is None else f' (MPI rank {r})'} on GPU {d}"
+        for p, d, r in procs.select("pid", "device_id", "mpi_rank").iter_rows()
+    ]
+    return {**f, "gpu_processes": said, "mpi_ranks": [str(r) for r in procs["mpi_rank"].drop_nulls()]}
 
 
 def nccl(con) -> pl.DataFrame:
@@ -78,6 +87,7 @@ def rank_tables(
     causes: pl.DataFrame | None = None,
     nccl: pl.DataFrame | None = None,
     device: int | None = None,
+    loop_pid: int | None = None,
 ) -> dict[str, pl.DataFrame]:
     """The small per-rank frames the cross-rank analysis reads, from one profile's answers (the driver,
     nsysql.many, asks them of its Profile): `f`, its facts; `its`, its iterations, or why it has none; with
@@ -85,8 +95,9 @@ def rank_tables(
     (Profile.gaps(by="cause")) and `nccl`, NCCL's ranges, counted per iteration they start in (as the other
     per-rank figures, over the loop's iterations: not NCCL's set-up and tear-down). `device`: the loop's
     device (iteration_stats), whose gaps alone count where the export holds several devices' (one export of
-    several processes: the others idle in parallel, on loops of their own)."""
-    info = pl.DataFrame([rank_info(path, f)])
+    several processes: the others idle in parallel, on loops of their own); `loop_pid`: the process whose loop
+    that is, which the note on a file of several processes names (number_ranks)."""
+    info = pl.DataFrame([rank_info(path, f) | {"loop_pid": loop_pid}])
     out = {"info": info}
     if isinstance(its, NsysqlError):
         out["info"] = info.with_columns(problem=pl.lit(str(its)))
@@ -163,7 +174,9 @@ def number_ranks(infos: list[dict]) -> tuple[list[int], str]:
     found = [i.get("rank_in_file") for i in infos]
     if all(r is not None for r in found) and len(set(found)) == len(found):
         src = sorted({i.get("rank_source") or "the file" for i in infos})
-        return found, f"ranks from RANK in each file ({', '.join(src)})"
+        env = all("environment" in s or s == "TARGET_INFO_SYSTEM_ENV" for s in src)
+        what = "ranks from RANK in each file" if env else "ranks as each file names them"
+        return found, f"{what} ({', '.join(src)})" + _several_per_file(infos)
     order = sorted(range(len(infos)), key=lambda k: infos[k]["path"])
     ranks = [0] * len(infos)
     for r, k in enumerate(order):
@@ -180,6 +193,7 @@ def _several_per_file(infos: list[dict]) -> str:
     a file's other ranks are not compared. '' where none does."""
     said = [
         f"{i['path']} holds {i['gpu_processes']} processes with GPU work ({i['gpu_process_list']})"
+        + ("" if i.get("loop_pid") is None else f", of which it reads process {i['loop_pid']}'s loop")
         for i in infos
         if (i.get("gpu_processes") or 0) > 1
     ]

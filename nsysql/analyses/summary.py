@@ -158,6 +158,7 @@ def _idle_facts(
     # (CUDA API calls, most of a large export's rows, would make every summary pay for `gaps --explain`)
     top_gaps = gaps_df.filter(pl.col("cause") == c["cause"])
     elsewhere = _gaps.explain_by_cause(con, top_gaps, top=None, cuda=False, cpu=False)  # the CPU: cpu.story
+    elsewhere, beside = _peer_work(con, elsewhere)
     activity = _gaps.top_activity(elsewhere)
     n_gaps = int(causes["gaps"].sum())
     on = _gaps_devices(gaps_df, gpus, loop)
@@ -168,19 +169,47 @@ def _idle_facts(
         said, loader = _cpu.story(con, top_gaps.filter(~pl.col("warmup")) if steady else top_gaps)
         activity = said
     if not said:
-        said = _gaps.idle_elsewhere(elsewhere, cuda=False)  # said only when nothing traced explains the gaps
+        # said only when nothing traced explains the gaps; the other ranks' own work is said apart (beside)
+        who = "other thread or process" if beside is None else "other thread, nor process without a GPU of its own,"
+        said = _gaps.idle_elsewhere(elsewhere, cuda=False, who=who)
         if said:  # where the answer would have been: the capture that records what the CPU ran
             said += _advice.cpu_capture_hint(con, f)
-    if not said and c["cause"] == "unknown":  # no call or range names the gaps' cause, nothing traced overlaps
+    if (
+        not said and beside is None and c["cause"] == "unknown"
+    ):  # no call or range names the gaps' cause, nothing traced overlaps
         # them: say so, and what would have recorded it, rather than leave `unknown` unexplained
         said = "no OS call or NVTX range overlaps these gaps, and no CPU sample tells what the CPU did then" + (
             _advice.cpu_capture_hint(
                 con, f, osrt=any(m.split(":")[0].endswith(" OSRT_API") for m in f.get("missing", []))
             )
         )
+    if beside is not None:
+        said = f"{said}; {beside}" if said else beside
     if said:
         rows.append(("meanwhile", "meanwhile", f"during {c['cause']}: {said}"))
     return rows, activity, loader
+
+
+def _peer_work(con, elsewhere: pl.DataFrame) -> tuple[pl.DataFrame, str | None]:
+    """The work elsewhere during the gaps (explain_by_cause rows) less that of the other processes that drive a
+    GPU of their own (process_devices: the other ranks of a job profiled in one export), and the sentence that
+    names the largest of theirs, or None. Another rank runs its own loop beside this one, the same ranges at
+    the same time: its `Load data` overlapping this process's idle gaps is no evidence that this process waited
+    on it (a rank waits on another inside a collective, which `nsysql ranks` reads over one export per rank), so
+    it is never named as the work the gaps waited on, only said apart as what ran beside them."""
+    gpu = run(con, "process_devices").select("pid", "device_id")
+    peer = pl.col("other_process") & pl.col("pid").is_in(gpu["pid"].implode())
+    theirs = elsewhere.filter(peer)
+    said = _gaps.top_activity(theirs) if theirs.height else None
+    if said is None:
+        return elsewhere.filter(~peer), None
+    top = theirs.filter(~pl.col("waiting") & (pl.col("kind") != "cpu"))["pid"][0]
+    devs = ", ".join(str(d) for d in sorted(gpu.filter(pl.col("pid") == top)["device_id"]))
+    return elsewhere.filter(~peer), (
+        f"in a process that drives a GPU of its own (GPU {devs}: another rank of the job, running its own work "
+        f"beside this one), {said}; nothing in this export shows that the idle GPU's process waited on it (`nsysql "
+        "ranks` over one export per rank tells which rank the others waited for)"
+    )
 
 
 def _slow_step_story(con, gaps_df: pl.DataFrame, its: pl.DataFrame | None) -> str | None:
@@ -342,9 +371,10 @@ def _idle_line(c: dict, idle: int, gaps: int, top3: str, gpus: pl.DataFrame, loo
     if c["counted"] == "steady-state iterations":  # the amounts are the headline's (step)
         return f"{gaps} gap{'s' if gaps != 1 else ''} >= 1 ms{on} in the steady-state steps; {top3}"
     if not c["span_ns"]:
-        return f"{idle / 1e6:.1f} ms in gaps >= 1 ms; {top3}"
+        return f"{idle / 1e6:.1f} ms in gaps >= 1 ms{on}; {top3}"
     where = c["counted"]
-    text = f"{idle / 1e6:.1f} ms in gaps >= 1 ms = {100 * idle / c['span_ns']:.1f}% of {where}"
+    # several GPUs' idle time together can exceed the profile's span: `on` says whose it is
+    text = f"{idle / 1e6:.1f} ms in gaps >= 1 ms{on} = {100 * idle / c['span_ns']:.1f}% of {where}"
     if where == "devices' active span":
         all_idle = int((gpus["active_ns"] - gpus["busy_ns"]).sum())
         text += (
