@@ -1,9 +1,11 @@
 """One row per CUDA API call in every answer: the CUDA backtraces that nsys 2020-2022 wrote with `--cudabacktrace` as
 a second row of the call they were taken for (eventClass 67 in CUPTI_ACTIVITY_KIND_RUNTIME, around the call, of its
-process, thread and correlation id) are no call (queries/v1/canonical/25_calls.sql)."""
+process, thread and correlation id) are no call (queries/v1/canonical/25_calls.sql). And the role of a DataLoader
+worker's thread that launched GPU work (queries/v1/canonical/67_thread_roles.sql)."""
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 from conftest import PUBLIC, craft, fixture, raw
 
@@ -113,3 +115,66 @@ def test_without_an_event_class_every_row_is_a_call(tmp_path):
     ((rows,),) = raw(path, f"SELECT count(*) FROM {CALLS}")
     with nsysql.load(path, cache=False) as p:
         assert p.sql("SELECT count(*) FROM api_calls").item() == rows
+
+
+# Thread roles (queries/v1/canonical/67_thread_roles.sql): a PyTorch DataLoader worker process that launches GPU work
+# has a main thread (its own, tid = pid, which PyTorch names `pt_data_worker`: the worker's loop runs there), but
+# it is the job's `main`, where gaps are read, only where that process owns a GPU.
+WORKER = (
+    "SELECT t.globalTid FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId WHERE s.value = 'pt_data_worker' "
+    "AND (t.globalTid & 16777215) = ((t.globalTid >> 24) & 16777215) ORDER BY t.globalTid LIMIT 1"
+)
+FIRST_100 = "SELECT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start LIMIT 100"
+
+
+def _worker_launches(tmp_path, device_of_its_ops: str = "deviceId"):
+    """loader_cpu_before with its first 100 kernels launched by a DataLoader worker process's own thread (calls
+    and kernels moved to it), on the device `device_of_its_ops` names. Returns the path and the worker's
+    (pid, tid)."""
+    ((gtid,),) = raw(fixture("loader_cpu_before"), WORKER)
+    path = craft(
+        tmp_path / "worker_launches.sqlite",
+        (f"UPDATE {CALLS} SET globalTid = ? WHERE correlationId IN ({FIRST_100})", (gtid,)),
+        (
+            f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET globalPid = ?, deviceId = {device_of_its_ops} "
+            f"WHERE correlationId IN ({FIRST_100})",
+            (gtid - (gtid & 0xFFFFFF),),
+        ),
+        source="loader_cpu_before",
+    )
+    return path, ((gtid >> 24) & 0xFFFFFF, gtid & 0xFFFFFF)
+
+
+def _ops_by_process_and_device(path) -> dict[tuple[int, int], int]:
+    rows = raw(
+        path, "SELECT (globalPid >> 24) & 16777215, deviceId, count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY 1, 2"
+    )
+    return {(p, d): n for p, d, n in rows}
+
+
+def test_a_data_loader_worker_that_launched_a_share_of_the_gpu_work_is_a_data_loader(tmp_path):
+    path, worker = _worker_launches(tmp_path)
+    ops = _ops_by_process_and_device(path)
+    # by construction: the worker launched 100 kernels on the device where another process launched more
+    assert ops[(worker[0], 0)] == 100 and max(n for (p, d), n in ops.items() if d == 0 and p != worker[0]) > 100
+    with nsysql.load(path, cache=False) as p:
+        roles = dict(((a, b), r) for a, b, r in p.sql("SELECT pid, tid, role FROM thread_roles").rows())
+        story = p.cpu(by="cause").filter(pl.col("cause") == "host:train step*").row(0, named=True)
+    assert roles[worker] == "data_loader"
+    trainer = next(p for (p, d), n in ops.items() if d == 0 and p != worker[0])
+    mains = [t for t, r in roles.items() if r == "main"]
+    assert mains and all(pid == trainer for pid, _ in mains)  # the main thread of the process that owns the GPU
+    # the loop waited for a batch while the workers made it: told so, with the worker among them, not as the main
+    # thread of another process
+    assert story["data_loader"] and "data-loader worker processes (pt_data_worker)" in story["meanwhile"]
+    assert "main thread of another process" not in story["meanwhile"]
+
+
+def test_a_data_loader_worker_that_owns_a_gpu_keeps_its_main_thread(tmp_path):
+    # its GPU's gaps are read on that process's main thread (gaps.py: the process with the most ops of the device)
+    path, worker = _worker_launches(tmp_path, device_of_its_ops="1")
+    ops = _ops_by_process_and_device(path)
+    assert [p for (p, d) in ops if d == 1] == [worker[0]]
+    with nsysql.load(path, cache=False) as p:
+        roles = dict(((a, b), r) for a, b, r in p.sql("SELECT pid, tid, role FROM thread_roles").rows())
+    assert roles[worker] == "main"
