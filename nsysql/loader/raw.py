@@ -50,6 +50,9 @@ class RawTable:
     # 7.7M rows: 0.39 against 0.57 s CPU)
     where_ids: str | None = None
     subset_of: tuple[str, str] | None = None
+    # (nsys column, SQL condition on it): the rows it holds are left out where the table has that column; where
+    # the table lacks it, none are (where `where` would read nothing)
+    unless: tuple[str, str] | None = None
     # an extent of several sources: the staging table each of `sources` is read into, in their order. Where every
     # one of those of the sources the export has is read in the same pass, the extent is taken from them (under
     # `where`, which is then DuckDB's condition too), not aggregated in SQLite
@@ -79,6 +82,12 @@ _INTERVAL = '"start" <= "end" AND "start" >= -4611686018427387904 AND "end" < 46
 # the NVTX events nvtx_ranges holds (push/pop and start/end ranges, is_interval) and the marks nvtx_marks holds
 # (50_nvtx.sql), within the bounds is_interval sets
 _NVTX_RANGE = f'"eventType" IN (59, 60) AND {_INTERVAL}'
+# The rows of CUPTI_ACTIVITY_KIND_RUNTIME that are no call: the CUDA backtraces (`--cudabacktrace`) nsys 2020-2022
+# wrote as a second row of the call they were taken for, of eventClass TRACE_PROCESS_EVENT_CUDABACKTRACE (67, and
+# its _START 68 and _FINISH 69: the numbers of ENUM_NSYS_EVENT_CLASS from 2022.4 to 2026, and of the 2020-2022
+# exports without that table). In SQL that SQLite and DuckDB both run; 25_calls.sql states the same rule
+_BACKTRACE = '"eventClass" IN (67, 68, 69)'
+_NO_BACKTRACE = ("eventClass", _BACKTRACE)
 _NVTX_MARK = '"eventType" = 34 AND "start" >= -4611686018427387904 AND "start" < 4611686018427387904'
 
 STAGE = "nsysql_stage"  # also named by canonical SQL that makes staging views (queries/v1/canonical/25_calls.sql)
@@ -217,10 +226,14 @@ _ONE_TYPE = ("typeId", "TARGET_INFO_GPU_METRICS", "typeId")
 EXTENT_COLUMNS = (("source", S), ("start", I), ("end", I))
 
 
-def _extent_of(name: str, source: str, of: str, where: str, reads: str = "", instants: bool = False) -> RawTable:
+def _extent_of(
+    name: str, source: str, of: str, where: str, reads: str = "", instants: bool = False, unless=None
+) -> RawTable:
     """The extent of `source`'s rows that `where` keeps (the same condition in SQLite and DuckDB), taken from the
     staging table `of` where the same pass reads it: the span's share of a table a question may not read whole.
-    `reads`: a column `where` names beyond start and end; `instants`: no end column (min to max of start)."""
+    `reads`: a column `where` names beyond start and end; `instants`: no end column (min to max of start);
+    `unless`: RawTable.unless (`of` stages its column: NULL where the export lacks it, and no row is left out)."""
+    staged = f"{where} AND NOT coalesce({unless[1]}, false)" if unless else where
     return RawTable(
         name,
         (source,),
@@ -228,7 +241,8 @@ def _extent_of(name: str, source: str, of: str, where: str, reads: str = "", ins
         extent=("start", "start") if instants else ("start", "end"),
         where=where,
         where_reads=((source, reads),) if reads else (),
-        subset_of=(of, where),
+        subset_of=(of, staged),
+        unless=unless,
     )
 
 
@@ -275,15 +289,25 @@ RAW_TABLES: tuple[RawTable, ...] = (
         ("CUDA_GRAPH_NODE_EVENTS",),
         (("start", I), ("globalTid", I), ("graphNodeId", I), ("originalGraphNodeId", I)),
     ),
+    # eventClass: which kind of event the row is (nsys's ENUM_NSYS_EVENT_CLASS): a CUDA runtime (0) or driver (1)
+    # call, or a CUDA backtrace (_BACKTRACE), which is no call (25_calls.sql)
     RawTable(
         "raw_runtime",
         ("CUPTI_ACTIVITY_KIND_RUNTIME",),
-        ((ROW_ID, I), ("start", I), ("end", I), ("globalTid", I), ("correlationId", I), ("nameId", I)),
+        (
+            (ROW_ID, I),
+            ("start", I),
+            ("end", I),
+            ("globalTid", I),
+            ("correlationId", I),
+            ("nameId", I),
+            ("eventClass", I),
+        ),
     ),
     # the CUDA API calls' extent alone, for the profile's span (70_profile_facts.sql): a question that reads no call
     # reads no call's row (one aggregate in SQLite), or, where raw_runtime is read in the same pass, DuckDB's over it.
-    # The calls counted are those api_calls holds (is_interval, 00_macros.sql)
-    _extent_of("raw_call_extent", "CUPTI_ACTIVITY_KIND_RUNTIME", "raw_runtime", _INTERVAL),
+    # The calls counted are those api_calls holds (is_interval, 00_macros.sql; no backtrace row, 25_calls.sql)
+    _extent_of("raw_call_extent", "CUPTI_ACTIVITY_KIND_RUNTIME", "raw_runtime", _INTERVAL, unless=_NO_BACKTRACE),
     RawTable(
         "raw_nvtx",
         ("NVTX_EVENTS",),
@@ -542,7 +566,8 @@ def _extent_select(src: Source, rt: RawTable, text_as_blob: bool) -> tuple[str |
     for t in rt.sources:
         if src.has(t, lo) and src.has(t, hi) and all(src.has(w, c) for w, c in rt.where_reads if w == t):
             name = f"CAST('{t}' AS BLOB)" if text_as_blob else f"'{t}'"
-            where = f" WHERE {rt.where}" if rt.where else ""
+            conds = [f"({c})" for c in [rt.where] if c] + _unless(src, rt, t)
+            where = f" WHERE {' AND '.join(conds)}" if conds else ""
             parts.append(f'SELECT {name} AS "source", min("{lo}") AS "start", max("{hi}") AS "end" FROM "{t}"{where}')
     return (" UNION ALL ".join(parts) or None), ",".join(t for t in rt.sources if src.has(t))
 
@@ -582,9 +607,16 @@ def _select(src: Source, rt: RawTable, text_as_blob: bool = False) -> tuple[str 
     if present == 0:
         return None, table
     conds = [f"{q(c)} IS NOT NULL" for c in [rt.nonnull] if c] + [f"({c})" for c in [_where(src, rt)] if c]
-    conds += [f"{q(c)} = {v}" for c, v in fixed.items()]
+    conds += [f"{q(c)} = {v}" for c, v in fixed.items()] + _unless(src, rt, table)
     where = f" WHERE {' AND '.join(conds)}" if conds else ""
     return f"SELECT {'DISTINCT ' if rt.distinct else ''}{', '.join(exprs)} FROM {q(table)}{where}", table
+
+
+def _unless(src: Source, rt: RawTable, table: str) -> list[str]:
+    """`rt.unless` as a condition on `table`'s rows: none where the table lacks its column (RawTable.unless)."""
+    if rt.unless is None or not src.has(table, rt.unless[0]):
+        return []
+    return [f"NOT coalesce({rt.unless[1]}, 0)"]
 
 
 def _fixed(src: Source, rt: RawTable, table: str) -> dict[str, int]:

@@ -13,8 +13,14 @@ SELECT r.row_id AS call_id, global_pid(r.globalTid) AS pid, global_tid(r.globalT
        r.start AS start_ns, r."end" AS end_ns, r.nameId AS name_id, r.correlationId AS correlation_id
 FROM raw_runtime r
 -- a call without a start or an end, ending before it starts, or at a time beyond any clock (is_interval), is
--- dropped (data_quality counts them)
-WHERE is_interval(r.start, r."end");
+-- dropped (data_quality counts them). So is a row that is no call: a CUDA backtrace (`--cudabacktrace`), which
+-- nsys 2020-2022 wrote as a second row of the call it was taken for (eventClass 67, TRACE_PROCESS_EVENT_
+-- CUDABACKTRACE in ENUM_NSYS_EVENT_CLASS, or its _START 68 and _FINISH 69): the same process, thread and
+-- correlation id, the function's name without its version suffix, around the call. Counted as a call, it would
+-- count the call twice, and an op would take it as its launch (the outer of two calls of one id). A runtime call
+-- (eventClass 0) and the driver call it makes under its id (1) are both calls. Where the export has no eventClass
+-- (NULL), no row is dropped. The loader's read of the calls' extent drops the same rows (nsysql/loader/raw.py).
+WHERE is_interval(r.start, r."end") AND NOT coalesce(r.eventClass IN (67, 68, 69), false);
 
 -- Which call launched each op, matched on (process, correlation id): at most one call per op, in time that
 -- grows with the ops and calls whatever the ids, by this rule. CUPTI gives each call of a process its own id, and

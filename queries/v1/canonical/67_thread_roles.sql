@@ -9,10 +9,14 @@
 --   profiler            nsys's and CUPTI's own threads (`[NSys]`, `[NSys Comms]`, `NSys PySampling`, `CUPTI
 --                       worker thread`)
 --   main                the main thread of a process with GPU work (process_roles.main_tid: its NVTX ranges hold
---                       the most GPU work, else it launched the most); iterations and gap causes are read there
+--                       the most GPU work, else it launched the most); iterations and gap causes are read there.
+--                       A DataLoader worker process (below) that launched GPU work has a main thread too, but it
+--                       runs the worker's loop, not the job's: it is `main` only where its process owns a GPU
+--                       (the most GPU ops of the processes whose main device it is: gaps are read on that
+--                       process's main thread), else `data_loader`, as its other threads are
 --   autograd            PyTorch's backward threads (`pt_autograd_<device>`)
 --   data_loader         threads of a PyTorch DataLoader worker process: the process's own thread (tid = pid), or
---                       the thread itself, is named `pt_data_worker` (PyTorch names its workers so)
+--                       the thread itself, is named `pt_data_worker` (PyTorch names the worker loop's thread so)
 --   nccl                NCCL's threads (names starting `NCCL` or `nccl`: proxy, service, watchdog threads)
 --   cuda_event_handler  the CUDA driver's `cuda-EvtHandlr`
 --   launcher            another thread that launched GPU work
@@ -25,15 +29,19 @@ WITH known AS (
   UNION SELECT DISTINCT pid, tid FROM thread_states WHERE source = 'sched'
 ), launchers AS (
   SELECT DISTINCT api_pid AS pid, api_tid AS tid FROM op_launch WHERE api_tid IS NOT NULL
+), owners AS (  -- the processes that own a GPU (gaps.py: the most GPU ops of those whose main device it is)
+  SELECT pid FROM process_roles QUALIFY ops = max(ops) OVER (PARTITION BY device_id)
 ), named AS (
   SELECT k.pid, k.tid, t.name, m.name AS process_thread_name, p.parent_pid,
-         r.main_tid IS NOT NULL AS is_main, l.tid IS NOT NULL AS launched,
+         coalesce(t.name = 'pt_data_worker' OR m.name = 'pt_data_worker', false) AS in_worker,
+         r.main_tid IS NOT NULL AS is_main, o.pid IS NOT NULL AS owns_gpu, l.tid IS NOT NULL AS launched,
          pp.pid IS NOT NULL AS parent_has_gpu
   FROM known k
   LEFT JOIN threads t ON t.pid = k.pid AND t.tid = k.tid
   LEFT JOIN threads m ON m.pid = k.pid AND m.tid = k.pid
   LEFT JOIN process_parents p ON p.pid = k.pid
   LEFT JOIN process_roles r ON r.pid = k.pid AND r.main_tid = k.tid
+  LEFT JOIN owners o ON o.pid = k.pid
   LEFT JOIN launchers l ON l.pid = k.pid AND l.tid = k.tid
   LEFT JOIN (SELECT DISTINCT pid FROM process_roles) pp ON pp.pid = p.parent_pid
 )
@@ -47,9 +55,9 @@ SELECT
   -- profiler, main, autograd, data_loader, nccl, cuda_event_handler, launcher, child_process or other (the rules above it in 67_thread_roles.sql)
   CASE
     WHEN regexp_matches(coalesce(name, ''), '^(\[NSys|NSys |CUPTI worker|\*[0-9])') THEN 'profiler'
-    WHEN is_main THEN 'main'
+    WHEN is_main AND (owns_gpu OR NOT in_worker) THEN 'main'
     WHEN starts_with(coalesce(name, ''), 'pt_autograd') THEN 'autograd'
-    WHEN name = 'pt_data_worker' OR process_thread_name = 'pt_data_worker' THEN 'data_loader'
+    WHEN in_worker THEN 'data_loader'
     WHEN regexp_matches(coalesce(name, ''), '^(NCCL|nccl)') THEN 'nccl'
     WHEN name = 'cuda-EvtHandlr' THEN 'cuda_event_handler'
     WHEN launched THEN 'launcher'
