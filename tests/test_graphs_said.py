@@ -1,0 +1,162 @@
+"""What nsysql says, and must not leave unsaid, about CUDA graphs traced whole, NCCL collectives without their
+payloads, and two profiles of different programs compared.
+
+Known answers: the raw rows of the export counted here with sqlite3, or facts true by construction of the
+fixtures (fixtures/*/COMMAND.md)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+
+import pytest
+from click.testing import CliRunner
+from conftest import H200, craft, fixture
+
+from nsysql.cli import main
+
+GRAPH_WHOLE = H200 / "graph_whole.sqlite"
+GRAPH_NODE = H200 / "graph_node.sqlite"
+NODE_HINT = "--cuda-graph-trace=node"
+needs_h200 = pytest.mark.skipif(not GRAPH_WHOLE.exists(), reason="the h200 exports are absent")
+
+
+def cli(*args) -> CliRunner:
+    res = CliRunner().invoke(main, [str(a) for a in args])
+    assert res.exit_code == 0, res.output
+    return res
+
+
+def graph_rows(path) -> tuple[int, int]:
+    """(launches, total ns) of the CUDA graph launches traced whole, counted in the export."""
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
+        return con.execute('SELECT count(*), sum("end" - start) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE').fetchone()
+
+
+def kernel_ns(path) -> int:
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
+        return con.execute('SELECT sum("end" - start) FROM CUPTI_ACTIVITY_KIND_KERNEL').fetchone()[0]
+
+
+def launches_in(path, range_name: str) -> tuple[int, int]:
+    """(launches, total ns) of the graph launches whose launch call ran inside an NVTX push/pop range named
+    `range_name` on the same thread (nsys's rule), counted in the export."""
+    sql = """
+      SELECT DISTINCT g.rowid, g."end" - g.start
+      FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE g
+      JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = g.correlationId
+      JOIN NVTX_EVENTS n ON n.globalTid = r.globalTid AND n.start <= r.start AND n."end" >= r."end"
+      LEFT JOIN StringIds s ON s.id = n.textId
+      WHERE coalesce(n.text, s.value) = ?"""
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
+        ids = con.execute(sql, (range_name,)).fetchall()
+    return len(ids), sum(d for _, d in ids)
+
+
+def ms(ns: int) -> str:
+    return f"{ns / 1e6:.3g} ms"
+
+
+def whole_graphs_of(tmp_path, half: bool = False):
+    """graph_loop (30 replays of one captured graph, traced node by node: 360 kernels with a graphNodeId) as
+    `--cuda-graph-trace=graph` records it: each replay one CUPTI_ACTIVITY_KIND_GRAPH_TRACE row from its first
+    node's start to its last node's end, and none of its kernels. `half`: only the first 15 replays."""
+    keep = (
+        "AND correlationId IN (SELECT DISTINCT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL "
+        "WHERE graphNodeId IS NOT NULL ORDER BY correlationId LIMIT 15)"
+        if half
+        else ""
+    )
+    return craft(
+        tmp_path / "whole.sqlite",
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId "
+        "INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
+        "correlationId INTEGER, globalPid INTEGER, graphId INTEGER NOT NULL, graphExecId INTEGER NOT NULL)",
+        "INSERT INTO CUPTI_ACTIVITY_KIND_GRAPH_TRACE SELECT min(start), max(end), min(deviceId), min(contextId), "
+        "NULL, min(streamId), correlationId, min(globalPid), 1, 1 FROM CUPTI_ACTIVITY_KIND_KERNEL "
+        f"WHERE graphNodeId IS NOT NULL {keep} GROUP BY correlationId",
+        "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE correlationId IN "
+        "(SELECT correlationId FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE)",
+        source="graph_loop",
+    )
+
+
+# --- 1. CUDA graphs traced whole: the kernel tables say what they leave out --------------------------------------
+
+
+def test_kernels_says_the_graph_time_it_leaves_out(tmp_path):
+    path = whole_graphs_of(tmp_path)
+    n, total = graph_rows(path)
+    assert n == 30  # by construction: 30 replays
+    share = 100.0 * total / (total + kernel_ns(path))
+    out = cli("kernels", path).stdout
+    note = out.rstrip("\n").split("\n")[-1]
+    assert note.startswith(
+        f"not in this table: 30 CUDA graph launches traced whole ({ms(total)} on the GPU, {share:.0f}%"
+    )
+    assert NODE_HINT in note
+    md = cli("kernels", path, "-f", "markdown").stdout
+    assert md.rstrip("\n").endswith(note)
+    # CSV and JSON stay the table alone, as nsys stats writes it
+    assert "traced whole" not in cli("kernels", path, "-f", "csv").stdout
+    assert isinstance(json.loads(cli("kernels", path, "-f", "json").stdout), list)
+    by_cat = cli("kernels", path, "--by", "category").stdout
+    assert by_cat.rstrip("\n").split("\n")[-1] == note
+
+
+def test_no_note_without_whole_graphs():
+    for path in (fixture("graph_loop"), fixture("train_small")):
+        for args in (["kernels"], ["kernels-by-range"], ["kernels", "--by", "category", "--per", "range"]):
+            assert "traced whole" not in cli(args[0], path, *args[1:]).stdout
+        assert "traced whole" not in cli("report", "-f", "markdown", path).stdout
+
+
+def test_kernels_by_range_names_the_ranges_of_the_whole_graphs(tmp_path):
+    path = whole_graphs_of(tmp_path)
+    out = cli("kernels-by-range", path).stdout
+    note = out.rstrip("\n").split("\n")[-1]
+    assert note.startswith("not in this table: CUDA graph launches traced whole inside these ranges (")
+    # by construction each `step <i>` range replays the graph once: each named range holds 1 launch
+    named = re.findall(r"(step \d+): (\d+) CUDA graph launch(?:es)?, ([\d.e+-]+) ms on the GPU", note)
+    assert len(named) == 3 and "27 more ranges" in note
+    for name, count, shown in named:
+        assert (int(count), shown + " ms") == (1, ms(launches_in(path, name)[1]))
+    # a --range that keeps none of them: nothing left out, nothing said
+    assert "traced whole" not in cli("kernels-by-range", path, "--range", "warm-up").stdout
+    per_range = cli("kernels", path, "--by", "category", "--per", "range").stdout
+    assert per_range.rstrip("\n").split("\n")[-1] == note
+
+
+def test_kernels_per_iteration_says_the_graphs_in_the_iterations(tmp_path):
+    path = whole_graphs_of(tmp_path, half=True)
+    n, total = graph_rows(path)
+    assert n == 15
+    out = cli("kernels", path, "--by", "category", "--per", "iteration").stdout
+    note = out.rstrip("\n").split("\n")[-1]
+    assert note.startswith(f"not in this table: 15 CUDA graph launches traced whole in the iterations ({ms(total)}")
+
+
+def test_report_says_the_graph_time_under_its_kernels(tmp_path):
+    path = whole_graphs_of(tmp_path)
+    n, total = graph_rows(path)
+    md = cli("report", "-f", "markdown", path).stdout
+    assert f"_not in this table: {n} CUDA graph launches traced whole ({ms(total)} on the GPU" in md
+    html = tmp_path / "r.html"
+    cli("report", path, "-o", html)
+    page = html.read_text()
+    assert f"not in this chart: {n} CUDA graph launches traced whole ({ms(total)} on the GPU" in page
+    assert "not in this table: CUDA graph launches traced whole inside these ranges (step" in page
+
+
+@needs_h200
+def test_graph_whole_export_note_matches_its_rows():
+    n, total = graph_rows(GRAPH_WHOLE)
+    out = cli("kernels", GRAPH_WHOLE).stdout
+    share = 100.0 * total / (total + kernel_ns(GRAPH_WHOLE))
+    assert f"not in this table: {n} CUDA graph launches traced whole ({ms(total)} on the GPU, {share:.0f}%" in out
+    in_step = launches_in(GRAPH_WHOLE, "graph_step")
+    assert in_step[0] == n == 30  # by construction of w_graph.py: every replay inside `graph_step`
+    kbr = cli("kernels-by-range", GRAPH_WHOLE).stdout
+    assert f"(graph_step: {in_step[0]} CUDA graph launches, {ms(in_step[1])} on the GPU)" in kbr
+    assert "traced whole" not in cli("kernels", GRAPH_NODE).stdout
