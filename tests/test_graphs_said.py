@@ -12,7 +12,7 @@ import sqlite3
 
 import pytest
 from click.testing import CliRunner
-from conftest import H200, craft, fixture
+from conftest import FIXTURES, H200, craft, fixture
 
 from nsysql.cli import main
 
@@ -160,3 +160,71 @@ def test_graph_whole_export_note_matches_its_rows():
     kbr = cli("kernels-by-range", GRAPH_WHOLE).stdout
     assert f"(graph_step: {in_step[0]} CUDA graph launches, {ms(in_step[1])} on the GPU)" in kbr
     assert "traced whole" not in cli("kernels", GRAPH_NODE).stdout
+
+
+# --- 2. collectives without payloads: calls and GPU time per kind from the NCCL kernels' names ------------------
+
+PAIR = FIXTURES / "ddp_pair" / "rank0.sqlite"  # traced with -t nvtx, exported without --include-blobs
+
+
+def nccl_kernels(path) -> dict[str, tuple[int, int]]:
+    """kind -> (kernels, total ns) of the NCCL kernels (`ncclDevKernel_<Kind>_...`), counted in the export."""
+    sql = """SELECT s.value, "end" - start FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName
+             WHERE s.value LIKE 'ncclDevKernel_%'"""
+    out: dict[str, tuple[int, int]] = {}
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
+        for name, d in con.execute(sql):
+            kind = name.split("_")[1]
+            n, t = out.get(kind, (0, 0))
+            out[kind] = (n + 1, t + d)
+    return out
+
+
+def nccl_ranges(path) -> dict[str, int]:
+    """kind -> NVTX ranges of NCCL's domain named `nccl<Kind>`, counted in the export."""
+    sql = """SELECT coalesce(n.text, s.value), count(*) FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId
+             WHERE n.domainId = (SELECT domainId FROM NVTX_EVENTS WHERE eventType = 75 AND text = 'NCCL')
+               AND n.eventType <> 75 GROUP BY 1"""
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
+        return {name.removeprefix("nccl"): n for name, n in con.execute(sql)}
+
+
+def test_collectives_without_payloads_gives_calls_and_gpu_time_per_kind():
+    res = cli("collectives", PAIR, "-f", "json")
+    got = json.loads(res.stdout)
+    want, calls = nccl_kernels(PAIR), nccl_ranges(PAIR)
+    assert want and set(want) == {"AllReduce", "Broadcast", "AllGather"}
+    rows = {r["kind"]: r for r in got["collectives"]}
+    assert {k: (r["kernels"], r["gpu_ns"]) for k, r in rows.items()} == want
+    assert {k: r["calls"] for k, r in rows.items()} == {k: calls[k] for k in want}
+    note = got["note"][0]["note"]
+    assert "--include-blobs=true" in note and "bandwidth" in note
+    assert note.startswith(f"{sum(n for n, _ in want.values())} NCCL kernels")
+    table = cli("collectives", PAIR).stdout
+    assert table.rstrip("\n").split("\n")[-1] == note and "slow collectives" not in table
+    assert cli("collectives", PAIR, "-f", "markdown").stdout.rstrip("\n").endswith(note)
+    # per call, sizes are the answer: refused in one line, saying how to get them
+    per_call = CliRunner().invoke(main, ["collectives", str(PAIR), "--by", "call"])
+    assert per_call.exit_code == 2 and "--include-blobs=true" in per_call.stderr
+    assert len(per_call.stderr.strip().split("\n")) == 1
+
+
+def test_collectives_without_nccl_ranges_counts_no_calls(tmp_path):
+    path = tmp_path / "no_ranges.sqlite"
+    path.write_bytes(PAIR.read_bytes())
+    with sqlite3.connect(path) as con:
+        con.execute(
+            "DELETE FROM NVTX_EVENTS WHERE domainId = (SELECT domainId FROM NVTX_EVENTS WHERE eventType = 75 "
+            "AND text = 'NCCL')"
+        )
+    got = json.loads(cli("collectives", path, "-f", "json").stdout)
+    rows = {r["kind"]: r for r in got["collectives"]}
+    assert {k: (r["kernels"], r["gpu_ns"]) for k, r in rows.items()} == nccl_kernels(path)
+    assert all(r["calls"] is None for r in rows.values())  # no range names a call: not counted, not 0
+    assert "-t nvtx" in got["note"][0]["note"]
+
+
+def test_collectives_with_payloads_keeps_its_findings():
+    blobs = FIXTURES / "ddp_blobs" / "rank0.sqlite"
+    out = cli("collectives", blobs).stdout
+    assert "busbw_med_gbps" in out and "\nslow collectives: " in out and "NCCL kernels, by kind" not in out

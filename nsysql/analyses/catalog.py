@@ -940,14 +940,35 @@ def collective_findings(ctx, slow_ratio) -> pl.DataFrame:
 
 
 @analysis(
+    "collective_kernels",
+    tables=("gpu_ops", "nvtx_ranges", "strings"),
+    sql=("collectives_kernels",),
+    requires=("gpu_ops",),
+)
+def collective_kernels(ctx) -> pl.DataFrame:
+    """NCCL collectives per kind told by their kernels' names: calls (NCCL's ranges), kernels, GPU time; for a
+    profile whose NCCL calls carry no message size (nsysql.analyses.collectives.by_kernel_name)."""
+    return _coll.by_kernel_name(ctx.con)
+
+
+@analysis(
     "collectives_shown",
     params=(COLLECTIVES_BY, COLLECTIVES_RANGE, SLOW_RATIO),
-    needs=("collectives", "collective_findings"),
+    needs=("collectives", "collective_findings", "collective_kernels"),
+    tables=("gpu_ops", "nvtx_payloads", "nvtx_ranges", "profile_facts", "strings"),
+    sql=("collectives_missing",),
     view=True,
 )
 def collectives_shown(ctx, by, range, slow_ratio) -> dict[str, pl.DataFrame]:
     """What `nsysql collectives` shows of one profile: the `collectives` grouped `by`, and the slow-size
-    `findings` (over every call, whatever `range`)."""
+    `findings` (over every call, whatever `range`). Where NCCL kernels ran but their calls carry no message size
+    (no NVTX payloads), by kind or size: the calls and GPU time per kind from the kernels' names
+    (collective_kernels), and a `note` saying why there is no size or bandwidth and how to get them."""
+    why = _coll.unsized(ctx.con) if by in ("size", "kind") else None
+    if why is not None:
+        kern = ctx.ask("collective_kernels")
+        note = pl.DataFrame({"note": [_coll.unsized_note(kern, why)]})
+        return {"collectives": kern, "note": note}
     return {
         "collectives": ctx.ask("collectives", by=by, range=range),
         "findings": ctx.ask("collective_findings", slow_ratio=slow_ratio),

@@ -53,6 +53,17 @@ NO_SCHEMAS = (
 NO_SIZES = "NCCL ranges here carry no message size in their payloads, so no collective can be measured"
 
 
+# what a profile whose NCCL ranges carry no message size lacks for bandwidth, by why_not's reason
+UNSIZED = {
+    NO_NCCL_RANGES: "no NVTX range of NCCL's domain names the calls and their sizes (NCCL writes them when nsys "
+    "traces NVTX, `-t nvtx`, NCCL_NVTX_DISABLE unset, and the export keeps their payloads: "
+    f"`{REEXPORT}`)",
+    NO_PAYLOADS: NO_PAYLOADS,
+    NO_SCHEMAS: "NCCL's NVTX ranges here carry no payloads (the export declares no NVTX payload schema): this NCCL "
+    "names its calls without their sizes",
+}
+
+
 def slow_rule(ratio: float) -> str:
     return (
         f"a call is slow when its bus bandwidth (algorithm bandwidth where the communicator's size is unknown) is "
@@ -73,6 +84,30 @@ def why_none(con) -> str:
     """Why a profile has no measured collective (why_not, from the canonical tables)."""
     nccl, payloads, missing, kernels, kernel_ns = run(con, "collectives_missing").row(0)
     return why_not(nccl, payloads, missing, kernels, kernel_ns) or NO_SIZES
+
+
+def unsized(con) -> str | None:
+    """Why the profile's NCCL calls have no message size (payloads left out of the export, none written, or no
+    NCCL range) where NCCL kernels ran; None where NCCL ranges carry payloads, or no NCCL kernel ran."""
+    nccl, payloads, missing, kernels, kernel_ns = run(con, "collectives_missing").row(0)
+    why = why_not(nccl, payloads, missing, kernels, kernel_ns)
+    if why is None or not kernels:
+        return None
+    return UNSIZED.get(NO_NCCL_RANGES if not nccl else why)
+
+
+def by_kernel_name(con) -> pl.DataFrame:
+    """Per collective kind, told by the NCCL kernels' names (collectives_kernels.sql): the calls NCCL's ranges
+    name (NULL without them), kernels, their GPU time (gpu_ns) and median (med_gpu_ns)."""
+    return run(con, "collectives_kernels")
+
+
+def unsized_note(df: pl.DataFrame, why: str) -> str:
+    """The line under by_kernel_name's table: what it is drawn from, and why no size or bandwidth is."""
+    return (
+        f"{df['kernels'].sum():,} NCCL kernels, by kind from their names ({df['gpu_ns'].sum() / 1e6:,.2f} ms of GPU "
+        f"time); message sizes and bandwidth need NCCL's NVTX payloads: {why}"
+    )
 
 
 def why_not(
