@@ -18,8 +18,10 @@ from .output import emit, emit_text, fitted
 def collectives(files, fmt, output, by, range, slow_ratio):
     """NCCL collectives from their NVTX payloads: calls, bytes, GPU time, bus bandwidth (median, p10, p90).
 
-    Needs an export with payload bytes: `nsys export --type sqlite --include-blobs=true`. With several FILEs (one
-    per rank), a rank column, and who arrived last at each collective and how long the others waited."""
+    Sizes and bandwidth need an export with payload bytes: `nsys export --type sqlite --include-blobs=true`;
+    without them, per kind, the calls and GPU time of the NCCL kernels by their names, and a line saying why. With
+    several FILEs (one per rank), a rank column, and who arrived last at each collective and how long the others
+    waited."""
     if several(files):
         _many(files, fmt, output, by, range)
         return
