@@ -228,3 +228,63 @@ def test_collectives_with_payloads_keeps_its_findings():
     blobs = FIXTURES / "ddp_blobs" / "rank0.sqlite"
     out = cli("collectives", blobs).stdout
     assert "busbw_med_gbps" in out and "\nslow collectives: " in out and "NCCL kernels, by kind" not in out
+
+
+# --- 3. diff of two programs whose loops share a name ------------------------------------------------------------
+
+
+def kernel_names(path) -> set[str]:
+    q = "SELECT DISTINCT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName"
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as con:
+        return {r[0] for r in con.execute(q)}
+
+
+def verdict_of(base, new) -> tuple[str, list[str]]:
+    rows = json.loads(cli("diff", "-f", "json", base, new).stdout)["verdict"]
+    return next(r["value"] for r in rows if r["item"] == "verdict"), [
+        r["value"] for r in rows if r["item"] == "warning"
+    ]
+
+
+def test_diff_of_two_programs_with_one_loop_name_gives_no_verdict():
+    """graph_loop (a captured 4-layer graph replayed in `step <i>`) against mem_growth (an allocation and a matrix
+    product in `step <i>`): both loops are `step`, and no kernel name is run by both loops (counted here: the export's only
+    shared name is torch.randn's, before the loops). diff
+    said `mem_growth.sqlite is slower: mean steady-state iteration 0.02 -> 0.38 ms` with only a warning."""
+    base, new = fixture("graph_loop"), fixture("mem_growth")
+    # the one name both exports hold is torch.randn's, which fills the inputs before either loop
+    (shared,) = kernel_names(base) & kernel_names(new)
+    assert shared.startswith("void at::native::<unnamed>::distribution_elementwise_grid_stride_kernel<")
+    head, warned = verdict_of(base, new)
+    assert head.startswith("no iteration-time verdict: 0 of mem_growth.sqlite's ")
+    assert "kernel time" in head and "two different programs" in head
+    assert "slower" not in head and "faster" not in head
+    assert any(w.startswith("0 of mem_growth.sqlite's") and w.endswith("run by graph_loop.sqlite too") for w in warned)
+    r = CliRunner().invoke(main, ["diff", "--fail-above", "5", str(base), str(new)])
+    assert r.exit_code == 2 and "needs two profiles of one program" in r.stderr
+
+
+def test_diff_tells_two_programs_by_the_ranges_inside_their_loops():
+    """ddp_pair's rank 0 (`step <i>` holding `data`, `forward`, `backward`, `optimizer`, NCCL's ranges) against
+    mem_growth (`step <i>` holding no range): the loops' ranges share no name, and no kernel is shared."""
+    base, new = FIXTURES / "ddp_pair" / "rank0.sqlite", fixture("mem_growth")
+    assert not kernel_names(base) & kernel_names(new)
+    head, warned = verdict_of(base, new)
+    assert head.startswith(
+        "no iteration-time verdict: the NVTX ranges inside their loops share no name (rank0.sqlite: "
+    )
+    assert "mem_growth.sqlite: none)" in head
+
+
+@pytest.mark.parametrize(
+    "pair",
+    [("loop_before", "loop_after"), ("jitter_before", "jitter_after"), ("loader_cpu_before", "loader_cpu_after")],
+)
+def test_diff_of_one_program_keeps_its_verdict_and_says_nothing_of_programs(pair):
+    """Each pair is one program before and after a change (fixtures/*/COMMAND.md): every kernel name of the
+    first is run by the second too (counted here)."""
+    base, new = fixture(pair[0]), fixture(pair[1])
+    assert kernel_names(base) <= kernel_names(new)
+    head, warned = verdict_of(base, new)
+    assert not head.startswith("no iteration-time verdict") and "mean iteration time" in head or "is faster" in head
+    assert not any("run by" in w or "share no name" in w for w in warned)
