@@ -288,3 +288,20 @@ def test_diff_of_one_program_keeps_its_verdict_and_says_nothing_of_programs(pair
     head, warned = verdict_of(base, new)
     assert not head.startswith("no iteration-time verdict") and "mean iteration time" in head or "is faster" in head
     assert not any("run by" in w or "share no name" in w for w in warned)
+
+
+def test_collectives_without_gpu_activity_does_not_say_there_were_none(tmp_path):
+    """An export that recorded no GPU activity (CUDA API calls only, as nsys writes when the GPU trace was lost)
+    and no NCCL range cannot tell whether NCCL ran: `collectives` said `no NCCL collectives in this profile (no
+    NCCL kernel ...)`. With the GPU trace (train_small, one GPU, no NCCL by construction) it stays `no NCCL`."""
+    path = craft(
+        tmp_path / "no_gpu.sqlite",
+        "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL",
+        "DROP TABLE CUPTI_ACTIVITY_KIND_MEMCPY",
+    )
+    r = CliRunner().invoke(main, ["collectives", str(path)])
+    assert r.exit_code == 2
+    (line,) = r.stderr.strip().splitlines()
+    assert "whether NCCL ran cannot be told" in line and "no NCCL collectives" not in line
+    r = CliRunner().invoke(main, ["collectives", str(fixture("train_small"))])
+    assert r.exit_code == 2 and "no NCCL collectives in this profile (no NCCL kernel" in r.stderr

@@ -41,6 +41,11 @@ NO_PAYLOADS = (
 )
 NO_NCCL = "no NCCL collectives in this profile (no NCCL kernel, no NVTX range of NCCL's domain)"
 NO_NCCL_RANGES = "no NVTX range of NCCL's domain in this profile: no NCCL call to measure"
+# no NCCL range, and no GPU activity recorded at all: the absence of NCCL kernels is no evidence
+UNTRACED = (
+    "no NVTX range of NCCL's domain in this profile, and no GPU activity was recorded at all, so whether NCCL ran "
+    "cannot be told (NCCL's calls and kernels need `nsys profile -t cuda,nvtx`)"
+)
 UNNAMED_KERNELS = (
     "{kernels:,} NCCL kernels ran ({ms:,.2f} ms of GPU time), but no NVTX range of NCCL's domain names their calls "
     "and message sizes (NCCL writes them when nsys traces NVTX, `-t nvtx`, and NCCL_NVTX_DISABLE is unset): "
@@ -82,14 +87,16 @@ def calls(con) -> pl.DataFrame:
 
 def why_none(con) -> str:
     """Why a profile has no measured collective (why_not, from the canonical tables)."""
-    nccl, payloads, missing, kernels, kernel_ns = run(con, "collectives_missing").row(0)
+    nccl, payloads, missing, kernels, kernel_ns, gpu_ops = run(con, "collectives_missing").row(0)
+    if not nccl and not gpu_ops:
+        return UNTRACED
     return why_not(nccl, payloads, missing, kernels, kernel_ns) or NO_SIZES
 
 
 def unsized(con) -> str | None:
     """Why the profile's NCCL calls have no message size (payloads left out of the export, none written, or no
     NCCL range) where NCCL kernels ran; None where NCCL ranges carry payloads, or no NCCL kernel ran."""
-    nccl, payloads, missing, kernels, kernel_ns = run(con, "collectives_missing").row(0)
+    nccl, payloads, missing, kernels, kernel_ns, _ = run(con, "collectives_missing").row(0)
     why = why_not(nccl, payloads, missing, kernels, kernel_ns)
     if why is None or not kernels:
         return None
