@@ -305,3 +305,18 @@ def test_collectives_without_gpu_activity_does_not_say_there_were_none(tmp_path)
     assert "whether NCCL ran cannot be told" in line and "no NCCL collectives" not in line
     r = CliRunner().invoke(main, ["collectives", str(fixture("train_small"))])
     assert r.exit_code == 2 and "no NCCL collectives in this profile (no NCCL kernel" in r.stderr
+
+
+def test_diff_says_whole_graphs_hide_the_kernels_of_new(tmp_path):
+    """graph_loop against the same profile as --cuda-graph-trace=graph records it: one program, so the verdict
+    stands; NEW's iterations ran their kernels inside whole-graph launches, which it says instead of `holds no
+    kernel` (the export holds the warm-up's kernels, counted here)."""
+    base, new = fixture("graph_loop"), whole_graphs_of(tmp_path)
+    assert kernel_names(new)  # the eager warm-up's kernels are still there
+    head, warned = verdict_of(base, new)
+    assert not head.startswith("no iteration-time verdict")
+    assert warned == [
+        "whole.sqlite runs no recorded kernel in its steady-state iterations and the other does: its GPU work there "
+        "is CUDA graphs traced whole, whose kernels nsys did not record (`nsys profile --cuda-graph-trace=node` "
+        "records them), so their kernels do not compare"
+    ]

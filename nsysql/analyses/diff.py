@@ -476,7 +476,7 @@ def _signs(b: Side, n: Side, bl: str, nl: str, kern: pl.DataFrame) -> dict[str, 
         inner = _inner_ranges(b, n, bl, nl)
         if inner:
             signs["ranges"] = inner
-    for _, said in _same_program(bl, nl, kern):
+    for _, said in _same_program(bl, nl, kern, per_iteration=True):
         signs["kernel time"] = said
     names = _kernel_names_shared(bl, nl, kern)
     if names:
@@ -510,14 +510,15 @@ def _kernel_names_shared(bl: str, nl: str, kern: pl.DataFrame) -> str | None:
     return f"{both} of {fewer}'s {runs[fewer]} {many} run by {other} too"
 
 
-def _same_program(bl: str, nl: str, kern: pl.DataFrame) -> list[tuple[str, str]]:
-    """The warning that too little kernel time is in kernels both profiles run (SAME_PROGRAM_SHARE), or none."""
+def _same_program(bl: str, nl: str, kern: pl.DataFrame, per_iteration: bool = False) -> list[tuple[str, str]]:
+    """The warning that too little kernel time is in kernels both profiles run (SAME_PROGRAM_SHARE), or none.
+    `per_iteration`: `kern` is the steady-state iterations' GPU ops (else the whole profiles')."""
     notes = []
     named = kern.filter(~pl.col("name").str.starts_with("["))  # kernels, not `[CUDA memcpy ...]` labels
     shared = [named.filter(pl.col("status") == "both")[c].sum() / (named[c].sum() or 1) for c in ("base_ns", "new_ns")]
-    none = [lab for lab, c in ((bl, "base_ns"), (nl, "new_ns")) if named.height and not named[c].sum()]
+    none = [(lab, c) for lab, c in ((bl, "base_ns"), (nl, "new_ns")) if named.height and not named[c].sum()]
     if none:  # a share of no kernel time is no share: say which profile ran none
-        return [("warning", f"{none[0]} holds no kernel and the other does: the totals compare GPU work with none")]
+        return [("warning", _no_kernel(*none[0], kern, per_iteration))]
     if named.height and min(shared) < SAME_PROGRAM_SHARE:
         notes.append(
             (
@@ -527,6 +528,23 @@ def _same_program(bl: str, nl: str, kern: pl.DataFrame) -> list[tuple[str, str]]
             )
         )
     return notes
+
+
+def _no_kernel(lab: str, col: str, kern: pl.DataFrame, per_iteration: bool) -> str:
+    """The warning that profile `lab` (its times in `col` of `kern`) ran no kernel where the other did: in its
+    steady-state iterations (`per_iteration`) or at all; where its GPU work there is CUDA graphs traced whole
+    (`[CUDA graph ...]` ops), that their kernels were not recorded."""
+    where = "in its steady-state iterations " if per_iteration else ""
+    graphs = kern.filter(pl.col("name").str.starts_with("[CUDA graph") & (pl.col(col) > 0))
+    if graphs.height:
+        return (
+            f"{lab} runs no recorded kernel {where}and the other does: its GPU work there is CUDA graphs traced "
+            "whole, whose kernels nsys did not record (`nsys profile --cuda-graph-trace=node` records them), so "
+            "their kernels do not compare"
+        )
+    if per_iteration:
+        return f"{lab} runs no kernel {where}and the other does: their kernels do not compare"
+    return f"{lab} holds no kernel and the other does: the totals compare GPU work with none"
 
 
 def _compare_totals(b: Side, n: Side, bl: str, nl: str) -> Diff:
