@@ -118,7 +118,7 @@ def test_kernels_by_range_names_the_ranges_of_the_whole_graphs(tmp_path):
     note = out.rstrip("\n").split("\n")[-1]
     assert note.startswith("not in this table: CUDA graph launches traced whole inside these ranges (")
     # by construction each `step <i>` range replays the graph once: each named range holds 1 launch
-    named = re.findall(r"(step \d+): (\d+) CUDA graph launch(?:es)?, ([\d.e+-]+) ms on the GPU", note)
+    named = re.findall(r"`(step \d+)`: (\d+) CUDA graph launch(?:es)?, ([\d.e+-]+) ms on the GPU", note)
     assert len(named) == 3 and "27 more ranges" in note
     for name, count, shown in named:
         assert (int(count), shown + " ms") == (1, ms(launches_in(path, name)[1]))
@@ -146,7 +146,7 @@ def test_report_says_the_graph_time_under_its_kernels(tmp_path):
     cli("report", path, "-o", html)
     page = html.read_text()
     assert f"not in this chart: {n} CUDA graph launches traced whole ({ms(total)} on the GPU" in page
-    assert "not in this table: CUDA graph launches traced whole inside these ranges (step" in page
+    assert "not in this table: CUDA graph launches traced whole inside these ranges (<code>step" in page
 
 
 @needs_h200
@@ -158,7 +158,7 @@ def test_graph_whole_export_note_matches_its_rows():
     in_step = launches_in(GRAPH_WHOLE, "graph_step")
     assert in_step[0] == n == 30  # by construction of w_graph.py: every replay inside `graph_step`
     kbr = cli("kernels-by-range", GRAPH_WHOLE).stdout
-    assert f"(graph_step: {in_step[0]} CUDA graph launches, {ms(in_step[1])} on the GPU)" in kbr
+    assert f"(`graph_step`: {in_step[0]} CUDA graph launches, {ms(in_step[1])} on the GPU)" in kbr
     assert "traced whole" not in cli("kernels", GRAPH_NODE).stdout
 
 
