@@ -109,9 +109,10 @@ def test_across_ranks_the_straggler_arrives_last_by_its_sleep():
 
 
 def test_without_payload_bytes_says_how_to_export_them():
-    """fixtures/ddp_pair: the same program exported without --include-blobs."""
+    """fixtures/ddp_pair: the same program exported without --include-blobs. Per call (sizes are the answer)
+    refused; per kind the kernels' names answer (tests/test_graphs_said.py)."""
     pair = FIXTURES / "ddp_pair" / "rank0.sqlite"
-    r = CliRunner().invoke(main, ["collectives", str(pair)])
+    r = CliRunner().invoke(main, ["collectives", str(pair), "--by", "call"])
     assert r.exit_code == 2
     (line,) = r.stderr.strip().splitlines()
     assert str(pair) in line and "nsys export --type sqlite --include-blobs=true -o X.sqlite X.nsys-rep" in line

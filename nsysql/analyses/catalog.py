@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import polars as pl
 
-from ..engine import Engine, Flag, Only, Param, analysis
+from ..engine import REGISTRY, Engine, Flag, Only, Param, analysis
 from ..errors import NsysqlError
 from . import api as _api
 from . import collectives as _coll
@@ -422,6 +422,85 @@ def kernels_by_range(ctx, range, innermost, attribution, group_ops) -> pl.DataFr
     )
 
 
+@analysis("whole_graphs", tables=("gpu_ops",), sql=("kernels_whole_graphs",), requires=("gpu_ops",))
+def whole_graphs(ctx) -> pl.DataFrame:
+    """CUDA graph launches traced whole, whose kernels the kernel tables leave out: how many, their GPU time and
+    the kernels' (nsysql.analyses.kernels.whole_graphs)."""
+    return _kernels.whole_graphs(ctx.con)
+
+
+@analysis(
+    "whole_graphs_by_range",
+    params=(replace(RANGE, doc="Only ranges named PATTERN, as kernels-by-range --range."), ATTRIBUTION, GROUP_OPS),
+    needs=("resolve_range",),
+    tables=("gpu_ops", "nvtx_ranges", "op_ranges"),
+    sql=("kernels_whole_graphs_ranges",),
+    requires=("gpu_ops", "nvtx_ranges"),
+)
+def whole_graphs_by_range(ctx, range, attribution, group_ops) -> pl.DataFrame:
+    """CUDA graph launches traced whole per NVTX range around them (nsysql.analyses.kernels.whole_graphs_by_range)."""
+    names = _resolve_range(ctx.con, range)[0] if range else None
+    return _kernels.whole_graphs_by_range(ctx.con, attribution=attribution, group_ops=group_ops, names=names)
+
+
+def _in_ranges(ctx, range, attribution, group_ops) -> str | None:
+    """The line under a kernel table per NVTX range: the whole graphs inside its ranges (none: no range read)."""
+    if not ctx.ask("whole_graphs")["launches"][0]:
+        return None
+    per = ctx.ask("whole_graphs_by_range", range=range, attribution=attribution, group_ops=group_ops)
+    return _kernels.range_graph_note(per)
+
+
+def _noted(table: pl.DataFrame, note: str | None) -> dict[str, pl.DataFrame]:
+    """A table and the one line said under it (a one-row `note` frame, NULL where there is nothing to say)."""
+    return {"table": table, "note": pl.DataFrame({"note": [note]}, schema={"note": pl.String})}
+
+
+@analysis(
+    "kernels_shown",
+    params=REGISTRY["kernels"].params,
+    needs=("kernels", "whole_graphs", "whole_graphs_by_range", "iteration_range"),
+    tables=("gpu_ops", "op_launch"),
+    sql=("iteration_op_kinds",),
+    view=True,
+    # the loop is found per iteration only; the whole graphs are read for the other tables
+    only=(
+        Only(
+            "per",
+            ("iteration",),
+            needs=("iteration_range",),
+            tables=("gpu_ops", "op_launch"),
+            sql=("iteration_op_kinds",),
+        ),
+        Only("per", (None, "range"), needs=("whole_graphs",)),
+        Only("per", ("range",), needs=("whole_graphs_by_range",)),
+    ),
+)
+def kernels_shown(ctx, name, top, by, per, attribution) -> dict[str, pl.DataFrame]:
+    """What `nsysql kernels` shows of one profile: the `table` (kernels' frame) and the `note` under it, the
+    GPU time of CUDA graph launches traced whole that the table leaves out (nsysql.analyses.kernels)."""
+    table = ctx.ask("kernels", name=name, top=top, by=by, per=per, attribution=attribution)
+    if per == "iteration":
+        it = ctx.ask("iteration_range", range=None)
+        return _noted(table, _kernels.iteration_graph_note(_iter.windows(ctx.con, it), it.pid))
+    if per == "range":
+        return _noted(table, _in_ranges(ctx, None, attribution, None))
+    return _noted(table, _kernels.whole_graph_note(ctx.ask("whole_graphs")))
+
+
+@analysis(
+    "kernels_by_range_shown",
+    params=REGISTRY["kernels_by_range"].params,
+    needs=("kernels_by_range", "whole_graphs", "whole_graphs_by_range"),
+    view=True,
+)
+def kernels_by_range_shown(ctx, range, innermost, attribution, group_ops) -> dict[str, pl.DataFrame]:
+    """What `nsysql kernels-by-range` shows: the `table` (kernels_by_range's frame) and the `note` under it, the
+    CUDA graph launches traced whole inside its ranges, whose kernels it leaves out (nsysql.analyses.kernels)."""
+    table = ctx.ask("kernels_by_range", range=range, innermost=innermost, attribution=attribution, group_ops=group_ops)
+    return _noted(table, _in_ranges(ctx, range, attribution, group_ops))
+
+
 @analysis(
     "ops",
     params=(Param("shapes", bool, False, doc="One row per operator and input sizes (record_shapes=True)."),),
@@ -522,18 +601,19 @@ def _raised(got):
 REPORT_TOP = replace(TOP, type=int, default=10, doc="Rows in the kernel table.", flag=None)
 
 
-@analysis("snippet", params=(REPORT_TOP,), needs=("summary", "ops"))
+@analysis("snippet", params=(REPORT_TOP,), needs=("summary", "ops", "whole_graphs"))
 def snippet(ctx, top) -> dict[str, pl.DataFrame]:
     """What the PR snippet (`nsysql report -f markdown`) shows (nsysql.analyses.report): summary's sections, the
     top 3 PyTorch operators by GPU time (`top_ops`, where the profile has operator ranges), and in `notes` the
-    GPUs' busy share in one line."""
-    got = ctx.gather(summary=("summary", {"top": top}), ops=("ops", {}))
+    GPUs' busy share in one line and what the kernel table leaves out (`kernels_note`: CUDA graphs traced whole)."""
+    got = ctx.gather(summary=("summary", {"top": top}), ops=("ops", {}), graphs=("whole_graphs", {}))
     summ = _raised(got["summary"])
     out = _report.summary_sections(summ)
     if not isinstance(got["ops"], NsysqlError):  # no operator ranges: no line
         out["top_ops"] = _report.top_ops(got["ops"])
     busy = _summary.all_devices_busy(summ["gpus"]) if summ["gpus"].height else None
-    return {**out, "notes": _report.notes({"gpu_busy_all": busy})}
+    graphs = None if isinstance(got["graphs"], NsysqlError) else _kernels.whole_graph_note(got["graphs"])
+    return {**out, "notes": _report.notes({"gpu_busy_all": busy, "kernels_note": graphs})}
 
 
 @analysis(
@@ -552,6 +632,8 @@ def snippet(ctx, top) -> dict[str, pl.DataFrame]:
         "ranges",
         "kernels_by_range",
         "ops",
+        "whole_graphs",
+        "whole_graphs_by_range",
     ),
 )
 def report(ctx, top) -> dict[str, pl.DataFrame]:
@@ -567,7 +649,7 @@ def report(ctx, top) -> dict[str, pl.DataFrame]:
     )
     summ, facts = _raised(got["summary"]), _raised(got["facts"])
     gpus, idle, loop = summ["gpus"], summ.get("idle by cause"), got["loop"]
-    wave = {"gaps": ("gaps", {})} if gpus.height else {}
+    wave = {"gaps": ("gaps", {}), "graphs": ("whole_graphs", {})} if gpus.height else {}
     if summ["kernels"].height:
         wave["categories"] = ("kernels", {"by": "category"})
     if idle is not None and idle.height:
@@ -595,6 +677,11 @@ def report(ctx, top) -> dict[str, pl.DataFrame]:
         said["kernels_why"] = _report.NO_KERNELS
     _report_idle(out, said, gpus, idle, more.get("activity"))
     _report_ranges(out, said, _raised(rg), more)
+    graphs = more.get("graphs")
+    if graphs is not None and not isinstance(graphs, NsysqlError):  # what the kernel tables leave out
+        said["kernels_note"] = _kernels.whole_graph_note(graphs, shown="chart")
+        if "ranges" in out and graphs["launches"][0]:
+            said["kernels_by_range_note"] = _in_ranges(ctx, None, DEFAULT_ATTRIBUTION, None)
     return {**out, "notes": _report.notes(said)}
 
 
@@ -853,14 +940,35 @@ def collective_findings(ctx, slow_ratio) -> pl.DataFrame:
 
 
 @analysis(
+    "collective_kernels",
+    tables=("gpu_ops", "nvtx_ranges", "strings"),
+    sql=("collectives_kernels",),
+    requires=("gpu_ops",),
+)
+def collective_kernels(ctx) -> pl.DataFrame:
+    """NCCL collectives per kind told by their kernels' names: calls (NCCL's ranges), kernels, GPU time; for a
+    profile whose NCCL calls carry no message size (nsysql.analyses.collectives.by_kernel_name)."""
+    return _coll.by_kernel_name(ctx.con)
+
+
+@analysis(
     "collectives_shown",
     params=(COLLECTIVES_BY, COLLECTIVES_RANGE, SLOW_RATIO),
-    needs=("collectives", "collective_findings"),
+    needs=("collectives", "collective_findings", "collective_kernels"),
+    tables=("gpu_ops", "nvtx_payloads", "nvtx_ranges", "profile_facts", "strings"),
+    sql=("collectives_missing",),
     view=True,
 )
 def collectives_shown(ctx, by, range, slow_ratio) -> dict[str, pl.DataFrame]:
     """What `nsysql collectives` shows of one profile: the `collectives` grouped `by`, and the slow-size
-    `findings` (over every call, whatever `range`)."""
+    `findings` (over every call, whatever `range`). Where NCCL kernels ran but their calls carry no message size
+    (no NVTX payloads), by kind or size: the calls and GPU time per kind from the kernels' names
+    (collective_kernels), and a `note` saying why there is no size or bandwidth and how to get them."""
+    why = _coll.unsized(ctx.con) if by in ("size", "kind") else None
+    if why is not None:
+        kern = ctx.ask("collective_kernels")
+        note = pl.DataFrame({"note": [_coll.unsized_note(kern, why)]})
+        return {"collectives": kern, "note": note}
     return {
         "collectives": ctx.ask("collectives", by=by, range=range),
         "findings": ctx.ask("collective_findings", slow_ratio=slow_ratio),

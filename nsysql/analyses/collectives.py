@@ -41,6 +41,11 @@ NO_PAYLOADS = (
 )
 NO_NCCL = "no NCCL collectives in this profile (no NCCL kernel, no NVTX range of NCCL's domain)"
 NO_NCCL_RANGES = "no NVTX range of NCCL's domain in this profile: no NCCL call to measure"
+# no NCCL range, and no GPU activity recorded at all: the absence of NCCL kernels is no evidence
+UNTRACED = (
+    "no NVTX range of NCCL's domain in this profile, and no GPU activity was recorded at all, so whether NCCL ran "
+    "cannot be told (NCCL's calls and kernels need `nsys profile -t cuda,nvtx`)"
+)
 UNNAMED_KERNELS = (
     "{kernels:,} NCCL kernels ran ({ms:,.2f} ms of GPU time), but no NVTX range of NCCL's domain names their calls "
     "and message sizes (NCCL writes them when nsys traces NVTX, `-t nvtx`, and NCCL_NVTX_DISABLE is unset): "
@@ -51,6 +56,17 @@ NO_SCHEMAS = (
     "calls without their sizes, so no collective can be measured"
 )
 NO_SIZES = "NCCL ranges here carry no message size in their payloads, so no collective can be measured"
+
+
+# what a profile whose NCCL ranges carry no message size lacks for bandwidth, by why_not's reason
+UNSIZED = {
+    NO_NCCL_RANGES: "no NVTX range of NCCL's domain names the calls and their sizes (NCCL writes them when nsys "
+    "traces NVTX, `-t nvtx`, NCCL_NVTX_DISABLE unset, and the export keeps their payloads: "
+    f"`{REEXPORT}`)",
+    NO_PAYLOADS: NO_PAYLOADS,
+    NO_SCHEMAS: "NCCL's NVTX ranges here carry no payloads (the export declares no NVTX payload schema): this NCCL "
+    "names its calls without their sizes",
+}
 
 
 def slow_rule(ratio: float) -> str:
@@ -71,8 +87,34 @@ def calls(con) -> pl.DataFrame:
 
 def why_none(con) -> str:
     """Why a profile has no measured collective (why_not, from the canonical tables)."""
-    nccl, payloads, missing, kernels, kernel_ns = run(con, "collectives_missing").row(0)
+    nccl, payloads, missing, kernels, kernel_ns, gpu_ops = run(con, "collectives_missing").row(0)
+    if not nccl and not gpu_ops:
+        return UNTRACED
     return why_not(nccl, payloads, missing, kernels, kernel_ns) or NO_SIZES
+
+
+def unsized(con) -> str | None:
+    """Why the profile's NCCL calls have no message size (payloads left out of the export, none written, or no
+    NCCL range) where NCCL kernels ran; None where NCCL ranges carry payloads, or no NCCL kernel ran."""
+    nccl, payloads, missing, kernels, kernel_ns, _ = run(con, "collectives_missing").row(0)
+    why = why_not(nccl, payloads, missing, kernels, kernel_ns)
+    if why is None or not kernels:
+        return None
+    return UNSIZED.get(NO_NCCL_RANGES if not nccl else why)
+
+
+def by_kernel_name(con) -> pl.DataFrame:
+    """Per collective kind, told by the NCCL kernels' names (collectives_kernels.sql): the calls NCCL's ranges
+    name (NULL without them), kernels, their GPU time (gpu_ns) and median (med_gpu_ns)."""
+    return run(con, "collectives_kernels")
+
+
+def unsized_note(df: pl.DataFrame, why: str) -> str:
+    """The line under by_kernel_name's table: what it is drawn from, and why no size or bandwidth is."""
+    return (
+        f"{df['kernels'].sum():,} NCCL kernels, by kind from their names ({df['gpu_ns'].sum() / 1e6:,.2f} ms of GPU "
+        f"time); message sizes and bandwidth need NCCL's NVTX payloads: {why}"
+    )
 
 
 def why_not(

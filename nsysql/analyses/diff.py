@@ -43,6 +43,10 @@ Z = 2.0
 # below this share of either side's kernel time in kernels both run, the verdict warns that the profiles may be of
 # different programs
 SAME_PROGRAM_SHARE = 0.5
+# below this share of the kernel names of the profile that runs fewer names, run by both, the kernels' names are a
+# sign of different programs of their own: a program that changes its precision or library renames its heavy
+# kernels (the time share above), not most of the light ones (fills, copies, its optimizer's)
+SAME_NAMES_SHARE = 0.25
 MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)
 
 
@@ -305,14 +309,14 @@ def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> Diff:
             ("GPU op", kern, "name"),  # kernels, copies and memsets alike: `[CUDA memcpy ...]` is one
         )
     )
-    warned = _warnings(b, n, bl, nl, kern)
-    verdict += warned
+    signs = _signs(b, n, bl, nl, kern)
+    verdict += [("warning", w) for w in signs.values()]
     rule = (
         f"a change counts when |Δ| > {Z:g}·sqrt(se_base² + se_new²), se = standard error of the "
         "per-iteration mean (sd/√n) or median (1.2533·1.4826·MAD/√n), over steady-state "
         f"iterations ({nb} in {bl}, {nn} in {nl})"
     )
-    unlike = _unlike(warned)
+    unlike = _unlike(signs)
     if unlike:
         head = f"no iteration-time verdict: {unlike}"
     else:
@@ -322,14 +326,17 @@ def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> Diff:
     )
 
 
-def _unlike(warned: list[tuple[str, str]]) -> str | None:
-    """Why two profiles' iteration times do not compare, or None: both warnings at once (their loops are different
-    NVTX ranges, and little kernel time is in kernels both run), two independent signs of two different programs.
-    Either alone is a change of one program (a renamed step range; AMP or a new library renaming most kernels)."""
-    if len(warned) < 2:
+def _unlike(signs: dict[str, str]) -> str | None:
+    """Why two profiles' iteration times do not compare, or None: little kernel time in kernels both run (or one
+    profile with no kernel), together with a sign of its own that the code differs (_signs: the loops are different
+    NVTX ranges; the ranges inside the loops share no name; few kernel names are run by both): two independent
+    signs of two different programs. Either alone is a change of one program (a renamed step range; AMP or a new
+    library renaming its heavy kernels)."""
+    other = next((signs[k] for k in ("loop", "ranges", "kernel names") if k in signs), None)
+    if "kernel time" not in signs or other is None:
         return None
     return (
-        f"{warned[0][1]}, and {warned[1][1].split(':')[0]}: these look like two different programs, whose "
+        f"{other}, and {signs['kernel time'].split(':')[0]}: these look like two different programs, whose "
         "iteration times do not compare (diff two runs of one program)"
     )
 
@@ -457,23 +464,61 @@ def _largest_changes(sections: tuple[tuple[str, pl.DataFrame, str], ...]) -> lis
     return notes
 
 
-def _warnings(b: Side, n: Side, bl: str, nl: str, kern: pl.DataFrame) -> list[tuple[str, str]]:
-    """Warnings that the two profiles may not be comparable: different iteration ranges, or too little kernel time
-    in kernels both run (SAME_PROGRAM_SHARE)."""
-    notes = []
+def _signs(b: Side, n: Side, bl: str, nl: str, kern: pl.DataFrame) -> dict[str, str]:
+    """Warnings that the two profiles may not be comparable, by sign, in the order said: `loop` (different
+    iteration ranges), `ranges` (where the loops are named alike: the NVTX ranges inside them share no name),
+    `kernel time` (too little kernel time in kernels both run: SAME_PROGRAM_SHARE; or one runs none) and
+    `kernel names` (few kernel names run by both: SAME_NAMES_SHARE)."""
+    signs = {}
     if b.family != n.family:
-        notes.append(("warning", f"iterations are `{b.family}` in {bl} but `{n.family}` in {nl}"))
-    return notes + _same_program(bl, nl, kern)
+        signs["loop"] = f"iterations are `{b.family}` in {bl} but `{n.family}` in {nl}"
+    else:
+        inner = _inner_ranges(b, n, bl, nl)
+        if inner:
+            signs["ranges"] = inner
+    for _, said in _same_program(bl, nl, kern, per_iteration=True):
+        signs["kernel time"] = said
+    names = _kernel_names_shared(bl, nl, kern)
+    if names:
+        signs["kernel names"] = names
+    return signs
 
 
-def _same_program(bl: str, nl: str, kern: pl.DataFrame) -> list[tuple[str, str]]:
-    """The warning that too little kernel time is in kernels both profiles run (SAME_PROGRAM_SHARE), or none."""
+def _inner_ranges(b: Side, n: Side, bl: str, nl: str) -> str | None:
+    """The sign that two loops of one name hold different code: the NVTX ranges that start inside their
+    steady-state iterations (range families, the loop's own left out) share no name, or only one loop holds any;
+    None where they share one, or neither loop holds a range."""
+    loop = {b.family, n.family}
+    names = [sorted(set(d.ranges["name"]) - loop) for d in (b, n)]
+    if set(names[0]) & set(names[1]) or not (names[0] or names[1]):
+        return None
+    listed = [", ".join(f"`{x}`" for x in ns[:3]) + (", ..." if len(ns) > 3 else "") or "none" for ns in names]
+    return f"the NVTX ranges inside their loops share no name ({bl}: {listed[0]}; {nl}: {listed[1]})"
+
+
+def _kernel_names_shared(bl: str, nl: str, kern: pl.DataFrame) -> str | None:
+    """The sign that few kernel names are run by both (fewer than SAME_NAMES_SHARE of the names of the profile
+    that runs fewer), or None (also where either runs no kernel: _same_program says so)."""
+    named = kern.filter(~pl.col("name").str.starts_with("["))  # kernels, not `[CUDA memcpy ...]` labels
+    runs = {lab: named.filter(pl.col(c) > 0).height for lab, c in ((bl, "base_ns"), (nl, "new_ns"))}
+    fewer = min(runs, key=runs.get)
+    both = named.filter(pl.col("status") == "both").height
+    if not runs[fewer] or both >= SAME_NAMES_SHARE * runs[fewer]:
+        return None
+    other = nl if fewer == bl else bl
+    many = "kernel names are" if runs[fewer] != 1 else "kernel name is"
+    return f"{both} of {fewer}'s {runs[fewer]} {many} run by {other} too"
+
+
+def _same_program(bl: str, nl: str, kern: pl.DataFrame, per_iteration: bool = False) -> list[tuple[str, str]]:
+    """The warning that too little kernel time is in kernels both profiles run (SAME_PROGRAM_SHARE), or none.
+    `per_iteration`: `kern` is the steady-state iterations' GPU ops (else the whole profiles')."""
     notes = []
     named = kern.filter(~pl.col("name").str.starts_with("["))  # kernels, not `[CUDA memcpy ...]` labels
     shared = [named.filter(pl.col("status") == "both")[c].sum() / (named[c].sum() or 1) for c in ("base_ns", "new_ns")]
-    none = [lab for lab, c in ((bl, "base_ns"), (nl, "new_ns")) if named.height and not named[c].sum()]
+    none = [(lab, c) for lab, c in ((bl, "base_ns"), (nl, "new_ns")) if named.height and not named[c].sum()]
     if none:  # a share of no kernel time is no share: say which profile ran none
-        return [("warning", f"{none[0]} holds no kernel and the other does: the totals compare GPU work with none")]
+        return [("warning", _no_kernel(*none[0], kern, per_iteration))]
     if named.height and min(shared) < SAME_PROGRAM_SHARE:
         notes.append(
             (
@@ -483,6 +528,23 @@ def _same_program(bl: str, nl: str, kern: pl.DataFrame) -> list[tuple[str, str]]
             )
         )
     return notes
+
+
+def _no_kernel(lab: str, col: str, kern: pl.DataFrame, per_iteration: bool) -> str:
+    """The warning that profile `lab` (its times in `col` of `kern`) ran no kernel where the other did: in its
+    steady-state iterations (`per_iteration`) or at all; where its GPU work there is CUDA graphs traced whole
+    (`[CUDA graph ...]` ops), that their kernels were not recorded."""
+    where = "in its steady-state iterations " if per_iteration else ""
+    graphs = kern.filter(pl.col("name").str.starts_with("[CUDA graph") & (pl.col(col) > 0))
+    if graphs.height:
+        return (
+            f"{lab} runs no recorded kernel {where}and the other does: its GPU work there is CUDA graphs traced "
+            "whole, whose kernels nsys did not record (`nsys profile --cuda-graph-trace=node` records them), so "
+            "their kernels do not compare"
+        )
+    if per_iteration:
+        return f"{lab} runs no kernel {where}and the other does: their kernels do not compare"
+    return f"{lab} holds no kernel and the other does: the totals compare GPU work with none"
 
 
 def _compare_totals(b: Side, n: Side, bl: str, nl: str) -> Diff:

@@ -7,7 +7,7 @@ import polars as pl
 from ..errors import NsysqlError
 from ._sql import run
 from .advice import NVTX_HINT
-from .ranges import check_attribution
+from .ranges import check_attribution, group_ops_default
 
 NAME_KINDS = ("demangled", "short", "mangled")
 GROUPINGS = ("name", "category")
@@ -57,3 +57,73 @@ def categories_per_range(con, attribution: str) -> pl.DataFrame:
     raise NsysqlError(
         f"no kernel was launched inside an NVTX range (attribution {attribution!r}): every kernel ran outside them"
     )
+
+
+# why a kernel table leaves a whole graph's kernels out, and how to see them
+GRAPH_WHY = "nsys recorded each launch as one span on the GPU, not its kernels"
+GRAPH_NODE_HINT = "record them one by one with `nsys profile --cuda-graph-trace=node`"
+
+
+def whole_graphs(con) -> pl.DataFrame:
+    """CUDA graph launches traced whole (kernels_whole_graphs.sql), one row: launches, their GPU time (total_ns)
+    and the kernels' GPU time (kernel_ns)."""
+    return run(con, "kernels_whole_graphs")
+
+
+def whole_graphs_by_range(
+    con, attribution: str, group_ops: bool | None, names: list[str] | None = None
+) -> pl.DataFrame:
+    """CUDA graph launches traced whole per NVTX range open around them under `attribution`, named as
+    kernels_by_range names them (`group_ops`); `names`: only the ranges of these names (None: all)
+    (kernels_whole_graphs_ranges.sql)."""
+    return run(
+        con,
+        "kernels_whole_graphs_ranges",
+        attribution=check_attribution(attribution),
+        group_ops=group_ops_default(attribution, group_ops),
+        names=names,
+    )
+
+
+def whole_graph_note(whole: pl.DataFrame, shown: str = "table") -> str | None:
+    """The line under a kernel table (or the chart `shown`): the CUDA graph launches traced whole that it leaves
+    out (whole_graphs), with their GPU time; None where there are none."""
+    w = whole.row(0, named=True)
+    if not w["launches"]:
+        return None
+    both = w["total_ns"] + w["kernel_ns"]
+    share = f", {100.0 * w['total_ns'] / both:.0f}% of the GPU time of kernels and graph launches" if both else ""
+    return f"not in this {shown}: {_graphs(w)} traced whole ({_ms(w)}{share}): {GRAPH_WHY}; {GRAPH_NODE_HINT}"
+
+
+def range_graph_note(per: pl.DataFrame) -> str | None:
+    """The line under a kernel table per NVTX range: the CUDA graph launches traced whole inside its ranges
+    (whole_graphs_by_range), named by range (the three with most GPU time); None where there are none."""
+    if not per.height:
+        return None
+    where = "; ".join(f"`{r['range']}`: {_graphs(r)}, {_ms(r)}" for r in per.head(3).iter_rows(named=True))
+    more = f"; {per.height - 3} more ranges" if per.height > 3 else ""
+    return (
+        f"not in this table: CUDA graph launches traced whole inside these ranges ({where}{more}): {GRAPH_WHY}; "
+        f"{GRAPH_NODE_HINT}"
+    )
+
+
+def iteration_graph_note(windows, pid: int) -> str | None:
+    """The line under the kernel categories per iteration (`windows`: iterations.Windows of process `pid`): the
+    CUDA graph launches traced whole in the iterations, which it leaves out; None where there are none."""
+    got = windows.run("iteration_op_kinds", pid=pid).filter(pl.col("kind") == "graph")
+    if not got.height:
+        return None
+    r = got.row(0, named=True)
+    r = {"launches": r["count"], "total_ns": r["total_ns"]}
+    return f"not in this table: {_graphs(r)} traced whole in the iterations ({_ms(r)}): {GRAPH_WHY}; {GRAPH_NODE_HINT}"
+
+
+def _graphs(r: dict) -> str:
+    n = r["launches"]
+    return f"{n:,} CUDA graph launch{'es' if n != 1 else ''}"
+
+
+def _ms(r: dict) -> str:
+    return f"{r['total_ns'] / 1e6:.3g} ms on the GPU"

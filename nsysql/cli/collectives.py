@@ -8,7 +8,7 @@ from ..render import render
 from .common import handled, load_profile, ranked, several
 from .declared import declared
 from .options import files_options
-from .output import emit, emit_text
+from .output import emit, emit_text, fitted
 
 
 @click.command()
@@ -18,8 +18,10 @@ from .output import emit, emit_text
 def collectives(files, fmt, output, by, range, slow_ratio):
     """NCCL collectives from their NVTX payloads: calls, bytes, GPU time, bus bandwidth (median, p10, p90).
 
-    Needs an export with payload bytes: `nsys export --type sqlite --include-blobs=true`. With several FILEs (one
-    per rank), a rank column, and who arrived last at each collective and how long the others waited."""
+    Sizes and bandwidth need an export with payload bytes: `nsys export --type sqlite --include-blobs=true`;
+    without them, per kind, the calls and GPU time of the NCCL kernels by their names, and a line saying why. With
+    several FILEs (one per rank), a rank column, and who arrived last at each collective and how long the others
+    waited."""
     if several(files):
         _many(files, fmt, output, by, range)
         return
@@ -27,13 +29,18 @@ def collectives(files, fmt, output, by, range, slow_ratio):
         raise click.UsageError("--by rank needs several FILEs, one per rank")
     asked = {"by": by, "range": range, "slow_ratio": slow_ratio}
     got = load_profile(files[0] if files else None, question=("collectives_shown", asked)).collectives_shown(**asked)
-    df, found = got["collectives"], got["findings"]
-    if fmt in ("json", "markdown"):
-        emit({"collectives": df, "findings": found}, fmt, output)
+    df = got["collectives"]
+    # without message sizes (no NVTX payloads): the kinds by kernel name, and the note saying why, not findings
+    said = {"note": got["note"]} if "note" in got else {"findings": got["findings"]}
+    if fmt == "json" or (fmt == "markdown" and "note" not in said):
+        emit({"collectives": df, **said}, fmt, output)
     elif fmt == "csv":
         emit(df, fmt, output)
+    elif "note" in said:  # the line under the table, whole (a table's cell would cut it)
+        note = said["note"]["note"][0]
+        emit_text(render(df, fmt) + "\n" + (fitted(f"{note}\n", output) if fmt == "table" else f"{note}\n"), output)
     else:
-        emit_text(render(df, "table") + "\n" + _finding_lines(found), output)
+        emit_text(render(df, "table") + "\n" + _finding_lines(said["findings"]), output)
 
 
 def _finding_lines(found) -> str:

@@ -10,6 +10,7 @@ from .collectives import collectives
 from .common import each_rank, global_opts, handled, load_profile, several
 from .cpu import cpu
 from .declared import DECLARED, about, answer, declared
+from .kernels import kernels, kernels_by_range
 from .options import files_options, output_options, table_output
 from .output import emit, emit_text, fitted, rendered
 from .warm import emit_answer
@@ -44,15 +45,6 @@ launches = answer(
     "launches",
     "Launch latency: launch call, queue and kernel times per kernel (as `nsys stats -r cuda_kern_exec_sum`).",
     files=True,
-)
-kernels = answer(
-    "kernels",
-    "kernels",
-    "Top kernels by total GPU time (as `nsys stats -r cuda_gpu_kern_sum`); several FILEs add a rank column.",
-    files=True,
-)
-kernels_by_range = answer(
-    "kernels-by-range", "kernels_by_range", "Kernels per NVTX range (as `nsys stats -r nvtx_kern_sum`)."
 )
 ops = answer(
     "ops", "ops", "PyTorch operators (emit_nvtx ranges): calls, CPU time, forward and backward GPU time, top kernel."

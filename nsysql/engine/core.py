@@ -438,8 +438,17 @@ def reads(name: str, bound: dict) -> frozenset[str]:
             out.update(_header(sql))
     for n in decl.needs:
         if n != name and n not in left["needs"]:
-            out.update(tables_of(n))
+            out.update(_view_need(n, bound) if decl.view else tables_of(n))
     return frozenset(out & definitions())
+
+
+def _view_need(need: str, bound: dict) -> frozenset[str]:
+    """What a view's need reads: a view shows its needs' answers asked with its own values, so a need that takes
+    only parameters of the view (kernels_shown's `kernels`) reads what those values choose; else all it may."""
+    takes = {p.name for p in REGISTRY[need].params}
+    if not REGISTRY[need].only or not takes <= set(bound):
+        return tables_of(need)
+    return _reads_given(need, {k: bound[k] for k in takes})
 
 
 def _reads_given(name: str, given: dict) -> frozenset[str]:

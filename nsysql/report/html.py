@@ -300,8 +300,11 @@ def _timeline_section(page: Page, data: dict, notes: dict, palette: dict, prefix
 def _kernels_and_idle(page: Page, data: dict, notes: dict, palette: dict, prefix: str) -> None:
     """Top kernels and categories beside idle time by cause and the work elsewhere meanwhile."""
     left, right = [], []
+    # CUDA graphs traced whole: GPU time that no kernel chart or table holds
+    graphs = f'<p class="note">{inline_code(notes["kernels_note"])}</p>' if notes.get("kernels_note") else ""
     if "categories" in data:
-        left.append(page.section("Top kernels", page.chart(prefix + "kernels", charts.kernels_chart(data["kernels"]))))
+        chart = page.chart(prefix + "kernels", charts.kernels_chart(data["kernels"]))
+        left.append(page.section("Top kernels", chart + graphs))
         left.append(
             page.section(
                 "Kernel categories",
@@ -314,7 +317,7 @@ def _kernels_and_idle(page: Page, data: dict, notes: dict, palette: dict, prefix
             )
         )
     else:
-        left.append(page.section("Top kernels", _why(notes["kernels_why"])))
+        left.append(page.section("Top kernels", _why(notes["kernels_why"]) + graphs))
     if "idle_why" not in notes:
         idle = data["idle by cause"]
         right.append(
@@ -337,6 +340,8 @@ def _range_sections(page: Page, data: dict, notes: dict) -> None:
     page.add(page.section("NVTX ranges", table(data["ranges"], limit=100)))
     kbr = data.get("kernels_by_range")
     body = table(kbr, limit=100) if kbr is not None else _why(notes["kernels_by_range_why"])
+    if notes.get("kernels_by_range_note"):  # CUDA graphs traced whole inside the ranges
+        body += f'<p class="note">{inline_code(charts.short(notes["kernels_by_range_note"], 3 * charts.NAME_MAX))}</p>'
     page.add(page.section("Kernels by range", body))
     if "ops" in data:
         page.add(page.section("PyTorch operators", table(data["ops"], limit=100)))

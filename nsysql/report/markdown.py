@@ -68,6 +68,9 @@ def snippet(prof, top: int = 10, chart: str | None = None) -> str:
             ),
             "",
         ]
+    graphs = dict(s["notes"].iter_rows()).get("kernels_note")
+    if graphs:  # nsysql's own sentence (no export's text): CUDA graphs traced whole, left out of the table
+        out += [f"_{graphs}_", ""]
     idle = s.get("idle by cause")
     if idle is not None and idle.height:
         out += [

@@ -1,0 +1,56 @@
+"""`nsysql kernels` and `nsysql kernels-by-range`: the kernel tables (as `nsys stats` cuda_gpu_kern_sum and
+nvtx_kern_sum), and under them, in a table or Markdown, the one line saying what they leave out: the CUDA graph
+launches traced whole, whose kernels nsys did not record (kernels_shown, kernels_by_range_shown)."""
+
+from __future__ import annotations
+
+import click
+
+from ..errors import NsysqlError
+from ..render import render
+from .common import each_rank, handled, load_profile, several
+from .declared import declared
+from .options import files_options, output_options
+from .output import emit, fitted
+from .warm import emit_answer
+
+
+@click.command()
+@files_options
+@declared("kernels", report=True)
+@handled
+def kernels(files, fmt, output, **params):
+    """Top kernels by total GPU time (as `nsys stats -r cuda_gpu_kern_sum`); several FILEs add a rank column."""
+    if several(files):
+        emit(each_rank(files, "kernels", **params), fmt, output)
+        return
+    prof = load_profile(files[0] if files else None, warm=True, question=("kernels_shown", params))
+    emit_answer(prof, "kernels_shown", params, fmt, output, _noted(prof, "kernels", fmt, output))
+
+
+@click.command("kernels-by-range")
+@output_options
+@declared("kernels_by_range", report=True)
+@handled
+def kernels_by_range(file, fmt, output, **params):
+    """Kernels per NVTX range (as `nsys stats -r nvtx_kern_sum`)."""
+    prof = load_profile(file, warm=True, question=("kernels_by_range_shown", params))
+    emit_answer(prof, "kernels_by_range_shown", params, fmt, output, _noted(prof, "kernels_by_range", fmt, output))
+
+
+def _noted(prof, analysis: str, fmt: str, output: str | None):
+    """The text of a `*_shown` answer: its table as the format writes it, and in a table or Markdown the note
+    under it where there is one (CSV and JSON stay the table alone, as `nsys stats` writes it). An empty table
+    of an analysis that does not apply to this export: why, as one error line."""
+
+    def text(got, look):
+        table = got["table"]
+        if not table.height and (why := prof.why_not(analysis)):
+            raise NsysqlError(why)
+        out = render(table, **look)
+        note = got["note"]["note"][0]
+        if note is None or fmt not in ("table", "markdown"):
+            return out
+        return out + (fitted(f"\n{note}\n", output) if fmt == "table" else f"\n{note}\n")
+
+    return text
