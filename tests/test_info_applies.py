@@ -4,7 +4,7 @@ canonical tables it requires, Analysis.requires, that hold no rows)."""
 from __future__ import annotations
 
 from click.testing import CliRunner
-from conftest import craft
+from conftest import FIXTURES, craft
 
 import nsysql
 from nsysql.cli import main
@@ -40,3 +40,26 @@ def test_what_an_analysis_requires_is_among_the_tables_it_or_its_needs_read():
         read = {t for n in plan(name) for t in REGISTRY[n].tables}
         required = {t for r in a.requires for t in r.split("|")}  # "a|b": either
         assert required <= read, (name, required - read)
+
+
+def test_info_says_collectives_applies_where_the_command_answers(tmp_path):
+    """`collectives` answers per kind from the NCCL kernels' names where no NCCL range carries a size: `info`
+    says it applies there (and why no size), and does not where the command refuses."""
+    from conftest import fixture, raw
+
+    cache = str(tmp_path / "cache")
+    for path in (
+        FIXTURES / "ddp_pair" / "rank0.sqlite",
+        FIXTURES / "ddp_blobs" / "rank0.sqlite",
+        fixture("train_small"),
+    ):
+        nccl_kernels = raw(
+            path,
+            "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName "
+            "WHERE lower(s.value) LIKE '%nccl%'",
+        )[0][0]
+        with nsysql.load(path, cache_dir=cache) as p:
+            info = p.info()
+        said = dict(zip(info["item"], info["value"]))["collectives"]
+        res = CliRunner().invoke(main, ["--cache-dir", cache, "collectives", str(path)])
+        assert said.startswith("yes") == (res.exit_code == 0) == (nccl_kernels > 0), (path, said, res.stderr)

@@ -175,7 +175,7 @@ def facts(ctx) -> dict[str, list[str]]:
         "strings",
         "threads",
     ),
-    sql=("table_counts", "data_quality", "row_checks", "devices", "table_rows"),
+    sql=("table_counts", "data_quality", "row_checks", "devices", "table_rows", "collectives_missing"),
 )
 def info(ctx) -> pl.DataFrame:
     """What the export holds and lacks, and which analyses apply."""

@@ -52,6 +52,8 @@ def info(con) -> pl.DataFrame:
     for name, ok, why in supports(con):
         if name in ("collectives", "collective_calls", "collective_findings") and ok:
             ok, why = payloads
+            if name == "collectives" and not ok and (unsized := _by_kernel_name(con)):
+                ok, why = True, unsized  # per kind, from the NCCL kernels' names
         rows.append(("analyses", name, ("yes" if ok else "no") + (f": {why}" if why else "")))
     # what this export cannot answer, and the capture switch that would (advice.CAPTURE_RULES)
     for r in _advice.unanswered(_advice.holdings(con, f, counts)):
@@ -139,6 +141,15 @@ def _empty(con, tables: list[str], rows: dict[str, int]) -> str:
         return f"no {what}: {tables[0]} is empty{hint}" if what else f"{tables[0]} is empty"
     whats = [HOLDS.get(t, (t, None))[0] for t in tables]
     return f"no {', '.join(whats[:-1])} or {whats[-1]}: {', '.join(tables[:-1])} and {tables[-1]} are empty"
+
+
+def _by_kernel_name(con) -> str | None:
+    """Where NCCL kernels ran but no NCCL range carries a message size: what `collectives` then gives (per kind,
+    from the kernels' names: collectives.by_kernel_name) and why it gives no size or bandwidth; else None."""
+    from .collectives import unsized
+
+    why = unsized(con)
+    return None if why is None else f"per collective kind from the NCCL kernels' names only; sizes and bandwidth: {why}"
 
 
 def _collectives(counts: dict[str, int], missing: list[str]) -> tuple[bool, str]:
