@@ -1,0 +1,108 @@
+"""What `cpu` says from thread scheduling alone (SCHED_EVENTS without CPU samples), which threads thread_roles
+knows, and whose process the summary's findings count: each figure checked against the raw rows of the export
+(summed here with sqlite3) or a fixture's own answer."""
+
+from __future__ import annotations
+
+import io
+import sqlite3
+from collections import Counter
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+from conftest import PUBLIC, craft, fixture, raw
+
+from nsysql.cli import main
+
+FUSER = PUBLIC / "NVIDIA__Fuser__report1.sqlite"
+NO_SAMPLES = ("DELETE FROM COMPOSITE_EVENTS", "DELETE FROM SAMPLING_CALLCHAINS")
+
+
+def _cli(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def _on_cpu(path, by: str = "thread", window: tuple[int, int] | None = None) -> dict[tuple[int, ...], int]:
+    """Each thread's (process's) time on a CPU, ns, summed here from the raw SCHED_EVENTS: from a thread's being
+    put on a CPU to its next event, where that takes it off (within `window` where given)."""
+    rows = raw(
+        path,
+        "SELECT globalTid, start, isSchedIn FROM SCHED_EVENTS WHERE globalTid IS NOT NULL AND start IS NOT NULL "
+        "AND isSchedIn IS NOT NULL ORDER BY globalTid, start, isSchedIn",
+    )
+    out: Counter = Counter()
+    last: dict[int, tuple[int, int]] = {}
+    for g, t, into in rows:
+        prev = last.get(g)
+        if prev and prev[1] and not into:
+            a, b = prev[0], t
+            if window:
+                a, b = max(a, window[0]), min(b, window[1])
+            if b > a:
+                key = ((g >> 24) & 0xFFFFFF, g & 0xFFFFFF)
+                out[key if by == "thread" else key[:1]] += b - a
+        last[g] = (t, into)
+    return dict(out)
+
+
+@pytest.fixture(scope="module")
+def unsampled(tmp_path_factory):
+    """loader_cpu_before (scheduling events and CPU samples) without its CPU samples."""
+    return craft(tmp_path_factory.mktemp("sched") / "unsampled.sqlite", *NO_SAMPLES, source="loader_cpu_before")
+
+
+@pytest.mark.parametrize("by", ["thread", "process"])
+def test_time_on_a_cpu_without_samples_is_the_raw_scheduling_sum(unsampled, by):
+    res = _cli("cpu", unsampled, "--by", by, "-f", "csv")
+    assert res.exit_code == 0, res.output
+    got = pl.read_csv(io.StringIO(res.stdout))
+    keys = ["pid", "tid"] if by == "thread" else ["pid"]
+    assert {tuple(r[:-1]): r[-1] for r in got.select(*keys, "on_cpu_ns").rows()} == _on_cpu(unsampled, by)
+    # nothing tells which functions ran: no sample count, share or function is made up
+    assert got["samples"].null_count() == got["pct"].null_count() == got["top_function"].null_count() == got.height
+    (note,) = res.stderr.strip().splitlines()
+    assert "no CPU samples" in note and "scheduling events" in note and "-s process-tree" in note, note
+
+
+def test_roles_without_samples_are_those_with_them(unsampled):
+    # the same threads, so the same roles: the data-loader workers' processes and the training process
+    before = _cli("cpu", fixture("loader_cpu_before"), "--by", "process", "-f", "csv")
+    after = _cli("cpu", unsampled, "--by", "process", "-f", "csv")
+    roles = [dict(pl.read_csv(io.StringIO(r.stdout)).select("pid", "role").rows()) for r in (before, after)]
+    assert roles[0] == roles[1] and sorted(set(roles[1].values())) == ["data_loader", "main"]
+
+
+def test_functions_without_samples_are_refused_naming_what_scheduling_answers(unsampled):
+    for args in (["cpu"], ["cpu", "--by", "module"], ["cpu", "-f", "folded"]):
+        res = _cli(args[0], unsampled, *args[1:])
+        assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+        (line,) = res.stderr.strip().splitlines()
+        assert "no CPU samples" in line and "-s process-tree" in line and "--by thread" in line, line
+
+
+def test_during_an_iteration_counts_the_scheduled_time_in_its_window(unsampled):
+    # iteration 7's window (the train step range of loader_cpu_before's COMMAND.md)
+    (a, b) = raw(
+        unsampled,
+        'SELECT n.start, n."end" FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId '
+        "WHERE coalesce(n.text, s.value) = 'train step 7'",
+    )[0]
+    res = _cli("cpu", unsampled, "--during", "iterations 7:7", "--by", "thread", "-f", "csv")
+    assert res.exit_code == 0, res.output
+    got = pl.read_csv(io.StringIO(res.stdout))
+    assert dict(((p, t), n) for p, t, n in got.select("pid", "tid", "on_cpu_ns").rows()) == _on_cpu(
+        unsampled, "thread", (a, b)
+    )
+
+
+@pytest.mark.skipif(not FUSER.exists(), reason="the public exports (../shared) are absent")
+def test_a_real_export_scheduled_but_never_sampled_answers_per_thread():
+    try:
+        assert not raw(FUSER, "SELECT count(*) FROM COMPOSITE_EVENTS")[0][0]
+    except sqlite3.OperationalError:  # no such table: not sampled either
+        pass
+    res = _cli("cpu", FUSER, "--by", "thread", "-f", "csv")
+    assert res.exit_code == 0, res.output
+    got = pl.read_csv(io.StringIO(res.stdout))
+    assert {(p, t): n for p, t, n in got.select("pid", "tid", "on_cpu_ns").rows()} == _on_cpu(FUSER)
