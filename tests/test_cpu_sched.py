@@ -106,3 +106,48 @@ def test_a_real_export_scheduled_but_never_sampled_answers_per_thread():
     assert res.exit_code == 0, res.output
     got = pl.read_csv(io.StringIO(res.stdout))
     assert {(p, t): n for p, t, n in got.select("pid", "tid", "on_cpu_ns").rows()} == _on_cpu(FUSER)
+
+
+@pytest.fixture(scope="module")
+def two_processes(tmp_path_factory):
+    """train_small with its GPU work, CUDA calls and NVTX ranges copied into a second process on GPU 1
+    (test_audit_processes' copy)."""
+    from test_audit_processes import _SHIFT, PID, TWIN, _columns, _twin_copy
+
+    copies = [
+        _twin_copy(t, _columns(t), "globalPid", device=True)
+        for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY")
+    ]
+    return craft(
+        tmp_path_factory.mktemp("procs") / "two.sqlite",
+        *copies,
+        _twin_copy("CUPTI_ACTIVITY_KIND_RUNTIME", _columns("CUPTI_ACTIVITY_KIND_RUNTIME"), "", ("globalTid",)),
+        _twin_copy("NVTX_EVENTS", _columns("NVTX_EVENTS"), "", ("globalTid", "endGlobalTid")),
+        f"INSERT INTO PROCESSES (globalPid, pid, name) SELECT globalPid + {_SHIFT}, {TWIN}, name FROM PROCESSES "
+        f"WHERE pid = {PID}",
+    )
+
+
+def _findings(path) -> dict[str, str]:
+    import json
+
+    res = _cli("summary", "-f", "json", path)
+    assert res.exit_code == 0, res.output
+    return {r["finding"]: r["evidence"] for r in json.loads(res.stdout)["findings"]}
+
+
+def test_findings_count_the_loop_gpu_where_another_process_copies_it(two_processes):
+    one, two = _findings(fixture("train_small")), _findings(two_processes)
+    # the copy's GPU work doubles every whole-profile figure; the loop's GPU holds train_small's own
+    page, tc = "pageable host-to-device copies", "matrix math without tensor cores"
+    assert one[page].split(" on ")[0] == two[page].split(" on ")[0], two[page]
+    assert two[page].split(" on ")[1].startswith("GPU 0, the loop's (the other GPU not counted)"), two[page]
+    n = raw(
+        fixture("train_small"),
+        "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY m JOIN ENUM_CUDA_MEM_KIND k ON k.id = m.srcKind "
+        "JOIN ENUM_CUDA_MEMCPY_OPER c ON c.id = m.copyKind WHERE k.label = 'Pageable' AND c.label = 'Host-to-Device'",
+    )[0][0]
+    assert two[page].startswith(f"{n:,} copies, "), two[page]
+    assert one[tc].split(" is in ")[0] == two[tc].split(" on GPU 0")[0], two[tc]
+    # the advice is of the loop's GPU (sm_90), not of the copy's, whose capability the export does not give
+    assert "sm_90" in two[tc] and "does not say which GPU" not in two[tc], two[tc]
