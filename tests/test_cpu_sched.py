@@ -151,3 +151,34 @@ def test_findings_count_the_loop_gpu_where_another_process_copies_it(two_process
     assert one[tc].split(" is in ")[0] == two[tc].split(" on GPU 0")[0], two[tc]
     # the advice is of the loop's GPU (sm_90), not of the copy's, whose capability the export does not give
     assert "sm_90" in two[tc] and "does not say which GPU" not in two[tc], two[tc]
+
+
+def _thread_roles(path) -> dict[tuple[int, int], str]:
+    import nsysql
+
+    with nsysql.load(path, cache=False) as p:
+        return {(pid, tid): role for pid, tid, role in p.sql("SELECT pid, tid, role FROM thread_roles").rows()}
+
+
+def _raw_callers(path) -> set[tuple[int, int]]:
+    return {
+        ((g >> 24) & 0xFFFFFF, g & 0xFFFFFF)
+        for (g,) in raw(path, "SELECT DISTINCT globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE globalTid IS NOT NULL")
+    }
+
+
+def test_a_thread_never_named_that_launched_gpu_work_has_a_role(tmp_path):
+    # train_small without its thread names (nor samples or scheduling): its two CUDA-calling threads are known
+    # from their calls, the main thread (1157, which launched most) as main, autograd's as another launcher
+    path = craft(tmp_path / "unnamed.sqlite", "DELETE FROM ThreadNames")
+    roles = _thread_roles(path)
+    assert _raw_callers(path) <= set(roles), roles
+    assert roles[(1157, 1157)] == "main" and roles[(1157, 1194)] == "launcher", roles
+
+
+@pytest.mark.skipif(not (PUBLIC / "extra-p__extrap__con_kernel.sqlite").exists(), reason="no public exports")
+def test_the_main_thread_of_a_windows_export_is_known():
+    path = PUBLIC / "extra-p__extrap__con_kernel.sqlite"
+    roles = _thread_roles(path)
+    (caller,) = _raw_callers(path)  # one thread made every CUDA call; nsys named only its own threads
+    assert roles[caller] == "main", roles
