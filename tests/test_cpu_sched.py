@@ -81,6 +81,14 @@ def test_functions_without_samples_are_refused_naming_what_scheduling_answers(un
         assert "no CPU samples" in line and "-s process-tree" in line and "--by thread" in line, line
 
 
+def test_info_says_cpu_applies_per_thread_without_samples(unsampled):
+    res = _cli("info", unsampled, "-f", "csv")
+    assert res.exit_code == 0, res.output
+    rows = pl.read_csv(io.StringIO(res.stdout)).filter((pl.col("section") == "analyses") & (pl.col("item") == "cpu"))
+    said = rows["value"][0]
+    assert said.startswith("yes: per thread and process only, from scheduling events") and "-s process-tree" in said
+
+
 def test_during_an_iteration_counts_the_scheduled_time_in_its_window(unsampled):
     # iteration 7's window (the train step range of loader_cpu_before's COMMAND.md)
     (a, b) = raw(

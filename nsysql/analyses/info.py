@@ -52,6 +52,9 @@ def info(con) -> pl.DataFrame:
     for name, ok, why in supports(con):
         if name in ("collectives", "collective_calls", "collective_findings") and ok:
             ok, why = payloads
+        if name == "cpu" and not ok and "scheduling events" in (one("span_from") or ""):
+            # scheduling events alone answer per thread and per process (nsysql.analyses.cpu)
+            ok, why = True, f"per thread and process only, from scheduling events ({why})"
         rows.append(("analyses", name, ("yes" if ok else "no") + (f": {why}" if why else "")))
     # what this export cannot answer, and the capture switch that would (advice.CAPTURE_RULES)
     for r in _advice.unanswered(_advice.holdings(con, f, counts)):
