@@ -151,6 +151,11 @@ class Profile:
         says it (the tables it requires that hold no rows, and what would have recorded them); '' where it does."""
         return self._engine.run("why_not", analysis=analysis)
 
+    def cpu_note(self) -> str:
+        """The line under `cpu(by="thread")` or `by="process"` answered from scheduling events alone (no CPU
+        samples: which functions ran is unknown), naming the switch that records samples; '' otherwise."""
+        return self._engine.run("cpu_note")
+
     def kernels(
         self,
         name: str = "demangled",

@@ -56,7 +56,7 @@ class Facts:
 
 def facts(con, frame=None) -> Facts:
     """The Facts of advice_facts.sql's row (`frame`: that query's result, when the caller has it)."""
-    row = (run(con, "advice_facts") if frame is None else frame).row(0, named=True)
+    row = (run(con, "advice_facts", device_id=None) if frame is None else frame).row(0, named=True)
     return Facts(tuple(row["capabilities"] or ()), tuple(row["frameworks"] or ()))
 
 

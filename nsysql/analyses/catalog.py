@@ -1146,8 +1146,9 @@ def cpu(ctx, during, by, top) -> pl.DataFrame:
         return _head(ctx.ask("cpu", during=during, by=by), top)
     kind, arg = _cpu.parse_during(during)
     why = _cpu.no_samples(ctx.con) if by not in ("python", "cause") else None
-    if why:  # the samples first: without them no window of any kind has anything to read
-        raise NsysqlError(why)
+    if why and not (by in ("thread", "process") and _cpu.sched_note(ctx.con)):
+        # the samples first: without them no window has anything to read, but time on a CPU (scheduling)
+        raise NsysqlError(_cpu.refusal(ctx.con, by))
     if by == "cause":
         if kind not in (None, "gaps"):
             raise NsysqlError(f"by='cause' tells what the CPU did during the idle gaps, not during {during!r}")
@@ -1161,8 +1162,15 @@ def cpu(ctx, during, by, top) -> pl.DataFrame:
     wins = _cpu.windows(ctx.con, kind, arg, gaps_df=gaps_df, spans=spans, its=its)
     out = _cpu.folded(ctx.con, wins) if by == "stack" else _cpu.cpu(ctx.con, wins, by=by)
     if kind is not None and not out.height:  # samples elsewhere, none in the windows: say so, not `no cpu`
-        raise NsysqlError(_cpu.none_during(during, wins))
+        raise NsysqlError(_cpu.none_during(during, wins, sampled=not why))
     return out
+
+
+@analysis("cpu_note", keep="memory", tables=("cpu_samples", "thread_states"), view=True)
+def cpu_note(ctx) -> str:
+    """The line under `cpu --by thread` or `--by process` where it is measured from scheduling events alone (no
+    CPU samples: nsysql.analyses.cpu.sched_note), '' where the export has CPU samples or no scheduling events."""
+    return _cpu.sched_note(ctx.con)
 
 
 @analysis("nccl_ranges", tables=("nvtx_ranges",), sql=("nccl_ranges",), requires=("nvtx_ranges",))

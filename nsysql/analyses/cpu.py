@@ -145,13 +145,15 @@ def windows(con, kind: str | None, arg: str | None, gaps_df=None, spans=None, it
     return list(zip(w["start_ns"].to_list(), w["end_ns"].to_list()))
 
 
-def none_during(during: str, wins: list[tuple[int, int]]) -> str:
-    """The line for windows in which the export, though it has CPU samples, has none."""
+def none_during(during: str, wins: list[tuple[int, int]], sampled: bool = True) -> str:
+    """The line for windows in which the export, though it has CPU samples (`sampled`; else scheduling events),
+    has none."""
     w = merged(wins)
     ms = sum(e - s for s, e in w) / 1e6
+    what = "CPU sample was taken" if sampled else "thread was on a CPU (scheduling events)"
     return (
-        f"no CPU sample was taken during {during} ({len(w):,} window{'s' if len(w) != 1 else ''}, {ms:,.2f} ms in "
-        "all), though the profile has samples elsewhere: nothing to count there"
+        f"no {what} during {during} ({len(w):,} window{'s' if len(w) != 1 else ''}, {ms:,.2f} ms in "
+        f"all), though the profile has {'samples' if sampled else 'scheduling events'} elsewhere: nothing to count there"
     )
 
 
@@ -169,6 +171,32 @@ def no_samples(con) -> str | None:
     return f"no CPU samples in this profile: record them with {switch('cpu_samples')}"
 
 
+def refusal(con, by: str) -> str:
+    """The one line for a `by` the export cannot answer without CPU samples (no_samples): where it has scheduling
+    events, that functions, modules and stacks need samples and that time on a CPU per thread or process is
+    measured from scheduling."""
+    why = no_samples(con) or ""
+    if by in ("thread", "process") or not _scheduled(con):
+        return why
+    return (
+        f"{why} (functions, modules and stacks are read from them); time on a CPU per thread or process is "
+        "measured from the scheduling events it has: `--by thread` or `--by process`"
+    )
+
+
+def sched_note(con) -> str:
+    """The line under a per-thread or per-process answer measured from scheduling events alone (no CPU samples:
+    samples, pct and top_function empty), naming the capture switch that records samples; '' otherwise."""
+    from .advice import switch
+
+    if no_samples(con) is None or not _scheduled(con):
+        return ""
+    return (
+        "no CPU samples in this profile: on_cpu_ns is measured from scheduling events alone; samples, pct and "
+        f"top_function (which functions ran) need CPU sampling: record them with {switch('cpu_samples')}"
+    )
+
+
 def cpu(con, wins: list[tuple[int, int]], by: str = "function") -> pl.DataFrame:
     """Where CPU time went in the windows `wins`, from the samples: one row per function (with its module), module,
     thread or process, most samples first; pct is of the samples in the windows. by="python": one row per place
@@ -179,8 +207,10 @@ def cpu(con, wins: list[tuple[int, int]], by: str = "function") -> pl.DataFrame:
     if by == "python":
         return _python(con, wf)
     why = no_samples(con)
+    if why and by in ("thread", "process") and _scheduled(con):
+        return _by_threads_scheduled(con, wf, by)
     if why:
-        raise NsysqlError(why)
+        raise NsysqlError(refusal(con, by))
     s = run(con, "cpu_window_samples", **wf).with_columns(
         function=pl.col("leaf_frame").map_elements(short_name, return_dtype=pl.String)
     )
@@ -289,6 +319,41 @@ def _by_threads(con, s: pl.DataFrame, wf: dict, by: str, pct: pl.Expr) -> pl.Dat
     cols = ["pid", "process"] + (["tid", "thread"] if by == "thread" else ["threads"])
     cols += ["role", "samples", "pct", "on_cpu_ns", "top_function"]
     return out.sort(["samples", *keys], descending=[True] + [False] * len(keys)).select(cols)
+
+
+def _by_threads_scheduled(con, wf: dict, by: str) -> pl.DataFrame:
+    """cpu() per thread or process without CPU samples: each thread's (process's) time on a CPU in the windows,
+    measured from its scheduling events (thread_states `running`), most first; the columns of _by_threads, with
+    samples, pct and top_function empty (nothing tells which functions ran). A process's role is its own
+    thread's (tid = pid), else that of its thread longest on a CPU."""
+    keys = ["pid", "tid"] if by == "thread" else ["pid"]
+    threads = run(con, "cpu_threads")
+    per = (
+        run(con, "cpu_window_states", **wf)
+        .filter((pl.col("state") == "running") & (pl.col("source") == "sched"))
+        .group_by("pid", "tid")
+        .agg(pl.col("overlap_ns").sum().alias("on_cpu_ns"))
+        .join(threads.select("pid", "tid", "process", "thread", "role"), on=["pid", "tid"], how="left")
+    )
+    if by == "process":
+        own = per.filter(pl.col("pid") == pl.col("tid")).select("pid", pl.col("role").alias("_own"))
+        longest = per.sort(["on_cpu_ns", "tid"], descending=[True, False]).group_by("pid", maintain_order=True)
+        per = (
+            per.group_by("pid")
+            .agg(
+                pl.col("on_cpu_ns").sum(),
+                pl.len().cast(pl.Int64).alias("threads"),
+                pl.col("process").drop_nulls().first(),
+            )
+            .join(own, on="pid", how="left")
+            .join(longest.first().select("pid", pl.col("role").alias("_most")), on="pid", how="left")
+            .with_columns(pl.coalesce("_own", "_most").alias("role"))
+        )
+    none = {"samples": pl.lit(None, pl.Int64), "pct": pl.lit(None, pl.Float64), "top_function": pl.lit(None, pl.String)}
+    cols = ["pid", "process"] + (["tid", "thread"] if by == "thread" else ["threads"])
+    cols += ["role", "samples", "pct", "on_cpu_ns", "top_function"]
+    out = per.with_columns(**none).sort(["on_cpu_ns", *keys], descending=[True] + [False] * len(keys))
+    return out.select(cols)
 
 
 def folded(con, wins: list[tuple[int, int]]) -> pl.DataFrame:

@@ -38,6 +38,9 @@ not data-loader bound.
   does (the rules of queries/v1/canonical/44_kernel_rules.sql); the evidence says which. Kernels whose names say
   nothing (`unknown`) and that the metrics do not judge are never counted. Only where a GPU that ran kernels has
   tensor cores (sm_70 and later); the advice follows the compute capability (advice.tensor_core_advice).
+On a profile of several GPUs with a loop, the launch, pageable-copy and tensor-core findings count the loop's
+device alone, as the headline and the idle findings do (another process's work is no time its step gives
+back), and say so; without a loop they say that they count every GPU together.
 """
 
 from __future__ import annotations
@@ -178,13 +181,36 @@ def _list(iterations: list[int]) -> str:
 
 def tables(con, empty_queue_ns: int = EMPTY_QUEUE_NS) -> dict[str, pl.DataFrame]:
     """The tables findings reads besides the iteration stats and idle causes (summary asks them beside its
-    other answers)."""
+    other answers), over every device."""
+    return _device_tables(con, empty_queue_ns, None)
+
+
+def _device_tables(con, empty_queue_ns: int, device_id: int | None) -> dict[str, pl.DataFrame]:
+    """The GPU work figures of tables() and the compute capabilities their advice rests on: of device
+    `device_id` alone, or of every device (None)."""
+    ops = launched_ops(con)
     return {
-        "launch_figures": run(con, "launch_figures", empty_queue_ns=empty_queue_ns, ops=launched_ops(con)),
-        "pageable_copies": run(con, "pageable_copies"),
-        "kernel_categories": run(con, "kernels_by_category"),
-        "advice_facts": run(con, "advice_facts"),
+        "launch_figures": run(con, "launch_figures", empty_queue_ns=empty_queue_ns, ops=ops, device_id=device_id),
+        "pageable_copies": run(con, "pageable_copies", device_id=device_id),
+        "kernel_categories": run(con, "kernels_by_category", device_id=device_id),
+        "advice_facts": run(con, "advice_facts", device_id=device_id),
     }
+
+
+def _scope(con, st: dict | None, read: dict, empty_queue_ns: int) -> tuple[dict, str]:
+    """What the GPU work findings count, and where, in words (after `on`): with a loop on a profile of several
+    GPUs, its device alone (the GPU whose busy and idle shares the headline and the idle findings give: another
+    process's copies or kernels are no time this loop's step gives back), re-read here; without a loop, every
+    device together, said so. ('' on a profile of one GPU.)"""
+    gpus = read.get("gpus")
+    n = gpus.height if gpus is not None else con.execute("SELECT count(DISTINCT device_id) FROM gpu_ops").fetchone()[0]
+    if n < 2:
+        return read, ""
+    dev = st.get("device_id") if st is not None else None
+    if dev is None:
+        return read, f"{n} GPUs together"
+    others = "the other GPU" if n == 2 else f"the other {n - 1} GPUs"
+    return {**read, **_device_tables(con, empty_queue_ns, dev)}, f"GPU {dev}, the loop's ({others} not counted)"
 
 
 def findings(
@@ -206,14 +232,15 @@ def findings(
     cause). `limits`: the rules' thresholds."""
     read = read or tables(con, limits.empty_queue_ns)
     st = iteration_stats.row(0, named=True) if iteration_stats is not None and iteration_stats.height else None
+    read, where = _scope(con, st, read, limits.empty_queue_ns)
     # the order of the rows is the order of the rules: each helper adds its findings in turn
     rows = _slow_iteration_rows(st, its, slow, con)
     rows += _idle_rows(con, causes, activity, limits, loader, loop=st is not None)
     # launch bound is not said where host work already explains the idle time (the rows so far)
     host_explained = any(r[0] in ("data-loader bound", "host bound") for r in rows)
-    rows += _steady_state_rows(st, read, host_explained, limits)
-    rows += _pageable_rows(con, read, limits)
-    rows += _tensor_core_rows(con, read, limits)
+    rows += _steady_state_rows(st, read, host_explained, limits, where)
+    rows += _pageable_rows(con, read, limits, where)
+    rows += _tensor_core_rows(con, read, limits, where)
     return pl.DataFrame(rows, schema=["finding", "evidence"], orient="row")
 
 
@@ -306,10 +333,11 @@ def _idle_rows(
 
 
 def _steady_state_rows(
-    st: dict | None, read: dict[str, pl.DataFrame], host_explained: bool, limits: Thresholds
+    st: dict | None, read: dict[str, pl.DataFrame], host_explained: bool, limits: Thresholds, where: str = ""
 ) -> list[tuple[str, str]]:
     """The findings on the steady-state iterations' GPU figures (launch bound, exposed communication, GPU
-    mostly idle), in that order; none without iteration stats or without a median GPU busy share."""
+    mostly idle), in that order; none without iteration stats or without a median GPU busy share. `where`: the
+    device the launch figures count (_scope)."""
     busy = st["median_gpu_busy_pct"] if st is not None else None
     if busy is None:
         return []
@@ -325,7 +353,10 @@ def _steady_state_rows(
             limits.empty_queue_ns,
         )
         if evidence:
-            rows.append(("launch bound", f"{evidence} (median of {steady}, which launch {steady_kernels:,} kernels)"))
+            on = f"; kernels on {where}" if where else ""
+            rows.append(
+                ("launch bound", f"{evidence} (median of {steady}, which launch {steady_kernels:,} kernels{on})")
+            )
     exposed = st.get("exposed_comm_pct")
     if exposed is not None and exposed >= limits.exposed_comm_pct:
         rows.append(
@@ -340,23 +371,24 @@ def _steady_state_rows(
     return rows
 
 
-def _pageable_rows(con, read: dict[str, pl.DataFrame], limits: Thresholds) -> list[tuple[str, str]]:
-    """The pageable host-to-device copies finding, where they move limits.pageable_min_bytes or more."""
+def _pageable_rows(con, read: dict[str, pl.DataFrame], limits: Thresholds, where: str = "") -> list[tuple[str, str]]:
+    """The pageable host-to-device copies finding, where they move limits.pageable_min_bytes or more (on
+    `where`'s device: _scope)."""
     pc = read["pageable_copies"].row(0, named=True)
     if not (pc["copies"] and (pc["bytes"] or 0) >= limits.pageable_min_bytes):
         return []
     return [
         (
             "pageable host-to-device copies",
-            f"{pc['copies']:,} copies, {pc['bytes'] / 2**20:,.1f} MiB, {_ms(pc['ns'])} on the GPU: "
+            f"{pc['copies']:,} copies, {pc['bytes'] / 2**20:,.1f} MiB, {_ms(pc['ns'])} on {where or 'the GPU'}: "
             + _advice.pinned_memory_advice(_facts(con, read)),
         )
     ]
 
 
-def _tensor_core_rows(con, read: dict[str, pl.DataFrame], limits: Thresholds) -> list[tuple[str, str]]:
+def _tensor_core_rows(con, read: dict[str, pl.DataFrame], limits: Thresholds, where: str = "") -> list[tuple[str, str]]:
     """The matrix-math-without-tensor-cores finding, where such kernels hold limits.no_tensor_core_pct or more
-    of all kernel time and a GPU that ran kernels has tensor cores."""
+    of all kernel time (on `where`'s device: _scope) and a GPU that ran kernels has tensor cores."""
     cats = read.get("kernel_categories")
     if cats is None or not cats.height:
         return []
@@ -368,7 +400,7 @@ def _tensor_core_rows(con, read: dict[str, pl.DataFrame], limits: Thresholds) ->
     return [
         (
             "matrix math without tensor cores",
-            f"{pct:.0f}% of kernel time ({_ms(simt['total_ns'].sum())}) is in "
+            f"{pct:.0f}% of kernel time ({_ms(simt['total_ns'].sum())}){f' on {where},' if where else ''} is in "
             f"{'/'.join(sorted(simt['category'].unique()))} kernels on CUDA cores {_tc_evidence(simt)}; " + advice,
         )
     ]

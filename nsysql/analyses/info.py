@@ -54,6 +54,9 @@ def info(con) -> pl.DataFrame:
             ok, why = payloads
             if name == "collectives" and not ok and (unsized := _by_kernel_name(con)):
                 ok, why = True, unsized  # per kind, from the NCCL kernels' names
+        if name == "cpu" and not ok and "scheduling events" in (one("span_from") or ""):
+            # scheduling events alone answer per thread and per process (nsysql.analyses.cpu)
+            ok, why = True, f"per thread and process only, from scheduling events ({why})"
         rows.append(("analyses", name, ("yes" if ok else "no") + (f": {why}" if why else "")))
     # what this export cannot answer, and the capture switch that would (advice.CAPTURE_RULES)
     for r in _advice.unanswered(_advice.holdings(con, f, counts)):

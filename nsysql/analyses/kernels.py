@@ -20,7 +20,7 @@ def kernels(con, name: str = "demangled", top: int | None = None, by: str = "nam
     if by not in GROUPINGS:
         raise NsysqlError(f"`by` must be one of {', '.join(GROUPINGS)}, not {by!r}", option="by")
     if by == "category":
-        return run(con, "kernels_by_category")
+        return run(con, "kernels_by_category", device_id=None)
     if name not in NAME_KINDS:
         raise NsysqlError(f"`name` must be one of {', '.join(NAME_KINDS)}, not {name!r}", option="name")
     return run(con, "kernels", name_kind=name, top=top)
@@ -50,7 +50,8 @@ def categories_per_range(con, attribution: str) -> pl.DataFrame:
     and evidence; a kernel counts in every range open around its launch (range_categories.sql). No row: why, in
     one line (the profile has no NVTX range, or no kernel was launched inside one)."""
     got = run(con, "range_categories", attribution=check_attribution(attribution))
-    if got.height or not run(con, "kernels_by_category").height:  # no kernel at all: `no kernels` is the answer
+    # no kernel at all: `no kernels` is the answer
+    if got.height or not run(con, "kernels_by_category", device_id=None).height:
         return got
     if not run(con, "range_names").height:
         raise NsysqlError(f"no NVTX ranges in this profile, so no kernel runs in one ({NVTX_HINT})")

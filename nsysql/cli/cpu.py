@@ -15,11 +15,13 @@ from .output import emit, emit_text
 @declared("cpu")
 @handled
 def cpu(file, fmt, output, **params):
-    """Where CPU time went, from CPU samples (nsys profile -s process-tree); -f folded writes folded stacks
-    (`frame;frame;leaf N`) that flame-graph tools read."""
+    """Where CPU time went, from CPU samples (nsys profile -s process-tree; per thread or process, scheduling
+    events alone measure it); -f folded writes folded stacks (`frame;frame;leaf N`) that flame-graph tools read."""
     prof = load_profile(file, question=("cpu", params))
     if fmt == "folded":  # the stacks (asked as the declaration says), one `frame;frame;leaf N` line each
         stacks = prof.cpu(**{**params, **DECLARED["cpu"]["formats"]["folded"]})
         emit_text("".join(f"{s} {n}\n" for s, n in stacks.select("stack", "samples").iter_rows()), output)
         return
     emit(prof.cpu(**params), fmt, output)
+    if params.get("by") in ("thread", "process") and (note := prof.cpu_note()):  # measured without samples
+        click.echo(f"nsysql: note: {note}", err=True)

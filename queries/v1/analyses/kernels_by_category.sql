@@ -1,3 +1,4 @@
+-- @param $device_id BIGINT: only this device's kernels (the loop's, findings.py); NULL: every device's
 -- @tables gpu_ops, kernel_classes, kernel_tensor_use
 -- @macros kernel_tensor_cores, tensor_cores_evidence
 
@@ -8,7 +9,7 @@
 WITH k AS (
   SELECT name_id, count(*) AS n, sum(duration_ns) AS t
   FROM gpu_ops
-  WHERE kind = 'kernel'
+  WHERE kind = 'kernel' AND ($device_id IS NULL OR device_id = $device_id)
   GROUP BY name_id
 )
 SELECT

@@ -1,5 +1,6 @@
 -- @param $ops VARCHAR: name of the table of every GPU op with its launch (launched_ops.sql, scratch.py)
 -- @param $empty_queue_ns BIGINT: a kernel starting later than this after its call returned found the queue empty, ns
+-- @param $device_id BIGINT: only this device's kernels (the loop's, findings.py); NULL: every device's
 
 -- The figures the launch-bound finding rests on (nsysql/analyses/findings.py), over every kernel whose launching
 -- call was traced, with the definitions of launches.sql: how many kernels found the queue empty (started no
@@ -15,4 +16,4 @@ SELECT
   -- median kernel, ns
   median(end_ns - start_ns) AS kernel_med_ns
 FROM query_table($ops)
-WHERE kind = 'kernel' AND api_start_ns IS NOT NULL;
+WHERE kind = 'kernel' AND api_start_ns IS NOT NULL AND ($device_id IS NULL OR device_id = $device_id);

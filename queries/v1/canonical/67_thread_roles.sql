@@ -1,11 +1,12 @@
--- @include 10_processes_threads.sql, 42_op_launch.sql, 65_cpu_samples.sql, 66_cpu_threads.sql, 90_process_roles.sql
--- @tables cpu_samples, op_launch, process_parents, process_roles, thread_states, threads
+-- @include 10_processes_threads.sql, 30_api_calls.sql, 42_op_launch.sql, 65_cpu_samples.sql, 66_cpu_threads.sql, 90_process_roles.sql
+-- @tables api_calls, cpu_samples, op_launch, process_parents, process_roles, thread_states, threads
 -- @defines thread_roles
 
 -- nsysql canonical schema v1: the role of each thread in the job. A view: computed when asked (by the CPU
 -- analyses), so loading pays nothing for it.
 
--- One row per thread seen (named, sampled or scheduled), with its role in the job. The first rule that holds:
+-- One row per thread seen (named, sampled, scheduled, or that made a CUDA call: a thread nsys never named, sampled
+-- nor scheduled may still have launched the GPU work), with its role in the job. The first rule that holds:
 --   profiler            nsys's and CUPTI's own threads (`[NSys]`, `[NSys Comms]`, `NSys PySampling`, `CUPTI
 --                       worker thread`)
 --   main                the main thread of a process with GPU work (process_roles.main_tid: its NVTX ranges hold
@@ -23,12 +24,15 @@
 --   child_process       a thread of a process forked by a process with GPU work (parent_pid), none of the above
 --   other               the rest
 CREATE OR REPLACE VIEW thread_roles AS
-WITH known AS (
+WITH launchers AS (
+  SELECT DISTINCT api_pid AS pid, api_tid AS tid FROM op_launch WHERE api_tid IS NOT NULL
+), known AS (
   SELECT pid, tid FROM threads
   UNION SELECT DISTINCT pid, tid FROM cpu_samples
   UNION SELECT DISTINCT pid, tid FROM thread_states WHERE source = 'sched'
-), launchers AS (
-  SELECT DISTINCT api_pid AS pid, api_tid AS tid FROM op_launch WHERE api_tid IS NOT NULL
+  UNION SELECT DISTINCT pid, tid FROM api_calls WHERE tid IS NOT NULL
+  UNION SELECT pid, main_tid FROM process_roles WHERE main_tid IS NOT NULL
+  UNION SELECT pid, tid FROM launchers
 ), owners AS (  -- the processes that own a GPU (gaps.py: the most GPU ops of those whose main device it is)
   SELECT pid FROM process_roles QUALIFY ops = max(ops) OVER (PARTITION BY device_id)
 ), named AS (
