@@ -172,6 +172,7 @@ def facts(ctx) -> dict[str, list[str]]:
         "nvtx_ranges",
         "os_calls",
         "processes",
+        "profile_facts",
         "strings",
         "threads",
     ),
