@@ -75,7 +75,9 @@ def test_ranks_without_a_loop_say_why_per_file(tmp_path):
     """Two copies of ddp_pair's ranks with their NVTX ranges dropped: no rank has a loop. `ranks` refuses in one
     line that names each file and why it has none, rather than a bare 'no rank has iterations'."""
     files = _crafted_ranks(tmp_path, "ddp_pair", "DELETE FROM NVTX_EVENTS")
-    res = CliRunner().invoke(main, ["--cache-dir", str(tmp_path / "cache"), "ranks", *map(str, files)])
+    res = CliRunner().invoke(
+        main, ["--cache-dir", str(tmp_path / "cache"), "ranks", "--workers", "1", *map(str, files)]
+    )
     assert res.exit_code != 0 and "Traceback" not in res.output
     (line,) = [x for x in res.stderr.splitlines() if "error" in x]
     for r, f in enumerate(files):
@@ -233,7 +235,7 @@ def test_markdown_keeps_the_straggler_sentence_whole():
     """`ranks -f markdown` is pasted into PRs: its straggler sentence was cut at 100 characters with `…`, as names
     are. Prose columns are whole, as in the table format: the same sentence as the JSON answer's."""
     files = [str(FIXTURES / "ddp_pair" / f"rank{r}.sqlite") for r in (0, 1)]
-    md = CliRunner().invoke(main, ["ranks", "-f", "markdown", *files])
+    md = CliRunner().invoke(main, ["ranks", "--workers", "1", "-f", "markdown", *files])
     js = CliRunner().invoke(main, ["ranks", "-f", "json", *files])
     assert md.exit_code == 0 and js.exit_code == 0, md.stderr + js.stderr
     sentences = [r["sentence"] for r in json.loads(js.stdout)["stragglers"]]
