@@ -148,7 +148,7 @@ def test_ranks_command_and_multi_file_commands():
     from nsysql.cli import main
 
     r = CliRunner()
-    res = r.invoke(main, ["ranks", PAIR, "-f", "json"])
+    res = r.invoke(main, ["ranks", PAIR, "--workers", "1", "-f", "json"])  # in this process: not about the pool
     assert res.exit_code == 0, res.stderr
     assert "ranks from RANK in each file" in res.stderr
     import json
