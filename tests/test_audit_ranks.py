@@ -11,7 +11,7 @@ import sqlite3
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES, PUBLIC, raw
+from conftest import FIXTURES, PUBLIC, built_cache, raw
 
 import nsysql
 from nsysql.cli import main
@@ -35,7 +35,10 @@ def _crafted_ranks(tmp_path, pair: str, statement: str) -> list:
 def test_per_iteration_names_the_rank_waited_for_not_the_one_that_waited(pair, tmp_path):
     """The rank that waited inside the all-reduce (rank 0) has the longest CPU step in the steps after rank 1's
     sleeps; the table must not call it the slow one there: the rank the others waited for is rank 1."""
-    r = nsysql.load_many([str(FIXTURES / pair / "rank*.sqlite")], cache_dir=tmp_path)
+    # here and below: the entries a first load builds, read in this process (workers=1); what is under test is
+    # what the answers say, not the cold build (test_cache.py) nor the worker pool (test_ranks.py)
+    cache = built_cache(tmp_path / "cache", *sorted((FIXTURES / pair).glob("rank*.sqlite")))
+    r = nsysql.load_many([str(FIXTURES / pair / "rank*.sqlite")], cache_dir=cache, workers=1)
     t = r.by_iteration()
     slept = t.filter(pl.col("iteration").is_in(SLEPT))
     after = t.filter(pl.col("iteration").is_in(AFTER))
@@ -47,9 +50,9 @@ def test_per_iteration_names_the_rank_waited_for_not_the_one_that_waited(pair, t
 
 
 def test_per_iteration_table_title_says_what_it_names(tmp_path):
-    res = CliRunner().invoke(
-        main, ["--cache-dir", str(tmp_path), "ranks", str(FIXTURES / "ddp_pair" / "rank*.sqlite"), "-f", "json"]
-    )
+    cache = built_cache(tmp_path / "cache", *sorted((FIXTURES / "ddp_pair").glob("rank*.sqlite")))
+    files = str(FIXTURES / "ddp_pair" / "rank*.sqlite")
+    res = CliRunner().invoke(main, ["--cache-dir", str(cache), "ranks", "--workers", "1", files, "-f", "json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert not any("slowest" in k for k in out)
@@ -61,10 +64,8 @@ def test_per_iteration_table_title_says_what_it_names(tmp_path):
 def test_a_rank_without_collectives_is_never_the_one_waited_for(tmp_path):
     """train_small runs no NCCL kernel (fixtures/README.md): beside a DDP rank it took part in no collective, so
     no iteration can name it the rank the others waited for, though its collective time is the least (zero)."""
-    r = nsysql.load_many(
-        [str(FIXTURES / "ddp_pair" / "rank0.sqlite"), str(FIXTURES / "train_small" / "train_small.sqlite")],
-        cache_dir=tmp_path,
-    )
+    files = [FIXTURES / "ddp_pair" / "rank0.sqlite", FIXTURES / "train_small" / "train_small.sqlite"]
+    r = nsysql.load_many([str(f) for f in files], cache_dir=built_cache(tmp_path / "cache", *files), workers=1)
     t = r.by_iteration()
     assert t.height > 0 and (t["min_collective_ns"] == 0).all()
     assert t["waited_for_rank"].is_null().all() and t["others_waited_ns"].is_null().all()
@@ -74,7 +75,9 @@ def test_ranks_without_a_loop_say_why_per_file(tmp_path):
     """Two copies of ddp_pair's ranks with their NVTX ranges dropped: no rank has a loop. `ranks` refuses in one
     line that names each file and why it has none, rather than a bare 'no rank has iterations'."""
     files = _crafted_ranks(tmp_path, "ddp_pair", "DELETE FROM NVTX_EVENTS")
-    res = CliRunner().invoke(main, ["--cache-dir", str(tmp_path / "cache"), "ranks", *map(str, files)])
+    res = CliRunner().invoke(
+        main, ["--cache-dir", str(tmp_path / "cache"), "ranks", "--workers", "1", *map(str, files)]
+    )
     assert res.exit_code != 0 and "Traceback" not in res.output
     (line,) = [x for x in res.stderr.splitlines() if "error" in x]
     for r, f in enumerate(files):
@@ -107,13 +110,14 @@ def test_slow_collectives_judged_without_the_communicator_size(tmp_path):
     """Without the communicator's size there is no bus bandwidth, but the calls of one kind and size share its
     factor: the four AllReduce calls of 16 MiB that waited ~30 ms for rank 1's sleeps (steps 2, 7, 12, 17) are
     still the slow ones, by algorithm bandwidth, and the finding says which bandwidth it used; never 'none'."""
-    p = nsysql.load(str(_without_comm_init(tmp_path)), cache_dir=tmp_path / "cache")
+    blobs = FIXTURES / "ddp_blobs" / "rank0.sqlite"
+    p = nsysql.load(str(_without_comm_init(tmp_path)), cache_dir=built_cache(tmp_path / "cache", blobs))
     calls = p.collectives(by="call")
     assert calls.filter(pl.col("kind") == "AllReduce")["busbw_gbps"].is_null().all()
     f = p.collective_findings().row(0, named=True)
     assert f["slow_calls"] == 4 and f["extra_ms"] > 100
     assert f["evidence"].startswith("4 of 19 AllReduce calls of 16 MiB") and "algorithm bandwidth" in f["evidence"]
-    full = nsysql.load(str(FIXTURES / "ddp_blobs" / "rank0.sqlite"), cache_dir=tmp_path / "cache")
+    full = nsysql.load(str(blobs), cache_dir=tmp_path / "cache")
     assert f["extra_ms"] == full.collective_findings().row(0, named=True)["extra_ms"]
 
 
@@ -130,7 +134,8 @@ def test_several_files_error_names_only_the_file_it_is_about(tmp_path):
     """ddp_blobs' rank 0 was exported with payload bytes, ddp_pair's rank 1 without (fixtures' COMMAND.md): the
     refusal names ddp_pair's file alone, not both as if each lacked them."""
     blobs, pair = FIXTURES / "ddp_blobs" / "rank0.sqlite", FIXTURES / "ddp_pair" / "rank1.sqlite"
-    res = CliRunner().invoke(main, ["--cache-dir", str(tmp_path), "collectives", str(blobs), str(pair)])
+    cache = built_cache(tmp_path / "cache", blobs, pair)
+    res = CliRunner().invoke(main, ["--cache-dir", str(cache), "collectives", str(blobs), str(pair)])
     assert res.exit_code == 2
     (line,) = [x for x in res.stderr.splitlines() if x.startswith("nsysql: error:")]
     assert "payload bytes" in line and "ddp_pair" in line and "ddp_blobs" not in line
@@ -142,6 +147,8 @@ def test_skew_without_session_start_times_uses_gpu_times(tmp_path):
     GPU times still tell who arrived last: rank 1, at the all-reduces of its sleeps (steps 2, 7, 12, 17) by 30 ms
     or more, and the totals agree with the UTC clock's within 1%."""
     files = _crafted_ranks(tmp_path, "ddp_blobs", "DROP TABLE TARGET_INFO_SESSION_START_TIME")
+    originals = [FIXTURES / "ddp_blobs" / f"rank{r}.sqlite" for r in (0, 1)]
+    built_cache(tmp_path / "cache", *originals)  # the crafted copies are built cold beside them
 
     def across(paths):
         args = ["--cache-dir", str(tmp_path / "cache"), "collectives", "--by", "rank", "-f", "json", *map(str, paths)]
@@ -149,7 +156,7 @@ def test_skew_without_session_start_times_uses_gpu_times(tmp_path):
         assert res.exit_code == 0, res.output
         return json.loads(res.stdout)
 
-    got, utc = across(files), across(FIXTURES / "ddp_blobs" / f"rank{r}.sqlite" for r in (0, 1))
+    got, utc = across(files), across(originals)
     assert {s["clock"] for s in got["skew"]} == {"duration"} and {s["clock"] for s in utc["skew"]} == {"utc"}
     slept = [s for s in got["skew"] if s["iteration"] in SLEPT and s["kind"] == "AllReduce"]
     assert slept and all(s["last_rank"] == 1 for s in slept) and max(s["skew_ns"] for s in slept) >= 30e6
@@ -164,7 +171,8 @@ def test_per_rank_nccl_ranges_are_those_of_the_steady_iterations(tmp_path):
     (ncclCommInitRankConfig alone takes hundreds of ms). By construction DDP all-reduces two gradient buckets a
     step from step 1 on (fixtures/README.md): two ncclAllReduce ranges per steady step, and their time is that of
     the raw NVTX rows of NCCL's domain that start inside those steps."""
-    r = nsysql.load_many([str(FIXTURES / "ddp_pair" / "rank*.sqlite")], cache_dir=tmp_path)
+    cache = built_cache(tmp_path / "cache", *sorted((FIXTURES / "ddp_pair").glob("rank*.sqlite")))
+    r = nsysql.load_many([str(FIXTURES / "ddp_pair" / "rank*.sqlite")], cache_dir=cache, workers=1)
     its = r.iterations()
     for row in r.per_rank().iter_rows(named=True):
         steady = its.filter((pl.col("rank") == row["rank"]) & ~pl.col("warmup"))
@@ -217,7 +225,7 @@ def test_ranks_of_an_export_with_only_pytorch_operator_ranges_says_why(tmp_path)
     if not path.exists():
         pytest.skip(f"{path} not present")
     (ops,) = raw(path, "SELECT count(*) FROM NVTX_EVENTS WHERE eventType = 59")[0]  # aten::, FSDP::, ...
-    res = CliRunner().invoke(main, ["--cache-dir", str(tmp_path), "ranks", str(path)])
+    res = CliRunner().invoke(main, ["--cache-dir", str(built_cache(tmp_path / "cache", path)), "ranks", str(path)])
     assert res.exit_code == 2
     (line,) = [x for x in res.stderr.splitlines() if x.startswith("nsysql: error:")]
     assert f"rank 0 ({path})" in line and f"all {ops:,} push/pop ranges are PyTorch's own operator ranges" in line
@@ -227,7 +235,7 @@ def test_markdown_keeps_the_straggler_sentence_whole():
     """`ranks -f markdown` is pasted into PRs: its straggler sentence was cut at 100 characters with `…`, as names
     are. Prose columns are whole, as in the table format: the same sentence as the JSON answer's."""
     files = [str(FIXTURES / "ddp_pair" / f"rank{r}.sqlite") for r in (0, 1)]
-    md = CliRunner().invoke(main, ["ranks", "-f", "markdown", *files])
+    md = CliRunner().invoke(main, ["ranks", "--workers", "1", "-f", "markdown", *files])
     js = CliRunner().invoke(main, ["ranks", "-f", "json", *files])
     assert md.exit_code == 0 and js.exit_code == 0, md.stderr + js.stderr
     sentences = [r["sentence"] for r in json.loads(js.stdout)["stragglers"]]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import FIXTURES, ROOT, loaded
+from conftest import FIXTURES, ROOT, built_cache, loaded
 
 import nsysql
 from nsysql import queries
@@ -102,7 +102,7 @@ def test_the_engine_layer_imports_no_analysis_and_no_front_end():
         assert not [m for m in imports if re.match(r"\.\.(analyses|profile|cli|report|render)\b", m)], f
 
 
-def test_an_analysis_gets_only_the_answers_it_declares():
+def test_an_analysis_gets_only_the_answers_it_declares(tmp_path):
     """A declaration that asks an analysis it does not list among its needs is refused (so the plan read from
     the declarations is the whole truth); one that lists it gets the same answer as the Profile."""
     from nsysql.engine import analysis
@@ -118,7 +118,8 @@ def test_an_analysis_gets_only_the_answers_it_declares():
         return ctx.ask("kernels", top=3)
 
     try:
-        p = nsysql.load(FIXTURES / "train_small" / "train_small.sqlite", cache=False)
+        small = FIXTURES / "train_small" / "train_small.sqlite"
+        p = nsysql.load(small, cache_dir=built_cache(tmp_path / "cache", small))  # no answer stored yet
         with pytest.raises(RuntimeError, match="does not declare"):
             p._engine.run("_test_sneaky")
         assert p._engine.run("_test_honest").equals(p.kernels(top=3))
@@ -130,8 +131,9 @@ def test_an_analysis_gets_only_the_answers_it_declares():
         REGISTRY.pop("_test_honest", None)
 
 
-def test_a_closed_profile_answers_nothing_even_remembered():
-    p = nsysql.load(FIXTURES / "train_small" / "train_small.sqlite", cache=False)
+def test_a_closed_profile_answers_nothing_even_remembered(tmp_path):
+    small = FIXTURES / "train_small" / "train_small.sqlite"
+    p = nsysql.load(small, cache_dir=built_cache(tmp_path / "cache", small))
     p.kernels()
     p.close()
     for ask in (p.kernels, p.findings, lambda: p.facts):

@@ -18,7 +18,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import ROOT, fixture
+from conftest import ROOT, built_cache, fixture
 
 from nsysql.cli import main
 
@@ -235,9 +235,9 @@ def test_output_through_a_link_or_into_a_device(tmp_path):
 
 @pytest.mark.long
 def test_a_failed_export_leaves_the_folder_as_it_was_and_the_next_one_succeeds(tmp_path):
-    src, to, fresh = tmp_path / "t.sqlite", tmp_path / "tables", tmp_path / "fresh"
-    shutil.copy(TRAIN, src)
-    cache = ["--cache-dir", str(tmp_path / "c")]  # the in-process exports share one entry; the capped ones load afresh
+    src, to, fresh = TRAIN, tmp_path / "tables", tmp_path / "fresh"
+    # the in-process exports share the entry a first load builds; the capped ones load afresh
+    cache = ["--cache-dir", str(built_cache(tmp_path / "c", src))]
     assert CliRunner().invoke(main, [*cache, "export", str(src), "--to", str(to), "-f", "csv"]).exit_code == 0
     before = tree(to)
     proc = nsysql("--no-cache", "export", src, "--to", to, "-f", "csv", limit=3000)
@@ -253,9 +253,8 @@ def test_a_failed_export_leaves_the_folder_as_it_was_and_the_next_one_succeeds(t
 
 
 def test_export_writes_through_no_link_in_an_earlier_exports_folder(tmp_path):
-    src, to, elsewhere = tmp_path / "t.sqlite", tmp_path / "tables", tmp_path / "elsewhere.parquet"
-    shutil.copy(TRAIN, src)
-    r, cache = CliRunner(), ["--cache-dir", str(tmp_path / "c")]
+    src, to, elsewhere = TRAIN, tmp_path / "tables", tmp_path / "elsewhere.parquet"
+    r, cache = CliRunner(), ["--cache-dir", str(built_cache(tmp_path / "c", src))]  # as a first load leaves it
     assert r.invoke(main, [*cache, "export", str(src), "--to", str(to)]).exit_code == 0
     elsewhere.write_bytes(b"a file the link points at")
     (to / "gpu_ops.parquet").unlink()

@@ -180,7 +180,7 @@ def test_window_means_read_the_samples_of_their_own_device(tmp_path):
         "INSERT INTO GPU_METRICS SELECT rawTimestamp, timestamp, typeId + 1, metricId, value + 1000 FROM GPU_METRICS",
         source="hw_mix",
     )
-    one = nsysql.load(str(HW_MIX), cache=False)
+    one = loaded(str(HW_MIX))  # the session's entry
     two = nsysql.load(path, cache=False)
     assert set(two.gpu_metrics()["device_id"]) == {0, 1}
     for by in ("iteration", "range"):

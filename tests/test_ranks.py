@@ -7,7 +7,7 @@ import sys
 
 import polars as pl
 import pytest
-from conftest import FIXTURES, ROOT, fixture
+from conftest import FIXTURES, ROOT, built_cache, fixture
 from polars.testing import assert_frame_equal
 
 import nsysql
@@ -85,7 +85,8 @@ def test_a_step_within_its_own_noise_names_no_straggler(tmp_path):
 
 def test_rank_numbering_falls_back_to_file_names(tmp_path):
     a, b = fixture("loop_before"), fixture("loop_after")
-    ranks = nsysql.load_many([str(b), str(a)], cache_dir=tmp_path, workers=1)  # numbered here, from the frames
+    cache = built_cache(tmp_path / "cache", a, b)  # the entries a first load builds, no frames stored
+    ranks = nsysql.load_many([str(b), str(a)], cache_dir=cache, workers=1)  # numbered here, from the frames
     assert ranks.numbering.startswith("ranks numbered by sorted file name")
     files = ranks.files
     assert files.filter(pl.col("rank") == 0)["path"][0].endswith("loop_after.sqlite")
@@ -147,7 +148,7 @@ def test_ranks_command_and_multi_file_commands():
     from nsysql.cli import main
 
     r = CliRunner()
-    res = r.invoke(main, ["ranks", PAIR, "-f", "json"])
+    res = r.invoke(main, ["ranks", PAIR, "--workers", "1", "-f", "json"])  # in this process: not about the pool
     assert res.exit_code == 0, res.stderr
     assert "ranks from RANK in each file" in res.stderr
     import json

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES, raw
+from conftest import FIXTURES, built_cache, raw
 
 import nsysql
 from nsysql.cli import main
@@ -19,8 +19,9 @@ COUNT = (
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
-    """One cache for the module: the command's test reads the entries the library's test built."""
-    return tmp_path_factory.mktemp("ranks_range")
+    """One cache for the module, holding the entries a first load builds (no frames stored): the command's test
+    reads the frames the library's test stored."""
+    return built_cache(tmp_path_factory.mktemp("ranks_range"), *PAIR)
 
 
 def test_ranks_take_the_loop_given_and_store_it_apart(cache):
@@ -42,5 +43,7 @@ def test_ranks_command_takes_range(cache):
     tmp_path = cache
     res = CliRunner().invoke(main, ["--cache-dir", str(tmp_path), "ranks", *PAIR, "--range", "forward", "-f", "json"])
     assert res.exit_code == 0, res.output
-    res = CliRunner().invoke(main, ["--cache-dir", str(tmp_path), "ranks", *PAIR, "--range", "no_such_range"])
+    res = CliRunner().invoke(
+        main, ["--cache-dir", str(tmp_path), "ranks", *PAIR, "--range", "no_such_range", "--workers", "1"]
+    )
     assert res.exit_code == 2 and "no_such_range" in res.stderr, res.stderr

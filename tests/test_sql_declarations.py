@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import built_cache
 
 from nsysql.loader import LOADER_TABLES
 from nsysql.loader.raw import RAW_TABLES, STAGE
@@ -195,12 +196,13 @@ def test_shared_rules_are_written_once(what, pattern):
     assert where == {"canonical/00_macros.sql"}, what
 
 
-def test_an_analysis_runs_with_exactly_its_declared_parameters():
+def test_an_analysis_runs_with_exactly_its_declared_parameters(tmp_path):
     """The header's @param lines are what a caller must pass: one missing or one too many is refused by name."""
     import nsysql
     from nsysql.analyses._sql import run
 
-    con = nsysql.load(Path(__file__).parent.parent / "fixtures/train_small/train_small.sqlite", cache=False).con
+    small = Path(__file__).parent.parent / "fixtures/train_small/train_small.sqlite"
+    con = nsysql.load(small, cache_dir=built_cache(tmp_path / "cache", small)).con  # as a first load leaves it
     assert run(con, "api", top=1).height == 1
     with pytest.raises(TypeError, match=r"analyses/api.sql takes \$top, not none"):
         run(con, "api")
