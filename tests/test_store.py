@@ -374,7 +374,7 @@ def test_a_stored_answer_of_the_wrong_shape_is_recomputed(tmp_path):
     r = CliRunner()
     args = ["--cache-dir", str(cdir), "kernels", str(src), "-f", "csv"]
     want = r.invoke(main, args).stdout
-    (index,) = cdir.glob("*.results/kernels-*/index.json")
+    (index,) = cdir.glob("*.results/kernels_shown-*/index.json")  # the answer `kernels` prints
     for bad in ("[1, 2]", '{"sections": 3}', '{"sections": [7], "single": true}', "null"):
         index.write_text(bad)
         got = r.invoke(main, args)
