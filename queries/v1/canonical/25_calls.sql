@@ -20,7 +20,7 @@ FROM raw_runtime r
 -- count the call twice, and an op would take it as its launch (the outer of two calls of one id). A runtime call
 -- (eventClass 0) and the driver call it makes under its id (1) are both calls. Where the export has no eventClass
 -- (NULL), no row is dropped. The loader's read of the calls' extent drops the same rows (nsysql/loader/raw.py).
-WHERE is_interval(r.start, r."end") AND NOT coalesce(r.eventClass BETWEEN 67 AND 69, false);
+WHERE is_interval(r.start, r."end") AND NOT coalesce((r.eventClass >= 67 AND r.eventClass <= 69), false);
 
 -- Which call launched each op, matched on (process, correlation id): at most one call per op, in time that
 -- grows with the ops and calls whatever the ids, by this rule. CUPTI gives each call of a process its own id, and

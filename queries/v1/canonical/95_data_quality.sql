@@ -43,7 +43,7 @@ WITH gpu AS (
          count(*) FILTER ("end" < start) AS backwards,
          count(*) FILTER (correlationId IS NULL AND "end" >= start) AS no_link,
          count(*) FILTER ("end" >= start AND NOT is_interval(start, "end")) AS beyond
-  FROM raw_runtime WHERE NOT coalesce(eventClass BETWEEN 67 AND 69, false)  -- the calls: not their backtraces, below
+  FROM raw_runtime WHERE NOT coalesce(eventClass >= 67 AND eventClass <= 69, false)  -- the calls: not their backtraces, below
   UNION ALL
   SELECT 'OSRT_API', 'os_calls', 7, count(*) FILTER (start IS NULL OR "end" IS NULL), count(*) FILTER ("end" < start),
          0, count(*) FILTER ("end" >= start AND NOT is_interval(start, "end"))
@@ -78,7 +78,7 @@ WITH gpu AS (
   SELECT 'CUPTI_ACTIVITY_KIND_RUNTIME', 'api_calls', 5,
          'CUDA backtrace (eventClass 67-69): a second row of the call it was taken for', count(*),
          'dropped: no call of its own; the call itself counts'
-  FROM raw_runtime WHERE eventClass BETWEEN 67 AND 69
+  FROM raw_runtime WHERE eventClass >= 67 AND eventClass <= 69
   UNION ALL  -- the calls of ids that several calls of a process share (25_calls.sql): an op of such an id is
              -- tied to one of them by a rule, which may not be the call that launched it
   SELECT 'CUPTI_ACTIVITY_KIND_RUNTIME', 'gpu_ops', 5, 'correlationId shared by several calls',
