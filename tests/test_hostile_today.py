@@ -9,7 +9,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from conftest import craft, raw
+from conftest import craft, fixture, raw
 
 from nsysql.cli import main
 
@@ -61,3 +61,20 @@ def test_an_event_class_that_is_no_whole_number_is_no_backtrace(tmp_path, case):
     res = _cli("info", "-f", "json", path)
     assert res.exit_code == 0 and "CUDA backtrace" not in res.stdout, res.output
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+
+def test_ranks_refuses_in_one_line(tmp_path):
+    # no NVTX range: no loop, so no rank has iterations to compare
+    path = craft(tmp_path / "no_nvtx.sqlite", "DELETE FROM NVTX_EVENTS")
+    for fmt in ([], ["-f", "json"]):
+        res = _cli("ranks", *fmt, path)
+        assert res.exit_code == 2, res.output
+        lines = res.stderr.strip().splitlines()
+        assert len(lines) == 1 and str(path) in lines[0] and "no rank has iterations" in lines[0], lines
+
+
+def test_ranks_of_a_good_file_still_says_its_numbering_and_rule():
+    res = _cli("ranks", fixture("train_small"))
+    assert res.exit_code == 0, res.output
+    lines = res.stderr.splitlines()
+    assert lines[0].startswith("nsysql: 1 rank;") and lines[1].startswith("nsysql: straggler rule:"), lines
