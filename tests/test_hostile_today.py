@@ -78,3 +78,38 @@ def test_ranks_of_a_good_file_still_says_its_numbering_and_rule():
     assert res.exit_code == 0, res.output
     lines = res.stderr.splitlines()
     assert lines[0].startswith("nsysql: 1 rank;") and lines[1].startswith("nsysql: straggler rule:"), lines
+
+
+def _whole_graphs(tmp_path, *drop: str):
+    """graph_loop as `--cuda-graph-trace=graph` records it (test_graphs_said.whole_graphs_of: one
+    CUPTI_ACTIVITY_KIND_GRAPH_TRACE row per replay, none of its kernels), less the columns `drop`."""
+    table = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
+    return craft(
+        tmp_path / "whole.sqlite",
+        f"CREATE TABLE {table} (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, "
+        "contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, correlationId INTEGER, "
+        "globalPid INTEGER, graphId INTEGER NOT NULL, graphExecId INTEGER NOT NULL)",
+        f"INSERT INTO {table} SELECT min(start), max(end), min(deviceId), min(contextId), NULL, min(streamId), "
+        "correlationId, min(globalPid), 1, 1 FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE graphNodeId IS NOT NULL "
+        "GROUP BY correlationId",
+        f"DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE correlationId IN (SELECT correlationId FROM {table})",
+        *(f"ALTER TABLE {table} DROP COLUMN {c}" for c in drop),
+        source="graph_loop",
+    )
+
+
+# a GPU table without the column that names its device, or its process: the ops are kept (gpu_ops' device_id or
+# pid NULL), and the trace draws them on a track of their own rather than fail
+@pytest.mark.parametrize("drop", [("deviceId",), ("globalPid", "streamId")], ids=["no device", "no process"])
+def test_trace_draws_graph_launches_whose_device_or_process_is_unnamed(tmp_path, drop):
+    path = _whole_graphs(tmp_path, *drop)
+    ((launches, gpu_ns),) = raw(path, 'SELECT count(*), sum("end" - start) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE')
+    assert launches == 30
+    out = tmp_path / "t.json"
+    res = _cli("trace", "-o", out, path)
+    assert res.exit_code == 0, res.output
+    events = json.loads(out.read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    graphs = [e for e in events if e.get("ph") == "X" and e.get("cat") == "graph"]
+    assert len(graphs) == launches and all(e["pid"] is not None and e["tid"] is not None for e in graphs)
+    assert round(sum(e["dur"] for e in graphs) * 1000) == gpu_ns
