@@ -10,6 +10,7 @@ import json
 import pytest
 from click.testing import CliRunner
 from conftest import craft, fixture, raw
+from test_ranks_one_file import PID, _named
 
 from nsysql.cli import main
 
@@ -78,6 +79,20 @@ def test_ranks_of_a_good_file_still_says_its_numbering_and_rule():
     assert res.exit_code == 0, res.output
     lines = res.stderr.splitlines()
     assert lines[0].startswith("nsysql: 1 rank;") and lines[1].startswith("nsysql: straggler rule:"), lines
+
+
+def test_ranks_says_a_rank_two_files_name_alike_is_numbered_by_file_name(tmp_path):
+    # two exports whose threads both name `MPI Rank 0` (two jobs' rank 0, or one file copied): the ranks are
+    # numbered by sorted file name, and the files table says so, not the thread name as where a number came from
+    paths = [craft(tmp_path / f"{n}.sqlite", *_named(PID, PID, "MPI Rank 0")) for n in ("a", "b")]
+    assert all(raw(p, "SELECT count(*) FROM StringIds WHERE value = 'MPI Rank 0'") == [(1,)] for p in paths)
+    res = _cli("ranks", "-f", "json", *paths)
+    assert res.exit_code == 0, res.output
+    assert "ranks numbered by sorted file name" in res.stderr.splitlines()[0], res.stderr
+    files = json.loads(res.stdout)["files"]
+    assert [(f["rank"], f["path"]) for f in files] == [(0, str(paths[0])), (1, str(paths[1]))]
+    for f in files:
+        assert f["rank_source"].startswith("sorted file name (the file names rank 0, from its thread named"), f
 
 
 def _whole_graphs(tmp_path, *drop: str):
