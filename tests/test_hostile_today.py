@@ -128,3 +128,27 @@ def test_trace_draws_graph_launches_whose_device_or_process_is_unnamed(tmp_path,
     graphs = [e for e in events if e.get("ph") == "X" and e.get("cat") == "graph"]
     assert len(graphs) == launches and all(e["pid"] is not None and e["tid"] is not None for e in graphs)
     assert round(sum(e["dur"] for e in graphs) * 1000) == gpu_ns
+
+
+# an export with NVTX ranges but no GPU activity traced: its iterations have no GPU busy or idle time (NULL)
+NO_GPU = ["DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL", "DELETE FROM CUPTI_ACTIVITY_KIND_MEMCPY"]
+
+
+def test_diff_of_profiles_without_gpu_activity_compares_their_iterations(tmp_path):
+    path = craft(tmp_path / "nogpu.sqlite", *NO_GPU)
+    ops = [
+        raw(path, f"SELECT count(*) FROM {t}")[0][0]
+        for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY")
+    ]
+    assert ops == [0, 0]
+    for pair in ((path, path), (fixture("train_small"), path)):
+        res = _cli("diff", "-f", "json", *pair)
+        assert res.exit_code == 0, res.output
+        out = json.loads(res.stdout)
+        said = {r["item"]: r["value"] for r in out["verdict"]}
+        # the 20 `Batch` iterations (19 steady) are there with or without GPU work: their times compare
+        assert said["median"].startswith("4.08 -> 4.08 ms"), said
+        rows = {r["metric"]: r for r in out["iteration time"]}
+        busy = rows["GPU busy in an iteration, mean"]
+        assert busy["new"] is None and busy["delta"] is None and busy["significant"] is None, busy
+        assert "GPU busy" not in said, said  # no busy share to compare
