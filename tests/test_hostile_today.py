@@ -152,3 +152,7 @@ def test_diff_of_profiles_without_gpu_activity_compares_their_iterations(tmp_pat
         busy = rows["GPU busy in an iteration, mean"]
         assert busy["new"] is None and busy["delta"] is None and busy["significant"] is None, busy
         assert "GPU busy" not in said, said  # no busy share to compare
+        # no GPU op recorded: whether its iterations ran kernels cannot be told, so it is not said they ran none
+        warned = [r["value"] for r in out["verdict"] if r["item"] == "warning"]
+        assert f"{path.name} records no GPU activity at all" in " ".join(warned), warned
+        assert not any("runs no kernel" in w for w in warned), warned

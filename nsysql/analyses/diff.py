@@ -478,8 +478,9 @@ def _largest_changes(sections: tuple[tuple[str, pl.DataFrame, str], ...]) -> lis
 def _signs(b: Side, n: Side, bl: str, nl: str, kern: pl.DataFrame) -> dict[str, str]:
     """Warnings that the two profiles may not be comparable, by sign, in the order said: `loop` (different
     iteration ranges), `ranges` (where the loops are named alike: the NVTX ranges inside them share no name),
-    `kernel time` (too little kernel time in kernels both run: SAME_PROGRAM_SHARE; or one runs none) and
-    `kernel names` (few kernel names run by both: SAME_NAMES_SHARE)."""
+    `kernel time` (too little kernel time in kernels both run: SAME_PROGRAM_SHARE; or one runs none), or
+    `untraced` (a profile records no GPU op at all), and `kernel names` (few kernel names run by both:
+    SAME_NAMES_SHARE)."""
     signs = {}
     if b.family != n.family:
         signs["loop"] = f"iterations are `{b.family}` in {bl} but `{n.family}` in {nl}"
@@ -487,7 +488,13 @@ def _signs(b: Side, n: Side, bl: str, nl: str, kern: pl.DataFrame) -> dict[str, 
         inner = _inner_ranges(b, n, bl, nl)
         if inner:
             signs["ranges"] = inner
-    for _, said in _same_program(bl, nl, kern, per_iteration=True):
+    blind = [lab for lab, d in ((bl, b), (nl, n)) if not d.gpus.height]
+    if blind:  # whether its iterations ran kernels cannot be told: no sign of a different program either
+        signs["untraced"] = (
+            f"{blind[0]} records no GPU activity at all (none is recorded without `nsys profile -t cuda`): "
+            "its kernels do not compare"
+        )
+    for _, said in [] if blind else _same_program(bl, nl, kern, per_iteration=True):
         signs["kernel time"] = said
     names = _kernel_names_shared(bl, nl, kern)
     if names:
