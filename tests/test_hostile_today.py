@@ -156,3 +156,36 @@ def test_diff_of_profiles_without_gpu_activity_compares_their_iterations(tmp_pat
         warned = [r["value"] for r in out["verdict"] if r["item"] == "warning"]
         assert f"{path.name} records no GPU activity at all" in " ".join(warned), warned
         assert not any("runs no kernel" in w for w in warned), warned
+
+
+# every row of a table in the export left out by the load: every GPU op flawed (its end before its start), or
+# every CUDA runtime row a backtrace (no call of its own). The refusal says so, not that nothing was recorded
+ALL_LEFT_OUT = {
+    "GPU ops flawed": (
+        [
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start - 1",
+            "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET end = start - 1",
+        ],
+        "kernels",
+        "SELECT (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL) + (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY)",
+        "gpu_ops",
+    ),
+    "calls all backtraces": (
+        [f"UPDATE {CALLS} SET eventClass = 67"],
+        "api",
+        f"SELECT count(*) FROM {CALLS}",
+        "api_calls",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(ALL_LEFT_OUT))
+def test_a_table_whose_rows_were_all_left_out_is_not_said_unrecorded(tmp_path, case):
+    stmts, cmd, count, table = ALL_LEFT_OUT[case]
+    path = craft(tmp_path / "left_out.sqlite", *stmts)
+    ((rows,),) = raw(path, count)
+    res = _cli(cmd, path)
+    assert res.exit_code == 2, res.output
+    (line,) = res.stderr.splitlines()
+    assert str(path) in line and f"{table} is empty; the export's {rows:,} rows for it were all left out" in line
+    assert "recorded" not in line and "without -t cuda" not in line, line
