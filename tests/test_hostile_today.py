@@ -189,3 +189,14 @@ def test_a_table_whose_rows_were_all_left_out_is_not_said_unrecorded(tmp_path, c
     (line,) = res.stderr.splitlines()
     assert str(path) in line and f"{table} is empty; the export's {rows:,} rows for it were all left out" in line
     assert "recorded" not in line and "without -t cuda" not in line, line
+
+
+def test_ranks_counts_no_process_for_gpu_ops_whose_process_is_unnamed(tmp_path):
+    # the whole-graph launches without globalPid: GPU ops of no named process, beside process 743's own
+    path = _whole_graphs(tmp_path, "globalPid")
+    pids = raw(path, "SELECT DISTINCT (globalPid >> 24) & 16777215 FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    assert pids == [(743,)]
+    res = _cli("ranks", path)
+    assert res.exit_code == 0, res.output
+    first = res.stderr.splitlines()[0]
+    assert "processes with GPU work" not in first and "None" not in first, first
