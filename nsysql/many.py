@@ -191,7 +191,9 @@ def load_many(
     by_path = {r[0]: r[1] for r in results}
     infos = [by_path[f]["info"].row(0, named=True) for f in files]
     numbers, why = _ranks.number_ranks(infos)
-    tables = _ranks.combine([(r, by_path[f]) for r, f in zip(numbers, files)])
+    said = dict(zip(files, _ranks.rank_sources(infos, numbers)))
+    parts = [{**by_path[f], "info": by_path[f]["info"].with_columns(rank_source=pl.lit(said[f]))} for f in files]
+    tables = _ranks.combine(list(zip(numbers, parts)))
     return Ranks(tables, why)
 
 

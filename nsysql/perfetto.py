@@ -34,6 +34,15 @@ from .analyses.gaps import DEFAULT_MIN_NS
 SYNTHETIC = 1 << 23  # made-up pids and tids start here: above Linux's pid_max limit (2^22)
 ANNOTATIONS_PID = SYNTHETIC
 GPU_PID = SYNTHETIC + 1  # + device id
+# the GPU of ops whose device the export does not name (a GPU table without deviceId): a track of its own, below
+# SYNTHETIC and above Linux's pid_max limit as well
+NO_DEVICE_PID = SYNTHETIC - 1
+
+
+def _gpu_pid(dev: int | None) -> int:
+    return NO_DEVICE_PID if dev is None else GPU_PID + dev
+
+
 # the shortest gap the trace shows: the gaps analysis' default, which the trace asks (analyses.catalog.trace)
 GAPS_MIN = f"{DEFAULT_MIN_NS / 1e6:g} ms"
 CHUNK = 20_000  # rows read, encoded and written at a time (about 5 MB of JSON, at ~250 bytes an event)
@@ -171,9 +180,12 @@ def _gpu_tracks(ops, dev_name: dict, tracks: _Tracks) -> pl.DataFrame:
     streams = _distinct(ops, ["device_id", "stream_id"])
     tids = []
     for dev in streams["device_id"].unique().sort().to_list():
+        if dev is None:
+            tracks.process(NO_DEVICE_PID, "GPU (device not named in the export)", -51)
+            continue
         tracks.process(GPU_PID + dev, f"GPU {dev}" + (f": {dev_name[dev]}" if dev_name.get(dev) else ""), -50 + dev)
     for dev, stream in streams.iter_rows():
-        tids.append(tracks.track(GPU_PID + dev, f"stream {stream}", stream))
+        tids.append(tracks.track(_gpu_pid(dev), f"stream {stream}", stream))
     return streams.with_columns(_tid=pl.Series(tids, dtype=pl.Int64))
 
 
@@ -188,6 +200,7 @@ def _cpu_tracks(names: pl.DataFrame, ops, api, nvtx, tracks: _Tracks) -> tuple[p
         set(_distinct(api, ["pid"])["pid"].to_list())
         | set(_distinct(nvtx, ["pid"])["pid"].to_list())
         | set(_distinct(ops, ["pid"])["pid"].to_list())
+        - {None}  # an op whose process the export does not name (a GPU table without globalPid): no CPU track
     )
     for pid in pids:
         tracks.process(pid, f"{proc_name.get(pid) or 'process'} {pid}", pid)
@@ -229,7 +242,7 @@ class _Lanes:
     def assign(self, batch: pl.DataFrame) -> tuple[pl.DataFrame, list[dict]]:
         """`batch` with `_tid`, its lane's track, and the metadata of the lanes it opened."""
         if self._serial(batch):
-            return batch.join(self.own, on=self.KEY, how="left", maintain_order="left"), []
+            return batch.join(self.own, on=self.KEY, how="left", maintain_order="left", nulls_equal=True), []
         return self._lanes(batch)
 
     def _serial(self, batch: pl.DataFrame) -> bool:
@@ -288,7 +301,7 @@ class _Lanes:
         if (*key, lane) not in self.made and lane:  # a track per lane, made once (a stream's ends may be reset)
             self.made.add((*key, lane))
             dev, stream = key
-            tid = self.tracks.track(GPU_PID + dev, f"stream {stream}: overlapping ops, lane {lane + 1}", stream)
+            tid = self.tracks.track(_gpu_pid(dev), f"stream {stream}: overlapping ops, lane {lane + 1}", stream)
             row = pl.DataFrame({"device_id": [dev], "stream_id": [stream], "_tid": [tid], "_lane": [lane]})
             self.tids = pl.concat([self.tids, row.cast(self.tids.schema)])
         ends[lane] = stop
@@ -307,7 +320,7 @@ def _gpu_op_events(ops, stream_tids: pl.DataFrame, counts: dict, tracks: _Tracks
             batch,
             pl.col("name"),
             pl.col("kind"),
-            GPU_PID + pl.col("device_id"),
+            (GPU_PID + pl.col("device_id")).fill_null(NO_DEVICE_PID),
             pl.col("_tid"),
             {
                 "pid": pl.col("pid"),

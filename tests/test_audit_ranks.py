@@ -79,10 +79,9 @@ def test_ranks_without_a_loop_say_why_per_file(tmp_path):
         main, ["--cache-dir", str(tmp_path / "cache"), "ranks", "--workers", "1", *map(str, files)]
     )
     assert res.exit_code != 0 and "Traceback" not in res.output
-    (line,) = [x for x in res.stderr.splitlines() if "error" in x]
+    (line,) = res.stderr.splitlines()  # the refusal alone: no numbering or rule of an answer that is not given
     for r, f in enumerate(files):
         assert f"rank {r} ({f}): no NVTX" in line
-    assert res.stderr.startswith("nsysql: 2 ranks;")
 
 
 def _without_comm_init(tmp_path):

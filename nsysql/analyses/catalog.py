@@ -176,7 +176,7 @@ def facts(ctx) -> dict[str, list[str]]:
         "strings",
         "threads",
     ),
-    sql=("table_counts", "data_quality", "row_checks", "devices", "table_rows", "collectives_missing"),
+    sql=("table_counts", "data_quality", "row_checks", "devices", "table_rows", "collectives_missing", "dropped_rows"),
 )
 def info(ctx) -> pl.DataFrame:
     """What the export holds and lacks, and which analyses apply."""
@@ -188,8 +188,17 @@ def info(ctx) -> pl.DataFrame:
     params=(Param("analysis", str),),
     keep="memory",
     # every table an analysis `requires`, and api_calls: which of them hold rows (as `info` reads them)
-    tables=("api_calls", "cpu_samples", "gpu_busy", "gpu_memory_events", "gpu_metric_counts", "gpu_ops", "nvtx_ranges"),
-    sql=("table_rows",),
+    tables=(
+        "api_calls",
+        "cpu_samples",
+        "data_quality",
+        "gpu_busy",
+        "gpu_memory_events",
+        "gpu_metric_counts",
+        "gpu_ops",
+        "nvtx_ranges",
+    ),
+    sql=("table_rows", "dropped_rows"),
 )
 def why_not(ctx, analysis) -> str:
     """Why the analysis `analysis` does not apply to this export, in one line (as `info` says it: the canonical

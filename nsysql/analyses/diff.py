@@ -167,16 +167,23 @@ def _compare(base: pl.DataFrame, new: pl.DataFrame, key: str, judged: bool = Tru
     )
 
 
-def _robust(t: pl.Series) -> tuple[float, float, float, float]:
-    """mean, se of the mean, median, se of the median."""
+def _robust(t: pl.Series) -> tuple[float | None, float | None, float | None, float | None]:
+    """mean, se of the mean, median, se of the median; all None where `t` holds no value (a profile with no GPU
+    activity has no GPU busy or idle time in its iterations: NULL, not 0)."""
+    t = t.drop_nulls().drop_nans() if t.dtype.is_float() else t.drop_nulls()
     n = t.len()
+    if not n:
+        return None, None, None, None
     mean, med = float(t.mean()), float(t.median())
     sd = float(t.std()) if n > 1 else 0.0
     mad = float((t - med).abs().median())
     return mean, sd / math.sqrt(n), med, MEDIAN_EFFICIENCY * MAD_SIGMA * mad / math.sqrt(n)
 
 
-def _metric(name: str, b: float, bse: float, n: float, nse: float, unit: str = "ms") -> dict:
+def _metric(name: str, b: float | None, bse, n: float | None, nse, unit: str = "ms") -> dict:
+    if b is None or n is None:  # unknown on a side (_robust): nothing to compare, nothing judged
+        unknown = dict.fromkeys(("delta", "delta_pct", "noise", "significant"))
+        return {"metric": name, "unit": unit, "base": b, "base_se": bse, "new": n, "new_se": nse} | unknown
     noise = Z * math.hypot(bse, nse)
     d = n - b
     return {
@@ -433,9 +440,13 @@ def _iteration_notes(rows: list[dict], parts: list[tuple[str, dict]]) -> list[tu
             + ("significant" if md["significant"] else "within noise")
             + f" (threshold {md['noise']:.2f} ms)",
         ),
-        ("GPU busy", f"{busy['base']:.1f}% -> {busy['new']:.1f}% of an iteration (mean)"),
     ]
-    label, r = max(parts, key=lambda p: abs(p[1]["delta"]))
+    if busy["delta"] is not None:  # else a profile has no GPU activity in its iterations: no busy share to compare
+        verdict.append(("GPU busy", f"{busy['base']:.1f}% -> {busy['new']:.1f}% of an iteration (mean)"))
+    known = [p for p in parts if p[1]["delta"] is not None]
+    if not known:
+        return verdict
+    label, r = max(known, key=lambda p: abs(p[1]["delta"]))
     verdict.append(
         (
             "largest part change",
@@ -467,8 +478,9 @@ def _largest_changes(sections: tuple[tuple[str, pl.DataFrame, str], ...]) -> lis
 def _signs(b: Side, n: Side, bl: str, nl: str, kern: pl.DataFrame) -> dict[str, str]:
     """Warnings that the two profiles may not be comparable, by sign, in the order said: `loop` (different
     iteration ranges), `ranges` (where the loops are named alike: the NVTX ranges inside them share no name),
-    `kernel time` (too little kernel time in kernels both run: SAME_PROGRAM_SHARE; or one runs none) and
-    `kernel names` (few kernel names run by both: SAME_NAMES_SHARE)."""
+    `kernel time` (too little kernel time in kernels both run: SAME_PROGRAM_SHARE; or one runs none), or
+    `untraced` (a profile records no GPU op at all), and `kernel names` (few kernel names run by both:
+    SAME_NAMES_SHARE)."""
     signs = {}
     if b.family != n.family:
         signs["loop"] = f"iterations are `{b.family}` in {bl} but `{n.family}` in {nl}"
@@ -476,7 +488,13 @@ def _signs(b: Side, n: Side, bl: str, nl: str, kern: pl.DataFrame) -> dict[str, 
         inner = _inner_ranges(b, n, bl, nl)
         if inner:
             signs["ranges"] = inner
-    for _, said in _same_program(bl, nl, kern, per_iteration=True):
+    blind = [lab for lab, d in ((bl, b), (nl, n)) if not d.gpus.height]
+    if blind:  # whether its iterations ran kernels cannot be told: no sign of a different program either
+        signs["untraced"] = (
+            f"{blind[0]} records no GPU activity at all (none is recorded without `nsys profile -t cuda`): "
+            "its kernels do not compare"
+        )
+    for _, said in [] if blind else _same_program(bl, nl, kern, per_iteration=True):
         signs["kernel time"] = said
     names = _kernel_names_shared(bl, nl, kern)
     if names:

@@ -128,10 +128,21 @@ def _why(con, requires, rows: dict[str, int]) -> str:
     return "; ".join(dict.fromkeys(_empty(con, r.split("|"), rows) for r in empty))
 
 
+# the canonical table whose rows data_quality counts for a table made from it
+DROPPED_FROM = {"gpu_busy": "gpu_ops"}
+
+
 def _empty(con, tables: list[str], rows: dict[str, int]) -> str:
     """Why an analysis does not apply: none of `tables` (one requirement, met by any of them) holds rows."""
     if len(tables) == 1:
         what, rule = HOLDS.get(tables[0], (None, None))
+        # the table's rows are in the export, all left out (flawed, or no row of its own): no capture switch is missing
+        dropped = run(con, "dropped_rows", canonical=DROPPED_FROM.get(tables[0], tables[0])).item()
+        if dropped and what:
+            return (
+                f"no {what}: {tables[0]} is empty; the export's {dropped:,} rows for it were all left out "
+                "(`nsysql info` says why, under data quality)"
+            )
         hint = f"; profile with {_advice.switch(rule)}" if rule else ""
         if tables[0] == "gpu_metric_samples" and (cannot := _metrics.unsampled(con)):
             hint = f"; {cannot}"  # no switch records them on these GPUs

@@ -187,6 +187,24 @@ def number_ranks(infos: list[dict]) -> tuple[list[int], str]:
     return ranks, why + _several_per_file(infos)
 
 
+def rank_sources(infos: list[dict], numbers: list[int]) -> list[str]:
+    """Where each file's rank number (number_ranks' `numbers`) came from, for the files table: the file's own
+    source where number_ranks took the files' ranks, else the sorted file names, with the rank the file named
+    and why it went unused (another file repeats it, or names none): never a source the number did not come from."""
+    if numbers == [i.get("rank_in_file") for i in infos]:
+        return [i.get("rank_source") or "the file" for i in infos]
+    return [
+        "sorted file name"
+        + (
+            ""
+            if i.get("rank_in_file") is None
+            else f" (the file names rank {i['rank_in_file']}, from {i.get('rank_source') or 'the file'}, not used: "
+            "another file names the same rank, or none)"
+        )
+        for i in infos
+    ]
+
+
 def _several_per_file(infos: list[dict]) -> str:
     """'; but FILE holds N processes with GPU work ...' for each export that holds several (an nsys profile
     over a whole mpirun or torchrun job): each export counts as one rank, read in one process's loop, so such

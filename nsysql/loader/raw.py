@@ -51,8 +51,13 @@ class RawTable:
     where_ids: str | None = None
     subset_of: tuple[str, str] | None = None
     # (nsys column, SQL condition on it): the rows it holds are left out where the table has that column; where
-    # the table lacks it, none are (where `where` would read nothing)
+    # the table lacks it, none are (where `where` would read nothing). The column is one of `codes`: SQLite tests
+    # the condition only where it holds a whole number, as DuckDB does on the staged column
     unless: tuple[str, str] | None = None
+    # nsys columns that hold an enum's whole numbers (ENUM_NSYS_*): a value of another storage class (text, a
+    # real, a blob: no code nsys writes) is read as NULL, unknown, rather than refuse the export or truncate it
+    # into a code it is not (67.5 into 67)
+    codes: tuple[str, ...] = ()
     # an extent of several sources: the staging table each of `sources` is read into, in their order. Where every
     # one of those of the sources the export has is read in the same pass, the extent is taken from them (under
     # `where`, which is then DuckDB's condition too), not aggregated in SQLite
@@ -305,6 +310,7 @@ RAW_TABLES: tuple[RawTable, ...] = (
             ("nameId", I),
             ("eventClass", I),
         ),
+        codes=("eventClass",),
     ),
     # the CUDA API calls' extent alone, for the profile's span (70_profile_facts.sql): a question that reads no call
     # reads no call's row (one aggregate in SQLite), or, where raw_runtime is read in the same pass, DuckDB's over it.
@@ -605,7 +611,8 @@ def _select(src: Source, rt: RawTable, text_as_blob: bool = False) -> tuple[str 
         present += 1
         # bytes are read as BLOB whatever the column's declared type (nsys declares binaryData TEXT)
         as_blob = typ == B or (typ == S and text_as_blob)
-        exprs.append(f"CAST({q(name)} AS BLOB) AS {q(col)}" if as_blob else f"{q(name)} AS {q(col)}")
+        value = f"CASE WHEN typeof({q(name)}) = 'integer' THEN {q(name)} END" if col in rt.codes else q(name)
+        exprs.append(f"CAST({q(name)} AS BLOB) AS {q(col)}" if as_blob else f"{value} AS {q(col)}")
     if present == 0:
         return None, table
     conds = [f"{q(c)} IS NOT NULL" for c in [rt.nonnull] if c] + [f"({c})" for c in [_where(src, rt)] if c]
@@ -618,7 +625,7 @@ def _unless(src: Source, rt: RawTable, table: str) -> list[str]:
     """`rt.unless` as a condition on `table`'s rows: none where the table lacks its column (RawTable.unless)."""
     if rt.unless is None or not src.has(table, rt.unless[0]):
         return []
-    return [f"NOT coalesce({rt.unless[1]}, 0)"]
+    return [f"NOT coalesce(typeof({q(rt.unless[0])}) = 'integer' AND ({rt.unless[1]}), 0)"]
 
 
 def _fixed(src: Source, rt: RawTable, table: str) -> dict[str, int]:
