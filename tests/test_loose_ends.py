@@ -11,7 +11,7 @@ import io
 
 import polars as pl
 from click.testing import CliRunner
-from conftest import fixture, raw
+from conftest import craft, fixture, raw
 
 from nsysql.cli import main
 
@@ -48,3 +48,41 @@ def test_cpu_by_thread_lists_the_scheduled_threads_never_sampled():
     assert both["threads"].to_list() == both["n"].to_list()
     assert both["on_cpu_ns"].to_list() == both["on_cpu_ns_right"].to_list()
     assert both["samples"].to_list() == both["samples_right"].to_list()
+
+
+# --- 2. why_not("cpu") agrees with info where scheduling events alone answer per thread ---------------------------
+
+
+def test_why_not_cpu_agrees_with_info_on_scheduling_events_alone(tmp_path):
+    import nsysql
+
+    path = craft(
+        tmp_path / "unsampled.sqlite",
+        "DELETE FROM COMPOSITE_EVENTS",
+        "DELETE FROM SAMPLING_CALLCHAINS",
+        source="loader_cpu_before",
+    )
+    assert raw(path, "SELECT count(*) FROM SCHED_EVENTS")[0][0] > 0
+    prof = nsysql.load(path, cache_dir=tmp_path / "cache")
+    try:
+        said = dict(prof.info().filter(pl.col("section") == "analyses").select("item", "value").rows())
+        assert said["cpu"].startswith("yes: per thread and process only")
+        assert prof.why_not("cpu") == ""
+        assert prof.cpu(by="thread").height == len(raw(path, "SELECT DISTINCT globalTid FROM SCHED_EVENTS"))
+    finally:
+        prof.close()
+    # a `by` that needs samples still refuses in one line, and says which `by`s scheduling answers
+    res = cli("--cache-dir", tmp_path / "cache", "cpu", path, "--by", "function")
+    assert res.exit_code != 0 and "Traceback" not in res.output
+    assert "`--by thread` or `--by process`" in res.output
+
+
+def test_why_not_cpu_still_refuses_without_samples_or_scheduling():
+    import nsysql
+
+    prof = nsysql.load(fixture("train_small"))
+    try:
+        assert not raw(fixture("train_small"), "SELECT name FROM sqlite_master WHERE name = 'SCHED_EVENTS'")
+        assert prof.why_not("cpu").startswith("no CPU samples")
+    finally:
+        prof.close()

@@ -188,7 +188,17 @@ def info(ctx) -> pl.DataFrame:
     params=(Param("analysis", str),),
     keep="memory",
     # every table an analysis `requires`, and api_calls: which of them hold rows (as `info` reads them)
-    tables=("api_calls", "cpu_samples", "gpu_busy", "gpu_memory_events", "gpu_metric_counts", "gpu_ops", "nvtx_ranges"),
+    # and profile_facts: whether scheduling events answer `cpu` without samples (info._cpu_scheduled)
+    tables=(
+        "api_calls",
+        "cpu_samples",
+        "gpu_busy",
+        "gpu_memory_events",
+        "gpu_metric_counts",
+        "gpu_ops",
+        "nvtx_ranges",
+        "profile_facts",
+    ),
     sql=("table_rows",),
 )
 def why_not(ctx, analysis) -> str:
