@@ -86,3 +86,78 @@ def test_why_not_cpu_still_refuses_without_samples_or_scheduling():
         assert prof.why_not("cpu").startswith("no CPU samples")
     finally:
         prof.close()
+
+
+# --- 3. the note on CUDA graphs traced whole, in every command that prints a kernel table -------------------------
+
+
+def _whole(tmp_path, outer: bool = False):
+    """graph_loop as `--cuda-graph-trace=graph` records it (test_graphs_said.whole_graphs_of); `outer`: with one
+    more NVTX range, `train`, on the thread of the `step` ranges and around all of them."""
+    import sqlite3
+
+    from test_graphs_said import whole_graphs_of
+
+    path = whole_graphs_of(tmp_path)
+    if outer:
+        con = sqlite3.connect(path)
+        cols = [r[1] for r in con.execute("PRAGMA table_info(NVTX_EVENTS)")]
+        row = dict(
+            zip(
+                cols,
+                con.execute(
+                    "SELECT * FROM NVTX_EVENTS WHERE text = 'step 0' OR textId IN (SELECT id FROM StringIds WHERE value = 'step 0')"
+                ).fetchone(),
+            )
+        )
+        a, b = con.execute(
+            'SELECT min(n.start) - 1, max(n."end") + 1 FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId '
+            "WHERE coalesce(n.text, s.value) LIKE 'step %'"
+        ).fetchone()
+        row.update(start=a, end=b, text="train", textId=None)
+        con.execute(f"INSERT INTO NVTX_EVENTS VALUES ({', '.join('?' * len(cols))})", [row[c] for c in cols])
+        con.commit()
+        con.close()
+    return path
+
+
+def _graph_launches(path) -> tuple[int, int]:
+    return raw(path, 'SELECT count(*), sum("end" - start) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE')[0]
+
+
+def test_summary_says_under_its_kernels_what_they_leave_out(tmp_path):
+    path = _whole(tmp_path)
+    n, _ = _graph_launches(path)
+    head = f"not in this table: {n} CUDA graph launches traced whole ("
+    res = cli("--cache-dir", tmp_path / "c", "summary", path, "--wide")
+    assert res.exit_code == 0, res.output
+    kernels = res.stdout.split("== kernels ==", 1)[1].split("== ranges ==")[0]
+    assert head in kernels and res.stdout.count(head) == 1
+    md = cli("--cache-dir", tmp_path / "c", "summary", path, "-f", "markdown").stdout
+    assert md.count(f"_{head}") == 1
+    facts = json_facts = cli("--cache-dir", tmp_path / "c", "summary", path, "-f", "json").stdout
+    assert json_facts.count(head) == 1 and '"item": "kernels"' in facts
+    # nothing said where the kernels are all recorded
+    plain = cli("--cache-dir", tmp_path / "c", "summary", fixture("graph_loop")).stdout
+    assert "traced whole" not in plain
+
+
+def test_kernels_of_several_files_say_each_ranks_note(tmp_path):
+    path = _whole(tmp_path)
+    n, _ = _graph_launches(path)
+    res = cli("--cache-dir", tmp_path / "c", "kernels", path, fixture("graph_loop"), "--wide")
+    assert res.exit_code == 0, res.output
+    assert f" (whole.sqlite): not in this table: {n} CUDA graph launches traced whole (" in res.stdout
+    assert "(graph_loop.sqlite)" not in res.stdout
+    csv = cli("--cache-dir", tmp_path / "c", "kernels", path, fixture("graph_loop"), "-f", "csv").stdout
+    assert "traced whole" not in csv
+
+
+def test_kernels_by_range_innermost_counts_a_launch_in_its_innermost_range(tmp_path):
+    path = _whole(tmp_path, outer=True)
+    n, _ = _graph_launches(path)
+    every = cli("--cache-dir", tmp_path / "c", "kernels-by-range", path, "--wide").stdout
+    inner = cli("--cache-dir", tmp_path / "c", "kernels-by-range", path, "--wide", "--innermost").stdout
+    # every launch is inside `train` and one `step i`: all of them in `train`, none there with --innermost
+    assert f"(`train`: {n} CUDA graph launches, " in every
+    assert "`train`" not in inner and "`step " in inner
