@@ -161,3 +161,44 @@ def test_kernels_by_range_innermost_counts_a_launch_in_its_innermost_range(tmp_p
     # every launch is inside `train` and one `step i`: all of them in `train`, none there with --innermost
     assert f"(`train`: {n} CUDA graph launches, " in every
     assert "`train`" not in inner and "`step " in inner
+
+
+# --- 4. collectives over several exports without NCCL payloads answers per rank as one file does ----------------
+
+PAIR = [fixture("ddp_pair").parent / f"rank{i}.sqlite" for i in (0, 1)]
+
+
+def _nccl_kinds(path) -> dict[str, tuple[int, int]]:
+    """Per collective kind, the NCCL kernels (count, summed GPU ns), counted in the export by their names."""
+    rows = raw(
+        path,
+        'SELECT s.value, k."end" - k.start FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName '
+        "WHERE s.value LIKE 'nccl%'",
+    )
+    out: dict[str, list[int]] = {}
+    for name, ns in rows:
+        kind = next(k for k in ("AllReduce", "Broadcast", "AllGather", "ReduceScatter", "SendRecv") if k in name)
+        out.setdefault(kind, []).append(ns)
+    return {k: (len(v), sum(v)) for k, v in out.items()}
+
+
+def test_collectives_of_several_unsized_exports_answer_per_rank(tmp_path):
+    cache = ("--cache-dir", tmp_path / "c")
+    got = _csv(*cache, "collectives", *PAIR, "--by", "kind")
+    ranks = {r: PAIR[i] for i, r in enumerate(sorted(got["rank"].unique().to_list()))}
+    assert len(ranks) == 2
+    for rank, path in ranks.items():
+        mine = got.filter(pl.col("rank") == rank)
+        assert {k: (n, ns) for k, n, ns in mine.select("kind", "kernels", "gpu_ns").rows()} == _nccl_kinds(path)
+    # one file answers the same rows
+    one = _csv(*cache, "collectives", PAIR[0], "--by", "kind")
+    assert sorted(one.rows()) == sorted(got.filter(pl.col("rank") == 0).drop("rank").rows())
+    res = cli(*cache, "collectives", *PAIR, "--wide")
+    assert res.exit_code == 0, res.output
+    for rank, path in ranks.items():
+        assert f"rank {rank} ({path.name}): " in res.stdout and "NVTX payloads" in res.stdout
+    # what needs the payloads refuses in one line naming every file without them
+    res = cli(*cache, "collectives", *PAIR, "--by", "rank")
+    assert res.exit_code != 0 and "Traceback" not in res.output
+    line = res.output.strip().splitlines()[-1]
+    assert all(p.name in line for p in PAIR) and "`--by kind`" in line
