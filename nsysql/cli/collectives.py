@@ -21,7 +21,7 @@ def collectives(files, fmt, output, by, range, slow_ratio):
     Sizes and bandwidth need an export with payload bytes: `nsys export --type sqlite --include-blobs=true`;
     without them, per kind, the calls and GPU time of the NCCL kernels by their names, and a line saying why. With
     several FILEs (one per rank), a rank column, and who arrived last at each collective and how long the others
-    waited."""
+    waited; without payloads, each rank's kinds by kernel name, and each rank's line saying why."""
     if several(files):
         _many(files, fmt, output, by, range)
         return
