@@ -41,6 +41,11 @@ def test_cpu_by_thread_lists_the_scheduled_threads_never_sampled():
     for pid, tid_, n in got.select("pid", "tid", "samples").rows():
         assert n == sampled.get((pid, tid_), 0)
     assert got.filter(pl.col("samples") == 0)["top_function"].null_count() == got.filter(pl.col("samples") == 0).height
+    # each thread's time on a CPU is the raw scheduling sum (test_cpu_sched._on_cpu), sampled or not
+    from test_cpu_sched import _on_cpu
+
+    on = _on_cpu(CPU)
+    assert {(p, t): ns for p, t, ns in got.select("pid", "tid", "on_cpu_ns").rows() if ns} == on
     procs = _csv("cpu", CPU, "--by", "process")
     per = got.group_by("pid").agg(pl.len().alias("n"), pl.col("on_cpu_ns").sum(), pl.col("samples").sum())
     both = procs.join(per, on="pid")
