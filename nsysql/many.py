@@ -213,6 +213,19 @@ def stack(profiles: list, ranks: list[int], method: str, **kwargs) -> pl.DataFra
     return out.select("rank", *[c for c in out.columns if c != "rank"]).sort("rank", maintain_order=True)
 
 
+def shown_each(
+    profiles: list, ranks: list[int], method: str, kwargs: dict, table: str = "table"
+) -> list[tuple[int, dict]]:
+    """`Profile.<method>(**kwargs)` of each export, a `*_shown` answer (its frame `table` and what is said with
+    it), that frame given a `rank` column as stack gives it: (rank, answer) per export, an error naming its
+    export."""
+    out = []
+    for p, r in zip(profiles, ranks):
+        got = _asked(p, method, kwargs)
+        out.append((r, {**got, table: got[table].with_columns(pl.lit(r, pl.Int64).alias("rank"))}))
+    return out
+
+
 def _asked(prof, method: str, kwargs: dict) -> pl.DataFrame:
     try:
         return getattr(prof, method)(**kwargs)

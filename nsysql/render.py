@@ -154,8 +154,31 @@ def render(
 
 
 def summary_view(s: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
-    """A summary's frames as people read them: facts by label (their stable `key` is for programs)."""
-    return {**s, "facts": s["facts"].select("item", "value")}
+    """A summary's frames as people read them: facts by label (their stable `key` is for programs); the line
+    under the kernel table (fact `kernels_note`) is not a fact here: summary_text writes it under that table."""
+    import polars as pl
+
+    return {**s, "facts": s["facts"].filter(pl.col("key") != "kernels_note").select("item", "value")}
+
+
+def summary_text(s: dict[str, pl.DataFrame], fmt: str, fit=lambda text: text, **look) -> str:
+    """A summary as render writes summary_view(s), and in a table or Markdown the line under its kernels section
+    (fact `kernels_note`: what that table leaves out) as `nsysql kernels` writes it under its own (`fit`: the
+    note's lines wrapped as the front end wraps prose). CSV and JSON keep it among the facts."""
+    import polars as pl
+
+    notes = s["facts"].filter(pl.col("key") == "kernels_note")["value"].to_list()
+    if fmt in ("csv", "json"):
+        return render({**s, "facts": s["facts"].select("item", "value")}, fmt, **look)
+    if not notes or "kernels" not in s:
+        return render(summary_view(s), fmt, **look)
+    shown = summary_view(s)
+    names = list(shown)
+    cut = names.index("kernels") + 1
+    head = render({k: shown[k] for k in names[:cut]}, fmt, **look)
+    tail = render({k: shown[k] for k in names[cut:]}, fmt, **look) if names[cut:] else ""
+    note = fit(f"\n{notes[0]}\n") if fmt == "table" else f"\n{notes[0]}\n"
+    return head + note + ("\n" + tail if tail else "")
 
 
 UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}

@@ -188,6 +188,7 @@ def info(ctx) -> pl.DataFrame:
     params=(Param("analysis", str),),
     keep="memory",
     # every table an analysis `requires`, and api_calls: which of them hold rows (as `info` reads them)
+    # and profile_facts: whether scheduling events answer `cpu` without samples (info._cpu_scheduled)
     tables=(
         "api_calls",
         "cpu_samples",
@@ -197,6 +198,7 @@ def info(ctx) -> pl.DataFrame:
         "gpu_metric_counts",
         "gpu_ops",
         "nvtx_ranges",
+        "profile_facts",
     ),
     sql=("table_rows", "dropped_rows"),
 )
@@ -441,23 +443,33 @@ def whole_graphs(ctx) -> pl.DataFrame:
 
 @analysis(
     "whole_graphs_by_range",
-    params=(replace(RANGE, doc="Only ranges named PATTERN, as kernels-by-range --range."), ATTRIBUTION, GROUP_OPS),
+    params=(
+        replace(RANGE, doc="Only ranges named PATTERN, as kernels-by-range --range."),
+        Param("innermost", bool, False, doc="Count each launch only in its innermost range, as kernels-by-range."),
+        ATTRIBUTION,
+        GROUP_OPS,
+    ),
     needs=("resolve_range",),
     tables=("gpu_ops", "nvtx_ranges", "op_ranges"),
     sql=("kernels_whole_graphs_ranges",),
     requires=("gpu_ops", "nvtx_ranges"),
 )
-def whole_graphs_by_range(ctx, range, attribution, group_ops) -> pl.DataFrame:
+def whole_graphs_by_range(ctx, range, innermost, attribution, group_ops) -> pl.DataFrame:
     """CUDA graph launches traced whole per NVTX range around them (nsysql.analyses.kernels.whole_graphs_by_range)."""
     names = _resolve_range(ctx.con, range)[0] if range else None
-    return _kernels.whole_graphs_by_range(ctx.con, attribution=attribution, group_ops=group_ops, names=names)
+    return _kernels.whole_graphs_by_range(
+        ctx.con, attribution=attribution, group_ops=group_ops, names=names, innermost=innermost
+    )
 
 
-def _in_ranges(ctx, range, attribution, group_ops) -> str | None:
-    """The line under a kernel table per NVTX range: the whole graphs inside its ranges (none: no range read)."""
+def _in_ranges(ctx, range, attribution, group_ops, innermost: bool = False) -> str | None:
+    """The line under a kernel table per NVTX range: the whole graphs inside its ranges, each in its innermost
+    only under `innermost`, as the table counts kernels (none: no range read)."""
     if not ctx.ask("whole_graphs")["launches"][0]:
         return None
-    per = ctx.ask("whole_graphs_by_range", range=range, attribution=attribution, group_ops=group_ops)
+    per = ctx.ask(
+        "whole_graphs_by_range", range=range, innermost=innermost, attribution=attribution, group_ops=group_ops
+    )
     return _kernels.range_graph_note(per)
 
 
@@ -508,7 +520,7 @@ def kernels_by_range_shown(ctx, range, innermost, attribution, group_ops) -> dic
     """What `nsysql kernels-by-range` shows: the `table` (kernels_by_range's frame) and the `note` under it, the
     CUDA graph launches traced whole inside its ranges, whose kernels it leaves out (nsysql.analyses.kernels)."""
     table = ctx.ask("kernels_by_range", range=range, innermost=innermost, attribution=attribution, group_ops=group_ops)
-    return _noted(table, _in_ranges(ctx, range, attribution, group_ops))
+    return _noted(table, _in_ranges(ctx, range, attribution, group_ops, innermost))
 
 
 @analysis(
@@ -562,7 +574,16 @@ def summary_tables(ctx, thresholds) -> dict[str, pl.DataFrame]:
         THRESHOLDS,
         Param("families", bool, True, doc="the ranges table folds numbered families (Batch*)", flag=None),
     ),
-    needs=("iterations", "iteration_stats", "gaps", "kernels", "ranges", "summary_tables", "headroom_work"),
+    needs=(
+        "iterations",
+        "iteration_stats",
+        "gaps",
+        "kernels",
+        "ranges",
+        "summary_tables",
+        "headroom_work",
+        "whole_graphs",
+    ),
     # what its idle facts read besides its needs (gaps' activity, the CPU story): built with the rest in the
     # request's one pass (Engine.plan_request)
     tables=(
@@ -583,12 +604,13 @@ def summary(ctx, attribution, top, thresholds, families) -> dict[str, pl.DataFra
         ranges=("ranges", {"attribution": attribution, "families": families}),
         read=("summary_tables", {"thresholds": thresholds}),
         work=("headroom_work", {}),
+        graphs=("whole_graphs", {}),
     )
     for k in ("kernels", "ranges", "read"):
         if isinstance(got[k], NsysqlError):
             raise got[k]
-    loop, work = got["loop"], got["work"]
-    return _summary.summary(
+    loop, work, graphs = got["loop"], got["work"], got["graphs"]
+    out = _summary.summary(
         ctx.con,
         loop=loop if isinstance(loop, NsysqlError) else tuple(loop),
         gaps_df=got["gaps"],
@@ -599,6 +621,9 @@ def summary(ctx, attribution, top, thresholds, families) -> dict[str, pl.DataFra
         work=None if isinstance(work, NsysqlError) else work,  # no loop: no headroom
         limits=thresholds,
     )
+    # what its kernel table leaves out (CUDA graphs traced whole), as `kernels` says it under its own
+    note = None if isinstance(graphs, NsysqlError) else _kernels.whole_graph_note(graphs)
+    return _summary.with_kernels_note(out, note)
 
 
 def _raised(got):

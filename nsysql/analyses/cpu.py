@@ -280,14 +280,22 @@ def no_python(con) -> str:
 
 
 def _by_threads(con, s: pl.DataFrame, wf: dict, by: str, pct: pl.Expr) -> pl.DataFrame:
-    """cpu() per thread or process: samples, on-CPU time from scheduling, the top function, the role."""
+    """cpu() per thread or process: samples, on-CPU time from scheduling, the top function, the role. Every thread
+    that was sampled or on a CPU in the windows is one (samples 0 where none fell on it, top_function null), so
+    that a process's `threads` counts the threads its samples and its `on_cpu_ns` are of."""
     keys = ["pid", "tid"] if by == "thread" else ["pid"]
     threads = run(con, "cpu_threads")
     on = (
         run(con, "cpu_window_states", **wf)
-        .filter(pl.col("state") == "running")
-        .group_by(keys)
+        .filter((pl.col("state") == "running") & (pl.col("overlap_ns") > 0))
+        .group_by("pid", "tid")
         .agg(pl.col("overlap_ns").sum().alias("on_cpu_ns"))
+    )
+    per = (
+        s.group_by("pid", "tid")
+        .agg(pl.col("samples").sum())
+        .join(on, on=["pid", "tid"], how="full", coalesce=True)
+        .with_columns(pl.col("samples").fill_null(0).cast(pl.Int64))
     )
     top = (
         s.group_by(*keys, "function")
@@ -297,28 +305,31 @@ def _by_threads(con, s: pl.DataFrame, wf: dict, by: str, pct: pl.Expr) -> pl.Dat
         .first()
         .select(*keys, pl.col("function").alias("top_function"))
     )
-    agg = s.group_by(keys).agg(pl.col("samples").sum(), pl.struct("pid", "tid").n_unique().alias("threads"))
     if by == "thread":
-        who = threads.select("pid", "process", "tid", "thread", "role")
-        out = agg.drop("threads").join(who, on=keys, how="left")
+        out = per.join(threads.select("pid", "process", "tid", "thread", "role"), on=keys, how="left")
     else:  # the process's role: its own thread's (tid = pid), else that of its thread with most samples
         own = threads.filter(pl.col("pid") == pl.col("tid")).select("pid", "role")
         most = (
-            s.group_by("pid", "tid")
-            .agg(pl.col("samples").sum())
-            .join(threads.select("pid", "tid", "role"), on=["pid", "tid"], how="left")
-            .sort(["samples", "tid"], descending=[True, False])
+            per.join(threads.select("pid", "tid", "role"), on=["pid", "tid"], how="left")
+            .sort(["samples", "on_cpu_ns", "tid"], descending=[True, True, False], nulls_last=True)
             .group_by("pid", maintain_order=True)
             .first()
             .select("pid", pl.col("role").alias("_most"))
         )
         names = threads.group_by("pid").agg(pl.col("process").drop_nulls().first())
-        out = agg.join(own, on="pid", how="left").join(most, on="pid", how="left").join(names, on="pid", how="left")
+        measured = pl.col("on_cpu_ns").is_not_null().any()  # null, not 0, where no scheduling event measured it
+        out = per.group_by("pid").agg(
+            pl.col("samples").sum(),
+            pl.len().cast(pl.Int64).alias("threads"),
+            pl.when(measured).then(pl.col("on_cpu_ns").sum()).alias("on_cpu_ns"),
+        )
+        out = out.join(own, on="pid", how="left").join(most, on="pid", how="left").join(names, on="pid", how="left")
         out = out.with_columns(pl.coalesce("role", "_most").alias("role")).drop("_most")
-    out = out.join(on, on=keys, how="left").join(top, on=keys, how="left").with_columns(pct=pct)
+    out = out.join(top, on=keys, how="left").with_columns(pct=pct)
     cols = ["pid", "process"] + (["tid", "thread"] if by == "thread" else ["threads"])
     cols += ["role", "samples", "pct", "on_cpu_ns", "top_function"]
-    return out.sort(["samples", *keys], descending=[True] + [False] * len(keys)).select(cols)
+    order = ["samples", "on_cpu_ns", *keys]
+    return out.sort(order, descending=[True, True] + [False] * len(keys), nulls_last=True).select(cols)
 
 
 def _by_threads_scheduled(con, wf: dict, by: str) -> pl.DataFrame:

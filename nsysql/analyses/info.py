@@ -54,9 +54,8 @@ def info(con) -> pl.DataFrame:
             ok, why = payloads
             if name == "collectives" and not ok and (unsized := _by_kernel_name(con)):
                 ok, why = True, unsized  # per kind, from the NCCL kernels' names
-        if name == "cpu" and not ok and "scheduling events" in (one("span_from") or ""):
-            # scheduling events alone answer per thread and per process (nsysql.analyses.cpu)
-            ok, why = True, f"per thread and process only, from scheduling events ({why})"
+        if name == "cpu" and (partly := _cpu_scheduled(why, f)):
+            ok, why = True, partly
         rows.append(("analyses", name, ("yes" if ok else "no") + (f": {why}" if why else "")))
     # what this export cannot answer, and the capture switch that would (advice.CAPTURE_RULES)
     for r in _advice.unanswered(_advice.holdings(con, f, counts)):
@@ -113,7 +112,18 @@ def why_not(con, analysis: str) -> str:
     from ..engine import REGISTRY
 
     requires = REGISTRY[analysis].requires
-    return _why(con, requires, _rows(con, requires))
+    why = _why(con, requires, _rows(con, requires))
+    if analysis == "cpu" and _cpu_scheduled(why, facts(con)):
+        return ""  # it answers per thread and process, as `info` says; its other `by`s refuse in their own line
+    return why
+
+
+def _cpu_scheduled(why: str, f: dict) -> str | None:
+    """Where `cpu` lacks CPU samples (`why`) but the export has scheduling events (profile facts `f`: span_from),
+    which alone answer per thread and per process (nsysql.analyses.cpu): how far it applies; else None."""
+    if why and "scheduling events" in ((f.get("span_from") or [""])[0] or ""):
+        return f"per thread and process only, from scheduling events ({why})"
+    return None
 
 
 def _rows(con, requires) -> dict[str, int]:

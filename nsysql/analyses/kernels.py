@@ -72,16 +72,17 @@ def whole_graphs(con) -> pl.DataFrame:
 
 
 def whole_graphs_by_range(
-    con, attribution: str, group_ops: bool | None, names: list[str] | None = None
+    con, attribution: str, group_ops: bool | None, names: list[str] | None = None, innermost: bool = False
 ) -> pl.DataFrame:
     """CUDA graph launches traced whole per NVTX range open around them under `attribution`, named as
-    kernels_by_range names them (`group_ops`); `names`: only the ranges of these names (None: all)
-    (kernels_whole_graphs_ranges.sql)."""
+    kernels_by_range names them (`group_ops`); `names`: only the ranges of these names (None: all); `innermost`:
+    each launch only in the deepest of them (kernels_whole_graphs_ranges.sql)."""
     return run(
         con,
         "kernels_whole_graphs_ranges",
         attribution=check_attribution(attribution),
         group_ops=group_ops_default(attribution, group_ops),
+        innermost=bool(innermost),
         names=names,
     )
 

@@ -91,6 +91,16 @@ def summary(
     return out
 
 
+def with_kernels_note(out: dict[str, pl.DataFrame], note: str | None) -> dict[str, pl.DataFrame]:
+    """`out` (summary's sections) with `note`, the line under its kernel table (what it leaves out: CUDA graphs
+    traced whole, kernels.whole_graph_note), as the fact `kernels_note`, which the table and Markdown show under
+    the kernels section (render.summary_text); `out` as it is where there is no note."""
+    if not note:
+        return out
+    row = pl.DataFrame([("kernels_note", "kernels", note)], schema=FACTS_SCHEMA, orient="row")
+    return {**out, "facts": pl.concat([out["facts"], row])}
+
+
 def _profile_facts(
     f: dict,
     gpus: pl.DataFrame,

@@ -21,7 +21,7 @@ def collectives(files, fmt, output, by, range, slow_ratio):
     Sizes and bandwidth need an export with payload bytes: `nsys export --type sqlite --include-blobs=true`;
     without them, per kind, the calls and GPU time of the NCCL kernels by their names, and a line saying why. With
     several FILEs (one per rank), a rank column, and who arrived last at each collective and how long the others
-    waited."""
+    waited; without payloads, each rank's kinds by kernel name, and each rank's line saying why."""
     if several(files):
         _many(files, fmt, output, by, range)
         return
@@ -53,13 +53,68 @@ def _finding_lines(found) -> str:
 def _many(files, fmt, output, by, range_):
     from ..many import collectives as across
 
-    out = across(*ranked(files), by, range_)
+    profs, ranks = ranked(files)
+    if _unsized_each(profs, ranks, fmt, output, by, range_):
+        return
+    out = across(profs, ranks, by, range_)
     if fmt in ("json", "markdown"):
         emit({"collectives": out["collectives"], "skew": out["skew"]}, fmt, output)
     elif fmt == "csv":
         emit(out["collectives"], fmt, output)
     else:
         emit_text(render(out["collectives"], "table") + "\n" + _skew_line(out["skew"], out["skew_by_rank"]), output)
+
+
+def _unsized_each(profs, ranks, fmt, output, by, range_) -> bool:
+    """Where the exports' NCCL calls carry no message size (no NVTX payloads), as one file answers them: per
+    rank, the calls and GPU time per kind from the NCCL kernels' names, stacked with a `rank` column, and each
+    rank's line saying why there is no size (a `note` frame in JSON and Markdown). Where some exports have sizes
+    and others not, one line naming those without and why (the answers would not compare). False, having
+    printed nothing, where every export has sizes."""
+    import polars as pl
+
+    from ..errors import NsysqlError
+    from ..many import shown_each
+
+    asked = {"by": by if by in ("size", "kind") else "kind", "range": range_}
+    got = sorted(shown_each(profs, ranks, "collectives_shown", asked, table="collectives"), key=lambda rg: rg[0])
+    names = {r: p.path.name for p, r in zip(profs, ranks)}
+    notes = [(r, g["note"]["note"][0]) for r, g in got if "note" in g]
+    if not notes:
+        return False
+    if by not in ("size", "kind"):  # calls matched across ranks need each call's size: none to match here
+        raise NsysqlError(
+            f"`--by {by}` needs NCCL's NVTX payloads (each call's size and communicator), which "
+            + ", ".join(f"rank {r} ({names[r]})" for r, _ in notes)
+            + f" lack{'s' if len(notes) == 1 else ''}: {_why(notes[0][1])}; `--by kind` gives each rank's calls "
+            "and GPU time per kind from the NCCL kernels' names",
+            option="by",
+        )
+    if len(notes) < len(got):
+        raise NsysqlError(
+            "message sizes are in "
+            + ", ".join(f"rank {r} ({names[r]})" for r, g in got if "note" not in g)
+            + " but not in "
+            + ", ".join(f"rank {r} ({names[r]})" for r, _ in notes)
+            + f" ({_why(notes[0][1])}): the answers would not compare; give exports that all have NCCL's NVTX "
+            "payloads, or each file alone"
+        )
+    table = pl.concat([g["collectives"] for _, g in got], how="diagonal_relaxed")
+    table = table.select("rank", *[c for c in table.columns if c != "rank"])
+    said = pl.DataFrame({"rank": [r for r, _ in notes], "note": [n for _, n in notes]})
+    if fmt in ("json", "markdown"):
+        emit({"collectives": table, "note": said}, fmt, output)
+    elif fmt == "csv":
+        emit(table, fmt, output)
+    else:
+        lines = "\n".join(f"rank {r} ({names[r]}): {n}" for r, n in notes)
+        emit_text(render(table, fmt) + "\n" + fitted(f"{lines}\n", output), output)
+    return True
+
+
+def _why(note: str) -> str:
+    """Why a rank has no message sizes: the end of its note (collectives.unsized_note), after what it counted."""
+    return note.split("need NCCL's NVTX payloads: ", 1)[-1]
 
 
 def _skew_line(inst, by_rank) -> str:

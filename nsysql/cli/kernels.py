@@ -8,10 +8,10 @@ import click
 
 from ..errors import NsysqlError
 from ..render import render
-from .common import each_rank, handled, load_profile, several
+from .common import handled, load_profile, ranked, several
 from .declared import declared
 from .options import files_options, output_options
-from .output import emit, fitted
+from .output import emit_text, fitted, rendered
 from .warm import emit_answer
 
 
@@ -22,7 +22,7 @@ from .warm import emit_answer
 def kernels(files, fmt, output, **params):
     """Top kernels by total GPU time (as `nsys stats -r cuda_gpu_kern_sum`); several FILEs add a rank column."""
     if several(files):
-        emit(each_rank(files, "kernels", **params), fmt, output)
+        _several(files, fmt, output, params)
         return
     prof = load_profile(files[0] if files else None, warm=True, question=("kernels_shown", params))
     emit_answer(prof, "kernels_shown", params, fmt, output, _noted(prof, "kernels", fmt, output))
@@ -36,6 +36,26 @@ def kernels_by_range(file, fmt, output, **params):
     """Kernels per NVTX range (as `nsys stats -r nvtx_kern_sum`)."""
     prof = load_profile(file, warm=True, question=("kernels_by_range_shown", params))
     emit_answer(prof, "kernels_by_range_shown", params, fmt, output, _noted(prof, "kernels_by_range", fmt, output))
+
+
+def _several(files, fmt: str, output: str | None, params: dict) -> None:
+    """`kernels FILE FILE...`: each export's table stacked with a `rank` column (nsysql.many.stack), and in a
+    table or Markdown, under it, each rank's note where it has one (what its table leaves out), as one file's."""
+    import polars as pl
+
+    from ..many import shown_each
+
+    profs, ranks = ranked(files)
+    got = sorted(shown_each(profs, ranks, "kernels_shown", params), key=lambda rg: rg[0])
+    table = pl.concat([g["table"] for _, g in got], how="diagonal_relaxed")
+    table = table.select("rank", *[c for c in table.columns if c != "rank"])  # as nsysql.many.stack stacks them
+    text = rendered(table, fmt, None, output)
+    names = {r: p.path.name for p, r in zip(profs, ranks)}
+    notes = [f"rank {r} ({names[r]}): {g['note']['note'][0]}" for r, g in got if g["note"]["note"][0] is not None]
+    if notes and fmt in ("table", "markdown"):
+        said = "\n".join(notes)
+        text += fitted(f"\n{said}\n", output) if fmt == "table" else f"\n{said}\n"
+    emit_text(text, output)
 
 
 def _noted(prof, analysis: str, fmt: str, output: str | None):

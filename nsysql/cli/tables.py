@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..render import one_line as _line
-from ..render import render, summary_view
+from ..render import render, summary_text
 from .collectives import collectives
 from .common import each_rank, global_opts, handled, load_profile, several
 from .cpu import cpu
@@ -37,7 +37,9 @@ def summary(files, fmt, output, attribution, top, expand):
 
         emit_text(snippet(prof), output)
         return
-    emit_answer(prof, "summary", params, fmt, output, lambda s, look: render(summary_view(s), **look))
+    emit_answer(
+        prof, "summary", params, fmt, output, lambda s, look: summary_text(s, fit=lambda t: fitted(t, output), **look)
+    )
 
 
 launches = answer(

@@ -321,7 +321,7 @@ def write_outputs(
     """Load `export` (unless `prof` is it, loaded) and write summary.txt, report.html, report.md, kernels.csv,
     api.csv and the chart into `folder`, noting each file in `res.files` (or why it is missing in `res.problems`)."""
     from .._load import load
-    from ..render import render, summary_view
+    from ..render import render, summary_text
 
     say = progress or (lambda text: None)
     if prof is None:
@@ -336,7 +336,7 @@ def write_outputs(
         _remember(folder, res.files)
 
     def summary():
-        res.summary = render(summary_view(prof.summary()), "table")
+        res.summary = summary_text(prof.summary(), "table")
         _text(folder / "summary.txt", res.summary)
         res.files["summary.txt"] = "the summary printed above"
 

@@ -251,7 +251,8 @@ def profile_sections(page: Page, data: dict, prefix: str = "") -> None:
     _range_sections(page, data, notes)
     if data["memory"].height:
         page.add(page.section("Memory operations", table(data["memory"], scroll=False)))
-    page.add(page.section("Profile facts", table(facts.select("item", "value"), name_cols=(), scroll=False)))
+    shown = facts.filter(pl.col("key") != "kernels_note")  # said under the kernels chart (notes' kernels_note)
+    page.add(page.section("Profile facts", table(shown.select("item", "value"), name_cols=(), scroll=False)))
 
 
 def _iterations_section(page: Page, data: dict, notes: dict, palette: dict, prefix: str) -> None:
