@@ -131,13 +131,14 @@ def test_group_bytes_unknown_not_zero_without_the_communicator_size(tmp_path):
 
 def test_several_files_error_names_only_the_file_it_is_about(tmp_path):
     """ddp_blobs' rank 0 was exported with payload bytes, ddp_pair's rank 1 without (fixtures' COMMAND.md): the
-    refusal names ddp_pair's file alone, not both as if each lacked them."""
+    refusal names ddp_pair's file alone as the one without them, not both as if each lacked them."""
     blobs, pair = FIXTURES / "ddp_blobs" / "rank0.sqlite", FIXTURES / "ddp_pair" / "rank1.sqlite"
     cache = built_cache(tmp_path / "cache", blobs, pair)
     res = CliRunner().invoke(main, ["--cache-dir", str(cache), "collectives", str(blobs), str(pair)])
     assert res.exit_code == 2
     (line,) = [x for x in res.stderr.splitlines() if x.startswith("nsysql: error:")]
-    assert "payload bytes" in line and "ddp_pair" in line and "ddp_blobs" not in line
+    has, lacks = line.split(" but not in ")
+    assert "payload bytes" in lacks and str(pair) in lacks and str(blobs) not in lacks and str(blobs) in has
 
 
 def test_skew_without_session_start_times_uses_gpu_times(tmp_path):

@@ -79,13 +79,14 @@ def _unsized_each(profs, ranks, fmt, output, by, range_) -> bool:
     asked = {"by": by if by in ("size", "kind") else "kind", "range": range_}
     got = sorted(shown_each(profs, ranks, "collectives_shown", asked, table="collectives"), key=lambda rg: rg[0])
     names = {r: p.path.name for p, r in zip(profs, ranks)}
+    paths = {r: str(p.path) for p, r in zip(profs, ranks)}  # a refusal names each file whole (names may repeat)
     notes = [(r, g["note"]["note"][0]) for r, g in got if "note" in g]
     if not notes:
         return False
     if by not in ("size", "kind"):  # calls matched across ranks need each call's size: none to match here
         raise NsysqlError(
             f"`--by {by}` needs NCCL's NVTX payloads (each call's size and communicator), which "
-            + ", ".join(f"rank {r} ({names[r]})" for r, _ in notes)
+            + ", ".join(f"rank {r} ({paths[r]})" for r, _ in notes)
             + f" lack{'s' if len(notes) == 1 else ''}: {_why(notes[0][1])}; `--by kind` gives each rank's calls "
             "and GPU time per kind from the NCCL kernels' names",
             option="by",
@@ -93,9 +94,9 @@ def _unsized_each(profs, ranks, fmt, output, by, range_) -> bool:
     if len(notes) < len(got):
         raise NsysqlError(
             "message sizes are in "
-            + ", ".join(f"rank {r} ({names[r]})" for r, g in got if "note" not in g)
+            + ", ".join(f"rank {r} ({paths[r]})" for r, g in got if "note" not in g)
             + " but not in "
-            + ", ".join(f"rank {r} ({names[r]})" for r, _ in notes)
+            + ", ".join(f"rank {r} ({paths[r]})" for r, _ in notes)
             + f" ({_why(notes[0][1])}): the answers would not compare; give exports that all have NCCL's NVTX "
             "payloads, or each file alone"
         )
