@@ -168,6 +168,14 @@ def raw(path, sql, *params) -> list[tuple]:
         con.close()
 
 
+# the table nsys writes a CUDA backtrace's frames into (`--cudabacktrace`): an export holds CUDA backtrace rows among
+# its calls only beside it (nsysql.loader.raw reads eventClass only then), so a crafted one needs it too
+CUDA_CALLCHAINS = (
+    "CREATE TABLE CUDA_CALLCHAINS (id INTEGER NOT NULL, symbol INTEGER NOT NULL, module INTEGER NOT NULL, "
+    "unresolved INTEGER, originalIP INTEGER, stackDepth INTEGER NOT NULL)"
+)
+
+
 def craft(path: Path, *statements, source: str = "train_small") -> Path:
     """A mutated copy of the fixture `source` at `path`: each statement (SQL, or (SQL, parameters)) run on it."""
     shutil.copy(fixture(source), path)

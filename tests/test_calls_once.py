@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from conftest import PUBLIC, craft, fixture, raw
+from conftest import CUDA_CALLCHAINS, PUBLIC, craft, fixture, raw
 
 import nsysql
 
@@ -84,6 +84,7 @@ def _with_backtrace_and_driver_call(tmp_path):
     )
     path = craft(
         tmp_path / "backtrace.sqlite",
+        CUDA_CALLCHAINS,
         (new_name, ("cudaLaunchKernel",)),
         row.format(
             "(SELECT min(start) FROM NVTX_EVENTS) - 1000000000", '(SELECT max("end") FROM NVTX_EVENTS) + 1000000000', 67
@@ -178,3 +179,25 @@ def test_a_data_loader_worker_that_owns_a_gpu_keeps_its_main_thread(tmp_path):
     with nsysql.load(path, cache=False) as p:
         roles = dict(((a, b), r) for a, b, r in p.sql("SELECT pid, tid, role FROM thread_roles").rows())
     assert roles[worker] == "main"
+
+
+def test_a_backtrace_class_without_callchains_is_a_call(tmp_path):
+    """nsys writes CUDA backtraces' frames into CUDA_CALLCHAINS: without that table no row is a backtrace, and the
+    calls' eventClass is not read (a column of every call): a row of class 67 there counts as a call; beside the
+    table it does not."""
+    import shutil
+    import sqlite3
+
+    path, _, _ = _with_backtrace_and_driver_call(tmp_path)
+    bare = tmp_path / "bare.sqlite"
+    shutil.copy(path, bare)
+    con = sqlite3.connect(bare)
+    con.execute("DROP TABLE CUDA_CALLCHAINS")
+    con.commit()
+    con.close()
+    ((rows,),) = raw(bare, f"SELECT count(*) FROM {CALLS}")
+    ((marked,),) = raw(bare, f"SELECT count(*) FROM {CALLS} WHERE {BACKTRACE}")
+    assert marked == 1
+    for export, calls in ((bare, rows), (path, rows - marked)):
+        with nsysql.load(export, cache_dir=tmp_path / "cache") as p:
+            assert p.api()["count"].sum() == calls, export

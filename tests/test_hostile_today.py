@@ -9,7 +9,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from conftest import craft, fixture, raw
+from conftest import CUDA_CALLCHAINS, craft, fixture, raw
 from test_ranks_one_file import PID, _named
 
 from nsysql.cli import main
@@ -51,7 +51,7 @@ HOSTILE_CLASSES = {
 
 @pytest.mark.parametrize("case", list(HOSTILE_CLASSES))
 def test_an_event_class_that_is_no_whole_number_is_no_backtrace(tmp_path, case):
-    path = craft(tmp_path / "cls.sqlite", *HOSTILE_CLASSES[case])
+    path = craft(tmp_path / "cls.sqlite", CUDA_CALLCHAINS, *HOSTILE_CLASSES[case])
     before = hashlib.sha256(path.read_bytes()).hexdigest()
     ((calls,),) = raw(path, f"SELECT count(*) FROM {CALLS} WHERE NOT coalesce({BACKTRACE}, 0)")
     ((odd,),) = raw(path, f"SELECT count(*) FROM {CALLS} WHERE typeof(eventClass) <> 'integer'")
@@ -171,7 +171,7 @@ ALL_LEFT_OUT = {
         "gpu_ops",
     ),
     "calls all backtraces": (
-        [f"UPDATE {CALLS} SET eventClass = 67"],
+        [CUDA_CALLCHAINS, f"UPDATE {CALLS} SET eventClass = 67"],
         "api",
         f"SELECT count(*) FROM {CALLS}",
         "api_calls",

@@ -54,6 +54,10 @@ class RawTable:
     # the table lacks it, none are (where `where` would read nothing). The column is one of `codes`: SQLite tests
     # the condition only where it holds a whole number, as DuckDB does on the staged column
     unless: tuple[str, str] | None = None
+    # (nsys column, nsys table): the column is read only where the export has that table, else it is NULL, as a
+    # column the export lacks (and `unless`, on it, leaves no row out): a column that only says something where
+    # another table was written
+    only_with: tuple[tuple[str, str], ...] = ()
     # nsys columns that hold an enum's whole numbers (ENUM_NSYS_*): a value of another storage class (text, a
     # real, a blob: no code nsys writes) is read as NULL, unknown, rather than refuse the export or truncate it
     # into a code it is not (67.5 into 67)
@@ -95,6 +99,10 @@ _NVTX_RANGE = f'"eventType" IN (59, 60) AND {_INTERVAL}'
 # readers' rowid ranges read)
 _BACKTRACE = '("eventClass" >= 67 AND "eventClass" <= 69)'
 _NO_BACKTRACE = ("eventClass", _BACKTRACE)
+# nsys writes the frames of every CUDA backtrace into CUDA_CALLCHAINS (a backtrace row's callchainId names them):
+# an export without that table holds no backtrace row, and its calls' eventClass is not read (a column of every
+# call, 1M in a 500k-kernel export, that only exports recorded with --cudabacktrace need)
+_ONLY_WITH_BACKTRACES = (("eventClass", "CUDA_CALLCHAINS"),)
 _NVTX_MARK = '"eventType" = 34 AND "start" >= -4611686018427387904 AND "start" < 4611686018427387904'
 
 STAGE = "nsysql_stage"  # also named by canonical SQL that makes staging views (queries/v1/canonical/25_calls.sql)
@@ -234,12 +242,19 @@ EXTENT_COLUMNS = (("source", S), ("start", I), ("end", I))
 
 
 def _extent_of(
-    name: str, source: str, of: str, where: str, reads: str = "", instants: bool = False, unless=None
+    name: str,
+    source: str,
+    of: str,
+    where: str,
+    reads: str = "",
+    instants: bool = False,
+    unless=None,
+    only_with: tuple[tuple[str, str], ...] = (),
 ) -> RawTable:
     """The extent of `source`'s rows that `where` keeps (the same condition in SQLite and DuckDB), taken from the
     staging table `of` where the same pass reads it: the span's share of a table a question may not read whole.
     `reads`: a column `where` names beyond start and end; `instants`: no end column (min to max of start);
-    `unless`: RawTable.unless (`of` stages its column: NULL where the export lacks it, and no row is left out)."""
+    `unless`, `only_with`: RawTable's (`of` stages the column: NULL where it is not read, and no row is left out)."""
     staged = f"{where} AND NOT coalesce({unless[1]}, false)" if unless else where
     return RawTable(
         name,
@@ -250,6 +265,7 @@ def _extent_of(
         where_reads=((source, reads),) if reads else (),
         subset_of=(of, staged),
         unless=unless,
+        only_with=only_with,
     )
 
 
@@ -311,11 +327,19 @@ RAW_TABLES: tuple[RawTable, ...] = (
             ("eventClass", I),
         ),
         codes=("eventClass",),
+        only_with=_ONLY_WITH_BACKTRACES,
     ),
     # the CUDA API calls' extent alone, for the profile's span (70_profile_facts.sql): a question that reads no call
     # reads no call's row (one aggregate in SQLite), or, where raw_runtime is read in the same pass, DuckDB's over it.
     # The calls counted are those api_calls holds (is_interval, 00_macros.sql; no backtrace row, 25_calls.sql)
-    _extent_of("raw_call_extent", "CUPTI_ACTIVITY_KIND_RUNTIME", "raw_runtime", _INTERVAL, unless=_NO_BACKTRACE),
+    _extent_of(
+        "raw_call_extent",
+        "CUPTI_ACTIVITY_KIND_RUNTIME",
+        "raw_runtime",
+        _INTERVAL,
+        unless=_NO_BACKTRACE,
+        only_with=_ONLY_WITH_BACKTRACES,
+    ),
     RawTable(
         "raw_nvtx",
         ("NVTX_EVENTS",),
@@ -605,7 +629,7 @@ def _select(src: Source, rt: RawTable, text_as_blob: bool = False) -> tuple[str 
             exprs.append(f"{src.rowid(table)} AS {q(ROW_ID)}")
             continue
         name = col if src.has(table, col) else alias.get(col) if src.has(table, alias.get(col, "")) else None
-        if name is None:
+        if name is None or not _read(src, rt, col):
             exprs.append(f"NULL AS {q(col)}")
             continue
         present += 1
@@ -621,9 +645,15 @@ def _select(src: Source, rt: RawTable, text_as_blob: bool = False) -> tuple[str 
     return f"SELECT {'DISTINCT ' if rt.distinct else ''}{', '.join(exprs)} FROM {q(table)}{where}", table
 
 
+def _read(src: Source, rt: RawTable, col: str) -> bool:
+    """Whether column `col` of `rt` is read where the export holds it: not where RawTable.only_with names a table
+    the export lacks."""
+    return all(src.has(t) for c, t in rt.only_with if c == col)
+
+
 def _unless(src: Source, rt: RawTable, table: str) -> list[str]:
-    """`rt.unless` as a condition on `table`'s rows: none where the table lacks its column (RawTable.unless)."""
-    if rt.unless is None or not src.has(table, rt.unless[0]):
+    """`rt.unless` as a condition on `table`'s rows: none where the column is not read (RawTable.unless)."""
+    if rt.unless is None or not src.has(table, rt.unless[0]) or not _read(src, rt, rt.unless[0]):
         return []
     return [f"NOT coalesce(typeof({q(rt.unless[0])}) = 'integer' AND ({rt.unless[1]}), 0)"]
 
