@@ -5,9 +5,11 @@ owns the GPU, NVTX without GPU activity. Each on a crafted copy of a small fixtu
 from __future__ import annotations
 
 import pytest
-from conftest import craft, raw
+from click.testing import CliRunner
+from conftest import craft, fixture, raw
 
 import nsysql
+from nsysql.cli import main
 
 GPU_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
 
@@ -34,3 +36,40 @@ def test_gpu_activity_all_left_out_is_not_said_untraced(flawed_gpu):
     cards = {label: (value, detail) for label, value, detail in prof.report()["cards"].iter_rows()}
     value, detail = cards["GPUs"]
     assert value == "none usable" and said in detail, cards["GPUs"]
+
+
+def _cli(*args):
+    res = CliRunner().invoke(main, list(map(str, args)))
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    return res
+
+
+@pytest.fixture(scope="module")
+def unnamed(tmp_path_factory):
+    """train_small with its loop's ranges (`BatchN`) pushed without a message (NULL text) and its data-loading
+    ranges (`Load data`) with an empty one."""
+    d = tmp_path_factory.mktemp("unnamed")
+    path = craft(
+        d / "unnamed.sqlite",
+        "UPDATE NVTX_EVENTS SET text = NULL WHERE text LIKE 'Batch%'",
+        "UPDATE NVTX_EVENTS SET text = '' WHERE text = 'Load data'",
+    )
+    return path
+
+
+def test_a_range_without_a_name_is_said_unnamed_not_an_empty_quote(unnamed):
+    ((nulls,),) = raw(unnamed, "SELECT count(*) FROM NVTX_EVENTS WHERE text IS NULL AND eventType = 59")
+    ((empties,),) = raw(unnamed, "SELECT count(*) FROM NVTX_EVENTS WHERE text = ''")
+    assert nulls == 20 and empties == 20  # train_small's 20 `BatchN` and 20 `Load data` ranges (COMMAND.md)
+    said = []
+    for args in (("iterations",), ("summary",), ("diff", fixture("train_small"))):
+        res = _cli(*args, unnamed)
+        assert res.exit_code == 0, res.output
+        said.append(res.output)
+    loop, summ, diff = said
+    assert "range: (unnamed range) repeats 20 times" in loop, loop
+    assert "20 x (unnamed range) (wrapper)" in summ, summ
+    assert "a step is in (unnamed range) (+" in summ, summ  # the slow steps' extra time: in `Load data`'s copies
+    assert "iterations are `Batch` in train_small.sqlite but (unnamed range) in unnamed.sqlite" in diff, diff
+    for out in said:
+        assert "``" not in out, out
