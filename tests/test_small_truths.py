@@ -4,9 +4,12 @@ owns the GPU, NVTX without GPU activity. Each on a crafted copy of a small fixtu
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from click.testing import CliRunner
 from conftest import craft, fixture, raw
+from test_ranks_one_file import PID, _named
 
 import nsysql
 from nsysql.cli import main
@@ -73,3 +76,21 @@ def test_a_range_without_a_name_is_said_unnamed_not_an_empty_quote(unnamed):
     assert "iterations are `Batch` in train_small.sqlite but (unnamed range) in unnamed.sqlite" in diff, diff
     for out in said:
         assert "``" not in out, out
+
+
+# MPI ranks are C ints: nsys's `MPI Rank N` names a rank only for N in 0 .. 2^31-1; beyond, no rank, whatever N's size
+@pytest.mark.parametrize(
+    "number, rank",
+    [("2147483647", 2147483647), ("2147483648", None), ("9223372036854775807", None), ("99999999999999999999", None)],
+)
+def test_an_mpi_rank_thread_beyond_a_c_int_names_no_rank(tmp_path, number, rank):
+    path = craft(tmp_path / "rank.sqlite", *_named(PID, PID, f"MPI Rank {number}"))
+    named = raw(path, "SELECT s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId WHERE s.value GLOB 'MPI*'")
+    assert named == [(f"MPI Rank {number}",)]
+    res = _cli("ranks", "-f", "json", path)
+    assert res.exit_code == 0, res.output
+    (f,) = json.loads(res.stdout)["files"]
+    if rank is None:  # no rank named: the one file is numbered by its name, as any file without a rank
+        assert f["rank"] == 0 and f["rank_source"] == "sorted file name", f
+    else:
+        assert f["rank"] == rank and f"MPI Rank {number}" in f["rank_source"], f
