@@ -5,6 +5,7 @@ owns the GPU, NVTX without GPU activity. Each on a crafted copy of a small fixtu
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -94,3 +95,32 @@ def test_an_mpi_rank_thread_beyond_a_c_int_names_no_rank(tmp_path, number, rank)
         assert f["rank"] == 0 and f["rank_source"] == "sorted file name", f
     else:
         assert f["rank"] == rank and f"MPI Rank {number}" in f["rank_source"], f
+
+
+def test_a_gpu_owning_process_named_pt_data_worker_keeps_its_threads_roles(tmp_path):
+    # train_small's one process owns its GPU; its own thread (tid = pid) renamed as PyTorch names a DataLoader
+    # worker's, and one of its `python3` threads named as NCCL names its proxy thread
+    nccl = 1187
+    path = craft(tmp_path / "worker.sqlite", *_named(PID, PID, "pt_data_worker"), *_named(PID, nccl, "NCCL Progress"))
+    names = dict(
+        raw(
+            path,
+            "SELECT t.globalTid & 16777215, s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId "
+            f"WHERE (t.globalTid >> 24) & 16777215 = {PID}",
+        )
+    )
+    assert names[PID] == "pt_data_worker" and names[nccl] == "NCCL Progress"
+    assert "cuda-EvtHandlr" in names.values()
+
+    def expected(tid: int, name: str) -> str:  # 67_thread_roles.sql's rules, for a process that owns a GPU
+        if re.match(r"\[NSys|NSys |CUPTI worker|\*[0-9]", name):
+            return "profiler"
+        if tid == PID:  # the thread that launched every kernel (train_small's one launching thread)
+            return "main"
+        if name.startswith("pt_autograd"):
+            return "autograd"
+        return {"NCCL Progress": "nccl", "cuda-EvtHandlr": "cuda_event_handler"}.get(name, "other")
+
+    with nsysql.load(path, cache_dir=tmp_path / "cache") as prof:
+        roles = dict(prof.sql(f"SELECT tid, role FROM thread_roles WHERE pid = {PID}").iter_rows())
+    assert roles == {tid: expected(tid, name) for tid, name in names.items()}
