@@ -9,7 +9,7 @@ import re
 
 import pytest
 from click.testing import CliRunner
-from conftest import craft, fixture, raw
+from conftest import craft, fixture, raw, seeded
 from test_ranks_one_file import PID, _named
 
 import nsysql
@@ -66,6 +66,7 @@ def test_a_range_without_a_name_is_said_unnamed_not_an_empty_quote(unnamed):
     ((empties,),) = raw(unnamed, "SELECT count(*) FROM NVTX_EVENTS WHERE text = ''")
     assert nulls == 20 and empties == 20  # train_small's 20 `BatchN` and 20 `Load data` ranges (COMMAND.md)
     said = []
+    seeded(fixture("train_small"))  # diff's BASE: the run's one build of it
     for args in (("iterations",), ("summary",), ("diff", fixture("train_small"))):
         res = _cli(*args, unnamed)
         assert res.exit_code == 0, res.output
@@ -124,3 +125,34 @@ def test_a_gpu_owning_process_named_pt_data_worker_keeps_its_threads_roles(tmp_p
     with nsysql.load(path, cache_dir=tmp_path / "cache") as prof:
         roles = dict(prof.sql(f"SELECT tid, role FROM thread_roles WHERE pid = {PID}").iter_rows())
     assert roles == {tid: expected(tid, name) for tid, name in names.items()}
+
+
+@pytest.fixture(scope="module")
+def no_gpu(tmp_path_factory):
+    """train_small without its GPU activity (its CUDA calls and NVTX ranges kept): as an export captured without
+    CUPTI's activity tables."""
+    d = tmp_path_factory.mktemp("nogpu")
+    return craft(d / "nogpu.sqlite", *(f"DROP TABLE IF EXISTS {t}" for t in GPU_TABLES))
+
+
+# iterations' parts of the wall time on the device, which diff compares
+PARTS = ("compute_ns", "exposed_comm_ns", "copy_ns", "idle_ns", "comm_ns", "overlapped_ns")
+
+
+def test_iterations_without_gpu_activity_have_unknown_gpu_parts(no_gpu):
+    have = {t for (t,) in raw(no_gpu, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert not have & set(GPU_TABLES)  # no GPU op recorded: whether the GPU computed cannot be told
+    seeded(fixture("train_small"))  # the run's cache, which diff below reads too: one build of each export
+    with nsysql.load(no_gpu) as prof:
+        its = prof.iterations()
+    assert its.height == 20  # train_small's 20 `BatchN` ranges
+    for c in PARTS:
+        assert its[c].null_count() == its.height, (c, its[c].to_list())
+    res = _cli("diff", "-f", "json", fixture("train_small"), no_gpu)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    said = {r["item"]: r["value"] for r in out["verdict"]}
+    assert "largest part change" not in said, said  # a part known on one side only does not compare
+    rows = {r["metric"]: r for r in out["iteration time"]}
+    for metric in ("compute in an iteration, mean", "copy only in an iteration, mean"):
+        assert rows[metric]["new"] is None and rows[metric]["delta"] is None, rows[metric]

@@ -90,7 +90,8 @@ RATIO_BAND = 1.25
 """The outlier sentence's one figure (`7.3x slower`) is said of the outliers within this factor of it; the others
 are named apart with their own, and a period's steps beyond it get a range (`2.0x to 8.1x`)."""
 MAX_AUTO_WARMUP_FRACTION = 0.10
-# the per-iteration columns that describe GPU work: null where the process launched none
+# the per-iteration columns that describe GPU work: null where the process launched none (not known: an export
+# without GPU activity does not show that the GPU was unused), the parts of its wall time on the device too
 GPU_COLUMNS = (
     "gpu_busy_ns",
     "gpu_span_ns",
@@ -101,7 +102,12 @@ GPU_COLUMNS = (
     "memset_ns",
     "graph_ns",
     "collective_ns",
+    "compute_ns",
+    "exposed_comm_ns",
+    "copy_ns",
     "idle_ns",
+    "comm_ns",
+    "overlapped_ns",
     "kernels",
     "gpu_ops",
 )
