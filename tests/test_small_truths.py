@@ -144,7 +144,12 @@ def test_iterations_without_gpu_activity_have_unknown_gpu_parts(no_gpu):
     assert not have & set(GPU_TABLES)  # no GPU op recorded: whether the GPU computed cannot be told
     seeded(fixture("train_small"))  # the run's cache, which diff below reads too: one build of each export
     with nsysql.load(no_gpu) as prof:
-        its = prof.iterations()
+        its, rg = prof.iterations(), prof.ranges()
+    # the ranges' GPU figures (nvtx_gpu_proj_sum's) are unknown too, their CPU figures known
+    assert rg.height == len(set(raw(no_gpu, "SELECT coalesce(text, '') FROM NVTX_EVENTS WHERE eventType = 59")))
+    assert rg["total_ns"].null_count() == 0
+    for c in ("gpu_proj_ns", "gpu_time_ns", "gpu_ops"):
+        assert rg[c].null_count() == rg.height, (c, rg[c].to_list())
     assert its.height == 20  # train_small's 20 `BatchN` ranges
     for c in PARTS:
         assert its[c].null_count() == its.height, (c, its[c].to_list())
