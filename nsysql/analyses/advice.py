@@ -221,10 +221,16 @@ def rule(key: str) -> CaptureRule:
     return next(r for r in CAPTURE_RULES if r.key == key)
 
 
-def untraced_gpu(cuda_calls: bool) -> str:
+def untraced_gpu(cuda_calls: bool, dropped: int = 0) -> str:
     """Why a profile without any GPU op (kernel, copy or memset) says nothing of the GPU: an export without GPU
     activity does not show that the GPU was unused. `cuda_calls`: whether it holds CUDA API calls (CUDA was
-    traced; its GPU activity is not in the file)."""
+    traced; its GPU activity is not in the file); `dropped`: the export's GPU activity rows the load left out
+    as flawed (dropped_rows.sql): where there are some, GPU activity was recorded, and none of it is usable."""
+    if dropped:
+        return (
+            f"the export's {dropped:,} rows of GPU activity were all left out "
+            "(`nsysql info` says why, under data quality)"
+        )
     if cuda_calls:
         return "the export holds CUDA API calls but no GPU activity (no kernel, copy or memset recorded)"
     return "the export holds no CUDA trace (captured without -t cuda, or the program used no GPU)"

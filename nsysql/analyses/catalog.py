@@ -559,6 +559,7 @@ def ops(ctx, shapes) -> pl.DataFrame:
         "advice_facts",
         "range_label_pytorch",
         "headroom_facts",
+        "dropped_rows",
     ),
 )
 def summary_tables(ctx, thresholds) -> dict[str, pl.DataFrame]:
@@ -702,7 +703,8 @@ def report(ctx, top) -> dict[str, pl.DataFrame]:
         said["iterations_line"] = _report.iterations_line(stats)
     gaps = None if isinstance(more.get("gaps"), NsysqlError) else more.get("gaps")
     # the headline's idle in gaps >= 1 ms: from the iterations and gaps, where both are known
-    out["cards"] = _report.cards(facts, gpus, stats, its if gaps is not None or not gpus.height else None, gaps)
+    seen = its if gaps is not None or not gpus.height else None
+    out["cards"] = _report.cards(facts, gpus, stats, seen, gaps, _report.untraced_gpu_line(summ))
     drawn, notes = _report.timeline(lambda n, **p: ctx.ask(n, **p), gpus, its, gaps)
     out.update(drawn)
     said.update(notes)

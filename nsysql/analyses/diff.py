@@ -37,6 +37,7 @@ import polars as pl
 
 from ..errors import NsysqlError
 from ..rules import MAD_SIGMA
+from ._names import quoted
 from ._sql import run
 
 Z = 2.0
@@ -88,7 +89,7 @@ def side(
     threads and processes did during them (Profile.gap_activity, one row per gap and activity)."""
     steady = its.filter(~pl.col("warmup"))
     if steady.height == 0:
-        return Side(gpus, f"all {its.height} iterations of `{stats['range'][0]}` are warm-up")
+        return Side(gpus, f"all {its.height} iterations of {quoted(stats['range'][0])} are warm-up")
     idx = steady["iteration"].implode()
     return Side(
         gpus,
@@ -483,7 +484,7 @@ def _signs(b: Side, n: Side, bl: str, nl: str, kern: pl.DataFrame) -> dict[str, 
     SAME_NAMES_SHARE)."""
     signs = {}
     if b.family != n.family:
-        signs["loop"] = f"iterations are `{b.family}` in {bl} but `{n.family}` in {nl}"
+        signs["loop"] = f"iterations are {quoted(b.family)} in {bl} but {quoted(n.family)} in {nl}"
     else:
         inner = _inner_ranges(b, n, bl, nl)
         if inner:
@@ -510,7 +511,7 @@ def _inner_ranges(b: Side, n: Side, bl: str, nl: str) -> str | None:
     names = [sorted(set(d.ranges["name"]) - loop) for d in (b, n)]
     if set(names[0]) & set(names[1]) or not (names[0] or names[1]):
         return None
-    listed = [", ".join(f"`{x}`" for x in ns[:3]) + (", ..." if len(ns) > 3 else "") or "none" for ns in names]
+    listed = [", ".join(quoted(x) for x in ns[:3]) + (", ..." if len(ns) > 3 else "") or "none" for ns in names]
     return f"the NVTX ranges inside their loops share no name ({bl}: {listed[0]}; {nl}: {listed[1]})"
 
 

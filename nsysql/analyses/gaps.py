@@ -11,6 +11,7 @@ import re
 import polars as pl
 
 from ..errors import NsysqlError
+from ._names import quoted
 from ._sql import run
 from .cpu import gap_rows
 from .patterns import resolve_range
@@ -341,7 +342,8 @@ def top_activity(ranked: pl.DataFrame) -> str | None:
     dom = f", domain `{r['domain']}`" if r["domain"] else ""
     also = ", ".join(f"{_where(o)} {o['pct_of_idle']:.0f}%" for o in same.slice(1, 3).iter_rows(named=True))
     more = f" and {same.height - 4} more" if same.height > 4 else ""
-    said = f"`{r['activity']}` ({what}{dom}) ran in {_where(r)} for {r['pct_of_idle']:.0f}% of that time"
+    name = quoted(r["activity"]) if r["kind"] == "nvtx" else f"`{r['activity']}`"  # a call always has a name
+    said = f"{name} ({what}{dom}) ran in {_where(r)} for {r['pct_of_idle']:.0f}% of that time"
     return said + (f" (also: {also}{more})" if also else "")
 
 

@@ -64,6 +64,7 @@ import polars as pl
 from ..errors import NsysqlError
 from ..rules import MAD_SIGMA
 from . import scratch
+from ._names import quoted
 from ._sql import _declared_params, run
 from .advice import NVTX_HINT
 from .patterns import resolve_range
@@ -89,7 +90,8 @@ RATIO_BAND = 1.25
 """The outlier sentence's one figure (`7.3x slower`) is said of the outliers within this factor of it; the others
 are named apart with their own, and a period's steps beyond it get a range (`2.0x to 8.1x`)."""
 MAX_AUTO_WARMUP_FRACTION = 0.10
-# the per-iteration columns that describe GPU work: null where the process launched none
+# the per-iteration columns that describe GPU work: null where the process launched none (not known: an export
+# without GPU activity does not show that the GPU was unused), the parts of its wall time on the device too
 GPU_COLUMNS = (
     "gpu_busy_ns",
     "gpu_span_ns",
@@ -100,7 +102,12 @@ GPU_COLUMNS = (
     "memset_ns",
     "graph_ns",
     "collective_ns",
+    "compute_ns",
+    "exposed_comm_ns",
+    "copy_ns",
     "idle_ns",
+    "comm_ns",
+    "overlapped_ns",
     "kernels",
     "gpu_ops",
 )
@@ -228,7 +235,7 @@ def _candidate(row: dict, procs: pl.DataFrame) -> IterationRange:
 def _why_detected(it: IterationRange, ev: dict, gpu_work: bool, rejected: int) -> str:
     """Why the candidate `it` was taken as the loop, after `rejected` others failed their tests."""
     why = (
-        f"`{it.family}` repeats {it.instances} times at depth {it.depth} on thread {it.tid}, "
+        f"{quoted(it.family)} repeats {it.instances} times at depth {it.depth} on thread {it.tid}, "
         f"{'the main thread of its process' if gpu_work else 'in a profile with no GPU work traced'}; "
         f"taken as the loop because {_passed(ev)}"
     )
@@ -247,7 +254,7 @@ def _no_loop(rejected: list[tuple[dict, str]]) -> NoReturn:
     row, failed = rejected[0]
     more = len(rejected) - 1
     raise NsysqlError(
-        f"no repeating loop found: `{_short(row['family'])}` ({row['instances']} instances at depth "
+        f"no repeating loop found: {quoted(_short(row['family'] or ''))} ({row['instances']} instances at depth "
         f"{row['depth']} on thread {row['tid']}, the first candidate) is not the loop: {failed}"
         + (f"; {more} other range famil{'y' if more == 1 else 'ies'} failed too" if more else "")
         + "; name the loop with --range PATTERN"

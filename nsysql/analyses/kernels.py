@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from ..errors import NsysqlError
+from ._names import quoted
 from ._sql import run
 from .advice import NVTX_HINT
 from .ranges import check_attribution, group_ops_default
@@ -103,7 +104,7 @@ def range_graph_note(per: pl.DataFrame) -> str | None:
     (whole_graphs_by_range), named by range (the three with most GPU time); None where there are none."""
     if not per.height:
         return None
-    where = "; ".join(f"`{r['range']}`: {_graphs(r)}, {_ms(r)}" for r in per.head(3).iter_rows(named=True))
+    where = "; ".join(f"{quoted(r['range'])}: {_graphs(r)}, {_ms(r)}" for r in per.head(3).iter_rows(named=True))
     more = f"; {per.height - 3} more ranges" if per.height > 3 else ""
     return (
         f"not in this table: CUDA graph launches traced whole inside these ranges ({where}{more}): {GRAPH_WHY}; "

@@ -14,6 +14,7 @@ import polars as pl
 
 from . import iterations as _iter
 from . import summary as _summary
+from ._names import quoted
 
 # The sections of `report` (those of `snippet`: summary's, `top_ops` and `notes`), each the answer of a declared
 # analysis or made here from those; a front end reads them by these names
@@ -64,11 +65,14 @@ def summary_sections(summ: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
     return {k: summ[k] for k in SUMMARY_SECTIONS if k in summ}
 
 
-def cards(facts: dict, gpus: pl.DataFrame, stats: pl.DataFrame | None, its, gaps) -> pl.DataFrame:
+def cards(
+    facts: dict, gpus: pl.DataFrame, stats: pl.DataFrame | None, its, gaps, untraced: tuple[str, str] | None = None
+) -> pl.DataFrame:
     """The fact cards at the top of the page: the headline first (the median steady-state step on its clock,
     over the steady-state steps' time the GPU's busy and idle shares, the idle in gaps >= 1 ms apart), then nsys,
     span, GPUs and the whole profile's GPU busy share. `its` and `gaps`: the iterations and gaps the headline's
-    idle in gaps >= 1 ms is counted from (None: not known)."""
+    idle in gaps >= 1 ms is counted from (None: not known); `untraced`: the GPUs card where there is no GPU op
+    (its value and why), as summary says it (untraced_gpu_line); None: from the profile's facts alone."""
     one = lambda k, d=None: (facts.get(k) or [d])[0]  # noqa: E731
     rows = _step_cards(stats, its, gaps)
     rows += [
@@ -85,8 +89,18 @@ def cards(facts: dict, gpus: pl.DataFrame, stats: pl.DataFrame | None, its, gaps
         else:
             rows.append(("GPU busy", f"{busy:.1f}%", "whole profile: of the GPUs' active span"))
     else:  # an export without GPU activity does not show that the GPU was unused: say what it holds
-        rows.append(("GPUs", "none traced", _summary.untraced_gpu(one("span_from") or "")))
+        rows.append(("GPUs", *(untraced or ("none traced", _summary.untraced_gpu(one("span_from") or "")))))
     return pl.DataFrame(rows, schema=CARDS_SCHEMA, orient="row")
+
+
+def untraced_gpu_line(summ: dict[str, pl.DataFrame]) -> tuple[str, str] | None:
+    """The GPUs card where the profile has no GPU op ("none traced" or "none usable", and why), as summary's
+    GPUs fact says it (it counts the GPU ops the load dropped as flawed); None where that fact names GPUs."""
+    said = summ["facts"].filter(pl.col("key") == "gpus")["value"].to_list()
+    if summ["gpus"].height or not said or ": " not in said[0]:
+        return None
+    value, _, why = said[0].partition(": ")
+    return value, why
 
 
 def _step_cards(stats: pl.DataFrame | None, its, gaps) -> list[tuple]:
@@ -112,7 +126,7 @@ def iterations_line(stats: pl.DataFrame) -> str:
     """The sentence under the iterations chart."""
     s = stats.row(0, named=True)
     return (
-        f"{s['iterations']} iterations of `{s['range']}` ({s['mode']}), {s['warmup']} warm-up (shaded); "
+        f"{s['iterations']} iterations of {quoted(s['range'])} ({s['mode']}), {s['warmup']} warm-up (shaded); "
         + _iter.steady_sentence(s)
         + ". "
         + (f"Outliers: {s['outlier_pattern']}. " if s["outlier_pattern"] else "No outliers. ")

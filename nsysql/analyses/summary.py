@@ -10,6 +10,7 @@ from . import cpu as _cpu
 from . import gaps as _gaps
 from . import headroom as _headroom
 from . import iterations as _iter
+from ._names import quoted
 from ._sql import facts, run
 from .findings import Thresholds, findings
 from .findings import tables as findings_tables
@@ -22,8 +23,13 @@ gpus, gpu_N_busy, iterations, outliers, idle, lacks, ranges); `item`, its label 
 def tables(con, limits: Thresholds = Thresholds()) -> dict[str, pl.DataFrame]:
     """The small tables summary reads besides its main answers (Profile.summary asks them on a thread of their
     own, beside iterations and gaps, so that they fill a core instead of following them)."""
+    gpus = run(con, "gpu_utilization")
     return {
-        "gpus": run(con, "gpu_utilization"),
+        "gpus": gpus,
+        # where no GPU op is left, how many the load dropped as flawed (none traced, or none usable)
+        "gpu_ops_dropped": (
+            run(con, "dropped_rows", canonical="gpu_ops") if gpus.is_empty() else pl.DataFrame({"rows": [0]})
+        ),
         "memory": run(con, "memory"),
         **findings_tables(con, limits.empty_queue_ns),
         **_headroom.tables(con),
@@ -60,7 +66,9 @@ def summary(
     gpus = read["gpus"]
     if not isinstance(gaps_df, NsysqlError):
         gaps_df = _loop_gaps(gaps_df, st, gpus)
-    rows = _profile_facts(f, gpus, st, its, gaps_df)  # (key, label, value): front ends read a fact by its key
+    rows = _profile_facts(
+        f, gpus, st, its, gaps_df, read["gpu_ops_dropped"].item()
+    )  # (key, label, value): front ends read a fact by its key
     rows += _loop_facts(loop, its)
     causes, activity, loader = None, None, False
     if gpus.height:
@@ -107,17 +115,20 @@ def _profile_facts(
     st: pl.DataFrame | None,
     its: pl.DataFrame | None,
     gaps_df: pl.DataFrame | NsysqlError,
+    dropped: int = 0,
 ) -> list[tuple[str, str, str]]:
     """The facts that open the section: the headline (where there is a loop), the file, nsys's version, the
-    span, the GPUs and each one's busy share of the whole profile."""
+    span, the GPUs and each one's busy share of the whole profile. `dropped`: the GPU ops the load left out as
+    flawed (untraced_gpu)."""
     one = lambda k, d=None: (f.get(k) or [d])[0]  # noqa: E731
     span_ns = int(one("span_ns") or 0)
     rows = []
-    untraced = None if gpus.height else untraced_gpu(one("span_from") or "")
+    untraced = None if gpus.height else untraced_gpu(one("span_from") or "", dropped)
     if st is not None:  # the headline: the steady-state step, its GPU busy share and where the rest went
         gaps_ok = None if isinstance(gaps_df, NsysqlError) else gaps_df
         h = headline(st, its, gaps_ok)
-        rows.append(("step", "steady-state step", step_sentence(h, untraced, _loop_gpu(h, gpus))))
+        why = untraced and f"no {'usable GPU work' if dropped else 'GPU work traced'}: {untraced}"
+        rows.append(("step", "steady-state step", step_sentence(h, why, _loop_gpu(h, gpus))))
     rows += [
         ("file", "file", one("source_path")),
         ("nsys_version", "nsys version", one("nsys_version", "unknown")),
@@ -126,7 +137,7 @@ def _profile_facts(
             "gpus",
             "GPUs",
             ", ".join(f"{r['device_id']}: {r['device'] or 'unnamed'}" for r in gpus.iter_rows(named=True))
-            or f"none traced: {untraced}",
+            or f"none {'usable' if dropped else 'traced'}: {untraced}",
         ),
     ]
     for r in gpus.iter_rows(named=True):
@@ -142,7 +153,7 @@ def _loop_facts(
     if isinstance(loop, NsysqlError):
         return [("iterations", "iterations", f"none: {loop}")]
     s = loop[1].row(0, named=True)
-    line = f"{s['iterations']} x `{s['range']}` ({s['mode']}), {s['warmup']} warm-up; " + _iter.steady_sentence(s)
+    line = f"{s['iterations']} x {quoted(s['range'])} ({s['mode']}), {s['warmup']} warm-up; " + _iter.steady_sentence(s)
     rows = [("iterations", "iterations", line)]
     if s["outlier_pattern"]:
         rows.append(("outliers", "outliers", s["outlier_pattern"]))
@@ -302,9 +313,10 @@ def headline(st: pl.DataFrame, its: pl.DataFrame | None, gaps_df: pl.DataFrame |
     return s
 
 
-def untraced_gpu(span_from: str) -> str:
-    """advice.untraced_gpu from the timed sources the profile holds (profile_facts span_from)."""
-    return _advice.untraced_gpu("CUDA API calls" in span_from)
+def untraced_gpu(span_from: str, dropped: int = 0) -> str:
+    """advice.untraced_gpu from the timed sources the profile holds (profile_facts span_from) and the GPU ops
+    the load left out as flawed (`dropped`)."""
+    return _advice.untraced_gpu("CUDA API calls" in span_from, dropped)
 
 
 def _loop_gpu(h: dict, gpus: pl.DataFrame) -> str:
@@ -320,7 +332,7 @@ def _loop_gpu(h: dict, gpus: pl.DataFrame) -> str:
 def step_sentence(h: dict, untraced: str | None = None, gpu: str = "the GPU") -> str:
     """The headline sentence: the median steady-state step (on its clock), and over the steady-state steps'
     time, the GPU's busy share and its idle share, all idle, with the part in gaps >= 1 ms apart. `untraced`:
-    why the profile has no GPU op at all (untraced_gpu), None where it has some; `gpu`: the device they are
+    the clause that says the profile has no GPU op at all and why (untraced_gpu), None where it has some; `gpu`: the device they are
     of, in words (_loop_gpu)."""
     if not h["steady"]:
         return f"none: all {h['iterations']} iterations are warm-up"
@@ -331,7 +343,7 @@ def step_sentence(h: dict, untraced: str | None = None, gpu: str = "the GPU") ->
     )
     idle = h.get("steady_idle_ns")
     if idle is None or not total:
-        return text + (f"; no GPU work traced: {untraced}" if untraced else "; no GPU work traced in the process")
+        return text + (f"; {untraced}" if untraced else "; no GPU work traced in the process")
     text += (
         f"; over their {_dur(total)} {gpu} was busy {100 * (total - idle) / total:.1f}% and idle "
         f"{100 * idle / total:.1f}% ({_dur(idle)})"

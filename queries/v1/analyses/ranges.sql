@@ -8,7 +8,8 @@
 -- GPU projection of `nvtx_gpu_proj_sum`: per instance, first enclosed GPU op start to last enclosed GPU op
 -- end (per graph replay for the ops of CUDA graph nodes it captured: op_range_totals.proj_ns), summed over
 -- instances (a span: GPU idle time inside it counts), the GPU time of the enclosed ops (their summed
--- durations, as nvtx_kern_sum's totals), and the number of enclosed GPU ops.
+-- durations, as nvtx_kern_sum's totals), and the number of enclosed GPU ops; all three NULL where the profile
+-- holds no GPU op at all (none traced, or all left out as flawed).
 -- $totals: the table of op_range_totals by one rule, 'thread' (nsys's) or 'process' (canonical/60_op_ranges.sql),
 -- made by range_totals.sql.
 -- $group_ops: when true, names lose PyTorch's per-call arguments (range_op_name: `aten::addmm, seq = 5,
@@ -20,6 +21,9 @@
 -- nesting depth.
 WITH proj AS (
   SELECT range_id, proj_ns, ops, total_ns FROM query_table($totals)
+),
+traced AS (  -- whether the profile holds any GPU op: without one, a range's GPU figures are unknown (NULL), not 0
+  SELECT EXISTS (SELECT 1 FROM gpu_ops) AS any_op
 ),
 named AS (
   SELECT * REPLACE (CASE WHEN $group_ops THEN range_op_name(name) ELSE name END AS name) FROM nvtx_ranges
@@ -40,13 +44,14 @@ SELECT
   unnest(stats_durations(r.duration_ns)),
   -- sum over instances of (last enclosed GPU op end - first enclosed GPU op start), per graph replay for
   -- captured graph nodes (op_range_totals): nsys's projected time
-  coalesce(sum(p.proj_ns), 0)::BIGINT AS gpu_proj_ns,
+  CASE WHEN t.any_op THEN coalesce(sum(p.proj_ns), 0) END::BIGINT AS gpu_proj_ns,
   -- summed durations of the enclosed GPU ops (ops that run side by side on several streams each count)
-  coalesce(sum(p.total_ns), 0)::BIGINT AS gpu_time_ns,
+  CASE WHEN t.any_op THEN coalesce(sum(p.total_ns), 0) END::BIGINT AS gpu_time_ns,
   -- GPU ops enclosed, over all instances
-  coalesce(sum(p.ops), 0)::BIGINT AS gpu_ops
+  CASE WHEN t.any_op THEN coalesce(sum(p.ops), 0) END::BIGINT AS gpu_ops
 FROM named r
 JOIN labels l ON l.domain IS NOT DISTINCT FROM r.domain AND l.name IS NOT DISTINCT FROM r.name
 LEFT JOIN proj p USING (range_id)
-GROUP BY r.domain, l.label, r.style
+CROSS JOIN traced t
+GROUP BY r.domain, l.label, r.style, t.any_op
 ORDER BY sum(r.duration_ns) DESC, r.domain, l.label;

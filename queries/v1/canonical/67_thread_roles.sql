@@ -17,7 +17,10 @@
 --                       process's main thread), else `data_loader`, as its other threads are
 --   autograd            PyTorch's backward threads (`pt_autograd_<device>`)
 --   data_loader         threads of a PyTorch DataLoader worker process: the process's own thread (tid = pid), or
---                       the thread itself, is named `pt_data_worker` (PyTorch names the worker loop's thread so)
+--                       the thread itself, is named `pt_data_worker` (PyTorch names the worker loop's thread so);
+--                       by the process's thread only where that process owns no GPU: one that owns a GPU is the
+--                       job's (its main thread stays `main`), and its other threads (CUDA's, NCCL's) are not
+--                       a worker's
 --   nccl                NCCL's threads (names starting `NCCL` or `nccl`: proxy, service, watchdog threads)
 --   cuda_event_handler  the CUDA driver's `cuda-EvtHandlr`
 --   launcher            another thread that launched GPU work
@@ -37,7 +40,7 @@ WITH launchers AS (
   SELECT pid FROM process_roles QUALIFY ops = max(ops) OVER (PARTITION BY device_id)
 ), named AS (
   SELECT k.pid, k.tid, t.name, m.name AS process_thread_name, p.parent_pid,
-         coalesce(t.name = 'pt_data_worker' OR m.name = 'pt_data_worker', false) AS in_worker,
+         coalesce(t.name = 'pt_data_worker' OR (m.name = 'pt_data_worker' AND o.pid IS NULL), false) AS in_worker,
          r.main_tid IS NOT NULL AS is_main, o.pid IS NOT NULL AS owns_gpu, l.tid IS NOT NULL AS launched,
          pp.pid IS NOT NULL AS parent_has_gpu
   FROM known k

@@ -1,0 +1,163 @@
+"""Small sentences that must be true on profiles unlike ours: GPU activity recorded but all left out as flawed,
+NVTX ranges without a name, MPI rank numbers no MPI rank can be, a data-loader thread name in the process that
+owns the GPU, NVTX without GPU activity. Each on a crafted copy of a small fixture, built once."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from click.testing import CliRunner
+from conftest import craft, fixture, raw, seeded
+from test_ranks_one_file import PID, _named
+
+import nsysql
+from nsysql.cli import main
+
+GPU_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
+
+
+@pytest.fixture(scope="module")
+def flawed_gpu(tmp_path_factory):
+    """train_small with every kernel and copy ending before it starts: recorded, and all left out."""
+    d = tmp_path_factory.mktemp("flawed")
+    path = craft(d / "flawed.sqlite", *(f'UPDATE {t} SET "end" = "start" - 1' for t in GPU_TABLES[:2]))
+    prof = nsysql.load(path, cache_dir=d / "cache")
+    yield path, prof
+    prof.close()
+
+
+def test_gpu_activity_all_left_out_is_not_said_untraced(flawed_gpu):
+    path, prof = flawed_gpu
+    recorded = sum(raw(path, f'SELECT count(*) FROM {t} WHERE "end" < "start"')[0][0] for t in GPU_TABLES[:2])
+    assert recorded > 0
+    facts = {k: v for k, _, v in prof.summary()["facts"].iter_rows()}
+    said = f"the export's {recorded:,} rows of GPU activity were all left out"
+    for key in ("gpus", "step"):
+        assert said in facts[key] and "no GPU activity" not in facts[key], facts[key]
+        assert "traced" not in facts[key], facts[key]
+    cards = {label: (value, detail) for label, value, detail in prof.report()["cards"].iter_rows()}
+    value, detail = cards["GPUs"]
+    assert value == "none usable" and said in detail, cards["GPUs"]
+
+
+def _cli(*args):
+    res = CliRunner().invoke(main, list(map(str, args)))
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    return res
+
+
+@pytest.fixture(scope="module")
+def unnamed(tmp_path_factory):
+    """train_small with its loop's ranges (`BatchN`) pushed without a message (NULL text) and its data-loading
+    ranges (`Load data`) with an empty one."""
+    d = tmp_path_factory.mktemp("unnamed")
+    path = craft(
+        d / "unnamed.sqlite",
+        "UPDATE NVTX_EVENTS SET text = NULL WHERE text LIKE 'Batch%'",
+        "UPDATE NVTX_EVENTS SET text = '' WHERE text = 'Load data'",
+    )
+    return path
+
+
+def test_a_range_without_a_name_is_said_unnamed_not_an_empty_quote(unnamed):
+    ((nulls,),) = raw(unnamed, "SELECT count(*) FROM NVTX_EVENTS WHERE text IS NULL AND eventType = 59")
+    ((empties,),) = raw(unnamed, "SELECT count(*) FROM NVTX_EVENTS WHERE text = ''")
+    assert nulls == 20 and empties == 20  # train_small's 20 `BatchN` and 20 `Load data` ranges (COMMAND.md)
+    said = []
+    seeded(fixture("train_small"))  # diff's BASE: the run's one build of it
+    for args in (("iterations",), ("summary",), ("diff", fixture("train_small"))):
+        res = _cli(*args, unnamed)
+        assert res.exit_code == 0, res.output
+        said.append(res.output)
+    loop, summ, diff = said
+    assert "range: (unnamed range) repeats 20 times" in loop, loop
+    assert "20 x (unnamed range) (wrapper)" in summ, summ
+    assert "a step is in (unnamed range) (+" in summ, summ  # the slow steps' extra time: in `Load data`'s copies
+    assert "iterations are `Batch` in train_small.sqlite but (unnamed range) in unnamed.sqlite" in diff, diff
+    for out in said:
+        assert "``" not in out, out
+
+
+# MPI ranks are C ints: nsys's `MPI Rank N` names a rank only for N in 0 .. 2^31-1; beyond, no rank, whatever N's size
+@pytest.mark.parametrize(
+    "number, rank",
+    [("2147483647", 2147483647), ("2147483648", None), ("9223372036854775807", None), ("99999999999999999999", None)],
+)
+def test_an_mpi_rank_thread_beyond_a_c_int_names_no_rank(tmp_path, number, rank):
+    path = craft(tmp_path / "rank.sqlite", *_named(PID, PID, f"MPI Rank {number}"))
+    named = raw(path, "SELECT s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId WHERE s.value GLOB 'MPI*'")
+    assert named == [(f"MPI Rank {number}",)]
+    res = _cli("ranks", "-f", "json", path)
+    assert res.exit_code == 0, res.output
+    (f,) = json.loads(res.stdout)["files"]
+    if rank is None:  # no rank named: the one file is numbered by its name, as any file without a rank
+        assert f["rank"] == 0 and f["rank_source"] == "sorted file name", f
+    else:
+        assert f["rank"] == rank and f"MPI Rank {number}" in f["rank_source"], f
+
+
+def test_a_gpu_owning_process_named_pt_data_worker_keeps_its_threads_roles(tmp_path):
+    # train_small's one process owns its GPU; its own thread (tid = pid) renamed as PyTorch names a DataLoader
+    # worker's, and one of its `python3` threads named as NCCL names its proxy thread
+    nccl = 1187
+    path = craft(tmp_path / "worker.sqlite", *_named(PID, PID, "pt_data_worker"), *_named(PID, nccl, "NCCL Progress"))
+    names = dict(
+        raw(
+            path,
+            "SELECT t.globalTid & 16777215, s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId "
+            f"WHERE (t.globalTid >> 24) & 16777215 = {PID}",
+        )
+    )
+    assert names[PID] == "pt_data_worker" and names[nccl] == "NCCL Progress"
+    assert "cuda-EvtHandlr" in names.values()
+
+    def expected(tid: int, name: str) -> str:  # 67_thread_roles.sql's rules, for a process that owns a GPU
+        if re.match(r"\[NSys|NSys |CUPTI worker|\*[0-9]", name):
+            return "profiler"
+        if tid == PID:  # the thread that launched every kernel (train_small's one launching thread)
+            return "main"
+        if name.startswith("pt_autograd"):
+            return "autograd"
+        return {"NCCL Progress": "nccl", "cuda-EvtHandlr": "cuda_event_handler"}.get(name, "other")
+
+    with nsysql.load(path, cache_dir=tmp_path / "cache") as prof:
+        roles = dict(prof.sql(f"SELECT tid, role FROM thread_roles WHERE pid = {PID}").iter_rows())
+    assert roles == {tid: expected(tid, name) for tid, name in names.items()}
+
+
+@pytest.fixture(scope="module")
+def no_gpu(tmp_path_factory):
+    """train_small without its GPU activity (its CUDA calls and NVTX ranges kept): as an export captured without
+    CUPTI's activity tables."""
+    d = tmp_path_factory.mktemp("nogpu")
+    return craft(d / "nogpu.sqlite", *(f"DROP TABLE IF EXISTS {t}" for t in GPU_TABLES))
+
+
+# iterations' parts of the wall time on the device, which diff compares
+PARTS = ("compute_ns", "exposed_comm_ns", "copy_ns", "idle_ns", "comm_ns", "overlapped_ns")
+
+
+def test_iterations_without_gpu_activity_have_unknown_gpu_parts(no_gpu):
+    have = {t for (t,) in raw(no_gpu, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert not have & set(GPU_TABLES)  # no GPU op recorded: whether the GPU computed cannot be told
+    seeded(fixture("train_small"))  # the run's cache, which diff below reads too: one build of each export
+    with nsysql.load(no_gpu) as prof:
+        its, rg = prof.iterations(), prof.ranges()
+    # the ranges' GPU figures (nvtx_gpu_proj_sum's) are unknown too, their CPU figures known
+    assert rg.height == len(set(raw(no_gpu, "SELECT coalesce(text, '') FROM NVTX_EVENTS WHERE eventType = 59")))
+    assert rg["total_ns"].null_count() == 0
+    for c in ("gpu_proj_ns", "gpu_time_ns", "gpu_ops"):
+        assert rg[c].null_count() == rg.height, (c, rg[c].to_list())
+    assert its.height == 20  # train_small's 20 `BatchN` ranges
+    for c in PARTS:
+        assert its[c].null_count() == its.height, (c, its[c].to_list())
+    res = _cli("diff", "-f", "json", fixture("train_small"), no_gpu)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    said = {r["item"]: r["value"] for r in out["verdict"]}
+    assert "largest part change" not in said, said  # a part known on one side only does not compare
+    rows = {r["metric"]: r for r in out["iteration time"]}
+    for metric in ("compute in an iteration, mean", "copy only in an iteration, mean"):
+        assert rows[metric]["new"] is None and rows[metric]["delta"] is None, rows[metric]
