@@ -623,8 +623,8 @@ def _select(src: Source, rt: RawTable, text_as_blob: bool = False) -> tuple[str 
     exprs = []
     present = 0
     for col, typ in rt.columns:
-        if col in fixed and not text_as_blob:
-            continue  # DuckDB writes its one value (Job.fixed); the fallback reader reads it
+        if (col in fixed or not _read(src, rt, col)) and not text_as_blob:
+            continue  # DuckDB writes its one value, or NULL (Job.fixed); the fallback reader reads it
         if col == ROW_ID:
             exprs.append(f"{src.rowid(table)} AS {q(ROW_ID)}")
             continue
@@ -718,7 +718,8 @@ class Job:
     sql: str  # the fast reader's SELECT
     blob_sql: str  # the fallback reader's (text as BLOB)
     table: str  # the nsys table read
-    fixed: tuple[tuple[str, int], ...] = ()  # columns not read, with the one value DuckDB writes (RawTable.single)
+    # columns not read, with the one value DuckDB writes (RawTable.single), or NULL (RawTable.only_with)
+    fixed: tuple[tuple[str, int | str], ...] = ()
 
 
 def would_read(src: Source) -> dict[str, str]:
@@ -756,13 +757,17 @@ def plan(src: Source, workers: int, names=None) -> tuple[dict[str, str], list[Jo
         n = min(workers, -(-rows // CHUNK_ROWS)) if workers > 2 or rt is lone else 1
         blob_sql = _select(src, rt, text_as_blob=True)[0]
         fixed = tuple(_fixed(src, rt, table).items())
+        # and the columns not read (RawTable.only_with): DuckDB writes NULL into each staged row, which costs
+        # nothing, where a NULL the driver reads costs as much as a column's values
+        written = fixed + tuple((c, "NULL") for c, t in rt.only_with if src.has(table, c) and not src.has(t))
         if n <= 1:
-            jobs.append(Job(rows, rt, sql, blob_sql, table, fixed))
+            jobs.append(Job(rows, rt, sql, blob_sql, table, written))
             continue
         rowid = src.rowid(table)
+        conj = "AND" if rt.nonnull or rt.where or fixed or _unless(src, rt, table) else "WHERE"  # as _select's
         for a, b in rowid_ranges(src.scalar(f"SELECT min({rowid}) FROM {q(table)}"), rows, n):
-            where = f" {'AND' if rt.nonnull or rt.where or fixed else 'WHERE'} {rowid} BETWEEN {a} AND {b}"
-            jobs.append(Job(b - a + 1, rt, sql + where, blob_sql + where, table, fixed))
+            where = f" {conj} {rowid} BETWEEN {a} AND {b}"
+            jobs.append(Job(b - a + 1, rt, sql + where, blob_sql + where, table, written))
     jobs.sort(key=lambda j: -j.rows)
     return used, jobs
 
