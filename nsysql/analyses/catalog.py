@@ -540,6 +540,7 @@ def ops(ctx, shapes) -> pl.DataFrame:
     params=(THRESHOLDS,),
     keep="none",
     tables=(
+        "data_quality",
         "devices",
         "gpu_busy",
         "gpu_ops",

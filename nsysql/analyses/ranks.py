@@ -230,6 +230,7 @@ def reduce(con, tables: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
         raise NsysqlError(
             "no rank has iterations (NVTX ranges around the training step), so ranks cannot be compared"
             + _problems(tables["info"], files=True)
+            + _several_per_file(tables["info"].to_dicts())  # what numbering says with an answer: in the one line
         )
     con.register("rank_iterations", tables["iterations"].to_arrow())
     con.register("rank_causes", tables["causes"].to_arrow())
