@@ -41,20 +41,24 @@ def _columns(table: str) -> str:
         con.close()
 
 
-@pytest.fixture(scope="module")
-def two_processes(tmp_path_factory):
-    """train_small with every GPU op, CUDA call and NVTX range copied into a second process on GPU 1: the two
-    processes of one job in one export, with the same loop (`Batch`, 20 instances each)."""
-    path = tmp_path_factory.mktemp("procs") / "two.sqlite"
-    return craft(
-        path,
+def twin_statements() -> list[str]:
+    """Statements that copy every GPU op, CUDA call and NVTX range of train_small into a second process (pid TWIN)
+    on GPU 1: the two processes of one job in one export, running the same loop (`Batch`, 20 instances each) at
+    the same time."""
+    return [
         _twin_copy("CUPTI_ACTIVITY_KIND_KERNEL", _columns("CUPTI_ACTIVITY_KIND_KERNEL"), "globalPid", device=True),
         _twin_copy("CUPTI_ACTIVITY_KIND_MEMCPY", _columns("CUPTI_ACTIVITY_KIND_MEMCPY"), "globalPid", device=True),
         _twin_copy("CUPTI_ACTIVITY_KIND_RUNTIME", _columns("CUPTI_ACTIVITY_KIND_RUNTIME"), "", ("globalTid",)),
         _twin_copy("NVTX_EVENTS", _columns("NVTX_EVENTS"), "", ("globalTid", "endGlobalTid")),
         f"INSERT INTO PROCESSES (globalPid, pid, name) SELECT globalPid + {_SHIFT}, {TWIN}, name FROM PROCESSES "
         f"WHERE pid = {PID}",
-    )
+    ]
+
+
+@pytest.fixture(scope="module")
+def two_processes(tmp_path_factory):
+    """train_small and its twin process (twin_statements)."""
+    return craft(tmp_path_factory.mktemp("procs") / "two.sqlite", *twin_statements())
 
 
 def _raw_gpu_processes(path) -> dict[int, set[int]]:

@@ -8,28 +8,14 @@ import json
 import pytest
 from click.testing import CliRunner
 from conftest import PUBLIC, craft, fixture, raw
-from test_audit_processes import PID, TWIN, _columns, _twin_copy
+from test_audit_processes import PID, TWIN, twin_statements
 
 from nsysql.cli import main
 
 
-def _twin() -> list[str]:
-    """Statements that copy every GPU op, CUDA call and NVTX range of train_small into a second process (pid TWIN)
-    on GPU 1: two ranks of one job running the same loop at the same time, each in its own `Load data` while its
-    GPU idles."""
-    return [
-        _twin_copy("CUPTI_ACTIVITY_KIND_KERNEL", _columns("CUPTI_ACTIVITY_KIND_KERNEL"), "globalPid", device=True),
-        _twin_copy("CUPTI_ACTIVITY_KIND_MEMCPY", _columns("CUPTI_ACTIVITY_KIND_MEMCPY"), "globalPid", device=True),
-        _twin_copy("CUPTI_ACTIVITY_KIND_RUNTIME", _columns("CUPTI_ACTIVITY_KIND_RUNTIME"), "", ("globalTid",)),
-        _twin_copy("NVTX_EVENTS", _columns("NVTX_EVENTS"), "", ("globalTid", "endGlobalTid")),
-        f"INSERT INTO PROCESSES (globalPid, pid, name) SELECT globalPid + {(TWIN - PID) << 24}, {TWIN}, name "
-        f"FROM PROCESSES WHERE pid = {PID}",
-    ]
-
-
 @pytest.fixture(scope="module")
 def two_ranks(tmp_path_factory):
-    return craft(tmp_path_factory.mktemp("ranks_one_file") / "two.sqlite", *_twin())
+    return craft(tmp_path_factory.mktemp("ranks_one_file") / "two.sqlite", *twin_statements())
 
 
 def _run(*args):
@@ -92,7 +78,9 @@ def _ranks(path, *args):
 
 
 def test_ranks_names_the_mpi_rank_of_each_process_of_one_file(tmp_path):
-    path = craft(tmp_path / "mpi.sqlite", *_twin(), *_named(PID, PID, "MPI Rank 0"), *_named(TWIN, TWIN, "MPI Rank 1"))
+    path = craft(
+        tmp_path / "mpi.sqlite", *twin_statements(), *_named(PID, PID, "MPI Rank 0"), *_named(TWIN, TWIN, "MPI Rank 1")
+    )
     named = raw(
         path,
         "SELECT (t.globalTid >> 24) & 16777215, s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId "
@@ -108,7 +96,7 @@ def test_ranks_says_a_file_holds_several_processes_even_where_it_names_a_rank(tm
     # nsys captures the environment of the process it starts (PROCESS_0): over a whole job, that of mpirun or of
     # an srun task, whose RANK (or SLURM_PROCID) names one rank while the file holds every rank's process
     env = "INSERT INTO META_DATA_CAPTURE (name, value) VALUES ('PROCESS_0:ENVIRONMENT_VARIABLE', 'RANK=\"0\"')"
-    path = craft(tmp_path / "env.sqlite", *_twin(), env)
+    path = craft(tmp_path / "env.sqlite", *twin_statements(), env)
     assert raw(path, "SELECT count(*) FROM META_DATA_CAPTURE WHERE value = 'RANK=\"0\"'") == [(1,)]
     line, out = _ranks(path)
     assert line.startswith("nsysql: 1 rank; ranks from RANK in each file"), line
@@ -163,7 +151,7 @@ def _raw_idle(path, min_ns: int = 1_000_000) -> tuple[int, int]:
 def test_idle_of_several_gpus_without_a_loop_says_it_is_theirs_together(tmp_path):
     # no NVTX: no loop, so the idle fact counts both processes' GPUs; their idle time together (about twice
     # train_small's) exceeds the profile's span, and the sentence must say whose it is
-    path = craft(tmp_path / "noloop.sqlite", *_twin(), "DELETE FROM NVTX_EVENTS")
+    path = craft(tmp_path / "noloop.sqlite", *twin_statements(), "DELETE FROM NVTX_EVENTS")
     idle, span = _raw_idle(path)
     facts, _ = _summary(path)
     line = facts["idle"]
