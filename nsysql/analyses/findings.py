@@ -401,8 +401,9 @@ def _tensor_core_rows(con, read: dict[str, pl.DataFrame], limits: Thresholds, wh
     return [
         (
             "matrix math without tensor cores",
-            f"{pct:.0f}% of kernel time ({_ms(simt['total_ns'].sum())}){f' on {where},' if where else ''} is in "
-            f"{'/'.join(sorted(simt['category'].unique()))} kernels on CUDA cores {_tc_evidence(simt)}; " + advice,
+            f"{pct:.0f}% of kernel time ({_ms(simt['total_ns'].sum())}) is in "
+            f"{'/'.join(sorted(simt['category'].unique()))} kernels on CUDA cores {_tc_evidence(simt)}"
+            f"{f', counted on {where}' if where else ''}; " + advice,
         )
     ]
 
