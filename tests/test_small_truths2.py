@@ -1,0 +1,48 @@
+"""Small sentences that must be true on profiles unlike ours: GPU activity recorded but all left out as flawed
+(iterations and gaps say so, as summary does), an idle cause made from an NVTX range without a name, a diff of
+a profile against itself. Each on a crafted copy of a small fixture, built once."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+from conftest import craft, fixture, raw
+
+from nsysql.cli import main
+
+GPU_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
+
+
+def _cli(*args):
+    res = CliRunner().invoke(main, list(map(str, args)))
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    return res
+
+
+@pytest.fixture(scope="module")
+def flawed_gpu(tmp_path_factory):
+    """train_small with every kernel, copy and memset (where the export has that table) ending before it
+    starts: GPU activity recorded, and all of it left out by the load."""
+    d = tmp_path_factory.mktemp("flawed2")
+    present = {t for (t,) in raw(fixture("train_small"), "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    tables = [t for t in GPU_TABLES if t in present]
+    path = craft(d / "flawed.sqlite", *(f'UPDATE {t} SET "end" = "start" - 1' for t in tables))
+    recorded = sum(raw(path, f'SELECT count(*) FROM {t} WHERE "end" < "start"')[0][0] for t in tables)
+    return path, recorded
+
+
+def test_iterations_and_gaps_say_gpu_activity_was_left_out_not_untraced(flawed_gpu):
+    path, recorded = flawed_gpu
+    assert recorded > 0
+    said = f"the export's {recorded:,} rows of GPU activity were all left out"
+    loop = _cli("iterations", path)
+    assert loop.exit_code == 0, loop.output
+    lines = [ln for ln in loop.output.splitlines() if ln.startswith(("range:", "steady state"))]
+    assert len(lines) == 2, loop.output
+    for line in lines:  # which range is the loop, and the steady state: both say why the GPU columns are empty
+        assert said in line and "traced" not in line, line
+    named = _cli("iterations", "--range", "Batch", path)
+    assert named.exit_code == 0 and said in named.output and "was traced" not in named.output, named.output
+    gaps = _cli("gaps", path)
+    assert gaps.exit_code != 0 and said in gaps.output and "traced" not in gaps.output, gaps.output
+    assert len(gaps.output.strip().splitlines()) == 1 and "Traceback" not in gaps.output, gaps.output
