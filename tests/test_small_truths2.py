@@ -4,10 +4,12 @@ a profile against itself. Each on a crafted copy of a small fixture, built once.
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 from click.testing import CliRunner
 from conftest import craft, fixture, raw
 
+import nsysql
 from nsysql.cli import main
 
 GPU_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
@@ -46,3 +48,30 @@ def test_iterations_and_gaps_say_gpu_activity_was_left_out_not_untraced(flawed_g
     gaps = _cli("gaps", path)
     assert gaps.exit_code != 0 and said in gaps.output and "traced" not in gaps.output, gaps.output
     assert len(gaps.output.strip().splitlines()) == 1 and "Traceback" not in gaps.output, gaps.output
+
+
+@pytest.fixture(scope="module", params=["''", "NULL"], ids=["empty", "null"])
+def unnamed_loader(request, tmp_path_factory):
+    """train_small with its data-loading ranges (`Load data`, which hold the GPU idle time: COMMAND.md) pushed
+    with an empty message or none."""
+    d = tmp_path_factory.mktemp("unnamed2")
+    path = craft(d / "unnamed.sqlite", f"UPDATE NVTX_EVENTS SET text = {request.param} WHERE text = 'Load data'")
+    prof = nsysql.load(path, cache_dir=d / "cache")
+    yield path, prof
+    prof.close()
+
+
+def test_an_idle_cause_of_a_range_without_a_name_says_unnamed(unnamed_loader):
+    path, prof = unnamed_loader
+    ((renamed,),) = raw(path, "SELECT count(*) FROM NVTX_EVENTS WHERE coalesce(text, '') = '' AND eventType = 59")
+    assert renamed == 20  # train_small's 20 `Load data` ranges (COMMAND.md)
+    causes = prof.gaps(by="cause")["cause"].to_list()
+    assert "host:(unnamed range)" in causes and "host:" not in causes and None not in causes, causes
+    s = prof.summary()
+    facts = {k: v for k, _, v in s["facts"].iter_rows()}
+    assert "host:(unnamed range) 100%" in facts["idle"], facts["idle"]
+    host = s["findings"].filter(pl.col("finding").is_in(["host bound", "data-loader bound"])).row(0, named=True)
+    assert "`host:(unnamed range)` idle" in host["headroom_basis"], host["headroom_basis"]
+    assert "spent in (unnamed range) on the CPU" in host["evidence"], host["evidence"]
+    for text in [*facts.values(), *s["findings"]["headroom_basis"].to_list()]:
+        assert "host:`" not in text and "host: " not in text and not str(text).endswith("host:"), text
