@@ -75,3 +75,13 @@ def test_an_idle_cause_of_a_range_without_a_name_says_unnamed(unnamed_loader):
     assert "spent in (unnamed range) on the CPU" in host["evidence"], host["evidence"]
     for text in [*facts.values(), *s["findings"]["headroom_basis"].to_list()]:
         assert "host:`" not in text and "host: " not in text and not str(text).endswith("host:"), text
+
+
+def test_a_diff_of_a_profile_against_itself_says_its_slow_iterations_once(tmp_path):
+    path = fixture("loop_before")
+    pattern = nsysql.load(path, cache_dir=tmp_path / "cache").iteration_stats()["outlier_pattern"][0]
+    assert pattern  # loop_before stalls every 10th step (COMMAND.md): it has slow iterations to tell
+    res = _cli("diff", path, path)
+    assert res.exit_code == 0, res.output
+    line = next(ln for ln in res.output.splitlines() if ln.startswith("slow iterations"))
+    assert res.output.count(pattern) == 1 and "the same in both" in line, line
