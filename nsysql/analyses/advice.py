@@ -236,6 +236,14 @@ def untraced_gpu(cuda_calls: bool, dropped: int = 0) -> str:
     return "the export holds no CUDA trace (captured without -t cuda, or the program used no GPU)"
 
 
+def unusable_gpu(con) -> str:
+    """Where no GPU op is left: the clause that says the export's GPU activity was recorded and the load left
+    all of it out as flawed (dropped_rows.sql; as summary says it, after "no usable GPU work: "), or '' where
+    none was left out (then no GPU work was traced)."""
+    dropped = run(con, "dropped_rows", canonical="gpu_ops").item()
+    return untraced_gpu(False, dropped) if dropped else ""
+
+
 def switch(key: str) -> str:
     """`nsys profile SWITCH`: the capture that would have recorded what rule `key` finds missing."""
     return f"`nsys profile {rule(key).switch}`"

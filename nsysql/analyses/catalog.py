@@ -213,8 +213,15 @@ def why_not(ctx, analysis) -> str:
     params=(RANGE,),
     keep="memory",
     needs=("resolve_range",),
-    tables=("gpu_ops", "nvtx_ranges", "op_launch", "process_roles"),
-    sql=("iteration_candidates", "process_devices", "pytorch_ranges", "iteration_evidence", "range_count"),
+    tables=("data_quality", "gpu_ops", "nvtx_ranges", "op_launch", "process_roles"),
+    sql=(
+        "iteration_candidates",
+        "process_devices",
+        "pytorch_ranges",
+        "iteration_evidence",
+        "range_count",
+        "dropped_rows",
+    ),
     requires=("nvtx_ranges",),
 )
 def iteration_range(ctx, range):
@@ -1039,8 +1046,17 @@ def _gap_loop(ctx, range: str | None) -> tuple[pl.DataFrame | None, int | None]:
     "gaps",
     params=(GAPS_RANGE, MIN_NS, BY_CAUSE, INCLUDE_WARMUP),
     needs=("iteration_spans", "iteration_range", "resolve_range"),
-    tables=("api_calls", "gpu_busy", "nvtx_open", "nvtx_ranges", "os_calls", "process_roles", "strings"),
-    sql=("process_devices", "gaps", "range_time", "device_span", "range_count"),
+    tables=(
+        "api_calls",
+        "data_quality",
+        "gpu_busy",
+        "nvtx_open",
+        "nvtx_ranges",
+        "os_calls",
+        "process_roles",
+        "strings",
+    ),
+    sql=("process_devices", "gaps", "range_time", "device_span", "range_count", "dropped_rows"),
     nsys=("recipe gpu_gaps",),
     requires=("gpu_busy",),
 )

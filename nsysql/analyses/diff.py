@@ -307,8 +307,9 @@ def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> Diff:
     )
     verdict = _iteration_notes(rows, parts)
     pb, pn = b.stats["outlier_pattern"][0], n.stats["outlier_pattern"][0]
-    if pb or pn:
-        verdict.append(("slow iterations", f"{bl}: {pb or 'none'}; {nl}: {pn or 'none'}"))
+    if pb or pn:  # the same pattern in both (a profile against itself, or a stall that stayed) is said once
+        said = f"the same in both: {pb}" if pb == pn else f"{bl}: {pb or 'none'}; {nl}: {pn or 'none'}"
+        verdict.append(("slow iterations", said))
     verdict += _largest_changes(
         (
             ("idle cause", idle, "cause"),

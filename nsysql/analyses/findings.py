@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from . import advice as _advice
-from ._names import quoted
+from ._names import UNNAMED, quoted
 from ._sql import run
 from .iterations import launched_ops
 
@@ -308,7 +308,8 @@ def _idle_rows(
             (
                 kind,
                 f"{share:.0%} of the GPU idle time in gaps >= 1 ms ({_ms(top['idle_ns'])} in {top['gaps']} gaps) is "
-                f"spent in {quoted(rng)} on the CPU" + (f"; meanwhile {activity}" if activity else ""),
+                f"spent in {UNNAMED if rng == UNNAMED else quoted(rng)} on the CPU"
+                + (f"; meanwhile {activity}" if activity else ""),
             )
         )
     for cause, limit, label, advice in (

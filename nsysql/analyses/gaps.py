@@ -13,6 +13,7 @@ import polars as pl
 from ..errors import NsysqlError
 from ._names import quoted
 from ._sql import run
+from .advice import unusable_gpu
 from .cpu import gap_rows
 from .patterns import resolve_range
 
@@ -66,7 +67,12 @@ def find(con, range: str | None = None, min_ns: int = DEFAULT_MIN_NS) -> pl.Data
     """The gaps with their causes, not yet indexed by iteration (`with_iterations` does that)."""
     procs = run(con, "process_devices")
     if procs.height == 0:
-        raise NsysqlError("no GPU work traced in this profile, so it has no GPU idle gaps to report")
+        unusable = unusable_gpu(con)  # GPU activity recorded and all left out as flawed: not "none traced"
+        raise NsysqlError(
+            f"no usable GPU work in this profile: {unusable}, so it has no GPU idle gaps to report"
+            if unusable
+            else "no GPU work traced in this profile, so it has no GPU idle gaps to report"
+        )
     names = resolve_range(con, range)[0] if range else None
     threads = range_threads(con, names) if names else {}
     frames = []

@@ -66,7 +66,7 @@ from ..rules import MAD_SIGMA
 from . import scratch
 from ._names import quoted
 from ._sql import _declared_params, run
-from .advice import NVTX_HINT
+from .advice import NVTX_HINT, unusable_gpu
 from .patterns import resolve_range
 from .ranges import range_totals
 
@@ -140,10 +140,12 @@ def _short(name: str, n: int = 60) -> str:
 def detect(con, range: str | None = None) -> IterationRange:
     cands = run(con, "iteration_candidates")
     procs = run(con, "process_devices")
+    # no GPU op left: whether the export recorded GPU activity that the load left out (the sentences say so)
+    unusable = "" if procs.height else unusable_gpu(con)
     if cands.height == 0:
         _check_push_pop(con, range)
     if range:
-        return _named(con, range, procs)
+        return _named(con, range, procs, unusable)
     cands = _candidates(cands, procs)
     screen = None
     rejected: list[tuple[dict, str]] = []
@@ -168,7 +170,8 @@ def detect(con, range: str | None = None) -> IterationRange:
             continue
         it.instances = ev["iterations"]
         it.extra["evidence"] = ev
-        it.why = _why_detected(it, ev, procs.height > 0, len(rejected)) + _other_processes(it.pid, procs)
+        it.why = _why_detected(it, ev, procs.height > 0, len(rejected), unusable) + _other_processes(it.pid, procs)
+        it.extra["unusable_gpu"] = unusable
         return it
     _no_loop(rejected)
 
@@ -232,11 +235,19 @@ def _candidate(row: dict, procs: pl.DataFrame) -> IterationRange:
     )
 
 
-def _why_detected(it: IterationRange, ev: dict, gpu_work: bool, rejected: int) -> str:
-    """Why the candidate `it` was taken as the loop, after `rejected` others failed their tests."""
+def _why_detected(it: IterationRange, ev: dict, gpu_work: bool, rejected: int, unusable: str = "") -> str:
+    """Why the candidate `it` was taken as the loop, after `rejected` others failed their tests; `unusable`:
+    where no GPU op is left, the clause saying the GPU activity recorded was all left out (unusable_gpu)."""
+    where = (
+        "the main thread of its process"
+        if gpu_work
+        else f"in a profile with no usable GPU work: {unusable}"
+        if unusable
+        else "in a profile with no GPU work traced"
+    )
     why = (
         f"{quoted(it.family)} repeats {it.instances} times at depth {it.depth} on thread {it.tid}, "
-        f"{'the main thread of its process' if gpu_work else 'in a profile with no GPU work traced'}; "
+        f"{where}; "
         f"taken as the loop because {_passed(ev)}"
     )
     if rejected:
@@ -302,7 +313,7 @@ def _passed(ev: dict) -> str:
     return ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
-def _named(con, range: str, procs: pl.DataFrame) -> IterationRange:
+def _named(con, range: str, procs: pl.DataFrame, unusable: str = "") -> IterationRange:
     """The iteration range a --range pattern names (see the module docstring)."""
     names, how = resolve_range(con, range)
     found = run(con, "range_count", names=names)
@@ -331,7 +342,11 @@ def _named(con, range: str, procs: pl.DataFrame) -> IterationRange:
         else "; each instance is one iteration"
     )
     if dev.height == 0:
-        why += "; no GPU work of the process was traced, so the GPU columns are empty"
+        why += (
+            f"; no usable GPU work: {unusable}, so the GPU columns are empty"
+            if unusable
+            else "; no GPU work of the process was traced, so the GPU columns are empty"
+        )
     others = found.filter(pl.col("pid") != pid).group_by("pid").agg(pl.col("n").sum())
     why += _other_processes(pid, procs, dict(others.iter_rows()))
     return IterationRange(
@@ -344,6 +359,7 @@ def _named(con, range: str, procs: pl.DataFrame) -> IterationRange:
         why,
         n,
         depth=depth,
+        extra={"unusable_gpu": unusable},
     )
 
 
@@ -591,6 +607,9 @@ def stats(df: pl.DataFrame, it: IterationRange) -> pl.DataFrame:
         "outliers": int(steady["outlier"].sum()),
         "outlier_pattern": pattern(df),
         "detected": it.why,
+        # where no GPU op is left and the export recorded GPU activity the load left out: the clause saying so
+        # (advice.unusable_gpu), else ''
+        "unusable_gpu": it.extra.get("unusable_gpu", ""),
     }
     return pl.DataFrame([row])
 
@@ -640,6 +659,8 @@ def steady_sentence(s: dict) -> str:
     busy = (
         f"GPU busy {s['median_gpu_busy_pct']:.0f}% of a step (median)"
         if s["median_gpu_busy_pct"] is not None
+        else f"no usable GPU work: {s['unusable_gpu']}"
+        if s.get("unusable_gpu")
         else "no GPU work traced in the process"
     )
     clock = clock_clause(s)

@@ -32,7 +32,8 @@
 --      most coverage wins);
 --   2. `host:<range>`: the range above covers at least half the gap (shown as range_family_label: numbered
 --      names as their family, Batch17 -> Batch*; PyTorch's operator calls as their operator,
---      `aten::conv2d, seq = 12, op_id = 1479, ...` -> aten::conv2d);
+--      `aten::conv2d, seq = 12, op_id = 1479, ...` -> aten::conv2d; a range without a name, NULL or blank, as
+--      `host:(unnamed range)`, as nsysql.analyses._names.UNNAMED says it in sentences, never a bare `host:`);
 --   3. otherwise the API kind with most coverage, if its calls cover at least a fifth of the gap (a call that
 --      only touches a gap's edge, a cudaMalloc in the last millisecond of a 178 ms gap, explains nothing);
 --   4. `unknown`.
@@ -156,7 +157,8 @@ SELECT
   g.end_ns,
   g.duration_ns,
   CASE WHEN k.cover * 2 >= g.duration_ns THEN ['alloc', 'launch', 'load', 'memcpy', 'sync'][k.kind]
-       WHEN r.ov * 2 >= g.duration_ns THEN 'host:' || range_family_label(r.name)
+       WHEN r.ov * 2 >= g.duration_ns
+         THEN 'host:' || coalesce(nullif(trim(range_family_label(r.name)), ''), '(unnamed range)')
        WHEN k.cover * 5 >= g.duration_ns THEN ['alloc', 'launch', 'load', 'memcpy', 'sync'][k.kind]
        ELSE 'unknown' END AS cause,
   r.name AS range,
