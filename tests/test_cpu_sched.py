@@ -156,7 +156,9 @@ def test_findings_count_the_loop_gpu_where_another_process_copies_it(two_process
         "JOIN ENUM_CUDA_MEMCPY_OPER c ON c.id = m.copyKind WHERE k.label = 'Pageable' AND c.label = 'Host-to-Device'",
     )[0][0]
     assert two[page].startswith(f"{n:,} copies, "), two[page]
-    assert one[tc].split(" is in ")[0] == two[tc].split(" on GPU 0")[0], two[tc]
+    said, counted = two[tc].split(", counted on ")  # the share and its kernels, then whose GPU and the advice
+    assert one[tc].split(";")[0] == said, two[tc]
+    assert counted.startswith("GPU 0, the loop's (the other GPU not counted); "), two[tc]
     # the advice is of the loop's GPU (sm_90), not of the copy's, whose capability the export does not give
     assert "sm_90" in two[tc] and "does not say which GPU" not in two[tc], two[tc]
 
