@@ -6,19 +6,12 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from click.testing import CliRunner
 from conftest import craft, fixture, raw
+from test_small_truths import _cli
 
 import nsysql
-from nsysql.cli import main
 
 GPU_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
-
-
-def _cli(*args):
-    res = CliRunner().invoke(main, list(map(str, args)))
-    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
-    return res
 
 
 @pytest.fixture(scope="module")
