@@ -176,9 +176,10 @@ CUDA_CALLCHAINS = (
 )
 
 
-def craft(path: Path, *statements, source: str = "train_small") -> Path:
-    """A mutated copy of the fixture `source` at `path`: each statement (SQL, or (SQL, parameters)) run on it."""
-    shutil.copy(fixture(source), path)
+def craft(path: Path, *statements, source: str | Path = "train_small") -> Path:
+    """A mutated copy of the fixture `source` (a fixture's name, or an export's path) at `path`: each statement (SQL,
+    or (SQL, parameters)) run on it."""
+    shutil.copy(source if isinstance(source, Path) else fixture(source), path)
     con = sqlite3.connect(path)
     for st in statements:
         con.execute(*st) if isinstance(st, tuple) else con.execute(st)

@@ -185,16 +185,8 @@ def test_a_backtrace_class_without_callchains_is_a_call(tmp_path):
     """nsys writes CUDA backtraces' frames into CUDA_CALLCHAINS: without that table no row is a backtrace, and the
     calls' eventClass is not read (a column of every call): a row of class 67 there counts as a call; beside the
     table it does not."""
-    import shutil
-    import sqlite3
-
     path, _, _ = _with_backtrace_and_driver_call(tmp_path)
-    bare = tmp_path / "bare.sqlite"
-    shutil.copy(path, bare)
-    con = sqlite3.connect(bare)
-    con.execute("DROP TABLE CUDA_CALLCHAINS")
-    con.commit()
-    con.close()
+    bare = craft(tmp_path / "bare.sqlite", "DROP TABLE CUDA_CALLCHAINS", source=path)
     ((rows,),) = raw(bare, f"SELECT count(*) FROM {CALLS}")
     ((marked,),) = raw(bare, f"SELECT count(*) FROM {CALLS} WHERE {BACKTRACE}")
     assert marked == 1
