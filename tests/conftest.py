@@ -22,11 +22,11 @@ _OWN = {}
 for var, prefix in (("NSYSQL_CACHE_DIR", "nsysql-test-cache-"), ("NSYSQL_TEST_BUILT", "nsysql-test-built-")):
     if not os.environ.get(var):
         os.environ[var] = _OWN[var] = tempfile.mkdtemp(prefix=prefix)
-# whether the tests marked browser run last, waiting for the Chromium CI installs beside the run (browser()):
+# whether the tests marked browser run later, waiting for the Chromium CI installs beside the run (browser()):
 # decided once, by the process that starts the run, so that every xdist worker collects the tests in one order
-if "NSYSQL_BROWSER_LAST" not in os.environ:
+if "NSYSQL_BROWSER_LATER" not in os.environ:
     _ready = os.environ.get("NSYSQL_CHROMIUM_READY")
-    os.environ["NSYSQL_BROWSER_LAST"] = "1" if _ready and not os.path.exists(_ready) else "0"
+    os.environ["NSYSQL_BROWSER_LATER"] = "1" if _ready and not os.path.exists(_ready) else "0"
 # tables fit $COLUMNS (nsysql.cli.output.terminal_width), which pytest-xdist's workers set to 80: the tests that
 # want a width give it themselves, the others see every column as a pipe does
 os.environ.pop("COLUMNS", None)
@@ -138,8 +138,8 @@ def _check_report():
 def browser() -> str | None:
     """Chromium for the report's browser checks (scripts/check_report.py finds it), or None. Where CI installs it
     beside the run (.ci/run), $NSYSQL_CHROMIUM_READY names the file its step writes once done: wait for that
-    first, at most 10 minutes. The tests that call this are marked `browser` and run last
-    (pytest_collection_modifyitems), so the wait costs nothing unless the install outlasts the rest of the run."""
+    first, at most 10 minutes. The tests that call this are marked `browser` and run a third of the way in
+    (pytest_collection_modifyitems), so the wait costs nothing unless the install outlasts that third."""
     ready = os.environ.get("NSYSQL_CHROMIUM_READY")
     end = time.monotonic() + 600
     while ready and not os.path.exists(ready) and time.monotonic() < end:
@@ -312,12 +312,14 @@ def pytest_unconfigure(config):
 def pytest_collection_modifyitems(config, items):
     # the tests marked long go first, in their order (a stable sort): xdist hands tests out in this order, so the
     # short ones fill in around the long ones and no worker is left running a long test while the other is idle
-    # but where CI is still installing Chromium beside the run, the tests marked browser go last: they wait for it
-    # (browser()), and the rest of the run need not
-    wait = os.environ.get("NSYSQL_BROWSER_LAST") == "1"
-    items.sort(
-        key=lambda item: (wait and item.get_closest_marker("browser") is not None, not item.get_closest_marker("long"))
-    )
+    items.sort(key=lambda item: not item.get_closest_marker("long"))
+    # but where CI is still installing Chromium beside the run, the tests marked browser wait for it (browser()):
+    # they go a third of the way into the run, once the install (a minute, begun before the venv) is done, not
+    # last, where their seconds of browser runs would be the run's tail with one worker idle
+    if os.environ.get("NSYSQL_BROWSER_LATER") == "1":
+        browser = [item for item in items if item.get_closest_marker("browser") is not None]
+        rest = [item for item in items if item.get_closest_marker("browser") is None]
+        items[:] = rest[: len(rest) // 3] + browser + rest[len(rest) // 3 :]
     for item in items:
         spec = getattr(item, "callspec", None)
         if spec is not None and any(_under_shared(v) for v in spec.params.values()):
