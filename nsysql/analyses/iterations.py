@@ -64,7 +64,7 @@ import polars as pl
 from ..errors import NsysqlError
 from ..rules import MAD_SIGMA
 from . import scratch
-from ._names import quoted
+from ._names import quoted, titled
 from ._sql import _declared_params, run
 from .advice import NVTX_HINT, unusable_gpu
 from .patterns import resolve_range
@@ -449,6 +449,9 @@ def iterations(
     phases = win.run("iteration_phases", delimiter=it.delimiter, totals=range_totals(con, "process"))
     df = flag(steps(df, skip, gpu=it.device_id is not None), skip, outlier_sigmas)
     if phases.height:
+        # a child range without a name (NULL, empty or blank text) has a column titled as the sentences name it,
+        # never " cpu_ns": one column for all such children, as they are one family to quoted() too
+        phases = phases.with_columns(pl.col("phase").map_elements(titled, return_dtype=pl.String))
         order = phases.group_by("phase", maintain_order=True).agg(pl.col("cpu_ns").sum())["phase"].to_list()
         wide = phases.pivot(on="phase", index="iteration", values=["cpu_ns", "gpu_ns"], aggregate_function="sum")
         cols = []
