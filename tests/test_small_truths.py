@@ -67,17 +67,39 @@ def test_a_range_without_a_name_is_said_unnamed_not_an_empty_quote(unnamed):
     assert nulls == 20 and empties == 20  # train_small's 20 `BatchN` and 20 `Load data` ranges (COMMAND.md)
     said = []
     seeded(fixture("train_small"))  # diff's BASE: the run's one build of it
-    for args in (("iterations",), ("summary",), ("diff", fixture("train_small"))):
+    for args in (("iterations",), ("iterations", "--range", ""), ("summary",), ("diff", fixture("train_small"))):
         res = _cli(*args, unnamed)
         assert res.exit_code == 0, res.output
         said.append(res.output)
-    loop, summ, diff = said
-    assert "range: (unnamed range) repeats 20 times" in loop, loop
-    assert "20 x (unnamed range) (wrapper)" in summ, summ
+    loop, named, summ, diff = said
+    # a loop without a name is a guess: passed over, and said so, for the next family that passes the tests
+    # (`Copy to device`, the first of the named children of each `BatchN`: a delimiter, one per step)
+    assert "range: `Copy to device` repeats 20 times at depth 1" in loop, loop
+    assert "passed over before it: (unnamed range) (20 instances at depth 0 on thread 1157" in loop, loop
+    assert "--range '' takes them as the loop" in loop, loop
+    # ... and taken when named: the 20 NULL-text wrappers at depth 0, the outermost of the 40 without a name
+    assert "range: --range '' selects 1 range name (exact match), 20 instances on thread 1157 at depth 0" in named
+    assert "(unnamed range) (wrapper)" not in summ and "20 x `Copy to device` (delimiter)" in summ, summ
     assert "a step is in (unnamed range) (+" in summ, summ  # the slow steps' extra time: in `Load data`'s copies
-    assert "iterations are `Batch` in train_small.sqlite but (unnamed range) in unnamed.sqlite" in diff, diff
+    assert "iterations are `Batch` in train_small.sqlite but `Copy to device` in unnamed.sqlite" in diff, diff
     for out in said:
-        assert "``" not in out, out
+        assert "``" not in out and "`(unnamed range)`" not in out, out
+
+
+def test_a_loop_of_ranges_without_a_name_is_not_guessed(tmp_path):
+    path = craft(tmp_path / "nameless.sqlite", "UPDATE NVTX_EVENTS SET text = NULL WHERE eventType = 59")
+    assert raw(path, "SELECT count(*), count(text) FROM NVTX_EVENTS WHERE eventType = 59") == [(120, 0)]
+    res = _cli("iterations", path)
+    assert res.exit_code == 2, res.output
+    (line,) = res.stderr.strip().splitlines()  # `BatchN` (20 at depth 0) first, then its 100 children at depth 1
+    assert line.startswith(f"nsysql: error: {path}: no repeating loop found: (unnamed range) (20 instances at depth 0")
+    assert "its ranges have no name, and a loop is not guessed without one (--range '' takes them" in line, line
+    # `--range ''` names the ranges without a name, and only those: on a profile with none, it selects nothing
+    seeded(fixture("train_small"))
+    res = _cli("iterations", "--range", "", fixture("train_small"))
+    assert res.exit_code == 2 and not res.stdout, res.output
+    assert res.stderr.strip().endswith(": --range '' selects the NVTX ranges without a name, and the profile has none")
+    assert len(res.stderr.strip().splitlines()) == 1, res.stderr
 
 
 # MPI ranks are C ints: nsys's `MPI Rank N` names a rank only for N in 0 .. 2^31-1; beyond, no rank, whatever N's size
