@@ -120,6 +120,31 @@ def test_an_mpi_rank_thread_beyond_a_c_int_names_no_rank(tmp_path, number, rank)
         assert f["rank"] == rank and f"MPI Rank {number}" in f["rank_source"], f
 
 
+# ... and so is the RANK of the captured environment (or OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID after it): a
+# value beyond a C int names no rank, as if the variable were absent
+@pytest.mark.parametrize(
+    "env, rank",
+    [
+        ({"RANK": "2147483647"}, 2147483647),
+        ({"RANK": "2147483648"}, None),
+        ({"RANK": "99999999999999999999"}, None),
+        ({"RANK": "4294967296", "OMPI_COMM_WORLD_RANK": "3"}, 3),
+    ],
+)
+def test_a_rank_in_the_environment_beyond_a_c_int_names_no_rank(tmp_path, env, rank):
+    insert = "INSERT INTO META_DATA_CAPTURE (name, value) VALUES ('PROCESS_0:ENVIRONMENT_VARIABLE', ?)"
+    path = craft(tmp_path / "rank.sqlite", *((insert, (f'{k}="{v}"',)) for k, v in env.items()))
+    got = raw(path, "SELECT value FROM META_DATA_CAPTURE WHERE value GLOB '*RANK=*'")
+    assert sorted(got) == sorted((f'{k}="{v}"',) for k, v in env.items())  # train_small's own environment has none
+    res = _cli("ranks", "-f", "json", path)
+    assert res.exit_code == 0, res.output
+    (f,) = json.loads(res.stdout)["files"]
+    if rank is None:  # no rank named: the one file is numbered by its name, as any file without a rank
+        assert f["rank"] == 0 and f["rank_source"] == "sorted file name", f
+    else:
+        assert f["rank"] == rank and f["rank_source"] == "process environment (META_DATA_CAPTURE)", f
+
+
 def test_a_gpu_owning_process_named_pt_data_worker_keeps_its_threads_roles(tmp_path):
     # train_small's one process owns its GPU; its own thread (tid = pid) renamed as PyTorch names a DataLoader
     # worker's, and one of its `python3` threads named as NCCL names its proxy thread
