@@ -542,6 +542,14 @@ def ops(ctx, shapes) -> pl.DataFrame:
     return _ops.ops(ctx.con, shapes=shapes)
 
 
+@analysis("ops_shown", params=REGISTRY["ops"].params, needs=("ops", "whole_graphs"), view=True)
+def ops_shown(ctx, shapes) -> dict[str, pl.DataFrame]:
+    """What `nsysql ops` shows: the `table` (ops' frame) and the `note` under it, the GPU time of CUDA graph
+    launches traced whole, whose kernels nsys did not record and no operator is credited with, as under the
+    kernel tables (nsysql.analyses.kernels.whole_graph_note)."""
+    return _noted(ctx.ask("ops", shapes=shapes), _kernels.whole_graph_note(ctx.ask("whole_graphs")))
+
+
 @analysis(
     "summary_tables",
     params=(THRESHOLDS,),
