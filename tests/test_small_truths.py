@@ -42,6 +42,16 @@ def test_gpu_activity_all_left_out_is_not_said_untraced(flawed_gpu):
     assert value == "none usable" and said in detail, cards["GPUs"]
 
 
+def test_report_says_why_it_shows_no_idle_time_as_summary_does(flawed_gpu):
+    path, prof = flawed_gpu
+    facts = {k: v for k, _, v in prof.summary()["facts"].iter_rows()}
+    value, _, why = facts["gpus"].partition(": ")
+    assert value == "none usable" and why.startswith("the export's "), facts["gpus"]
+    notes = dict(prof.report()["notes"].iter_rows())
+    # the HTML report's idle section says this note (nsysql.report.html), where it said "no GPU work traced"
+    assert notes["idle_why"] == f"Nothing to show: no usable GPU work: {why}.", notes["idle_why"]
+
+
 def _cli(*args):
     res = CliRunner().invoke(main, list(map(str, args)))
     assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
