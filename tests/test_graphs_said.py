@@ -149,6 +149,39 @@ def test_report_says_the_graph_time_under_its_kernels(tmp_path):
     assert "not in this table: CUDA graph launches traced whole inside these ranges (<code>step" in page
 
 
+def test_ops_says_the_graph_time_it_leaves_out(tmp_path):
+    """ops_mlp (PyTorch operator ranges, no CUDA graph) with its last 10 kernels recorded as whole-graph launches
+    instead, as `--cuda-graph-trace=graph` records a replay: one span each, its kernels absent. `ops` credits
+    operators with kernels only, and says what it leaves out as `kernels` does, in a table or Markdown."""
+    path = craft(
+        tmp_path / "ops_whole.sqlite",
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId "
+        "INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL, "
+        "correlationId INTEGER, globalPid INTEGER, graphId INTEGER NOT NULL, graphExecId INTEGER NOT NULL)",
+        "INSERT INTO CUPTI_ACTIVITY_KIND_GRAPH_TRACE SELECT start, end, deviceId, contextId, NULL, streamId, "
+        "correlationId, globalPid, 1, 1 FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start DESC LIMIT 10",
+        "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE correlationId IN "
+        "(SELECT correlationId FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE)",
+        source="ops_mlp",
+    )
+    n, total = graph_rows(path)
+    assert n == 10  # by construction
+    share = 100.0 * total / (total + kernel_ns(path))
+    out = cli("ops", path).stdout
+    note = out.rstrip("\n").split("\n")[-1]
+    assert note == cli("kernels", path).stdout.rstrip("\n").split("\n")[-1]  # the same note as under `kernels`
+    assert note.startswith(
+        f"not in this table: 10 CUDA graph launches traced whole ({ms(total)} on the GPU, {share:.0f}%"
+    )
+    assert NODE_HINT in note
+    assert cli("ops", path, "-f", "markdown").stdout.rstrip("\n").endswith(note)
+    assert cli("ops", path, "--shapes").stdout.rstrip("\n").endswith(note)
+    # CSV and JSON stay the table alone
+    assert "traced whole" not in cli("ops", path, "-f", "csv").stdout
+    assert isinstance(json.loads(cli("ops", path, "-f", "json").stdout), list)
+    assert "traced whole" not in cli("ops", fixture("ops_mlp")).stdout
+
+
 @needs_h200
 def test_graph_whole_export_note_matches_its_rows():
     n, total = graph_rows(GRAPH_WHOLE)

@@ -42,6 +42,16 @@ def test_gpu_activity_all_left_out_is_not_said_untraced(flawed_gpu):
     assert value == "none usable" and said in detail, cards["GPUs"]
 
 
+def test_report_says_why_it_shows_no_idle_time_as_summary_does(flawed_gpu):
+    path, prof = flawed_gpu
+    facts = {k: v for k, _, v in prof.summary()["facts"].iter_rows()}
+    value, _, why = facts["gpus"].partition(": ")
+    assert value == "none usable" and why.startswith("the export's "), facts["gpus"]
+    notes = dict(prof.report()["notes"].iter_rows())
+    # the HTML report's idle section says this note (nsysql.report.html), where it said "no GPU work traced"
+    assert notes["idle_why"] == f"Nothing to show: no usable GPU work: {why}.", notes["idle_why"]
+
+
 def _cli(*args):
     res = CliRunner().invoke(main, list(map(str, args)))
     assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
@@ -67,17 +77,39 @@ def test_a_range_without_a_name_is_said_unnamed_not_an_empty_quote(unnamed):
     assert nulls == 20 and empties == 20  # train_small's 20 `BatchN` and 20 `Load data` ranges (COMMAND.md)
     said = []
     seeded(fixture("train_small"))  # diff's BASE: the run's one build of it
-    for args in (("iterations",), ("summary",), ("diff", fixture("train_small"))):
+    for args in (("iterations",), ("iterations", "--range", ""), ("summary",), ("diff", fixture("train_small"))):
         res = _cli(*args, unnamed)
         assert res.exit_code == 0, res.output
         said.append(res.output)
-    loop, summ, diff = said
-    assert "range: (unnamed range) repeats 20 times" in loop, loop
-    assert "20 x (unnamed range) (wrapper)" in summ, summ
+    loop, named, summ, diff = said
+    # a loop without a name is a guess: passed over, and said so, for the next family that passes the tests
+    # (`Copy to device`, the first of the named children of each `BatchN`: a delimiter, one per step)
+    assert "range: `Copy to device` repeats 20 times at depth 1" in loop, loop
+    assert "passed over before it: (unnamed range) (20 instances at depth 0 on thread 1157" in loop, loop
+    assert "--range '' takes them as the loop" in loop, loop
+    # ... and taken when named: the 20 NULL-text wrappers at depth 0, the outermost of the 40 without a name
+    assert "range: --range '' selects 1 range name (exact match), 20 instances on thread 1157 at depth 0" in named
+    assert "(unnamed range) (wrapper)" not in summ and "20 x `Copy to device` (delimiter)" in summ, summ
     assert "a step is in (unnamed range) (+" in summ, summ  # the slow steps' extra time: in `Load data`'s copies
-    assert "iterations are `Batch` in train_small.sqlite but (unnamed range) in unnamed.sqlite" in diff, diff
+    assert "iterations are `Batch` in train_small.sqlite but `Copy to device` in unnamed.sqlite" in diff, diff
     for out in said:
-        assert "``" not in out, out
+        assert "``" not in out and "`(unnamed range)`" not in out, out
+
+
+def test_a_loop_of_ranges_without_a_name_is_not_guessed(tmp_path):
+    path = craft(tmp_path / "nameless.sqlite", "UPDATE NVTX_EVENTS SET text = NULL WHERE eventType = 59")
+    assert raw(path, "SELECT count(*), count(text) FROM NVTX_EVENTS WHERE eventType = 59") == [(120, 0)]
+    res = _cli("iterations", path)
+    assert res.exit_code == 2, res.output
+    (line,) = res.stderr.strip().splitlines()  # `BatchN` (20 at depth 0) first, then its 100 children at depth 1
+    assert line.startswith(f"nsysql: error: {path}: no repeating loop found: (unnamed range) (20 instances at depth 0")
+    assert "its ranges have no name, and a loop is not guessed without one (--range '' takes them" in line, line
+    # `--range ''` names the ranges without a name, and only those: on a profile with none, it selects nothing
+    seeded(fixture("train_small"))
+    res = _cli("iterations", "--range", "", fixture("train_small"))
+    assert res.exit_code == 2 and not res.stdout, res.output
+    assert res.stderr.strip().endswith(": --range '' selects the NVTX ranges without a name, and the profile has none")
+    assert len(res.stderr.strip().splitlines()) == 1, res.stderr
 
 
 # MPI ranks are C ints: nsys's `MPI Rank N` names a rank only for N in 0 .. 2^31-1; beyond, no rank, whatever N's size
@@ -96,6 +128,31 @@ def test_an_mpi_rank_thread_beyond_a_c_int_names_no_rank(tmp_path, number, rank)
         assert f["rank"] == 0 and f["rank_source"] == "sorted file name", f
     else:
         assert f["rank"] == rank and f"MPI Rank {number}" in f["rank_source"], f
+
+
+# ... and so is the RANK of the captured environment (or OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID after it): a
+# value beyond a C int names no rank, as if the variable were absent
+@pytest.mark.parametrize(
+    "env, rank",
+    [
+        ({"RANK": "2147483647"}, 2147483647),
+        ({"RANK": "2147483648"}, None),
+        ({"RANK": "99999999999999999999"}, None),
+        ({"RANK": "4294967296", "OMPI_COMM_WORLD_RANK": "3"}, 3),
+    ],
+)
+def test_a_rank_in_the_environment_beyond_a_c_int_names_no_rank(tmp_path, env, rank):
+    insert = "INSERT INTO META_DATA_CAPTURE (name, value) VALUES ('PROCESS_0:ENVIRONMENT_VARIABLE', ?)"
+    path = craft(tmp_path / "rank.sqlite", *((insert, (f'{k}="{v}"',)) for k, v in env.items()))
+    got = raw(path, "SELECT value FROM META_DATA_CAPTURE WHERE value GLOB '*RANK=*'")
+    assert sorted(got) == sorted((f'{k}="{v}"',) for k, v in env.items())  # train_small's own environment has none
+    res = _cli("ranks", "-f", "json", path)
+    assert res.exit_code == 0, res.output
+    (f,) = json.loads(res.stdout)["files"]
+    if rank is None:  # no rank named: the one file is numbered by its name, as any file without a rank
+        assert f["rank"] == 0 and f["rank_source"] == "sorted file name", f
+    else:
+        assert f["rank"] == rank and f["rank_source"] == "process environment (META_DATA_CAPTURE)", f
 
 
 def test_a_gpu_owning_process_named_pt_data_worker_keeps_its_threads_roles(tmp_path):

@@ -70,6 +70,20 @@ def test_an_idle_cause_of_a_range_without_a_name_says_unnamed(unnamed_loader):
         assert "host:`" not in text and "host: " not in text and not str(text).endswith("host:"), text
 
 
+def test_iterations_titles_the_columns_of_a_child_range_without_a_name(unnamed_loader):
+    path, prof = unnamed_loader
+    ((total,),) = raw(
+        path, "SELECT sum(\"end\" - start) FROM NVTX_EVENTS WHERE coalesce(text, '') = '' AND eventType = 59"
+    )
+    its = prof.iterations()
+    assert len(set(its.columns)) == len(its.columns) and not [c for c in its.columns if c != c.strip()], its.columns
+    # the 20 unnamed children, one in each `BatchN` wrapper: all their CPU time in the one column titled for them
+    assert its["iteration"].len() == 20 and its["(unnamed range) cpu_ns"].sum() == total
+    assert "(unnamed range) gpu_ns" in its.columns
+    head = _cli("iterations", path).output.splitlines()[0]
+    assert "(unnamed range) cpu_us  (unnamed range) gpu_us" in head and "  cpu_us" not in head, head
+
+
 def test_a_diff_of_a_profile_against_itself_says_its_slow_iterations_once(tmp_path):
     path = fixture("loop_before")
     pattern = nsysql.load(path, cache_dir=tmp_path / "cache").iteration_stats()["outlier_pattern"][0]

@@ -8,5 +8,17 @@ UNNAMED = "(unnamed range)"
 
 
 def quoted(name: str | None) -> str:
-    """`name` in backticks, or UNNAMED where it is NULL, empty or only white space."""
-    return f"`{name}`" if name and name.strip() else UNNAMED
+    """`name` in backticks, or UNNAMED where it is NULL, empty or only white space, or UNNAMED itself (the title
+    of such ranges' column in iterations, which the findings quote back)."""
+    return f"`{name}`" if name and name.strip() and name != UNNAMED else UNNAMED
+
+
+def titled(name: str | None) -> str:
+    """A range name as a column title shows it (iterations' per-child columns): UNNAMED where quoted() says so,
+    never an empty title before the column's suffix."""
+    return name if name and name.strip() else UNNAMED
+
+
+def untitled(title: str) -> str:
+    """The range name behind a column title of titled(): "" for UNNAMED (as nvtx_ranges holds a NULL name)."""
+    return "" if title == UNNAMED else title

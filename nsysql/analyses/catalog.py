@@ -542,6 +542,14 @@ def ops(ctx, shapes) -> pl.DataFrame:
     return _ops.ops(ctx.con, shapes=shapes)
 
 
+@analysis("ops_shown", params=REGISTRY["ops"].params, needs=("ops", "whole_graphs"), view=True)
+def ops_shown(ctx, shapes) -> dict[str, pl.DataFrame]:
+    """What `nsysql ops` shows: the `table` (ops' frame) and the `note` under it, the GPU time of CUDA graph
+    launches traced whole, whose kernels nsys did not record and no operator is credited with, as under the
+    kernel tables (nsysql.analyses.kernels.whole_graph_note)."""
+    return _noted(ctx.ask("ops", shapes=shapes), _kernels.whole_graph_note(ctx.ask("whole_graphs")))
+
+
 @analysis(
     "summary_tables",
     params=(THRESHOLDS,),
@@ -712,7 +720,8 @@ def report(ctx, top) -> dict[str, pl.DataFrame]:
     gaps = None if isinstance(more.get("gaps"), NsysqlError) else more.get("gaps")
     # the headline's idle in gaps >= 1 ms: from the iterations and gaps, where both are known
     seen = its if gaps is not None or not gpus.height else None
-    out["cards"] = _report.cards(facts, gpus, stats, seen, gaps, _report.untraced_gpu_line(summ))
+    untraced = _report.untraced_gpu_line(summ)  # summary's GPUs fact, where there is no GPU op
+    out["cards"] = _report.cards(facts, gpus, stats, seen, gaps, untraced)
     drawn, notes = _report.timeline(lambda n, **p: ctx.ask(n, **p), gpus, its, gaps)
     out.update(drawn)
     said.update(notes)
@@ -720,7 +729,7 @@ def report(ctx, top) -> dict[str, pl.DataFrame]:
         out["categories"] = _raised(more["categories"])
     else:
         said["kernels_why"] = _report.NO_KERNELS
-    _report_idle(out, said, gpus, idle, more.get("activity"))
+    _report_idle(out, said, gpus, idle, more.get("activity"), untraced)
     _report_ranges(out, said, _raised(rg), more)
     graphs = more.get("graphs")
     if graphs is not None and not isinstance(graphs, NsysqlError):  # what the kernel tables leave out
@@ -730,10 +739,11 @@ def report(ctx, top) -> dict[str, pl.DataFrame]:
     return {**out, "notes": _report.notes(said)}
 
 
-def _report_idle(out: dict, said: dict, gpus, idle, activity) -> None:
-    """The report's idle time by cause and the work elsewhere meanwhile, or why there is none."""
+def _report_idle(out: dict, said: dict, gpus, idle, activity, untraced: tuple[str, str] | None = None) -> None:
+    """The report's idle time by cause and the work elsewhere meanwhile, or why there is none (`untraced`: why
+    the profile has no GPU op, as the GPUs card says it)."""
     if idle is None or not idle.height:
-        said["idle_why"] = _report.idle_why(gpus)
+        said["idle_why"] = _report.idle_why(gpus, untraced)
     elif isinstance(activity, NsysqlError):
         said["activity_why"] = str(activity)
     else:

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from . import advice as _advice
-from ._names import UNNAMED, quoted
+from ._names import UNNAMED, quoted, untitled
 from ._sql import run
 from .iterations import launched_ops
 
@@ -138,7 +138,11 @@ def phase_calls(con, slow: pl.DataFrame, phase: str) -> str:
     at least half of that call, that it waited for another rank (a synchronize behind an all-reduce). Empty where
     no one call took half."""
     got = run(
-        con, "slow_phase_calls", range_name=phase, starts=slow["start_ns"].to_list(), ends=slow["end_ns"].to_list()
+        con,
+        "slow_phase_calls",
+        range_name=untitled(phase),
+        starts=slow["start_ns"].to_list(),
+        ends=slow["end_ns"].to_list(),
     )
     in_phase = slow[f"{phase} cpu_ns"].fill_null(0).sum()
     if not got.height or not in_phase or got["call_ns"][0] * 2 < in_phase:

@@ -8,8 +8,11 @@ Which range is the iteration (`detect`):
   that repeat at least MIN_REPEATS times at one depth on one thread are tried in this order: the main thread
   of each process with GPU work (process_roles), busiest process first (every thread when the profile has no
   GPU work), then the outermost depth, then the most instances, the earliest on a tie. The first family that
-  passes every test below is the loop; at most MAX_CANDIDATES are tried. When none passes, there is no loop:
-  `detect` says so, names the first candidate tried and the test it failed, and suggests --range.
+  passes every test below is the loop; at most MAX_CANDIDATES are tried. A family whose ranges have no name
+  (NULL, empty or blank text) is passed over untested: families are told apart by name, so one without a name
+  is a guess; `why` (or the refusal, where it came first) says so, and --range '' takes it. When none passes,
+  there is no loop: `detect` says so, names the first candidate tried and the test it failed, and suggests
+  --range.
   The tests, on the iteration windows the family would give (iteration_evidence.sql):
   1. work: where the process launched GPU work, at least MIN_WORK_SHARE of the iterations launch some: kernels
      or CUDA graphs when the process launched any, else any GPU op. A loop that copies 10 parameters to the GPU
@@ -64,7 +67,7 @@ import polars as pl
 from ..errors import NsysqlError
 from ..rules import MAD_SIGMA
 from . import scratch
-from ._names import quoted
+from ._names import UNNAMED, quoted, titled
 from ._sql import _declared_params, run
 from .advice import NVTX_HINT, unusable_gpu
 from .patterns import resolve_range
@@ -144,7 +147,7 @@ def detect(con, range: str | None = None) -> IterationRange:
     unusable = "" if procs.height else unusable_gpu(con)
     if cands.height == 0:
         _check_push_pop(con, range)
-    if range:
+    if range is not None:  # "" too: the ranges without a name, named so by the user
         return _named(con, range, procs, unusable)
     cands = _candidates(cands, procs)
     screen = None
@@ -152,6 +155,9 @@ def detect(con, range: str | None = None) -> IterationRange:
     for i, row in enumerate(cands.iter_rows(named=True)):
         if i == 1:  # the first failed (and is told in full): the rest are screened at once (_screen)
             screen = _screen(con, cands.slice(1))
+        if _unnamed(row):
+            rejected.append((row, UNNAMED_LOOP))
+            continue
         bound = screen.row(i - 1, named=True) if screen is not None else None
         if bound and bound["work_share"] is not None:
             failed = _failed_test({**bound, "work": "GPU work", "resemblance": 1.0, "wall_share": None})
@@ -170,7 +176,7 @@ def detect(con, range: str | None = None) -> IterationRange:
             continue
         it.instances = ev["iterations"]
         it.extra["evidence"] = ev
-        it.why = _why_detected(it, ev, procs.height > 0, len(rejected), unusable) + _other_processes(it.pid, procs)
+        it.why = _why_detected(it, ev, procs.height > 0, rejected, unusable) + _other_processes(it.pid, procs)
         it.extra["unusable_gpu"] = unusable
         return it
     _no_loop(rejected)
@@ -182,7 +188,7 @@ def _check_push_pop(con, range: str | None) -> None:
     push_pop, pytorch = run(con, "pytorch_ranges").row(0)
     if not push_pop:
         raise NsysqlError(f"no NVTX push/pop ranges, so iterations cannot be found ({NVTX_HINT})")
-    if not range:  # every push/pop range is PyTorch's (iteration_candidates.sql leaves them out)
+    if range is None:  # every push/pop range is PyTorch's (iteration_candidates.sql leaves them out)
         raise NsysqlError(
             f"no repeating loop found: all {pytorch:,} push/pop ranges are PyTorch's own operator ranges "
             "(emit_nvtx, nsys --pytorch), which name operator calls, not steps, and the program repeats no "
@@ -235,9 +241,14 @@ def _candidate(row: dict, procs: pl.DataFrame) -> IterationRange:
     )
 
 
-def _why_detected(it: IterationRange, ev: dict, gpu_work: bool, rejected: int, unusable: str = "") -> str:
-    """Why the candidate `it` was taken as the loop, after `rejected` others failed their tests; `unusable`:
-    where no GPU op is left, the clause saying the GPU activity recorded was all left out (unusable_gpu)."""
+def _why_detected(
+    it: IterationRange, ev: dict, gpu_work: bool, passed_over: list[tuple[dict, str]], unusable: str = ""
+) -> str:
+    """Why the candidate `it` was taken as the loop, after the candidates `passed_over` (row, failed clause)
+    failed their tests or had no name; `unusable`: where no GPU op is left, the clause saying the GPU activity
+    recorded was all left out (unusable_gpu)."""
+    unnamed = [row for row, failed in passed_over if failed == UNNAMED_LOOP]
+    rejected = len(passed_over) - len(unnamed)
     where = (
         "the main thread of its process"
         if gpu_work
@@ -252,11 +263,33 @@ def _why_detected(it: IterationRange, ev: dict, gpu_work: bool, rejected: int, u
     )
     if rejected:
         why += f" (tried after {rejected} range famil{'y' if rejected == 1 else 'ies'} that failed these tests)"
+    if unnamed:  # the first one tried, as _no_loop names the first candidate
+        first = unnamed[0]
+        why += (
+            f"; passed over before it: {UNNAMED} ({first['instances']} instances at depth {first['depth']} on "
+            f"thread {first['tid']}"
+            + (
+                f", and {len(unnamed) - 1} more famil{'y' if len(unnamed) == 2 else 'ies'} without a name"
+                if len(unnamed) > 1
+                else ""
+            )
+            + f"), as {UNNAMED_LOOP}"
+        )
     return why + (
         "; its instances hold no child ranges, so each iteration runs from one start to the next"
         if it.delimiter
         else "; each instance is one iteration"
     )
+
+
+UNNAMED_LOOP = "its ranges have no name, and a loop is not guessed without one (--range '' takes them as the loop)"
+"""Why a family of ranges without a name (NULL, empty or blank text) is never taken as the loop unless named with
+--range: the candidates are told apart by name, so one without a name is a guess."""
+
+
+def _unnamed(row: dict) -> bool:
+    """Whether every range of the candidate family `row` has no name (NULL, empty or blank)."""
+    return not any((n or "").strip() for n in row["names"])
 
 
 def _no_loop(rejected: list[tuple[dict, str]]) -> NoReturn:
@@ -449,6 +482,9 @@ def iterations(
     phases = win.run("iteration_phases", delimiter=it.delimiter, totals=range_totals(con, "process"))
     df = flag(steps(df, skip, gpu=it.device_id is not None), skip, outlier_sigmas)
     if phases.height:
+        # a child range without a name (NULL, empty or blank text) has a column titled as the sentences name it,
+        # never " cpu_ns": one column for all such children, as they are one family to quoted() too
+        phases = phases.with_columns(pl.col("phase").map_elements(titled, return_dtype=pl.String))
         order = phases.group_by("phase", maintain_order=True).agg(pl.col("cpu_ns").sum())["phase"].to_list()
         wide = phases.pivot(on="phase", index="iteration", values=["cpu_ns", "gpu_ns"], aggregate_function="sum")
         cols = []

@@ -14,6 +14,13 @@ def resolve_range(con, pattern: str) -> tuple[list[str], str]:
     names = run(con, "range_names")["name"].to_list()
     if not names:
         raise NsysqlError("the profile has no NVTX ranges, so `range` cannot select any", option="range")
+    if not pattern.strip():  # the ranges without a name, only those (each name would match it as a prefix)
+        blank = [n for n in names if not n.strip()]
+        if not blank:
+            raise NsysqlError(
+                f"`range` {pattern!r} selects the NVTX ranges without a name, and the profile has none", option="range"
+            )
+        return blank, "exact"
     if pattern in names:
         return [pattern], "exact"
     fam = run(con, "range_family", stem=pattern)["name"].to_list()

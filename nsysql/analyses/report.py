@@ -182,8 +182,15 @@ def shown(its: pl.DataFrame, win: tuple[int, int], gpus: pl.DataFrame) -> str:
     )
 
 
-def idle_why(gpus: pl.DataFrame) -> str:
-    return f"Nothing to show: {'no GPU work traced' if not gpus.height else 'no gap of 1 ms or more'}."
+def idle_why(gpus: pl.DataFrame, untraced: tuple[str, str] | None = None) -> str:
+    """Why the report shows no idle time by cause: no gap of 1 ms or more, or, where the profile has no GPU op,
+    why, as summary says it (`untraced`: untraced_gpu_line's GPUs card, "none usable" where the load left all
+    the GPU activity recorded out as flawed, else "none traced")."""
+    if gpus.height:
+        return "Nothing to show: no gap of 1 ms or more."
+    value, why = untraced or ("none traced", "")
+    what = "no usable GPU work" if value == "none usable" else "no GPU work traced"
+    return f"Nothing to show: {what}" + (f": {why}" if why else "") + "."
 
 
 def top_ops(ops: pl.DataFrame, top: int = 3) -> pl.DataFrame:

@@ -1,6 +1,7 @@
 """`nsysql kernels` and `nsysql kernels-by-range`: the kernel tables (as `nsys stats` cuda_gpu_kern_sum and
 nvtx_kern_sum), and under them, in a table or Markdown, the one line saying what they leave out: the CUDA graph
-launches traced whole, whose kernels nsys did not record (kernels_shown, kernels_by_range_shown)."""
+launches traced whole, whose kernels nsys did not record (kernels_shown, kernels_by_range_shown); `noted` writes
+such an answer, `ops`' too (ops_shown)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def kernels(files, fmt, output, **params):
         _several(files, fmt, output, params)
         return
     prof = load_profile(files[0] if files else None, warm=True, question=("kernels_shown", params))
-    emit_answer(prof, "kernels_shown", params, fmt, output, _noted(prof, "kernels", fmt, output))
+    emit_answer(prof, "kernels_shown", params, fmt, output, noted(prof, "kernels", fmt, output))
 
 
 @click.command("kernels-by-range")
@@ -35,7 +36,7 @@ def kernels(files, fmt, output, **params):
 def kernels_by_range(file, fmt, output, **params):
     """Kernels per NVTX range (as `nsys stats -r nvtx_kern_sum`)."""
     prof = load_profile(file, warm=True, question=("kernels_by_range_shown", params))
-    emit_answer(prof, "kernels_by_range_shown", params, fmt, output, _noted(prof, "kernels_by_range", fmt, output))
+    emit_answer(prof, "kernels_by_range_shown", params, fmt, output, noted(prof, "kernels_by_range", fmt, output))
 
 
 def _several(files, fmt: str, output: str | None, params: dict) -> None:
@@ -58,7 +59,7 @@ def _several(files, fmt: str, output: str | None, params: dict) -> None:
     emit_text(text, output)
 
 
-def _noted(prof, analysis: str, fmt: str, output: str | None):
+def noted(prof, analysis: str, fmt: str, output: str | None):
     """The text of a `*_shown` answer: its table as the format writes it, and in a table or Markdown the note
     under it where there is one (CSV and JSON stay the table alone, as `nsys stats` writes it). An empty table
     of an analysis that does not apply to this export: why, as one error line."""

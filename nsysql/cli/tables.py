@@ -10,7 +10,7 @@ from .collectives import collectives
 from .common import each_rank, global_opts, handled, load_profile, several
 from .cpu import cpu
 from .declared import DECLARED, about, answer, declared
-from .kernels import kernels, kernels_by_range
+from .kernels import kernels, kernels_by_range, noted
 from .options import files_options, output_options, table_output
 from .output import emit, emit_text, fitted, rendered
 from .warm import emit_answer
@@ -48,9 +48,16 @@ launches = answer(
     "Launch latency: launch call, queue and kernel times per kernel (as `nsys stats -r cuda_kern_exec_sum`).",
     files=True,
 )
-ops = answer(
-    "ops", "ops", "PyTorch operators (emit_nvtx ranges): calls, CPU time, forward and backward GPU time, top kernel."
-)
+
+
+@click.command()
+@output_options
+@declared("ops", report=True)
+@handled
+def ops(file, fmt, output, **params):
+    """PyTorch operators (emit_nvtx ranges): calls, CPU time, forward and backward GPU time, top kernel."""
+    prof = load_profile(file, warm=True, question=("ops_shown", params))
+    emit_answer(prof, "ops_shown", params, fmt, output, noted(prof, "ops", fmt, output))
 
 
 @click.command()

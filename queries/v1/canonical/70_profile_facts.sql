@@ -28,7 +28,9 @@ SELECT
 FROM meta, env, paths;
 
 -- The distributed rank of the profiled process: RANK (else OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID) from
--- the process environment nsys captured (META_DATA_CAPTURE), else from TARGET_INFO_SYSTEM_ENV.
+-- the process environment nsys captured (META_DATA_CAPTURE), else from TARGET_INFO_SYSTEM_ENV. A rank is a C int
+-- of MPI (0 .. 2^31-1), as for the `MPI Rank N` thread names (ranks_processes.sql): a value with a larger number
+-- names no rank, whatever its size, and the next variable is read as if it were absent.
 CREATE OR REPLACE TEMP TABLE _rank AS
 WITH vars AS (
   SELECT regexp_extract(value, '^([A-Z_]+)=', 1) AS var, regexp_extract(value, '^[A-Z_]+="?([0-9]+)"?$', 1) AS v,
@@ -38,7 +40,7 @@ WITH vars AS (
   SELECT name, regexp_extract(value, '^"?([0-9]+)"?$', 1), 'TARGET_INFO_SYSTEM_ENV', 2 FROM raw_env
 )
 SELECT v AS rank, source FROM vars
-WHERE var IN ('RANK', 'OMPI_COMM_WORLD_RANK', 'PMI_RANK', 'SLURM_PROCID') AND v <> ''
+WHERE var IN ('RANK', 'OMPI_COMM_WORLD_RANK', 'PMI_RANK', 'SLURM_PROCID') AND TRY_CAST(v AS INTEGER) IS NOT NULL
 ORDER BY pri, CASE var WHEN 'RANK' THEN 0 WHEN 'OMPI_COMM_WORLD_RANK' THEN 1 WHEN 'PMI_RANK' THEN 2 ELSE 3 END
 LIMIT 1;
 
