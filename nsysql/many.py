@@ -313,13 +313,32 @@ def _unsized(profiles: list, ranks: list[int], by: str, range: str | None) -> di
             f"message sizes are in {sized} but not in {lacking} ({why}): the answers would not compare; give "
             "exports that all have NCCL's NVTX payloads, or each file alone"
         )
-    table = pl.concat([g["collectives"] for _, g in got], how="diagonal_relaxed")
-    names = {r: p.path.name for p, r in zip(profiles, ranks)}
     return {
-        "collectives": table.select("rank", *[c for c in table.columns if c != "rank"]),
+        "collectives": _stacked(got, "collectives"),
         "note": pl.DataFrame({"rank": [r for r, _ in notes], "note": [n for _, n in notes]}),
-        "said": "\n".join(f"rank {r} ({names[r]}): {n}" for r, n in notes),
+        "said": _each_said(profiles, ranks, notes),
     }
+
+
+def kernels_across(profiles: list, ranks: list[int], params: dict) -> dict[str, pl.DataFrame | str]:
+    """`nsysql kernels FILE FILE...`: each export's kernels_shown table stacked with a `rank` column (`table`),
+    and `said`, the note of each rank that has one (what its table leaves out), on a line naming its file ('' where
+    no rank has one)."""
+    got = sorted(shown_each(profiles, ranks, "kernels_shown", params), key=lambda rg: rg[0])
+    notes = [(r, g["note"]["note"][0]) for r, g in got if g["note"]["note"][0] is not None]
+    return {"table": _stacked(got, "table"), "said": _each_said(profiles, ranks, notes)}
+
+
+def _stacked(got: list[tuple[int, dict]], table: str) -> pl.DataFrame:
+    """The frames `table` of shown_each's answers (in rank order) as one, `rank` first, as stack stacks them."""
+    out = pl.concat([g[table] for _, g in got], how="diagonal_relaxed")
+    return out.select("rank", *[c for c in out.columns if c != "rank"])
+
+
+def _each_said(profiles: list, ranks: list[int], notes: list[tuple[int, str]]) -> str:
+    """Each rank's note (rank, note) on a line of its own, naming the rank's file as one file's answer would."""
+    names = {r: p.path.name for p, r in zip(profiles, ranks)}
+    return "\n".join(f"rank {r} ({names[r]}): {n}" for r, n in notes)
 
 
 def connect_dask(address: str):
