@@ -143,6 +143,19 @@ class Ranks:
         """Every rank's iterations, with a `rank` column."""
         return self.tables["iterations"].sort(["rank", "iteration"])
 
+    def shown(self) -> dict[str, pl.DataFrame]:
+        """What `nsysql ranks` shows: the files (rank, path, where its number came from, and what is wrong with a
+        file where one is), per rank, the stragglers in words and their evidence, and per iteration the rank the
+        others waited for."""
+        files = self.files
+        return {
+            "files": files.select("rank", "path", "rank_source", *(["problem"] if "problem" in files.columns else [])),
+            "per rank": self.per_rank(),
+            "stragglers": self.findings().select("rank", "sentence"),
+            "straggler evidence": self.stragglers(),
+            "per iteration: the rank the others waited for": self.by_iteration(),
+        }
+
 
 def load_many(
     paths: list[str] | str,
