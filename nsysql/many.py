@@ -336,8 +336,13 @@ def _unsized(profiles: list, ranks: list[int], by: str, range: str | None) -> di
 def kernels_across(profiles: list, ranks: list[int], params: dict) -> dict[str, pl.DataFrame | str]:
     """`nsysql kernels FILE FILE...`: each export's kernels_shown table stacked with a `rank` column (`table`),
     and `said`, the note of each rank that has one (what its table leaves out), on a line naming its file ('' where
-    no rank has one)."""
-    got = sorted(shown_each(profiles, ranks, "kernels_shown", params), key=lambda rg: rg[0])
+    no rank has one). An export that kernels does not apply to (no GPU activity recorded) is refused as one file
+    is, naming it: left out, its rank would be absent from the table without a word."""
+    got = shown_each(profiles, ranks, "kernels_shown", params)
+    for prof, (_, g) in zip(profiles, got):
+        if not g["table"].height and (why := prof.why_not("kernels")):
+            raise NsysqlError(why, path=str(prof.path))
+    got.sort(key=lambda rg: rg[0])
     notes = [(r, g["note"]["note"][0]) for r, g in got if g["note"]["note"][0] is not None]
     return {"table": _stacked(got, "table"), "said": _each_said(profiles, ranks, notes)}
 
