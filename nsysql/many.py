@@ -143,6 +143,19 @@ class Ranks:
         """Every rank's iterations, with a `rank` column."""
         return self.tables["iterations"].sort(["rank", "iteration"])
 
+    def shown(self) -> dict[str, pl.DataFrame]:
+        """What `nsysql ranks` shows: the files (rank, path, where its number came from, and what is wrong with a
+        file where one is), per rank, the stragglers in words and their evidence, and per iteration the rank the
+        others waited for."""
+        files = self.files
+        return {
+            "files": files.select("rank", "path", "rank_source", *(["problem"] if "problem" in files.columns else [])),
+            "per rank": self.per_rank(),
+            "stragglers": self.findings().select("rank", "sentence"),
+            "straggler evidence": self.stragglers(),
+            "per iteration: the rank the others waited for": self.by_iteration(),
+        }
+
 
 def load_many(
     paths: list[str] | str,
@@ -235,19 +248,115 @@ def _asked(prof, method: str, kwargs: dict) -> pl.DataFrame:
         raise NsysqlError(str(e), path=str(prof.path), option=e.options) from None
 
 
-def collectives(profiles: list, ranks: list[int], by: str, range: str | None = None) -> dict[str, pl.DataFrame]:
-    """`nsysql collectives` over several exports (one per rank): `collectives` by `by` with a rank column
-    (`rank`: per rank, with the collective instances each arrived last at), and `skew`, one row per collective
-    instance across them (nsysql.analyses.collectives.skew)."""
+def collectives(
+    paths: list[str] | str,
+    *,
+    by: str = "size",
+    range: str | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    cache: bool = True,
+) -> dict[str, pl.DataFrame | str]:
+    """`nsysql collectives FILE FILE...` in Python: the NCCL collectives of several per-rank exports (paths or
+    globs), ranks numbered as load_many numbers them; the answer of collectives_across."""
+    from ._load import load
+
+    if isinstance(paths, (str, os.PathLike)):  # one path or glob, not a list of its characters
+        paths = [paths]
+    files = expand([str(p) for p in paths])
+    if not files:
+        raise NsysqlError("no files given")
+    profiles: list = []
+    try:
+        for f in files:
+            profiles.append(load(f, cache=cache, cache_dir=cache_dir))
+        return collectives_across(profiles, number(profiles)[0], by, range)
+    finally:
+        for prof in profiles:
+            prof.close()
+
+
+def collectives_across(
+    profiles: list, ranks: list[int], by: str = "size", range: str | None = None
+) -> dict[str, pl.DataFrame | str]:
+    """`nsysql collectives` over several loaded exports (one per rank), with `said`, the lines printed under the
+    table. Where the NCCL calls carry their message sizes: `collectives` by `by` with a rank column (`rank`: per
+    rank, with the collective instances each arrived last at), `skew`, one row per collective instance across
+    them, `skew_by_rank` (nsysql.analyses.collectives.skew) and `said`, the skew in one line. Where they carry
+    none (no NVTX payloads), by size or kind: each export answered as one file is (the calls and GPU time per
+    kind from the NCCL kernels' names) stacked with a `rank` column, `note` (rank, why it has no size) and `said`,
+    one line per rank naming its file. Refused (NsysqlError) where some exports have sizes and others not (the
+    answers would not compare), and, without sizes, for a `by` that matches calls across ranks."""
     from .analyses import collectives as _coll
 
+    unsized = _unsized(profiles, ranks, by, range)
+    if unsized is not None:
+        return unsized
     calls = stack(profiles, ranks, "collectives", by="call", range=range)
     inst = _coll.skew(calls)
     if by == "rank":
         table = _coll.grouped(calls, "rank").join(_coll.skew_by_rank(inst), on="rank", how="left")
     else:
         table = calls if by == "call" else stack(profiles, ranks, "collectives", by=by, range=range)
-    return {"collectives": table, "skew": inst, "skew_by_rank": _coll.skew_by_rank(inst)}
+    held = _coll.skew_by_rank(inst)
+    return {"collectives": table, "skew": inst, "skew_by_rank": held, "said": _coll.skew_sentence(inst, held)}
+
+
+def _unsized(profiles: list, ranks: list[int], by: str, range: str | None) -> dict | None:
+    """collectives_across where the exports' NCCL calls carry no message size; None where every one has sizes."""
+    from .analyses import collectives as _coll
+
+    asked = {"by": by if by in ("size", "kind") else "kind", "range": range}
+    got = sorted(shown_each(profiles, ranks, "collectives_shown", asked, table="collectives"), key=lambda rg: rg[0])
+    notes = [(r, g["note"]["note"][0]) for r, g in got if "note" in g]
+    if not notes:
+        return None
+    paths = {r: str(p.path) for p, r in zip(profiles, ranks)}  # a refusal names each file whole (names may repeat)
+    lacking = ", ".join(f"rank {r} ({paths[r]})" for r, _ in notes)
+    why = _coll.unsized_why(notes[0][1])
+    if by not in ("size", "kind"):  # calls matched across ranks need each call's size: none to match here
+        raise NsysqlError(
+            f"`by={by}` needs NCCL's NVTX payloads (each call's size and communicator), which {lacking} "
+            f"lack{'s' if len(notes) == 1 else ''}: {why}; `by=kind` gives each rank's calls and GPU time per kind "
+            "from the NCCL kernels' names",
+            option="by",
+        )
+    if len(notes) < len(got):
+        sized = ", ".join(f"rank {r} ({paths[r]})" for r, g in got if "note" not in g)
+        raise NsysqlError(
+            f"message sizes are in {sized} but not in {lacking} ({why}): the answers would not compare; give "
+            "exports that all have NCCL's NVTX payloads, or each file alone"
+        )
+    return {
+        "collectives": _stacked(got, "collectives"),
+        "note": pl.DataFrame({"rank": [r for r, _ in notes], "note": [n for _, n in notes]}),
+        "said": _each_said(profiles, ranks, notes),
+    }
+
+
+def kernels_across(profiles: list, ranks: list[int], params: dict) -> dict[str, pl.DataFrame | str]:
+    """`nsysql kernels FILE FILE...`: each export's kernels_shown table stacked with a `rank` column (`table`),
+    and `said`, the note of each rank that has one (what its table leaves out), on a line naming its file ('' where
+    no rank has one). An export that kernels does not apply to (no GPU activity recorded) is refused as one file
+    is, naming it: left out, its rank would be absent from the table without a word."""
+    got = shown_each(profiles, ranks, "kernels_shown", params)
+    for prof, (_, g) in zip(profiles, got):
+        if not g["table"].height and (why := prof.why_not("kernels")):
+            raise NsysqlError(why, path=str(prof.path))
+    got.sort(key=lambda rg: rg[0])
+    notes = [(r, g["note"]["note"][0]) for r, g in got if g["note"]["note"][0] is not None]
+    return {"table": _stacked(got, "table"), "said": _each_said(profiles, ranks, notes)}
+
+
+def _stacked(got: list[tuple[int, dict]], table: str) -> pl.DataFrame:
+    """The frames `table` of shown_each's answers (in rank order) as one, `rank` first, as stack stacks them."""
+    out = pl.concat([g[table] for _, g in got], how="diagonal_relaxed")
+    return out.select("rank", *[c for c in out.columns if c != "rank"])
+
+
+def _each_said(profiles: list, ranks: list[int], notes: list[tuple[int, str]]) -> str:
+    """Each rank's note (rank, note) on a line of its own, naming the rank's file as one file's answer would."""
+    names = {r: p.path.name for p, r in zip(profiles, ranks)}
+    return "\n".join(f"rank {r} ({names[r]}): {n}" for r, n in notes)
 
 
 def connect_dask(address: str):

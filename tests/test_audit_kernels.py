@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import craft, fixture, h200, raw
+from conftest import built_cache, craft, fixture, h200, raw
 
 
 def _cli(*args):
@@ -39,6 +39,20 @@ def test_per_range_without_nvtx_says_there_is_no_range(tmp_path):
     for per in ((), ("--per", "range")):
         r = _cli("kernels", "--by", "category", *per, bare)
         assert (r.exit_code, r.output) == (0, "no kernels\n"), r.output
+
+
+def test_several_files_refuse_an_export_without_gpu_activity_as_one_file_does(tmp_path):
+    """train_small without its kernels and copies: `kernels` on it alone refuses (no GPU activity recorded).
+    Beside another export its rank was left out of the table without a word; it is refused the same way, as
+    `iterations` and `gaps` over several files refuse an export they do not apply to."""
+    bare = craft(
+        tmp_path / "no_gpu.sqlite", "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL", "DELETE FROM CUPTI_ACTIVITY_KIND_MEMCPY"
+    )
+    cache = built_cache(tmp_path / "cache", fixture("train_small"))
+    alone = _one_line_refusal(_cli("--cache-dir", cache, "kernels", bare), bare)
+    assert "no GPU activity" in alone
+    r = _cli("--cache-dir", cache, "kernels", fixture("train_small"), bare)
+    assert r.exit_code == 2 and r.stderr.splitlines()[-1] == alone, r.output
 
 
 def test_per_range_with_no_kernel_inside_a_range_says_so(tmp_path):

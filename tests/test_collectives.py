@@ -12,7 +12,7 @@ import struct
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES, raw
+from conftest import FIXTURES, built_cache, raw
 
 import nsysql
 from nsysql.cli import main
@@ -106,6 +106,36 @@ def test_across_ranks_the_straggler_arrives_last_by_its_sleep():
     assert max(others) < 30_000_000
     by_rank = {row["rank"]: row for row in out["collectives"]}
     assert by_rank[1]["last_arrivals"] == sum(s["last_rank"] == 1 for s in skew)
+
+
+def test_the_python_answer_across_ranks_is_what_the_command_prints(tmp_path):
+    """nsysql.collectives(paths) is `nsysql collectives FILE FILE`: its frames are the command's JSON, its `said`
+    the lines under the table, with payloads (the skew) and without (each rank's note); its refusal is the
+    command's sentence, naming the argument as Python passes it (`by=iteration`) where the command names its flag
+    (`--by iteration`)."""
+    pair = [FIXTURES / "ddp_pair" / f"rank{i}.sqlite" for i in (0, 1)]
+    cache = built_cache(tmp_path / "c", RANK0, RANK1, *pair)
+
+    def cli(*args):
+        return CliRunner().invoke(main, ["--cache-dir", str(cache), "collectives", *map(str, args)])
+
+    for files, by, shown in (
+        ([RANK0, RANK1], "rank", {"collectives", "skew"}),
+        (pair, "kind", {"collectives", "note"}),
+    ):
+        got = nsysql.collectives(files, by=by, cache_dir=cache)
+        printed = json.loads(cli(*files, "--by", by, "-f", "json").stdout)
+        assert set(printed) == shown
+        assert {k: got[k].to_dicts() for k in shown} == printed
+        table = cli(*files, "--by", by, "--wide")
+        assert table.exit_code == 0 and table.stdout.endswith(f"\n\n{got['said']}\n")
+    assert got["said"].startswith("rank 0 (rank0.sqlite): 45 NCCL kernels")
+    with pytest.raises(nsysql.NsysqlError) as e:
+        nsysql.collectives(pair, by="iteration", cache_dir=cache)
+    refused = cli(*pair, "--by", "iteration")
+    assert str(e.value).startswith("`by=iteration` needs NCCL's NVTX payloads") and "--by" not in str(e.value)
+    assert refused.exit_code == 2
+    assert refused.stderr.splitlines()[-1] == "nsysql: error: " + str(e.value).replace("`by=", "`--by ")
 
 
 def test_without_payload_bytes_says_how_to_export_them():

@@ -154,6 +154,7 @@ def test_ranks_command_and_multi_file_commands():
     import json
 
     doc = json.loads(res.stdout)
+    assert {k: v.to_dicts() for k, v in nsysql.load_many([PAIR], workers=1).shown().items()} == doc  # the same
     assert doc["stragglers"][0]["rank"] == 1
     assert "iterations 2, 7, 12, 17" in doc["stragglers"][0]["sentence"]
     files = [str(FIXTURES / "ddp_pair" / f"rank{i}.sqlite") for i in (0, 1)]

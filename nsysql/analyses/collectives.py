@@ -117,6 +117,11 @@ def unsized_note(df: pl.DataFrame, why: str) -> str:
     )
 
 
+def unsized_why(note: str) -> str:
+    """Why a profile has no message sizes, from its unsized_note: the end of the note, after what it counted."""
+    return note.split("need NCCL's NVTX payloads: ", 1)[-1]
+
+
 def why_not(
     nccl_ranges: int, nccl_payloads: int, missing: list[str], kernels: int | None = None, kernel_ns: int = 0
 ) -> str | None:
@@ -308,3 +313,31 @@ def skew_by_rank(inst: pl.DataFrame) -> pl.DataFrame:
         )
         .sort("held_others_ns", descending=True)
     )
+
+
+# how arrivals were compared (skew's `clock`), as skew_sentence says it
+CLOCKS = {
+    "utc": "kernel starts on the UTC clock of each export's session; across hosts, as far as their clocks agree",
+    "duration": "an export does not say when its session started, so arrivals are told by the kernels' GPU times: "
+    "a collective ends together on every rank, the last to arrive having the shortest kernel",
+}
+
+
+def skew_sentence(inst: pl.DataFrame, by_rank: pl.DataFrame) -> str:
+    """The skew across ranks in one line (`inst`: skew's instances; `by_rank`: skew_by_rank's, the rank that held
+    the others longest first): how many instances matched, their median and largest skew, that rank, and the
+    clock the arrivals were compared on."""
+    if not inst.height:
+        return "skew: no collective instance is in more than one of these exports"
+    top = by_rank.row(0, named=True)
+    return (
+        f"skew: {inst.height} collective instances matched across ranks (the k-th call of each communicator), "
+        f"median start skew {_dur(inst['skew_ns'].median())}, max {_dur(inst['skew_ns'].max())}; "
+        f"rank {top['rank']} arrived last at {top['last_arrivals']} of them, holding the others "
+        f"{top['held_others_ns'] / 1e6:.4g} ms in all ({CLOCKS[inst['clock'][0]]})"
+    )
+
+
+def _dur(ns: float) -> str:
+    """A skew as people read it: ms with two decimals from a millisecond, else us (never 3.566e+04 us)."""
+    return f"{ns / 1e6:,.2f} ms" if ns >= 1e6 else f"{ns / 1e3:,.1f} us"

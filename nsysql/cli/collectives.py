@@ -6,7 +6,7 @@ import click
 
 from ..render import render
 from .common import handled, load_profile, ranked, several
-from .declared import declared
+from .declared import about, declared
 from .options import files_options
 from .output import emit, emit_text, fitted
 
@@ -51,93 +51,20 @@ def _finding_lines(found) -> str:
 
 
 def _many(files, fmt, output, by, range_):
-    from ..many import collectives as across
+    """Several FILEs: the answer across ranks (nsysql.many.collectives_across), its lines under the table; where
+    it carries a note (no message sizes), they wrap as one file's note does."""
+    from ..many import collectives_across
 
-    profs, ranks = ranked(files)
-    if _unsized_each(profs, ranks, fmt, output, by, range_):
-        return
-    out = across(profs, ranks, by, range_)
+    got = collectives_across(*ranked(files), by, range_)
     if fmt in ("json", "markdown"):
-        emit({"collectives": out["collectives"], "skew": out["skew"]}, fmt, output)
+        emit({k: got[k] for k in ("collectives", "skew", "note") if k in got}, fmt, output)
     elif fmt == "csv":
-        emit(out["collectives"], fmt, output)
+        emit(got["collectives"], fmt, output)
     else:
-        emit_text(render(out["collectives"], "table") + "\n" + _skew_line(out["skew"], out["skew_by_rank"]), output)
-
-
-def _unsized_each(profs, ranks, fmt, output, by, range_) -> bool:
-    """Where the exports' NCCL calls carry no message size (no NVTX payloads), as one file answers them: per
-    rank, the calls and GPU time per kind from the NCCL kernels' names, stacked with a `rank` column, and each
-    rank's line saying why there is no size (a `note` frame in JSON and Markdown). Where some exports have sizes
-    and others not, one line naming those without and why (the answers would not compare). False, having
-    printed nothing, where every export has sizes."""
-    import polars as pl
-
-    from ..errors import NsysqlError
-    from ..many import shown_each
-
-    asked = {"by": by if by in ("size", "kind") else "kind", "range": range_}
-    got = sorted(shown_each(profs, ranks, "collectives_shown", asked, table="collectives"), key=lambda rg: rg[0])
-    names = {r: p.path.name for p, r in zip(profs, ranks)}
-    paths = {r: str(p.path) for p, r in zip(profs, ranks)}  # a refusal names each file whole (names may repeat)
-    notes = [(r, g["note"]["note"][0]) for r, g in got if "note" in g]
-    if not notes:
-        return False
-    if by not in ("size", "kind"):  # calls matched across ranks need each call's size: none to match here
-        raise NsysqlError(
-            f"`--by {by}` needs NCCL's NVTX payloads (each call's size and communicator), which "
-            + ", ".join(f"rank {r} ({paths[r]})" for r, _ in notes)
-            + f" lack{'s' if len(notes) == 1 else ''}: {_why(notes[0][1])}; `--by kind` gives each rank's calls "
-            "and GPU time per kind from the NCCL kernels' names",
-            option="by",
+        said = f"{got['said']}\n"
+        emit_text(
+            render(got["collectives"], "table") + "\n" + (fitted(said, output) if "note" in got else said), output
         )
-    if len(notes) < len(got):
-        raise NsysqlError(
-            "message sizes are in "
-            + ", ".join(f"rank {r} ({paths[r]})" for r, g in got if "note" not in g)
-            + " but not in "
-            + ", ".join(f"rank {r} ({paths[r]})" for r, _ in notes)
-            + f" ({_why(notes[0][1])}): the answers would not compare; give exports that all have NCCL's NVTX "
-            "payloads, or each file alone"
-        )
-    table = pl.concat([g["collectives"] for _, g in got], how="diagonal_relaxed")
-    table = table.select("rank", *[c for c in table.columns if c != "rank"])
-    said = pl.DataFrame({"rank": [r for r, _ in notes], "note": [n for _, n in notes]})
-    if fmt in ("json", "markdown"):
-        emit({"collectives": table, "note": said}, fmt, output)
-    elif fmt == "csv":
-        emit(table, fmt, output)
-    else:
-        lines = "\n".join(f"rank {r} ({names[r]}): {n}" for r, n in notes)
-        emit_text(render(table, fmt) + "\n" + fitted(f"{lines}\n", output), output)
-    return True
 
 
-def _why(note: str) -> str:
-    """Why a rank has no message sizes: the end of its note (collectives.unsized_note), after what it counted."""
-    return note.split("need NCCL's NVTX payloads: ", 1)[-1]
-
-
-def _skew_line(inst, by_rank) -> str:
-    if not inst.height:
-        return "skew: no collective instance is in more than one of these exports\n"
-    top = by_rank.row(0, named=True)
-    return (
-        f"skew: {inst.height} collective instances matched across ranks (the k-th call of each communicator), "
-        f"median start skew {_dur(inst['skew_ns'].median())}, max {_dur(inst['skew_ns'].max())}; "
-        f"rank {top['rank']} arrived last at {top['last_arrivals']} of them, holding the others "
-        f"{top['held_others_ns'] / 1e6:.4g} ms in all ({_CLOCKS[inst['clock'][0]]})\n"
-    )
-
-
-def _dur(ns: float) -> str:
-    """A skew as people read it: ms with two decimals from a millisecond, else us (never 3.566e+04 us)."""
-    return f"{ns / 1e6:,.2f} ms" if ns >= 1e6 else f"{ns / 1e3:,.1f} us"
-
-
-# how arrivals were compared (nsysql.analyses.collectives.skew)
-_CLOCKS = {
-    "utc": "kernel starts on the UTC clock of each export's session; across hosts, as far as their clocks agree",
-    "duration": "an export does not say when its session started, so arrivals are told by the kernels' GPU times: "
-    "a collective ends together on every rank, the last to arrive having the shortest kernel",
-}
+about(collectives, python="`p.collectives()`; several FILEs: `nsysql.collectives(paths)`")

@@ -181,9 +181,10 @@ def _check(declared: tuple[str, ...], given: dict) -> None:
 
 
 def with_flags(e: NsysqlError) -> str:
-    """The error's message with each argument it is about (written `` `window` `` by the library) named by this
-    command's flag (`--window`; a declared parameter's option carries its name: nsysql.cli.declared). An argument
-    this command has no flag for stays as the library wrote it."""
+    """The error's message with each argument it is about (written `` `window` `` by the library, or
+    `` `by=kind` `` with its value) named by this command's flag (`--window`, `` `--by kind` ``; a declared
+    parameter's option carries its name: nsysql.cli.declared). An argument this command has no flag for stays as
+    the library wrote it."""
     text = str(e)
     ctx = click.get_current_context(silent=True)
     if not e.options or ctx is None:
@@ -191,7 +192,7 @@ def with_flags(e: NsysqlError) -> str:
     for option in e.options:
         flags = [o for p in ctx.command.params if p.name == option for o in p.opts if o.startswith("--")]
         if flags:
-            text = text.replace(f"`{option}`", flags[0])
+            text = text.replace(f"`{option}`", flags[0]).replace(f"`{option}=", f"`{flags[0]} ")
     return text
 
 

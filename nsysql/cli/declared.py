@@ -93,8 +93,9 @@ def analysis_of(cmd: click.Command) -> str | None:
 
 
 def about(cmd: click.Command, python: str = "", nsys: str = "") -> None:
-    """What README's command table says of a command that no declared analysis answers: its Python
-    counterpart and nsys's (scripts/readme_commands.py reads them)."""
+    """What README's command table says of a command that no declared analysis answers, or whose several FILEs
+    have a Python function of their own: its Python counterpart and nsys's (scripts/readme_commands.py reads
+    them; a declared analysis' nsys counterpart comes first)."""
     cmd.python, cmd.nsys = python, nsys
 
 

@@ -40,21 +40,14 @@ def kernels_by_range(file, fmt, output, **params):
 
 
 def _several(files, fmt: str, output: str | None, params: dict) -> None:
-    """`kernels FILE FILE...`: each export's table stacked with a `rank` column (nsysql.many.stack), and in a
-    table or Markdown, under it, each rank's note where it has one (what its table leaves out), as one file's."""
-    import polars as pl
+    """`kernels FILE FILE...`: the answer across ranks (nsysql.many.kernels_across), and in a table or Markdown,
+    under it, each rank's note where it has one, as one file's."""
+    from ..many import kernels_across
 
-    from ..many import shown_each
-
-    profs, ranks = ranked(files)
-    got = sorted(shown_each(profs, ranks, "kernels_shown", params), key=lambda rg: rg[0])
-    table = pl.concat([g["table"] for _, g in got], how="diagonal_relaxed")
-    table = table.select("rank", *[c for c in table.columns if c != "rank"])  # as nsysql.many.stack stacks them
-    text = rendered(table, fmt, None, output)
-    names = {r: p.path.name for p, r in zip(profs, ranks)}
-    notes = [f"rank {r} ({names[r]}): {g['note']['note'][0]}" for r, g in got if g["note"]["note"][0] is not None]
-    if notes and fmt in ("table", "markdown"):
-        said = "\n".join(notes)
+    got = kernels_across(*ranked(files), params)
+    text = rendered(got["table"], fmt, None, output)
+    if got["said"] and fmt in ("table", "markdown"):
+        said = got["said"]
         text += fitted(f"\n{said}\n", output) if fmt == "table" else f"\n{said}\n"
     emit_text(text, output)
 

@@ -197,13 +197,7 @@ def _ranks_result(files, dask, workers, range=None):
         cache_max=opts.get("cache_max"),
         range=range,
     )
-    out = {
-        "files": r.files.select("rank", "path", "rank_source", *(["problem"] if "problem" in r.files.columns else [])),
-        "per rank": r.per_rank(),
-        "stragglers": r.findings().select("rank", "sentence"),
-        "straggler evidence": r.stragglers(),
-        "per iteration: the rank the others waited for": r.by_iteration(),
-    }
+    out = r.shown()
     # said once the answer is whole: a refusal (no rank has iterations) is the one line on stderr
     click.echo(f"nsysql: {r.files.height} rank{'s' if r.files.height != 1 else ''}; {r.numbering}", err=True)
     click.echo(f"nsysql: straggler rule: {r.rule}", err=True)
