@@ -143,12 +143,13 @@ class Profile:
         return self._engine.run("facts")
 
     def info(self) -> pl.DataFrame:
-        """What the export holds and lacks, and which analyses apply."""
+        """What the export holds and lacks, and which commands apply to it (and why not, as each says it)."""
         return self._engine.run("info")
 
     def why_not(self, analysis: str) -> str:
         """Why the analysis `analysis` (kernels, api, ...) does not apply to this export, in one line, as `info`
-        says it (the tables it requires that hold no rows, and what would have recorded them); '' where it does."""
+        says it of its command and the command says it (its own refusal, or the tables it requires that hold no
+        rows, and what would have recorded them); '' where it does."""
         return self._engine.run("why_not", analysis=analysis)
 
     def cpu_note(self) -> str:

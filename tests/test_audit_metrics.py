@@ -266,6 +266,6 @@ def test_no_metrics_on_a_gpu_nsys_cannot_sample_says_so(tmp_path):
     assert code != 0 and "--gpu-metrics-devices" in err
     r = CliRunner().invoke(main, ["info", "--format", "csv", str(old)])
     assert r.exit_code == 0 and "whether kernels used tensor cores" not in r.stdout
-    # nor does info's list of the analyses that do not apply send them to the switch
-    metrics_line = next(line for line in r.stdout.splitlines() if line.startswith("analyses,gpu_metrics,"))
+    # nor does info's list of the commands that do not apply send them to the switch
+    metrics_line = next(line for line in r.stdout.splitlines() if line.startswith("commands,metrics,"))
     assert "only on Turing (sm_75) and later" in metrics_line and "--gpu-metrics-devices" not in metrics_line

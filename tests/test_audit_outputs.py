@@ -48,13 +48,10 @@ def test_trace_of_a_profile_with_nothing_it_shows_is_refused_in_one_line(tmp_pat
     assert len(lines) == 1 and str(path) in lines[0], res.stderr
     assert "no GPU op, CUDA API call or NVTX range" in lines[0]
     assert not out.exists()
-    # and `info` says so among the analyses that apply
+    # and `info` says so of the command, as the command says it
     info = json.loads(run(["info", path, "-f", "json"]).stdout)
-    said = [r["value"] for r in info if r["section"] == "analyses" and r["item"] == "trace"]
-    assert said == [
-        "no: no GPU work (kernels, copies, memsets), CUDA API calls or NVTX ranges: gpu_ops, api_calls and "
-        "nvtx_ranges are empty"
-    ]
+    said = [r["value"] for r in info if r["section"] == "commands" and r["item"] == "trace"]
+    assert said == ["no: " + lines[0].split(f"{path}: ", 1)[1]]
 
 
 def _backward_pass(rows, name_col, value_col):

@@ -101,9 +101,9 @@ def test_gaps_explained_says_what_the_cpu_did_per_cause():
 
 
 def test_info_lists_no_view():
-    """iterations_shown and the like are what a command shows, not questions: info lists the analyses only."""
+    """iterations_shown and the like are what a command shows, not questions: info lists the commands only."""
     with nsysql.load(str(SMALL)) as p:
         info = p.info()
-        listed = set(info.filter(info["section"] == "analyses")["item"])
+        listed = set(info.filter(info["section"] == "commands")["item"])
     assert "iterations" in listed and "collectives" in listed
     assert not listed & {"iterations_shown", "collectives_shown", "gaps_explained"}

@@ -149,11 +149,10 @@ def test_without_payload_bytes_says_how_to_export_them():
     info = CliRunner().invoke(main, ["info", str(pair), "-f", "csv"])
     rows = [ln for ln in info.stdout.splitlines() if "binaryData" in ln]
     assert any(ln.startswith("lacks,") and "--include-blobs=true" in ln for ln in rows)
-    assert any(ln.startswith('analyses,collective_calls,"no: the export lacks NVTX payload bytes') for ln in rows)
-    assert any(ln.startswith('analyses,collectives,"yes: per collective kind from the NCCL kernels') for ln in rows)
+    assert any(ln.startswith('commands,collectives,"yes: per collective kind from the NCCL kernels') for ln in rows)
     # with the bytes, neither line
     blobs = CliRunner().invoke(main, ["info", str(RANK0), "-f", "csv"]).stdout
-    assert "binaryData" not in blobs and "analyses,collectives,yes" in blobs
+    assert "binaryData" not in blobs and "commands,collectives,yes" in blobs
 
 
 def test_without_nccl_says_there_are_no_collectives():

@@ -84,7 +84,7 @@ def test_functions_without_samples_are_refused_naming_what_scheduling_answers(un
 def test_info_says_cpu_applies_per_thread_without_samples(unsampled):
     res = _cli("info", unsampled, "-f", "csv")
     assert res.exit_code == 0, res.output
-    rows = pl.read_csv(io.StringIO(res.stdout)).filter((pl.col("section") == "analyses") & (pl.col("item") == "cpu"))
+    rows = pl.read_csv(io.StringIO(res.stdout)).filter((pl.col("section") == "commands") & (pl.col("item") == "cpu"))
     said = rows["value"][0]
     assert said.startswith("yes: per thread and process only, from scheduling events") and "-s process-tree" in said
 

@@ -177,11 +177,10 @@ def test_info_says_whether_metrics_apply(prof):
         return dict(((s, i), v) for s, i, v in p.info().rows())[(section, name)]
 
     assert (
-        item(prof, "contents", "GPU metrics samples") == str(22 * 6393)
-        and item(prof, "analyses", "gpu_metrics") == "yes"
+        item(prof, "contents", "GPU metrics samples") == str(22 * 6393) and item(prof, "commands", "metrics") == "yes"
     )
     train = loaded(str(fixture("train_small")))
-    assert item(train, "analyses", "gpu_metrics").startswith("no: no GPU metrics")
+    assert item(train, "commands", "metrics").startswith("no: this export has no GPU metrics")
 
 
 def test_alternating_ranges_by_construction():

@@ -1,38 +1,84 @@
-"""`info`'s "which analyses apply": every declared analysis, from the registry, with why one does not apply (the
-canonical tables it requires, Analysis.requires, that hold no rows)."""
+"""`info`'s "commands" section: each command about one export (the analyses that declare one, Analysis.command),
+whether it applies, and why not as the command itself says it when run (its analysis' refusal, Analysis.refusal,
+or the canonical tables it requires, Analysis.requires, that hold no rows). Internal analyses are not listed."""
 
 from __future__ import annotations
 
 from click.testing import CliRunner
-from conftest import FIXTURES, craft
+from conftest import FIXTURES, craft, fixture, loaded, seeded
 
 import nsysql
 from nsysql.cli import main
+from nsysql.cli.declared import analysis_of
 from nsysql.engine import REGISTRY, plan
+
+NVTX_HINT = "annotate the code with NVTX ranges"
 
 
 def _applies(path) -> dict[str, str]:
     with nsysql.load(path) as p:
         info = p.info()
-    rows = info.filter(info["section"] == "analyses")
+    return _commands(info)
+
+
+def _commands(info) -> dict[str, str]:
+    rows = info.filter(info["section"] == "commands")
     assert rows["item"].is_unique().all()
     return dict(zip(rows["item"], rows["value"]))
 
 
-def test_an_export_without_nvtx_says_the_range_analyses_do_not_apply(tmp_path, monkeypatch):
+def test_the_declared_commands_are_the_cli_s():
+    """A command's declaration (Analysis.command) names the command that answers with it, and no other."""
+    declared = {a.command: n for n, a in REGISTRY.items() if a.command}
+    answered = {name: analysis_of(c) for name, c in main.commands.items() if analysis_of(c) in REGISTRY}
+    assert declared == answered
+
+
+def test_info_lists_the_commands_not_the_analyses_behind_them():
+    """train_small has no CUDA graph and no NCCL kernel: no internal piece (whole_graphs, collective_kernels) is
+    listed as "yes"; each command about one export is listed once, by its command-line name."""
+    got = _commands(loaded(str(fixture("train_small"))).info())
+    assert set(got) == {a.command for a in REGISTRY.values() if a.command} - {"info"}
+    assert set(got) <= set(main.commands)
+    assert {"kernels-by-range", "gpu-memory", "metrics"} <= set(got)
+    assert not set(got) & {"whole_graphs", "collective_kernels", "diff_side", "iteration_spans", "gpu_metrics"}
+
+
+def test_yes_and_no_are_what_the_commands_do():
+    """On two fixtures, each listed command of a few: "yes" where it exits 0, else "no: " and the one line it says
+    on stderr; and Profile.why_not of its analysis says the same."""
+    commands = ("kernels", "iterations", "collectives", "cpu", "ops", "overlap", "metrics", "gpu-memory")
+    for path in (fixture("train_small"), FIXTURES / "ddp_pair" / "rank0.sqlite"):
+        seeded(path)
+        prof = loaded(str(path))
+        said = _commands(prof.info())
+        nos = 0
+        for cmd in commands:
+            res = CliRunner().invoke(main, [cmd, str(path), "-f", "csv"])
+            assert said[cmd].startswith("yes") == (res.exit_code == 0), (path, cmd, said[cmd], res.output)
+            if res.exit_code:
+                nos += 1
+                assert res.exit_code == 2 and res.stderr.count("\n") == 1, res.output
+                assert said[cmd] == "no: " + res.stderr.strip().split(f"{path}: ", 1)[1], (path, cmd)
+                analysis = analysis_of(main.commands[cmd])
+                assert said[cmd] == "no: " + prof.why_not(analysis), (path, cmd)
+        assert nos >= 3, (path, said)  # train_small: no NCCL, samples, operators, metrics, memory events
+
+
+def test_an_export_without_nvtx_says_the_range_commands_do_not_apply(tmp_path, monkeypatch):
     monkeypatch.setenv("NSYSQL_CACHE_DIR", str(tmp_path / "cache"))
     bare = craft(tmp_path / "no_nvtx.sqlite", "DROP TABLE NVTX_EVENTS")
     got = _applies(bare)
-    assert set(got) == {n for n, a in REGISTRY.items() if not a.view}  # every declared analysis, once; no view
-    for name in ("ranges", "kernels_by_range", "iterations", "ops"):
-        assert got[name].startswith("no: no NVTX ranges: nvtx_ranges is empty; annotate the code"), (name, got[name])
-    for name in ("kernels", "api", "launches", "gaps", "summary"):
+    for name in ("ranges", "kernels-by-range", "iterations"):
+        assert got[name].startswith("no: no NVTX") and NVTX_HINT in got[name], (name, got[name])
+    assert got["ops"].startswith("no: the export has no PyTorch operator ranges"), got["ops"]
+    for name in ("kernels", "api", "launches", "gaps", "summary", "trace"):
         assert got[name] == "yes", (name, got[name])
     # the same export with its NVTX ranges: they apply
     assert _applies(craft(tmp_path / "whole.sqlite"))["ranges"] == "yes"
     res = CliRunner().invoke(main, ["info", str(bare), "-f", "csv"])
     # (quoted: the hint holds a comma)
-    assert res.exit_code == 0 and 'analyses,ranges,"no: no NVTX ranges: nvtx_ranges is empty; annotate' in res.stdout
+    assert res.exit_code == 0 and 'commands,ranges,"no: no NVTX ranges: nvtx_ranges is empty; annotate' in res.stdout
 
 
 def test_what_an_analysis_requires_is_among_the_tables_it_or_its_needs_read():
@@ -45,7 +91,7 @@ def test_what_an_analysis_requires_is_among_the_tables_it_or_its_needs_read():
 def test_info_says_collectives_applies_where_the_command_answers(tmp_path):
     """`collectives` answers per kind from the NCCL kernels' names where no NCCL range carries a size: `info`
     says it applies there (and why no size), and does not where the command refuses."""
-    from conftest import fixture, raw
+    from conftest import raw
 
     cache = str(tmp_path / "cache")
     for path in (
@@ -59,7 +105,6 @@ def test_info_says_collectives_applies_where_the_command_answers(tmp_path):
             "WHERE lower(s.value) LIKE '%nccl%'",
         )[0][0]
         with nsysql.load(path, cache_dir=cache) as p:
-            info = p.info()
-        said = dict(zip(info["item"], info["value"]))["collectives"]
+            said = _commands(p.info())["collectives"]
         res = CliRunner().invoke(main, ["--cache-dir", cache, "collectives", str(path)])
         assert said.startswith("yes") == (res.exit_code == 0) == (nccl_kernels > 0), (path, said, res.stderr)

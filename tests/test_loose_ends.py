@@ -70,7 +70,7 @@ def test_why_not_cpu_agrees_with_info_on_scheduling_events_alone(tmp_path):
     assert raw(path, "SELECT count(*) FROM SCHED_EVENTS")[0][0] > 0
     prof = nsysql.load(path, cache_dir=tmp_path / "cache")
     try:
-        said = dict(prof.info().filter(pl.col("section") == "analyses").select("item", "value").rows())
+        said = dict(prof.info().filter(pl.col("section") == "commands").select("item", "value").rows())
         assert said["cpu"].startswith("yes: per thread and process only")
         assert prof.why_not("cpu") == ""
         assert prof.cpu(by="thread").height == len(raw(path, "SELECT DISTINCT globalTid FROM SCHED_EVENTS"))

@@ -128,7 +128,7 @@ def test_a_cold_info_counts_the_gpu_metrics_samples_without_reading_them(tmp_pat
     assert passes == 1 and not {"gpu_metric_values", "gpu_metric_names"} & built
     res = CliRunner().invoke(main, ["--cache-dir", str(tmp_path / "cache"), "info", str(HW_MIX), "-f", "csv"])
     assert f"contents,GPU metrics samples,{_raw_samples(HW_MIX)}\n" in res.stdout
-    assert "analyses,gpu_metrics,yes\n" in res.stdout
+    assert "commands,metrics,yes\n" in res.stdout
     # the same count where the export's samples are built (every table at once)
     monkeypatch.setenv("NSYSQL_NO_TUNING", "lazy_build")
     whole = CliRunner().invoke(main, ["--no-cache", "info", str(HW_MIX), "-f", "csv"])
@@ -142,4 +142,4 @@ def test_info_says_gpu_metrics_do_not_apply_where_no_sample_is_kept(tmp_path, mo
     _, built = cold(tmp_path, monkeypatch, path, "info", "-f", "csv")
     res = CliRunner().invoke(main, ["--cache-dir", str(tmp_path / "cache"), "info", str(path), "-f", "csv"])
     assert "contents,GPU metrics samples,0\n" in res.stdout
-    assert "analyses,gpu_metrics,no: no GPU metrics: gpu_metric_samples is empty" in res.stdout
+    assert "commands,metrics,no: this export has no GPU metrics: profile with" in res.stdout

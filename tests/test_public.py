@@ -60,7 +60,7 @@ def test_missing_tables_are_said_plainly():
     qcu = facts(by_name["ZhangXin8069__qcu__report1-c8a5c5de.sqlite"])  # runtime calls, no kernels
     lacks = qcu.filter(qcu["section"] == "lacks")["item"].to_list()
     assert "no CUPTI_ACTIVITY_KIND_KERNEL" in lacks and "no NVTX_EVENTS" in lacks
-    assert item(qcu, "analyses", "kernels").startswith("no")
+    assert item(qcu, "commands", "kernels").startswith("no")
     assert int(item(qcu, "contents", "CUDA API calls")) == 688
     nothing = facts(by_name["mabdullahsoyturk__cardiac-simulation__report1.sqlite"])
     assert item(nothing, "contents", "kernels") == "0"

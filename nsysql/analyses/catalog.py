@@ -154,9 +154,10 @@ def facts(ctx) -> dict[str, list[str]]:
 
 @analysis(
     "info",
-    # with every table an analysis `requires` (which analyses apply: info.supports), or the one that says
-    # whether it holds rows (info.PROBES: the GPU metrics samples counted, not read), so that a cold `info`
-    # builds them in its load's one pass
+    command="info",
+    # with every table an analysis `requires` or its refusal reads (which commands apply: info.commands), or the
+    # one that says whether it holds rows (info.PROBES: the GPU metrics samples counted, not read), so that a
+    # cold `info` builds them in its load's one pass
     tables=(
         "api_calls",
         "cpu_samples",
@@ -167,19 +168,35 @@ def facts(ctx) -> dict[str, list[str]]:
         "gpu_metric_counts",
         "gpu_ops",
         "graph_nodes",
+        "kernel_classes",
         "nvtx_marks",
         "nvtx_payloads",
         "nvtx_ranges",
         "os_calls",
+        "process_roles",
         "processes",
         "profile_facts",
         "strings",
+        "thread_states",
         "threads",
     ),
-    sql=("table_counts", "data_quality", "row_checks", "devices", "table_rows", "collectives_missing", "dropped_rows"),
+    sql=(
+        "table_counts",
+        "data_quality",
+        "row_checks",
+        "devices",
+        "table_rows",
+        "collectives_missing",
+        "dropped_rows",
+        "op_ranges_any",
+        "comm_kernels_any",
+        "metrics_capabilities",
+        "process_devices",
+        "trace_span",
+    ),
 )
 def info(ctx) -> pl.DataFrame:
-    """What the export holds and lacks, and which analyses apply."""
+    """What the export holds and lacks, and which commands apply to it (and why not, as each says it)."""
     return _info.info(ctx.con)
 
 
@@ -187,24 +204,41 @@ def info(ctx) -> pl.DataFrame:
     "why_not",
     params=(Param("analysis", str),),
     keep="memory",
-    # every table an analysis `requires`, and api_calls: which of them hold rows (as `info` reads them)
-    # and profile_facts: whether scheduling events answer `cpu` without samples (info._cpu_scheduled)
+    # every table an analysis `requires` or its refusal (Analysis.refusal) reads, and api_calls: which of them
+    # hold rows (as `info` reads them); and profile_facts: whether scheduling events answer `cpu` without
+    # samples (info._cpu_scheduled)
     tables=(
         "api_calls",
         "cpu_samples",
         "data_quality",
+        "devices",
         "gpu_busy",
         "gpu_memory_events",
         "gpu_metric_counts",
         "gpu_ops",
+        "kernel_classes",
+        "nvtx_payloads",
         "nvtx_ranges",
+        "process_roles",
         "profile_facts",
+        "strings",
+        "thread_states",
     ),
-    sql=("table_rows", "dropped_rows"),
+    sql=(
+        "table_rows",
+        "dropped_rows",
+        "op_ranges_any",
+        "comm_kernels_any",
+        "collectives_missing",
+        "metrics_capabilities",
+        "process_devices",
+        "trace_span",
+    ),
 )
 def why_not(ctx, analysis) -> str:
-    """Why the analysis `analysis` does not apply to this export, in one line (as `info` says it: the canonical
-    tables it requires that hold no rows, and what would have recorded them), or '' where it does."""
+    """Why the analysis `analysis` does not apply to this export, in one line (as `info` and its command say it:
+    its refusal, Analysis.refusal, else the canonical tables it requires that hold no rows and what would have
+    recorded them), or '' where it does."""
     return _info.why_not(ctx.con, analysis)
 
 
@@ -232,6 +266,8 @@ def iteration_range(ctx, range):
 
 @analysis(
     "kernels",
+    command="kernels",
+    files=True,
     params=(
         Param(
             "name",
@@ -299,6 +335,8 @@ def kernels(ctx, name, top, by, per, attribution) -> pl.DataFrame:
 
 @analysis(
     "gpu_metrics",
+    command="metrics",
+    refusal=_metrics.refusal,
     params=(
         Param(
             "by",
@@ -381,6 +419,8 @@ def api(ctx, top) -> pl.DataFrame:
 
 @analysis(
     "launches",
+    command="launches",
+    files=True,
     params=(
         Param(
             "by",
@@ -406,6 +446,7 @@ FAMILIES = Param("families", bool, False, doc="numbered families (Batch0..Batch5
 
 @analysis(
     "ranges",
+    command="ranges",
     params=(ATTRIBUTION, GROUP_OPS, FAMILIES),
     tables=("gpu_ops", "nvtx_ranges"),
     sql=("range_totals", "ranges"),
@@ -419,6 +460,8 @@ def ranges(ctx, attribution, group_ops, families) -> pl.DataFrame:
 
 @analysis(
     "kernels_by_range",
+    command="kernels-by-range",
+    refusal=_kbr.refusal,
     params=(
         replace(
             RANGE,
@@ -532,9 +575,11 @@ def kernels_by_range_shown(ctx, range, innermost, attribution, group_ops) -> dic
 
 @analysis(
     "ops",
+    command="ops",
+    refusal=_ops.refusal,
     params=(Param("shapes", bool, False, doc="One row per operator and input sizes (record_shapes=True)."),),
     tables=("gpu_ops", "nvtx_ranges", "op_ranges", "profile_facts", "strings"),
-    sql=("ops",),
+    sql=("op_ranges_any", "ops"),
     requires=("nvtx_ranges",),
 )
 def ops(ctx, shapes) -> pl.DataFrame:
@@ -585,6 +630,8 @@ def summary_tables(ctx, thresholds) -> dict[str, pl.DataFrame]:
 
 @analysis(
     "summary",
+    command="summary",
+    files=True,
     params=(
         ATTRIBUTION,
         replace(TOP, type=int, default=10, doc="Rows in the kernel and range tables."),
@@ -773,6 +820,9 @@ def findings(ctx, thresholds) -> pl.DataFrame:
 
 @analysis(
     "iterations",
+    command="iterations",
+    files=True,
+    refusal=_iter.refusal,
     params=(RANGE, SKIP, OUTLIER_SIGMAS),
     needs=("iteration_range",),
     tables=("gpu_activity_periods", "gpu_busy", "gpu_ops", "nvtx_ranges", "op_launch", "strings"),
@@ -878,6 +928,9 @@ def headroom_work(ctx, range) -> pl.DataFrame:
 
 @analysis(
     "overlap",
+    command="overlap",
+    files=True,
+    refusal=_overlap.refusal,
     params=(
         Param(
             "by",
@@ -892,8 +945,8 @@ def headroom_work(ctx, range) -> pl.DataFrame:
         replace(RANGE, doc="With --by iteration: the iteration range, as in iterations."),
     ),
     needs=("iterations", "iteration_range"),
-    tables=("gpu_busy",),
-    sql=("overlap",),
+    tables=("gpu_busy", "gpu_ops", "kernel_classes"),
+    sql=("comm_kernels_any", "overlap"),
     nsys=("recipe nccl_gpu_overlap_trace",),
     requires=("gpu_busy",),
     only=(Only("by", ("iteration",), needs=("iterations", "iteration_range")),),  # the loop, by iteration only
@@ -966,6 +1019,8 @@ def collective_calls(ctx, range) -> pl.DataFrame:
 
 @analysis(
     "collectives",
+    files=True,
+    refusal=_coll.refusal,
     params=(COLLECTIVES_BY, COLLECTIVES_RANGE),
     needs=("collective_calls",),
     command="collectives",
@@ -1054,6 +1109,9 @@ def _gap_loop(ctx, range: str | None) -> tuple[pl.DataFrame | None, int | None]:
 
 @analysis(
     "gaps",
+    command="gaps",
+    files=True,
+    refusal=_gaps.refusal,
     params=(GAPS_RANGE, MIN_NS, BY_CAUSE, INCLUDE_WARMUP),
     needs=("iteration_spans", "iteration_range", "resolve_range"),
     tables=(
@@ -1139,6 +1197,7 @@ def gaps_explained(ctx, range, min_ns, by, include_warmup, top) -> dict[str, pl.
 
 @analysis(
     "cpu",
+    refusal=_cpu.default_refusal,
     params=(
         Param(
             "during",
@@ -1311,6 +1370,7 @@ def diff_totals(ctx):
 
 @analysis(
     "diff",
+    command="diff",
     params=(
         Param("other", Engine, doc="The NEW profile's engine.", flag=None),
         Param(
@@ -1389,6 +1449,8 @@ def metrics_timeline(ctx, start_ns, end_ns, bins) -> pl.DataFrame:
 
 @analysis(
     "trace",
+    command="trace",
+    refusal=_trace.refusal,
     params=(
         Param(
             "window",
@@ -1427,6 +1489,8 @@ def trace(ctx, window, iterations, lazy) -> dict:
     by default."""
     if window and iterations:
         raise NsysqlError("give `window` or `iterations`, not both", option=("window", "iterations"))
+    if why := _trace.refusal(ctx.con):
+        raise NsysqlError(why)
     start, end = _trace.span(ctx.con)
     try:
         its = ctx.ask("iterations")
@@ -1452,6 +1516,7 @@ def trace(ctx, window, iterations, lazy) -> dict:
 
 @analysis(
     "export",
+    command="export",
     params=(
         Param(
             "to",
@@ -1485,8 +1550,19 @@ def resolve_range(ctx, pattern) -> list[str]:
     return _resolve_range(ctx.con, pattern)[0]
 
 
+def _no_memory(con) -> str | None:
+    """Why `gpu_memory` has nothing to answer (no CUDA memory usage event), or None."""
+    if con.sql("SELECT 1 FROM gpu_memory_events LIMIT 1").fetchall():
+        return None
+    return (
+        "no GPU memory events: the export did not trace CUDA memory usage "
+        "(profile with `nsys profile --cuda-memory-usage=true`)"
+    )
+
+
 @analysis(
     "gpu_memory",
+    refusal=_no_memory,
     params=(
         Param("by", OPT_STR, None, (None, "iteration", "range"), doc="per iteration of the loop, or per NVTX range"),
         RANGE,
@@ -1505,11 +1581,8 @@ def gpu_memory(ctx, by, range) -> pl.DataFrame:
     """GPU memory held through CUDA's allocator (`nsys profile --cuda-memory-usage=true`): every allocation and
     free with what its process then held; per iteration or NVTX range, what it held at the start, at the peak
     and at the end, and the growth."""
-    if not ctx.con.sql("SELECT 1 FROM gpu_memory_events LIMIT 1").fetchall():
-        raise NsysqlError(
-            "no GPU memory events: the export did not trace CUDA memory usage "
-            "(profile with `nsys profile --cuda-memory-usage=true`)"
-        )
+    if why := _no_memory(ctx.con):
+        raise NsysqlError(why)
     if by == "iteration":
         it = ctx.ask("iteration_range", range=range)
         return _iter.windows(ctx.con, it).run("gpu_memory_iterations", pid=it.pid)

@@ -93,6 +93,15 @@ def why_none(con) -> str:
     return why_not(nccl, payloads, missing, kernels, kernel_ns) or NO_SIZES
 
 
+def refusal(con) -> str | None:
+    """Why `nsysql collectives` (collectives_shown, by size) has nothing to answer: neither NCCL calls with a
+    message size nor NCCL kernels to group by their names (why_none, as collective_calls raises it); or None."""
+    nccl, payloads, missing, kernels, kernel_ns, _ = run(con, "collectives_missing").row(0)
+    if why_not(nccl, payloads, missing, kernels, kernel_ns) is None or kernels:
+        return None
+    return why_none(con)
+
+
 def unsized(con) -> str | None:
     """Why the profile's NCCL calls have no message size (payloads left out of the export, none written, or no
     NCCL range) where NCCL kernels ran; None where NCCL ranges carry payloads, or no NCCL kernel ran."""

@@ -171,6 +171,11 @@ def no_samples(con) -> str | None:
     return f"no CPU samples in this profile: record them with {switch('cpu_samples')}"
 
 
+def default_refusal(con) -> str | None:
+    """What `cpu`, asked with its defaults (by function), says where the export has no CPU samples, or None."""
+    return refusal(con, "function") if no_samples(con) else None
+
+
 def refusal(con, by: str) -> str:
     """The one line for a `by` the export cannot answer without CPU samples (no_samples): where it has scheduling
     events, that functions, modules and stacks need samples and that time on a CPU per thread or process is

@@ -63,16 +63,21 @@ def gaps(con, its: pl.DataFrame | None, range: str | None = None, min_ns: int = 
     return with_iterations(find(con, range=range, min_ns=min_ns), its)
 
 
+def refusal(con) -> str | None:
+    """Why there are no gaps to find, whatever the options (no process with GPU work), or None."""
+    if run(con, "process_devices").height:
+        return None
+    unusable = unusable_gpu(con)  # GPU activity recorded and all left out as flawed: not "none traced"
+    if unusable:
+        return f"no usable GPU work in this profile: {unusable}, so it has no GPU idle gaps to report"
+    return "no GPU work traced in this profile, so it has no GPU idle gaps to report"
+
+
 def find(con, range: str | None = None, min_ns: int = DEFAULT_MIN_NS) -> pl.DataFrame:
     """The gaps with their causes, not yet indexed by iteration (`with_iterations` does that)."""
+    if why := refusal(con):
+        raise NsysqlError(why)
     procs = run(con, "process_devices")
-    if procs.height == 0:
-        unusable = unusable_gpu(con)  # GPU activity recorded and all left out as flawed: not "none traced"
-        raise NsysqlError(
-            f"no usable GPU work in this profile: {unusable}, so it has no GPU idle gaps to report"
-            if unusable
-            else "no GPU work traced in this profile, so it has no GPU idle gaps to report"
-        )
     names = resolve_range(con, range)[0] if range else None
     threads = range_threads(con, names) if names else {}
     frames = []

@@ -1,4 +1,4 @@
-"""What an export holds and which analyses it supports."""
+"""What an export holds and which commands apply to it."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ def _fmt_ns(ns) -> str:
 
 
 def info(con) -> pl.DataFrame:
-    """Rows of (section, item, value): the file, its contents, what it lacks, and what can be asked of it."""
+    """Rows of (section, item, value): the file, its contents, what it lacks, and what can be asked of it (each
+    command about one export, `commands`)."""
     f = facts(con)
     one = lambda k, d=None: (f.get(k) or [d])[0]  # noqa: E731
     rows: list[tuple[str, str, str]] = [
@@ -48,15 +49,13 @@ def info(con) -> pl.DataFrame:
     for msg in f.get("missing", []):
         rows.append(("lacks", msg.split(":")[0], msg.split(":", 1)[1].strip() if ":" in msg else msg))
     rows += quality(con)
-    payloads = _collectives(counts, f.get("missing", []))  # NCCL ranges with payload bytes: not a table's rows
-    for name, ok, why in supports(con):
-        if name in ("collectives", "collective_calls", "collective_findings") and ok:
-            ok, why = payloads
-            if name == "collectives" and not ok and (unsized := _by_kernel_name(con)):
-                ok, why = True, unsized  # per kind, from the NCCL kernels' names
-        if name == "cpu" and (partly := _cpu_scheduled(why, f)):
+    for command, analysis, why in commands(con):
+        ok = not why
+        if analysis == "collectives" and ok and (unsized := _by_kernel_name(con)):
+            why = unsized  # it answers per kind, from the NCCL kernels' names
+        if analysis == "cpu" and (partly := _cpu_scheduled(con, why, f)):
             ok, why = True, partly
-        rows.append(("analyses", name, ("yes" if ok else "no") + (f": {why}" if why else "")))
+        rows.append(("commands", command, ("yes" if ok else "no") + (f": {why}" if why else "")))
     # what this export cannot answer, and the capture switch that would (advice.CAPTURE_RULES)
     for r in _advice.unanswered(_advice.holdings(con, f, counts)):
         rows.append(("cannot answer", r.question, f"profile with {_advice.switch(r.key)}: {r.evidence}"))
@@ -94,35 +93,43 @@ HOLDS = {
 PROBES = {"gpu_metric_samples": "gpu_metric_counts"}
 
 
-def supports(con) -> list[tuple[str, bool, str]]:
-    """Every declared analysis (nsysql.engine's registry), whether it applies to this export, and why not: the
-    canonical tables it requires (Analysis.requires) that hold no rows here, and what they would hold."""
+def commands(con) -> list[tuple[str, str, str]]:
+    """Each command that answers about one export (the analyses that declare one, Analysis.command; `info`
+    itself left out), in order of its name: (command, its analysis, why it does not apply: '' where it does).
+    Internal analyses (the pieces of others, a command's view) have no command and are not listed."""
     from ..engine import REGISTRY
 
-    rows = _rows(con, [r for a in REGISTRY.values() for r in a.requires])
-    out = []
-    for name, a in sorted((n, a) for n, a in REGISTRY.items() if not a.view):
-        why = _why(con, a.requires, rows)
-        out.append((name, not why, why))
-    return out
+    shown = sorted((a.command, a) for a in REGISTRY.values() if a.command and a.name != "info")
+    rows = _rows(con, [r for _, a in shown for r in a.requires])
+    return [(command, a.name, _why_not(con, a, rows)) for command, a in shown]
+
+
+def _why_not(con, a, rows: dict[str, int]) -> str:
+    """What the analysis `a`'s command says where it has nothing to answer: its own refusal (Analysis.refusal,
+    which it raises before anything else), else the canonical tables it requires that hold no rows; ''."""
+    return (a.refusal(con) if a.refusal else None) or _why(con, a.requires, rows)
 
 
 def why_not(con, analysis: str) -> str:
-    """Why the analysis `analysis` does not apply to this export (as `supports` says it), or '' where it does."""
+    """Why the analysis `analysis` does not apply to this export (as `info` says it of its command), or '' where
+    it does."""
     from ..engine import REGISTRY
 
-    requires = REGISTRY[analysis].requires
-    why = _why(con, requires, _rows(con, requires))
-    if analysis == "cpu" and _cpu_scheduled(why, facts(con)):
+    a = REGISTRY[analysis]
+    why = _why_not(con, a, _rows(con, a.requires))
+    if analysis == "cpu" and _cpu_scheduled(con, why, facts(con)):
         return ""  # it answers per thread and process, as `info` says; its other `by`s refuse in their own line
     return why
 
 
-def _cpu_scheduled(why: str, f: dict) -> str | None:
-    """Where `cpu` lacks CPU samples (`why`) but the export has scheduling events (profile facts `f`: span_from),
-    which alone answer per thread and per process (nsysql.analyses.cpu): how far it applies; else None."""
+def _cpu_scheduled(con, why: str, f: dict) -> str | None:
+    """Where `cpu` lacks CPU samples (`why`: its refusal) but the export has scheduling events (profile facts
+    `f`: span_from), which alone answer per thread and per process (nsysql.analyses.cpu): how far it applies
+    (`cpu --by thread`, `--by process`; the default, per function, is refused); else None."""
+    from .cpu import no_samples
+
     if why and "scheduling events" in ((f.get("span_from") or [""])[0] or ""):
-        return f"per thread and process only, from scheduling events ({why})"
+        return f"per thread and process only, from scheduling events ({no_samples(con)})"
     return None
 
 
@@ -174,11 +181,3 @@ def _by_kernel_name(con) -> str | None:
 
     why = unsized(con)
     return None if why is None else f"per collective kind from the NCCL kernels' names only; sizes and bandwidth: {why}"
-
-
-def _collectives(counts: dict[str, int], missing: list[str]) -> tuple[bool, str]:
-    """Whether `collectives` can measure NCCL calls: NCCL ranges whose payload bytes the export kept."""
-    from .collectives import why_not
-
-    why = why_not(counts.get("NCCL ranges", 0), counts.get("NCCL ranges with payloads", 0), missing)
-    return why is None, why or ""

@@ -182,12 +182,19 @@ def detect(con, range: str | None = None) -> IterationRange:
     _no_loop(rejected)
 
 
+def refusal(con) -> str | None:
+    """Why no loop can be found, whatever `range` (no NVTX push/pop range at all), or None."""
+    if con.execute("SELECT EXISTS (SELECT 1 FROM nvtx_ranges WHERE style = 'PushPop')").fetchall()[0][0]:
+        return None
+    return f"no NVTX push/pop ranges, so iterations cannot be found ({NVTX_HINT})"
+
+
 def _check_push_pop(con, range: str | None) -> None:
     """Raise when the profile has no push/pop range that could be the loop (iteration_candidates found none):
     none at all, or, without a --range to name one, only PyTorch's own operator ranges."""
-    push_pop, pytorch = run(con, "pytorch_ranges").row(0)
-    if not push_pop:
-        raise NsysqlError(f"no NVTX push/pop ranges, so iterations cannot be found ({NVTX_HINT})")
+    if why := refusal(con):
+        raise NsysqlError(why)
+    _, pytorch = run(con, "pytorch_ranges").row(0)
     if range is None:  # every push/pop range is PyTorch's (iteration_candidates.sql leaves them out)
         raise NsysqlError(
             f"no repeating loop found: all {pytorch:,} push/pop ranges are PyTorch's own operator ranges "

@@ -31,6 +31,13 @@ def kernels_by_range(
     )
     # an empty answer says "no kernels in these ranges": without a range in the profile there are none to name
     # (a --range that matches nothing was refused above, by resolve_range)
-    if not got.height and not run(con, "range_names").height:
-        raise NsysqlError(f"no NVTX ranges in this profile, so no kernel runs in one ({NVTX_HINT})")
+    if not got.height and (why := refusal(con)):
+        raise NsysqlError(why)
     return got
+
+
+def refusal(con) -> str | None:
+    """Why no kernel runs in a range, whatever the options (no NVTX range at all), or None."""
+    if con.execute("SELECT EXISTS (SELECT 1 FROM nvtx_ranges)").fetchall()[0][0]:
+        return None
+    return f"no NVTX ranges in this profile, so no kernel runs in one ({NVTX_HINT})"

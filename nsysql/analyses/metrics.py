@@ -40,6 +40,12 @@ def unsampled(con) -> str | None:
     return None
 
 
+def refusal(con) -> str | None:
+    """Why `gpu_metrics` has nothing to answer (no_metrics), or None: read from gpu_metric_counts, which has a
+    row exactly where gpu_metric_samples has samples (counted as the export is read: the samples are not)."""
+    return None if con.execute("SELECT EXISTS (SELECT 1 FROM gpu_metric_counts)").fetchall()[0][0] else no_metrics(con)
+
+
 def no_metrics(con) -> str:
     """Why there are no GPU metrics to show: the profile's GPUs cannot be sampled (unsampled), else how to
     sample them."""

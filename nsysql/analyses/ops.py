@@ -27,10 +27,15 @@ NOT_PYTORCH = (
 def ops(con, shapes: bool = False) -> pl.DataFrame:
     """Per operator name (and input sizes when `shapes`): calls, cpu_ns, fwd_gpu_ns, bwd_gpu_ns, kernels,
     top_kernel."""
+    if why := refusal(con):
+        raise NsysqlError(why)
     df = run(con, "ops", shapes=bool(shapes))
-    if df.height == 0:
-        torch = con.execute(
-            "SELECT EXISTS (SELECT 1 FROM profile_facts WHERE key = 'framework' AND value = 'PyTorch')"
-        ).fetchall()[0][0]
-        raise NsysqlError(NO_OPS if torch else NOT_PYTORCH)
+    if df.height == 0:  # every operator range is an operator call: not reached where refusal found one
+        raise NsysqlError(NO_OPS)
     return df if shapes else df.drop("sizes")
+
+
+def refusal(con) -> str | None:
+    """Why `ops` has nothing to answer (no PyTorch operator range: op_ranges_any.sql), or None."""
+    ops_, torch = run(con, "op_ranges_any").row(0)
+    return None if ops_ else NO_OPS if torch else NOT_PYTORCH

@@ -17,10 +17,17 @@ NOT_APPLICABLE = (
 
 def overlap(con) -> pl.DataFrame:
     """Per device with communication kernels: `device_id, comm_ns, overlapped_ns, exposed_ns, compute_ns`."""
+    if why := refusal(con):
+        raise NsysqlError(why)
     df = run(con, "overlap")
     if not df.height:
         raise NsysqlError(NOT_APPLICABLE)
     return df
+
+
+def refusal(con) -> str | None:
+    """Why `overlap` has nothing to answer (no communication kernel: comm_kernels_any.sql), or None."""
+    return None if run(con, "comm_kernels_any").item() else NOT_APPLICABLE
 
 
 def by_iteration(iterations: pl.DataFrame, device_id: int | None) -> pl.DataFrame:

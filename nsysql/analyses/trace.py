@@ -15,13 +15,28 @@ from ..errors import NsysqlError
 from ._sql import frame, run
 from .gaps import parse_duration
 
+NO_SPAN = "the profile has no timed events, so no timeline"
+# the span comes from other events too (OS runtime calls, CPU samples), which a trace does not show
+NO_EVENTS = (
+    "no GPU op, CUDA API call or NVTX range in the profile: nothing a trace shows (`nsysql info` says what it holds)"
+)
+
 
 def span(con) -> tuple[int, int]:
     """The profile's span, ns: (start, end)."""
     s, e = run(con, "trace_span").row(0)
     if s is None or e is None:
-        raise NsysqlError("the profile has no timed events, so no timeline")
+        raise NsysqlError(NO_SPAN)
     return int(s), int(e)
+
+
+def refusal(con) -> str | None:
+    """Why the whole profile's trace would show nothing (no span, or none of the events it shows), or None."""
+    s, e = run(con, "trace_span").row(0)
+    if s is None or e is None:
+        return NO_SPAN
+    shown = "SELECT EXISTS (SELECT 1 FROM gpu_ops) OR EXISTS (SELECT 1 FROM api_calls) OR EXISTS (SELECT 1 FROM nvtx_ranges)"
+    return None if con.execute(shown).fetchall()[0][0] else NO_EVENTS
 
 
 def parse_window(text: str, start: int, end: int) -> tuple[int, int]:
@@ -55,11 +70,8 @@ def check_window(
     they lie."""
     if any(got[k].height if isinstance(got[k], pl.DataFrame) else got[k].exists() for k in EVENT_TABLES if k in got):
         return
-    if text is None:  # the span comes from other events (OS runtime calls, CPU samples) that a trace does not show
-        raise NsysqlError(
-            "no GPU op, CUDA API call or NVTX range in the profile: nothing a trace shows "
-            "(`nsysql info` says what it holds)"
-        )
+    if text is None:  # (refusal says it before the rows are read; the window of a profile with events holds some)
+        raise NsysqlError(NO_EVENTS)
     t0, t1 = (int(v) for v in got["window"].row(0))
     where = ""
     if its is not None and its.height:

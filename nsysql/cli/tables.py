@@ -6,6 +6,7 @@ import click
 
 from ..render import one_line as _line
 from ..render import render, summary_text
+from . import files as _files
 from .collectives import collectives
 from .common import each_rank, global_opts, handled, load_profile, several
 from .cpu import cpu
@@ -15,7 +16,7 @@ from .options import files_options, output_options, table_output
 from .output import emit, emit_text, fitted, rendered
 from .warm import emit_answer
 
-info = answer("info", "info", "What the export holds, what it lacks, and which analyses apply.")
+info = answer("info", "info", "What the export holds, what it lacks, and which commands apply to it.")
 
 
 @click.command()
@@ -235,7 +236,7 @@ _WRITTEN = (
 
 
 def derived(written) -> tuple:
-    """The commands of the analyses that declare one (Analysis.command) and no module writes: each prints its
+    """The commands of the analyses that declare one (Analysis.command) and none of `written` is: each prints its
     Profile method's frame, its options and help derived from the declaration."""
     have = {c.name for c in written}
     return tuple(
@@ -245,4 +246,5 @@ def derived(written) -> tuple:
     )
 
 
-COMMANDS = _WRITTEN + derived(_WRITTEN)
+# (files' commands are written too: a declaration naming one of them, such as trace's, derives no other)
+COMMANDS = _WRITTEN + derived(_WRITTEN + _files.COMMANDS)

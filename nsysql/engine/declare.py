@@ -106,8 +106,9 @@ class Analysis:
     # canonical tables that must hold rows for the answer to say anything (`info` lists the analyses that apply);
     # an entry "a|b" is met where either holds rows
     requires: tuple[str, ...] = ()
-    # the command that prints this analysis' frame (`nsysql <command> FILE`), derived with its options, and
-    # Profile's method of the analysis' name (nsysql.profile): None where a front end of its own asks it, or none
+    # the command that shows this analysis' answer (`nsysql <command> FILE`): derived with its options unless a
+    # front-end module writes it (nsysql.cli.tables.derived), with Profile's method of the analysis' name
+    # (nsysql.profile); `info` says of each command whether it applies to the export. None where none shows it
     command: str | None = None
     files: bool = False  # the command takes several FILEs (one per rank), stacked with a `rank` column
     # output formats the command writes besides the tables' (table, csv, json, markdown): format -> the
@@ -117,6 +118,10 @@ class Analysis:
     view: bool = False
     # parts of needs, tables and sql read only for some values of a parameter (see Only)
     only: tuple[Only, ...] = ()
+    # `refusal(con)`: the one line the analysis, asked with its defaults, raises where this export holds nothing
+    # it answers from (None where it answers), read cheaply, without running it: the analysis raises it from the
+    # same function, and `why_not` and `info` say it, so that they say what its command says (nsysql.analyses.info)
+    refusal: Callable | None = None
 
     def bind(self, given: dict) -> dict:
         """Every parameter's value for a call giving `given` (defaults filled, normalized), in declared order;
@@ -165,6 +170,7 @@ def analysis(
     formats: dict[str, dict] | None = None,
     view: bool = False,
     only=(),
+    refusal: Callable | None = None,
 ):
     """Decorator: declare `fn(ctx, **params)` as the analysis `name` in REGISTRY."""
 
@@ -190,6 +196,7 @@ def analysis(
             dict(formats or {}),
             view,
             tuple(only),
+            refusal,
         )
         return fn
 
