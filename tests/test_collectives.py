@@ -160,3 +160,11 @@ def test_without_nccl_says_there_are_no_collectives():
     r = CliRunner().invoke(main, ["collectives", str(path)])
     assert r.exit_code == 2
     assert "no NCCL collectives" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_several_files_refuse_a_slow_ratio_rather_than_ignore_it():
+    """--slow-ratio judges one rank's calls (the findings of one FILE); over several FILEs the answer is the skew
+    across ranks, which it does not change: given there, it is refused in one line, not silently dropped."""
+    r = CliRunner().invoke(main, ["collectives", str(RANK0), str(RANK1), "--slow-ratio", "0.3"])
+    assert r.exit_code == 2
+    assert "--slow-ratio" in r.stderr and "several FILEs" in r.stderr

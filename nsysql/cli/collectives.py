@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from click.core import ParameterSource
 
 from ..render import render
 from .common import handled, load_profile, ranked, several
@@ -23,6 +24,10 @@ def collectives(files, fmt, output, by, range, slow_ratio):
     several FILEs (one per rank), a rank column, and who arrived last at each collective and how long the others
     waited; without payloads, each rank's kinds by kernel name, and each rank's line saying why."""
     if several(files):
+        if click.get_current_context().get_parameter_source("slow_ratio") is not ParameterSource.DEFAULT:
+            # the ratio judges one rank's calls against their kind and size's median; across ranks the answer
+            # is who arrived last at each collective, which it does not change: said, not ignored
+            raise click.UsageError("--slow-ratio judges one FILE's calls: with several FILEs, give one at a time")
         _many(files, fmt, output, by, range)
         return
     if by == "rank":
