@@ -343,7 +343,13 @@ def kernels_across(profiles: list, ranks: list[int], params: dict) -> dict[str, 
         if not g["table"].height and (why := prof.why_not("kernels")):
             raise NsysqlError(why, path=str(prof.path))
     got.sort(key=lambda rg: rg[0])
-    notes = [(r, g["note"]["note"][0]) for r, g in got if g["note"]["note"][0] is not None]
+    # a rank whose GPU work holds no kernel (copies and memsets only) adds no row: its line says so, as one file's
+    # answer would ("no kernels"), unless its note already says what its table leaves out
+    notes = [
+        (r, g["note"]["note"][0] if g["note"]["note"][0] is not None else "no kernels")
+        for r, g in got
+        if g["note"]["note"][0] is not None or not g["table"].height
+    ]
     return {"table": _stacked(got, "table"), "said": _each_said(profiles, ranks, notes)}
 
 

@@ -55,6 +55,20 @@ def test_several_files_refuse_an_export_without_gpu_activity_as_one_file_does(tm
     assert r.exit_code == 2 and r.stderr.splitlines()[-1] == alone, r.output
 
 
+def test_several_files_say_a_rank_with_copies_but_no_kernel_has_none(tmp_path):
+    """train_small without its kernels, its copies kept: alone, `kernels` answers `no kernels` (exit 0). Beside
+    another export its rank added no row and no word; its line under the table now says the same."""
+    bare = craft(tmp_path / "copies_only.sqlite", "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    assert raw(bare, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY")[0][0] > 0
+    cache = built_cache(tmp_path / "cache", fixture("train_small"))
+    r = _cli("--cache-dir", cache, "kernels", fixture("train_small"), bare)
+    assert r.exit_code == 0, r.output
+    ranks = {line.split()[0] for line in r.stdout.splitlines()[2:] if line.strip()[:1].isdigit()}
+    said = [line for line in r.stdout.splitlines() if line.startswith("rank ") and "):" in line]
+    # rank numbers by sorted file name: copies_only.sqlite is rank 0, train_small.sqlite rank 1
+    assert ranks == {"1"} and said == ["rank 0 (copies_only.sqlite): no kernels"], r.stdout
+
+
 def test_per_range_with_no_kernel_inside_a_range_says_so(tmp_path):
     """Only the ranges that end before the first kernel launch call: none encloses a kernel. `no kernels` was
     false; the line now says that every kernel ran outside the ranges."""
