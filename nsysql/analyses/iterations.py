@@ -303,11 +303,14 @@ def _no_loop(rejected: list[tuple[dict, str]]) -> NoReturn:
     """Raise that no candidate is the loop, telling the first one's failed test in full (at least one was
     tried: _candidates raises when there is none)."""
     row, failed = rejected[0]
-    more = len(rejected) - 1
+    # the others, told apart: passed over for want of a name (UNNAMED_LOOP) is not failing a test
+    unnamed = sum(f == UNNAMED_LOOP for _, f in rejected[1:])
+    more = len(rejected) - 1 - unnamed
     raise NsysqlError(
         f"no repeating loop found: {quoted(_short(row['family'] or ''))} ({row['instances']} instances at depth "
         f"{row['depth']} on thread {row['tid']}, the first candidate) is not the loop: {failed}"
         + (f"; {more} other range famil{'y' if more == 1 else 'ies'} failed too" if more else "")
+        + (f"; {unnamed} other famil{'y' if unnamed == 1 else 'ies'} without a name passed over" if unnamed else "")
         + "; name the loop with --range PATTERN"
     )
 
