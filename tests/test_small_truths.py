@@ -220,3 +220,17 @@ def test_iterations_without_gpu_activity_have_unknown_gpu_parts(no_gpu):
     rows = {r["metric"]: r for r in out["iteration time"]}
     for metric in ("compute in an iteration, mean", "copy only in an iteration, mean"):
         assert rows[metric]["new"] is None and rows[metric]["delta"] is None, rows[metric]
+
+
+def test_a_loop_of_ranges_named_by_a_number_alone_is_not_said_unnamed(tmp_path):
+    """train_small's `Batch0` ... `Batch19` renamed `0` ... `19`: the family of a name of digits is '' (family_name
+    strips the number), yet these ranges have names. The loop is found as before and named by its ranges, where
+    summary and iterations called it "(unnamed range)"."""
+    path = craft(tmp_path / "numbers.sqlite", "UPDATE NVTX_EVENTS SET text = substr(text, 6) WHERE text GLOB 'Batch*'")
+    assert raw(path, "SELECT min(text), count(*) FROM NVTX_EVENTS WHERE text GLOB '[0-9]*'") == [("0", 20)]
+    summ, its = _cli("summary", path), _cli("iterations", path)
+    assert summ.exit_code == 0 and its.exit_code == 0, summ.output + its.output
+    assert "20 x ranges named by a number alone (`0`, ...) (wrapper)" in summ.stdout, summ.stdout
+    assert "range: ranges named by a number alone (`0`, ...) repeats 20 times at depth 0" in its.stdout, its.stdout
+    for out in (summ.stdout, its.stdout):
+        assert "(unnamed range)" not in out, out

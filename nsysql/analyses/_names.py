@@ -22,3 +22,13 @@ def titled(name: str | None) -> str:
 def untitled(title: str) -> str:
     """The range name behind a column title of titled(): "" for UNNAMED (as nvtx_ranges holds a NULL name)."""
     return "" if title == UNNAMED else title
+
+
+def family_said(family: str | None, names=()) -> str:
+    """A range family as a sentence names it: quoted(family), or, where the family is empty though its ranges have
+    names (names of a number alone, `0`, `1`, ...: family_name strips the number, 00_macros.sql), those ranges by
+    their first name, never UNNAMED, which is for ranges without a name."""
+    if family and family.strip():
+        return quoted(family)
+    named = sorted((n for n in names if n and n.strip()), key=lambda n: (len(n), n))
+    return f"ranges named by a number alone (`{named[0]}`, ...)" if named else UNNAMED

@@ -89,7 +89,7 @@ def side(
     threads and processes did during them (Profile.gap_activity, one row per gap and activity)."""
     steady = its.filter(~pl.col("warmup"))
     if steady.height == 0:
-        return Side(gpus, f"all {its.height} iterations of {quoted(stats['range'][0])} are warm-up")
+        return Side(gpus, f"all {its.height} iterations of {stats['range_said'][0]} are warm-up")
     idx = steady["iteration"].implode()
     return Side(
         gpus,
@@ -485,7 +485,8 @@ def _signs(b: Side, n: Side, bl: str, nl: str, kern: pl.DataFrame) -> dict[str, 
     SAME_NAMES_SHARE)."""
     signs = {}
     if b.family != n.family:
-        signs["loop"] = f"iterations are {quoted(b.family)} in {bl} but {quoted(n.family)} in {nl}"
+        said = b.stats["range_said"][0], n.stats["range_said"][0]
+        signs["loop"] = f"iterations are {said[0]} in {bl} but {said[1]} in {nl}"
     else:
         inner = _inner_ranges(b, n, bl, nl)
         if inner:

@@ -67,7 +67,7 @@ import polars as pl
 from ..errors import NsysqlError
 from ..rules import MAD_SIGMA
 from . import scratch
-from ._names import UNNAMED, quoted, titled
+from ._names import UNNAMED, family_said, titled
 from ._sql import _declared_params, run
 from .advice import NVTX_HINT, unusable_gpu
 from .patterns import resolve_range
@@ -264,7 +264,7 @@ def _why_detected(
         else "in a profile with no GPU work traced"
     )
     why = (
-        f"{quoted(it.family)} repeats {it.instances} times at depth {it.depth} on thread {it.tid}, "
+        f"{family_said(it.family, it.names)} repeats {it.instances} times at depth {it.depth} on thread {it.tid}, "
         f"{where}; "
         f"taken as the loop because {_passed(ev)}"
     )
@@ -307,7 +307,8 @@ def _no_loop(rejected: list[tuple[dict, str]]) -> NoReturn:
     unnamed = sum(f == UNNAMED_LOOP for _, f in rejected[1:])
     more = len(rejected) - 1 - unnamed
     raise NsysqlError(
-        f"no repeating loop found: {quoted(_short(row['family'] or ''))} ({row['instances']} instances at depth "
+        f"no repeating loop found: {family_said(_short(row['family'] or ''), row['names'])} ({row['instances']} "
+        f"instances at depth "
         f"{row['depth']} on thread {row['tid']}, the first candidate) is not the loop: {failed}"
         + (f"; {more} other range famil{'y' if more == 1 else 'ies'} failed too" if more else "")
         + (f"; {unnamed} other famil{'y' if unnamed == 1 else 'ies'} without a name passed over" if unnamed else "")
@@ -614,6 +615,8 @@ def stats(df: pl.DataFrame, it: IterationRange) -> pl.DataFrame:
     clock = df["step_clock"][0] if "step_clock" in df.columns and df.height else "cpu"
     row = {
         "range": it.family,
+        # how sentences name the loop (nsysql.analyses._names.family_said): `range` quoted, or its ranges' names
+        "range_said": family_said(it.family, it.names),
         "mode": it.mode,
         "iterations": df.height,
         "warmup": int(df["warmup"].sum()),

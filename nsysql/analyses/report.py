@@ -14,7 +14,6 @@ import polars as pl
 
 from . import iterations as _iter
 from . import summary as _summary
-from ._names import quoted
 
 # The sections of `report` (those of `snippet`: summary's, `top_ops` and `notes`), each the answer of a declared
 # analysis or made here from those; a front end reads them by these names
@@ -126,7 +125,7 @@ def iterations_line(stats: pl.DataFrame) -> str:
     """The sentence under the iterations chart."""
     s = stats.row(0, named=True)
     return (
-        f"{s['iterations']} iterations of {quoted(s['range'])} ({s['mode']}), {s['warmup']} warm-up (shaded); "
+        f"{s['iterations']} iterations of {s['range_said']} ({s['mode']}), {s['warmup']} warm-up (shaded); "
         + _iter.steady_sentence(s)
         + ". "
         + (f"Outliers: {s['outlier_pattern']}. " if s["outlier_pattern"] else "No outliers. ")

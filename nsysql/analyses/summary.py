@@ -10,7 +10,6 @@ from . import cpu as _cpu
 from . import gaps as _gaps
 from . import headroom as _headroom
 from . import iterations as _iter
-from ._names import quoted
 from ._sql import facts, run
 from .findings import Thresholds, findings
 from .findings import tables as findings_tables
@@ -153,7 +152,7 @@ def _loop_facts(
     if isinstance(loop, NsysqlError):
         return [("iterations", "iterations", f"none: {loop}")]
     s = loop[1].row(0, named=True)
-    line = f"{s['iterations']} x {quoted(s['range'])} ({s['mode']}), {s['warmup']} warm-up; " + _iter.steady_sentence(s)
+    line = f"{s['iterations']} x {s['range_said']} ({s['mode']}), {s['warmup']} warm-up; " + _iter.steady_sentence(s)
     rows = [("iterations", "iterations", line)]
     if s["outlier_pattern"]:
         rows.append(("outliers", "outliers", s["outlier_pattern"]))
