@@ -330,7 +330,8 @@ def test_a_truncated_export_that_nsys_calls_a_success_is_not_kept(tmp_path, repo
     monkeypatch.delenv("FAKE_NSYS_TRUNCATE")
     good = r.invoke(main, ["--cache-dir", str(cache), "--nsys", str(fake), "kernels", "--csv", str(report)])
     assert good.exit_code == 0, good.output
-    want = r.invoke(main, ["kernels", "--csv", str(TRAIN)])  # the export itself, from the session's cache
+    seeded(TRAIN)
+    want = r.invoke(main, ["kernels", "--csv", str(TRAIN)])  # the export itself, from the run's cache
     assert good.stdout == want.stdout
     info = r.invoke(main, ["--cache-dir", str(cache), "cache", "info", "-f", "csv"])
     rows = pl.read_csv(info.stdout.encode())
@@ -351,7 +352,8 @@ def test_a_truncated_export_that_nsys_calls_a_success_is_not_kept(tmp_path, repo
 
 def test_no_cache_exports_a_report_into_a_private_folder_removed_after(tmp_path, report):
     fake = fake_nsys(tmp_path / "bin")
-    want = CliRunner().invoke(main, ["kernels", "--csv", str(TRAIN)]).stdout  # from the session's cache
+    seeded(TRAIN)
+    want = CliRunner().invoke(main, ["kernels", "--csv", str(TRAIN)]).stdout  # from the run's cache
     for how in (["--no-cache"], []):
         cache, tmp = tmp_path / f"cache{len(how)}", tmp_path / f"tmp{len(how)}"
         tmp.mkdir()
@@ -380,8 +382,9 @@ def test_a_report_export_kept_apart_by_0_4_0_is_never_read_and_is_cleared(tmp_pa
     r = CliRunner()
     got = r.invoke(main, ["--cache-dir", str(cache), "--nsys", str(fake), "kernels", "--csv", str(report)])
     assert got.exit_code == 0, got.output
+    seeded(TRAIN, fixture("mem_growth"))  # the run's entries: what the report's export and the old one answer
     assert got.stdout == r.invoke(main, ["kernels", "--csv", str(TRAIN)]).stdout
-    assert got.stdout != r.invoke(main, ["--no-cache", "kernels", "--csv", str(old / "run.sqlite")]).stdout
+    assert got.stdout != r.invoke(main, ["kernels", "--csv", str(fixture("mem_growth"))]).stdout
     info = r.invoke(main, ["--cache-dir", str(cache), "cache", "info"])
     assert "(1 entries, 1 exports kept apart by nsysql 0.4.0 (cache clear removes them)" in info.stderr
     cleared = r.invoke(main, ["--cache-dir", str(cache), "cache", "clear"])
