@@ -11,7 +11,7 @@ import sqlite3
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES, PUBLIC, built_cache, raw
+from conftest import FIXTURES, PUBLIC, built_cache, raw, seeded
 
 import nsysql
 from nsysql.cli import main
@@ -84,10 +84,12 @@ def test_ranks_without_a_loop_say_why_per_file(tmp_path):
         assert f"rank {r} ({f}): no NVTX" in line
 
 
-def _without_comm_init(tmp_path):
+@pytest.fixture(scope="module")
+def without_comm_init(tmp_path_factory):
     """ddp_blobs' rank 0 as a capture that began after NCCL's init: its `ncclComm*` ranges (whose payloads give
-    the communicator's rank count) dropped, the collectives' own ranges kept."""
-    path, n = _blobs_nccl_ranges(tmp_path, "DELETE FROM NVTX_EVENTS", "LIKE 'ncclComm%'")
+    the communicator's rank count) dropped, the collectives' own ranges kept. Made once for the two tests that
+    read it, each from a copy of its entry (built_cache): its build once, not once a test."""
+    path, n = _blobs_nccl_ranges(tmp_path_factory.mktemp("comm"), "DELETE FROM NVTX_EVENTS", "LIKE 'ncclComm%'")
     assert n == 3  # init, finalize, destroy
     return path
 
@@ -105,12 +107,12 @@ def _blobs_nccl_ranges(tmp_path, statement: str, name_test: str):
     return path, n
 
 
-def test_slow_collectives_judged_without_the_communicator_size(tmp_path):
+def test_slow_collectives_judged_without_the_communicator_size(without_comm_init, tmp_path):
     """Without the communicator's size there is no bus bandwidth, but the calls of one kind and size share its
     factor: the four AllReduce calls of 16 MiB that waited ~30 ms for rank 1's sleeps (steps 2, 7, 12, 17) are
     still the slow ones, by algorithm bandwidth, and the finding says which bandwidth it used; never 'none'."""
     blobs = FIXTURES / "ddp_blobs" / "rank0.sqlite"
-    p = nsysql.load(str(_without_comm_init(tmp_path)), cache_dir=built_cache(tmp_path / "cache", blobs))
+    p = nsysql.load(str(without_comm_init), cache_dir=built_cache(tmp_path / "cache", blobs, without_comm_init))
     calls = p.collectives(by="call")
     assert calls.filter(pl.col("kind") == "AllReduce")["busbw_gbps"].is_null().all()
     f = p.collective_findings().row(0, named=True)
@@ -120,10 +122,10 @@ def test_slow_collectives_judged_without_the_communicator_size(tmp_path):
     assert f["extra_ms"] == full.collective_findings().row(0, named=True)["extra_ms"]
 
 
-def test_group_bytes_unknown_not_zero_without_the_communicator_size(tmp_path):
+def test_group_bytes_unknown_not_zero_without_the_communicator_size(without_comm_init, tmp_path):
     """An all-gather's payload gives the per-rank count: its whole is that times the communicator's ranks. Unknown
     ranks leave the group's bytes unknown (the one AllGather of 8 bytes a rank), never 0."""
-    p = nsysql.load(str(_without_comm_init(tmp_path)), cache_dir=tmp_path / "cache")
+    p = nsysql.load(str(without_comm_init), cache_dir=built_cache(tmp_path / "cache", without_comm_init))
     for by in ("size", "kind"):
         ag = p.collectives(by=by).filter(pl.col("kind") == "AllGather")
         assert ag["calls"].to_list() == [1] and ag["bytes"].to_list() == [None]
@@ -235,6 +237,7 @@ def test_markdown_keeps_the_straggler_sentence_whole():
     """`ranks -f markdown` is pasted into PRs: its straggler sentence was cut at 100 characters with `…`, as names
     are. Prose columns are whole, as in the table format: the same sentence as the JSON answer's."""
     files = [str(FIXTURES / "ddp_pair" / f"rank{r}.sqlite") for r in (0, 1)]
+    seeded(*files)  # the run's entries
     md = CliRunner().invoke(main, ["ranks", "--workers", "1", "-f", "markdown", *files])
     js = CliRunner().invoke(main, ["ranks", "-f", "json", *files])
     assert md.exit_code == 0 and js.exit_code == 0, md.stderr + js.stderr

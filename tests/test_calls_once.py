@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from conftest import CUDA_CALLCHAINS, PUBLIC, craft, fixture, raw
+from conftest import CUDA_CALLCHAINS, PUBLIC, craft, fixture, loaded, raw
 
 import nsysql
 
@@ -36,7 +36,7 @@ def test_a_kernel_is_launched_by_its_call_not_by_the_backtrace_around_it(path):
     # every kernel's call has a backtrace row of its id that starts before it and ends after it (the row an op
     # took as its launch while both were calls: the outer of two calls of one id)
     assert calls and all(backtraces[c][0] < s and backtraces[c][1] > e for c, s, e in calls)
-    p = nsysql.load(path, cache=False)
+    p = loaded(str(path))  # the run's entry: the tables under test are as a first load built them
     got = p.sql(
         "SELECT o.correlation_id, l.api_start_ns, l.api_end_ns FROM gpu_ops o JOIN op_launch l USING (op_id) "
         "WHERE o.kind = 'kernel'"
@@ -54,7 +54,7 @@ def test_backtraces_are_no_calls_and_the_load_says_how_many_it_left_out(path):
     ((calls,),) = raw(path, f"SELECT count(*) FROM {CALLS} WHERE NOT {BACKTRACE}")
     ((backtraces,),) = raw(path, f"SELECT count(*) FROM {CALLS} WHERE {BACKTRACE}")
     assert backtraces > 0
-    p = nsysql.load(path, cache=False)
+    p = loaded(str(path))  # the run's entry, with the data_quality rows its build wrote
     assert p.sql("SELECT count(*) FROM api_calls").item() == calls
     assert p.api()["count"].sum() == calls
     said = p.sql(f"SELECT \"rows\" FROM data_quality WHERE source = '{CALLS}' AND problem LIKE 'CUDA backtrace%'")
@@ -101,9 +101,8 @@ def test_a_backtrace_row_counts_nowhere_and_a_driver_call_under_the_same_id_coun
     # table, and the extent is taken from the calls it read. Both must leave the backtrace out
     path, rowid, name = _with_backtrace_and_driver_call(tmp_path)
     monkeypatch.setenv("NSYSQL_LAZY_MIN_MB", lazy)
-    with nsysql.load(fixture("train_small"), cache=False) as p:
-        span = p.sql(SPAN).rows()
-        before = dict(p.api().select("name", "count").rows())
+    base = loaded(str(fixture("train_small")))  # the export it is made from, as the run built it
+    span, before = base.sql(SPAN).rows(), dict(base.api().select("name", "count").rows())
     with nsysql.load(path, cache_dir=tmp_path / "cache") as p:
         p.kernels()
         assert p.sql(SPAN).rows() == span

@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES, H200, craft, fixture
+from conftest import FIXTURES, H200, SHARED, craft, fixture, seeded
 
 from nsysql.cli import main
 
@@ -23,6 +24,9 @@ needs_h200 = pytest.mark.skipif(not GRAPH_WHOLE.exists(), reason="the h200 expor
 
 
 def cli(*args) -> CliRunner:
+    # a fixture or real export is read from the run's entry of it (built once in the run); a crafted one (under
+    # tmp_path) from the entry the first command on it builds
+    seeded(*(a for a in args if isinstance(a, Path) and any(a.resolve().is_relative_to(d) for d in (FIXTURES, SHARED))))
     res = CliRunner().invoke(main, [str(a) for a in args])
     assert res.exit_code == 0, res.output
     return res
@@ -85,8 +89,15 @@ def whole_graphs_of(tmp_path, half: bool = False):
 # --- 1. CUDA graphs traced whole: the kernel tables say what they leave out --------------------------------------
 
 
-def test_kernels_says_the_graph_time_it_leaves_out(tmp_path):
-    path = whole_graphs_of(tmp_path)
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory):
+    """whole_graphs_of, made once for the tests here that read it whole (its entry then built once, by the first
+    command on it)."""
+    return whole_graphs_of(tmp_path_factory.mktemp("whole"))
+
+
+def test_kernels_says_the_graph_time_it_leaves_out(whole):
+    path = whole
     n, total = graph_rows(path)
     assert n == 30  # by construction: 30 replays
     share = 100.0 * total / (total + kernel_ns(path))
@@ -112,8 +123,8 @@ def test_no_note_without_whole_graphs():
         assert "traced whole" not in cli("report", "-f", "markdown", path).stdout
 
 
-def test_kernels_by_range_names_the_ranges_of_the_whole_graphs(tmp_path):
-    path = whole_graphs_of(tmp_path)
+def test_kernels_by_range_names_the_ranges_of_the_whole_graphs(whole):
+    path = whole
     out = cli("kernels-by-range", path).stdout
     note = out.rstrip("\n").split("\n")[-1]
     assert note.startswith("not in this table: CUDA graph launches traced whole inside these ranges (")
@@ -137,8 +148,8 @@ def test_kernels_per_iteration_says_the_graphs_in_the_iterations(tmp_path):
     assert note.startswith(f"not in this table: 15 CUDA graph launches traced whole in the iterations ({ms(total)}")
 
 
-def test_report_says_the_graph_time_under_its_kernels(tmp_path):
-    path = whole_graphs_of(tmp_path)
+def test_report_says_the_graph_time_under_its_kernels(whole, tmp_path):
+    path = whole
     n, total = graph_rows(path)
     md = cli("report", "-f", "markdown", path).stdout
     assert f"_not in this table: {n} CUDA graph launches traced whole ({ms(total)} on the GPU" in md
@@ -336,15 +347,16 @@ def test_collectives_without_gpu_activity_does_not_say_there_were_none(tmp_path)
     assert r.exit_code == 2
     (line,) = r.stderr.strip().splitlines()
     assert "whether NCCL ran cannot be told" in line and "no NCCL collectives" not in line
+    seeded(fixture("train_small"))
     r = CliRunner().invoke(main, ["collectives", str(fixture("train_small"))])
     assert r.exit_code == 2 and "no NCCL collectives in this profile (no NCCL kernel" in r.stderr
 
 
-def test_diff_says_whole_graphs_hide_the_kernels_of_new(tmp_path):
+def test_diff_says_whole_graphs_hide_the_kernels_of_new(whole):
     """graph_loop against the same profile as --cuda-graph-trace=graph records it: one program, so the verdict
     stands; NEW's iterations ran their kernels inside whole-graph launches, which it says instead of `holds no
     kernel` (the export holds the warm-up's kernels, counted here)."""
-    base, new = fixture("graph_loop"), whole_graphs_of(tmp_path)
+    base, new = fixture("graph_loop"), whole
     assert kernel_names(new)  # the eager warm-up's kernels are still there
     head, warned = verdict_of(base, new)
     assert not head.startswith("no iteration-time verdict")

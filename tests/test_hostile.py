@@ -17,8 +17,8 @@ import sys
 
 import pytest
 from click.testing import CliRunner
+from conftest import built_cache, fixture, gpu_busy_by_construction, seeded
 from conftest import craft as _craft
-from conftest import fixture, gpu_busy_by_construction
 
 from nsysql.cli import main
 
@@ -66,7 +66,7 @@ def exports(tmp_path_factory):
     ).fetchone()[0]
     k.close()
     out = {
-        "plain": craft(d / "plain.sqlite"),
+        "plain": fixture("train_small"),  # read in place, from the run's entry (conftest.seeded)
         "evil": craft(
             d / "evil.sqlite",
             ("UPDATE StringIds SET value = ? WHERE id = ?", (EVIL, evil_id)),
@@ -82,6 +82,7 @@ def exports(tmp_path_factory):
     }
     out["evil_id"] = evil_id
     out["source"] = fixture("train_small")  # read in place by test_info_counts_what_was_dropped_and_kept
+    seeded(out["plain"])
     before = {name: digest(p) for name, p in out.items() if name != "evil_id"}
     yield out
     for name, p in out.items():
@@ -208,7 +209,8 @@ def test_sql_results_of_any_type_in_every_format(exports, fmt):
 
 def test_a_stored_answer_of_another_shape_is_a_miss_and_is_rewritten(exports, tmp_path):
     p = str(exports["plain"])
-    cache = ["--cache-dir", str(tmp_path / "c")]
+    # the entry as a first load leaves it, copied: the stored answer is under test, not the build
+    cache = ["--cache-dir", str(built_cache(tmp_path / "c", exports["plain"]))]
     first = run([*cache, "kernels", p, "-f", "csv"])
     assert first.exit_code == 0
     (index,) = [i for i in (tmp_path / "c").rglob("index.json") if i.parent.name.startswith("kernels_shown-")]

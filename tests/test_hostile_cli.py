@@ -25,12 +25,19 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import ROOT, fixture
+from conftest import ROOT, fixture, seeded
 
 import nsysql
 from nsysql.cli import main
 
 SMALL = fixture("train_small")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _small_is_built():
+    """train_small's entry in the run's cache, which the loads and the `python -m nsysql` here read: built once
+    in the run (conftest.seeded), not by whichever of them comes first."""
+    seeded(SMALL)
 
 
 def run(args, env=None):
@@ -131,7 +138,7 @@ def test_a_fifo_or_device_as_file_is_refused_before_any_open(tmp_path):
     r = nsysql_process(["--cache-dir", state, "info"], cwd=empty, env={"NSYSQL_PROFILE": ""}, timeout=30)
     assert r.returncode == 2 and "none analysed before" in one_error_line(r.stderr)
     # beside a regular export it is passed over, and the export is the one used
-    shutil.copy(SMALL, tmp_path / "run.sqlite")
+    (tmp_path / "run.sqlite").symlink_to(SMALL)  # a link: the name is under test, the entry is train_small's
     r = nsysql_process(["info", "-f", "csv"], cwd=tmp_path, env={"NSYSQL_PROFILE": ""}, timeout=30)
     assert r.returncode == 0 and "using run.sqlite" in r.stderr.decode()
 
@@ -257,7 +264,7 @@ def test_trace_of_an_empty_window_is_one_line_and_writes_nothing(tmp_path):
 # -- item 24: paths that are not UTF-8 ----------------------------------------------------------------------------
 
 
-def test_paths_that_are_not_utf8_are_one_line(tmp_path):
+def test_paths_that_are_not_utf8_are_one_line(tmp_path, monkeypatch):
     odd = os.fsdecode(bytes(tmp_path) + b"/caf\xe9.sqlite")  # legal on Linux: a Latin-1 name
     shutil.copy(SMALL, odd)
     r = nsysql_process(["info", odd])
@@ -269,22 +276,25 @@ def test_paths_that_are_not_utf8_are_one_line(tmp_path):
     ):
         r = nsysql_process(args, env=env)
         assert r.returncode == 2 and "c\\xe9che: the path is not valid UTF-8" in one_error_line(r.stderr)
-    # the profile analysed last, remembered by the bytes of its name; and a last_profile of garbage bytes
+    # the profile analysed last, remembered by the bytes of its name; and a last_profile of garbage bytes (read
+    # from a file, not from argv or the environment: in this process)
     state = tmp_path / "state"
     state.mkdir()
     (state / "last_profile").write_bytes(os.fsencode(odd))
     here = tmp_path / "empty"
     here.mkdir()
-    r = nsysql_process(["--cache-dir", state, "info"], cwd=here, env={"NSYSQL_PROFILE": ""})
-    assert r.returncode == 2 and "the path is not valid UTF-8" in r.stderr.decode() and b"Traceback" not in r.stderr
+    monkeypatch.chdir(here)
+    unset = {"NSYSQL_PROFILE": ""}
+    r = run(["--cache-dir", state, "info"], env=unset)
+    assert r.exit_code == 2 and "the path is not valid UTF-8" in r.stderr and "Traceback" not in r.stderr
     (state / "last_profile").write_bytes(b"\xff\xfe\x00 not a path \x81")
-    r = nsysql_process(["--cache-dir", state, "info"], cwd=here, env={"NSYSQL_PROFILE": ""})
-    assert r.returncode == 2 and "none analysed before" in one_error_line(r.stderr)
+    r = run(["--cache-dir", state, "info"], env=unset)
+    assert r.exit_code == 2 and "none analysed before" in one_error_line(r.stderr)
     # and a profile analysed is remembered whatever its name, read back as the same name
     shutil.copy(SMALL, tmp_path / "été.sqlite")
-    assert nsysql_process(["--cache-dir", state, "info", tmp_path / "été.sqlite"]).returncode == 0
-    r = nsysql_process(["--cache-dir", state, "info", "-f", "csv"], cwd=here, env={"NSYSQL_PROFILE": ""})
-    assert r.returncode == 0 and "été.sqlite (the profile analysed last)" in r.stderr.decode()
+    assert run(["--cache-dir", state, "info", tmp_path / "été.sqlite"]).exit_code == 0
+    r = run(["--cache-dir", state, "info", "-f", "csv"], env=unset)
+    assert r.exit_code == 0 and "été.sqlite (the profile analysed last)" in r.stderr
 
 
 # -- item 25: an output encoding that cannot hold "…" ----------------------------------------------------------------
@@ -395,9 +405,12 @@ def test_an_nsys_export_that_hangs_is_stopped(tmp_path):
     # its process group is gone with it: no fake nsys left sleeping
     left = subprocess.run(["pgrep", "-f", str(rep)], capture_output=True, text=True).stdout.split()
     assert not left
+    # a value that is no timeout is said before nsys runs: in this process (the environment is read as the
+    # executable reads it), and with an nsys that does not hang, so that one wrongly accepted fails the test
+    # rather than stopping it
     for bad in ("soon", "-1", "inf"):
-        r = nsysql_process(["info", rep], env={**env, "NSYSQL_NSYS_TIMEOUT": bad})
-        assert r.returncode == 2 and f"NSYSQL_NSYS_TIMEOUT={bad!r}" in one_error_line(r.stderr)
+        r = run(["info", rep], env={"NSYS": env["NSYS"], "NSYSQL_NSYS_TIMEOUT": bad})
+        assert r.exit_code == 2 and f"NSYSQL_NSYS_TIMEOUT={bad!r}" in one_error_line(r.stderr)
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="peak memory read from /proc (Linux)")

@@ -19,7 +19,7 @@ import time
 
 import pytest
 from click.testing import CliRunner
-from conftest import craft, fixture, gpu_busy_by_construction, reference_csv
+from conftest import craft, fixture, gpu_busy_by_construction, reference_csv, seeded
 
 import nsysql
 from nsysql.cli import main
@@ -46,6 +46,7 @@ def ranges_csv(path, *opts, cached=False):
 def plain_ranges(*opts) -> str:
     """`ranges -f csv` of train_small itself: the known answer a mutated copy is held to, from the session's cache
     entry (built once for the whole run; the copies under test are loaded afresh, --no-cache)."""
+    seeded(fixture("train_small"))
     r = CliRunner().invoke(main, ["ranges", str(fixture("train_small")), "-f", "csv", *opts], catch_exceptions=False)
     assert r.exit_code == 0, r.output
     return r.stdout
@@ -80,8 +81,11 @@ def test_a_column_named_rowid_changes_no_answer(tmp_path, monkeypatch):
     # read in rowid-range chunks by several readers, the chunks must be the row ids' too
     monkeypatch.setenv("NSYSQL_READERS", "5")
     monkeypatch.setattr(raw, "CHUNK_ROWS", 100)
-    assert ranges_csv(p, "--attribution", "thread") == plain
-    prof = nsysql.load(p, cache=False)
+    cache = ["--cache-dir", str(tmp_path / "c")]  # built there by this command, then read by the load below
+    r = CliRunner().invoke(main, [*cache, "ranges", str(p), "-f", "csv", "--attribution", "thread"])
+    assert r.exit_code == 0 and r.stdout == plain, r.output
+    prof = nsysql.load(p, cache_dir=tmp_path / "c")
+    assert prof.cache_entry is not None and prof.cache_entry.parent == tmp_path / "c"
     con = sqlite3.connect(p)
     kernels = con.execute(f"SELECT count(*) FROM {K}").fetchone()[0]
     con.close()
@@ -123,6 +127,7 @@ def test_a_kernel_ending_at_int64_max_drops_no_busy_time_and_is_counted(tmp_path
         "SELECT device_id, start_ns, end_ns, busy_before_ns, prev_end_ns FROM gpu_busy ORDER BY device_id, start_ns"
     ).rows()
     assert busy == gpu_busy_by_construction(prof)
+    seeded(fixture("train_small"))
     base = nsysql.load(fixture("train_small"))
     total = "SELECT sum(end_ns - start_ns) FROM gpu_busy"
     assert int(prof.sql(total).item()) > 0.99 * int(base.sql(total).item())  # the issue: 15.3 ms became 2.8 ms
@@ -147,7 +152,8 @@ def test_a_real_beyond_64_bits_is_null_and_counted_never_wrapped(tmp_path, monke
         monkeypatch.setattr(raw, "CHUNK_ROWS", 100 if readers == "5" else raw.CHUNK_ROWS)
         if readers == "no ADBC":
             monkeypatch.setitem(sys.modules, "adbc_driver_sqlite", None)  # `import adbc_driver_sqlite` now fails
-        prof = nsysql.load(p, cache=False)
+        # one reader: built into a cache directory of the test's, which the summary below reads
+        prof = nsysql.load(p, cache_dir=tmp_path / "c") if readers == "1" else nsysql.load(p, cache=False)
         assert prof.sql("SELECT count(*) FROM gpu_ops WHERE bytes < 0 OR stream_id < 0").item() == 0
         con = sqlite3.connect(p)
         copies = con.execute(f"SELECT count(*) FROM {M}").fetchone()[0]
@@ -158,7 +164,7 @@ def test_a_real_beyond_64_bits_is_null_and_counted_never_wrapped(tmp_path, monke
         quality = {(r["source"], r["problem"]): r["rows"] for r in prof.sql("SELECT * FROM data_quality").to_dicts()}
         assert quality[(M, "bytes beyond 64-bit integers (a REAL)")] == 2
         assert quality[(K, "streamId beyond 64-bit integers (a REAL)")] == 1
-    r = run(["summary", str(p), "-f", "json"])
+    r = CliRunner().invoke(main, ["--cache-dir", str(tmp_path / "c"), "summary", str(p), "-f", "json"])
     assert r.exit_code == 0 and "-9223372036854775808" not in r.stdout
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import ROOT, built_cache, fixture
+from conftest import ROOT, built_cache, fixture, seeded
 
 from nsysql.cli import main
 
@@ -97,9 +97,10 @@ def test_cache_clear_in_a_working_folder_removes_only_what_nsysql_wrote(tmp_path
     }
     for name, data in mine.items():
         (work / name).write_bytes(data)
-    shutil.copy(TRAIN, work / "t.sqlite")
+    shutil.copy(TRAIN, work / "t.sqlite")  # an export of the user's in the folder, which clear leaves
+    built_cache(work, TRAIN)  # the entry a first load leaves (what clear removes), copied from the run's
     r = CliRunner()
-    assert r.invoke(main, ["--cache-dir", str(work), "kernels", str(work / "t.sqlite")]).exit_code == 0
+    assert r.invoke(main, ["--cache-dir", str(work), "kernels", str(TRAIN)]).exit_code == 0
     ours = set(tree(work)) - set(mine) - {"t.sqlite", "last_profile"}
     assert any(n.endswith(".duckdb") for n in ours) and any(".results/" in n for n in ours)
 
@@ -129,10 +130,9 @@ def test_cache_clear_removes_entries_of_an_nsysql_without_markers(tmp_path):
     the same kind of name without those facts is the user's."""
     import duckdb
 
-    cdir, src = tmp_path / "cache", tmp_path / "t.sqlite"
-    shutil.copy(TRAIN, src)
+    cdir = built_cache(tmp_path / "cache", TRAIN)
     r = CliRunner()
-    assert r.invoke(main, ["--cache-dir", str(cdir), "kernels", str(src)]).exit_code == 0
+    assert r.invoke(main, ["--cache-dir", str(cdir), "kernels", str(TRAIN)]).exit_code == 0
     (marker,) = cdir.glob("*.nsysql")
     marker.unlink()  # as 0.3 left it
     users = cdir / f"mine-{'0' * 32}.duckdb"
@@ -170,11 +170,9 @@ def read_only(d: Path):
 
 
 def test_cache_clear_on_a_read_only_cache_says_what_it_could_not_remove(tmp_path):
-    cdir = tmp_path / "cache"
-    src = tmp_path / "t.sqlite"
-    shutil.copy(TRAIN, src)
+    cdir = built_cache(tmp_path / "cache", TRAIN)
     r = CliRunner()
-    assert r.invoke(main, ["--cache-dir", str(cdir), "info", str(src)]).exit_code == 0
+    assert r.invoke(main, ["--cache-dir", str(cdir), "info", str(TRAIN)]).exit_code == 0
     (entry,) = cdir.glob("*.duckdb")
     with read_only(cdir):
         cleared = r.invoke(main, ["--cache-dir", str(cdir), "cache", "clear"])
@@ -209,7 +207,8 @@ def test_a_failed_output_write_leaves_the_old_file_and_names_it(tmp_path, args, 
     assert proc.returncode == 2
     one_error(proc.stderr, f"cannot write {target}", "file too large", "left as it was")
     assert tree(tmp_path) == before
-    # and with room, it is written whole (the same command, no limit; from the session's cache entry)
+    # and with room, it is written whole (the same command, no limit; from the run's cache entry)
+    seeded(TRAIN)
     assert CliRunner().invoke(main, argv).exit_code == 0
     assert target.stat().st_size > 2000
 
@@ -221,7 +220,8 @@ def test_output_through_a_link_or_into_a_device(tmp_path):
     real.write_text("old\n")
     real.chmod(0o600)
     link.symlink_to(real.name)
-    r = CliRunner()  # the session's cache: what is under test is where the output goes
+    seeded(TRAIN)
+    r = CliRunner()  # the run's cache: what is under test is where the output goes
     assert r.invoke(main, ["kernels", str(TRAIN), "-f", "csv", "-o", str(link)]).exit_code == 0
     assert link.is_symlink() and real.read_text().startswith("name,count,total_ns")
     assert real.stat().st_mode & 0o777 == 0o600
@@ -330,7 +330,8 @@ def test_a_truncated_export_that_nsys_calls_a_success_is_not_kept(tmp_path, repo
     monkeypatch.delenv("FAKE_NSYS_TRUNCATE")
     good = r.invoke(main, ["--cache-dir", str(cache), "--nsys", str(fake), "kernels", "--csv", str(report)])
     assert good.exit_code == 0, good.output
-    want = r.invoke(main, ["kernels", "--csv", str(TRAIN)])  # the export itself, from the session's cache
+    seeded(TRAIN)
+    want = r.invoke(main, ["kernels", "--csv", str(TRAIN)])  # the export itself, from the run's cache
     assert good.stdout == want.stdout
     info = r.invoke(main, ["--cache-dir", str(cache), "cache", "info", "-f", "csv"])
     rows = pl.read_csv(info.stdout.encode())
@@ -351,7 +352,8 @@ def test_a_truncated_export_that_nsys_calls_a_success_is_not_kept(tmp_path, repo
 
 def test_no_cache_exports_a_report_into_a_private_folder_removed_after(tmp_path, report):
     fake = fake_nsys(tmp_path / "bin")
-    want = CliRunner().invoke(main, ["kernels", "--csv", str(TRAIN)]).stdout  # from the session's cache
+    seeded(TRAIN)
+    want = CliRunner().invoke(main, ["kernels", "--csv", str(TRAIN)]).stdout  # from the run's cache
     for how in (["--no-cache"], []):
         cache, tmp = tmp_path / f"cache{len(how)}", tmp_path / f"tmp{len(how)}"
         tmp.mkdir()
@@ -380,8 +382,9 @@ def test_a_report_export_kept_apart_by_0_4_0_is_never_read_and_is_cleared(tmp_pa
     r = CliRunner()
     got = r.invoke(main, ["--cache-dir", str(cache), "--nsys", str(fake), "kernels", "--csv", str(report)])
     assert got.exit_code == 0, got.output
+    seeded(TRAIN, fixture("mem_growth"))  # the run's entries: what the report's export and the old one answer
     assert got.stdout == r.invoke(main, ["kernels", "--csv", str(TRAIN)]).stdout
-    assert got.stdout != r.invoke(main, ["--no-cache", "kernels", "--csv", str(old / "run.sqlite")]).stdout
+    assert got.stdout != r.invoke(main, ["kernels", "--csv", str(fixture("mem_growth"))]).stdout
     info = r.invoke(main, ["--cache-dir", str(cache), "cache", "info"])
     assert "(1 entries, 1 exports kept apart by nsysql 0.4.0 (cache clear removes them)" in info.stderr
     cleared = r.invoke(main, ["--cache-dir", str(cache), "cache", "clear"])

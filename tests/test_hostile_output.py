@@ -24,7 +24,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import ROOT, craft, fixture
+from conftest import ROOT, built_cache, craft, fixture, seeded
 
 import nsysql
 from nsysql.cli import main
@@ -57,6 +57,7 @@ def test_cache_dir_named_like_a_url_is_a_directory(tmp_path, monkeypatch, name):
             assert p.con.execute(SETTINGS).fetchall() == [(False, False, False)], attempt
             assert p.sql("SELECT count(*) FROM gpu_ops").item() == 679  # the sandbox attaches the entry as a path
             assert p.worker().con.execute(SETTINGS).fetchall() == [(False, False, False)]
+            assert_sandboxed(p)  # the entry as the load writes it (cold) and as a later one opens it (warm)
             p.close()
         said = [str(w.message) for w in caught]
         assert not [w for w in said if "cache" in w or "extension" in w.lower()], said
@@ -76,21 +77,29 @@ def test_export_named_like_a_url_is_a_file(tmp_path, monkeypatch):
         assert "warning" not in r.stderr, r.stderr
 
 
+def assert_sandboxed(p) -> None:
+    """The profile's sql sandbox reaches no file nor URL, and its own connection loads no extension."""
+    assert p.sql(SETTINGS).rows() == [(False, False, False)]
+    assert p.sql("SELECT current_setting('enable_external_access')").item() is False
+    for q in ("SELECT * FROM 'md:foo'", "SELECT * FROM 'https://e.invalid/x.parquet'"):
+        with pytest.raises(nsysql.NsysqlError):
+            p.sql(q)
+    # on the profile's own connection, a URL as a table needs an extension nsysql does not fetch
+    for q in ("SELECT * FROM 's3://bucket/x.parquet'", "SELECT * FROM 'https://e.invalid/x.csv'"):
+        with pytest.raises(Exception, match="httpfs") as e:
+            p.con.execute(q)
+        assert "download" not in str(e.value).lower()
+
+
 def test_sql_sandbox_and_profile_connection_load_no_extension(tmp_path):
-    src = craft(tmp_path / "train.sqlite")
-    for cache in (True, False):
-        p = nsysql.load(src, cache=cache, cache_dir=tmp_path / "cache")
-        assert p.sql(SETTINGS).rows() == [(False, False, False)]
-        assert p.sql("SELECT current_setting('enable_external_access')").item() is False
-        for q in ("SELECT * FROM 'md:foo'", "SELECT * FROM 'https://e.invalid/x.parquet'"):
-            with pytest.raises(nsysql.NsysqlError):
-                p.sql(q)
-        # on the profile's own connection, a URL as a table needs an extension nsysql does not fetch
-        for q in ("SELECT * FROM 's3://bucket/x.parquet'", "SELECT * FROM 'https://e.invalid/x.csv'"):
-            with pytest.raises(Exception, match="httpfs") as e:
-                p.con.execute(q)
-            assert "download" not in str(e.value).lower()
+    """In memory (cache=False) here, and over a stored entry (the run's, copied: its cold build and a warm open
+    are checked in test_cache_dir_named_like_a_url_is_a_directory)."""
+    src = fixture("train_small")
+    cache = built_cache(tmp_path / "cache", src)
+    for p in (nsysql.load(src, cache=False), nsysql.load(src, cache_dir=cache)):
+        assert_sandboxed(p)
         p.close()
+    assert p.cache_entry is not None and p.cache_entry.parent == cache
 
 
 def test_only_one_function_opens_duckdb_connections():
@@ -244,8 +253,9 @@ RANGE_NAMES = {"Load data": "x` ![r](http://e/r.png) <img src=r> `y", "Forward P
 
 @pytest.fixture(scope="module")
 def hostile_names(tmp_path_factory):
-    """train_small with its five kernels of most GPU time, and two NVTX ranges, renamed to live Markdown/HTML."""
-    path = tmp_path_factory.mktemp("md") / "hostile.sqlite"
+    """train_small with its five kernels of most GPU time, and two NVTX ranges, renamed to live Markdown/HTML, in a
+    file whose name is live Markdown/HTML too (a file name is the user's, but may come with the export)."""
+    path = tmp_path_factory.mktemp("md") / "<img src=f>[n](x).sqlite"
     shutil.copy(fixture("train_small"), path)
     con = sqlite3.connect(path)
     ids = [
@@ -367,9 +377,8 @@ def assert_rows_keep_their_columns(doc: str) -> None:
 
 def test_diff_markdown_quotes_names(hostile_names, tmp_path):
     """The diff snippet names both files (headline, per-file notes) and the changed ranges and kernels."""
-    base = fixture("train_small")
-    new = tmp_path / "<img src=f>[n](x).sqlite"  # a file name is the user's, but may come with the export
-    shutil.copy(hostile_names, new)
+    base, new = fixture("train_small"), hostile_names
+    seeded(base)
     r = run(["report", str(new), "--baseline", str(base), "-f", "markdown"])
     assert r.exit_code == 0, r.output
     assert_inert(r.stdout, [*RANGE_NAMES.values(), new.name])
@@ -439,7 +448,8 @@ def test_report_of_hundreds_of_devices_is_bounded(tmp_path):
     drawn, devices = busiest_devices(many, 16)
     assert devices == DEVICES
     plain = tmp_path / "plain.html"
-    assert run(["report", str(fixture("train_small")), "-o", str(plain)]).exit_code == 0  # the session's entry
+    seeded(fixture("train_small"))
+    assert run(["report", str(fixture("train_small")), "-o", str(plain)]).exit_code == 0  # the run's entry
     out = tmp_path / "many.html"
     t = time.monotonic()
     r = run(["report", str(many), "-o", str(out)])
@@ -459,20 +469,22 @@ def test_report_of_hundreds_of_devices_is_bounded(tmp_path):
 @pytest.fixture(scope="module")
 def startend(tmp_path_factory):
     """train_small with its iteration ranges recorded as start/end ranges (async pairs in the trace) and its
-    kernels spread over two devices (two GPU processes)."""
-    path = tmp_path_factory.mktemp("trace") / "startend.sqlite"
-    return craft(
-        path,
+    kernels spread over two devices (two GPU processes); and a cache directory holding its entry, built once for
+    the tests here (what they check is the trace written from the tables, not the build)."""
+    folder = tmp_path_factory.mktemp("trace")
+    path = craft(
+        folder / "startend.sqlite",
         "UPDATE NVTX_EVENTS SET eventType = 60, rangeId = rowid WHERE text LIKE 'Batch%'",
         "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = rowid % 2",
     )
+    return path, built_cache(folder / "cache", path)
 
 
 def test_trace_rows_come_in_batches_in_query_order(startend):
     """The trace of a whole profile held every event in memory (~3x the JSON: 2M kernels, 5 GB). The CLI asks
     for lazy tables: read from DuckDB a batch at a time, in the order of the whole query."""
 
-    p = nsysql.load(startend, cache=False)
+    p = nsysql.load(startend[0], cache_dir=startend[1])
     whole, lazy = p.trace(), p.trace(lazy=True)
     for table in ("gpu_ops", "api_calls", "nvtx_ranges"):
         assert whole[table].height > 7
@@ -490,12 +502,14 @@ def test_streamed_trace_is_the_whole_trace_byte_for_byte(startend, tmp_path, mon
     the one written from whole tables."""
     from nsysql import perfetto
 
-    p = nsysql.load(startend, cache=False)
+    src, cache = startend
+    p = nsysql.load(src, cache_dir=cache)
     whole = tmp_path / "whole.json"
     perfetto.write(p.trace(), whole, source=str(p.path))
+    p.close()
     monkeypatch.setattr(perfetto, "CHUNK", 7)
     out = tmp_path / "streamed.json"
-    r = run(["--no-cache", "trace", str(startend), "-o", str(out)])
+    r = run(["--cache-dir", str(cache), "trace", str(src), "-o", str(out)])
     assert r.exit_code == 0, r.output
     assert out.read_bytes() == whole.read_bytes()
     doc = json.loads(out.read_text())

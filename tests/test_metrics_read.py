@@ -9,7 +9,7 @@ import glob
 import duckdb
 import polars as pl
 import pytest
-from conftest import craft, fixture, loaded, raw
+from conftest import built_cache, craft, fixture, loaded, raw
 
 import nsysql
 
@@ -61,7 +61,9 @@ def test_activity_is_stored_once_per_sampling_period(path, tmp_path):
     want: dict[tuple, dict] = {}
     for dev, metric, _unit, t, v in _raw_activity(path):
         want.setdefault((dev, t), {})["tensor" if metric.startswith("Tensor") else "sm"] = v
-    with nsysql.load(path, cache_dir=tmp_path / "c") as p:
+    # the entry a first load leaves (the run's, copied: test_activity_is_the_raw_samples_of_the_two_metrics reads
+    # it too), and what a summary adds to it
+    with nsysql.load(path, cache_dir=built_cache(tmp_path / "c", path)) as p:
         assert p.summary()
         got = p.sql("SELECT device_id, t0_ns, sm_active, tensor_active FROM gpu_activity_periods ORDER BY ALL")
     assert [tuple(r) for r in got.iter_rows()] == [
@@ -133,7 +135,7 @@ def test_a_whole_build_leaves_every_sample_to_the_question_that_reads_it(tmp_pat
     # the whole build (the lazy one off): a cold summary builds every table but the samples of every metric
     monkeypatch.setenv("NSYSQL_NO_TUNING", "lazy_build")
     path = craft(tmp_path / "hw.sqlite", source="hw_mix")
-    want = nsysql.load(path, cache=False).gpu_metrics(by="iteration")
+    want = loaded(str(HW_MIX)).gpu_metrics(by="iteration")  # of the export it is a copy of (the run's entry)
     with nsysql.load(path, cache_dir=tmp_path / "c") as p:
         assert p.summary()
     tables = _entry_tables(tmp_path / "c")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import fixture, union_of_gpu_ops
+from conftest import fixture, loaded, union_of_gpu_ops
 
 import nsysql
 from nsysql.loader import raw
@@ -52,7 +52,7 @@ def test_fallback_reader_equals_fast_reader(monkeypatch):
     DuckDB refuses to scan, Latin-1 text, takes the ADBC + pyarrow path: test_bad_input.)"""
     import sys
 
-    fast = _tables(nsysql.load(fixture("train_small"), cache=False))
+    fast = _tables(loaded(str(fixture("train_small"))))  # the run's entry, built with the driver
     monkeypatch.setitem(sys.modules, "adbc_driver_sqlite", None)  # `import adbc_driver_sqlite` now fails
     slow = _tables(nsysql.load(fixture("train_small"), cache=False))
     for t in TABLES:
@@ -62,7 +62,7 @@ def test_fallback_reader_equals_fast_reader(monkeypatch):
 def test_parallel_canonical_build_equals_one_file_at_a_time(monkeypatch):
     from concurrent import futures
 
-    parallel = _tables(nsysql.load(fixture("big_step"), cache=False))
+    parallel = _tables(loaded(str(fixture("big_step"))))  # the run's entry, built as every load builds
 
     made = []
 
@@ -82,7 +82,7 @@ def test_parallel_canonical_build_equals_one_file_at_a_time(monkeypatch):
 def test_gpu_busy_prev_end_is_the_previous_stretch_end():
     """gpu_busy.prev_end_ns (what gaps reads) is the end of the device's previous busy stretch, and
     busy_before_ns sums the stretches before: both by construction, on a fixture with thousands of stretches."""
-    prof = nsysql.load(fixture("big_step"), cache=False)
+    prof = loaded(str(fixture("big_step")))
     bad = prof.sql("""
         SELECT count(*) FILTER (WHERE prev_end_ns IS DISTINCT FROM prev) AS bad_prev,
                count(*) FILTER (WHERE busy_before_ns <> before) AS bad_before, count(*) AS n
@@ -97,7 +97,7 @@ def test_gpu_busy_prev_end_is_the_previous_stretch_end():
 def test_gpu_busy_is_the_union_of_gpu_ops():
     """gpu_busy is exactly the union of gpu_ops' intervals per device (merged in Python: conftest), on a fixture
     with thousands of ops on several streams. test_public checks the same on every public export."""
-    prof = nsysql.load(fixture("big_step"), cache=False)
+    prof = loaded(str(fixture("big_step")))
     merged = union_of_gpu_ops(prof)
     busy = prof.sql("SELECT device_id, start_ns, end_ns FROM gpu_busy ORDER BY device_id, start_ns")
     assert prof.sql("SELECT count(*) AS n FROM gpu_ops")["n"][0] > 5000 and len(merged) > 1000

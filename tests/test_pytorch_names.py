@@ -14,7 +14,7 @@ from collections import Counter
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import fixture, loaded, reference_csv
+from conftest import fixture, loaded, reference_csv, seeded
 
 from nsysql.cli import main
 from nsysql.errors import NsysqlError
@@ -200,6 +200,7 @@ def test_report_nvtx_table_one_row_per_operator(tmp_path):
     """The report's NVTX table: one row per name of nsys's nvtx_sum once the calls' arguments are dropped."""
     names = {bare(r[1:]) for r in pl.read_csv(reference_csv(OPS_MLP, "nvtx_sum"), infer_schema_length=0)["Range"]}
     out = tmp_path / "r.html"
+    seeded(OPS_MLP)  # the run's entry, which loaded() reads in the other tests
     res = CliRunner().invoke(main, ["report", str(OPS_MLP), "-o", str(out)])
     assert res.exit_code == 0, res.output
     text = out.read_text()

@@ -7,7 +7,7 @@ import sys
 
 import polars as pl
 import pytest
-from conftest import FIXTURES, ROOT, built_cache, fixture
+from conftest import FIXTURES, ROOT, built_cache, fixture, seeded
 from polars.testing import assert_frame_equal
 
 import nsysql
@@ -141,12 +141,15 @@ def test_local_and_dask_engines_agree(synthetic, tmp_path):
 
 
 def test_ranks_command_and_multi_file_commands():
-    """On the session's cache: the ranks' entries and frames as an earlier command of the run left them, or built
-    here (the pool's cold build, on a cache of its own, is test_ddp_pair_straggler_named_with_cause_and_wait's)."""
+    """On the run's cache: the ranks' entries as the run built them once (seeded: the idle findings test reads
+    them too), and their frames as an earlier command of the run left them, or made here (the pool's cold build,
+    on a cache of its own, is test_ddp_pair_straggler_named_with_cause_and_wait's)."""
     from click.testing import CliRunner
 
     from nsysql.cli import main
 
+    files = [str(FIXTURES / "ddp_pair" / f"rank{i}.sqlite") for i in (0, 1)]
+    seeded(*files)
     r = CliRunner()
     res = r.invoke(main, ["ranks", PAIR, "--workers", "1", "-f", "json"])  # in this process: not about the pool
     assert res.exit_code == 0, res.stderr
@@ -157,7 +160,6 @@ def test_ranks_command_and_multi_file_commands():
     assert {k: v.to_dicts() for k, v in nsysql.load_many([PAIR], workers=1).shown().items()} == doc  # the same
     assert doc["stragglers"][0]["rank"] == 1
     assert "iterations 2, 7, 12, 17" in doc["stragglers"][0]["sentence"]
-    files = [str(FIXTURES / "ddp_pair" / f"rank{i}.sqlite") for i in (0, 1)]
     for cmd in (["kernels", "--top", "3"], ["iterations"], ["gaps", "--by", "cause"]):
         res = r.invoke(main, [cmd[0], *files, *cmd[1:], "-f", "csv"])
         assert res.exit_code == 0, res.stderr

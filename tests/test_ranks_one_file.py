@@ -7,7 +7,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from conftest import PUBLIC, craft, fixture, raw
+from conftest import PUBLIC, craft, fixture, raw, seeded
 from test_audit_processes import PID, TWIN, twin_statements
 
 from nsysql.cli import main
@@ -56,6 +56,7 @@ def test_another_ranks_own_loop_range_is_not_what_the_loop_waited_on(two_ranks):
 
 
 def test_one_process_summary_says_nothing_of_other_ranks():
+    seeded(fixture("train_small"))  # the run's entry
     facts, _ = _summary(fixture("train_small"))
     assert "GPU of its own" not in facts["meanwhile"], facts["meanwhile"]
     assert facts["meanwhile"].startswith("during host:Load data: no other thread or process"), facts["meanwhile"]
@@ -122,6 +123,7 @@ def test_ranks_reads_the_rank_of_a_real_mpi_export_from_its_thread():
         "SELECT DISTINCT s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId WHERE s.value GLOB 'MPI Rank *'",
     )
     assert named == [("MPI Rank 0",)]
+    seeded(SAXPY)  # the run's entry
     _, out = _ranks(SAXPY)
     assert out["files"][0]["rank"] == 0
     assert "MPI Rank 0" in out["files"][0]["rank_source"], out["files"]
