@@ -7,6 +7,8 @@ import json
 import re
 import sys
 
+import plotly.graph_objects as go
+import plotly.io as pio
 import pytest
 from click.testing import CliRunner
 from conftest import ROOT, _check_report, browser, fixture, h200_exports, loaded
@@ -68,8 +70,12 @@ def test_every_chart_holds_one_plot_of_json_data(tmp_path, path):
     plots = _plots(text)
     assert len(keys) == expected >= 1
     assert [div for div, _, _ in plots] == [f"chart-{k}" for k in keys]
+    # each drawn in plotly_white, as plotly writes that template where a figure names it (charts.themed adds it
+    # as a chart is written, not as it is built)
+    white = json.loads(pio.to_json(go.Figure(layout={"template": "plotly_white"})))["layout"]["template"]
     for _, data, layout in plots:
         assert data and all(isinstance(t.get("type"), str) for t in data) and isinstance(layout, dict)
+        assert layout["template"] == white
 
 
 # In Chromium, through scripts/check_report.py with its screenshot: h200 `threads` (no idle chart, four). The

@@ -402,7 +402,11 @@ def _png(fig, path: Path) -> str | None:
     from .. import store
 
     def fill(tmp: Path) -> None:  # the format named: the temporary file's name does not say it
-        fig.write_image(str(tmp), format="png", width=1200, height=fig.layout.height or 400, scale=1)
+        import plotly.io as pio
+
+        from ..report.charts import themed
+
+        pio.write_image(themed(fig), str(tmp), format="png", width=1200, height=fig.layout.height or 400, scale=1)
 
     try:
         store.output(path, fill, links=False)

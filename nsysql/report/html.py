@@ -147,12 +147,16 @@ class Page:
         self.figures: dict[str, object] = {}
 
     def chart(self, key: str, fig, note: str = "") -> str:
+        import plotly.io as pio
+
         self.figures[key] = fig
-        div = fig.to_html(
+        div = pio.to_html(
+            charts.themed(fig),
             full_html=False,
             include_plotlyjs=False,
             div_id=f"chart-{key}",
             config={"displaylogo": False, "responsive": True},
+            validate=False,  # validated as it was built (charts.themed)
         )
         return f'<div class="nsysql-chart" data-chart="{esc(key)}">{div}</div>' + (
             f'<p class="note">{inline_code(note)}</p>' if note else ""
@@ -404,10 +408,10 @@ def write_pngs(figures: dict, directory: Path) -> list[Path] | str:
     heights = [fig.layout.height or 400 for fig in figures.values()]
     try:
         if hasattr(pio, "write_images"):  # plotly >= 6.1: every chart through one browser, not one browser each
-            pio.write_images(list(figures.values()), out, width=1200, height=heights, scale=1)
+            pio.write_images([charts.themed(f) for f in figures.values()], out, width=1200, height=heights, scale=1)
         else:
             for p, fig, h in zip(out, figures.values(), heights):
-                fig.write_image(str(p), width=1200, height=h, scale=1)
+                pio.write_image(charts.themed(fig), str(p), width=1200, height=h, scale=1)
     except Exception as e:  # kaleido present but no usable browser
         return f"--png failed ({str(e).splitlines()[0][:160]}): install chromium or run `plotly_get_chrome`"
     return out
