@@ -506,7 +506,7 @@ def whole_graphs(ctx) -> pl.DataFrame:
 )
 def whole_graphs_by_range(ctx, range, innermost, attribution, group_ops) -> pl.DataFrame:
     """CUDA graph launches traced whole per NVTX range around them (nsysql.analyses.kernels.whole_graphs_by_range)."""
-    names = _resolve_range(ctx.con, range)[0] if range else None
+    names = _resolve_range(ctx.con, range)[0] if range is not None else None
     return _kernels.whole_graphs_by_range(
         ctx.con, attribution=attribution, group_ops=group_ops, names=names, innermost=innermost
     )
@@ -1089,7 +1089,7 @@ def _gap_spans(ctx, range: str | None) -> pl.DataFrame | None:
     """The iterations gaps are indexed by (and their steady-state span counted over): the spans of the
     iterations of `range`, else of the detected loop; None without a loop. Spans, not the iterations answer:
     the same iteration, start_ns, end_ns, wall_ns and warmup, without the GPU work per iteration."""
-    for pattern in [range, None] if range else [None]:
+    for pattern in [range, None] if range is not None else [None]:
         try:
             return ctx.ask("iteration_spans", range=pattern)
         except NsysqlError:
@@ -1099,7 +1099,7 @@ def _gap_spans(ctx, range: str | None) -> pl.DataFrame | None:
 
 def _gap_loop(ctx, range: str | None) -> tuple[pl.DataFrame | None, int | None]:
     """_gap_spans' spans, and the process whose loop they are (None without a loop)."""
-    for pattern in [range, None] if range else [None]:
+    for pattern in [range, None] if range is not None else [None]:
         try:
             return ctx.ask("iteration_spans", range=pattern), ctx.ask("iteration_range", range=pattern).pid
         except NsysqlError:
@@ -1592,5 +1592,5 @@ def gpu_memory(ctx, by, range) -> pl.DataFrame:
             option=("range", "by"),
         )
     if by == "range":  # --range selects the ranges listed, as it selects the loop of --by iteration
-        return _api.run(ctx.con, "gpu_memory_ranges", names=_resolve_range(ctx.con, range)[0] if range else None)
+        return _api.run(ctx.con, "gpu_memory_ranges", names=_resolve_range(ctx.con, range)[0] if range is not None else None)
     return _api.run(ctx.con, "gpu_memory")
