@@ -191,6 +191,17 @@ def test_ops_says_the_graph_time_it_leaves_out(tmp_path):
     assert "traced whole" not in cli("ops", path, "-f", "csv").stdout
     assert isinstance(json.loads(cli("ops", path, "-f", "json").stdout), list)
     assert "traced whole" not in cli("ops", fixture("ops_mlp")).stdout
+    # the PR snippet's line of top operators by GPU time leaves the graphs out too, and says so under it, as
+    # under its kernel table (which it was said under alone)
+    md = cli("report", "-f", "markdown", path).stdout.split("\n")
+    (at,) = [i for i, line in enumerate(md) if line.startswith("- **PyTorch ops by GPU time**: ")]
+    assert md[at + 1] == "  - _" + note.replace("not in this table: ", "not in this list: ", 1) + "_", md[at + 1]
+    assert f"_{note}_" in md  # under the kernel table, as before
+    # the HTML report's operator table: the same line as under `ops` (its kernel chart says "not in this chart")
+    cli("report", path, "-o", tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text()
+    said = note.partition(" `nsys profile")[0]  # before the hint's code span, which the page writes as <code>
+    assert page.count(said) == 1 and page.index("PyTorch operators") < page.index(said), said
 
 
 @needs_h200

@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 import re
 
+import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import craft, fixture, raw, seeded
+from conftest import craft, fixture, loaded, raw, seeded
 from test_ranks_one_file import PID, _named
 
 import nsysql
@@ -112,6 +113,47 @@ def test_a_loop_of_ranges_without_a_name_is_not_guessed(tmp_path):
     assert res.exit_code == 2 and not res.stdout, res.output
     assert res.stderr.strip().endswith(": --range '' selects the NVTX ranges without a name, and the profile has none")
     assert len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+# the ranges the unnamed fixture leaves without a name, selected by their names on train_small itself
+UNNAMED_BY_NAME = r"^(Batch[0-9]+|Load data)$"
+
+
+def test_a_range_pattern_of_nothing_selects_the_ranges_without_a_name_as_iterations_does(unnamed):
+    """`--range ''` selects the ranges without a name in kernels-by-range and gaps, as in iterations: the same
+    ranges, so the same kernels and gaps, as a pattern naming them selects in train_small; not every range (read
+    before as no --range)."""
+    base, prof = loaded(fixture("train_small")), nsysql.load(unnamed)
+    try:
+        kernels, named = prof.kernels_by_range(range=""), base.kernels_by_range(range=UNNAMED_BY_NAME)
+        assert set(kernels["range"]) == {""}, set(kernels["range"])
+        assert kernels["count"].sum() == named["count"].sum() == 632  # every kernel runs in a `BatchN` (README.md)
+        gaps, named = prof.gaps(range=""), base.gaps(range=UNNAMED_BY_NAME)
+        assert gaps.select("start_ns", "end_ns").equals(named.select("start_ns", "end_ns"))
+        counted = prof.gaps(range="", by="cause", include_warmup=True)["counted"].unique().to_list()
+        assert counted == ["instances of (unnamed range)"], counted
+    finally:
+        prof.close()
+
+
+def test_gpu_memory_by_range_of_nothing_is_the_ranges_without_a_name(tmp_path):
+    """mem_growth with its `step 0..2` ranges pushed without a message: `gpu-memory --by range --range ''` is
+    those three instances, each holding what it held in mem_growth, not every range."""
+    path = craft(
+        tmp_path / "mem.sqlite",
+        "UPDATE NVTX_EVENTS SET text = NULL WHERE text IN ('step 0', 'step 1', 'step 2')",
+        source="mem_growth",
+    )
+    steps = (
+        loaded(fixture("mem_growth"))
+        .gpu_memory(by="range")
+        .filter(pl.col("name").is_in(["step 0", "step 1", "step 2"]))
+    )
+    with nsysql.load(path, cache_dir=tmp_path / "cache") as prof:
+        got = prof.gpu_memory(by="range", range="")
+    assert got["name"].to_list() == [""] and got["instances"].to_list() == [3], got
+    assert got["peak_bytes"][0] == steps["peak_bytes"].max()
+    assert got["growth_total_bytes"][0] == steps["growth_total_bytes"].sum()
 
 
 # MPI ranks are C ints: nsys's `MPI Rank N` names a rank only for N in 0 .. 2^31-1; beyond, no rank, whatever N's size

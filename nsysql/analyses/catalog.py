@@ -506,7 +506,7 @@ def whole_graphs(ctx) -> pl.DataFrame:
 )
 def whole_graphs_by_range(ctx, range, innermost, attribution, group_ops) -> pl.DataFrame:
     """CUDA graph launches traced whole per NVTX range around them (nsysql.analyses.kernels.whole_graphs_by_range)."""
-    names = _resolve_range(ctx.con, range)[0] if range else None
+    names = _resolve_range(ctx.con, range)[0] if range is not None else None
     return _kernels.whole_graphs_by_range(
         ctx.con, attribution=attribution, group_ops=group_ops, names=names, innermost=innermost
     )
@@ -704,15 +704,20 @@ REPORT_TOP = replace(TOP, type=int, default=10, doc="Rows in the kernel table.",
 def snippet(ctx, top) -> dict[str, pl.DataFrame]:
     """What the PR snippet (`nsysql report -f markdown`) shows (nsysql.analyses.report): summary's sections, the
     top 3 PyTorch operators by GPU time (`top_ops`, where the profile has operator ranges), and in `notes` the
-    GPUs' busy share in one line and what the kernel table leaves out (`kernels_note`: CUDA graphs traced whole)."""
+    GPUs' busy share in one line and what the kernel table and the operators' line leave out (`kernels_note`,
+    `ops_note`: CUDA graphs traced whole, as under `kernels` and `ops`)."""
     got = ctx.gather(summary=("summary", {"top": top}), ops=("ops", {}), graphs=("whole_graphs", {}))
     summ = _raised(got["summary"])
     out = _report.summary_sections(summ)
     if not isinstance(got["ops"], NsysqlError):  # no operator ranges: no line
         out["top_ops"] = _report.top_ops(got["ops"])
     busy = _summary.all_devices_busy(summ["gpus"]) if summ["gpus"].height else None
-    graphs = None if isinstance(got["graphs"], NsysqlError) else _kernels.whole_graph_note(got["graphs"])
-    return {**out, "notes": _report.notes({"gpu_busy_all": busy, "kernels_note": graphs})}
+    whole = None if isinstance(got["graphs"], NsysqlError) else got["graphs"]
+    graphs = _kernels.whole_graph_note(whole) if whole is not None else None
+    # the operators' GPU time is their kernels' alone, as `ops` counts it: a graph traced whole is no operator's
+    ops = _kernels.whole_graph_note(whole, shown="list") if whole is not None and "top_ops" in out else None
+    ops = ops if ops and out["top_ops"].height else None  # no line, no note
+    return {**out, "notes": _report.notes({"gpu_busy_all": busy, "kernels_note": graphs, "ops_note": ops})}
 
 
 @analysis(
@@ -783,6 +788,8 @@ def report(ctx, top) -> dict[str, pl.DataFrame]:
         said["kernels_note"] = _kernels.whole_graph_note(graphs, shown="chart")
         if "ranges" in out and graphs["launches"][0]:
             said["kernels_by_range_note"] = _in_ranges(ctx, None, DEFAULT_ATTRIBUTION, None)
+        if "ops" in out:  # as `ops` says under its table (ops_shown): no operator is credited with a whole graph
+            said["ops_note"] = _kernels.whole_graph_note(graphs)
     return {**out, "notes": _report.notes(said)}
 
 
@@ -1089,7 +1096,7 @@ def _gap_spans(ctx, range: str | None) -> pl.DataFrame | None:
     """The iterations gaps are indexed by (and their steady-state span counted over): the spans of the
     iterations of `range`, else of the detected loop; None without a loop. Spans, not the iterations answer:
     the same iteration, start_ns, end_ns, wall_ns and warmup, without the GPU work per iteration."""
-    for pattern in [range, None] if range else [None]:
+    for pattern in [range, None] if range is not None else [None]:
         try:
             return ctx.ask("iteration_spans", range=pattern)
         except NsysqlError:
@@ -1099,7 +1106,7 @@ def _gap_spans(ctx, range: str | None) -> pl.DataFrame | None:
 
 def _gap_loop(ctx, range: str | None) -> tuple[pl.DataFrame | None, int | None]:
     """_gap_spans' spans, and the process whose loop they are (None without a loop)."""
-    for pattern in [range, None] if range else [None]:
+    for pattern in [range, None] if range is not None else [None]:
         try:
             return ctx.ask("iteration_spans", range=pattern), ctx.ask("iteration_range", range=pattern).pid
         except NsysqlError:
@@ -1592,5 +1599,7 @@ def gpu_memory(ctx, by, range) -> pl.DataFrame:
             option=("range", "by"),
         )
     if by == "range":  # --range selects the ranges listed, as it selects the loop of --by iteration
-        return _api.run(ctx.con, "gpu_memory_ranges", names=_resolve_range(ctx.con, range)[0] if range else None)
+        return _api.run(
+            ctx.con, "gpu_memory_ranges", names=_resolve_range(ctx.con, range)[0] if range is not None else None
+        )
     return _api.run(ctx.con, "gpu_memory")

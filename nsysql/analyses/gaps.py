@@ -11,7 +11,7 @@ import re
 import polars as pl
 
 from ..errors import NsysqlError
-from ._names import quoted
+from ._names import quoted, titled
 from ._sql import run
 from .advice import unusable_gpu
 from .cpu import gap_rows
@@ -78,8 +78,8 @@ def find(con, range: str | None = None, min_ns: int = DEFAULT_MIN_NS) -> pl.Data
     if why := refusal(con):
         raise NsysqlError(why)
     procs = run(con, "process_devices")
-    names = resolve_range(con, range)[0] if range else None
-    threads = range_threads(con, names) if names else {}
+    names = resolve_range(con, range)[0] if range is not None else None  # '': the ranges without a name
+    threads = range_threads(con, names) if names is not None else {}
     frames = []
     for dev in procs["device_id"].unique().sort().to_list():
         owner = procs.filter(pl.col("device_id") == dev).row(0, named=True)
@@ -158,9 +158,9 @@ def by_cause(
     if steady_only(g, include_warmup):
         g = g.filter(pl.col("iteration").is_not_null() & ~pl.col("warmup"))
         span, counted = int(its.filter(~pl.col("warmup"))["wall_ns"].sum()), "steady-state iterations"
-    elif range:
+    elif range is not None:  # '' too: the ranges without a name
         names = resolve_range(con, range)[0]
-        span, counted = int(run(con, "range_time", names=names)["ns"][0] or 0), f"instances of {range}"
+        span, counted = int(run(con, "range_time", names=names)["ns"][0] or 0), f"instances of {titled(range)}"
     else:
         span, counted = _device_span(con), "devices' active span"
     total = g["duration_ns"].sum()

@@ -20,7 +20,7 @@ def kernels_by_range(
 ) -> pl.DataFrame:
     """Per (range, kernel): range instances, kernel count and duration stats (ns). `group_ops`: PyTorch emit_nvtx
     names without their per-call arguments; None: as ranges.group_ops_default says."""
-    names = resolve_range(con, range)[0] if range else None
+    names = resolve_range(con, range)[0] if range is not None else None  # '': the ranges without a name
     got = run(
         con,
         "kernels_by_range",

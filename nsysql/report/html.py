@@ -349,7 +349,9 @@ def _range_sections(page: Page, data: dict, notes: dict) -> None:
         body += f'<p class="note">{inline_code(charts.short(notes["kernels_by_range_note"], 3 * charts.NAME_MAX))}</p>'
     page.add(page.section("Kernels by range", body))
     if "ops" in data:
-        page.add(page.section("PyTorch operators", table(data["ops"], limit=100)))
+        # CUDA graphs traced whole: GPU time no operator is credited with
+        said = f'<p class="note">{inline_code(notes["ops_note"])}</p>' if notes.get("ops_note") else ""
+        page.add(page.section("PyTorch operators", table(data["ops"], limit=100) + said))
 
 
 def build(prof) -> tuple[str, dict]:

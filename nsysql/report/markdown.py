@@ -49,6 +49,8 @@ def snippet(prof, top: int = 10, chart: str | None = None) -> str:
     ops = ops_line(s.get("top_ops"))
     if ops:
         out.append(f"- **PyTorch ops by GPU time**: {ops}")
+        if said := dict(s["notes"].iter_rows()).get("ops_note"):  # nsysql's own sentence: graphs traced whole
+            out.append(f"  - _{said}_")
     out.append("")
     k = s["kernels"]
     if k.height:
