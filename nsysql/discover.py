@@ -17,7 +17,12 @@ def state_dir(cache_dir: str | os.PathLike | None = None) -> Path:
 
 
 def remember(path: str | os.PathLike, cache_dir: str | os.PathLike | None = None) -> None:
-    """Note `path` as the profile analysed last; a cache directory that cannot be written is no error."""
+    """Note `path` as the profile analysed last, as the user named it, made absolute: a link is kept as the
+    link (`latest.sqlite`, repointed at each run, is the profile meant next time, and what `nsysql: using`
+    names), a report as the report (not the export made of it, which may be a temporary file gone at exit). Not
+    normalized either: `..` after a link is the kernel's to resolve. A cache directory that cannot be written is
+    no error."""
+    path = Path(os.path.expanduser(path)).absolute()
     try:
         d = state_dir(cache_dir)
         d.mkdir(parents=True, exist_ok=True)

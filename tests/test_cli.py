@@ -104,6 +104,12 @@ def test_file_may_be_left_out(tmp_path, monkeypatch):
     os.symlink(fixture("loop_after"), tmp_path / "here.sqlite")
     res = run(["kernels", "--top", "1"], env={**env, "NSYSQL_PROFILE": ""})
     assert res.exit_code == 0 and "here.sqlite" in res.stderr
+    # ... and is remembered as the link named, not its target (a `latest.sqlite` repointed at each run)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    res = run(["kernels", "--top", "1"], env={**env, "NSYSQL_PROFILE": ""})
+    assert res.exit_code == 0, res.stderr
+    assert res.stderr == f"nsysql: using {tmp_path / 'here.sqlite'} (the profile analysed last)\n"
 
 
 def test_sql_command():

@@ -21,8 +21,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES, ROOT, fixture
+from conftest import FIXTURES, ROOT, built_cache, fixture, seeded
 
+from nsysql import store
 from nsysql.cli import main
 
 MiB = 1 << 20
@@ -238,6 +239,26 @@ def test_storing_answers_on_a_full_disk_warns_once(tmp_path, summary_answer):
     assert proc.stdout == summary_answer.replace(str(fixture("big_step")), str(src))
     one_warning(proc, cdir)
     assert digest(src) == before
+
+
+def test_an_answer_cut_short_is_not_stored_and_the_warning_names_why(tmp_path):
+    """The file-size limit cuts each answer's Parquet short (iterations': its footer, which polars reports as
+    "Invalid thrift: transport error", the reason the warning gave before): nothing lands under a final name, the
+    one warning names the OS's reason, and a later run without the limit stores the same answer."""
+    train = fixture("train_small")
+    cdir = built_cache(tmp_path / "cache", train)
+    seeded(train)
+    want = in_process("iterations", train, "-f", "csv")  # the session's cache
+    proc = nsysql("iterations", train, "-f", "csv", cdir=cdir, limit=2048)
+    assert proc.stdout == want
+    one_warning(proc, cdir)
+    assert "(file too large in " in proc.stderr, proc.stderr
+    results = next(cdir.glob("*.results"))
+    assert not list(results.rglob("*.parquet")) and not list(results.rglob("index.json"))
+    assert not store.temps(cdir)
+    again = nsysql("iterations", train, "-f", "csv", cdir=cdir)
+    assert again.stdout == want and again.stderr == ""
+    assert list(results.rglob("index.json"))
 
 
 @pytest.mark.long

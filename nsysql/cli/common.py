@@ -62,11 +62,7 @@ def load_profile(file: str | None, warm: bool = False, question: tuple[str, dict
     clear_progress()
     for w in caught:
         click.echo(f"nsysql: warning: {_line(str(w.message))}", err=True)
-    from .. import nsys as _nsys
-
-    # a report is remembered as itself: the export made of it may be a temporary file, gone at exit (--no-cache)
-    report = _nsys.is_report(path)
-    discover.remember(os.path.abspath(os.path.expanduser(path)) if report else prof.path, opts.get("cache_dir"))
+    discover.remember(path, opts.get("cache_dir"))
     return prof
 
 

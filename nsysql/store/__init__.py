@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import os
 import re
 import warnings
@@ -435,6 +436,43 @@ def write(final: Path, fill: Callable[[Path], object], durable: bool = True) -> 
         commit(tmp, final, durable)
     finally:
         remove(tmp)
+
+
+def parquet(df) -> Callable[[Path], None]:
+    """A `fill` for `write` that writes the polars frame `df` as Parquet, failing with the OSError the file's
+    writes met (a full disk, a file-size limit): polars reports some of those as a ComputeError that no longer
+    names the OS's reason ("Invalid thrift: transport error" when the footer is cut short), which `failed`
+    would print as the warning's reason."""
+
+    def fill(tmp: Path) -> None:
+        with open(tmp, "wb") as f:
+            sink = _Sink(f)
+            try:
+                df.write_parquet(sink)
+            except Exception:
+                if sink.error is not None:
+                    raise sink.error from None
+                raise
+
+    return fill
+
+
+class _Sink(io.RawIOBase):
+    """The file `f` as polars writes it, keeping the OSError of a failed write (see `parquet`)."""
+
+    def __init__(self, f):
+        super().__init__()
+        self.f, self.error = f, None
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b) -> int:
+        try:
+            return self.f.write(b)
+        except OSError as e:
+            self.error = e
+            raise
 
 
 def temps(cache_dir: Path) -> list[Path]:

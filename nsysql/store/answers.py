@@ -80,7 +80,7 @@ def put(entry: Path | None, name: str, params: dict, result) -> None:
         store.claim(entry.with_suffix(""))  # what `cache clear` may remove (the entry's build wrote it first)
         d.mkdir(parents=True, exist_ok=True)
         for i, df in enumerate(frames.values()):
-            store.write(d / f"{i}.parquet", df.write_parquet, durable=False)
+            store.write(d / f"{i}.parquet", store.parquet(df), durable=False)
         store.write(d / INDEX, lambda p: p.write_text(index), durable=False)
     except FileNotFoundError:
         pass  # `nsysql cache clear` from another process removed the directory meanwhile: store nothing

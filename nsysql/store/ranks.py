@@ -49,6 +49,6 @@ def put(path: str, cache_dir: str | None, tables: dict[str, pl.DataFrame], range
     try:
         store.claim(stem)
         for t in sorted(tables, key=lambda t: t == "info"):  # info last: its presence marks a complete set
-            store.write(files[t], tables[t].write_parquet)
+            store.write(files[t], store.parquet(tables[t]))
     except (OSError, pl.exceptions.PolarsError) as e:  # a full disk: answered anyway, recomputed next time
         store.failed(e, files["info"].parent)
