@@ -180,6 +180,10 @@ def test_output_into_a_fifo_or_a_pipe_is_streamed(tmp_path):
     # -o /dev/stdout with stdout a pipe (`nsysql ... -o /dev/stdout | jq`)
     r = nsysql_process(["kernels", SMALL, "-f", "csv", "-o", "/dev/stdout"], timeout=30)
     assert r.returncode == 0 and r.stdout == want
+    # ... and a trace, written through its own path (store.output): /dev/stdout's link leads to a pipe
+    r = nsysql_process(["trace", SMALL, "--iterations", "3:4", "-o", "/dev/stdout"], timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert len(json.loads(r.stdout)["traceEvents"]) > 0 and " MiB" not in r.stderr.decode()
     # a trace into a FIFO: whole JSON, and no size claimed for a pipe
     got = []
     reader = _drain(fifo, got)

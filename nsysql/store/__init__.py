@@ -385,6 +385,8 @@ def output(final: str | os.PathLike, fill: Callable[[Path], object], links: bool
     refused: nsysql writes through no link in a folder it fills (`profile --out`, `export --to`). A `final` that
     is not a regular file (a pipe, /dev/stdout, a terminal) is written as it is, in place: there is nothing to
     keep and no rename is possible."""
+    import stat
+
     from ..errors import NsysqlError
 
     shown = str(final)
@@ -392,14 +394,21 @@ def output(final: str | os.PathLike, fill: Callable[[Path], object], links: bool
     if p.is_symlink():
         if not links:
             raise NsysqlError(f"{shown}: is a symbolic link; nsysql does not write through links (remove it)")
-        p = Path(os.path.realpath(p))
+        try:
+            target = p.stat()
+        except OSError:
+            target = None
+        # a link to a file (or to none yet) is followed to the file it names, which is replaced; a link to a pipe
+        # or a terminal (/dev/stdout -> /proc/self/fd/1) is written through as it is: the path realpath gives
+        # for a pipe (/proc/PID/fd/pipe:[N]) names nothing that can be opened
+        if target is None or stat.S_ISREG(target.st_mode):
+            p = Path(os.path.realpath(p))
     try:
         st = p.stat()
     except FileNotFoundError:
         st = None
     except OSError as e:
         raise NsysqlError(f"cannot write {shown} ({why(e)})") from None
-    import stat
 
     if st is not None and not stat.S_ISREG(st.st_mode):
         if stat.S_ISDIR(st.st_mode):
