@@ -45,8 +45,8 @@ entry_point(
             "range",
             (str, type(None)),
             None,
-            doc="The iteration range of every rank (exact name, numbered family, prefix or regex); detected in "
-            "each when left out.",
+            doc="The iteration range of every rank (exact name, numbered family, prefix or regex; '' for the ranges "
+            "without a name); detected in each when left out.",
             flag=Flag(metavar="PATTERN"),
         ),
     ),

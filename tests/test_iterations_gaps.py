@@ -49,6 +49,20 @@ def test_train_osrt_idle_by_cause_ranks_load_data_first():
     assert "host:Forward Pass" in everything["cause"].to_list()
 
 
+def test_gaps_in_nested_ranges_are_counted_once():
+    """A pattern naming a range and the ranges nested in it (`Load data` runs inside each `BatchN`): every idle
+    stretch is one gap, inside the outermost instance, so the gaps, their totals and the span are those of
+    `Batch` alone, and no share passes 100%."""
+    prof = loaded(str(fixture("train_small")))
+    nested, outer = "^(Batch[0-9]+|Load data)$", "Batch"
+    assert prof.gaps(range=nested, min_ns=0).equals(prof.gaps(range=outer, min_ns=0))
+    for warmup in (False, True):
+        a = prof.gaps(range=nested, by="cause", include_warmup=warmup)
+        b = prof.gaps(range=outer, by="cause", include_warmup=warmup)
+        assert a.drop("counted").equals(b.drop("counted")), (a, b)
+        assert a["pct_of_span"].sum() <= 100 and a["pct_of_idle"].sum() == pytest.approx(100)
+
+
 @pytest.mark.parametrize("name,every,first", [("train_small", 5, 4), ("loop_before", 10, 9)])
 def test_own_fixtures_slow_steps_by_construction(name, every, first):
     """train_small sleeps 20 ms in `Load data` at i % 5 == 4; loop_before 25 ms in `batch_to_device` at

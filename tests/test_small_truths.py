@@ -136,6 +136,17 @@ def test_a_range_pattern_of_nothing_selects_the_ranges_without_a_name_as_iterati
         prof.close()
 
 
+def test_every_range_option_says_what_a_pattern_of_nothing_selects():
+    """Every command's --range takes '' as the ranges without a name (resolve_range): its help says so, as each
+    command prints it."""
+    commands = [n for n, c in main.commands.items() if any("--range" in getattr(p, "opts", ()) for p in c.params)]
+    assert {"iterations", "gaps", "kernels-by-range", "gpu-memory", "metrics"} <= set(commands), commands
+    for name in commands:
+        res = _cli(name, "--help")
+        option = re.search(r"--range PATTERN\s+(.*?)\n  -", res.stdout, re.S).group(1)
+        assert "'' for the ranges without a name" in " ".join(option.split()), (name, option)
+
+
 def test_gpu_memory_by_range_of_nothing_is_the_ranges_without_a_name(tmp_path):
     """mem_growth with its `step 0..2` ranges pushed without a message: `gpu-memory --by range --range ''` is
     those three instances, each holding what it held in mem_growth, not every range."""

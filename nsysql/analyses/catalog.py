@@ -51,7 +51,8 @@ RANGE = Param(
     "range",
     OPT_STR,
     None,
-    doc="The iteration range (exact name, numbered family, prefix or regex); detected when left out.",
+    doc="The iteration range (exact name, numbered family, prefix or regex; '' for the ranges without a name); "
+    "detected when left out.",
     flag=PATTERN,
 )
 SKIP = Param(
@@ -89,7 +90,11 @@ MIN_NS = Param(
     flag=Flag(name="--min", metavar="DURATION", default="1ms"),
 )
 BY_CAUSE = Param("by", OPT_STR, None, (None, "cause"), doc="Idle time per cause instead of one row per gap.")
-GAPS_RANGE = replace(RANGE, doc="Only gaps inside instances of these ranges.")
+GAPS_RANGE = replace(
+    RANGE,
+    doc="Only the idle time inside instances of the ranges named PATTERN (exact name, numbered family, prefix or "
+    "regex; '' for the ranges without a name), each stretch once where instances nest or overlap.",
+)
 
 
 def _number(x, name: str, ok, says: str) -> float:
@@ -349,7 +354,7 @@ def kernels(ctx, name, top, by, per, attribution) -> pl.DataFrame:
         replace(
             RANGE,
             doc="With --by iteration: the range that is one iteration (as `iterations --range`); with --by range: "
-            "only ranges named PATTERN (exact name, numbered family, prefix, or regex).",
+            "only ranges named PATTERN (exact name, numbered family, prefix, or regex; '' for the ranges without a name).",
         ),
         ATTRIBUTION,
     ),
@@ -465,7 +470,8 @@ def ranges(ctx, attribution, group_ops, families) -> pl.DataFrame:
     params=(
         replace(
             RANGE,
-            doc="Only ranges named PATTERN: exact name, numbered family (Batch -> Batch0..Batch59), prefix, or regex.",
+            doc="Only ranges named PATTERN: exact name, numbered family (Batch -> Batch0..Batch59), prefix, or regex; "
+            "'' for the ranges without a name.",
         ),
         Param("innermost", bool, False, doc="Credit each kernel only to its innermost enclosing range."),
         ATTRIBUTION,
@@ -494,7 +500,9 @@ def whole_graphs(ctx) -> pl.DataFrame:
 @analysis(
     "whole_graphs_by_range",
     params=(
-        replace(RANGE, doc="Only ranges named PATTERN, as kernels-by-range --range."),
+        replace(
+            RANGE, doc="Only ranges named PATTERN, as kernels-by-range --range ('' for the ranges without a name)."
+        ),
         Param("innermost", bool, False, doc="Count each launch only in its innermost range, as kernels-by-range."),
         ATTRIBUTION,
         GROUP_OPS,
@@ -949,7 +957,10 @@ def headroom_work(ctx, range) -> pl.DataFrame:
                 "time window, whichever iteration launched the kernels)."
             ),
         ),
-        replace(RANGE, doc="With --by iteration: the iteration range, as in iterations."),
+        replace(
+            RANGE,
+            doc="With --by iteration: the iteration range, as in iterations ('' for the ranges without a name).",
+        ),
     ),
     needs=("iterations", "iteration_range"),
     tables=("gpu_busy", "gpu_ops", "kernel_classes"),
@@ -992,7 +1003,7 @@ COLLECTIVES_BY = Param(
     # rank: across several exports, one per rank (nsysql.many), which only the command line is given
     flag=Flag(choices=("size", "kind", "iteration", "rank", "call")),
 )
-COLLECTIVES_RANGE = replace(RANGE, doc="The loop's NVTX range, for --by iteration.")
+COLLECTIVES_RANGE = replace(RANGE, doc="The loop's NVTX range, for --by iteration ('' for the ranges without a name).")
 
 
 @analysis(
@@ -1572,7 +1583,12 @@ def _no_memory(con) -> str | None:
     refusal=_no_memory,
     params=(
         Param("by", OPT_STR, None, (None, "iteration", "range"), doc="per iteration of the loop, or per NVTX range"),
-        RANGE,
+        replace(
+            RANGE,
+            doc="With --by iteration: the range that is one iteration (as `iterations --range`); with --by range: "
+            "only ranges named PATTERN (exact name, numbered family, prefix, or regex; '' for the ranges without a "
+            "name).",
+        ),
     ),
     needs=("iteration_range",),
     tables=("gpu_memory_events", "nvtx_ranges"),

@@ -40,8 +40,19 @@
 WITH gaps AS (  -- the device's idle stretches: from the end of one busy stretch to the start of the next
   SELECT prev_end_ns AS start_ns, start_ns AS end_ns FROM gpu_busy
   WHERE device_id = $device AND prev_end_ns IS NOT NULL AND start_ns > prev_end_ns
-), windows AS (
+), instances AS (
   SELECT start_ns, end_ns FROM nvtx_ranges WHERE $names IS NOT NULL AND pid = $pid AND list_contains($names, name)
+), windows AS (
+  -- the union of the instances: where they overlap (a pattern that names a range and the ranges nested in it,
+  -- `Batch*` and `Load data`) they make one window, so each idle stretch is counted once, inside the outermost;
+  -- instances that only touch stay apart (a gap across two adjacent steps is split between them, as before)
+  SELECT min(start_ns) AS start_ns, max(end_ns) AS end_ns
+  FROM (SELECT *, sum(CASE WHEN start_ns < reach THEN 0 ELSE 1 END) OVER (ORDER BY start_ns, end_ns
+                      ROWS UNBOUNDED PRECEDING) AS island
+        FROM (SELECT *, max(end_ns) OVER (ORDER BY start_ns, end_ns
+                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
+              FROM instances))
+  GROUP BY island
 ), clipped AS (
   -- the parts of gaps inside (disjoint) windows: each part starts either at a window start inside a gap, or
   -- at a gap start inside a window
