@@ -109,6 +109,12 @@ class Ranks:
         self.numbering = numbering
         self._reduced: dict[str, pl.DataFrame] | None = None
 
+    @property
+    def said(self) -> str:
+        """How many ranks, and where their numbers came from: `nsysql ranks`' first line on stderr."""
+        n = self.tables["info"].height
+        return f"{n} rank{'s' if n != 1 else ''}; {self.numbering}"
+
     def _reduce(self) -> dict[str, pl.DataFrame]:
         if self._reduced is None:
             from . import duck
