@@ -65,3 +65,16 @@ def test_ranks_says_how_many_and_how_numbered(tmp_path):
     r = nsysql.load_many([RANK0, RANK1], cache_dir=cache, workers=1)
     assert r.said.startswith("2 ranks; ")
     assert _cli(cache, "ranks", RANK0, RANK1, "--json").stderr.splitlines()[0] == f"nsysql: {r.said}"
+
+
+def test_one_path_is_answered_as_the_command_answers_one_file(tmp_path):
+    """nsysql.collectives(path) is `nsysql collectives FILE`: that export's collectives and findings, not an
+    answer across one rank (whose skew would say that no instance is in more than one); `by=rank` is refused."""
+    cache = built_cache(tmp_path / "c", RANK0)
+    printed = json.loads(_cli(cache, "collectives", RANK0, "--json").stdout)
+    for one in (RANK0, [RANK0]):
+        got = nsysql.collectives(one, cache_dir=cache)
+        assert set(got) == set(printed) == {"collectives", "findings"}
+        assert {k: got[k].to_dicts() for k in got} == printed
+    with pytest.raises(nsysql.NsysqlError, match="several exports"):
+        nsysql.collectives(RANK0, by="rank", cache_dir=cache)
