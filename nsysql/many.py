@@ -109,6 +109,12 @@ class Ranks:
         self.numbering = numbering
         self._reduced: dict[str, pl.DataFrame] | None = None
 
+    @property
+    def said(self) -> str:
+        """How many ranks, and where their numbers came from: `nsysql ranks`' first line on stderr."""
+        n = self.tables["info"].height
+        return f"{n} rank{'s' if n != 1 else ''}; {self.numbering}"
+
     def _reduce(self) -> dict[str, pl.DataFrame]:
         if self._reduced is None:
             from . import duck
@@ -256,12 +262,21 @@ def collectives(
     cache_dir: str | os.PathLike | None = None,
     cache: bool = True,
 ) -> dict[str, pl.DataFrame | str]:
-    """`nsysql collectives FILE FILE...` in Python: the NCCL collectives of several per-rank exports (paths or
-    globs), ranks numbered as load_many numbers them; the answer of collectives_across."""
+    """`nsysql collectives FILE...` in Python: the NCCL collectives of several per-rank exports (paths or globs),
+    ranks numbered as load_many numbers them, the answer of collectives_across; one path (not a glob), as
+    `nsysql collectives FILE` answers it: that export's collectives_shown (`by="rank"` needs several)."""
     from ._load import load
 
     if isinstance(paths, (str, os.PathLike)):  # one path or glob, not a list of its characters
         paths = [paths]
+    if len(paths) == 1 and not is_glob(str(paths[0])):  # one export: no ranks to match its calls with
+        if by == "rank":
+            raise NsysqlError("`by=rank` needs several exports, one per rank", option="by")
+        prof = load(str(paths[0]), cache=cache, cache_dir=cache_dir)
+        try:
+            return prof.collectives_shown(by=by, range=range)
+        finally:
+            prof.close()
     files = expand([str(p) for p in paths])
     if not files:
         raise NsysqlError("no files given")

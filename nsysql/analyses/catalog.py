@@ -407,6 +407,22 @@ def gpu_metrics(ctx, by, range, attribution) -> pl.DataFrame:
 
 
 @analysis(
+    "gpu_metrics_shown",
+    params=(
+        *REGISTRY["gpu_metrics"].params,
+        Param("graphics", bool, False, doc="Also list graphics counters (pixel, vertex warps) that are 0 throughout."),
+    ),
+    needs=("gpu_metrics",),
+    view=True,
+)
+def gpu_metrics_shown(ctx, by, range, attribution, graphics) -> dict[str, pl.DataFrame]:
+    """What `nsysql metrics` shows: gpu_metrics' frame with clocks nsys wrote in Hz under [MHz] in MHz and the
+    graphics counters at 0 throughout left out unless `graphics` (`table`), those left out (`left`) and the
+    sentence naming them (`said`, one row, null where none is) (nsysql.analyses.metrics.shown)."""
+    return _metrics.shown(ctx.ask("gpu_metrics", by=by, range=range, attribution=attribution), graphics)
+
+
+@analysis(
     "api",
     params=(replace(TOP, doc="Only the N API functions with most total time."),),
     tables=("api_calls", "strings"),
@@ -891,13 +907,25 @@ def iteration_note(ctx, range, skip, outlier_sigmas) -> dict[str, str | None]:
     view=True,
 )
 def iterations_shown(ctx, range, skip, outlier_sigmas) -> dict[str, pl.DataFrame]:
-    """What `nsysql iterations` shows of one profile: `iterations`, their `steady state` (iteration_stats) and
-    the `note` under the table (iteration_note's sentences, one row); each format draws the sections it shows."""
+    """What `nsysql iterations` shows of one profile: `iterations`, their `steady state` (iteration_stats), the
+    `note` (iteration_note's sentences, one row) and `said`, the lines a table prints under it, one row each
+    (`range: ...`, the steady state, `outliers: ...` where there are some); each format draws the sections it
+    shows."""
     kw = {"range": range, "skip": skip, "outlier_sigmas": outlier_sigmas}
     its = ctx.ask("iterations", **kw)
     stats, note = ctx.ask("iteration_stats", **kw), ctx.ask("iteration_note", **kw)
     said = pl.DataFrame({k: [v] for k, v in note.items()}, schema={k: pl.String for k in note})
-    return {"iterations": its, "steady state": stats, "note": said}
+    lines = [
+        f"range: {note['range']}",
+        note["steady"],
+        *([f"outliers: {note['outliers']}"] if note["outliers"] else []),
+    ]
+    return {"iterations": its, "steady state": stats, "note": said, "said": _lines(lines)}
+
+
+def _lines(lines: list[str]) -> pl.DataFrame:
+    """Sentences a front end prints under a table, in order: one row each, column `said`."""
+    return pl.DataFrame({"said": lines}, schema={"said": pl.String})
 
 
 @analysis(
@@ -1207,10 +1235,16 @@ def gap_activity(ctx, range, min_ns, by, include_warmup, top) -> pl.DataFrame:
 )
 def gaps_explained(ctx, range, min_ns, by, include_warmup, top) -> dict[str, pl.DataFrame]:
     """What `nsysql gaps --explain` shows: the `activity` during each gap (or cause group: gap_activity) and
-    `meanwhile`, what the CPU did during each idle cause's gaps as summary says it (nsysql.analyses.cpu.meanwhile)."""
+    `meanwhile`, what the CPU did during each idle cause's gaps as summary says it (nsysql.analyses.cpu.meanwhile),
+    and `said`, those as the lines a table prints under it (`meanwhile: during <cause>: ...`, `time on a CPU: ...`),
+    one row each."""
     kw = {"range": range, "min_ns": min_ns, "by": by, "include_warmup": include_warmup, "top": top}
     act = ctx.ask("gap_activity", **kw)
-    return {"activity": act, "meanwhile": _cpu.meanwhile(ctx.ask("cpu", during="gaps", by="cause"))}
+    meanwhile = _cpu.meanwhile(ctx.ask("cpu", during="gaps", by="cause"))
+    lines = [
+        f"meanwhile: during {c}: {m}" if c is not None else f"time on a CPU: {m}" for c, m in meanwhile.iter_rows()
+    ]
+    return {"activity": act, "meanwhile": meanwhile, "said": _lines(lines)}
 
 
 @analysis(

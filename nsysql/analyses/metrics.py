@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import re
+
 import polars as pl
 
 from ..errors import NsysqlError
@@ -21,6 +23,11 @@ from .advice import METRICS_CC, NVTX_HINT, switch
 from .ranges import DEFAULT_ATTRIBUTION, check_attribution
 
 GROUPINGS = ("iteration", "range")
+# counters of the graphics pipeline's stages: 0 throughout in a compute program (the rows `shown` leaves out
+# unless asked)
+GRAPHICS = re.compile(r"\b(Pixel|Vertex|Tess|Geometry|Raster)\b")
+_VALUES = ("mean", "min", "p50", "p90", "max")
+HZ_NOTE = "nsys wrote Hz under [MHz]: shown in MHz (divided by 10^6)"
 NO_METRICS = (
     f"this export has no GPU metrics: profile with {switch('gpu_metrics')} (or a list of devices) to sample them"
 )
@@ -104,3 +111,33 @@ def timeline(con, start_ns: int, end_ns: int, bins: int = 1500) -> pl.DataFrame:
             f"bins is a whole number of 1 or more and end after start, not {bins!r}, {start_ns!r}-{end_ns!r}"
         )
     return run(con, "metrics_timeline", t0=start_ns, t1=end_ns, bins=min(bins, end_ns - start_ns))
+
+
+def shown(df: pl.DataFrame, graphics: bool = False) -> dict[str, pl.DataFrame]:
+    """A gpu_metrics() answer as `nsysql metrics` shows it: `table`, where clocks whose values hold Hz under an
+    `MHz` unit (the rule of gpu_metrics.sql's note: above 10^6 MHz, 1 THz, on that device) are divided by 10^6
+    and noted so, and graphics counters (GRAPHICS) that are 0 in every row of their device are left out unless
+    `graphics` (a compute program never runs that pipeline); `left`, the names of those left out (`metric`, in
+    order), and `said`, one row: the sentence naming them (null where none is left out)."""
+    vals = [c for c in _VALUES if c in df.columns]
+    left: list[str] = []
+    if df.height and vals:
+        key = ["device_id", "metric"]
+        top = pl.max_horizontal([pl.col(c).abs() for c in vals]).max().over(key)
+        flags = df.select(
+            hz=(pl.col("unit") == "MHz") & (top > 1e6),
+            idle=pl.col("metric").str.contains(GRAPHICS.pattern) & (top == 0),
+        )
+        hz, idle = flags["hz"], flags["idle"]
+        df = df.with_columns(pl.when(hz).then(pl.col(c) / 1e6).otherwise(pl.col(c)).alias(c) for c in vals)
+        if "note" in df.columns:
+            df = df.with_columns(pl.when(hz).then(pl.lit(HZ_NOTE)).otherwise(pl.col("note")).alias("note"))
+        if not graphics:
+            left = df.filter(idle)["metric"].unique(maintain_order=True).to_list()
+            df = df.filter(~idle)
+    said = f"left out {len(left)} graphics counters at 0 throughout ({', '.join(left)})" if left else None
+    return {
+        "table": df,
+        "left": pl.DataFrame({"metric": left}, schema={"metric": pl.String}),
+        "said": pl.DataFrame({"said": [said]}, schema={"said": pl.String}),
+    }

@@ -88,16 +88,12 @@ def metrics(file, fmt, output, graphics, **params):
     """GPU metrics sampled by `nsys profile --gpu-metrics-devices=...`: per device and metric, samples, mean, min,
     p50, p90, max (as `nsys recipe gpu_metric_util_sum`), and a note on counters whose values do not fit their
     unit. Clocks that nsys wrote in Hz under [MHz] are shown in MHz."""
-    from .metrics_view import printed
-
-    df, left = printed(load_profile(file, warm=True, question=("gpu_metrics", params)).gpu_metrics(**params), graphics)
-    if left:
-        click.echo(
-            f"nsysql: left out {len(left)} graphics counters at 0 throughout ({_line(', '.join(left), 200)}): "
-            "--graphics lists them",
-            err=True,
-        )
-    emit(df, fmt, output)
+    params = {**params, "graphics": graphics}
+    got = load_profile(file, warm=True, question=("gpu_metrics_shown", params)).gpu_metrics_shown(**params)
+    said = got["said"]["said"][0]
+    if said is not None:
+        click.echo(f"nsysql: {_line(said)}: --graphics lists them", err=True)
+    emit(got["table"], fmt, output)
 
 
 @click.command()
@@ -116,10 +112,7 @@ def iterations(files, fmt, output, **params):
             return render({k: got[k] for k in ("iterations", "steady state")}, **look)
         if fmt == "csv":
             return render(got["iterations"], **look)
-        said = got["note"].row(0, named=True)
-        note = f"\nrange: {_line(said['range'])}\n{said['steady']}\n"
-        if said["outliers"]:
-            note += f"outliers: {_line(said['outliers'])}\n"
+        note = "\n" + _said(got)
         return rendered(_narrow(got["iterations"]), "table", output=output) + fitted(note, output)
 
     emit_answer(prof, "iterations_shown", params, fmt, output, text)
@@ -131,6 +124,11 @@ overlap = answer(
     "Communication hidden or exposed: time in communication kernels (NCCL), overlapped by compute or not.",
     files=True,
 )
+
+
+def _said(got) -> str:
+    """The lines of an answer's `said` frame, each for one line of a terminal."""
+    return "".join(f"{_line(line)}\n" for line in got["said"]["said"])
 
 
 def _narrow(df):
@@ -175,12 +173,7 @@ def gaps(files, fmt, output, explain, top, **params):
         if fmt != "table":
             return render(got["activity"], **look)
         # under the table: what the CPU did during each cause's gaps (samples and scheduling), as summary says it
-        lines = [
-            f"meanwhile: during {c}: {_line(m)}" if c is not None else f"time on a CPU: {_line(m)}"
-            for c, m in got["meanwhile"].iter_rows()
-        ]
-        notes = "".join(f"{line}\n" for line in lines)
-        return rendered(got["activity"], "table", output=output) + fitted(notes, output)
+        return rendered(got["activity"], "table", output=output) + fitted(_said(got), output)
 
     emit_answer(prof, "gaps_explained", params, fmt, output, text)
 
@@ -200,7 +193,7 @@ def _ranks_result(files, dask, workers, range=None):
     )
     out = r.shown()
     # said once the answer is whole: a refusal (no rank has iterations) is the one line on stderr
-    click.echo(f"nsysql: {r.files.height} rank{'s' if r.files.height != 1 else ''}; {r.numbering}", err=True)
+    click.echo(f"nsysql: {r.said}", err=True)
     click.echo(f"nsysql: straggler rule: {r.rule}", err=True)
     return out
 
