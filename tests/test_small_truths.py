@@ -176,13 +176,22 @@ def test_an_mpi_rank_thread_beyond_a_c_int_names_no_rank(tmp_path, number, rank)
     path = craft(tmp_path / "rank.sqlite", *_named(PID, PID, f"MPI Rank {number}"))
     named = raw(path, "SELECT s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId WHERE s.value GLOB 'MPI*'")
     assert named == [(f"MPI Rank {number}",)]
+    f = _ranked(path, rank)
+    if rank is not None:
+        assert f"MPI Rank {number}" in f["rank_source"], f
+
+
+def _ranked(path, rank: int | None) -> dict:
+    """`ranks`' row of the one file `path`: rank `rank`, or, where None (no rank named), numbered by its name, as
+    any file without a rank."""
     res = _cli("ranks", "-f", "json", path)
     assert res.exit_code == 0, res.output
     (f,) = json.loads(res.stdout)["files"]
-    if rank is None:  # no rank named: the one file is numbered by its name, as any file without a rank
+    if rank is None:
         assert f["rank"] == 0 and f["rank_source"] == "sorted file name", f
     else:
-        assert f["rank"] == rank and f"MPI Rank {number}" in f["rank_source"], f
+        assert f["rank"] == rank, f
+    return f
 
 
 # ... and so is the RANK of the captured environment (or OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID after it): a
@@ -201,13 +210,9 @@ def test_a_rank_in_the_environment_beyond_a_c_int_names_no_rank(tmp_path, env, r
     path = craft(tmp_path / "rank.sqlite", *((insert, (f'{k}="{v}"',)) for k, v in env.items()))
     got = raw(path, "SELECT value FROM META_DATA_CAPTURE WHERE value GLOB '*RANK=*'")
     assert sorted(got) == sorted((f'{k}="{v}"',) for k, v in env.items())  # train_small's own environment has none
-    res = _cli("ranks", "-f", "json", path)
-    assert res.exit_code == 0, res.output
-    (f,) = json.loads(res.stdout)["files"]
-    if rank is None:  # no rank named: the one file is numbered by its name, as any file without a rank
-        assert f["rank"] == 0 and f["rank_source"] == "sorted file name", f
-    else:
-        assert f["rank"] == rank and f["rank_source"] == "process environment (META_DATA_CAPTURE)", f
+    f = _ranked(path, rank)
+    if rank is not None:
+        assert f["rank_source"] == "process environment (META_DATA_CAPTURE)", f
 
 
 def test_a_gpu_owning_process_named_pt_data_worker_keeps_its_threads_roles(tmp_path):

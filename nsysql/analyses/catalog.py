@@ -157,48 +157,46 @@ def facts(ctx) -> dict[str, list[str]]:
     return _facts(ctx.con)
 
 
+# What says whether a command applies to an export (`info`'s commands section, `why_not`): every table an
+# analysis `requires` or its refusal (Analysis.refusal) reads, api_calls, and profile_facts (whether scheduling
+# events answer `cpu` without samples); and the queries that read them
+APPLIES_TABLES = (
+    "api_calls",
+    "cpu_samples",
+    "data_quality",
+    "devices",
+    "gpu_busy",
+    "gpu_memory_events",
+    "gpu_metric_counts",
+    "gpu_ops",
+    "kernel_classes",
+    "nvtx_payloads",
+    "nvtx_ranges",
+    "process_roles",
+    "profile_facts",
+    "strings",
+    "thread_states",
+)
+APPLIES_SQL = (
+    "table_rows",
+    "dropped_rows",
+    "op_ranges_any",
+    "comm_kernels_any",
+    "collectives_missing",
+    "metrics_capabilities",
+    "process_devices",
+    "trace_span",
+)
+
+
 @analysis(
     "info",
     command="info",
     # with every table an analysis `requires` or its refusal reads (which commands apply: info.commands), or the
     # one that says whether it holds rows (info.PROBES: the GPU metrics samples counted, not read), so that a
     # cold `info` builds them in its load's one pass
-    tables=(
-        "api_calls",
-        "cpu_samples",
-        "data_quality",
-        "devices",
-        "gpu_busy",
-        "gpu_memory_events",
-        "gpu_metric_counts",
-        "gpu_ops",
-        "graph_nodes",
-        "kernel_classes",
-        "nvtx_marks",
-        "nvtx_payloads",
-        "nvtx_ranges",
-        "os_calls",
-        "process_roles",
-        "processes",
-        "profile_facts",
-        "strings",
-        "thread_states",
-        "threads",
-    ),
-    sql=(
-        "table_counts",
-        "data_quality",
-        "row_checks",
-        "devices",
-        "table_rows",
-        "collectives_missing",
-        "dropped_rows",
-        "op_ranges_any",
-        "comm_kernels_any",
-        "metrics_capabilities",
-        "process_devices",
-        "trace_span",
-    ),
+    tables=tuple(sorted(APPLIES_TABLES + ("graph_nodes", "nvtx_marks", "os_calls", "processes", "threads"))),
+    sql=("table_counts", "data_quality", "row_checks", "devices") + APPLIES_SQL,
 )
 def info(ctx) -> pl.DataFrame:
     """What the export holds and lacks, and which commands apply to it (and why not, as each says it)."""
@@ -209,36 +207,8 @@ def info(ctx) -> pl.DataFrame:
     "why_not",
     params=(Param("analysis", str),),
     keep="memory",
-    # every table an analysis `requires` or its refusal (Analysis.refusal) reads, and api_calls: which of them
-    # hold rows (as `info` reads them); and profile_facts: whether scheduling events answer `cpu` without
-    # samples (info._cpu_scheduled)
-    tables=(
-        "api_calls",
-        "cpu_samples",
-        "data_quality",
-        "devices",
-        "gpu_busy",
-        "gpu_memory_events",
-        "gpu_metric_counts",
-        "gpu_ops",
-        "kernel_classes",
-        "nvtx_payloads",
-        "nvtx_ranges",
-        "process_roles",
-        "profile_facts",
-        "strings",
-        "thread_states",
-    ),
-    sql=(
-        "table_rows",
-        "dropped_rows",
-        "op_ranges_any",
-        "comm_kernels_any",
-        "collectives_missing",
-        "metrics_capabilities",
-        "process_devices",
-        "trace_span",
-    ),
+    tables=APPLIES_TABLES,  # which of them hold rows, as `info` reads them (info._cpu_scheduled: profile_facts)
+    sql=APPLIES_SQL,
 )
 def why_not(ctx, analysis) -> str:
     """Why the analysis `analysis` does not apply to this export, in one line (as `info` and its command say it:
