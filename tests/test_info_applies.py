@@ -108,3 +108,19 @@ def test_info_says_collectives_applies_where_the_command_answers(tmp_path):
             said = _commands(p.info())["collectives"]
         res = CliRunner().invoke(main, ["--cache-dir", cache, "collectives", str(path)])
         assert said.startswith("yes") == (res.exit_code == 0) == (nccl_kernels > 0), (path, said, res.stderr)
+
+
+def test_info_says_iterations_does_not_apply_where_no_loop_is_found(tmp_path, monkeypatch):
+    """train_small's NVTX ranges moved 8 s earlier, before any kernel: push/pop ranges remain, but none of their
+    families launches GPU work, so `iterations` finds no loop (exit 2). `info` said "yes" (it looked only for
+    push/pop ranges); it now says the detector's own line, as the command and Profile.why_not say it."""
+    monkeypatch.setenv("NSYSQL_CACHE_DIR", str(tmp_path / "cache"))
+    path = craft(
+        tmp_path / "early.sqlite", 'UPDATE NVTX_EVENTS SET start = start - 8000000000, "end" = "end" - 8000000000'
+    )
+    res = CliRunner().invoke(main, ["iterations", str(path)])
+    assert res.exit_code == 2 and "no repeating loop found" in res.stderr, res.output
+    said = _applies(path)["iterations"]
+    assert said == "no: " + res.stderr.strip().split(f"{path}: ", 1)[1], said
+    with nsysql.load(path) as p:
+        assert said == "no: " + p.why_not("iterations")

@@ -14,7 +14,7 @@ from dataclasses import replace
 import polars as pl
 
 from ..engine import REGISTRY, Engine, Flag, Only, Param, analysis
-from ..errors import NsysqlError
+from ..errors import NsysqlError, one_line
 from . import api as _api
 from . import collectives as _coll
 from . import cpu as _cpu
@@ -197,10 +197,23 @@ APPLIES_SQL = (
     # cold `info` builds them in its load's one pass
     tables=tuple(sorted(APPLIES_TABLES + ("graph_nodes", "nvtx_marks", "os_calls", "processes", "threads"))),
     sql=("table_counts", "data_quality", "row_checks", "devices") + APPLIES_SQL,
+    needs=("iteration_range",),
 )
 def info(ctx) -> pl.DataFrame:
     """What the export holds and lacks, and which commands apply to it (and why not, as each says it)."""
-    return _info.info(ctx.con)
+    return _info.info(ctx.con, loop=lambda: _no_loop(ctx))
+
+
+def _no_loop(ctx) -> str:
+    """Why `iterations` finds no loop in this export, as the command says it (its detector's refusal, without
+    the file's path the command puts in front), or '' where it finds one: its answer is kept for the next
+    question, which reads it as `summary` and `iterations` would have."""
+    try:
+        ctx.ask("iteration_range")
+    except NsysqlError as e:
+        text = one_line(e)
+        return text[len(e.path) + 2 :] if e.path and text.startswith(f"{e.path}: ") else text
+    return ""
 
 
 @analysis(
@@ -209,12 +222,13 @@ def info(ctx) -> pl.DataFrame:
     keep="memory",
     tables=APPLIES_TABLES,  # which of them hold rows, as `info` reads them (info._cpu_scheduled: profile_facts)
     sql=APPLIES_SQL,
+    needs=("iteration_range",),
 )
 def why_not(ctx, analysis) -> str:
     """Why the analysis `analysis` does not apply to this export, in one line (as `info` and its command say it:
     its refusal, Analysis.refusal, else the canonical tables it requires that hold no rows and what would have
-    recorded them), or '' where it does."""
-    return _info.why_not(ctx.con, analysis)
+    recorded them; for `iterations`, whether a loop is found), or '' where it does."""
+    return _info.why_not(ctx.con, analysis, loop=lambda: _no_loop(ctx))
 
 
 @analysis(

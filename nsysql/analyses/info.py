@@ -13,9 +13,9 @@ def _fmt_ns(ns) -> str:
     return f"{int(ns) / 1e9:.3f} s" if ns is not None else "unknown"
 
 
-def info(con) -> pl.DataFrame:
+def info(con, loop=None) -> pl.DataFrame:
     """Rows of (section, item, value): the file, its contents, what it lacks, and what can be asked of it (each
-    command about one export, `commands`)."""
+    command about one export, `commands`; `loop`: as there)."""
     f = facts(con)
     one = lambda k, d=None: (f.get(k) or [d])[0]  # noqa: E731
     rows: list[tuple[str, str, str]] = [
@@ -49,7 +49,7 @@ def info(con) -> pl.DataFrame:
     for msg in f.get("missing", []):
         rows.append(("lacks", msg.split(":")[0], msg.split(":", 1)[1].strip() if ":" in msg else msg))
     rows += quality(con)
-    for command, analysis, why in commands(con):
+    for command, analysis, why in commands(con, loop):
         ok = not why
         if analysis == "collectives" and ok and (unsized := _by_kernel_name(con)):
             why = unsized  # it answers per kind, from the NCCL kernels' names
@@ -93,30 +93,34 @@ HOLDS = {
 PROBES = {"gpu_metric_samples": "gpu_metric_counts"}
 
 
-def commands(con) -> list[tuple[str, str, str]]:
+def commands(con, loop=None) -> list[tuple[str, str, str]]:
     """Each command that answers about one export (the analyses that declare one, Analysis.command; `info`
     itself left out), in order of its name: (command, its analysis, why it does not apply: '' where it does).
-    Internal analyses (the pieces of others, a command's view) have no command and are not listed."""
+    Internal analyses (the pieces of others, a command's view) have no command and are not listed. `loop()`:
+    why no loop is found ('' where one is), for `iterations` where its refusal passes (see _why_not)."""
     from ..engine import REGISTRY
 
     shown = sorted((a.command, a) for a in REGISTRY.values() if a.command and a.name != "info")
     rows = _rows(con, [r for _, a in shown for r in a.requires])
-    return [(command, a.name, _why_not(con, a, rows)) for command, a in shown]
+    return [(command, a.name, _why_not(con, a, rows, loop)) for command, a in shown]
 
 
-def _why_not(con, a, rows: dict[str, int]) -> str:
+def _why_not(con, a, rows: dict[str, int], loop=None) -> str:
     """What the analysis `a`'s command says where it has nothing to answer: its own refusal (Analysis.refusal,
-    which it raises before anything else), else the canonical tables it requires that hold no rows; ''."""
-    return (a.refusal(con) if a.refusal else None) or _why(con, a.requires, rows)
+    which it raises before anything else), else the canonical tables it requires that hold no rows; for
+    `iterations`, where NVTX push/pop ranges pass both, whether a loop is found among them (`loop()`: the
+    detector's own refusal, as `nsysql iterations` prints it); ''."""
+    why = (a.refusal(con) if a.refusal else None) or _why(con, a.requires, rows)
+    return why or (loop() if loop is not None and a.name == "iterations" else "")
 
 
-def why_not(con, analysis: str) -> str:
+def why_not(con, analysis: str, loop=None) -> str:
     """Why the analysis `analysis` does not apply to this export (as `info` says it of its command), or '' where
-    it does."""
+    it does (`loop`: as commands has it)."""
     from ..engine import REGISTRY
 
     a = REGISTRY[analysis]
-    why = _why_not(con, a, _rows(con, a.requires))
+    why = _why_not(con, a, _rows(con, a.requires), loop)
     if analysis == "cpu" and _cpu_scheduled(con, why, facts(con)):
         return ""  # it answers per thread and process, as `info` says; its other `by`s refuse in their own line
     return why
