@@ -14,6 +14,7 @@ class NsysqlError(Exception):
 
     def __init__(self, message: str, path: str | None = None, option: str | tuple[str, ...] | None = None):
         self.path = path
+        self.message = message  # without the path the whole text puts in front
         self.options = (option,) if isinstance(option, str) else tuple(option or ())
         super().__init__(f"{path}: {message}" if path else message)
 

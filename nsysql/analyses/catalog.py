@@ -211,8 +211,7 @@ def _no_loop(ctx) -> str:
     try:
         ctx.ask("iteration_range")
     except NsysqlError as e:
-        text = one_line(e)
-        return text[len(e.path) + 2 :] if e.path and text.startswith(f"{e.path}: ") else text
+        return one_line(NsysqlError(e.message))
     return ""
 
 

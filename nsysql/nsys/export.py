@@ -157,7 +157,7 @@ def export_to(nsys: str, p: Path, out: Path, shown: str) -> list[str]:
     try:
         open_source(out)
     except NsysqlError as e:
-        what = str(e)[len(e.path) + 2 :] if e.path else str(e)
+        what = e.message
         raise NsysqlError(
             f"`{shell(argv)}` exited with status 0 but wrote no usable export: it {what}; not kept", shown
         ) from None
