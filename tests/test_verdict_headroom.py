@@ -70,6 +70,24 @@ def test_train_small_values_by_construction():
     assert "upper bound" in page["headroom_basis"]
 
 
+def test_pageable_copies_outside_the_steps_say_so():
+    """ops_transformer copies its pageable inputs before its loop and none in a step (counted here from the
+    copies and the typical steps' windows): the finding stays, giving back 0 ms, and its basis says why, not
+    that 0 ms is an upper bound for want of a pinned rate."""
+    prof = loaded(str(fixture("ops_transformer")))
+    _, typical = _steady(prof)
+    starts = prof.sql(
+        "SELECT coalesce(api_start_ns, start_ns) AS t FROM gpu_ops_named "
+        "WHERE kind = 'memcpy' AND copy_kind = 'Host-to-Device' AND src_kind = 'Pageable'"
+    )["t"].to_list()
+    windows = typical.select("start_ns", "end_ns").rows()
+    assert starts and not any(s <= t < e for t in starts for s, e in windows)
+    page = _row(prof, "pageable host-to-device copies")
+    assert page["headroom_ms"] == 0
+    assert page["headroom_basis"].startswith("no pageable copy in a typical steady-state step")
+    assert "upper bound" not in page["headroom_basis"]
+
+
 def test_sorted_by_headroom_and_top_leads():
     """Additive findings by headroom, largest first, then the symptoms; the top one is the first line of the
     summary (the `fix first` fact), of the Markdown snippet and of the HTML report (test_every_format...); the

@@ -277,6 +277,11 @@ def _exposed(name: str, inp: Inputs) -> tuple[float | None, str]:
 def _pageable(name: str, inp: Inputs) -> tuple[float | None, str]:
     s, f = inp.step, inp.facts or {}
     ns, nbytes = s.per_typical(inp.work, "pageable_ns"), s.per_typical(inp.work, "pageable_bytes")
+    if not ns and not nbytes:  # the finding counts the copies of the whole profile; the steps may hold none
+        return 0.0, (
+            "no pageable copy in a typical steady-state step: the copies counted are in warm-up, the outlier "
+            "steps or outside the loop, so fixing them gives no time back per step"
+        )
     if f.get("pinned_ns") and f.get("pinned_bytes"):
         rate = f["pinned_bytes"] / f["pinned_ns"]  # bytes per ns = GB/s
         pinned = nbytes / rate
