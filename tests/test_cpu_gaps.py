@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import polars as pl
 from click.testing import CliRunner
-from conftest import fixture, loaded, raw
+from conftest import craft, fixture, loaded, raw
 
+import nsysql
 from nsysql.cli import main
 
 BEFORE, AFTER = fixture("loader_cpu_before"), fixture("loader_cpu_after")
@@ -195,3 +196,18 @@ def test_report_says_the_same_sentence():
     facts = loaded(str(BEFORE)).summary()["facts"]
     story = facts.filter(pl.col("key") == "meanwhile")["value"][0].split(": ", 1)[1]
     assert "**data-loader bound**" in res.stdout and story in res.stdout
+
+
+def test_frames_without_symbols_are_said_as_unresolved_addresses(tmp_path):
+    """Where nsys resolved no symbol of the sampled frames (an address is all it wrote, as in exports of stripped
+    binaries and old nsys), the evidence says their share as unresolved addresses, never quoting an address as
+    if it named a function: the workers' samples of the crafted copy are all such frames."""
+    path = craft(
+        tmp_path / "stripped.sqlite",
+        "UPDATE StringIds SET value = printf('0x7f%010x', id) WHERE id IN (SELECT symbol FROM SAMPLING_CALLCHAINS)",
+        source=BEFORE,
+    )
+    ev = nsysql.load(path).findings().filter(pl.col("finding") == "data-loader bound")["evidence"][0]
+    workers = ev.split("2 data-loader worker processes (pt_data_worker) were on a CPU", 1)[1]
+    assert "top frames unresolved addresses 100% (of " in workers
+    assert "`0x7f" not in ev

@@ -637,18 +637,28 @@ def _who(r: dict) -> tuple[str, str]:
     return who + (f" ({', '.join(said)})" if said else ""), verb
 
 
+# a frame nsys could not symbolize is named by its address alone (65_cpu_samples.sql): one such address says
+# nothing a reader can act on, so their samples are said together, as unresolved addresses
+UNRESOLVED = "unresolved addresses"
+_ADDRESS = r"^0[xX][0-9a-fA-F]+$"
+
+
 def _frames(samples: pl.DataFrame, n: int = 3) -> str:
-    """`, top frames `f` 30%, ...` of these samples (share of them), or nothing without samples."""
+    """`, top frames `f` 30%, ...` of these samples (share of them), or nothing without samples. Frames named by
+    an address alone count together as UNRESOLVED, said without quotes."""
     total = samples["samples"].sum() if samples.height else 0
     if not total:
         return ""
+    named = pl.when(pl.col("function").str.contains(_ADDRESS)).then(None).otherwise(pl.col("function"))
     top = (
-        samples.group_by("function")
+        samples.group_by(named.alias("function"))
         .agg(pl.col("samples").sum())
-        .sort(["samples", "function"], descending=[True, False])
+        .sort(["samples", "function"], descending=[True, False], nulls_last=True)
         .head(n)
     )
-    said = ", ".join(f"`{f}` {_pct(c, total)}" for f, c in top.iter_rows())
+    said = ", ".join(
+        f"`{f}` {_pct(c, total)}" if f is not None else f"{UNRESOLVED} {_pct(c, total)}" for f, c in top.iter_rows()
+    )
     return f", top frames {said} (of {total:,} sample{'s' if total != 1 else ''})"
 
 
