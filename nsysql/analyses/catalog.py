@@ -1244,11 +1244,12 @@ def gaps_explained(ctx, range, min_ns, by, include_warmup, top) -> dict[str, pl.
         ),
         Param(
             "by",
-            str,
-            "function",
-            (*_cpu.BYS, "stack", "cause"),
+            OPT_STR,
+            None,
+            (None, *_cpu.BYS, "stack", "cause"),
             doc="One row per leaf function, module, thread or process; python: per place in the Python samples "
-            "(nsys profile --python-sampling=true, exported with --include-blobs=true) and thread.",
+            "(nsys profile --python-sampling=true, exported with --include-blobs=true) and thread [default: "
+            "function; thread where the profile has scheduling events but no CPU samples].",
             # stack: the folded stacks of `-f folded`; cause: what `gaps --explain` and summary say under gaps
             flag=Flag(choices=_cpu.BYS),
         ),
@@ -1300,6 +1301,8 @@ def cpu(ctx, during, by, top) -> pl.DataFrame:
     """Where CPU time went, from CPU samples: per function, module, thread or process (by="stack": folded
     stacks; by="cause": what the CPU did during each idle cause's gaps, as summary says it), over the whole
     profile or `during` "gaps", "iterations A:B" or "range PATTERN" (rules: nsysql.analyses.cpu)."""
+    if by is None:  # what the capture allows: per function, or per thread from scheduling events alone
+        return ctx.ask("cpu", during=during, by=_cpu.default_by(ctx.con), top=top)
     if top is not None:
         return _head(ctx.ask("cpu", during=during, by=by), top)
     kind, arg = _cpu.parse_during(during)
@@ -1324,11 +1327,18 @@ def cpu(ctx, during, by, top) -> pl.DataFrame:
     return out
 
 
-@analysis("cpu_note", keep="memory", tables=("cpu_samples", "thread_states"), view=True)
-def cpu_note(ctx) -> str:
-    """The line under `cpu --by thread` or `--by process` where it is measured from scheduling events alone (no
-    CPU samples: nsysql.analyses.cpu.sched_note), '' where the export has CPU samples or no scheduling events."""
-    return _cpu.sched_note(ctx.con)
+@analysis(
+    "cpu_note",
+    keep="memory",
+    params=(Param("by", OPT_STR, "thread", (None, "thread", "process"), flag=None),),
+    tables=("cpu_samples", "thread_states"),
+    view=True,
+)
+def cpu_note(ctx, by) -> str:
+    """The line under `cpu --by thread` or `--by process` (`by`; None: `cpu` without --by, which answers per
+    thread there) where it is measured from scheduling events alone (no CPU samples: _cpu.sched_note), ''
+    where the export has CPU samples or no scheduling events."""
+    return _cpu.sched_note(ctx.con, by)
 
 
 @analysis("nccl_ranges", tables=("nvtx_ranges",), sql=("nccl_ranges",), requires=("nvtx_ranges",))

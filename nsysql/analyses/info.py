@@ -129,11 +129,15 @@ def why_not(con, analysis: str, loop=None) -> str:
 def _cpu_scheduled(con, why: str, f: dict) -> str | None:
     """Where `cpu` lacks CPU samples (`why`: its refusal) but the export has scheduling events (profile facts
     `f`: span_from), which alone answer per thread and per process (nsysql.analyses.cpu): how far it applies
-    (`cpu --by thread`, `--by process`; the default, per function, is refused); else None."""
+    (plain `cpu` answers per thread, as `--by thread` does, and `--by process`; per function is refused); else
+    None."""
     from .cpu import no_samples
 
     if why and "scheduling events" in ((f.get("span_from") or [""])[0] or ""):
-        return f"per thread and process only, from scheduling events ({no_samples(con)})"
+        return (
+            f"per thread and process only, from scheduling events ({no_samples(con)}): plain `cpu` answers per "
+            "thread, `--by process` per process"
+        )
     return None
 
 
