@@ -198,10 +198,11 @@ APPLIES_SQL = (
     tables=tuple(sorted(APPLIES_TABLES + ("graph_nodes", "nvtx_marks", "os_calls", "processes", "threads"))),
     sql=("table_counts", "data_quality", "row_checks", "devices") + APPLIES_SQL,
     needs=("iteration_range",),
+    names_path=True,
 )
 def info(ctx) -> pl.DataFrame:
     """What the export holds and lacks, and which commands apply to it (and why not, as each says it)."""
-    return _info.info(ctx.con, loop=lambda: _no_loop(ctx))
+    return _info.info(ctx.con, loop=lambda: _no_loop(ctx), path=str(ctx.path))
 
 
 def _no_loop(ctx) -> str:
@@ -664,6 +665,7 @@ def summary_tables(ctx, thresholds) -> dict[str, pl.DataFrame]:
         "thread_states",
         "threads",
     ),
+    names_path=True,  # its `file` fact
 )
 def summary(ctx, attribution, top, thresholds, families) -> dict[str, pl.DataFrame]:
     """One screen about the profile; its pieces are asked side by side, and stored, so a report that asks them
@@ -691,6 +693,7 @@ def summary(ctx, attribution, top, thresholds, families) -> dict[str, pl.DataFra
         top=top,
         work=None if isinstance(work, NsysqlError) else work,  # no loop: no headroom
         limits=thresholds,
+        path=str(ctx.path),
     )
     # what its kernel table leaves out (CUDA graphs traced whole), as `kernels` says it under its own
     note = None if isinstance(graphs, NsysqlError) else _kernels.whole_graph_note(graphs)

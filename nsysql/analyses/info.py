@@ -13,13 +13,14 @@ def _fmt_ns(ns) -> str:
     return f"{int(ns) / 1e9:.3f} s" if ns is not None else "unknown"
 
 
-def info(con, loop=None) -> pl.DataFrame:
+def info(con, loop=None, path: str | None = None) -> pl.DataFrame:
     """Rows of (section, item, value): the file, its contents, what it lacks, and what can be asked of it (each
-    command about one export, `commands`; `loop`: as there)."""
+    command about one export, `commands`; `loop`: as there). `path`: the export as the user named it (None: the
+    file it was loaded from, which a link resolves to)."""
     f = facts(con)
     one = lambda k, d=None: (f.get(k) or [d])[0]  # noqa: E731
     rows: list[tuple[str, str, str]] = [
-        ("file", "path", one("source_path")),
+        ("file", "path", path or one("source_path")),
         ("file", "bytes", one("source_bytes")),
         (
             "file",
