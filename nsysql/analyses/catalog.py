@@ -1242,7 +1242,7 @@ def gaps_explained(ctx, range, min_ns, by, include_warmup, top) -> dict[str, pl.
             OPT_STR,
             None,
             doc="Only samples taken during: gaps (GPU idle gaps >= 1 ms), 'iterations A:B' or 'range PATTERN' "
-            "[default: the whole profile].",
+            "('' or \"range ''\" for the ranges without a name) [default: the whole profile].",
             flag=Flag(metavar="WHEN"),
         ),
         Param(

@@ -57,13 +57,20 @@ _ROLE_WORDS = {
 
 
 def parse_during(text: str | None) -> tuple[str | None, str | None]:
-    """`gaps`, `iterations A:B` or `range P` (a space, `=` or `:` after the word) -> (kind, argument)."""
+    """`gaps`, `iterations A:B` or `range P` (a space, `=` or `:` after the word) -> (kind, argument). Nothing
+    (`--during ''`), or `range ''` (`""`: a pattern of nothing quoted as on a command line) -> ("range", ""): the
+    NVTX ranges without a name, as `--range ''` selects them everywhere (patterns.resolve_range)."""
     if text is None:
         return None, None
+    if not str(text).strip():
+        return "range", ""
     m = re.fullmatch(r"\s*(gaps|iterations|range)(?:[\s=:]+(.*))?", str(text)[:1000], re.S)
     if not m or (m.group(1) != "gaps" and not (m.group(2) or "").strip()):
         raise NsysqlError(f"`during` is gaps, iterations A:B or range PATTERN, not {str(text)[:60]!r}", option="during")
-    return m.group(1), (m.group(2) or "").strip() or None
+    arg = (m.group(2) or "").strip()
+    if m.group(1) == "range" and arg in ("''", '""'):
+        return "range", ""
+    return m.group(1), arg or None
 
 
 def merged(windows: list[tuple[int, int]]) -> list[tuple[int, int]]:
