@@ -1117,6 +1117,20 @@ def collectives_shown(ctx, by, range, slow_ratio) -> dict[str, pl.DataFrame]:
     }
 
 
+@analysis(
+    "collectives_unsized",
+    keep="memory",
+    tables=("gpu_ops", "nvtx_payloads", "nvtx_ranges", "profile_facts", "strings"),
+    sql=("collectives_missing",),
+    view=True,
+)
+def collectives_unsized(ctx) -> str:
+    """Why the profile's NCCL calls carry no message size where NCCL kernels ran (no NVTX payloads: then
+    `collectives_shown` answers by kind from the kernels' names), '' where they carry sizes or no NCCL kernel
+    ran: what nsysql.many asks of each export before it compares their calls, reading no call."""
+    return _coll.unsized(ctx.con) or ""
+
+
 def _gap_spans(ctx, range: str | None) -> pl.DataFrame | None:
     """The iterations gaps are indexed by (and their steady-state span counted over): the spans of the
     iterations of `range`, else of the detected loop; None without a loop. Spans, not the iterations answer:
