@@ -317,30 +317,32 @@ def collectives_across(
 
 
 def _unsized(profiles: list, ranks: list[int], by: str, range: str | None) -> dict | None:
-    """collectives_across where the exports' NCCL calls carry no message size; None where every one has sizes."""
-    from .analyses import collectives as _coll
-
-    asked = {"by": by if by in ("size", "kind") else "kind", "range": range}
-    got = sorted(shown_each(profiles, ranks, "collectives_shown", asked, table="collectives"), key=lambda rg: rg[0])
-    notes = [(r, g["note"]["note"][0]) for r, g in got if "note" in g]
-    if not notes:
+    """collectives_across where the exports' NCCL calls carry no message size; None where every one has sizes.
+    Whether each has them is asked alone (collectives_unsized, one query): a rank's whole answer is made only
+    where it is the one shown, never to learn that it has sizes."""
+    whys = sorted((r, _asked(p, "collectives_unsized", {})) for p, r in zip(profiles, ranks))
+    unsized = [r for r, why in whys if why]
+    if not unsized:
         return None
     paths = {r: str(p.path) for p, r in zip(profiles, ranks)}  # a refusal names each file whole (names may repeat)
-    lacking = ", ".join(f"rank {r} ({paths[r]})" for r, _ in notes)
-    why = _coll.unsized_why(notes[0][1])
+    lacking = ", ".join(f"rank {r} ({paths[r]})" for r in unsized)
+    why = dict(whys)[unsized[0]]
     if by not in ("size", "kind"):  # calls matched across ranks need each call's size: none to match here
         raise NsysqlError(
             f"`by={by}` needs NCCL's NVTX payloads (each call's size and communicator), which {lacking} "
-            f"lack{'s' if len(notes) == 1 else ''}: {why}; `by=kind` gives each rank's calls and GPU time per kind "
+            f"lack{'s' if len(unsized) == 1 else ''}: {why}; `by=kind` gives each rank's calls and GPU time per kind "
             "from the NCCL kernels' names",
             option="by",
         )
-    if len(notes) < len(got):
-        sized = ", ".join(f"rank {r} ({paths[r]})" for r, g in got if "note" not in g)
+    if len(unsized) < len(whys):
+        sized = ", ".join(f"rank {r} ({paths[r]})" for r, w in whys if not w)
         raise NsysqlError(
             f"message sizes are in {sized} but not in {lacking} ({why}): the answers would not compare; give "
             "exports that all have NCCL's NVTX payloads, or each file alone"
         )
+    asked = {"by": by, "range": range}
+    got = sorted(shown_each(profiles, ranks, "collectives_shown", asked, table="collectives"), key=lambda rg: rg[0])
+    notes = [(r, g["note"]["note"][0]) for r, g in got if "note" in g]
     return {
         "collectives": _stacked(got, "collectives"),
         "note": pl.DataFrame({"rank": [r for r, _ in notes], "note": [n for _, n in notes]}),

@@ -152,10 +152,11 @@ class Profile:
         rows, and what would have recorded them); '' where it does."""
         return self._engine.run("why_not", analysis=analysis)
 
-    def cpu_note(self) -> str:
+    def cpu_note(self, by: str | None = "thread") -> str:
         """The line under `cpu(by="thread")` or `by="process"` answered from scheduling events alone (no CPU
-        samples: which functions ran is unknown), naming the switch that records samples; '' otherwise."""
-        return self._engine.run("cpu_note")
+        samples: which functions ran is unknown), naming the switch that records samples; '' otherwise. `by`
+        None: under `cpu()` asked without a `by`, which answers per thread there, and the line says why."""
+        return self._engine.run("cpu_note", by=by)
 
     def kernels(
         self,

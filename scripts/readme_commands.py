@@ -81,8 +81,10 @@ def _key(a) -> list[dict]:
     """How a stored answer of `a` is keyed, for a command that reads it without the declarations
     (nsysql.cli.warm): each parameter's value when left out (normalized, as Analysis.bind gives it) and, for one
     with a normalize function, the spellings of its defaults and their normal values (any other spelling: the
-    warm path asks the Profile)."""
+    warm path asks the Profile); last, where the answer names the export's path (keyed_by_path), that key,
+    which the warm path fills with the path the user gave."""
     from nsysql.engine import REQUIRED, SAME
+    from nsysql.engine.declare import PATH_KEY, keyed_by_path
 
     out = []
     for p in a.params:
@@ -93,6 +95,8 @@ def _key(a) -> list[dict]:
             given = [p.default] + ([p.flag.default] if p.flag and p.flag.default is not SAME else [])
             d["spellings"] = [[_json(v), _json(p.normalize(v))] for v in given if v is not REQUIRED]
         out.append(d)
+    if keyed_by_path(a.name):  # the path the user named the export by (Engine.run)
+        out.append({"name": PATH_KEY, "path": True})
     return out
 
 

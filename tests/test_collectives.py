@@ -108,6 +108,19 @@ def test_across_ranks_the_straggler_arrives_last_by_its_sleep():
     assert by_rank[1]["last_arrivals"] == sum(s["last_rank"] == 1 for s in skew)
 
 
+def test_across_ranks_with_payloads_no_rank_is_answered_as_one_file(tmp_path):
+    """`collectives FILE FILE` over exports whose calls carry their sizes compares the ranks' calls: it makes no
+    rank's one-file answer (collectives_shown: its table by kind and its slow-size findings, which the comparison
+    never shows) only to learn that the rank has sizes. What a command makes is stored beside the export's entry
+    (nsysql.store.answers), so the cache holds what it asked."""
+    cache = built_cache(tmp_path / "c", RANK0, RANK1)
+    r = CliRunner().invoke(main, ["--cache-dir", str(cache), "collectives", str(RANK0), str(RANK1), "--by", "rank"])
+    assert r.exit_code == 0, r.output
+    made = {d.name.rsplit("-", 1)[0] for d in cache.glob("*.results/*-*")}
+    assert "collectives" in made  # the calls compared
+    assert not made & {"collectives_shown", "collective_findings"}, made
+
+
 def test_the_python_answer_across_ranks_is_what_the_command_prints(tmp_path):
     """nsysql.collectives(paths) is `nsysql collectives FILE FILE`: its frames are the command's JSON, its `said`
     the lines under the table, with payloads (the skew) and without (each rank's note); its refusal is the

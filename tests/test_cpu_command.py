@@ -8,7 +8,7 @@ import sqlite3
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import fixture, raw
+from conftest import craft, fixture, raw
 
 from nsysql.cli import main
 
@@ -68,6 +68,21 @@ def test_functions_are_named_without_templates():
     # the transforms' kernels (COMMAND.md: aminmax, index, mul, add, remainder), each named by the kernel
     assert {"at::native::aminmax_kernel", "at::native::index_kernel", "at::native::remainder_kernel"} <= names
     assert not any("<" in n for n in names)
+
+
+def test_during_a_range_of_nothing_reads_the_ranges_without_a_name(tmp_path):
+    """`--during ''` (and `range ''`) reads during the NVTX ranges without a name, as `--range ''` selects them
+    everywhere: here loader_cpu_before's `train step N` ranges pushed without a message, so the samples counted
+    are those taken during its steps, as `range train step` counts them on the fixture itself."""
+    steps = "UPDATE NVTX_EVENTS SET text = NULL WHERE text LIKE 'train step%'"
+    path = craft(tmp_path / "nameless_steps.sqlite", steps, source="loader_cpu_before")
+    cache = tmp_path / "cache"
+    want = run(["cpu", BEFORE, "--during", "range train step", "--by", "thread", "-f", "csv"])
+    assert want.exit_code == 0, want.output
+    for during in ("", "range ''", 'range ""'):
+        got = run(["--cache-dir", cache, "cpu", path, "--during", during, "--by", "thread", "-f", "csv"])
+        assert got.exit_code == 0, (during, got.output)
+        assert got.stdout == want.stdout, during
 
 
 def test_folded_stacks_count_every_sample_and_every_frame():

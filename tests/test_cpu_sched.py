@@ -73,8 +73,23 @@ def test_roles_without_samples_are_those_with_them(unsampled):
     assert roles[0] == roles[1] and sorted(set(roles[1].values())) == ["data_loader", "main"]
 
 
+def test_plain_cpu_without_samples_answers_per_thread_and_says_why(unsampled):
+    """`cpu` with no --by answers what the capture allows: per thread from scheduling events, as `--by thread`
+    does, with one line saying why it is not per function (no CPU samples), as `info` says it."""
+    plain, per_thread = _cli("cpu", unsampled, "-f", "csv"), _cli("cpu", unsampled, "--by", "thread", "-f", "csv")
+    assert plain.exit_code == 0, plain.output
+    assert plain.stdout == per_thread.stdout
+    got = pl.read_csv(io.StringIO(plain.stdout))
+    assert {(p, t): n for p, t, n in got.select("pid", "tid", "on_cpu_ns").rows()} == _on_cpu(unsampled)
+    (note,) = plain.stderr.strip().splitlines()
+    assert "no CPU samples" in note and "per thread, not per function" in note and "-s process-tree" in note, note
+    info = pl.read_csv(io.StringIO(_cli("info", unsampled, "-f", "csv").stdout))
+    said = info.filter((pl.col("section") == "commands") & (pl.col("item") == "cpu"))["value"][0]
+    assert "plain `cpu` answers per thread" in said, said
+
+
 def test_functions_without_samples_are_refused_naming_what_scheduling_answers(unsampled):
-    for args in (["cpu"], ["cpu", "--by", "module"], ["cpu", "-f", "folded"]):
+    for args in (["cpu", "--by", "function"], ["cpu", "--by", "module"], ["cpu", "-f", "folded"]):
         res = _cli(args[0], unsampled, *args[1:])
         assert res.exit_code == 2 and "Traceback" not in res.output, res.output
         (line,) = res.stderr.strip().splitlines()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES, built_cache, fixture, h200, loaded, public_exports
+from conftest import FIXTURES, built_cache, craft, fixture, h200, loaded, public_exports, raw
 from conftest import PUBLIC as SHARED_PUBLIC
 
 from nsysql.analyses.gaps import parse_duration
@@ -179,6 +179,34 @@ def test_gaps_without_file_uses_nsysql_profile(tmp_path, monkeypatch):
     res = CliRunner(env=env).invoke(main, ["gaps", "--range", "Batch", "--by", "cause", "-f", "csv"])
     assert res.exit_code == 0 and "NSYSQL_PROFILE" in res.stderr
     assert res.stdout.splitlines()[1].startswith("host:Load data,")
+
+
+def test_range_span_counts_only_the_processes_with_gpu_work(tmp_path):
+    """`gaps --range` explains the idle time of the processes that own a GPU: the span it counts is their
+    instances of the range, never those of a process without GPU work (here a copy of train_small's NVTX ranges
+    in pid 4242, which launches nothing), so the answer is train_small's own."""
+    src = fixture("train_small")
+    shift = (4242 - 1157) << 24  # globalTid = 2^48 + pid << 24 + tid
+    cols = [r[1] for r in raw(src, "PRAGMA table_info(NVTX_EVENTS)")]
+    sel = [f"{c} + {shift}" if c in ("globalTid", "endGlobalTid") else c for c in cols]
+    path = craft(
+        tmp_path / "gpuless.sqlite",
+        f"INSERT INTO NVTX_EVENTS ({', '.join(cols)}) SELECT {', '.join(sel)} FROM NVTX_EVENTS",
+        f"INSERT INTO PROCESSES (globalPid, pid, name) SELECT globalPid + {shift}, 4242, 'loader' FROM PROCESSES "
+        "WHERE pid = 1157",
+    )
+    own = raw(
+        src,
+        "SELECT sum(e.end - e.start) FROM NVTX_EVENTS e WHERE e.eventType = 59 "
+        "AND coalesce(e.text, (SELECT value FROM StringIds WHERE id = e.textId)) GLOB 'Batch[0-9]*'",
+    )[0][0]
+    import nsysql
+
+    prof = nsysql.load(path, cache_dir=tmp_path / "cache")
+    by = prof.gaps(range="Batch", by="cause", include_warmup=True)
+    prof.close()
+    assert by["counted"][0] == "instances of Batch"
+    assert by["span_ns"][0] == own
 
 
 @pytest.mark.parametrize("name", ["train_small", "big_step", "loop_before"])

@@ -11,7 +11,7 @@ import io
 
 import polars as pl
 from click.testing import CliRunner
-from conftest import craft, fixture, raw
+from conftest import built_cache, craft, fixture, raw
 
 from nsysql.cli import main
 
@@ -207,3 +207,31 @@ def test_collectives_of_several_unsized_exports_answer_per_rank(tmp_path):
     assert res.exit_code != 0 and "Traceback" not in res.output
     line = res.output.strip().splitlines()[-1]
     assert all(p.name in line for p in PAIR) and "`--by kind`" in line
+
+
+# --- 5. a link to an export is named as the user named it --------------------------------------------------------
+
+
+def test_a_link_is_shown_as_the_user_named_it(tmp_path):
+    """Profile.path, summary's `file` fact and info's `path` say the path the user gave (a link kept as the
+    link, as `last_profile` keeps it), through the link and through its target, which share one cache entry
+    (keyed by the file the link resolves to): neither is shown the other's path, warm or cold."""
+    import nsysql
+
+    target = fixture("train_small")
+    link = tmp_path / "latest.sqlite"
+    link.symlink_to(target)
+    cache = built_cache(tmp_path / "cache", target)
+    for path in (link, target, link):
+        prof = nsysql.load(path, cache_dir=cache)
+        try:
+            assert prof.path == path
+            facts = dict(prof.summary()["facts"].select("key", "value").rows())
+            assert facts["file"] == str(path)
+        finally:
+            prof.close()
+        for _ in range(2):  # the second run prints the text kept with the stored answer
+            out = cli("--cache-dir", cache, "summary", path, "-f", "csv").stdout
+            assert f"\nfile,{path}\n" in out, out
+            info = _csv("--cache-dir", cache, "info", path)
+            assert info.filter(pl.col("item") == "path")["value"].to_list() == [str(path)]

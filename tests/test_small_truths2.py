@@ -84,6 +84,31 @@ def test_iterations_titles_the_columns_of_a_child_range_without_a_name(unnamed_l
     assert "(unnamed range) cpu_us  (unnamed range) gpu_us" in head and "  cpu_us" not in head, head
 
 
+def test_a_range_named_unnamed_is_told_apart_from_ranges_without_a_name(tmp_path):
+    """A range whose message is really "(unnamed range)" (here train_small's `Load data`, which holds the idle
+    time) beside ranges without one (its `Forward Pass`, pushed with none): iterations gives each its own columns,
+    and gaps and the findings quote the real name, as every real name is quoted, never as the unnamed ones."""
+    path = craft(
+        tmp_path / "named_unnamed.sqlite",
+        "UPDATE NVTX_EVENTS SET text = '(unnamed range)' WHERE text = 'Load data'",
+        "UPDATE NVTX_EVENTS SET text = NULL WHERE text = 'Forward Pass'",
+    )
+    real, none = (
+        raw(path, f'SELECT sum("end" - start) FROM NVTX_EVENTS WHERE {w} AND eventType = 59')[0][0]
+        for w in ("text = '(unnamed range)'", "text IS NULL")
+    )
+    prof = nsysql.load(path, cache_dir=tmp_path / "cache")
+    try:
+        its = prof.iterations()
+        assert its["`(unnamed range)` cpu_ns"].sum() == real and its["(unnamed range) cpu_ns"].sum() == none
+        causes = prof.gaps(by="cause")["cause"].to_list()
+        assert "host:`(unnamed range)`" in causes and "host:(unnamed range)" not in causes, causes
+        host = prof.summary()["findings"].filter(pl.col("finding").is_in(["host bound", "data-loader bound"]))
+        assert "spent in `(unnamed range)` on the CPU" in host["evidence"][0], host["evidence"][0]
+    finally:
+        prof.close()
+
+
 def test_a_diff_of_a_profile_against_itself_says_its_slow_iterations_once(tmp_path):
     path = fixture("loop_before")
     pattern = nsysql.load(path, cache_dir=tmp_path / "cache").iteration_stats()["outlier_pattern"][0]

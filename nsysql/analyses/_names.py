@@ -3,25 +3,36 @@ empty, as an empty code span says nothing."""
 
 from __future__ import annotations
 
+import re
+
 # an NVTX range pushed or started without a message (NULL or empty text in the export)
 UNNAMED = "(unnamed range)"
+# UNNAMED in as many backticks on each side (none included): a real name that would read as UNNAMED, or as the
+# title of such a name, and so is titled in one more pair (titled), which untitled takes off again
+_LOOKALIKE = re.compile(r"(`*)\(unnamed range\)\1")
 
 
 def quoted(name: str | None) -> str:
-    """`name` in backticks, or UNNAMED where it is NULL, empty or only white space, or UNNAMED itself (the title
-    of such ranges' column in iterations, which the findings quote back)."""
-    return f"`{name}`" if name and name.strip() and name != UNNAMED else UNNAMED
+    """A range's name in backticks, or UNNAMED where it is NULL, empty or only white space: a range really named
+    "(unnamed range)" is quoted as any name is, so it never reads as the ranges without one. Given a column title
+    (titled), quote untitled(title)."""
+    return f"`{name}`" if name and name.strip() else UNNAMED
 
 
 def titled(name: str | None) -> str:
-    """A range name as a column title shows it (iterations' per-child columns): UNNAMED where quoted() says so,
-    never an empty title before the column's suffix."""
-    return name if name and name.strip() else UNNAMED
+    """A range name as a column title shows it (iterations' per-child columns, gaps' `host:` causes): UNNAMED
+    where quoted() says so, never an empty title before the column's suffix; a real name that reads as UNNAMED
+    (or as this title of one) in one more pair of backticks, so that no two names share a title."""
+    if not (name and name.strip()):
+        return UNNAMED
+    return f"`{name}`" if _LOOKALIKE.fullmatch(name) else name
 
 
 def untitled(title: str) -> str:
     """The range name behind a column title of titled(): "" for UNNAMED (as nvtx_ranges holds a NULL name)."""
-    return "" if title == UNNAMED else title
+    if title == UNNAMED:
+        return ""
+    return title[1:-1] if _LOOKALIKE.fullmatch(title) else title
 
 
 def family_said(family: str | None, names=()) -> str:

@@ -198,10 +198,11 @@ APPLIES_SQL = (
     tables=tuple(sorted(APPLIES_TABLES + ("graph_nodes", "nvtx_marks", "os_calls", "processes", "threads"))),
     sql=("table_counts", "data_quality", "row_checks", "devices") + APPLIES_SQL,
     needs=("iteration_range",),
+    names_path=True,
 )
 def info(ctx) -> pl.DataFrame:
     """What the export holds and lacks, and which commands apply to it (and why not, as each says it)."""
-    return _info.info(ctx.con, loop=lambda: _no_loop(ctx))
+    return _info.info(ctx.con, loop=lambda: _no_loop(ctx), path=str(ctx.path))
 
 
 def _no_loop(ctx) -> str:
@@ -664,6 +665,7 @@ def summary_tables(ctx, thresholds) -> dict[str, pl.DataFrame]:
         "thread_states",
         "threads",
     ),
+    names_path=True,  # its `file` fact
 )
 def summary(ctx, attribution, top, thresholds, families) -> dict[str, pl.DataFrame]:
     """One screen about the profile; its pieces are asked side by side, and stored, so a report that asks them
@@ -691,6 +693,7 @@ def summary(ctx, attribution, top, thresholds, families) -> dict[str, pl.DataFra
         top=top,
         work=None if isinstance(work, NsysqlError) else work,  # no loop: no headroom
         limits=thresholds,
+        path=str(ctx.path),
     )
     # what its kernel table leaves out (CUDA graphs traced whole), as `kernels` says it under its own
     note = None if isinstance(graphs, NsysqlError) else _kernels.whole_graph_note(graphs)
@@ -1114,6 +1117,20 @@ def collectives_shown(ctx, by, range, slow_ratio) -> dict[str, pl.DataFrame]:
     }
 
 
+@analysis(
+    "collectives_unsized",
+    keep="memory",
+    tables=("gpu_ops", "nvtx_payloads", "nvtx_ranges", "profile_facts", "strings"),
+    sql=("collectives_missing",),
+    view=True,
+)
+def collectives_unsized(ctx) -> str:
+    """Why the profile's NCCL calls carry no message size where NCCL kernels ran (no NVTX payloads: then
+    `collectives_shown` answers by kind from the kernels' names), '' where they carry sizes or no NCCL kernel
+    ran: what nsysql.many asks of each export before it compares their calls, reading no call."""
+    return _coll.unsized(ctx.con) or ""
+
+
 def _gap_spans(ctx, range: str | None) -> pl.DataFrame | None:
     """The iterations gaps are indexed by (and their steady-state span counted over): the spans of the
     iterations of `range`, else of the detected loop; None without a loop. Spans, not the iterations answer:
@@ -1239,16 +1256,17 @@ def gaps_explained(ctx, range, min_ns, by, include_warmup, top) -> dict[str, pl.
             OPT_STR,
             None,
             doc="Only samples taken during: gaps (GPU idle gaps >= 1 ms), 'iterations A:B' or 'range PATTERN' "
-            "[default: the whole profile].",
+            "('' or \"range ''\" for the ranges without a name) [default: the whole profile].",
             flag=Flag(metavar="WHEN"),
         ),
         Param(
             "by",
-            str,
-            "function",
-            (*_cpu.BYS, "stack", "cause"),
+            OPT_STR,
+            None,
+            (None, *_cpu.BYS, "stack", "cause"),
             doc="One row per leaf function, module, thread or process; python: per place in the Python samples "
-            "(nsys profile --python-sampling=true, exported with --include-blobs=true) and thread.",
+            "(nsys profile --python-sampling=true, exported with --include-blobs=true) and thread [default: "
+            "function; thread where the profile has scheduling events but no CPU samples].",
             # stack: the folded stacks of `-f folded`; cause: what `gaps --explain` and summary say under gaps
             flag=Flag(choices=_cpu.BYS),
         ),
@@ -1300,6 +1318,8 @@ def cpu(ctx, during, by, top) -> pl.DataFrame:
     """Where CPU time went, from CPU samples: per function, module, thread or process (by="stack": folded
     stacks; by="cause": what the CPU did during each idle cause's gaps, as summary says it), over the whole
     profile or `during` "gaps", "iterations A:B" or "range PATTERN" (rules: nsysql.analyses.cpu)."""
+    if by is None:  # what the capture allows: per function, or per thread from scheduling events alone
+        return ctx.ask("cpu", during=during, by=_cpu.default_by(ctx.con), top=top)
     if top is not None:
         return _head(ctx.ask("cpu", during=during, by=by), top)
     kind, arg = _cpu.parse_during(during)
@@ -1324,11 +1344,18 @@ def cpu(ctx, during, by, top) -> pl.DataFrame:
     return out
 
 
-@analysis("cpu_note", keep="memory", tables=("cpu_samples", "thread_states"), view=True)
-def cpu_note(ctx) -> str:
-    """The line under `cpu --by thread` or `--by process` where it is measured from scheduling events alone (no
-    CPU samples: nsysql.analyses.cpu.sched_note), '' where the export has CPU samples or no scheduling events."""
-    return _cpu.sched_note(ctx.con)
+@analysis(
+    "cpu_note",
+    keep="memory",
+    params=(Param("by", OPT_STR, "thread", (None, "thread", "process"), flag=None),),
+    tables=("cpu_samples", "thread_states"),
+    view=True,
+)
+def cpu_note(ctx, by) -> str:
+    """The line under `cpu --by thread` or `--by process` (`by`; None: `cpu` without --by, which answers per
+    thread there) where it is measured from scheduling events alone (no CPU samples: _cpu.sched_note), ''
+    where the export has CPU samples or no scheduling events."""
+    return _cpu.sched_note(ctx.con, by)
 
 
 @analysis("nccl_ranges", tables=("nvtx_ranges",), sql=("nccl_ranges",), requires=("nvtx_ranges",))

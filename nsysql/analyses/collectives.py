@@ -126,11 +126,6 @@ def unsized_note(df: pl.DataFrame, why: str) -> str:
     )
 
 
-def unsized_why(note: str) -> str:
-    """Why a profile has no message sizes, from its unsized_note: the end of the note, after what it counted."""
-    return note.split("need NCCL's NVTX payloads: ", 1)[-1]
-
-
 def why_not(
     nccl_ranges: int, nccl_payloads: int, missing: list[str], kernels: int | None = None, kernel_ns: int = 0
 ) -> str | None:

@@ -57,13 +57,20 @@ _ROLE_WORDS = {
 
 
 def parse_during(text: str | None) -> tuple[str | None, str | None]:
-    """`gaps`, `iterations A:B` or `range P` (a space, `=` or `:` after the word) -> (kind, argument)."""
+    """`gaps`, `iterations A:B` or `range P` (a space, `=` or `:` after the word) -> (kind, argument). Nothing
+    (`--during ''`), or `range ''` (`""`: a pattern of nothing quoted as on a command line) -> ("range", ""): the
+    NVTX ranges without a name, as `--range ''` selects them everywhere (patterns.resolve_range)."""
     if text is None:
         return None, None
+    if not str(text).strip():
+        return "range", ""
     m = re.fullmatch(r"\s*(gaps|iterations|range)(?:[\s=:]+(.*))?", str(text)[:1000], re.S)
     if not m or (m.group(1) != "gaps" and not (m.group(2) or "").strip()):
         raise NsysqlError(f"`during` is gaps, iterations A:B or range PATTERN, not {str(text)[:60]!r}", option="during")
-    return m.group(1), (m.group(2) or "").strip() or None
+    arg = (m.group(2) or "").strip()
+    if m.group(1) == "range" and arg in ("''", '""'):
+        return "range", ""
+    return m.group(1), arg or None
 
 
 def merged(windows: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -171,9 +178,17 @@ def no_samples(con) -> str | None:
     return f"no CPU samples in this profile: record them with {switch('cpu_samples')}"
 
 
+def default_by(con) -> str:
+    """The `by` of `cpu` asked without one: per function, where the export has CPU samples to read functions
+    from or nothing else to answer from; per thread where it has scheduling events alone, which measure each
+    thread's time on a CPU but not which functions ran (the answer a capture without samples allows)."""
+    return "thread" if no_samples(con) and _scheduled(con) else "function"
+
+
 def default_refusal(con) -> str | None:
-    """What `cpu`, asked with its defaults (by function), says where the export has no CPU samples, or None."""
-    return refusal(con, "function") if no_samples(con) else None
+    """What `cpu`, asked with its defaults (default_by), says where it has nothing to answer from, or None."""
+    by = default_by(con)
+    return refusal(con, by) if no_samples(con) and by == "function" else None
 
 
 def refusal(con, by: str) -> str:
@@ -189,16 +204,19 @@ def refusal(con, by: str) -> str:
     )
 
 
-def sched_note(con) -> str:
+def sched_note(con, by: str | None = "thread") -> str:
     """The line under a per-thread or per-process answer measured from scheduling events alone (no CPU samples:
-    samples, pct and top_function empty), naming the capture switch that records samples; '' otherwise."""
+    samples, pct and top_function empty), naming the capture switch that records samples; '' otherwise.
+    `by` None: the answer of `cpu` asked without a `by` (default_by), which the line says is per thread for want
+    of samples, not per function as where they exist."""
     from .advice import switch
 
     if no_samples(con) is None or not _scheduled(con):
         return ""
+    why = "no CPU samples in this profile" + (", so per thread, not per function" if by is None else "")
     return (
-        "no CPU samples in this profile: on_cpu_ns is measured from scheduling events alone; samples, pct and "
-        f"top_function (which functions ran) need CPU sampling: record them with {switch('cpu_samples')}"
+        f"{why}: on_cpu_ns is measured from scheduling events alone; samples, pct and top_function (which "
+        f"functions ran) need CPU sampling: record them with {switch('cpu_samples')}"
     )
 
 

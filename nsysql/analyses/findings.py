@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from . import advice as _advice
-from ._names import UNNAMED, quoted, untitled
+from ._names import quoted, untitled
 from ._sql import run
 from .iterations import launched_ops
 
@@ -119,15 +119,15 @@ def slow_phase(its: pl.DataFrame | None, share: float = 0.5, con=None) -> str:
     grew, phase = _top_growth(slow, typical, phases)
     apart = _apart(slow, typical, phases, phase, share)
     if grew >= share * extra:
-        where = f"{quoted(phase)} (+{_dur(grew)} on the CPU)"
+        where = f"{quoted(untitled(phase))} (+{_dur(grew)} on the CPU)"
         held = slow.filter(pl.col("iteration").is_in(apart[0])) if apart else slow
         calls = phase_calls(con, held, phase) if con is not None else ""
         return f"; their extra {_dur(extra)} a step is in {where}" + (
             f" for iterations {_list(apart[0])}{calls}; {apart[1]}" if apart else calls
         )
-    names = ", ".join(quoted(p) for p in phases[:4]) + (", ..." if len(phases) > 4 else "")
+    names = ", ".join(quoted(untitled(p)) for p in phases[:4]) + (", ..." if len(phases) > 4 else "")
     return (
-        f"; their extra {_dur(extra)} a step is in none of the step's child ranges ({names}; the most: {quoted(phase)}, "
+        f"; their extra {_dur(extra)} a step is in none of the step's child ranges ({names}; the most: {quoted(untitled(phase))}, "
         f"{'+' if grew >= 0 else ''}{_dur(grew)}): it is spent in the step range itself, outside its children"
     )
 
@@ -173,7 +173,7 @@ def _apart(slow, typical, phases, phase: str, share: float) -> tuple[list[int], 
         if top == phase and grew >= share * own:
             mine.append(row["iteration"])
         else:
-            key = quoted(top) if own > 0 and grew >= share * own else "none of the child ranges"
+            key = quoted(untitled(top)) if own > 0 and grew >= share * own else "none of the child ranges"
             other.setdefault(key, []).append(row["iteration"])
     if not other or not mine:
         return None
@@ -312,8 +312,7 @@ def _idle_rows(
             (
                 kind,
                 f"{share:.0%} of the GPU idle time in gaps >= 1 ms ({_ms(top['idle_ns'])} in {top['gaps']} gaps) is "
-                f"spent in {UNNAMED if rng == UNNAMED else quoted(rng)} on the CPU"
-                + (f"; meanwhile {activity}" if activity else ""),
+                f"spent in {quoted(untitled(rng))} on the CPU" + (f"; meanwhile {activity}" if activity else ""),
             )
         )
     for cause, limit, label, advice in (

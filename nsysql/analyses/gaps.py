@@ -77,15 +77,23 @@ def find(con, range: str | None = None, min_ns: int = DEFAULT_MIN_NS) -> pl.Data
     """The gaps with their causes, not yet indexed by iteration (`with_iterations` does that)."""
     if why := refusal(con):
         raise NsysqlError(why)
-    procs = run(con, "process_devices")
     names = resolve_range(con, range)[0] if range is not None else None  # '': the ranges without a name
     threads = range_threads(con, names) if names is not None else {}
     frames = []
-    for dev in procs["device_id"].unique().sort().to_list():
-        owner = procs.filter(pl.col("device_id") == dev).row(0, named=True)
+    for dev, owner in owners(con).items():
         tid = threads.get(owner["pid"], owner["main_tid"])
         frames.append(run(con, "gaps", device=dev, pid=owner["pid"], tid=tid, min_ns=min_ns, names=names))
     return pl.concat(frames)
+
+
+def owners(con) -> dict[int, dict]:
+    """Per device, in device order, the process that owns it (most GPU ops: process_devices' first row), as a
+    dict with its pid and main_tid: the processes whose idle GPU time gaps finds and explains."""
+    procs = run(con, "process_devices")
+    out = {}
+    for dev in procs["device_id"].unique().sort().to_list():
+        out[dev] = procs.filter(pl.col("device_id") == dev).row(0, named=True)
+    return out
 
 
 def range_threads(con, names: list[str]) -> dict[int, int]:
@@ -160,7 +168,9 @@ def by_cause(
         span, counted = int(its.filter(~pl.col("warmup"))["wall_ns"].sum()), "steady-state iterations"
     elif range is not None:  # '' too: the ranges without a name
         names = resolve_range(con, range)[0]
-        span, counted = int(run(con, "range_time", names=names)["ns"][0] or 0), f"instances of {titled(range)}"
+        pids = sorted({o["pid"] for o in owners(con).values()})  # the processes whose gaps these are
+        ns = run(con, "range_time", names=names, pids=pids)["ns"][0]
+        span, counted = int(ns or 0), f"instances of {titled(range)}"
     else:
         span, counted = _device_span(con), "devices' active span"
     total = g["duration_ns"].sum()

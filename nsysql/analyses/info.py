@@ -13,13 +13,14 @@ def _fmt_ns(ns) -> str:
     return f"{int(ns) / 1e9:.3f} s" if ns is not None else "unknown"
 
 
-def info(con, loop=None) -> pl.DataFrame:
+def info(con, loop=None, path: str | None = None) -> pl.DataFrame:
     """Rows of (section, item, value): the file, its contents, what it lacks, and what can be asked of it (each
-    command about one export, `commands`; `loop`: as there)."""
+    command about one export, `commands`; `loop`: as there). `path`: the export as the user named it (None: the
+    file it was loaded from, which a link resolves to)."""
     f = facts(con)
     one = lambda k, d=None: (f.get(k) or [d])[0]  # noqa: E731
     rows: list[tuple[str, str, str]] = [
-        ("file", "path", one("source_path")),
+        ("file", "path", path or one("source_path")),
         ("file", "bytes", one("source_bytes")),
         (
             "file",
@@ -129,11 +130,15 @@ def why_not(con, analysis: str, loop=None) -> str:
 def _cpu_scheduled(con, why: str, f: dict) -> str | None:
     """Where `cpu` lacks CPU samples (`why`: its refusal) but the export has scheduling events (profile facts
     `f`: span_from), which alone answer per thread and per process (nsysql.analyses.cpu): how far it applies
-    (`cpu --by thread`, `--by process`; the default, per function, is refused); else None."""
+    (plain `cpu` answers per thread, as `--by thread` does, and `--by process`; per function is refused); else
+    None."""
     from .cpu import no_samples
 
     if why and "scheduling events" in ((f.get("span_from") or [""])[0] or ""):
-        return f"per thread and process only, from scheduling events ({no_samples(con)})"
+        return (
+            f"per thread and process only, from scheduling events ({no_samples(con)}): plain `cpu` answers per "
+            "thread, `--by process` per process"
+        )
     return None
 
 

@@ -51,6 +51,7 @@ def summary(
     top: int = 10,
     work: pl.DataFrame | None = None,
     limits: Thresholds = Thresholds(),
+    path: str | None = None,
 ) -> dict[str, pl.DataFrame]:
     """Sections as DataFrames: facts, gpus, findings, idle (by cause), kernels (top), ranges (top), memory.
 
@@ -59,14 +60,15 @@ def summary(
     there are none (raised if the profile has GPUs: then it had to have gaps to count); `kernels_df`, the top
     kernels; `ranges_df`, all ranges; `read`, what tables(con) returns; `work`, the loop's per-iteration work
     that findings' headroom reads (headroom.work), None without a loop; `limits`, the findings' thresholds
-    (`read` made with the same). Only facts and idle time by cause are read here."""
+    (`read` made with the same); `path`: the export as the user named it, for the `file` fact (None: the file
+    it was loaded from, which a link resolves to). Only facts and idle time by cause are read here."""
     its, st = loop if not isinstance(loop, NsysqlError) else (None, None)
     f = facts(con)
     gpus = read["gpus"]
     if not isinstance(gaps_df, NsysqlError):
         gaps_df = _loop_gaps(gaps_df, st, gpus)
     rows = _profile_facts(
-        f, gpus, st, its, gaps_df, read["gpu_ops_dropped"].item()
+        f, gpus, st, its, gaps_df, read["gpu_ops_dropped"].item(), path
     )  # (key, label, value): front ends read a fact by its key
     rows += _loop_facts(loop, its)
     causes, activity, loader = None, None, False
@@ -115,6 +117,7 @@ def _profile_facts(
     its: pl.DataFrame | None,
     gaps_df: pl.DataFrame | NsysqlError,
     dropped: int = 0,
+    path: str | None = None,
 ) -> list[tuple[str, str, str]]:
     """The facts that open the section: the headline (where there is a loop), the file, nsys's version, the
     span, the GPUs and each one's busy share of the whole profile. `dropped`: the GPU ops the load left out as
@@ -129,7 +132,7 @@ def _profile_facts(
         why = untraced and f"no {'usable GPU work' if dropped else 'GPU work traced'}: {untraced}"
         rows.append(("step", "steady-state step", step_sentence(h, why, _loop_gpu(h, gpus))))
     rows += [
-        ("file", "file", one("source_path")),
+        ("file", "file", path or one("source_path")),
         ("nsys_version", "nsys version", one("nsys_version", "unknown")),
         ("span", "span", f"{span_ns / 1e9:.3f} s" if span_ns else "unknown (no timed events)"),
         (

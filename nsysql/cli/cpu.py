@@ -23,5 +23,6 @@ def cpu(file, fmt, output, **params):
         emit_text("".join(f"{s} {n}\n" for s, n in stacks.select("stack", "samples").iter_rows()), output)
         return
     emit(prof.cpu(**params), fmt, output)
-    if params.get("by") in ("thread", "process") and (note := prof.cpu_note()):  # measured without samples
+    by = params.get("by")
+    if by in (None, "thread", "process") and (note := prof.cpu_note(by=by)):  # measured without samples
         click.echo(f"nsysql: note: {note}", err=True)

@@ -40,22 +40,26 @@ class Stored:
             return getattr(self.profile, name)
 
         def method(**params):
-            bound = key(name, params)
+            bound = key(name, params, self.path)
             hit = None if bound is None else _answers.get(self.cache_entry, name, bound)
             return hit if hit is not None else getattr(self.profile, name)(**params)
 
         return method
 
 
-def key(analysis: str, given: dict) -> dict | None:
+def key(analysis: str, given: dict, path=None) -> dict | None:
     """The parameters under which the store keeps `analysis(**given)` (every one, defaults filled in and
-    normalized, as Analysis.bind gives them to the answers store), or None where only the declaration can say:
-    an unknown or missing parameter, or one whose normalize function meets a spelling other than its defaults'."""
+    normalized, as Analysis.bind gives them to the answers store, and `path`, the export as the user named it,
+    where the answer names it: Engine.run), or None where only the declaration can say: an unknown or missing
+    parameter, or one whose normalize function meets a spelling other than its defaults'."""
     params = DECLARED.get(analysis, {}).get("key")
     if params is None or set(given) - {p["name"] for p in params}:
         return None
     out = {}
     for p in params:
+        if p.get("path"):  # an answer that names the export's path: stored under the path the user gave
+            out[p["name"]] = str(path)
+            continue
         if p["name"] not in given:
             if "default" not in p:
                 return None
@@ -83,7 +87,7 @@ def emit_answer(prof, analysis: str, params: dict, fmt: str, output: str | None,
 
     look = {"command": _command(), **view(fmt, None, output)}
     entry = getattr(prof, "cache_entry", None)
-    bound = key(analysis, params) if entry is not None and tuning.on("printed_answers") else None
+    bound = key(analysis, params, prof.path) if entry is not None and tuning.on("printed_answers") else None
     text = None if bound is None else _answers.printed(entry, analysis, bound, look)
     if text is None:
         got = getattr(prof, analysis)(**params)

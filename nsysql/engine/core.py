@@ -22,7 +22,7 @@ from ..loader import cursor as _cursor
 from ..loader.raw import size_bytes
 from ..store import tables as _tables
 from ..store.answers import Answers
-from .declare import REGISTRY, Analysis, plan
+from .declare import PATH_KEY, REGISTRY, Analysis, keyed_by_path, plan
 
 if TYPE_CHECKING:
     import duckdb
@@ -287,7 +287,8 @@ class Engine:
         bound = decl.bind(params)
         ctx = Context(self, decl)
         if decl.keep == "store":
-            return self.answers.ask(name, bound, lambda: self._answer(decl, ctx, bound))
+            key = {**bound, PATH_KEY: str(self.path)} if keyed_by_path(name) else bound
+            return self.answers.ask(name, key, lambda: self._answer(decl, ctx, bound))
         if decl.keep == "memory":
             return self.answers.once((name, tuple(bound.items())), lambda: self._answer(decl, ctx, bound))
         return self._answer(decl, ctx, bound)

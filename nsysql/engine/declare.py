@@ -10,6 +10,7 @@ connection, and the answers of the analyses it needs. The declarations themselve
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Callable
 
 # How an answer is kept: "store" (in memory and in the answers store beside the cache entry: frames only),
@@ -122,6 +123,8 @@ class Analysis:
     # it answers from (None where it answers), read cheaply, without running it: the analysis raises it from the
     # same function, and `why_not` and `info` say it, so that they say what its command says (nsysql.analyses.info)
     refusal: Callable | None = None
+    # its answer says the export's path as the user named it (Context.path): see keyed_by_path
+    names_path: bool = False
 
     def bind(self, given: dict) -> dict:
         """Every parameter's value for a call giving `given` (defaults filled, normalized), in declared order;
@@ -171,6 +174,7 @@ def analysis(
     view: bool = False,
     only=(),
     refusal: Callable | None = None,
+    names_path: bool = False,
 ):
     """Decorator: declare `fn(ctx, **params)` as the analysis `name` in REGISTRY."""
 
@@ -197,10 +201,24 @@ def analysis(
             view,
             tuple(only),
             refusal,
+            names_path,
         )
         return fn
 
     return wrap
+
+
+# the key under which a stored answer that names the export's path (keyed_by_path) keeps that path
+PATH_KEY = "_path"
+
+
+@lru_cache(maxsize=None)
+def keyed_by_path(name: str) -> bool:
+    """Whether analysis `name`'s answer says the export's path as the user named it (Analysis.names_path), itself
+    or through an answer it needs. Every link to one export shares its entry (keyed by the file it resolves to),
+    so such an answer is stored under that path too (PATH_KEY): one named by another link is never shown."""
+    a = REGISTRY.get(name)
+    return a is not None and (a.names_path or any(keyed_by_path(n) for n in a.needs if n != name))
 
 
 def _check_only(name: str, only, params, needs, tables, sql) -> None:

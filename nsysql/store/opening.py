@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Opened:
     """An export's canonical tables, as the engine takes them: the connection (None until a question needs it, for
-    an entry opened warm), the export's path, the store entry (None: in memory), the function that opens or builds
+    an entry opened warm), the export's path as the user named it (absolute; a link not resolved), the store entry (None: in memory), the function that opens or builds
     the connection, and DuckDB's settings."""
 
     con: duckdb.DuckDBPyConnection | None
@@ -60,6 +60,7 @@ def open_tables(
     build has read the export (the caller imports the facade then). `whole`: build every table now, for an
     export removed once loaded (later questions could not read it to add theirs). `question`: see `_first`."""
     src = open_source(path)
+    shown = named(path)
     # the settings checked now, warm or cold: a typo in one is said on every run, not only when DuckDB opens
     memory_limit, threads = _checked(memory_limit, threads)
     settings = _settings(memory_limit, threads)
@@ -102,7 +103,7 @@ def open_tables(
         opener.extend = _extender(src, entry, build, settings, progress, complete, limit, held)
         if entry.exists():
             # warm: answers may come from the stored results; DuckDB opens only when a question needs it
-            return Opened(None, src.path, entry, opener, settings)
+            return Opened(None, shown, entry, opener, settings)
     else:
 
         def opener():
@@ -115,10 +116,17 @@ def open_tables(
     try:
         # a new entry (or one on its way): the directory kept within its cap
         kept = (lambda: _tables.trim(entry.parent, limit)) if entry is not None else (lambda: None)
-        return _cold(src, entry, opener, settings, building, meanwhile, question, kept)
+        return replace(_cold(src, entry, opener, settings, building, meanwhile, question, kept), path=shown)
     finally:
         for r in readers:  # started but not used: the entry was written by another process meanwhile
             r.close()
+
+
+def named(path) -> Path:
+    """The export's path as the user named it, made absolute, a link kept as the link (as discover.remember keeps
+    it): what Profile.path and the answers that name the file say. The entry is keyed by the file it resolves to
+    (open_source), which every link to it shares."""
+    return Path(os.path.expanduser(str(path))).absolute()
 
 
 def _settings(memory_limit, threads):

@@ -33,7 +33,8 @@
 --   2. `host:<range>`: the range above covers at least half the gap (shown as range_family_label: numbered
 --      names as their family, Batch17 -> Batch*; PyTorch's operator calls as their operator,
 --      `aten::conv2d, seq = 12, op_id = 1479, ...` -> aten::conv2d; a range without a name, NULL or blank, as
---      `host:(unnamed range)`, as nsysql.analyses._names.UNNAMED says it in sentences, never a bare `host:`);
+--      `host:(unnamed range)`, as nsysql.analyses._names.UNNAMED says it in sentences, never a bare `host:`; a
+--      range really named so, in as many backticks each side, in one more pair, as _names.titled titles it);
 --   3. otherwise the API kind with most coverage, if its calls cover at least a fifth of the gap (a call that
 --      only touches a gap's edge, a cudaMalloc in the last millisecond of a 178 ms gap, explains nothing);
 --   4. `unknown`.
@@ -169,7 +170,11 @@ SELECT
   g.duration_ns,
   CASE WHEN k.cover * 2 >= g.duration_ns THEN ['alloc', 'launch', 'load', 'memcpy', 'sync'][k.kind]
        WHEN r.ov * 2 >= g.duration_ns
-         THEN 'host:' || coalesce(nullif(trim(range_family_label(r.name)), ''), '(unnamed range)')
+         THEN 'host:' || CASE WHEN r.label IS NULL THEN '(unnamed range)'
+                              WHEN trim(r.label, '`') = '(unnamed range)'
+                                   AND length(ltrim(r.label, '`')) = length(rtrim(r.label, '`'))
+                                THEN '`' || r.label || '`'
+                              ELSE r.label END
        WHEN k.cover * 5 >= g.duration_ns THEN ['alloc', 'launch', 'load', 'memcpy', 'sync'][k.kind]
        ELSE 'unknown' END AS cause,
   r.name AS range,
@@ -177,7 +182,7 @@ SELECT
   round(100.0 * least(coalesce(k.cover, 0), g.duration_ns) / g.duration_ns, 1) AS api_cover_pct,
   o.name AS os_call
 FROM g
-LEFT JOIN rng r USING (gap_id)
+LEFT JOIN (SELECT *, nullif(trim(range_family_label(name)), '') AS label FROM rng) r USING (gap_id)
 LEFT JOIN api_kind k USING (gap_id)
 LEFT JOIN api_top t USING (gap_id)
 LEFT JOIN os o USING (gap_id)
