@@ -215,7 +215,7 @@ def sched_note(con, by: str | None = "thread") -> str:
         return ""
     why = "no CPU samples in this profile" + (", so per thread, not per function" if by is None else "")
     return (
-        f"{why}: on_cpu_ns is measured from scheduling events alone; samples, pct and top_function (which "
+        f"{why}: the on-CPU time is measured from scheduling events alone; samples, pct and top_function (which "
         f"functions ran) need CPU sampling: record them with {switch('cpu_samples')}"
     )
 
