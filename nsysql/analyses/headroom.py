@@ -109,6 +109,11 @@ FORMULAS: dict[str, Formula] = {
         "their GPU time per typical step minus their bytes at the measured pinned rate; without pinned copies "
         f">= {PINNED_RATE_MIN_BYTES // 2**20} MiB to measure it, their whole GPU time (an upper bound)",
     ),
+    "transfer bound": Formula(
+        "busy",
+        "mean time per typical step in which copies between host and device run on the loop's device with no kernel "
+        "beside them (an upper bound: all of it overlapped with compute)",
+    ),
     "matrix math without tensor cores": Formula(
         "busy",
         "their GPU time per typical step x (1 - 1/speedup), speedup "
@@ -129,6 +134,7 @@ NEEDS: dict[str, Needs] = {
     "periodic slow iterations": Needs(captured=_LOOP),
     "exposed communication": Needs(captured=f"communication kernels (NCCL) in the CUDA trace; {_LOOP}"),
     "pageable host-to-device copies": Needs(captured=f"CUDA memcpy trace with memory kinds (-t cuda); {_LOOP}"),
+    "transfer bound": Needs(captured=f"CUDA memcpy trace (-t cuda); {_LOOP}"),
     "matrix math without tensor cores": Needs(
         hardware="tensor cores: compute capability 7.0 or higher",
         captured=f"kernel names, or GPU metrics (--gpu-metrics-devices); {_LOOP}",
@@ -145,10 +151,17 @@ def tables(con) -> dict[str, pl.DataFrame]:
     }
 
 
-def work(windows, pid: int) -> pl.DataFrame:
+def work(windows, pid: int, device: int | None = None) -> pl.DataFrame:
     """Per iteration of `windows` (iterations.Windows of process `pid`): the GPU time of matrix kernels on CUDA
-    cores and of pageable host-to-device copies, and those copies' bytes (iteration_headroom.sql)."""
-    return windows.run("iteration_headroom", pid=pid, matrix=list(MATRIX_CATEGORIES))
+    cores and of pageable host-to-device copies, and those copies' bytes (iteration_headroom.sql); and the time
+    copies between host and device ran on `device` (the loop's; None: the process ran no GPU work) with no kernel
+    beside them (iteration_host_copies.sql). An iteration without such work counts 0."""
+    got = windows.run("iteration_headroom", pid=pid, matrix=list(MATRIX_CATEGORIES))
+    if device is None:
+        return got.with_columns(pl.lit(0, pl.Int64).alias("host_copy_exposed_ns"))
+    exposed = windows.run("iteration_host_copies", device=device)
+    zero = [pl.col(c).fill_null(0) for c in got.columns if c != "iteration"]
+    return got.join(exposed, on="iteration", how="full", coalesce=True).with_columns(*zero).sort("iteration")
 
 
 @dataclass(frozen=True)
@@ -291,6 +304,14 @@ def _pageable(name: str, inp: Inputs) -> tuple[float | None, str]:
     )
 
 
+def _transfer(name: str, inp: Inputs) -> tuple[float | None, str]:
+    ns = inp.step.per_typical(inp.work, "host_copy_exposed_ns")
+    return ns, (
+        f"{ns / 1e6:,.3f} ms per typical step of copies between host and device with no kernel beside them "
+        "(upper bound)"
+    )
+
+
 def _tensor_cores(name: str, inp: Inputs) -> tuple[float | None, str]:
     s, f = inp.step, inp.facts or {}
     whole = s.per_typical(inp.its, GRAPH_COLUMN) if inp.its is not None and GRAPH_COLUMN in inp.its.columns else 0
@@ -329,6 +350,7 @@ _COMPUTE = {
     "periodic slow iterations": _slow,
     "exposed communication": _exposed,
     "pageable host-to-device copies": _pageable,
+    "transfer bound": _transfer,
     "matrix math without tensor cores": _tensor_cores,
 }
 
