@@ -41,7 +41,8 @@ def test_transfer_bound_by_construction(tmp_path):
     the start of every steady-state step (before any of its kernels: nothing runs beside it), and one
     device-to-host copy over the exact span of one kernel (hidden). The copies fill 20 ms of the device's busy
     time (the kernels' union and the exposed copies): over half, so the finding holds with these figures; the
-    advice is to overlap (pinned, exposed); the headroom is the exposed 1 ms of a typical step."""
+    advice is to overlap (pinned, exposed); the headroom is the exposed 1 ms of a typical step, at most the step's
+    kernel time (what the copies could be hidden behind)."""
     src = fixture("train_small")
     base = loaded(str(src))
     steady = base.iterations().filter(~pl.col("warmup"))
@@ -76,7 +77,11 @@ def test_transfer_bound_by_construction(tmp_path):
         "non_blocking=True)"
     ), ev
     assert row["pool"] == "busy" and row["additive"]
-    assert row["headroom_ms"] == pytest.approx(COPY_NS / 1e6, abs=1e-3)  # every typical step holds one exposed
+    # every typical step holds one exposed copy, of which overlapping hides at most the step's kernel time
+    its = prof.iterations().filter(~pl.col("warmup") & ~pl.col("outlier"))
+    hide = [min(COPY_NS, k or 0) for k in its["kernel_ns"].to_list()]
+    assert 0 < min(hide) and min(hide) < COPY_NS  # both bounds at work: train_small's steps run ~0.6 ms of kernels
+    assert row["headroom_ms"] == pytest.approx(sum(hide) / len(hide) / 1e6, abs=1e-3)
     assert "CUDA memcpy trace" in row["needs"]
     # the CLI says the same
     out = CliRunner().invoke(main, ["summary", str(path), "--json"], env={"NSYSQL_CACHE_DIR": str(tmp_path / "cache")})
