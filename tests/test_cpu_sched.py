@@ -11,7 +11,7 @@ from collections import Counter
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import PUBLIC, craft, fixture, raw
+from conftest import PUBLIC, craft, fixture, loaded, raw
 
 from nsysql.cli import main
 
@@ -207,3 +207,20 @@ def test_the_main_thread_of_a_windows_export_is_known():
     roles = _thread_roles(path)
     (caller,) = _raw_callers(path)  # one thread made every CUDA call; nsys named only its own threads
     assert roles[caller] == "main", roles
+
+
+def test_transfer_finding_counts_the_loop_gpu_where_another_process_copies_it(two_processes):
+    """The transfer-bound finding (at a threshold train_small's copies reach) counts the loop's GPU alone, says
+    so, and gives the figures train_small gives on its one GPU."""
+    from nsysql.analyses.findings import Thresholds
+
+    limits = Thresholds(host_copy_share=0.1)
+    one = loaded(str(fixture("train_small"))).findings(limits)
+    two = loaded(str(two_processes)).findings(limits)
+    said = [dict(two.select("finding", "evidence").rows())["transfer bound"]]
+    alone = dict(one.select("finding", "evidence").rows())["transfer bound"]
+    share, rest = alone.removeprefix("copies between host and device memory fill ").split(" of the GPU's busy time")
+    assert said == [
+        f"copies between host and device memory fill {share} of the busy time of GPU 0, the loop's (the "
+        f"other GPU not counted){rest}"
+    ]

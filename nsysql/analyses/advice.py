@@ -109,6 +109,25 @@ def pinned_memory_advice(f: Facts) -> str:
     return "pinned host memory (cudaHostAlloc, or cudaHostRegister on an existing buffer) makes them asynchronous"
 
 
+# what gives back the time of copies between host and device that kernels already run beside: none of it waits
+# on them, so only fewer bytes over the bus do
+COPY_LESS = "only copying less gives their time back (keep the data on the GPU across steps, or copy smaller dtypes)"
+
+
+def copy_overlap_advice(f: Facts) -> str:
+    """How to hide copies between host and device that run with no kernel beside them: issue them from pinned
+    memory on a stream of their own (PyTorch's switch only where the export shows PyTorch), or copy less."""
+    how = (
+        "tensor.to(device, non_blocking=True) from pinned memory, on a torch.cuda.Stream of their own"
+        if f.pytorch
+        else "cudaMemcpyAsync from pinned memory on a stream other than the kernels'"
+    )
+    return (
+        f"overlap them with compute ({how}, while the kernels of another step run) or copy less (keep the data on "
+        "the GPU across steps, or copy smaller dtypes)"
+    )
+
+
 # -- capture advice ---------------------------------------------------------------------------------------------
 
 

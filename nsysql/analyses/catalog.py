@@ -624,6 +624,8 @@ def ops_shown(ctx, shapes) -> dict[str, pl.DataFrame]:
         "memory",
         "launch_figures",
         "pageable_copies",
+        "host_copies",
+        "host_copies_exposed",
         "kernels_by_category",
         "advice_facts",
         "range_label_pytorch",
@@ -946,13 +948,13 @@ def iteration_breakdown(ctx, range) -> dict[str, pl.DataFrame]:
     params=(RANGE,),
     needs=("iteration_range",),
     tables=("gpu_ops", "kernel_classes", "kernel_tensor_use", "nvtx_ranges", "op_launch"),
-    sql=("iteration_windows", "iteration_headroom"),
+    sql=("iteration_windows", "iteration_headroom", "iteration_host_copies"),
     requires=("nvtx_ranges",),
 )
 def headroom_work(ctx, range) -> pl.DataFrame:
     """Per iteration of the loop: the GPU work findings' headroom reads (nsysql.analyses.headroom.work)."""
     it = ctx.ask("iteration_range", range=range)
-    return _headroom.work(_iter.windows(ctx.con, it), it.pid)
+    return _headroom.work(_iter.windows(ctx.con, it), it.pid, it.device_id)
 
 
 @analysis(

@@ -25,6 +25,18 @@ not data-loader bound.
   a bounce buffer and block the CPU; pinned memory makes them asynchronous). A few bytes of kernel arguments
   or scalars copied this way are not worth a finding. PyTorch's pin_memory=True is advised only where the export
   shows PyTorch (advice.py).
+- `transfer bound`: copies between host and device memory (is_host_copy in 00_macros.sql: host-to-device and
+  device-to-host, never device-to-device or peer, which stay on the GPUs) fill >= 50% of a device's busy time (the
+  union of their intervals against that of every op: host_copies.sql; the time no kernel ran beside them,
+  host_copies_exposed.sql, is read only where the finding is made) and move 1 MiB or more there (a GPU busy for
+  microseconds with a few bytes of arguments and results is bound by nothing). The evidence: the copies, their bytes
+  and GPU time, the rate they reached (bytes over GPU time) and how much of their time no kernel ran beside them
+  (exposed). The advice follows what the export shows: where most of their bytes are in pageable host memory, pinning
+  it (said once: where the pageable finding is made, it is named instead); where they are not and most of their time
+  is exposed, overlapping them with compute or copying less; where kernels already run beside most of it, copying less
+  alone. The memory kind is never guessed: a copy whose kind the export does not say counts as neither. Counted over
+  the whole profile, as the pageable and tensor-core findings are; its headroom is what the steady-state steps would
+  give back.
 - `periodic slow iterations`: the iteration outlier pattern, when there is one, with where the outliers' extra
   time is (slow_phase: the child range that grows by at least half of it, or that none does).
 - `GPU mostly idle`: median steady-state GPU busy < 30%.
@@ -38,8 +50,8 @@ not data-loader bound.
   does (the rules of queries/v1/canonical/44_kernel_rules.sql); the evidence says which. Kernels whose names say
   nothing (`unknown`) and that the metrics do not judge are never counted. Only where a GPU that ran kernels has
   tensor cores (sm_70 and later); the advice follows the compute capability (advice.tensor_core_advice).
-On a profile of several GPUs with a loop, the launch, pageable-copy and tensor-core findings count the loop's
-device alone, as the headline and the idle findings do (another process's work is no time its step gives
+On a profile of several GPUs with a loop, the launch, pageable-copy, transfer and tensor-core findings count the
+loop's device alone, as the headline and the idle findings do (another process's work is no time its step gives
 back), and say so; without a loop they say that they count every GPU together.
 """
 
@@ -64,16 +76,20 @@ EMPTY_QUEUE_SHARE = 0.50
 IDLE_BUSY_PCT = 30.0
 EXPOSED_COMM_PCT = 20.0
 PAGEABLE_MIN_BYTES = 2**20
+HOST_COPY_SHARE = 0.50
+HOST_COPY_MIN_BYTES = 2**20
 MIN_IDLE_PCT = 10.0
 NO_TENSOR_CORE_PCT = 10.0
 MATRIX_CATEGORIES = ("gemm", "conv")
+PAGEABLE = "pageable host-to-device copies"
 DATA_WORDS = re.compile(r"data|load|input|batch|fetch|augment|prefetch|collate", re.I)
 
 
 @dataclass(frozen=True)
 class Thresholds:
     """The limits the rules above apply, each defaulting to its constant (summary and findings take them as
-    their `thresholds` parameter). Shares are fractions of the idle time in gaps; *_pct are percentages."""
+    their `thresholds` parameter). Shares are fractions of the idle time in gaps (host_copy_share: of a device's
+    busy time); *_pct are percentages."""
 
     min_idle_pct: float = MIN_IDLE_PCT
     host_share: float = HOST_SHARE
@@ -85,6 +101,8 @@ class Thresholds:
     idle_busy_pct: float = IDLE_BUSY_PCT
     exposed_comm_pct: float = EXPOSED_COMM_PCT
     pageable_min_bytes: int = PAGEABLE_MIN_BYTES
+    host_copy_share: float = HOST_COPY_SHARE
+    host_copy_min_bytes: int = HOST_COPY_MIN_BYTES
     no_tensor_core_pct: float = NO_TENSOR_CORE_PCT
 
 
@@ -197,6 +215,7 @@ def _device_tables(con, empty_queue_ns: int, device_id: int | None) -> dict[str,
     return {
         "launch_figures": run(con, "launch_figures", empty_queue_ns=empty_queue_ns, ops=ops, device_id=device_id),
         "pageable_copies": run(con, "pageable_copies", device_id=device_id),
+        "host_copies": run(con, "host_copies", device_id=device_id),
         "kernel_categories": run(con, "kernels_by_category", device_id=device_id),
         "advice_facts": run(con, "advice_facts", device_id=device_id),
     }
@@ -245,6 +264,7 @@ def findings(
     host_explained = any(r[0] in ("data-loader bound", "host bound") for r in rows)
     rows += _steady_state_rows(st, read, host_explained, limits, where)
     rows += _pageable_rows(con, read, limits, where)
+    rows += _transfer_rows(con, read, limits, where, pageable_said=bool(rows) and rows[-1][0] == PAGEABLE)
     rows += _tensor_core_rows(con, read, limits, where)
     return pl.DataFrame(rows, schema=["finding", "evidence"], orient="row")
 
@@ -384,11 +404,76 @@ def _pageable_rows(con, read: dict[str, pl.DataFrame], limits: Thresholds, where
         return []
     return [
         (
-            "pageable host-to-device copies",
+            PAGEABLE,
             f"{pc['copies']:,} copies, {pc['bytes'] / 2**20:,.1f} MiB, {_ms(pc['ns'])} on {where or 'the GPU'}: "
             + _advice.pinned_memory_advice(_facts(con, read)),
         )
     ]
+
+
+def _transfer_rows(
+    con, read: dict[str, pl.DataFrame], limits: Thresholds, where: str = "", pageable_said: bool = False
+) -> list[tuple[str, str]]:
+    """The transfer-bound finding, where copies between host and device fill limits.host_copy_share or more of a
+    device's busy time and move limits.host_copy_min_bytes or more there (on `where`'s device: _scope), its
+    figures over the devices where that holds.
+    `pageable_said`: the pageable finding is made, so its advice is not given twice."""
+    hc = read.get("host_copies")
+    if hc is None or not hc.height:
+        return []
+    held = hc.filter(
+        (pl.col("filled_ns") > 0)
+        & (pl.col("filled_ns") >= limits.host_copy_share * pl.col("busy_ns"))
+        & (pl.col("bytes") >= limits.host_copy_min_bytes)
+    )
+    if not held.height:
+        return []
+    shares = [round(100 * r["filled_ns"] / r["busy_ns"]) for r in held.iter_rows(named=True)]
+    devices = held["device_id"].to_list()
+    if hc.height == 1 and not where:  # one GPU in the profile
+        whose = f"{shares[0]}% of the GPU's busy time"
+    elif where.startswith("GPU "):  # the loop's device alone (_scope), which `where` names
+        whose = f"{shares[0]}% of the busy time of {where}"
+    else:
+        whose = " and ".join(f"{pct}% of GPU {d}'s busy time" for d, pct in zip(devices[:4], shares))
+        if len(devices) > 4:
+            whose = f"{min(shares)}% to {max(shares)}% of the busy time of GPUs {_list(devices)}"
+    copies, to_device, nbytes, ns = (held[c].sum() for c in ("copies", "to_device", "bytes", "copy_ns"))
+    filled, busy = held["filled_ns"].sum(), held["busy_ns"].sum()
+    exposed = _exposed_copies(con, devices)
+    rate = f" ({nbytes / ns:,.1f} GB/s)" if ns else ""
+    evidence = (
+        f"copies between host and device memory fill {whose} ({_dur(filled)} of {_dur(busy)}): {copies:,} copies "
+        f"({to_device:,} to the device, {copies - to_device:,} from it) move {_size(nbytes)} in {_dur(ns)} of GPU "
+        f"time{rate}, and {_dur(exposed)} of their time ({exposed / filled:.0%}) has no kernel beside it; "
+    )
+    pageable, pinned = held["pageable_bytes"].sum(), held["pinned_bytes"].sum()
+    if nbytes and pageable * 2 >= nbytes:
+        lead = f"{pageable / nbytes:.0%} of their bytes are in pageable host memory: "
+        advice = (
+            f"the finding `{PAGEABLE}` says how to pin it"
+            if pageable_said
+            else _advice.pinned_memory_advice(_facts(con, read))
+        )
+        return [("transfer bound", evidence + lead + advice)]
+    kind = (
+        f"{pinned / nbytes:.0%} of their bytes are in pinned host memory; " if nbytes and pinned * 2 >= nbytes else ""
+    )
+    if exposed * 2 >= filled:
+        return [("transfer bound", evidence + kind + _advice.copy_overlap_advice(_facts(con, read)))]
+    return [("transfer bound", evidence + kind + _advice.COPY_LESS)]
+
+
+def _exposed_copies(con, devices: list[int]) -> int:
+    """The time in which copies between host and device ran on `devices` with no kernel beside them, ns
+    (host_copies_exposed.sql, which reads every kernel of the devices it is asked of: asked only here)."""
+    got = run(con, "host_copies_exposed", device_id=devices[0] if len(devices) == 1 else None)
+    return int(got.filter(pl.col("device_id").is_in(devices))["exposed_ns"].sum())
+
+
+def _size(nbytes) -> str:
+    """Bytes in the binary unit that keeps their digits: 47.5 GiB, 12.0 MiB."""
+    return f"{nbytes / 2**30:,.1f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:,.1f} MiB"
 
 
 def _tensor_core_rows(con, read: dict[str, pl.DataFrame], limits: Thresholds, where: str = "") -> list[tuple[str, str]]:

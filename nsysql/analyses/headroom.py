@@ -109,6 +109,12 @@ FORMULAS: dict[str, Formula] = {
         "their GPU time per typical step minus their bytes at the measured pinned rate; without pinned copies "
         f">= {PINNED_RATE_MIN_BYTES // 2**20} MiB to measure it, their whole GPU time (an upper bound)",
     ),
+    "transfer bound": Formula(
+        "busy",
+        "mean per typical step of the time copies between host and device run on the loop's device with no kernel "
+        "beside them, each step's at most its kernel (and graph) time: what overlapping them with compute could "
+        "hide (an upper bound; copying less can give more, which no trace measures)",
+    ),
     "matrix math without tensor cores": Formula(
         "busy",
         "their GPU time per typical step x (1 - 1/speedup), speedup "
@@ -129,6 +135,7 @@ NEEDS: dict[str, Needs] = {
     "periodic slow iterations": Needs(captured=_LOOP),
     "exposed communication": Needs(captured=f"communication kernels (NCCL) in the CUDA trace; {_LOOP}"),
     "pageable host-to-device copies": Needs(captured=f"CUDA memcpy trace with memory kinds (-t cuda); {_LOOP}"),
+    "transfer bound": Needs(captured=f"CUDA memcpy trace (-t cuda); {_LOOP}"),
     "matrix math without tensor cores": Needs(
         hardware="tensor cores: compute capability 7.0 or higher",
         captured=f"kernel names, or GPU metrics (--gpu-metrics-devices); {_LOOP}",
@@ -145,10 +152,17 @@ def tables(con) -> dict[str, pl.DataFrame]:
     }
 
 
-def work(windows, pid: int) -> pl.DataFrame:
+def work(windows, pid: int, device: int | None = None) -> pl.DataFrame:
     """Per iteration of `windows` (iterations.Windows of process `pid`): the GPU time of matrix kernels on CUDA
-    cores and of pageable host-to-device copies, and those copies' bytes (iteration_headroom.sql)."""
-    return windows.run("iteration_headroom", pid=pid, matrix=list(MATRIX_CATEGORIES))
+    cores and of pageable host-to-device copies, and those copies' bytes (iteration_headroom.sql); and the time
+    copies between host and device ran on `device` (the loop's; None: the process ran no GPU work) with no kernel
+    beside them (iteration_host_copies.sql). An iteration without such work counts 0."""
+    got = windows.run("iteration_headroom", pid=pid, matrix=list(MATRIX_CATEGORIES))
+    if device is None:
+        return got.with_columns(pl.lit(0, pl.Int64).alias("host_copy_exposed_ns"))
+    exposed = windows.run("iteration_host_copies", device=device)
+    zero = [pl.col(c).fill_null(0) for c in got.columns if c != "iteration"]
+    return got.join(exposed, on="iteration", how="full", coalesce=True).with_columns(*zero).sort("iteration")
 
 
 @dataclass(frozen=True)
@@ -296,6 +310,30 @@ def _pageable(name: str, inp: Inputs) -> tuple[float | None, str]:
     )
 
 
+def _transfer(name: str, inp: Inputs) -> tuple[float | None, str]:
+    # overlapping a step's exposed copies with its compute hides at most that compute's length: a step of 51 ms
+    # of copies and 3 ms of kernels gives back 3 ms that way, however pinned its memory (copying less gives
+    # more, by an amount no trace measures)
+    s = inp.step
+    work = inp.work if inp.work is not None else pl.DataFrame({"iteration": [], "host_copy_exposed_ns": []})
+    compute = [c for c in ("kernel_ns", GRAPH_COLUMN) if inp.its is not None and c in inp.its.columns]
+    its = (
+        inp.its.select("iteration", pl.sum_horizontal(*(pl.col(c).fill_null(0) for c in compute)).alias("_compute"))
+        if compute
+        else pl.DataFrame({"iteration": [], "_compute": []}, schema={"iteration": pl.Int64, "_compute": pl.Int64})
+    )
+    both = (
+        work.select("iteration", "host_copy_exposed_ns")
+        .join(its, on="iteration", how="left")
+        .with_columns(pl.min_horizontal("host_copy_exposed_ns", pl.col("_compute").fill_null(0)).alias("_hidden"))
+    )
+    exposed, ns = s.per_typical(both, "host_copy_exposed_ns"), s.per_typical(both, "_hidden")
+    return ns, (
+        f"{exposed / 1e6:,.3f} ms per typical step of copies between host and device with no kernel beside them, "
+        f"each step's at most its own GPU compute time, behind which overlapping could hide them: an upper bound"
+    )
+
+
 def _tensor_cores(name: str, inp: Inputs) -> tuple[float | None, str]:
     s, f = inp.step, inp.facts or {}
     whole = s.per_typical(inp.its, GRAPH_COLUMN) if inp.its is not None and GRAPH_COLUMN in inp.its.columns else 0
@@ -334,6 +372,7 @@ _COMPUTE = {
     "periodic slow iterations": _slow,
     "exposed communication": _exposed,
     "pageable host-to-device copies": _pageable,
+    "transfer bound": _transfer,
     "matrix math without tensor cores": _tensor_cores,
 }
 

@@ -1,9 +1,9 @@
--- @defines api_display_name, copy_kind_enum, copy_kinds, exact_weighted_mean, family_label, family_name
--- @defines family_number, global_pid, global_tid, in_family, is_exact_whole, is_interval, is_torch_backward_node
+-- @defines api_display_name, copy_kind_enum, copy_kinds, exact_weighted_mean, family_label, family_name, family_number
+-- @defines global_pid, global_tid, in_family, is_exact_whole, is_host_copy, is_interval, is_torch_backward_node
 -- @defines is_torch_op, is_torch_range, kernel_tensor_cores, metric_sums_by_window, op_launch_ns, ops_by_iteration
 -- @defines overlaps_by_bucket, range_family, range_family_label, range_op_name, stats_durations, stats_stddev
--- @defines tensor_cores_evidence, torch_evaluated_node, torch_op_name, torch_op_seq, torch_op_sizes
--- @defines union_stretches, union_stretches_keyed, union_stretches_one_key
+-- @defines tensor_cores_evidence, torch_evaluated_node, torch_op_name, torch_op_seq, torch_op_sizes, union_stretches
+-- @defines union_stretches_keyed, union_stretches_one_key
 
 -- nsysql canonical schema v1: shared rules, defined once and used by every canonical and analysis query.
 -- The macros and types are created in the canonical database itself, so they are stored in each cache entry
@@ -65,6 +65,19 @@ AS TABLE SELECT * FROM (VALUES
 
 -- gpu_ops.copy_kind's type: the labels of copy_kinds(), in id order (an ENUM: one byte a row).
 CREATE TYPE copy_kind_enum AS ENUM (SELECT label FROM copy_kinds() ORDER BY id);
+
+-- Whether a GPU op is a copy between host and device memory (arrays are device memory): one that crosses the bus
+-- (PCIe or C2C). Device-to-device and peer copies stay on the GPUs; unified memory's page migrations are no copy
+-- the program issued.
+CREATE OR REPLACE MACRO is_host_copy(
+  -- VARCHAR: gpu_ops.kind
+  kind,
+  -- copy_kind_enum: gpu_ops.copy_kind
+  copy_kind
+)
+-- BOOLEAN: false, not NULL, for other ops
+AS coalesce(kind = 'memcpy'
+            AND copy_kind::VARCHAR IN ('Host-to-Device', 'Device-to-Host', 'Host-to-Array', 'Array-to-Host'), false);
 
 -- The process id in an nsys globalTid or globalPid: nsys packs hardware id, VM id, process id and thread id
 -- into one 64-bit number, the process id in bits 24 to 47 (as nsys's own stats scripts decode it).

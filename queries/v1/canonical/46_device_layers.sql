@@ -1,6 +1,6 @@
 -- @include 00_macros.sql, 40_gpu_ops.sql, 45_kernel_classes.sql
 -- @tables gpu_ops, kernel_classes
--- @macros union_stretches
+-- @macros is_host_copy, union_stretches
 -- @defines device_layers
 
 -- nsysql canonical schema v1: the sparse layers of a device's GPU time (communication kernels, memory copies) and
@@ -9,13 +9,15 @@
 -- the analyses ask it of one device, and a load that no such question follows pays nothing for it.
 
 -- The time of a device's communication kernels and of its copies, each with the part of it that other work
--- covered, each a union of intervals (union_stretches, 00_macros.sql), in four layers:
+-- covered, each a union of intervals (union_stretches, 00_macros.sql), in six layers:
 --   `comm`        communication kernels: category `communication` by the rules of 44_kernel_rules.sql (NCCL and
 --                 other collectives)
 --   `comm_hidden` the part of `comm` during which a compute kernel ran too (any kernel that is not
 --                 communication, or a CUDA graph replay recorded whole), on any stream of the device
 --   `copy`        memcpy and memset
 --   `copy_hidden` the part of `copy` during which any kernel (or graph replay) ran too
+--   `host_copy`   the copies between host and device memory alone (is_host_copy, 00_macros.sql): a part of `copy`
+--   `host_copy_hidden` the part of `host_copy` during which any kernel (or graph replay) ran too
 -- With gpu_busy (any op), a window's time on the device splits exactly: exposed communication = comm -
 -- comm_hidden, copy only = copy - copy_hidden, compute = busy - exposed - copy only, idle = wall - busy.
 -- How: communication and copies are few; compute kernels are most of a profile. The compute side is never sorted
@@ -35,17 +37,19 @@ WITH ops AS (  -- class: copy, comm or compute; ops of no length cover nothing
   SELECT device_id, start_ns, end_ns,
          CASE WHEN kind IN ('memcpy', 'memset') THEN 0
               WHEN name_id IN (SELECT name_id FROM kernel_classes WHERE category = 'communication') THEN 1
-              ELSE 2 END AS class
+              ELSE 2 END AS class,
+         is_host_copy(kind, copy_kind) AS host
   FROM gpu_ops
   WHERE device_id IS NOT NULL AND (device IS NULL OR device_id = device) AND end_ns > start_ns
 ), bucket AS (
   SELECT greatest(1000000, ((max(end_ns)::HUGEINT - min(start_ns)) // 1048576 + 1)::BIGINT) AS ns FROM ops
-), sparse AS (  -- key: device * 2 + class (0 copy, 1 comm)
-  SELECT device_id::BIGINT * 2 + class AS key, start_ns, end_ns FROM ops WHERE class < 2
+), sparse AS (  -- key: device * 3 + layer (0 copy, 1 comm, 2 host copy: a host copy is in both 0 and 2)
+  SELECT device_id::BIGINT * 3 + class AS key, start_ns, end_ns FROM ops WHERE class < 2
+  UNION ALL SELECT device_id::BIGINT * 3 + 2, start_ns, end_ns FROM ops WHERE host
 ), s AS (
   SELECT key, start_ns, end_ns, busy_before_ns FROM union_stretches(sparse)
 ), s_buckets AS (  -- every bucket each stretch touches
-  SELECT key, key // 2 AS device_id, start_ns, end_ns,
+  SELECT key, key // 3 AS device_id, start_ns, end_ns,
          unnest(range(start_ns // bucket.ns, (end_ns - 1) // bucket.ns + 1)) AS b
   FROM s, bucket
 ), touched AS (
@@ -66,12 +70,12 @@ WITH ops AS (  -- class: copy, comm or compute; ops of no length cover nothing
   SELECT DISTINCT s.key, greatest(c.start_ns, s.start_ns) AS start_ns, least(c.end_ns, s.end_ns) AS end_ns
   FROM cand_buckets c
   JOIN s_buckets s ON s.device_id = c.device_id AND s.b = c.b
-  WHERE c.start_ns < s.end_ns AND c.end_ns > s.start_ns AND (s.key % 2 = 0 OR c.class = 2)
+  WHERE c.start_ns < s.end_ns AND c.end_ns > s.start_ns AND (s.key % 3 <> 1 OR c.class = 2)
 )
-SELECT (key // 2)::INTEGER AS device_id, CASE key % 2 WHEN 0 THEN 'copy' ELSE 'comm' END AS layer,
+SELECT (key // 3)::INTEGER AS device_id, ['copy', 'comm', 'host_copy'][key % 3 + 1] AS layer,
        start_ns, end_ns, busy_before_ns
 FROM s
 UNION ALL
-SELECT (key // 2)::INTEGER, CASE key % 2 WHEN 0 THEN 'copy_hidden' ELSE 'comm_hidden' END,
+SELECT (key // 3)::INTEGER, ['copy_hidden', 'comm_hidden', 'host_copy_hidden'][key % 3 + 1],
        start_ns, end_ns, busy_before_ns
 FROM union_stretches(pieces);
