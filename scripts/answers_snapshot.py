@@ -84,6 +84,9 @@ def diff(a: Path, b: Path) -> int:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--diff"]:
-        sys.exit(diff(Path(sys.argv[2]), Path(sys.argv[3])))
-    snapshot(Path(sys.argv[1]))
+    args = sys.argv[1:]
+    if args[:1] == ["--diff"] and len(args) == 3:
+        sys.exit(diff(Path(args[1]), Path(args[2])))
+    if len(args) != 1 or args[0].startswith("-"):  # --help, or a typo: never a file named after an option
+        sys.exit(__doc__)
+    snapshot(Path(args[0]))
