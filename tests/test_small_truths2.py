@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from conftest import craft, fixture, raw
+from conftest import craft, fixture, loaded, raw
 from test_small_truths import _cli
 
 import nsysql
@@ -49,7 +49,8 @@ def unnamed_loader(request, tmp_path_factory):
     with an empty message or none."""
     d = tmp_path_factory.mktemp("unnamed2")
     path = craft(d / "unnamed.sqlite", f"UPDATE NVTX_EVENTS SET text = {request.param} WHERE text = 'Load data'")
-    prof = nsysql.load(path, cache_dir=d / "cache")
+    # in the run's cache, which the commands run here (_cli) read too: one build of the copy, not two
+    prof = nsysql.load(path)
     yield path, prof
     prof.close()
 
@@ -109,9 +110,10 @@ def test_a_range_named_unnamed_is_told_apart_from_ranges_without_a_name(tmp_path
         prof.close()
 
 
-def test_a_diff_of_a_profile_against_itself_says_its_slow_iterations_once(tmp_path):
+def test_a_diff_of_a_profile_against_itself_says_its_slow_iterations_once():
     path = fixture("loop_before")
-    pattern = nsysql.load(path, cache_dir=tmp_path / "cache").iteration_stats()["outlier_pattern"][0]
+    # the run's one entry of loop_before (conftest.loaded), which diff reads too: no build here
+    pattern = loaded(str(path)).iteration_stats()["outlier_pattern"][0]
     assert pattern  # loop_before stalls every 10th step (COMMAND.md): it has slow iterations to tell
     res = _cli("diff", path, path)
     assert res.exit_code == 0, res.output
