@@ -10,8 +10,9 @@ from __future__ import annotations
 import io
 
 import polars as pl
+import pytest
 from click.testing import CliRunner
-from conftest import built_cache, craft, fixture, raw
+from conftest import built_cache, craft, fixture, raw, seeded
 
 from nsysql.cli import main
 
@@ -36,6 +37,7 @@ def test_cpu_by_thread_lists_the_scheduled_threads_never_sampled():
     sampled = dict(((p, t), n) for p, t, n in raw(CPU, f"SELECT {tid}, count(*) FROM COMPOSITE_EVENTS GROUP BY 1, 2"))
     scheduled = set(raw(CPU, f"SELECT DISTINCT {tid} FROM SCHED_EVENTS"))
     assert scheduled - set(sampled)  # by construction: idle helper threads, scheduled but never sampled
+    seeded(CPU)  # the run's one entry of the export, which the commands read (the cold build is tested elsewhere)
     got = _csv("cpu", CPU, "--by", "thread")
     assert set(got.select("pid", "tid").rows()) == scheduled | set(sampled)
     for pid, tid_, n in got.select("pid", "tid", "samples").rows():
@@ -85,6 +87,7 @@ def test_why_not_cpu_agrees_with_info_on_scheduling_events_alone(tmp_path):
 def test_why_not_cpu_still_refuses_without_samples_or_scheduling():
     import nsysql
 
+    seeded(fixture("train_small"))
     prof = nsysql.load(fixture("train_small"))
     try:
         assert not raw(fixture("train_small"), "SELECT name FROM sqlite_master WHERE name = 'SCHED_EVENTS'")
@@ -130,10 +133,18 @@ def _graph_launches(path) -> tuple[int, int]:
     return raw(path, 'SELECT count(*), sum("end" - start) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE')[0]
 
 
-def test_summary_says_under_its_kernels_what_they_leave_out(tmp_path):
-    path = _whole(tmp_path)
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory):
+    """_whole, made once for the two tests that read it as it is: each reads a cache of its own holding the entry
+    a first load of it builds, built once in the run (conftest.built_cache)."""
+    return _whole(tmp_path_factory.mktemp("whole"))
+
+
+def test_summary_says_under_its_kernels_what_they_leave_out(tmp_path, whole):
+    path = whole
     n, _ = _graph_launches(path)
     head = f"not in this table: {n} CUDA graph launches traced whole ("
+    built_cache(tmp_path / "c", path, fixture("graph_loop"))
     res = cli("--cache-dir", tmp_path / "c", "summary", path, "--wide")
     assert res.exit_code == 0, res.output
     kernels = res.stdout.split("== kernels ==", 1)[1].split("== ranges ==")[0]
@@ -147,9 +158,10 @@ def test_summary_says_under_its_kernels_what_they_leave_out(tmp_path):
     assert "traced whole" not in plain
 
 
-def test_kernels_of_several_files_say_each_ranks_note(tmp_path):
-    path = _whole(tmp_path)
+def test_kernels_of_several_files_say_each_ranks_note(tmp_path, whole):
+    path = whole
     n, _ = _graph_launches(path)
+    built_cache(tmp_path / "c", path, fixture("graph_loop"))
     res = cli("--cache-dir", tmp_path / "c", "kernels", path, fixture("graph_loop"), "--wide")
     assert res.exit_code == 0, res.output
     assert f" (whole.sqlite): not in this table: {n} CUDA graph launches traced whole (" in res.stdout
@@ -188,7 +200,7 @@ def _nccl_kinds(path) -> dict[str, tuple[int, int]]:
 
 
 def test_collectives_of_several_unsized_exports_answer_per_rank(tmp_path):
-    cache = ("--cache-dir", tmp_path / "c")
+    cache = ("--cache-dir", built_cache(tmp_path / "c", *PAIR))
     got = _csv(*cache, "collectives", *PAIR, "--by", "kind")
     ranks = {r: PAIR[i] for i, r in enumerate(sorted(got["rank"].unique().to_list()))}
     assert len(ranks) == 2
