@@ -5,7 +5,7 @@ or the canonical tables it requires, Analysis.requires, that hold no rows). Inte
 from __future__ import annotations
 
 from click.testing import CliRunner
-from conftest import FIXTURES, craft, fixture, loaded, seeded
+from conftest import FIXTURES, built_cache, craft, fixture, loaded, seeded
 
 import nsysql
 from nsysql.cli import main
@@ -74,8 +74,9 @@ def test_an_export_without_nvtx_says_the_range_commands_do_not_apply(tmp_path, m
     assert got["ops"].startswith("no: the export has no PyTorch operator ranges"), got["ops"]
     for name in ("kernels", "api", "launches", "gaps", "summary", "trace"):
         assert got[name] == "yes", (name, got[name])
-    # the same export with its NVTX ranges: they apply
-    assert _applies(craft(tmp_path / "whole.sqlite"))["ranges"] == "yes"
+    # the same export with its NVTX ranges (train_small itself, from the run's one entry of it): they apply
+    built_cache(tmp_path / "cache", fixture("train_small"))
+    assert _applies(fixture("train_small"))["ranges"] == "yes"
     res = CliRunner().invoke(main, ["info", str(bare), "-f", "csv"])
     # (quoted: the hint holds a comma)
     assert res.exit_code == 0 and 'commands,ranges,"no: no NVTX ranges: nvtx_ranges is empty; annotate' in res.stdout
@@ -93,12 +94,9 @@ def test_info_says_collectives_applies_where_the_command_answers(tmp_path):
     says it applies there (and why no size), and does not where the command refuses."""
     from conftest import raw
 
-    cache = str(tmp_path / "cache")
-    for path in (
-        FIXTURES / "ddp_pair" / "rank0.sqlite",
-        FIXTURES / "ddp_blobs" / "rank0.sqlite",
-        fixture("train_small"),
-    ):
+    paths = (FIXTURES / "ddp_pair" / "rank0.sqlite", FIXTURES / "ddp_blobs" / "rank0.sqlite", fixture("train_small"))
+    cache = str(built_cache(tmp_path / "cache", *paths))  # the entries a first load builds, built once in the run
+    for path in paths:
         nccl_kernels = raw(
             path,
             "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName "
