@@ -69,7 +69,8 @@ def test_a_trick_turned_off_changes_no_answer(off, tuned_answer, tmp_path):
 
 
 def test_a_word_that_is_no_trick_is_said_in_one_line(tmp_path):
-    r = _nsysql(["info", str(SMALL)], tmp_path, "fast_exit,early_reader")
+    # in this process (click's CliRunner): the load refuses the switch (store.opening), as it does in the executable
+    r = _in_process(["info", str(SMALL)], tmp_path, "fast_exit,early_reader")
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.count("\n") == 1 and "NSYSQL_NO_TUNING" in r.stderr and "'early_reader'" in r.stderr
 
