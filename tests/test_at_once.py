@@ -7,7 +7,8 @@ from __future__ import annotations
 import shutil
 import sqlite3
 
-from conftest import craft
+import pytest
+from conftest import built_cache, craft
 
 import nsysql
 from nsysql.analyses import catalog  # noqa: F401 (fills the registry)
@@ -28,6 +29,14 @@ MORE_CALLS = (
 )
 
 
+@pytest.fixture(scope="module")
+def calls(tmp_path_factory):
+    """big_step with MORE_CALLS, made once for both tests: each starts from the entry a first load of it builds
+    (under the default budget, 2 GB), built once in the run (conftest.built_cache); what is tested here is how
+    that entry is read."""
+    return craft(tmp_path_factory.mktemp("at_once") / "calls.sqlite", MORE_CALLS, source="big_step")
+
+
 def _calls(path) -> int:
     """The export's CUDA API calls, counted in SQLite (each an interval: api_calls holds them all)."""
     con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
@@ -37,10 +46,10 @@ def _calls(path) -> int:
         con.close()
 
 
-def test_pieces_run_side_by_side_as_memory_holds_their_rows(tmp_path):
-    path = craft(tmp_path / "calls.sqlite", MORE_CALLS, source="big_step")
+def test_pieces_run_side_by_side_as_memory_holds_their_rows(tmp_path, calls):
+    path = calls
     rows = _calls(path)
-    with nsysql.load(path, cache_dir=tmp_path) as p:  # the entry built under the default budget (2 GB)
+    with nsysql.load(path, cache_dir=built_cache(tmp_path, path)) as p:
         assert p.sql("SELECT count(*) AS n FROM api_calls")["n"][0] == rows  # (and the connection opened)
         assert p._engine.at_once(6, READS) == 6  # it holds them all
         assert p._engine.at_once(6, None) == 6  # the tables not known: all at once
@@ -55,9 +64,9 @@ def test_pieces_run_side_by_side_as_memory_holds_their_rows(tmp_path):
             assert p._engine.at_once(2, READS) == min(2, times)
 
 
-def test_pieces_one_at_a_time_give_the_same_summary(tmp_path):
-    path = craft(tmp_path / "calls.sqlite", MORE_CALLS, source="big_step")
-    with nsysql.load(path, cache_dir=tmp_path) as p:
+def test_pieces_one_at_a_time_give_the_same_summary(tmp_path, calls):
+    path = calls
+    with nsysql.load(path, cache_dir=built_cache(tmp_path, path)) as p:
         p.kernels()  # the entry built (whole: a small export), no piece of the summary stored
     for d in ("all", "one"):
         shutil.copytree(tmp_path, tmp_path / d, ignore=lambda _, names: [n for n in names if n in ("all", "one")])
