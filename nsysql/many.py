@@ -1,6 +1,7 @@
 """Several per-rank exports at once: `nsysql.load_many(paths) -> Ranks`.
 
-Engine: each export is loaded where it is (a local process pool sized to the cores, or Dask workers that
+Engine: each export is loaded where it is (a local process pool of half the cores, in this process where that is one
+worker, or Dask workers that
 share the files' filesystem), into the cache, and reduced there to the small per-rank frames of
 `nsysql.analyses.ranks.rank_tables`, which are stored too (Parquet beside the cache entry, under the store's
 key: nsysql.store); only those frames travel back. The cross-rank analysis then runs in one in-memory DuckDB
@@ -38,7 +39,7 @@ entry_point(
             "workers",
             (int, type(None)),
             None,
-            doc="Local processes for the loads [default: the cores].",
+            doc="Local processes for the loads [default: half the cores; 1: in this process].",
             flag=Flag(minimum=1),
         ),
         Param(
@@ -198,10 +199,10 @@ def load_many(
     if todo and client is not None:
         futures = client.map(_job, todo, cache_dir=cdir, cache=cache, cache_max=cache_max, range=range, pure=False)
         results += client.gather(futures)
-    elif len(todo) <= 1 or workers == 1:
+    elif (n := min(len(todo), workers or pool_size(os.cpu_count() or 1))) <= 1:
         results += [_job(f, cdir, cache, cache_max, range) for f in todo]
     else:
-        n, k = min(len(todo), workers or os.cpu_count() or 1), len(todo)
+        k = len(todo)
         # spawn, not fork: a forked child can inherit a DuckDB or Arrow lock held by another thread
         with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) as pool:
             results += list(pool.map(_job, todo, [cdir] * k, [cache] * k, [cache_max] * k, [range] * k))
@@ -214,6 +215,14 @@ def load_many(
     parts = [{**by_path[f], "info": by_path[f]["info"].with_columns(rank_source=pl.lit(said[f]))} for f in files]
     tables = _ranks.combine(list(zip(numbers, parts)))
     return Ranks(tables, why)
+
+
+def pool_size(cpus: int) -> int:
+    """The worker processes load_many loads exports in where it is not told (1: in this process): half the
+    cores, since one load keeps about two busy (its readers, then DuckDB's threads). Measured (BENCHMARKS.md,
+    "Many ranks"): on 2 cores a pool of 2 is slower than loading in turn, for 2 exports of 1 MiB to 75 MiB; on 16
+    cores 8 workers load 8 exports of 75 MiB 3x faster than one process, and 16 no faster than 8."""
+    return max(1, cpus // 2)
 
 
 def number(profiles: list) -> tuple[list[int], str]:

@@ -11,13 +11,14 @@ from conftest import FIXTURES, ROOT, built_cache, fixture, seeded
 from polars.testing import assert_frame_equal
 
 import nsysql
+from nsysql import many
 
 PAIR = str(FIXTURES / "ddp_pair" / "rank*.sqlite")
 
 
 def test_ddp_pair_straggler_named_with_cause_and_wait(tmp_path):
-    # the entries a first load builds, built once in the run (conftest.built_cache): the pool's workers make the
-    # per-rank frames from them (the cold build is tested elsewhere)
+    # the entries a first load builds, built once in the run (conftest.built_cache): the loads make the per-rank
+    # frames from them (the cold build is tested elsewhere)
     cache = built_cache(tmp_path, *sorted(FIXTURES.glob("ddp_pair/rank*.sqlite")))
     ranks = nsysql.load_many([PAIR], cache_dir=cache)
     assert ranks.numbering.startswith("ranks from RANK in each file")
@@ -124,7 +125,8 @@ def synthetic(tmp_path_factory):
 @pytest.mark.long
 def test_local_and_dask_engines_agree(synthetic, tmp_path):
     distributed = pytest.importorskip("dask.distributed")
-    local = nsysql.load_many([str(synthetic / "rank*.sqlite")], cache_dir=tmp_path / "local")
+    # a pool of 2 processes, whatever the cores (on 2, load_many's default loads in this process: pool_size)
+    local = nsysql.load_many([str(synthetic / "rank*.sqlite")], cache_dir=tmp_path / "local", workers=2)
     assert sorted(local.files["rank"].to_list()) == [0, 1, 2, 3]
     with (
         distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None) as cluster,
@@ -182,3 +184,10 @@ def test_idle_findings_need_idle_time_worth_one():
 
     assert "data-loader bound" in found("rank1")
     assert "data-loader bound" not in found("rank0")
+
+
+def test_the_pool_is_half_the_cores_and_none_on_two():
+    """load_many's default pool (benchmarks/device_ranks.sh, BENCHMARKS.md "Many ranks"): on 2 cores loading the
+    exports in turn beats a pool of 2 at every size measured, so it starts none; on 16 cores 8 workers are as fast
+    as 16."""
+    assert [many.pool_size(c) for c in (1, 2, 3, 4, 16)] == [1, 1, 1, 2, 8]
