@@ -218,8 +218,10 @@ def load_many(
 
 def number(profiles: list) -> tuple[list[int], str]:
     """Rank numbers of loaded exports as load_many numbers them (RANK in each file, else sorted file names),
-    and the sentence saying which."""
-    return _ranks.number_ranks([_ranks.rank_info(str(p.path), p.facts) for p in profiles])
+    and the sentence saying how many files there are and where their numbers came from (what a command over
+    several FILEs says first on stderr)."""
+    numbers, why = _ranks.number_ranks([_ranks.rank_info(str(p.path), p.facts) for p in profiles])
+    return numbers, f"{len(profiles)} files; {why}"
 
 
 def stack(profiles: list, ranks: list[int], method: str, **kwargs) -> pl.DataFrame:

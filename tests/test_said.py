@@ -74,7 +74,32 @@ def test_one_path_is_answered_as_the_command_answers_one_file(tmp_path):
     printed = json.loads(_cli(cache, "collectives", RANK0, "--json").stdout)
     for one in (RANK0, [RANK0]):
         got = nsysql.collectives(one, cache_dir=cache)
-        assert set(got) == set(printed) == {"collectives", "findings"}
-        assert {k: got[k].to_dicts() for k in got} == printed
+        assert set(got) == {"collectives", "findings", "said"} and set(printed) == {"collectives", "findings"}
+        assert {k: got[k].to_dicts() for k in printed} == printed
     with pytest.raises(nsysql.NsysqlError, match="several exports"):
         nsysql.collectives(RANK0, by="rank", cache_dir=cache)
+
+
+def test_the_lines_under_collectives_are_the_answers(tmp_path):
+    """`collectives FILE`'s lines under its table (the slow-size findings in words and the rule, or, without NCCL's
+    payloads, the note saying why there is no size) are the answer's `said`."""
+    pair = FIXTURES / "ddp_pair" / "rank0.sqlite"  # no NVTX payloads: no message size
+    cache = built_cache(tmp_path / "c", RANK0, pair)
+    lines = nsysql.collectives(RANK0, cache_dir=cache)["said"]["said"].to_list()
+    assert [s.split(": ", 1)[0] for s in lines] == ["slow collectives", "rule"]
+    assert _cli(cache, "collectives", RANK0).stdout.endswith("\n" + "".join(f"{s}\n" for s in lines))
+    got = nsysql.collectives(pair, cache_dir=cache)
+    assert got["said"]["said"].to_list() == got["note"]["note"].to_list()
+    assert _cli(cache, "collectives", pair, "--markdown").stdout.endswith(f"\n{got['note']['note'][0]}\n")
+
+
+def test_several_files_say_how_many_and_how_numbered(tmp_path):
+    """The line a command over several FILEs says first on stderr (how many, and where their rank numbers came
+    from) is the library's, nsysql.many.number's."""
+    from nsysql.many import number
+
+    cache = built_cache(tmp_path / "c", RANK0, RANK1)
+    with nsysql.load(RANK1, cache_dir=cache) as p1, nsysql.load(RANK0, cache_dir=cache) as p0:
+        ranks, said = number([p1, p0])
+    assert said.startswith("2 files; ") and sorted(ranks) == [0, 1]
+    assert _cli(cache, "collectives", RANK1, RANK0, "--json").stderr.splitlines()[0] == f"nsysql: {said}"

@@ -1107,15 +1107,18 @@ def collectives_shown(ctx, by, range, slow_ratio) -> dict[str, pl.DataFrame]:
     """What `nsysql collectives` shows of one profile: the `collectives` grouped `by`, and the slow-size
     `findings` (over every call, whatever `range`). Where NCCL kernels ran but their calls carry no message size
     (no NVTX payloads), by kind or size: the calls and GPU time per kind from the kernels' names
-    (collective_kernels), and a `note` saying why there is no size or bandwidth and how to get them."""
+    (collective_kernels), and a `note` saying why there is no size or bandwidth and how to get them. Either way
+    `said`: the lines said under the table (the note, or the findings in words), one row each."""
     why = _coll.unsized(ctx.con) if by in ("size", "kind") else None
     if why is not None:
         kern = ctx.ask("collective_kernels")
-        note = pl.DataFrame({"note": [_coll.unsized_note(kern, why)]})
-        return {"collectives": kern, "note": note}
+        note = _coll.unsized_note(kern, why)
+        return {"collectives": kern, "note": pl.DataFrame({"note": [note]}), "said": _lines([note])}
+    found = ctx.ask("collective_findings", slow_ratio=slow_ratio)
     return {
         "collectives": ctx.ask("collectives", by=by, range=range),
-        "findings": ctx.ask("collective_findings", slow_ratio=slow_ratio),
+        "findings": found,
+        "said": _lines(_coll.findings_said(found)),
     }
 
 
