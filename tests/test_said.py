@@ -103,3 +103,20 @@ def test_several_files_say_how_many_and_how_numbered(tmp_path):
         ranks, said = number([p1, p0])
     assert said.startswith("2 files; ") and sorted(ranks) == [0, 1]
     assert _cli(cache, "collectives", RANK1, RANK0, "--json").stderr.splitlines()[0] == f"nsysql: {said}"
+
+
+def test_a_report_asked_by_nsys_name_counts_as_its_declaration_says(tmp_path):
+    """`stats -r nvtx_kern_sum` is kernels_by_range asked with what the declaration says nsys's name means
+    (as_nsys: the launching thread's ranges), which on pytorch_nvtx (kernels launched by the autograd thread)
+    is not nsysql's default answer."""
+    from nsysql.engine import REGISTRY
+
+    export = FIXTURES / "pytorch_nvtx" / "pytorch_nvtx.sqlite"
+    cache = built_cache(tmp_path / "c", export)
+    as_nsys = REGISTRY["kernels_by_range"].as_nsys
+    assert as_nsys == {"attribution": "thread"}
+    with nsysql.load(export, cache_dir=cache) as p:
+        nsys, own = p.kernels_by_range(**as_nsys), p.kernels_by_range()
+    assert nsys.to_dicts() != own.to_dicts()
+    printed = json.loads(_cli(cache, "stats", "-r", "nvtx_kern_sum,kernels-by-range", export, "-f", "json").stdout)
+    assert printed == {"nvtx_kern_sum": nsys.to_dicts(), "kernels-by-range": own.to_dicts()}

@@ -70,6 +70,7 @@ ATTRIBUTION = Param(
     doc="How GPU work is tied to NVTX ranges: 'thread' = the launching thread's open ranges (exactly nsys); "
     "'process' (default) = also inherit the ranges open on other threads of the process when the launching "
     "thread has none (PyTorch's autograd thread).",
+    nsys="thread",  # nsys's reports (nvtx_kern_sum, nvtx_gpu_proj_sum) credit a kernel to its thread's ranges
 )
 GROUP_OPS = Param(
     "group_ops",
