@@ -120,3 +120,27 @@ def test_a_report_asked_by_nsys_name_counts_as_its_declaration_says(tmp_path):
     assert nsys.to_dicts() != own.to_dicts()
     printed = json.loads(_cli(cache, "stats", "-r", "nvtx_kern_sum,kernels-by-range", export, "-f", "json").stdout)
     assert printed == {"nvtx_kern_sum": nsys.to_dicts(), "kernels-by-range": own.to_dicts()}
+
+
+def test_schema_and_the_trace_written_are_said_by_the_library(tmp_path):
+    """`nsysql schema [TABLE]` prints nsysql.export.schema_table (a table `export` does not write says so), and
+    `nsysql trace`'s line counts what nsysql.perfetto.write wrote, in its words (`said`)."""
+    from nsysql import perfetto
+    from nsysql.export import schema_table
+
+    tables = schema_table()
+    assert json.loads(_cli(tmp_path, "schema", "--json").stdout) == tables.to_dicts()
+    assert any(d.endswith("`nsysql export` does not write it)") for d in tables["description"])
+    assert json.loads(_cli(tmp_path, "schema", "gpu_ops", "--json").stdout) == schema_table("gpu_ops").to_dicts()
+    with pytest.raises(nsysql.NsysqlError, match="no canonical table 'nosuch'"):
+        schema_table("nosuch")
+
+    export = FIXTURES / "train_small" / "train_small.sqlite"
+    cache = built_cache(tmp_path / "c", export)
+    with nsysql.load(export, cache_dir=cache) as p:
+        got = perfetto.write(p.trace(), tmp_path / "mine.json", source=str(p.path))
+    assert got["said"].startswith(f"{got['events']} events: {got['gpu_ops']} GPU ops, ")
+    out = tmp_path / "t.json"
+    printed = _cli(cache, "trace", export, "-o", out).stderr
+    assert printed.startswith(f"nsysql: wrote {out} (") and printed.endswith(f" MiB, {got['said']})\n")
+    assert out.read_bytes() == (tmp_path / "mine.json").read_bytes()
