@@ -532,8 +532,12 @@ def _in_ranges(ctx, range, attribution, group_ops, innermost: bool = False) -> s
     return _kernels.range_graph_note(per)
 
 
-def _noted(table: pl.DataFrame, note: str | None) -> dict[str, pl.DataFrame]:
-    """A table and the one line said under it (a one-row `note` frame, NULL where there is nothing to say)."""
+def _noted(ctx, shown: str, table: pl.DataFrame, note: str | None) -> dict[str, pl.DataFrame]:
+    """A table of the analysis `shown` and the one line said under it (a one-row `note` frame, NULL where there
+    is nothing to say). An empty table of an analysis that does not apply to this export is no answer: its
+    command says why, in `info`'s words (NsysqlError: nsysql.analyses.info.why_not)."""
+    if not table.height and (why := _info.why_not(ctx.con, shown)):
+        raise NsysqlError(why)
     return {"table": table, "note": pl.DataFrame({"note": [note]}, schema={"note": pl.String})}
 
 
@@ -563,10 +567,10 @@ def kernels_shown(ctx, name, top, by, per, attribution) -> dict[str, pl.DataFram
     table = ctx.ask("kernels", name=name, top=top, by=by, per=per, attribution=attribution)
     if per == "iteration":
         it = ctx.ask("iteration_range", range=None)
-        return _noted(table, _kernels.iteration_graph_note(_iter.windows(ctx.con, it), it.pid))
+        return _noted(ctx, "kernels", table, _kernels.iteration_graph_note(_iter.windows(ctx.con, it), it.pid))
     if per == "range":
-        return _noted(table, _in_ranges(ctx, None, attribution, None))
-    return _noted(table, _kernels.whole_graph_note(ctx.ask("whole_graphs")))
+        return _noted(ctx, "kernels", table, _in_ranges(ctx, None, attribution, None))
+    return _noted(ctx, "kernels", table, _kernels.whole_graph_note(ctx.ask("whole_graphs")))
 
 
 @analysis(
@@ -579,7 +583,7 @@ def kernels_by_range_shown(ctx, range, innermost, attribution, group_ops) -> dic
     """What `nsysql kernels-by-range` shows: the `table` (kernels_by_range's frame) and the `note` under it, the
     CUDA graph launches traced whole inside its ranges, whose kernels it leaves out (nsysql.analyses.kernels)."""
     table = ctx.ask("kernels_by_range", range=range, innermost=innermost, attribution=attribution, group_ops=group_ops)
-    return _noted(table, _in_ranges(ctx, range, attribution, group_ops, innermost))
+    return _noted(ctx, "kernels_by_range", table, _in_ranges(ctx, range, attribution, group_ops, innermost))
 
 
 @analysis(
@@ -601,7 +605,7 @@ def ops_shown(ctx, shapes) -> dict[str, pl.DataFrame]:
     """What `nsysql ops` shows: the `table` (ops' frame) and the `note` under it, the GPU time of CUDA graph
     launches traced whole, whose kernels nsys did not record and no operator is credited with, as under the
     kernel tables (nsysql.analyses.kernels.whole_graph_note)."""
-    return _noted(ctx.ask("ops", shapes=shapes), _kernels.whole_graph_note(ctx.ask("whole_graphs")))
+    return _noted(ctx, "ops", ctx.ask("ops", shapes=shapes), _kernels.whole_graph_note(ctx.ask("whole_graphs")))
 
 
 @analysis(
