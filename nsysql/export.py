@@ -60,6 +60,21 @@ def schema_docs() -> dict[str, dict]:
     return docs
 
 
+def schema_table(table: str | None = None) -> pl.DataFrame:
+    """What `nsysql schema` shows: each canonical table and its description (one a view or a table nsysql keeps
+    for itself says that `sql` reads it and `export` does not write it); given `table`, each of its columns and
+    what it means. NsysqlError for a name that is not a canonical table."""
+    docs = schema_docs()
+    if table:
+        if table not in docs:
+            raise NsysqlError(f"no canonical table {table!r}; tables: {', '.join(docs)}")
+        rows = [(table, c, d) for c, d in docs[table]["columns"].items()]
+        return pl.DataFrame(rows, schema=["table", "column", "description"], orient="row")
+    unwritten = " (`nsysql sql` reads it; `nsysql export` does not write it)"
+    rows = [(t, i["description"] + ("" if i["exported"] else unwritten)) for t, i in docs.items()]
+    return pl.DataFrame(rows, schema=["table", "description"], orient="row")
+
+
 def _columns(lines: list[str], create_at: int) -> dict[str, str]:
     """Comment blocks inside the statement's outer SELECT list, each followed by its column expression."""
     end = next(

@@ -227,8 +227,10 @@ def pool_size(cpus: int) -> int:
 
 def number(profiles: list) -> tuple[list[int], str]:
     """Rank numbers of loaded exports as load_many numbers them (RANK in each file, else sorted file names),
-    and the sentence saying which."""
-    return _ranks.number_ranks([_ranks.rank_info(str(p.path), p.facts) for p in profiles])
+    and the sentence saying how many files there are and where their numbers came from (what a command over
+    several FILEs says first on stderr)."""
+    numbers, why = _ranks.number_ranks([_ranks.rank_info(str(p.path), p.facts) for p in profiles])
+    return numbers, f"{len(profiles)} files; {why}"
 
 
 def stack(profiles: list, ranks: list[int], method: str, **kwargs) -> pl.DataFrame:
@@ -364,10 +366,7 @@ def kernels_across(profiles: list, ranks: list[int], params: dict) -> dict[str, 
     and `said`, the note of each rank that has one (what its table leaves out), on a line naming its file ('' where
     no rank has one). An export that kernels does not apply to (no GPU activity recorded) is refused as one file
     is, naming it: left out, its rank would be absent from the table without a word."""
-    got = shown_each(profiles, ranks, "kernels_shown", params)
-    for prof, (_, g) in zip(profiles, got):
-        if not g["table"].height and (why := prof.why_not("kernels")):
-            raise NsysqlError(why, path=str(prof.path))
+    got = shown_each(profiles, ranks, "kernels_shown", params)  # kernels_shown refuses an export it misses
     got.sort(key=lambda rg: rg[0])
     # a rank whose GPU work holds no kernel (copies and memsets only) adds no row: its line says so, as one file's
     # answer would ("no kernels"), unless its note already says what its table leaves out

@@ -404,7 +404,7 @@ def _complete(df: pl.DataFrame, name, cat, pid, tid, args: dict) -> pl.DataFrame
 
 def write(tables: dict, path: str | os.PathLike, source: str = "") -> dict:
     """Write the trace to `path`, a batch of events at a time; returns counts of what was written (events, and
-    per kind)."""
+    per kind) and `said`, those counts in words (what `nsysql trace` says of the file it wrote)."""
     counts: dict[str, int] = {}
     w = tables["window"].row(0, named=True)
     other = {
@@ -428,7 +428,7 @@ def write(tables: dict, path: str | os.PathLike, source: str = "") -> dict:
                 first = False
                 n += chunk.len()
         f.write("\n]}\n")
-    return {
+    got = {
         "events": n,
         "gpu_ops": counts["gpu_ops"],
         "api_calls": counts["api_calls"],
@@ -436,3 +436,8 @@ def write(tables: dict, path: str | os.PathLike, source: str = "") -> dict:
         "iterations": tables["iterations"].height if "iterations" in tables else 0,
         "gaps": tables["gaps"].height if "gaps" in tables else 0,
     }
+    said = (
+        f"{got['events']} events: {got['gpu_ops']} GPU ops, {got['api_calls']} CUDA API calls, "
+        f"{got['nvtx_ranges']} NVTX ranges, {got['iterations']} iterations, {got['gaps']} idle gaps"
+    )
+    return {**got, "said": said}

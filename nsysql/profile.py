@@ -152,6 +152,11 @@ class Profile:
         rows, and what would have recorded them); '' where it does."""
         return self._engine.run("why_not", analysis=analysis)
 
+    def shown(self, analysis: str, **params):
+        """`p.<analysis>(**params)` as its command shows it: where the answer is empty because the analysis does
+        not apply to this export (p.why_not says so), NsysqlError with that line instead of an empty frame."""
+        return self._engine.shown(analysis, **params)
+
     def cpu_note(self, by: str | None = "thread") -> str:
         """The line under `cpu(by="thread")` or `by="process"` answered from scheduling events alone (no CPU
         samples: which functions ran is unknown), naming the switch that records samples; '' otherwise. `by`

@@ -101,7 +101,8 @@ def _key(a) -> list[dict]:
 
 
 def manifest() -> str:
-    """declared.json's text: per declared analysis, its first doc line, nsys names and command-line parameters;
+    """declared.json's text: per declared analysis, its first doc line, nsys names (and the parameters they mean)
+    and command-line parameters;
     per entry point (nsysql.engine.ENTRY_POINTS), its command-line parameters."""
     import nsysql.many  # noqa: F401 (declares load_many's parameters)
     import nsysql.nsys.workflow  # noqa: F401 (declares profile's and bundle's)
@@ -115,6 +116,8 @@ def manifest() -> str:
             "nsys": list(a.nsys),
             "params": [d for d in map(_param, a.params) if d is not None],
         }
+        if a.as_nsys:  # what a report asked by nsys's name is asked with (`nsysql stats -r nvtx_kern_sum`)
+            out[name]["as_nsys"] = a.as_nsys
         if a.keep == "store":
             out[name]["key"] = _key(a)
         if a.command:  # its command (derived whole by nsysql.cli.tables.derived, unless a module writes it)

@@ -34,12 +34,13 @@ def entries(monkeypatch):
         def call(self, *args, **kwargs):
             caller = inspect.stack(0)[1].filename
             if not caller.startswith(ENGINE):  # an analysis' own needs are asked from inside the engine
-                asked.append(args[0] if method == "run" else method)
+                asked.append(args[0] if method in ("run", "shown") else method)
             return real(self, *args, **kwargs)
 
         monkeypatch.setattr(Engine, method, call)
 
     spy("run")
+    spy("shown")  # an answer as its command shows it (Profile.shown): one request, its refusal included
     spy("each")
     return asked
 

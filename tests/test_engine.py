@@ -21,6 +21,7 @@ from nsysql.profile import Profile
 # Profile's members that are the facade's own plumbing, not questions about the profile
 PLUMBING = {"con", "answers", "check_open", "close", "worker", "parallel", "interrupt", "sql", "cache_entry", "plan"}
 PLUMBING.add("each")  # several requests at once, side by side (nsysql stats)
+PLUMBING.add("shown")  # one request as its command shows it: the analysis' refusal where it does not apply
 
 _CREATE = re.compile(
     r"create\s+(?:or\s+replace\s+)?(?:temp\s+|temporary\s+)?(?:table|view)\s+(?:if\s+not\s+exists\s+)?([a-z_]\w*)"

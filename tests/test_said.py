@@ -74,7 +74,73 @@ def test_one_path_is_answered_as_the_command_answers_one_file(tmp_path):
     printed = json.loads(_cli(cache, "collectives", RANK0, "--json").stdout)
     for one in (RANK0, [RANK0]):
         got = nsysql.collectives(one, cache_dir=cache)
-        assert set(got) == set(printed) == {"collectives", "findings"}
-        assert {k: got[k].to_dicts() for k in got} == printed
+        assert set(got) == {"collectives", "findings", "said"} and set(printed) == {"collectives", "findings"}
+        assert {k: got[k].to_dicts() for k in printed} == printed
     with pytest.raises(nsysql.NsysqlError, match="several exports"):
         nsysql.collectives(RANK0, by="rank", cache_dir=cache)
+
+
+def test_the_lines_under_collectives_are_the_answers(tmp_path):
+    """`collectives FILE`'s lines under its table (the slow-size findings in words and the rule, or, without NCCL's
+    payloads, the note saying why there is no size) are the answer's `said`."""
+    pair = FIXTURES / "ddp_pair" / "rank0.sqlite"  # no NVTX payloads: no message size
+    cache = built_cache(tmp_path / "c", RANK0, pair)
+    lines = nsysql.collectives(RANK0, cache_dir=cache)["said"]["said"].to_list()
+    assert [s.split(": ", 1)[0] for s in lines] == ["slow collectives", "rule"]
+    assert _cli(cache, "collectives", RANK0).stdout.endswith("\n" + "".join(f"{s}\n" for s in lines))
+    got = nsysql.collectives(pair, cache_dir=cache)
+    assert got["said"]["said"].to_list() == got["note"]["note"].to_list()
+    assert _cli(cache, "collectives", pair, "--markdown").stdout.endswith(f"\n{got['note']['note'][0]}\n")
+
+
+def test_several_files_say_how_many_and_how_numbered(tmp_path):
+    """The line a command over several FILEs says first on stderr (how many, and where their rank numbers came
+    from) is the library's, nsysql.many.number's."""
+    from nsysql.many import number
+
+    cache = built_cache(tmp_path / "c", RANK0, RANK1)
+    with nsysql.load(RANK1, cache_dir=cache) as p1, nsysql.load(RANK0, cache_dir=cache) as p0:
+        ranks, said = number([p1, p0])
+    assert said.startswith("2 files; ") and sorted(ranks) == [0, 1]
+    assert _cli(cache, "collectives", RANK1, RANK0, "--json").stderr.splitlines()[0] == f"nsysql: {said}"
+
+
+def test_a_report_asked_by_nsys_name_counts_as_its_declaration_says(tmp_path):
+    """`stats -r nvtx_kern_sum` is kernels_by_range asked with what the declaration says nsys's name means
+    (as_nsys: the launching thread's ranges), which on pytorch_nvtx (kernels launched by the autograd thread)
+    is not nsysql's default answer."""
+    from nsysql.engine import REGISTRY
+
+    export = FIXTURES / "pytorch_nvtx" / "pytorch_nvtx.sqlite"
+    cache = built_cache(tmp_path / "c", export)
+    as_nsys = REGISTRY["kernels_by_range"].as_nsys
+    assert as_nsys == {"attribution": "thread"}
+    with nsysql.load(export, cache_dir=cache) as p:
+        nsys, own = p.kernels_by_range(**as_nsys), p.kernels_by_range()
+    assert nsys.to_dicts() != own.to_dicts()
+    printed = json.loads(_cli(cache, "stats", "-r", "nvtx_kern_sum,kernels-by-range", export, "-f", "json").stdout)
+    assert printed == {"nvtx_kern_sum": nsys.to_dicts(), "kernels-by-range": own.to_dicts()}
+
+
+def test_schema_and_the_trace_written_are_said_by_the_library(tmp_path):
+    """`nsysql schema [TABLE]` prints nsysql.export.schema_table (a table `export` does not write says so), and
+    `nsysql trace`'s line counts what nsysql.perfetto.write wrote, in its words (`said`)."""
+    from nsysql import perfetto
+    from nsysql.export import schema_table
+
+    tables = schema_table()
+    assert json.loads(_cli(tmp_path, "schema", "--json").stdout) == tables.to_dicts()
+    assert any(d.endswith("`nsysql export` does not write it)") for d in tables["description"])
+    assert json.loads(_cli(tmp_path, "schema", "gpu_ops", "--json").stdout) == schema_table("gpu_ops").to_dicts()
+    with pytest.raises(nsysql.NsysqlError, match="no canonical table 'nosuch'"):
+        schema_table("nosuch")
+
+    export = FIXTURES / "train_small" / "train_small.sqlite"
+    cache = built_cache(tmp_path / "c", export)
+    with nsysql.load(export, cache_dir=cache) as p:
+        got = perfetto.write(p.trace(), tmp_path / "mine.json", source=str(p.path))
+    assert got["said"].startswith(f"{got['events']} events: {got['gpu_ops']} GPU ops, ")
+    out = tmp_path / "t.json"
+    printed = _cli(cache, "trace", export, "-o", out).stderr
+    assert printed.startswith(f"nsysql: wrote {out} (") and printed.endswith(f" MiB, {got['said']})\n")
+    assert out.read_bytes() == (tmp_path / "mine.json").read_bytes()

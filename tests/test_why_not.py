@@ -3,6 +3,7 @@ instead of printing an empty answer ("no kernels") with exit status 0."""
 
 from __future__ import annotations
 
+import pytest
 from click.testing import CliRunner
 from conftest import craft, fixture
 
@@ -32,12 +33,19 @@ def test_an_export_whose_gpu_activity_is_missing_refuses_kernels_and_launches(tm
         why.startswith("no GPU work (kernels, copies, memsets)") and "holds CUDA API calls but no GPU activity" in why
     )
     assert prof.why_not("api") == ""
+    # what the commands show refuses in the library, in the line they print: kernels' view, and any analysis
+    # through Profile.shown; one that applies is answered
+    for shown in (prof.kernels_shown, lambda: prof.shown("launches")):
+        with pytest.raises(nsysql.NsysqlError) as e:
+            shown()
+        assert str(e.value) == why
+    assert prof.shown("api").to_dicts() == prof.api().to_dicts() != []
     prof.close()
     for cmd in ("kernels", "launches"):
         res = CliRunner().invoke(main, ["--cache-dir", str(tmp_path / "c"), cmd, str(path)])
         assert res.exit_code == 2, res.output
         assert res.stdout == ""
-        assert res.stderr.count("\n") == 1 and str(path) in res.stderr and why in res.stderr, res.stderr
+        assert res.stderr == f"nsysql: error: {path}: {why}\n", res.stderr
     res = CliRunner().invoke(main, ["--cache-dir", str(tmp_path / "c"), "api", str(path)])
     assert res.exit_code == 0 and "cudaLaunchKernel" in res.stdout
 

@@ -70,6 +70,7 @@ ATTRIBUTION = Param(
     doc="How GPU work is tied to NVTX ranges: 'thread' = the launching thread's open ranges (exactly nsys); "
     "'process' (default) = also inherit the ranges open on other threads of the process when the launching "
     "thread has none (PyTorch's autograd thread).",
+    nsys="thread",  # nsys's reports (nvtx_kern_sum, nvtx_gpu_proj_sum) credit a kernel to its thread's ranges
 )
 GROUP_OPS = Param(
     "group_ops",
@@ -531,8 +532,12 @@ def _in_ranges(ctx, range, attribution, group_ops, innermost: bool = False) -> s
     return _kernels.range_graph_note(per)
 
 
-def _noted(table: pl.DataFrame, note: str | None) -> dict[str, pl.DataFrame]:
-    """A table and the one line said under it (a one-row `note` frame, NULL where there is nothing to say)."""
+def _noted(ctx, shown: str, table: pl.DataFrame, note: str | None) -> dict[str, pl.DataFrame]:
+    """A table of the analysis `shown` and the one line said under it (a one-row `note` frame, NULL where there
+    is nothing to say). An empty table of an analysis that does not apply to this export is no answer: its
+    command says why, in `info`'s words (NsysqlError: nsysql.analyses.info.why_not)."""
+    if not table.height and (why := _info.why_not(ctx.con, shown)):
+        raise NsysqlError(why)
     return {"table": table, "note": pl.DataFrame({"note": [note]}, schema={"note": pl.String})}
 
 
@@ -562,10 +567,10 @@ def kernels_shown(ctx, name, top, by, per, attribution) -> dict[str, pl.DataFram
     table = ctx.ask("kernels", name=name, top=top, by=by, per=per, attribution=attribution)
     if per == "iteration":
         it = ctx.ask("iteration_range", range=None)
-        return _noted(table, _kernels.iteration_graph_note(_iter.windows(ctx.con, it), it.pid))
+        return _noted(ctx, "kernels", table, _kernels.iteration_graph_note(_iter.windows(ctx.con, it), it.pid))
     if per == "range":
-        return _noted(table, _in_ranges(ctx, None, attribution, None))
-    return _noted(table, _kernels.whole_graph_note(ctx.ask("whole_graphs")))
+        return _noted(ctx, "kernels", table, _in_ranges(ctx, None, attribution, None))
+    return _noted(ctx, "kernels", table, _kernels.whole_graph_note(ctx.ask("whole_graphs")))
 
 
 @analysis(
@@ -578,7 +583,7 @@ def kernels_by_range_shown(ctx, range, innermost, attribution, group_ops) -> dic
     """What `nsysql kernels-by-range` shows: the `table` (kernels_by_range's frame) and the `note` under it, the
     CUDA graph launches traced whole inside its ranges, whose kernels it leaves out (nsysql.analyses.kernels)."""
     table = ctx.ask("kernels_by_range", range=range, innermost=innermost, attribution=attribution, group_ops=group_ops)
-    return _noted(table, _in_ranges(ctx, range, attribution, group_ops, innermost))
+    return _noted(ctx, "kernels_by_range", table, _in_ranges(ctx, range, attribution, group_ops, innermost))
 
 
 @analysis(
@@ -600,7 +605,7 @@ def ops_shown(ctx, shapes) -> dict[str, pl.DataFrame]:
     """What `nsysql ops` shows: the `table` (ops' frame) and the `note` under it, the GPU time of CUDA graph
     launches traced whole, whose kernels nsys did not record and no operator is credited with, as under the
     kernel tables (nsysql.analyses.kernels.whole_graph_note)."""
-    return _noted(ctx.ask("ops", shapes=shapes), _kernels.whole_graph_note(ctx.ask("whole_graphs")))
+    return _noted(ctx, "ops", ctx.ask("ops", shapes=shapes), _kernels.whole_graph_note(ctx.ask("whole_graphs")))
 
 
 @analysis(
@@ -1107,15 +1112,18 @@ def collectives_shown(ctx, by, range, slow_ratio) -> dict[str, pl.DataFrame]:
     """What `nsysql collectives` shows of one profile: the `collectives` grouped `by`, and the slow-size
     `findings` (over every call, whatever `range`). Where NCCL kernels ran but their calls carry no message size
     (no NVTX payloads), by kind or size: the calls and GPU time per kind from the kernels' names
-    (collective_kernels), and a `note` saying why there is no size or bandwidth and how to get them."""
+    (collective_kernels), and a `note` saying why there is no size or bandwidth and how to get them. Either way
+    `said`: the lines said under the table (the note, or the findings in words), one row each."""
     why = _coll.unsized(ctx.con) if by in ("size", "kind") else None
     if why is not None:
         kern = ctx.ask("collective_kernels")
-        note = pl.DataFrame({"note": [_coll.unsized_note(kern, why)]})
-        return {"collectives": kern, "note": note}
+        note = _coll.unsized_note(kern, why)
+        return {"collectives": kern, "note": pl.DataFrame({"note": [note]}), "said": _lines([note])}
+    found = ctx.ask("collective_findings", slow_ratio=slow_ratio)
     return {
         "collectives": ctx.ask("collectives", by=by, range=range),
-        "findings": ctx.ask("collective_findings", slow_ratio=slow_ratio),
+        "findings": found,
+        "said": _lines(_coll.findings_said(found)),
     }
 
 

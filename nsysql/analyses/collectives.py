@@ -263,6 +263,15 @@ def findings(df: pl.DataFrame, ratio: float = SLOW_RATIO) -> pl.DataFrame:
     )
 
 
+def findings_said(found: pl.DataFrame) -> list[str]:
+    """The lines said under the collectives' table of one export (`findings`' one row in words): the slow-size
+    rule's evidence, or that it flags none, with the calls it cannot judge; then the rule itself."""
+    row = found.row(0, named=True)
+    said = row["evidence"] or ("none among the calls with a GPU time" if row.get("unjudged") else "none")
+    also = f"; {row['unjudged']}" if row.get("unjudged") else ""
+    return [f"slow collectives: {said}{also}", f"rule: {row['rule']}"]
+
+
 def _size(n: int) -> str:
     for unit, k in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= k:

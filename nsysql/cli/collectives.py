@@ -36,23 +36,15 @@ def collectives(files, fmt, output, by, range, slow_ratio):
     got = load_profile(files[0] if files else None, question=("collectives_shown", asked)).collectives_shown(**asked)
     df = got["collectives"]
     # without message sizes (no NVTX payloads): the kinds by kernel name, and the note saying why, not findings
-    said = {"note": got["note"]} if "note" in got else {"findings": got["findings"]}
-    if fmt == "json" or (fmt == "markdown" and "note" not in said):
-        emit({"collectives": df, **said}, fmt, output)
+    noted = "note" in got
+    if fmt == "json" or (fmt == "markdown" and not noted):
+        emit({"collectives": df, **{k: got[k] for k in ("note", "findings") if k in got}}, fmt, output)
     elif fmt == "csv":
         emit(df, fmt, output)
-    elif "note" in said:  # the line under the table, whole (a table's cell would cut it)
-        note = said["note"]["note"][0]
-        emit_text(render(df, fmt) + "\n" + (fitted(f"{note}\n", output) if fmt == "table" else f"{note}\n"), output)
-    else:
-        emit_text(render(df, "table") + "\n" + _finding_lines(said["findings"]), output)
-
-
-def _finding_lines(found) -> str:
-    row = found.row(0, named=True)
-    said = row["evidence"] or ("none among the calls with a GPU time" if row.get("unjudged") else "none")
-    also = f"; {row['unjudged']}" if row.get("unjudged") else ""
-    return f"slow collectives: {said}{also}\nrule: {row['rule']}\n"
+    else:  # the lines under the table (`said`), whole: a table's cell would cut the note
+        said = "".join(f"{line}\n" for line in got["said"]["said"])
+        text = render(df, fmt) + "\n"
+        emit_text(text + (fitted(said, output) if noted and fmt == "table" else said), output)
 
 
 def _many(files, fmt, output, by, range_):

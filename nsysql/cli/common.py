@@ -217,8 +217,8 @@ def ranked(files: tuple[str, ...]) -> tuple[list, list[int]]:
     from ..many import expand, number
 
     profs = [load_profile(p) for p in expand(list(files))]
-    ranks, why = number(profs)
-    click.echo(f"nsysql: {len(profs)} files; {why}", err=True)
+    ranks, said = number(profs)
+    click.echo(f"nsysql: {said}", err=True)
     return profs, ranks
 
 

@@ -134,12 +134,7 @@ def trace(file, output, window, iterations):
     got: dict = {}
     store.output(out, lambda tmp: got.update(perfetto.write(tables, tmp, source=str(prof.path))))
     size = "" if stream_target(out) else f"{out.stat().st_size / 2**20:.1f} MiB, "  # a pipe has no size to tell
-    click.echo(
-        f"nsysql: wrote {out} ({size}{got['events']} events: {got['gpu_ops']} GPU ops, "
-        f"{got['api_calls']} CUDA API calls, {got['nvtx_ranges']} NVTX ranges, {got['iterations']} iterations, "
-        f"{got['gaps']} idle gaps)",
-        err=True,
-    )
+    click.echo(f"nsysql: wrote {out} ({size}{got['said']})", err=True)
 
 
 @click.command()
@@ -163,23 +158,10 @@ def diff(base, new, fmt, output, fail_above):
 @handled
 def schema(table, fmt, output):
     """The canonical tables (schema v1) and what each column means: what `nsysql sql` and `export` give you."""
-    import polars as pl
+    from ..export import schema_table
 
-    from ..export import schema_docs
-
-    docs = schema_docs()
-    if table and table not in docs:
-        raise NsysqlError(f"no canonical table {table!r}; tables: {', '.join(docs)}")
-    rows = [(t, c, d) for t, info in docs.items() if not table or t == table for c, d in info["columns"].items()]
     # descriptions run to 1,400 characters: wrapped, at the terminal's width or SCHEMA_WIDTH in a pipe
-    if not table:
-        # a view or a table nsysql keeps for itself: `sql` reads it, `export` does not write it
-        unwritten = " (`nsysql sql` reads it; `nsysql export` does not write it)"
-        rows = [(t, i["description"] + ("" if i["exported"] else unwritten)) for t, i in docs.items()]
-        df = pl.DataFrame(rows, schema=["table", "description"], orient="row")
-    else:
-        df = pl.DataFrame(rows, schema=["table", "column", "description"], orient="row")
-    emit_text(rendered(df, fmt, output=output, fallback=SCHEMA_WIDTH), output)
+    emit_text(rendered(schema_table(table), fmt, output=output, fallback=SCHEMA_WIDTH), output)
 
 
 SCHEMA_WIDTH = 120
@@ -235,5 +217,6 @@ INTERRUPT_WAIT_S = 5  # after a Ctrl-C, how long a query may take to stop before
 about(report, python="`p.report()`")
 about(diff, python="`p.diff(q)`")
 about(sql_, python="`p.sql(q)`")
+about(schema, python="`nsysql.export.schema_table()`")
 about(profile, python="`nsysql.nsys.workflow.profile(cmd)`", nsys="`nsys profile`")
 COMMANDS = (report, export, profile, trace, diff, schema, sql_)

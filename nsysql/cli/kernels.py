@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import click
 
-from ..errors import NsysqlError
 from ..render import render
 from .common import handled, load_profile, ranked, several
 from .declared import declared
@@ -26,7 +25,7 @@ def kernels(files, fmt, output, **params):
         _several(files, fmt, output, params)
         return
     prof = load_profile(files[0] if files else None, warm=True, question=("kernels_shown", params))
-    emit_answer(prof, "kernels_shown", params, fmt, output, noted(prof, "kernels", fmt, output))
+    emit_answer(prof, "kernels_shown", params, fmt, output, noted(fmt, output))
 
 
 @click.command("kernels-by-range")
@@ -36,7 +35,7 @@ def kernels(files, fmt, output, **params):
 def kernels_by_range(file, fmt, output, **params):
     """Kernels per NVTX range (as `nsys stats -r nvtx_kern_sum`)."""
     prof = load_profile(file, warm=True, question=("kernels_by_range_shown", params))
-    emit_answer(prof, "kernels_by_range_shown", params, fmt, output, noted(prof, "kernels_by_range", fmt, output))
+    emit_answer(prof, "kernels_by_range_shown", params, fmt, output, noted(fmt, output))
 
 
 def _several(files, fmt: str, output: str | None, params: dict) -> None:
@@ -52,16 +51,12 @@ def _several(files, fmt: str, output: str | None, params: dict) -> None:
     emit_text(text, output)
 
 
-def noted(prof, analysis: str, fmt: str, output: str | None):
+def noted(fmt: str, output: str | None):
     """The text of a `*_shown` answer: its table as the format writes it, and in a table or Markdown the note
-    under it where there is one (CSV and JSON stay the table alone, as `nsys stats` writes it). An empty table
-    of an analysis that does not apply to this export: why, as one error line."""
+    under it where there is one (CSV and JSON stay the table alone, as `nsys stats` writes it)."""
 
     def text(got, look):
-        table = got["table"]
-        if not table.height and (why := prof.why_not(analysis)):
-            raise NsysqlError(why)
-        out = render(table, **look)
+        out = render(got["table"], **look)
         note = got["note"]["note"][0]
         if note is None or fmt not in ("table", "markdown"):
             return out

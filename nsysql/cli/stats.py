@@ -83,13 +83,15 @@ def aliases() -> dict[str, str]:
 
 
 def resolve(names: list[str]) -> tuple[list[tuple[str, str, dict]], list[str]]:
-    """(name as given, analysis, parameters) for each report asked, and a line for each of nsys's reports that
-    has no counterpart here; NsysqlError naming the first name that is neither."""
+    """(name as given, analysis, parameters) for each report asked (one asked by nsys's name with the parameters
+    that name means: the declaration's `as_nsys`), and a line for each of nsys's reports that has no counterpart
+    here; NsysqlError naming the first name that is neither."""
     known, alias = reports(), aliases()
     asked, unmatched = [], []
     for n in names:
         if n in known or n in alias:
-            asked.append((n, *known[alias.get(n, n)]))
+            analysis, kw = known[alias.get(n, n)]
+            asked.append((n, analysis, {**kw, **(DECLARED[analysis].get("as_nsys", {}) if n in alias else {})}))
         elif n in NSYS_REPORTS:
             unmatched.append(f"{n}: nsys's report has no counterpart among nsysql's ({', '.join(known)})")
         else:
@@ -97,14 +99,12 @@ def resolve(names: list[str]) -> tuple[list[tuple[str, str, dict]], list[str]]:
     return asked, unmatched
 
 
-def _attributed(name: str, analysis: str, kw: dict, attribution: str, given: bool) -> dict:
-    """The parameters report `name` is asked with: a report asked by nsys's name counts as `nsys stats` does,
-    with nsys's rule (`thread`: the ranges open on the launching thread), unless --attribution was given; nsysql's
-    own names take --attribution or its default."""
+def _attributed(analysis: str, kw: dict, attribution: str, given: bool) -> dict:
+    """The parameters a report is asked with: --attribution where given, else the report's own (resolve), else
+    --attribution's default."""
     if not any(p["name"] == "attribution" for p in params(analysis)):
         return kw
-    nsys_rule = not given and name in aliases()
-    return {**kw, "attribution": "thread" if nsys_rule else attribution}
+    return {**kw, "attribution": attribution} if given else {"attribution": attribution, **kw}
 
 
 @click.command()
@@ -139,7 +139,7 @@ def stats(file, reports_, fmt, prefix, attribution):
     if not asked:
         raise NsysqlError("no report of nsysql's was asked")
     given = click.get_current_context().get_parameter_source("attribution") is not ParameterSource.DEFAULT
-    asked = [(n, a, _attributed(n, a, kw, attribution, given)) for n, a, kw in asked]
+    asked = [(n, a, _attributed(a, kw, attribution, given)) for n, a, kw in asked]
     prof = load_profile(file, question=[(a, {"attribution": attribution, **kw}) for _, a, kw in asked])
     ext = {"table": "txt", "csv": "csv", "json": "json", "markdown": "md"}[fmt]
     got = {}

@@ -58,7 +58,7 @@ launches = answer(
 def ops(file, fmt, output, **params):
     """PyTorch operators (emit_nvtx ranges): calls, CPU time, forward and backward GPU time, top kernel."""
     prof = load_profile(file, warm=True, question=("ops_shown", params))
-    emit_answer(prof, "ops_shown", params, fmt, output, noted(prof, "ops", fmt, output))
+    emit_answer(prof, "ops_shown", params, fmt, output, noted(fmt, output))
 
 
 @click.command()

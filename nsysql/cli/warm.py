@@ -35,6 +35,12 @@ class Stored:
             self._profile = self._facade(self._opened)
         return self._profile
 
+    def shown(self, analysis: str, **params):
+        """Profile.shown: a stored answer that is not an empty frame is shown as it is; only an empty one may be
+        refused, which the Profile says."""
+        got = getattr(self, analysis)(**params)
+        return self.profile.shown(analysis, **params) if getattr(got, "height", None) == 0 else got
+
     def __getattr__(self, name: str):
         if name.startswith("_") or "key" not in DECLARED.get(name, {}):
             return getattr(self.profile, name)
@@ -90,12 +96,7 @@ def emit_answer(prof, analysis: str, params: dict, fmt: str, output: str | None,
     bound = key(analysis, params, prof.path) if entry is not None and tuning.on("printed_answers") else None
     text = None if bound is None else _answers.printed(entry, analysis, bound, look)
     if text is None:
-        got = getattr(prof, analysis)(**params)
-        if getattr(got, "height", None) == 0 and (why := prof.why_not(analysis)):
-            # an empty answer of an analysis that does not apply to this export: why, as one error line
-            from ..errors import NsysqlError
-
-            raise NsysqlError(why)
+        got = prof.shown(analysis, **params)  # its refusal where it does not apply, said as one error line
         shown = {k: v for k, v in look.items() if k != "command"}
         text = text_of(got, shown) if text_of else render(got, **shown)
         if bound is not None:

@@ -293,6 +293,15 @@ class Engine:
             return self.answers.once((name, tuple(bound.items())), lambda: self._answer(decl, ctx, bound))
         return self._answer(decl, ctx, bound)
 
+    def shown(self, name: str, /, **params):
+        """The answer of `name` as its command shows it: an empty frame of an analysis that does not apply to
+        this export is no answer, but NsysqlError saying why (the analysis WHY_NOT, in `info`'s words). A view
+        (a dict of frames) refuses in its own declaration, where it knows which of its frames is the table."""
+        got = self.run(name, **params)
+        if getattr(got, "height", None) == 0 and (why := self.run(WHY_NOT, analysis=name)):
+            raise NsysqlError(why)
+        return got
+
     def _answer(self, decl: Analysis, ctx: Context, bound: dict):
         """`decl.fn`'s answer, its SQL files building what they read as they run (`reading`). A query that reads
         a definition no header named, and that the connection lacks, fails with DuckDB's catalog error: then
@@ -324,6 +333,10 @@ class Engine:
             return decl.fn(ctx, **bound)
         finally:
             _CURRENT.engine = before
+
+
+# the declared analysis (nsysql.analyses.catalog) that says in one line why another does not apply to an export
+WHY_NOT = "why_not"
 
 
 class Context:

@@ -55,7 +55,9 @@ class Param:
     (or REQUIRED), `choices` (the values it may take, where it is one of a few), `normalize` (maps every
     spelling of a value to its canonical one, which both the answer's key and the function get), `doc` (one
     sentence; also the command line option's help), `flag` (its command line spelling, None where it has none:
-    a Python object such as another Profile or the findings' Thresholds)."""
+    a Python object such as another Profile or the findings' Thresholds), `nsys` (the value under which the
+    answer counts as nsys's own reports do: asked by one of nsys's report names, Analysis.nsys, the analysis takes
+    it unless the caller gives another; None where nsys has no rule of its own for it)."""
 
     name: str
     type: type | tuple
@@ -64,6 +66,7 @@ class Param:
     normalize: Callable[[Any], Any] | None = None
     doc: str = ""
     flag: Flag | None = Flag()
+    nsys: Any = None
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,15 @@ class Analysis:
     refusal: Callable | None = None
     # its answer says the export's path as the user named it (Context.path): see keyed_by_path
     names_path: bool = False
+
+    @property
+    def as_nsys(self) -> dict:
+        """The parameters under which this analysis answers as the `nsys stats` reports named in `nsys` do (each
+        parameter's `nsys` value; none for a recipe, `recipe NAME`): what a report asked by nsys's name is asked
+        with, unless given otherwise."""
+        if not any(" " not in n for n in self.nsys):
+            return {}
+        return {p.name: p.nsys for p in self.params if p.nsys is not None}
 
     def bind(self, given: dict) -> dict:
         """Every parameter's value for a call giving `given` (defaults filled, normalized), in declared order;
