@@ -127,17 +127,21 @@ def _public_export(name: str):
     return path
 
 
-def test_cpu_during_gaps_without_samples_names_the_samples():
-    """An export with CUDA API calls but neither CPU samples nor GPU activity traced (qcu): what `cpu` lacks first
-    is its samples, whatever the window; not a sentence about the GPU (which did run the launched kernels)."""
+def test_cpu_without_samples_or_gpu_activity_says_what_each_window_lacks():
+    """An export with CUDA API calls and thread scheduling but neither CPU samples nor GPU activity traced (qcu):
+    plain `cpu` answers per thread from the scheduling events, saying why not per function (no CPU samples);
+    `cpu --during gaps` lacks the gaps themselves, and says so in one line, not a sentence about samples."""
     path = _public_export("ZhangXin8069__qcu__report1-c8a5c5de.sqlite")
     tables = {t for (t,) in raw(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert "COMPOSITE_EVENTS" not in tables and "CUPTI_ACTIVITY_KIND_RUNTIME" in tables
-    for args in (["cpu"], ["cpu", "--during", "gaps"]):
-        r = CliRunner().invoke(main, [*args, str(path)])
-        assert r.exit_code == 2
-        (line,) = r.stderr.strip().splitlines()
-        assert "no CPU samples in this profile" in line and "-s process-tree" in line, line
+    assert "COMPOSITE_EVENTS" not in tables and "CUPTI_ACTIVITY_KIND_RUNTIME" in tables and "SCHED_EVENTS" in tables
+    assert "CUPTI_ACTIVITY_KIND_KERNEL" not in tables
+    r = CliRunner().invoke(main, ["cpu", str(path)])
+    assert r.exit_code == 0, r.output
+    assert "no CPU samples in this profile, so per thread" in r.output and "-s process-tree" in r.output
+    r = CliRunner().invoke(main, ["cpu", "--during", "gaps", str(path)])
+    assert r.exit_code == 2
+    (line,) = r.stderr.strip().splitlines()
+    assert "no GPU work traced in this profile" in line and "no GPU idle gaps" in line, line
 
 
 def test_cpu_during_gaps_that_no_sample_fell_in():
