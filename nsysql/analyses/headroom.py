@@ -315,17 +315,14 @@ def _transfer(name: str, inp: Inputs) -> tuple[float | None, str]:
     # of copies and 3 ms of kernels gives back 3 ms that way, however pinned its memory (copying less gives
     # more, by an amount no trace measures)
     s = inp.step
-    work = inp.work if inp.work is not None else pl.DataFrame({"iteration": [], "host_copy_exposed_ns": []})
-    compute = [c for c in ("kernel_ns", GRAPH_COLUMN) if inp.its is not None and c in inp.its.columns]
-    its = (
-        inp.its.select("iteration", pl.sum_horizontal(*(pl.col(c).fill_null(0) for c in compute)).alias("_compute"))
-        if compute
-        else pl.DataFrame({"iteration": [], "_compute": []}, schema={"iteration": pl.Int64, "_compute": pl.Int64})
-    )
+    # a step has iterations (inp.its) whenever it has a step; work() is None only where nothing was measured
+    compute = [pl.col(c).fill_null(0) for c in ("kernel_ns", GRAPH_COLUMN) if c in inp.its.columns]
     both = (
-        work.select("iteration", "host_copy_exposed_ns")
-        .join(its, on="iteration", how="left")
-        .with_columns(pl.min_horizontal("host_copy_exposed_ns", pl.col("_compute").fill_null(0)).alias("_hidden"))
+        inp.work.join(
+            inp.its.select("iteration", pl.sum_horizontal(compute).alias("_compute")), on="iteration", how="left"
+        ).with_columns(pl.min_horizontal("host_copy_exposed_ns", pl.col("_compute").fill_null(0)).alias("_hidden"))
+        if inp.work is not None
+        else None
     )
     exposed, ns = s.per_typical(both, "host_copy_exposed_ns"), s.per_typical(both, "_hidden")
     return ns, (
