@@ -1,9 +1,10 @@
--- @defines api_display_name, copy_kind_enum, copy_kinds, exact_weighted_mean, family_label, family_name, family_number
--- @defines global_pid, global_tid, in_family, is_exact_whole, is_host_copy, is_interval, is_torch_backward_node
--- @defines is_torch_op, is_torch_range, kernel_tensor_cores, metric_sums_by_window, op_launch_ns, ops_by_iteration
--- @defines overlaps_by_bucket, range_family, range_family_label, range_op_name, stats_durations, stats_stddev
--- @defines tensor_cores_evidence, torch_evaluated_node, torch_op_name, torch_op_seq, torch_op_sizes, union_stretches
--- @defines union_stretches_keyed, union_stretches_one_key
+-- @defines api_display_name, copy_kind_enum, copy_kinds, exact_weighted_mean, family_label, family_name
+-- @defines family_number, global_pid, global_tid, in_family, is_exact_duration, is_exact_whole, is_host_copy
+-- @defines is_interval, is_torch_backward_node, is_torch_op, is_torch_range, kernel_tensor_cores
+-- @defines metric_sums_by_window, op_launch_ns, ops_by_iteration, overlaps_by_bucket, range_family
+-- @defines range_family_label, range_op_name, stats_durations, stats_stddev, stddev_of_sums, tensor_cores_evidence
+-- @defines torch_evaluated_node, torch_op_name, torch_op_seq, torch_op_sizes, union_stretches, union_stretches_keyed
+-- @defines union_stretches_one_key
 
 -- nsysql canonical schema v1: shared rules, defined once and used by every canonical and analysis query.
 -- The macros and types are created in the canonical database itself, so they are stored in each cache entry
@@ -110,14 +111,44 @@ CREATE OR REPLACE MACRO is_interval(
 -- BOOLEAN: false, not NULL, when either is NULL
 AS coalesce(s <= e AND s >= -4611686018427387904 AND e < 4611686018427387904, false);
 
+-- Whether a duration's square is summed exactly (stats_stddev): a whole number of ns within 2^40 (18 minutes)
+-- either way, so that the sum of n squares stays below HUGEINT's 2^127 for any n below 2^47.
+CREATE OR REPLACE MACRO is_exact_duration(
+  -- a numeric column (durations in ns)
+  x
+)
+-- BOOLEAN
+AS x BETWEEN -1099511627776 AND 1099511627776 AND x = trunc(x);
+
+-- The sample standard deviation of n values from their exact sums: s1 (the values') and s2 (their squares'),
+-- as sqrt((n s2 - s1^2) / (n (n - 1))), the numerator an exact integer rounded once to a double. Exact sums
+-- are the same whatever order the rows are summed in, where a floating-point one (stddev_samp's) takes its last
+-- digits from the order DuckDB's threads finish in, which changes from run to run. The caller ensures that
+-- n s2 fits HUGEINT (stats_stddev: below 1e37). 0 for fewer than two values.
+CREATE OR REPLACE MACRO stddev_of_sums(
+  -- count of the values
+  n,
+  -- HUGEINT: their sum
+  s1,
+  -- HUGEINT: the sum of their squares
+  s2
+)
+-- DOUBLE
+AS CASE WHEN n < 2 THEN 0::DOUBLE
+        ELSE sqrt(greatest(n::HUGEINT * s2 - s1::HUGEINT * s1, 0)::DOUBLE / (n::DOUBLE * (n - 1))) END;
+
 -- The standard deviation column of `nsys stats` summaries (cuda_gpu_kern_sum, cuda_api_sum, nvtx_sum): the
 -- sample standard deviation, 0 (not NULL) for a name seen once. An aggregate: use it where `stddev_samp` goes.
+-- From exact sums (stddev_of_sums) where every value is_exact_duration and n s2 is below 1e37 (as a double
+-- says it: HUGEINT holds 1.7e38), so the same rows give the same bits on every run; else stddev_samp's.
 CREATE OR REPLACE MACRO stats_stddev(
   -- a numeric column (durations in ns)
   x
 )
 -- DOUBLE: the sample standard deviation, 0 for one value
-AS coalesce(stddev_samp(x), 0);
+AS CASE WHEN bool_and(is_exact_duration(x)) AND count(x) * sum(x::DOUBLE * x) < 1e37
+        THEN stddev_of_sums(count(x), sum(x), sum(x::HUGEINT * x) FILTER (WHERE is_exact_duration(x)))
+        ELSE coalesce(stddev_samp(x), 0) END;
 
 -- The duration columns of `nsys stats` summaries (cuda_gpu_kern_sum, cuda_api_sum, nvtx_sum), as nsys computes
 -- them: the sum, mean, median (the mean of the two middle values for an even count), minimum, maximum and
