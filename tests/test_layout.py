@@ -79,12 +79,24 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
-def _type_checking_nodes(tree: ast.AST) -> set[int]:
-    skip: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skip.update(id(n) for stmt in node.body for n in ast.walk(stmt))
-    return skip
+def _import_nodes(tree: ast.Module):
+    """Every import statement of a module outside the body of an `if TYPE_CHECKING:` (its `else` counts): imports
+    are statements, so only statement lists are walked, never expressions."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+            continue
+        if isinstance(node, ast.If) and any(
+            getattr(n, "id", getattr(n, "attr", None)) == "TYPE_CHECKING" for n in ast.walk(node.test)
+        ):
+            stack.extend(node.orelse)
+            continue
+        for field in ("body", "orelse", "handlers", "finalbody", "cases"):
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                stack.extend(value)
 
 
 def imports_of(module: str) -> set[str]:
@@ -92,11 +104,8 @@ def imports_of(module: str) -> set[str]:
     path = MODULES[module]
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    skip = _type_checking_nodes(tree)
     got: set[str] = set()
-    for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
+    for node in _import_nodes(tree):
         if isinstance(node, ast.Import):
             got.update(a.name for a in node.names if a.name.split(".")[0] == "nsysql")
         elif isinstance(node, ast.ImportFrom):
