@@ -117,9 +117,15 @@ def _built(export: Path) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         made = home / "entry"  # the entry's path, written once it is whole
         if not made.exists():
-            prof = nsysql.load(export, cache_dir=home / "cache")
-            entry = prof.cache_entry
-            prof.close()
+            # with the default settings, whatever those of the test that asks first (one that sets
+            # NSYSQL_LAZY_MIN_MB=0 would leave every later test a partial entry where a first load builds it whole)
+            aside = {k: os.environ.pop(k) for k in ("NSYSQL_LAZY_MIN_MB", "NSYSQL_NO_TUNING") if k in os.environ}
+            try:
+                prof = nsysql.load(export, cache_dir=home / "cache")
+                entry = prof.cache_entry
+                prof.close()
+            finally:
+                os.environ.update(aside)
             made.write_text(str(entry), encoding="utf-8")
         return Path(made.read_text(encoding="utf-8"))
 

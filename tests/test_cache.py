@@ -11,7 +11,7 @@ import duckdb
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import fixture
+from conftest import built_cache, fixture
 from polars.testing import assert_frame_equal
 
 import nsysql
@@ -31,6 +31,15 @@ def build_mode(request, monkeypatch):
     return background
 
 
+@pytest.fixture(scope="module")
+def reference():
+    """train_small loaded without a cache: the answers every cached load here is held to, built once for the
+    module's tests (it only answers; the cold builds under test are each test's own)."""
+    p = nsysql.load(fixture("train_small"), cache=False)
+    yield p
+    p.close()
+
+
 def copy(tmp_path, name="train_small"):
     dst = tmp_path / "in" / f"{name}.sqlite"
     dst.parent.mkdir(exist_ok=True)
@@ -38,7 +47,7 @@ def copy(tmp_path, name="train_small"):
     return dst
 
 
-def test_second_load_reads_the_cache_and_agrees(tmp_path, build_mode):
+def test_second_load_reads_the_cache_and_agrees(tmp_path, build_mode, reference):
     src, cdir = copy(tmp_path), tmp_path / "c"
     first = nsysql.load(src, cache_dir=cdir)
     cache.wait()  # written in the background while `first` answers from memory
@@ -46,7 +55,7 @@ def test_second_load_reads_the_cache_and_agrees(tmp_path, build_mode):
     mtime = first.cache_entry.stat().st_mtime_ns
     second = nsysql.load(src, cache_dir=cdir)
     assert second.cache_entry == first.cache_entry and first.cache_entry.stat().st_mtime_ns == mtime
-    fresh = nsysql.load(src, cache=False)
+    fresh = reference
     assert fresh.cache_entry is None
     for method in ("kernels", "ranges", "kernels_by_range", "iterations"):
         assert_frame_equal(getattr(second, method)(), getattr(fresh, method)(), rel_tol=1e-9)
@@ -63,9 +72,9 @@ def test_changed_input_gets_a_new_entry(tmp_path):
     assert nsysql.load(other, cache_dir=cdir).cache_entry not in (a, b)
 
 
-def test_corrupt_or_half_written_entries_are_rebuilt(tmp_path, build_mode):
+def test_corrupt_or_half_written_entries_are_rebuilt(tmp_path, build_mode, reference):
     src, cdir = copy(tmp_path), tmp_path / "c"
-    want = nsysql.load(src, cache=False).kernels()
+    want = reference.kernels()
     entry = cache.entry(cdir, src)
     cdir.mkdir()
     entry.write_bytes(b"garbage, not a database" * 100)
@@ -174,12 +183,11 @@ def test_answers_are_stored_and_served_again(tmp_path, build_mode):
     assert nsysql.load(src, cache_dir=cdir).iterations(skip=3)["warmup"].sum() == 3
 
 
-def test_gaps_after_summary_are_served_without_opening_the_tables(tmp_path, build_mode):
+def test_gaps_after_summary_are_served_without_opening_the_tables(tmp_path, build_mode, reference):
     """The CLI asks gaps(min_ns="1ms"), summary asks gaps(min_ns=1_000_000): one question, one stored answer.
     Idle time by cause is made from the stored gaps and iterations. Neither warm call opens the entry's tables
     (once, a warm `nsysql gaps` recomputed them: 0.5 s at 500k kernels, 2.4 s at 10M)."""
-    src, cdir = copy(tmp_path), tmp_path / "c"
-    ref = nsysql.load(fixture("train_small"), cache=False)
+    src, cdir, ref = copy(tmp_path), tmp_path / "c", reference
     nsysql.load(src, cache_dir=cdir).summary()
     cache.wait()
     warm = nsysql.load(src, cache_dir=cdir)
@@ -198,7 +206,8 @@ def test_any_top_of_kernels_is_served_from_the_one_stored_table(tmp_path):
     from nsysql.analyses import kernels as _kernels
 
     src, cdir = copy(tmp_path, "big_step"), tmp_path / "c"
-    ref = nsysql.load(fixture("big_step"), cache=False)
+    # the SQL's own LIMIT on the tables of the run's entry of big_step (conftest.built_cache): no build of its own
+    ref = nsysql.load(fixture("big_step"), cache_dir=built_cache(tmp_path / "ref", fixture("big_step")))
     nsysql.load(src, cache_dir=cdir).summary()
     cache.wait()
     warm = nsysql.load(src, cache_dir=cdir)
@@ -226,10 +235,10 @@ def test_answers_are_kept_per_profile_without_a_cache_too(tmp_path):
     assert "kernels" in p.summary()
 
 
-def test_any_file_name_loads_with_the_cache(tmp_path, build_mode):
+def test_any_file_name_loads_with_the_cache(tmp_path, build_mode, reference):
     """Quotes, spaces and non-ASCII in the export's name: DuckDB names the entry's database after its file,
     and a quote there once broke the load."""
-    ref = nsysql.load(fixture("train_small"), cache=False).kernels()
+    ref = reference.kernels()
     for name in ('o\'brien "run" 1', "été"):
         src = tmp_path / "in" / f"{name}.sqlite"
         src.parent.mkdir(exist_ok=True)
@@ -242,13 +251,13 @@ def test_any_file_name_loads_with_the_cache(tmp_path, build_mode):
         assert_frame_equal(again.parallel(lambda w: w.kernels())[0], ref)
 
 
-def test_workers_share_answers_and_compute_each_once(tmp_path, monkeypatch, build_mode):
+def test_workers_share_answers_and_compute_each_once(tmp_path, monkeypatch, build_mode, reference):
     """Profile.parallel asks on worker Profiles (own cursors, warm or cold): the answers equal one thread's,
     and a question several workers ask at once (iterations, under gaps and stats) is computed once."""
     from nsysql.analyses import iterations as _iter
 
     src, cdir = copy(tmp_path), tmp_path / "c"
-    one = nsysql.load(fixture("train_small"), cache=False)
+    one = reference
     serial = [one.iterations(), one.gaps(), one.kernels(), one.ranges()]
     calls = []
     real = _iter.iterations

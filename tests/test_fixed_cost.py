@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT, fixture
 
 import nsysql
@@ -49,26 +50,35 @@ def _logged(con) -> list[str]:
     return [m for (m,) in con.execute("SELECT message FROM duckdb_logs WHERE type = 'QueryLog'").fetchall()]
 
 
-def test_a_summary_builds_the_iteration_windows_once_for_all_its_workers(tmp_path):
-    # summary asks iterations, their stats, gaps and the per-iteration breakdown side by side, each on a cursor
-    # of its own: the windows of the one iteration range (Batch*, by construction of train_small) are built once
+@pytest.fixture(scope="module")
+def summarized():
+    """train_small loaded without a cache, DuckDB's query log on, then asked `summary` and then `report` (the
+    order a first `nsysql report` asks them in): the profile, what ran by the end of the summary, and what ran
+    by the end of the report. One load for the tests that count the statements of those two questions."""
     p = nsysql.load(fixture("train_small"), cache=False)
     p.con.execute("CALL enable_logging('QueryLog')")
     p.summary()
-    built = [m for m in _logged(p.con) if "_iterations_" in m and m.lstrip().upper().startswith("CREATE")]
+    after_summary = _logged(p.con)
+    p.report()
+    yield p, after_summary, _logged(p.con)
+    p.close()
+
+
+def test_a_summary_builds_the_iteration_windows_once_for_all_its_workers(summarized):
+    # summary asks iterations, their stats, gaps and the per-iteration breakdown side by side, each on a cursor
+    # of its own: the windows of the one iteration range (Batch*, by construction of train_small) are built once
+    p, after_summary, _ = summarized
+    built = [m for m in after_summary if "_iterations_" in m and m.lstrip().upper().startswith("CREATE")]
     assert len(built) == 1, built
     assert p.iterations()["iteration"].to_list() == list(range(p.iterations().height))
 
 
-def test_a_summary_totals_the_ops_of_each_range_once_for_all_its_readers(tmp_path):
+def test_a_summary_totals_the_ops_of_each_range_once_for_all_its_readers(summarized):
     # the ranges table and the iterations' phases both read each range's GPU op totals by the process rule
     # (op_range_totals, a grouping of every op): made once, into a table both read; the report's per-iteration
     # ranges read it too
-    p = nsysql.load(fixture("train_small"), cache=False)
-    p.con.execute("CALL enable_logging('QueryLog')")
-    p.summary()
-    p.report()
-    totalled = [m for m in _logged(p.con) if "FROM op_range_totals(" in m]
+    p, _, after_report = summarized
+    totalled = [m for m in after_report if "FROM op_range_totals(" in m]
     assert len(totalled) == 1, totalled
     assert p.iterations().height > 1
 

@@ -3,13 +3,14 @@ entry (issue 35; nsysql.tuning's `lazy_build`). The answers are those of a load 
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import duckdb
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import craft, fixture
+from conftest import built_cache, craft, fixture
 from polars.testing import assert_frame_equal
 
 import nsysql
@@ -27,15 +28,45 @@ def lazy_for_small_exports(monkeypatch):
     monkeypatch.setenv("NSYSQL_LAZY_MIN_MB", "0")
 
 
+# tables a lazy build leaves out for the questions here (kernels, api), which a whole one holds
+WHOLE = {"gpu_ops", "api_calls", "os_calls", "op_launch", "data_quality", "nvtx_ranges", "gpu_busy", "op_range_links"}
+
+
+def whole_build(export: Path, dest: Path):
+    """`export` as a load that builds every table has it: a copy of the entry the run's first load of it left
+    (conftest.built_cache, with the default settings: every table at once for an export under 32 MiB), so that
+    the whole builds the lazy ones are held to are the run's one cold build of each fixture, not one more each."""
+    cdir = built_cache(dest, export)
+    assert export.stat().st_size < 32 * 2**20 and WHOLE <= entry_tables(cdir)  # the premise: a whole entry
+    return nsysql.load(export, cache_dir=cdir)
+
+
 @pytest.fixture(scope="module")
-def whole():
-    """train_small as a load that builds every table has it (lazy_build off, no cache): the answers the lazy
-    entries are held to, built once (per worker) for the module's tests rather than once in each."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("NSYSQL_NO_TUNING", "lazy_build")
-        p = nsysql.load(SMALL, cache=False)
+def whole(tmp_path_factory):
+    """train_small as a load that builds every table has it (whole_build): the answers the lazy entries are held
+    to, for the module's tests."""
+    p = whole_build(SMALL, tmp_path_factory.mktemp("whole"))
     yield p
     p.close()
+
+
+@pytest.fixture(scope="module")
+def cold_kernels(tmp_path_factory):
+    """A cache directory as a cold `kernels` leaves it (the lazy entry, its stored answer), with that load's
+    progress lines and answer: built once for the module's tests of that load and of what later loads add to
+    its entry, each of which copies the directory (`from_cold_kernels`) rather than build the entry again."""
+    cdir = tmp_path_factory.mktemp("cold_kernels") / "cache"
+    steps: list[str] = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NSYSQL_LAZY_MIN_MB", "0")
+        with nsysql.load(SMALL, cache_dir=cdir, progress=steps.append) as p:
+            kernels = p.kernels()
+    return cdir, tuple(steps), kernels
+
+
+def from_cold_kernels(cold_kernels, tmp_path: Path) -> Path:
+    """A copy of the cache directory a cold `kernels` left (cold_kernels), at tmp_path/cache."""
+    return Path(shutil.copytree(cold_kernels[0], tmp_path / "cache"))
 
 
 def assert_same_sections(want: dict, got: dict) -> None:
@@ -107,19 +138,15 @@ def test_a_cold_question_reads_no_row_it_does_not_use_and_states_the_same_facts(
         assert reading and not [line for line in reading if line.startswith(lines)], reading
         assert not entry_tables(cdir) & tables
         facts = p.sql(FACTS)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("NSYSQL_NO_TUNING", "lazy_build")
-        with nsysql.load(path, cache=False) as w:
-            assert_frame_equal(facts, w.sql(FACTS))
-            kinds = w.sql("SELECT count(*) FILTER (WHERE key = 'framework') FROM profile_facts").item()
+    with whole_build(path, tmp_path / "whole") as w:
+        assert_frame_equal(facts, w.sql(FACTS))
+        kinds = w.sql("SELECT count(*) FILTER (WHERE key = 'framework') FROM profile_facts").item()
     assert kinds == 1  # PyTorch found, in both, so the names' count is compared too
 
 
-def test_a_cold_kernels_builds_what_it_reads_in_the_loads_one_pass(tmp_path):
+def test_a_cold_kernels_builds_what_it_reads_in_the_loads_one_pass(cold_kernels):
     # not the base tables first and its own added after (a second pass, and a new entry renamed over the first)
-    steps: list[str] = []
-    with nsysql.load(SMALL, cache_dir=tmp_path / "cache", progress=steps.append) as p:
-        p.kernels()
+    _, steps, _ = cold_kernels
     building = [line for line in steps if line.startswith("building ")]
     assert sum(" (step 1 of " in line for line in building) == 1, building
     assert built(steps, "45_kernel_classes") and built(steps, "49_kernel_tensor_use")
@@ -151,11 +178,9 @@ def built(progress: list[str], stem: str) -> bool:
     return any(line.startswith(f"building {BUILDING.get(stem, stem)} (") for line in progress)
 
 
-def test_a_later_question_adds_to_the_entry_without_rebuilding_it(tmp_path, whole):
-    cdir = tmp_path / "cache"
-    first: list[str] = []
-    with nsysql.load(SMALL, cache_dir=cdir, progress=first.append) as p:
-        kernels = p.kernels()
+def test_a_later_question_adds_to_the_entry_without_rebuilding_it(tmp_path, whole, cold_kernels):
+    cdir = from_cold_kernels(cold_kernels, tmp_path)  # what a cold kernels left
+    _, first, kernels = cold_kernels
     assert built(first, "40_gpu_ops") and not built(first, "60_op_ranges") and not built(first, "80_gpu_busy")
     later: list[str] = []
     with nsysql.load(SMALL, cache_dir=cdir, progress=later.append) as p:
@@ -179,10 +204,9 @@ def test_a_later_question_adds_to_the_entry_without_rebuilding_it(tmp_path, whol
     assert_same_sections(want, summary)
 
 
-def test_user_sql_and_the_connection_see_every_table_of_a_partial_entry(tmp_path, whole):
-    cdir = tmp_path / "cache"
-    with nsysql.load(SMALL, cache_dir=cdir) as p:
-        p.kernels()
+def test_user_sql_and_the_connection_see_every_table_of_a_partial_entry(tmp_path, whole, cold_kernels):
+    cdir = from_cold_kernels(cold_kernels, tmp_path)  # the partial entry a cold kernels left
+    assert "op_range_links" not in entry_tables(cdir)
     with nsysql.load(SMALL, cache_dir=cdir) as p:
         n = p.sql("SELECT count(*) AS n FROM op_range_links")["n"][0]
     assert whole.con.execute("SELECT count(*) FROM op_range_links").fetchall()[0][0] == n
@@ -235,12 +259,10 @@ def test_a_warm_stats_answers_from_the_store_and_leaves_the_entry_as_it_was(tmp_
     assert "gpu_ops" in before[2] and "thread_states" not in before[2]
 
 
-def test_a_warm_question_adds_only_the_tables_it_reads(tmp_path, whole):
+def test_a_warm_question_adds_only_the_tables_it_reads(tmp_path, whole, cold_kernels):
     # the entry a cold `kernels` left is not completed whole when opened again: `ranges` adds the NVTX nesting's
     # tables, not the iterations' (gpu_busy), the process roles or the CPU's
-    cdir = tmp_path / "cache"
-    with nsysql.load(SMALL, cache_dir=cdir) as p:
-        p.kernels()
+    cdir = from_cold_kernels(cold_kernels, tmp_path)
     first = entry_tables(cdir)
     steps: list[str] = []
     with nsysql.load(SMALL, cache_dir=cdir, progress=steps.append) as p:
@@ -396,8 +418,6 @@ def test_a_cold_kernels_counts_payload_bytes_without_reading_them(tmp_path, rank
         reading = [line for line in steps if line.startswith("reading NVTX payloads")]
         assert reading and all(line.startswith("reading NVTX payloads counted,") for line in reading), reading
         noted = p.sql("SELECT value FROM profile_facts WHERE key = 'missing' ORDER BY ALL")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("NSYSQL_NO_TUNING", "lazy_build")
-        with nsysql.load(path, cache=False) as w:
-            assert_frame_equal(noted, w.sql("SELECT value FROM profile_facts WHERE key = 'missing' ORDER BY ALL"))
+    with whole_build(path, tmp_path / "whole") as w:
+        assert_frame_equal(noted, w.sql("SELECT value FROM profile_facts WHERE key = 'missing' ORDER BY ALL"))
     assert any("binaryData" in v for v in noted["value"]) == (rank == "ddp_pair")
