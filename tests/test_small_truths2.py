@@ -106,6 +106,9 @@ def test_a_range_named_unnamed_is_told_apart_from_ranges_without_a_name(tmp_path
         assert "host:`(unnamed range)`" in causes and "host:(unnamed range)" not in causes, causes
         host = prof.summary()["findings"].filter(pl.col("finding").is_in(["host bound", "data-loader bound"]))
         assert "spent in `(unnamed range)` on the CPU" in host["evidence"][0], host["evidence"][0]
+        # its headroom's basis names the cause as gaps does, the name's backticks not inside another pair
+        basis = host["headroom_basis"][0]
+        assert "of host:`(unnamed range)` idle per typical step" in basis and "``" not in basis, basis
     finally:
         prof.close()
 

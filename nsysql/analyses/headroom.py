@@ -249,7 +249,10 @@ def _cause_idle(name: str, inp: Inputs) -> tuple[float | None, str]:
     took = pl.col("duration_ns") * pl.col("api_cover_pct") / 100 if calls else pl.col("duration_ns")
     per_it = inp.gaps.filter(pl.col("cause") == cause).group_by("iteration").agg(took.sum().alias("duration_ns"))
     ns = inp.step.per_typical(per_it, "duration_ns")
-    what = f"`{cause}` calls in `{cause}` gaps" if calls else f"`{cause}` idle"
+    # a cause in backticks, as gaps' causes are code; one that already quotes a name in them (`host:` and a range
+    # really named "(unnamed range)", as _names.titled titles it) as it is: a span inside a span shows neither
+    said = cause if "`" in cause else f"`{cause}`"
+    what = f"{said} calls in {said} gaps" if calls else f"{said} idle"
     basis = f"{ns / 1e6:,.3f} ms of {what} per typical step ({len(inp.step.typical)} steps)"
     rest = per_it.filter(pl.col("iteration").is_in(inp.step.outliers))["duration_ns"].sum()
     if rest:  # the same cause in the outliers: part of what they add, the slow pool
