@@ -1,5 +1,5 @@
 -- @tables gpu_ops, nvtx_ranges, op_range_links, range_chains, strings
--- @macros is_exact_duration, range_op_name, stats_durations, stddev_of_sums
+-- @macros exact_stddev, range_op_name, stats_durations
 -- @param $attribution VARCHAR: 'thread' (nsys's rule) or 'process' (canonical/60_op_ranges.sql)
 -- @param $group_ops BOOLEAN: names lose PyTorch's per-call arguments (range_op_name)
 -- @param $innermost BOOLEAN: each kernel counts only under the deepest of its kept ranges
@@ -96,9 +96,8 @@ WITH rn AS (  -- the kept ranges, each with a key for its (name, domain)
     min(d) AS min_ns,
     max(d) AS max_ns,
     -- the sample standard deviation, 0 for one value: as stats_stddev, from exact sums where it can
-    CASE WHEN bool_and(is_exact_duration(d)) AND any_value(n) * sum(m * d::DOUBLE * d) < 1e37
-         THEN stddev_of_sums(any_value(n), sum(m * d), sum(m * d::HUGEINT * d) FILTER (WHERE is_exact_duration(d)))
-         ELSE coalesce(sqrt(sum(m * (d - mean) ^ 2) / nullif(any_value(n) - 1, 0)), 0) END AS stddev_ns
+    coalesce(exact_stddev(d, m, any_value(n)), sqrt(sum(m * (d - mean) ^ 2) / nullif(any_value(n) - 1, 0)), 0)
+      AS stddev_ns
   FROM cumulated GROUP BY sid, kkey
 ), agg AS (
   SELECT g.key, s.kkey, c.range_count, s.* EXCLUDE (sid, kkey)

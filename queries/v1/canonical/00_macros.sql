@@ -1,8 +1,8 @@
--- @defines api_display_name, copy_kind_enum, copy_kinds, exact_weighted_mean, family_label, family_name
+-- @defines api_display_name, copy_kind_enum, copy_kinds, exact_stddev, exact_weighted_mean, family_label, family_name
 -- @defines family_number, global_pid, global_tid, in_family, is_exact_duration, is_exact_whole, is_host_copy
 -- @defines is_interval, is_torch_backward_node, is_torch_op, is_torch_range, kernel_tensor_cores
 -- @defines metric_sums_by_window, op_launch_ns, ops_by_iteration, overlaps_by_bucket, range_family
--- @defines range_family_label, range_op_name, stats_durations, stats_stddev, stddev_of_sums, tensor_cores_evidence
+-- @defines range_family_label, range_op_name, stats_durations, stats_stddev, tensor_cores_evidence
 -- @defines torch_evaluated_node, torch_op_name, torch_op_seq, torch_op_sizes, union_stretches, union_stretches_keyed
 -- @defines union_stretches_one_key
 
@@ -120,35 +120,38 @@ CREATE OR REPLACE MACRO is_exact_duration(
 -- BOOLEAN
 AS x BETWEEN -1099511627776 AND 1099511627776 AND x = trunc(x);
 
--- The sample standard deviation of n values from their exact sums: s1 (the values') and s2 (their squares'),
--- as sqrt((n s2 - s1^2) / (n (n - 1))), the numerator an exact integer rounded once to a double. Exact sums
--- are the same whatever order the rows are summed in, where a floating-point one (stddev_samp's) takes its last
--- digits from the order DuckDB's threads finish in, which changes from run to run. The caller ensures that
--- n s2 fits HUGEINT (stats_stddev: below 1e37). 0 for fewer than two values.
-CREATE OR REPLACE MACRO stddev_of_sums(
-  -- count of the values
-  n,
-  -- HUGEINT: their sum
-  s1,
-  -- HUGEINT: the sum of their squares
-  s2
+-- The sample standard deviation of n values x, each counted w times (n = the sum of w), from exact sums: of the
+-- values and of their squares, as sqrt((n s2 - s1^2) / (n (n - 1))), the numerator an exact integer rounded
+-- once to a double. Exact sums are the same whatever order the rows are summed in, where a floating-point one
+-- (stddev_samp's) takes its last digits from the order DuckDB's threads finish in, which changes from run to
+-- run. NULL where they cannot be exact: a value that is not is_exact_duration, or n s2 of 1e37 or more (as a
+-- double says it: HUGEINT holds 1.7e38); the caller then gives its floating-point figure. 0 for fewer than two
+-- values. An aggregate.
+CREATE OR REPLACE MACRO exact_stddev(
+  -- a numeric column (durations in ns)
+  x,
+  -- how many times each row's value counts (1: once)
+  w,
+  -- the number of values: count(x), or the sum of w
+  n
 )
 -- DOUBLE
-AS CASE WHEN n < 2 THEN 0::DOUBLE
-        ELSE sqrt(greatest(n::HUGEINT * s2 - s1::HUGEINT * s1, 0)::DOUBLE / (n::DOUBLE * (n - 1))) END;
+AS CASE WHEN bool_and(is_exact_duration(x)) AND n * sum(w * x::DOUBLE * x) < 1e37
+        THEN CASE WHEN n < 2 THEN 0::DOUBLE
+                  ELSE sqrt(greatest(n::HUGEINT * sum(w * x::HUGEINT * x) FILTER (WHERE is_exact_duration(x))
+                                     - sum(w * x)::HUGEINT * sum(w * x), 0)::DOUBLE / (n::DOUBLE * (n - 1))) END
+        END;
 
 -- The standard deviation column of `nsys stats` summaries (cuda_gpu_kern_sum, cuda_api_sum, nvtx_sum): the
 -- sample standard deviation, 0 (not NULL) for a name seen once. An aggregate: use it where `stddev_samp` goes.
--- From exact sums (stddev_of_sums) where every value is_exact_duration and n s2 is below 1e37 (as a double
--- says it: HUGEINT holds 1.7e38), so the same rows give the same bits on every run; else stddev_samp's.
+-- From exact sums (exact_stddev), so that the same rows give the same bits on every run; stddev_samp's where
+-- they cannot be exact.
 CREATE OR REPLACE MACRO stats_stddev(
   -- a numeric column (durations in ns)
   x
 )
 -- DOUBLE: the sample standard deviation, 0 for one value
-AS CASE WHEN bool_and(is_exact_duration(x)) AND count(x) * sum(x::DOUBLE * x) < 1e37
-        THEN stddev_of_sums(count(x), sum(x), sum(x::HUGEINT * x) FILTER (WHERE is_exact_duration(x)))
-        ELSE coalesce(stddev_samp(x), 0) END;
+AS coalesce(exact_stddev(x, 1, count(x)), stddev_samp(x), 0);
 
 -- The duration columns of `nsys stats` summaries (cuda_gpu_kern_sum, cuda_api_sum, nvtx_sum), as nsys computes
 -- them: the sum, mean, median (the mean of the two middle values for an even count), minimum, maximum and
