@@ -421,3 +421,36 @@ def test_a_cold_kernels_counts_payload_bytes_without_reading_them(tmp_path, rank
     with whole_build(path, tmp_path / "whole") as w:
         assert_frame_equal(noted, w.sql("SELECT value FROM profile_facts WHERE key = 'missing' ORDER BY ALL"))
     assert any("binaryData" in v for v in noted["value"]) == (rank == "ddp_pair")
+
+
+def test_what_an_entry_holds_is_read_alike_without_listing_its_functions(tmp_path, whole, cold_kernels):
+    """A cache entry holds whole canonical files only, so its tables, views and types prove the files that define
+    them, and a file of functions alone is proved by a file that includes it or by calling its functions
+    (loader.built's `whole_files`): the same files as DuckDB's full function list says, for a lazy entry, a whole
+    one, and one that lacks a file of functions alone that nothing includes (device_layers' file)."""
+    from nsysql import loader
+    from nsysql.queries import canonical_order
+
+    lazy = next(cold_kernels[0].glob("*.duckdb"))
+    full = next(Path(whole.cache_entry).parent.glob("*.duckdb"))
+    lacking = Path(shutil.copy(full, tmp_path / "lacking.duckdb"))
+    con = duckdb.connect(str(lacking))
+    con.execute("DROP MACRO TABLE device_layers")
+    con.close()
+    con = duckdb.connect(str(full), read_only=True)
+    defined = "SELECT function_name FROM duckdb_functions() WHERE database_name = current_database()"
+    functions = {r[0] for r in con.execute(defined).fetchall()}
+    con.close()
+    seen = []
+    for entry in (lazy, full, lacking):
+        con = duckdb.connect(str(entry), read_only=True)
+        try:
+            seen.append(loader.built(con, whole_files=True))
+            assert seen[-1] == loader.built(con), entry.name
+        finally:
+            con.close()
+    files = {f.name for f in canonical_order()}
+    assert seen[0] < files and seen[1] == files and seen[2] == files - {"46_device_layers.sql"}
+    # a call proves a function is there only where no built-in function has its name
+    builtins = {r[0] for r in duckdb.connect().execute("SELECT function_name FROM duckdb_functions()").fetchall()}
+    assert "device_layers" in functions and not builtins & functions

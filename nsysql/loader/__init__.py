@@ -234,19 +234,84 @@ def plan(tables=None) -> tuple[list[Path], set[str]]:
     return files, staging
 
 
-def built(con: duckdb.DuckDBPyConnection) -> set[str]:
+def built(con: duckdb.DuckDBPyConnection, whole_files: bool = False) -> set[str]:
     """The canonical files whose every declared definition (`@defines`: tables, views, macros, types; not those
-    of the staging database) exists in `con`'s current database: what an entry or a connection already holds."""
-    names = {
-        r[0]
-        for r in con.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
-            "UNION ALL SELECT view_name FROM duckdb_views() WHERE database_name = current_database() "
-            "UNION ALL SELECT function_name FROM duckdb_functions() WHERE database_name = current_database() "
-            "UNION ALL SELECT type_name FROM duckdb_types() WHERE database_name = current_database()"
-        ).fetchall()
-    }
-    return {f.name for f in _order() if _kept(f) <= names}
+    of the staging database) exists in `con`'s current database: what an entry or a connection already holds.
+
+    `whole_files`: `con` holds only files run to their end, so that each file's definitions are all there or none
+    are: a cache entry, which is written by a build or a growth that ran every file it planned and renamed into
+    place only then (store.tables). The functions are then not listed where other definitions prove them:
+    DuckDB's function list holds every built-in function too (the longest part of a warm open). A file is built
+    where its tables, views or types are, or, defining functions only, where a file that includes it is (an
+    include runs to its end before its includers start: run_files), else where each of its functions answers a
+    call (`_called`). Only where none of these proves a file are the functions listed."""
+    cheap = (
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+        "UNION ALL SELECT view_name FROM duckdb_views() WHERE database_name = current_database() "
+        "UNION ALL SELECT type_name FROM duckdb_types() WHERE database_name = current_database()"
+    )
+    functions = "SELECT function_name FROM duckdb_functions() WHERE database_name = current_database()"
+    if not whole_files:
+        names = {r[0] for r in con.execute(f"{cheap} UNION ALL {functions}").fetchall()}
+        return {f.name for f in _order() if _kept(f) <= names}
+    names = {r[0] for r in con.execute(cheap).fetchall()}
+    order = _order()
+    done: set[str] = set()
+    unproven: list[Path] = []
+    for f in reversed(order):  # includers before their includes
+        others = _kept(f) - _functions(f)
+        if others or not _functions(f):
+            if others <= names:
+                done.add(f.name)
+        elif any(g.name in done and f in includes for g, includes in order.items()):
+            done.add(f.name)
+        else:
+            unproven.append(f)
+    found = [_called(con, f) for f in unproven]
+    if None in found:  # a call that proves neither way: DuckDB's list says
+        names |= {r[0] for r in con.execute(functions).fetchall()}
+        found = [_kept(f) <= names for f in unproven]
+    return done | {f.name for f, there in zip(unproven, found) if there}
+
+
+_FUNCTION = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?(?:MACRO|FUNCTION)\s+(\w+)\s*\(", re.IGNORECASE)
+
+
+@lru_cache(maxsize=None)
+def _functions(f: Path) -> frozenset[str]:
+    """What canonical file `f` keeps that is a function (a macro): DuckDB lists those with its built-in ones."""
+    return _kept(f) & {m.group(1) for m in _FUNCTION.finditer(f.read_text(encoding="utf-8"))}
+
+
+@lru_cache(maxsize=None)
+def _table_macros(f: Path) -> frozenset[str]:
+    """The macros of `f` that are table macros (`AS TABLE` after their parameters)."""
+    text = f.read_text(encoding="utf-8")
+    starts = [(m.start(), m.group(1)) for m in _FUNCTION.finditer(text)] + [(len(text), None)]
+    return frozenset(
+        name
+        for (at, name), (end, _) in zip(starts, starts[1:])
+        if re.search(r"\)\s*(--[^\n]*\n\s*)*AS\s+TABLE\b", text[at:end])
+    )
+
+
+def _called(con: duckdb.DuckDBPyConnection, f: Path) -> bool | None:
+    """Whether every function of `f` is in `con`, by calling each with no arguments: DuckDB looks a function up
+    before it checks the arguments, so a missing one is a CatalogException, one that takes arguments a
+    BinderException. None where a call says neither."""
+    import duckdb
+
+    for name in sorted(_functions(f)):
+        call = f"SELECT * FROM {name}() LIMIT 0" if name in _table_macros(f) else f"SELECT {name}() LIMIT 0"
+        try:
+            con.execute(call)
+        except duckdb.CatalogException:
+            return False
+        except duckdb.BinderException:
+            continue
+        except duckdb.Error:
+            return None
+    return True
 
 
 @lru_cache(maxsize=1)
@@ -296,9 +361,9 @@ def _release(con: duckdb.DuckDBPyConnection, done: set[str] | None = None) -> No
         con.execute(f"DROP TABLE IF EXISTS {STAGE}.{t}")
 
 
-def lacks(con: duckdb.DuckDBPyConnection, tables) -> bool:
-    """Whether `con` lacks a canonical file that `tables` (None: every table) need."""
-    return not {f.name for f in plan(tables)[0]} <= built(con)
+def lacks(con: duckdb.DuckDBPyConnection, tables, whole_files: bool = False) -> bool:
+    """Whether `con` lacks a canonical file that `tables` (None: every table) need (`whole_files`: see built)."""
+    return not {f.name for f in plan(tables)[0]} <= built(con, whole_files)
 
 
 def extend(src: Source, con: duckdb.DuckDBPyConnection, tables, progress=None) -> list[str]:

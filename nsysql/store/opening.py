@@ -347,7 +347,7 @@ def _open_entry(entry, cfg: dict, whole: bool, complete: list, extend):
     con = _tables.open_entry(entry, cfg)
     if con is None:
         return None
-    complete[0] = not lacks(con, None)
+    complete[0] = not lacks(con, None, whole_files=True)  # an entry in place holds whole files only
     if whole and not complete[0]:
         con = extend(con, None) or con
     return con
