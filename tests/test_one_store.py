@@ -17,7 +17,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES
+from conftest import FIXTURES, built_cache
 
 import nsysql
 from nsysql.cli import main
@@ -243,12 +243,8 @@ def test_per_rank_frames_are_counted_and_evicted_with_their_entry(tmp_path):
     """The per-rank frames of `nsysql ranks` (`<entry>.<table>.parquet`, beside the entry's tables) are values of
     the entry: one row of `cache info` whose bytes are all of its files, frames and answers included, and evicted
     with it."""
-    cdir = tmp_path / "cache"
-    ranks = []
-    for i in (0, 1):
-        ranks.append(tmp_path / "in" / f"rank{i}.sqlite")
-        ranks[-1].parent.mkdir(exist_ok=True)
-        shutil.copy2(FIXTURES / "ddp_pair" / f"rank{i}.sqlite", ranks[-1])
+    ranks = [FIXTURES / "ddp_pair" / f"rank{i}.sqlite" for i in (0, 1)]
+    cdir = built_cache(tmp_path / "cache", *ranks)  # their tables, as the run's first loads left them
     fill("ranks", *ranks, "--workers", "1", cdir=cdir)
     rows = cached(cdir)
     assert rows.height == 2
