@@ -17,7 +17,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES
+from conftest import FIXTURES, built_cache
 
 import nsysql
 from nsysql.cli import main
@@ -237,3 +237,22 @@ def test_a_reports_export_tables_and_answers_are_one_entry_evicted_together(tmp_
     rows = cached(cdir)
     assert rows.height == 1 and rows["source_path"][0] == str(reports[1].resolve()), rows
     assert not [p for p in cdir.iterdir() if p.name.startswith(entry)], "r1's export, tables and answers all went"
+
+
+def test_per_rank_frames_are_counted_and_evicted_with_their_entry(tmp_path):
+    """The per-rank frames of `nsysql ranks` (`<entry>.<table>.parquet`, beside the entry's tables) are values of
+    the entry: one row of `cache info` whose bytes are all of its files, frames and answers included, and evicted
+    with it."""
+    ranks = [FIXTURES / "ddp_pair" / f"rank{i}.sqlite" for i in (0, 1)]
+    cdir = built_cache(tmp_path / "cache", *ranks)  # their tables, as the run's first loads left them
+    fill("ranks", *ranks, "--workers", "1", cdir=cdir)
+    rows = cached(cdir)
+    assert rows.height == 2
+    for entry, nbytes in rows.select("entry", "bytes").rows():
+        assert list(cdir.glob(f"{entry}.*.parquet")), "ranks stored its frames beside the entry"
+        values = [p for p in cdir.iterdir() if p.name.startswith(f"{entry}.") and p.suffix != ".nsysql"]
+        assert nbytes == sum(f.stat().st_size for v in values for f in [v, *v.rglob("*")] if f.is_file())
+    (c,) = exports(tmp_path, "c")
+    nsysql_cli("--cache-max", "1", "info", c, cdir=cdir)
+    assert sources(cdir) == {"c"}
+    assert not list(cdir.glob("rank*")), "every value of both ranks went: tables, frames, answers, marker"

@@ -237,13 +237,13 @@ def in_use(stem: Path) -> bool:
     return stem in _in_use or any(_temp_pid(p) is not None and not abandoned(p) for p in values(stem))
 
 
-def last_use(stem: Path) -> float:
+def last_use(stem: Path, listing: Listing | None = None) -> float:
     """When the values of `stem` were last used (`used`): their marker's modification time, else (an entry of
-    nsysql 0.3, without marker) the newest of its files'."""
+    nsysql 0.3, without marker) the newest of its files' (`listing`: as `values`)."""
     if _marks(marker(stem)):
         return marker(stem).stat().st_mtime
     times = []
-    for p in values(stem):
+    for p in values(stem, listing):
         try:
             times.append(p.lstat().st_mtime)
         except OSError:  # removed meanwhile
@@ -352,23 +352,89 @@ def note(stem: Path) -> str:
     return text[len(MARK_TEXT) :].rstrip("\n")
 
 
-def owned(cache_dir: Path) -> list[Path]:
-    """The stems (`<cache_dir>/<name>-<key>`) whose marker proves their values are nsysql's."""
+def owned(cache_dir: Path, listing: Listing | None = None) -> list[Path]:
+    """The stems (`<cache_dir>/<name>-<key>`) whose marker proves their values are nsysql's. `listing`: the names
+    in `cache_dir`, where the caller read them already (see Listing)."""
     if not cache_dir.is_dir():
         return []
-    return sorted(m.with_name(m.name[: -len(MARK)]) for m in cache_dir.glob(f"*{MARK}") if _marks(m))
+    marks = cache_dir.glob(f"*{MARK}") if listing is None else listing.ending(MARK)
+    return sorted(m.with_name(m.name[: -len(MARK)]) for m in marks if _marks(m))
 
 
-def values(stem: Path) -> list[Path]:
+def values(stem: Path, listing: Listing | None = None) -> list[Path]:
     """What the store may hold under `stem` (see the module's docstring), as far as it is there: a report's export
     folder, the tables and their DuckDB log, the answers' folder, the per-rank frames, and the temporary files of
-    any of them."""
+    any of them. `listing`: the names in the stem's directory, read once for every stem of a trim, `size` or
+    `cache info` (Listing); else read here."""
+    if listing is not None:
+        return listing.values(stem)
     d, name = stem.parent, stem.name
     parts = (f"{stem}{EXPORT}", f"{stem}.duckdb", f"{stem}.duckdb.wal", f"{stem}.results")
     found = [Path(p) for p in parts if _there(Path(p))]
     found += sorted(d.glob(f"{name}.*.parquet"))  # the name holds only letters, digits and ._- (`stem`)
     found += sorted(p for p in d.glob(f".{name}.*") if _temp_pid(p) is not None)
     return found
+
+
+_PARQUET = ".parquet"
+
+
+class Listing:
+    """The names in one directory, read once (one os.scandir), and what `values` finds among them for each stem:
+    the same values, in the same order, as its globs there (`<name>.*.parquet`, `.<name>.*`). Shared by every stem
+    of a trim, `size` or `cache info`, so that those read the directory once, not twice per stem (quadratic in
+    the entries a user keeps: a trim follows every cold load).
+
+    Each name is filed under every stem it could be a value of (one per `.` in it: a name may hold `.`, so
+    `a-K.b-L.t.parquet` is a frame of `a-K` and of `a-K.b-L` alike, as the globs have it), so that a stem's
+    values are looked up, not searched for. Names are compared as the globs compare them: case-folded where the
+    file system is (os.path.normcase). A name that appears or goes after the listing is not in it: a caller that
+    must see the directory as it is now (a running load's temporary files) calls `values` without one."""
+
+    def __init__(self, directory: Path):
+        self.dir = directory
+        try:
+            with os.scandir(directory) as it:
+                names = [e.name for e in it]
+        except (FileNotFoundError, NotADirectoryError, PermissionError):  # as a glob there: nothing listed
+            names = []
+        self._names = names
+        self._keys = {os.path.normcase(n) for n in names}
+        self._frames: dict[str, list[str]] = {}
+        self._temps: dict[str, list[str]] = {}
+        for n in names:
+            k = os.path.normcase(n)
+            if k.endswith(_PARQUET):  # `<name>.<anything>.parquet`: a `.` at i, then at least `.parquet`
+                for i in _dots(k, 1, len(k) - len(_PARQUET)):
+                    self._frames.setdefault(k[:i], []).append(n)
+            if k.startswith(".") and _pid_of(n) is not None:  # `.<name>.<anything>`, a temporary file
+                for i in _dots(k, 2, len(k)):
+                    self._temps.setdefault(k[1:i], []).append(n)
+
+    def ending(self, suffix: str) -> list[Path]:
+        """The files that a glob `*<suffix>` of the directory finds."""
+        suffix = os.path.normcase(suffix)
+        return [self.dir / n for n in self._names if os.path.normcase(n).endswith(suffix)]
+
+    def values(self, stem: Path) -> list[Path]:
+        """`values(stem)`, from this listing of the stem's directory."""
+        assert stem.parent == self.dir, (stem, self.dir)  # else another directory's values, silently none
+        parts = (EXPORT, ".duckdb", ".duckdb.wal", ".results")
+        found = [Path(f"{stem}{p}") for p in parts if os.path.normcase(f"{stem.name}{p}") in self._keys]
+        found += sorted(self.dir / n for n in self._frames.get(os.path.normcase(stem.name), ()))
+        return found + self.temps(stem)
+
+    def temps(self, stem: Path) -> list[Path]:
+        """The temporary files of `stem`'s values (`.<name>.*`), sorted."""
+        return sorted(self.dir / n for n in self._temps.get(os.path.normcase(stem.name), ()))
+
+
+def _dots(name: str, start: int, end: int):
+    """The positions of `.` in name[start:end]."""
+    i = name.find(".", start, end)
+    while i != -1:
+        yield i
+        i = name.find(".", i + 1, end)
 
 
 def _there(p: Path) -> bool:
@@ -484,13 +550,14 @@ class _Sink(io.RawIOBase):
             raise
 
 
-def temps(cache_dir: Path) -> list[Path]:
+def temps(cache_dir: Path, listing: Listing | None = None) -> list[Path]:
     """Temporary files of the store in `cache_dir` (and DuckDB's `.wal` beside one), of values whose marker is
     there (`owned`): being written by a process that runs, or left by one that was killed (`abandoned`). A file
-    of the same pattern without a marker is not nsysql's to count or delete."""
+    of the same pattern without a marker is not nsysql's to count or delete. `listing`: as `values`."""
+    listing = listing or Listing(cache_dir)
     found = []
-    for stem in owned(cache_dir):
-        found += [p for p in cache_dir.glob(f".{stem.name}.*") if _temp_pid(p) is not None]
+    for stem in owned(cache_dir, listing):
+        found += listing.temps(stem)
         found += [p for p in cache_dir.glob(f"{stem.name}.results/*/*") if _temp_pid(p) is not None]
     return sorted(found)
 
@@ -513,7 +580,11 @@ def abandoned(temp: Path) -> bool:
 
 def _temp_pid(p: Path) -> int | None:
     """The process that writes the temporary file `p` (or its `.wal`), or None if `p` is not one."""
-    name = p.name.removesuffix(".wal")
+    return _pid_of(p.name)
+
+
+def _pid_of(name: str) -> int | None:
+    name = name.removesuffix(".wal")
     if not name.endswith(TEMP_SUFFIX):
         return None
     parts = name.split(".")

@@ -16,8 +16,10 @@ entry by store.answers.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
+import stat
 import sys
 import threading
 from pathlib import Path
@@ -355,14 +357,16 @@ def entries(cache_dir: Path) -> list[Path]:
     return [e for e in (Path(f"{stem}{SUFFIX}") for stem in stems(cache_dir)) if e.is_file()]
 
 
-def stems(cache_dir: Path) -> list[Path]:
+def stems(cache_dir: Path, listing: store.Listing | None = None) -> list[Path]:
     """The stems of the store's values in `cache_dir`: those with a marker (store.owned), and those of entries
-    written before markers were (nsysql 0.3 and earlier), proven by name and content (`_legacy`)."""
-    own = store.owned(cache_dir)
+    written before markers were (nsysql 0.3 and earlier), proven by name and content (`_legacy`). `listing`: the
+    names in `cache_dir`, where the caller read them already (store.Listing)."""
+    own = store.owned(cache_dir, listing)
     if not cache_dir.is_dir():
         return own
     mine = set(own)
-    old = [f.with_suffix("") for f in cache_dir.glob(f"*{SUFFIX}") if f.with_suffix("") not in mine and _legacy(f)]
+    found = cache_dir.glob(f"*{SUFFIX}") if listing is None else listing.ending(SUFFIX)
+    old = [f.with_suffix("") for f in found if f.with_suffix("") not in mine and _legacy(f)]
     return sorted(own + old)
 
 
@@ -473,10 +477,11 @@ def info(cache_dir: Path) -> tuple[pl.DataFrame, str]:
     size in all)."""
     import polars as pl
 
-    rows = [r for r in (_describe_stem(s) for s in stems(cache_dir)) if r is not None]
+    listing = store.Listing(cache_dir)  # the directory read once, for every entry (store.Listing)
+    rows = [r for r in (_describe_stem(s, listing) for s in stems(cache_dir, listing)) if r is not None]
     kept = [_describe_export(cache_dir, f) for f in old_exports(cache_dir)]
     rows += kept
-    temps = unfinished(cache_dir)
+    temps = unfinished(cache_dir, listing)
     rows += [
         {"entry": t["entry"], "bytes": t["bytes"], "source_path": None, "complete": False, "source_exists": None}
         for t in temps
@@ -498,15 +503,15 @@ def info(cache_dir: Path) -> tuple[pl.DataFrame, str]:
     extra = f", {len(temps)} temporary files ({left} left by killed loads)" if temps else ""
     extra = (f", {len(kept)} exports kept apart by nsysql 0.4.0 (cache clear removes them)" if kept else "") + extra
     n = len(rows) - len(temps) - len(kept)
-    line = f"cache: {cache_dir} ({n} entries{extra}, {size(cache_dir) / 2**20:.1f} MiB in all)"
+    line = f"cache: {cache_dir} ({n} entries{extra}, {size(cache_dir, listing) / 2**20:.1f} MiB in all)"
     return df, line
 
 
-def _describe_stem(stem: Path) -> dict | None:
+def _describe_stem(stem: Path, listing: store.Listing) -> dict | None:
     """An entry as a row of `cache info` (None while it holds nothing whole: only a running or killed load's
     temporary files): its tables' facts (store.tables' `describe`), what its marker names (a report), its
     report's export, and the bytes of all its values."""
-    parts = [v for v in store.values(stem) if store._temp_pid(v) is None]
+    parts = [v for v in store.values(stem, listing) if store._temp_pid(v) is None]
     if not parts:
         return None
     tables = Path(f"{stem}{SUFFIX}")
@@ -536,11 +541,11 @@ def _describe_export(cache_dir: Path, f: Path) -> dict:
     }
 
 
-def unfinished(cache_dir: Path) -> list[dict]:
+def unfinished(cache_dir: Path, listing: store.Listing | None = None) -> list[dict]:
     """The store's temporary files in `cache_dir` (see store.temps): name, size, and whether the process
     writing it still runs (else it was killed, and `clear` deletes the file)."""
     out = []
-    for f in store.temps(cache_dir):
+    for f in store.temps(cache_dir, listing):
         try:
             nbytes = f.stat().st_size
         except OSError:  # renamed into place or removed meanwhile
@@ -550,16 +555,16 @@ def unfinished(cache_dir: Path) -> list[dict]:
     return out
 
 
-def size(cache_dir: Path) -> int:
+def size(cache_dir: Path, listing: store.Listing | None = None) -> int:
     """Bytes of what nsysql keeps in the cache directory: entries, stored answers, per-rank frames, the exports
-    of reports, temporary files (a user's own files there are not counted: see clear)."""
-    return _bytes(_owned_files(cache_dir))
+    of reports, temporary files (a user's own files there are not counted: see clear). `listing`: as `stems`."""
+    return _bytes(_owned_files(cache_dir, listing or store.Listing(cache_dir)))
 
 
-def _owned_files(cache_dir: Path) -> list[Path]:
+def _owned_files(cache_dir: Path, listing: store.Listing) -> list[Path]:
     out = []
-    for stem in stems(cache_dir):
-        out += store.values(stem) + [store.marker(stem)]
+    for stem in stems(cache_dir, listing):
+        out += store.values(stem, listing) + [store.marker(stem)]
     for e in old_exports(cache_dir):
         out += [e, store.marker(e.with_suffix(""))]
     return out + _export_temps(cache_dir)
@@ -644,12 +649,47 @@ def _remove_export(e: Path, rm) -> None:
 
 
 def _bytes(files: list[Path]) -> int:
+    """The bytes of the regular files among `files` and within the folders among them, as a glob and Path.is_file
+    count them: a link among `files` followed to the file or folder it names; within a folder, a link to a file
+    followed, one to a folder not entered. A file gone meanwhile counts nothing; a folder that fails to be read
+    otherwise counts nothing in all."""
     total = 0
     for f in files:
         try:
-            total += sum(g.stat().st_size for g in ([f] if not f.is_dir() else f.rglob("*")) if g.is_file())
+            st = os.stat(f)
+            if stat.S_ISDIR(st.st_mode):
+                total += _folder_bytes(f)
+            elif stat.S_ISREG(st.st_mode):
+                total += st.st_size
         except OSError:
             pass
+    return total
+
+
+_GONE = {errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP}  # what a glob or Path.is_file takes as no file
+
+
+def _folder_bytes(folder: str | os.PathLike) -> int:
+    """The bytes of the regular files within `folder`, at any depth (see _bytes), by one listing of each folder
+    and one stat of each file (a folder it may not list holds nothing, as for a glob)."""
+    try:
+        with os.scandir(folder) as it:
+            entries = list(it)
+    except PermissionError:
+        return 0
+    total = 0
+    for e in entries:
+        try:
+            if e.is_dir(follow_symlinks=False):
+                total += _folder_bytes(e.path)
+                continue
+            st = e.stat()  # the link followed, as Path.is_file follows it
+        except OSError as err:
+            if err.errno in _GONE:
+                continue
+            raise
+        if stat.S_ISREG(st.st_mode):
+            total += st.st_size
     return total
 
 
@@ -668,19 +708,26 @@ def trim(cache_dir: Path, limit: int | None) -> list[Path]:
 
 
 def _trim(cache_dir: Path, limit: int) -> list[Path]:
-    sets = [(store.last_use(s), s, store.values(s) + [store.marker(s)], None) for s in stems(cache_dir)]
+    # the directory listed once for every entry (store.Listing), and each entry's bytes counted once, for the
+    # total (what `size` counts: each entry's values and marker, the exports kept apart, their temporary folders)
+    # and for what removing it saves; whether an entry is in use is asked of the directory as it is now
+    listing = store.Listing(cache_dir)
+    sets = [
+        (store.last_use(s, listing), s, store.values(s, listing) + [store.marker(s)], None)
+        for s in stems(cache_dir, listing)
+    ]
     sets += [
         (store.last_use(e.with_suffix("")), e.with_suffix(""), [e, store.marker(e.with_suffix(""))], e)
         for e in old_exports(cache_dir)
     ]
-    total = size(cache_dir)
+    sizes = [_bytes(files) for _, _, files, _ in sets]
+    total = sum(sizes) + _bytes(_export_temps(cache_dir))
     removed = []
-    for _, stem, files, export in sorted(sets, key=lambda t: t[0]):
+    for (_, stem, files, export), nbytes in sorted(zip(sets, sizes), key=lambda t: t[0][0]):
         if total <= limit:
             break
         if store.in_use(stem) or _held(Path(f"{stem}{SUFFIX}") if export is None else export):
             continue
-        nbytes = _bytes(files)
         failed: list = []
 
         def rm(p: Path) -> bool:
