@@ -152,6 +152,26 @@ def test_cache_clear_removes_entries_of_an_nsysql_without_markers(tmp_path):
     assert set(tree(cdir)) == {users.name, "last_profile", "exports/mine/run.sqlite"} and digest(users) == kept
 
 
+def test_cache_info_reads_a_damaged_entry_and_one_linked_from_elsewhere_as_before(tmp_path):
+    """`cache info` reads the entries' facts through one DuckDB instance, which may touch the cache directory only:
+    an entry it cannot read is read alone, as every entry was before. A link to an entry kept elsewhere is read
+    whole; a damaged entry, read first, is a row that is not complete and keeps no later entry from being read."""
+    (built,) = built_cache(tmp_path / "elsewhere", TRAIN).glob("*.duckdb")
+    cdir = tmp_path / "cache"
+    cdir.mkdir()
+    for name in ("a-damaged", "b-linked", "c-copied"):
+        shutil.copy(built.with_suffix(".nsysql"), cdir / f"{name}-{'0' * 32}.nsysql")
+    (cdir / f"a-damaged-{'0' * 32}.duckdb").write_bytes(b"not a database" * 1000)
+    (cdir / f"b-linked-{'0' * 32}.duckdb").symlink_to(built)
+    shutil.copy(built, cdir / f"c-copied-{'0' * 32}.duckdb")
+    listed = CliRunner().invoke(main, ["--cache-dir", str(cdir), "cache", "info", "-f", "csv"])
+    assert listed.exit_code == 0, listed.output
+    rows = {r["entry"][0]: r for r in pl.read_csv(listed.stdout.encode()).to_dicts()}
+    assert (rows["a"]["complete"], rows["a"]["source_path"]) == (False, None)
+    assert rows["b"]["complete"] and rows["c"]["complete"]
+    assert rows["b"]["source_path"] == rows["c"]["source_path"] == str(TRAIN.resolve())
+
+
 @contextlib.contextmanager
 def read_only(d: Path):
     """`d` made read-only for this process: mode 0555, and as root (whom modes do not stop) immutable."""

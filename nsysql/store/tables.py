@@ -448,25 +448,72 @@ def _export_temps(cache_dir: Path) -> list[Path]:
     ]
 
 
-def describe(file: Path) -> dict:
-    """Source path, size and age of one entry."""
+def describe(file: Path, facts: _Facts | None = None) -> dict:
+    """Source path, size and age of one entry. `facts`: the reader of entries' facts that a caller describing
+    many entries shares (_Facts); else the entry is opened alone."""
+    info = {"entry": file.name, "bytes": file.stat().st_size, "source_path": None, "complete": False}
+    found = facts.read(file) if facts is not None else _facts_alone(file)
+    if found is not None:
+        info["source_path"] = found.get("source_path")
+        info["complete"] = found.get("complete") == "yes"
+        info["source_exists"] = bool(info["source_path"]) and Path(info["source_path"]).exists()
+    return info
+
+
+def _facts_alone(file: Path) -> dict | None:
+    """The profile_facts of the entry `file`, opened in a DuckDB instance of its own; None where it cannot be
+    opened or read (not a DuckDB database, damaged, held by a writer, without the table)."""
     import duckdb
 
     from .. import duck
 
-    info = {"entry": file.name, "bytes": file.stat().st_size, "source_path": None, "complete": False}
     try:
         con = duck.connect(file, read_only=True, files=[])
         try:
-            facts = dict(con.execute("SELECT key, value FROM profile_facts").fetchall())
+            return dict(con.execute("SELECT key, value FROM profile_facts").fetchall())
         finally:
             con.close()
-        info["source_path"] = facts.get("source_path")
-        info["complete"] = facts.get("complete") == "yes"
-        info["source_exists"] = bool(info["source_path"]) and Path(info["source_path"]).exists()
     except duckdb.Error:
-        pass
-    return info
+        return None
+
+
+class _Facts:
+    """The profile_facts of many entries of `cache_dir` read through one DuckDB instance, each attached read-only
+    in turn: starting an instance costs more than reading an entry's facts, so `cache info` is not to start one
+    per entry. The instance may touch files in `cache_dir` only (nsysql.duck: external access off).
+
+    An entry the shared instance fails to attach or read is read alone (`_facts_alone`), so its facts are what an
+    instance of its own reads (None where that fails too): a link to an entry outside the directory, which the
+    shared instance may not open, is read, and a damaged entry, or one a writer holds, has none either way. The
+    instance is started afresh after any failure, so that none left in a bad state reads the next entry."""
+
+    _AS = "nsysql_entry"  # the name each entry is attached under, for as long as its facts are read
+
+    def __init__(self, cache_dir: Path):
+        self.dir = cache_dir
+        self._con: duckdb.DuckDBPyConnection | None = None
+
+    def read(self, file: Path) -> dict | None:
+        import duckdb
+
+        from .. import duck
+
+        try:
+            if self._con is None:
+                self._con = duck.connect(duck.MEMORY, files=[self.dir])
+            self._con.execute(f"ATTACH '{_sql_str(file)}' AS {self._AS} (READ_ONLY)")
+            try:
+                return dict(self._con.execute(f"SELECT key, value FROM {self._AS}.profile_facts").fetchall())
+            finally:
+                self._con.execute(f"DETACH DATABASE IF EXISTS {self._AS}")
+        except duckdb.Error:
+            self.close()
+        return _facts_alone(file)
+
+    def close(self) -> None:
+        if self._con is not None:
+            con, self._con = self._con, None
+            con.close()
 
 
 def info(cache_dir: Path) -> tuple[pl.DataFrame, str]:
@@ -478,7 +525,8 @@ def info(cache_dir: Path) -> tuple[pl.DataFrame, str]:
     import polars as pl
 
     listing = store.Listing(cache_dir)  # the directory read once, for every entry (store.Listing)
-    rows = [r for r in (_describe_stem(s, listing) for s in stems(cache_dir, listing)) if r is not None]
+    with contextlib.closing(_Facts(cache_dir)) as facts:  # one DuckDB instance reads every entry's facts
+        rows = [r for r in (_describe_stem(s, listing, facts) for s in stems(cache_dir, listing)) if r is not None]
     kept = [_describe_export(cache_dir, f) for f in old_exports(cache_dir)]
     rows += kept
     temps = unfinished(cache_dir, listing)
@@ -507,7 +555,7 @@ def info(cache_dir: Path) -> tuple[pl.DataFrame, str]:
     return df, line
 
 
-def _describe_stem(stem: Path, listing: store.Listing) -> dict | None:
+def _describe_stem(stem: Path, listing: store.Listing, facts: _Facts) -> dict | None:
     """An entry as a row of `cache info` (None while it holds nothing whole: only a running or killed load's
     temporary files): its tables' facts (store.tables' `describe`), what its marker names (a report), its
     report's export, and the bytes of all its values."""
@@ -515,7 +563,7 @@ def _describe_stem(stem: Path, listing: store.Listing) -> dict | None:
     if not parts:
         return None
     tables = Path(f"{stem}{SUFFIX}")
-    row = describe(tables) if tables.is_file() else {"source_path": None, "complete": False}
+    row = describe(tables, facts) if tables.is_file() else {"source_path": None, "complete": False}
     export = Path(f"{stem}{store.EXPORT}")
     named = store.note(stem) or None  # a report's entry names its report: the file the user gave
     src = named or row["source_path"]
