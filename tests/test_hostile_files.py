@@ -204,6 +204,21 @@ def test_cache_clear_on_a_read_only_cache_says_what_it_could_not_remove(tmp_path
     assert not entry.exists() and not list(cdir.glob("*.nsysql"))
 
 
+def test_cache_clear_keeps_the_marker_of_an_entry_it_could_not_remove_whole(tmp_path):
+    """An entry whose answers cannot be removed (their folder read-only) keeps its marker, which could be removed:
+    what is left of it is still nsysql's, and the next clear removes it."""
+    cdir = built_cache(tmp_path / "cache", TRAIN)
+    r = CliRunner()
+    assert r.invoke(main, ["--cache-dir", str(cdir), "kernels", str(TRAIN)]).exit_code == 0
+    (answers,) = cdir.glob("*.results")
+    with read_only(answers):
+        cleared = r.invoke(main, ["--cache-dir", str(cdir), "cache", "clear"])
+    assert cleared.exit_code == 2, cleared.output
+    assert list(cdir.glob("*.nsysql")) and not list(cdir.glob("*.duckdb"))
+    assert r.invoke(main, ["--cache-dir", str(cdir), "cache", "clear"]).exit_code == 0
+    assert not list(cdir.glob("*.nsysql")) and not answers.exists()
+
+
 # -- 3: outputs written whole ------------------------------------------------------------------------------------
 
 

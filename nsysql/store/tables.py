@@ -653,9 +653,18 @@ def clear(cache_dir: Path) -> int:
             return False
         return not os.path.lexists(p)
 
-    n = 0
-    for stem in stems(cache_dir):
-        n += _remove_stem(stem, rm, failed)
+    # the directory listed once for the removal of every entry's values (store.Listing), and once more after it:
+    # a marker stays while a running load still writes a temporary file of its stem, one it made meanwhile too
+    listing = store.Listing(cache_dir)
+    n, emptied = 0, []
+    for stem in stems(cache_dir, listing):
+        before = len(failed)
+        n += _remove_values(stem, rm, listing)
+        if len(failed) == before:
+            emptied.append(stem)
+    after = store.Listing(cache_dir)
+    for stem in emptied:
+        _remove_marker(stem, rm, after)
     for e in old_exports(cache_dir):
         _remove_export(e, rm)
     for t in _export_temps(cache_dir):
@@ -676,15 +685,30 @@ def clear(cache_dir: Path) -> int:
 def _remove_stem(stem: Path, rm, failed: list) -> int:
     """Remove the values of `stem` (not the temporary files of a running load), then its marker once nothing of it
     is left; the number of entries removed (0 or 1: one whose values, a temporary file aside, were there)."""
-    n, before = 0, len(failed)
-    for v in store.values(stem):
+    before = len(failed)
+    n = _remove_values(stem, rm)
+    if len(failed) == before:
+        _remove_marker(stem, rm)
+    return n
+
+
+def _remove_values(stem: Path, rm, listing: store.Listing | None = None) -> int:
+    """Remove the values of `stem` but the temporary files of a running load (`listing`: as store.values); 1 where
+    a value other than a temporary file was removed, else 0."""
+    n = 0
+    for v in store.values(stem, listing):
         if store._temp_pid(v) is not None and not store.abandoned(v):
             continue  # a running load's
         if rm(v) and store._temp_pid(v) is None:
             n = 1
-    if len(failed) == before and not _running(stem) and os.path.lexists(store.marker(stem)):
-        rm(store.marker(stem))  # else kept: what is left is still nsysql's to remove
     return n
+
+
+def _remove_marker(stem: Path, rm, listing: store.Listing | None = None) -> None:
+    """Remove the marker of `stem`, whose values are removed, unless a running load still writes one of them
+    (`listing`: the directory as read after the removal)."""
+    if not _running(stem, listing) and os.path.lexists(store.marker(stem)):
+        rm(store.marker(stem))  # else kept: what is left is still nsysql's to remove
 
 
 def _remove_export(e: Path, rm) -> None:
@@ -823,9 +847,10 @@ def _held(file: Path) -> bool:
     return False
 
 
-def _running(stem: Path) -> list[Path]:
-    """The temporary files of `stem` that a running process still writes (its marker stays for them)."""
-    return [p for p in store.values(stem) if store._temp_pid(p) is not None and not store.abandoned(p)]
+def _running(stem: Path, listing: store.Listing | None = None) -> list[Path]:
+    """The temporary files of `stem` that a running process still writes (its marker stays for them). `listing`:
+    as store.values."""
+    return [p for p in store.values(stem, listing) if store._temp_pid(p) is not None and not store.abandoned(p)]
 
 
 def spill_dir() -> str:
