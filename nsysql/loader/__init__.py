@@ -283,28 +283,15 @@ def _functions(f: Path) -> frozenset[str]:
     return _kept(f) & {m.group(1) for m in _FUNCTION.finditer(f.read_text(encoding="utf-8"))}
 
 
-@lru_cache(maxsize=None)
-def _table_macros(f: Path) -> frozenset[str]:
-    """The macros of `f` that are table macros (`AS TABLE` after their parameters)."""
-    text = f.read_text(encoding="utf-8")
-    starts = [(m.start(), m.group(1)) for m in _FUNCTION.finditer(text)] + [(len(text), None)]
-    return frozenset(
-        name
-        for (at, name), (end, _) in zip(starts, starts[1:])
-        if re.search(r"\)\s*(--[^\n]*\n\s*)*AS\s+TABLE\b", text[at:end])
-    )
-
-
 def _called(con: duckdb.DuckDBPyConnection, f: Path) -> bool | None:
-    """Whether every function of `f` is in `con`, by calling each with no arguments: DuckDB looks a function up
-    before it checks the arguments, so a missing one is a CatalogException, one that takes arguments a
-    BinderException. None where a call says neither."""
+    """Whether every function of `f` is in `con`, by calling each as a scalar with no arguments: DuckDB looks a
+    function up before it checks its kind and arguments, so a missing one is a CatalogException, and one there (a
+    scalar macro that takes arguments, a table macro) a BinderException, or none. None where a call says neither."""
     import duckdb
 
     for name in sorted(_functions(f)):
-        call = f"SELECT * FROM {name}() LIMIT 0" if name in _table_macros(f) else f"SELECT {name}() LIMIT 0"
         try:
-            con.execute(call)
+            con.execute(f"SELECT {name}() LIMIT 0")
         except duckdb.CatalogException:
             return False
         except duckdb.BinderException:
