@@ -606,16 +606,17 @@ def unfinished(cache_dir: Path, listing: store.Listing | None = None) -> list[di
 def size(cache_dir: Path, listing: store.Listing | None = None) -> int:
     """Bytes of what nsysql keeps in the cache directory: entries, stored answers, per-rank frames, the exports
     of reports, temporary files (a user's own files there are not counted: see clear). `listing`: as `stems`."""
-    return _bytes(_owned_files(cache_dir, listing or store.Listing(cache_dir)))
+    groups = _owned(cache_dir, listing or store.Listing(cache_dir))
+    return sum(_bytes(files) for _, files, _ in groups) + _bytes(_export_temps(cache_dir))
 
 
-def _owned_files(cache_dir: Path, listing: store.Listing) -> list[Path]:
-    out = []
-    for stem in stems(cache_dir, listing):
-        out += store.values(stem, listing) + [store.marker(stem)]
-    for e in old_exports(cache_dir):
-        out += [e, store.marker(e.with_suffix(""))]
-    return out + _export_temps(cache_dir)
+def _owned(cache_dir: Path, listing: store.Listing) -> list[tuple[Path, list[Path], Path | None]]:
+    """What `size` counts and `trim` may remove, one entry at a time: (stem, its values and marker, None) for each
+    entry, and (stem, the export and its marker, the export) for each export nsysql 0.4.0 kept apart. Beside
+    these, `size` counts the temporary folders of those exports (_export_temps)."""
+    out = [(s, store.values(s, listing) + [store.marker(s)], None) for s in stems(cache_dir, listing)]
+    out += [(e.with_suffix(""), [e, store.marker(e.with_suffix(""))], e) for e in old_exports(cache_dir)]
+    return out
 
 
 def clear(cache_dir: Path) -> int:
@@ -781,16 +782,12 @@ def trim(cache_dir: Path, limit: int | None) -> list[Path]:
 
 def _trim(cache_dir: Path, limit: int) -> list[Path]:
     # the directory listed once for every entry (store.Listing), and each entry's bytes counted once, for the
-    # total (what `size` counts: each entry's values and marker, the exports kept apart, their temporary folders)
-    # and for what removing it saves; whether an entry is in use is asked of the directory as it is now
+    # total (what `size` counts: _owned) and for what removing it saves; whether an entry is in use is asked of
+    # the directory as it is now
     listing = store.Listing(cache_dir)
     sets = [
-        (store.last_use(s, listing), s, store.values(s, listing) + [store.marker(s)], None)
-        for s in stems(cache_dir, listing)
-    ]
-    sets += [
-        (store.last_use(e.with_suffix("")), e.with_suffix(""), [e, store.marker(e.with_suffix(""))], e)
-        for e in old_exports(cache_dir)
+        (store.last_use(s, listing if export is None else None), s, files, export)
+        for s, files, export in _owned(cache_dir, listing)
     ]
     sizes = [_bytes(files) for _, _, files, _ in sets]
     total = sum(sizes) + _bytes(_export_temps(cache_dir))
