@@ -174,20 +174,27 @@ def phase_calls(con, slow: pl.DataFrame, phase: str) -> str:
 
 def _top_growth(slow: pl.DataFrame, typical: pl.DataFrame, phases: list[str]) -> tuple[float, str]:
     """The child range whose mean CPU time grows most from the typical steps to `slow`, with that growth."""
-    return max(
-        (slow[f"{p} cpu_ns"].fill_null(0).mean() - typical[f"{p} cpu_ns"].fill_null(0).mean(), p) for p in phases
-    )
+    base = _means(typical, phases)
+    return max((slow[f"{p} cpu_ns"].fill_null(0).mean() - base[p], p) for p in phases)
+
+
+def _means(steps: pl.DataFrame, phases: list[str]) -> dict[str, float]:
+    """Each child range's mean CPU time over `steps`, a missing time counted as 0."""
+    return {p: steps[f"{p} cpu_ns"].fill_null(0).mean() for p in phases}
 
 
 def _apart(slow, typical, phases, phase: str, share: float) -> tuple[list[int], str] | None:
     """Where the outliers' own extra time lies, when `phase` does not hold it for every one: (the iterations it
-    holds for, a clause naming the others with their own range or none), or None when it holds for all."""
+    holds for, a clause naming the others with their own range or none), or None when it holds for all. Each
+    outlier is weighed alone against the typical steps' means, taken once: a loop of many outliers stays linear."""
     mine: list[int] = []
     other: dict[str, list[int]] = {}
+    base = _means(typical, phases)
+    typical_wall = typical["wall_ns"].mean()
     for row in slow.iter_rows(named=True):
-        one = slow.filter(pl.col("iteration") == row["iteration"])
-        grew, top = _top_growth(one, typical, phases)
-        own = row["wall_ns"] - typical["wall_ns"].mean()
+        # as _top_growth of this row alone: the mean of one value is that value, as a float
+        grew, top = max((float(row[f"{p} cpu_ns"] or 0) - base[p], p) for p in phases)
+        own = row["wall_ns"] - typical_wall
         if top == phase and grew >= share * own:
             mine.append(row["iteration"])
         else:
@@ -198,8 +205,13 @@ def _apart(slow, typical, phases, phase: str, share: float) -> tuple[list[int], 
     return mine, "; ".join(f"that of {_list(its)} is in {where}" for where, its in other.items())
 
 
-def _list(iterations: list[int]) -> str:
-    return ", ".join(str(i) for i in sorted(iterations))
+def _list(iterations: list[int], shown: int = 6) -> str:
+    """The numbers in order, the first `shown` where there are more, with how many in all: a loop of thousands of
+    outliers gives a clause, not a page."""
+    ordered = sorted(iterations)
+    if len(ordered) <= shown:
+        return ", ".join(str(i) for i in ordered)
+    return ", ".join(str(i) for i in ordered[:shown]) + f", … ({len(ordered)} in all)"
 
 
 def tables(con, empty_queue_ns: int = EMPTY_QUEUE_NS) -> dict[str, pl.DataFrame]:
