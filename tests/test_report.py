@@ -79,6 +79,24 @@ def test_every_chart_holds_one_plot_of_json_data(tmp_path, path):
         assert layout["template"] == white
 
 
+def test_a_loop_longer_than_the_chart_is_drawn_in_buckets(tmp_path):
+    """train_small's 19-iteration window repeated 40 times (benchmarks/gen_scaled.py) is a loop of 761 `Batch`
+    iterations, more than the iteration chart's 600 bars: it is drawn as means of 2 consecutive iterations, one
+    bar per bucket, and says so. The iterations carry a text column besides the name (the step's clock), which
+    has no mean: the report used to stop there with a traceback."""
+    import subprocess
+
+    src = tmp_path / "long_loop.sqlite"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "gen_scaled.py"), str(fixture("train_small")), str(src)]
+    subprocess.run([*cmd, "--copies", "40", "--kernels", "1"], check=True, capture_output=True, timeout=120)
+    n = loaded(str(src)).iterations().height
+    assert n == 761
+    text = _report(tmp_path, src).read_text()
+    assert f"{n:,} iterations shown as means of 2 consecutive iterations." in text
+    _, data, _ = next(p for p in _plots(text) if p[0] == "chart-iterations")
+    assert {len(t["x"]) for t in data if t["type"] == "bar"} == {(n + 1) // 2}
+
+
 # In Chromium, through scripts/check_report.py with its screenshot: h200 `threads` (no idle chart, four). The
 # project's own train_small is drawn at two widths by test_report_layout.py, which reads the same status (every
 # chart drawn, no script error) in one browser run with the other reports; the other exports' reports come from

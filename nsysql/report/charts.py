@@ -201,14 +201,19 @@ def _bucketed(df: pl.DataFrame) -> tuple[pl.DataFrame, int, str]:
     if bucket == 1:
         return df, bucket, ""
     note = f"{df.height:,} iterations shown as means of {bucket} consecutive iterations."
+    # times are averaged; a flag holds where it holds for one iteration of the bucket; a text column (the name,
+    # the step's clock) is the bucket's first iteration's: whatever columns the iterations carry, none is averaged
+    # that has no mean
+    numeric = [c for c, t in df.schema.items() if t.is_numeric() and c != "iteration"]
     df = (
         df.with_columns(b=pl.col("iteration") // bucket)
         .group_by("b", maintain_order=True)
         .agg(
             pl.col("iteration").first(),
-            pl.all().exclude("iteration", "warmup", "outlier", "name").mean(),
+            pl.col(numeric).mean(),
             pl.col("warmup").any(),
             pl.col("outlier").any(),
+            pl.all().exclude(*numeric, "iteration", "warmup", "outlier").first(),
         )
     )
     return df, bucket, note
