@@ -1,26 +1,38 @@
 -- @include 00_macros.sql
 -- @staging raw_runtime
 -- @macros global_pid, global_tid, is_interval
--- @defines _calls, _shared_calls, _shared_ids
+-- @defines _call_rows, _calls, _launch_calls, _shared_calls, _shared_ids
 
 -- nsysql canonical schema v1: the CUDA API calls as api_calls has them, nsys's globalTid decoded into pid and
 -- tid, and the correlation ids several of them share. In the staging database (gone when loading ends; a later
 -- load that builds a file including this one runs it again): api_calls (30_api_calls.sql) stores the calls, and
 -- op_launch (42_op_launch.sql) joins them without waiting for api_calls to be written, so both start as soon
 -- as the export is read.
-CREATE OR REPLACE VIEW nsysql_stage._calls AS
+CREATE OR REPLACE VIEW nsysql_stage._call_rows AS
 SELECT r.row_id AS call_id, global_pid(r.globalTid) AS pid, global_tid(r.globalTid) AS tid,
-       r.start AS start_ns, r."end" AS end_ns, r.nameId AS name_id, r.correlationId AS correlation_id
-FROM raw_runtime r
--- a call without a start or an end, ending before it starts, or at a time beyond any clock (is_interval), is
--- dropped (data_quality counts them). So is a row that is no call: a CUDA backtrace (`--cudabacktrace`), which
--- nsys 2020-2022 wrote as a second row of the call it was taken for (eventClass 67, TRACE_PROCESS_EVENT_
+       r.start AS start_ns, r."end" AS end_ns, r.nameId AS name_id, r.correlationId AS correlation_id,
+-- is_call: whether the row is a call. A row without a start or an end, ending before it starts, or at a time
+-- beyond any clock (is_interval), is not (data_quality counts them). Nor is a CUDA backtrace (`--cudabacktrace`),
+-- which nsys 2020-2022 wrote as a second row of the call it was taken for (eventClass 67, TRACE_PROCESS_EVENT_
 -- CUDABACKTRACE in ENUM_NSYS_EVENT_CLASS, or its _START 68 and _FINISH 69): the same process, thread and
 -- correlation id, the function's name without its version suffix, around the call. Counted as a call, it would
 -- count the call twice, and an op would take it as its launch (the outer of two calls of one id). A runtime call
 -- (eventClass 0) and the driver call it makes under its id (1) are both calls. Where the export has no eventClass
--- (NULL), no row is dropped. The loader's read of the calls' extent drops the same rows (nsysql/loader/raw.py).
-WHERE is_interval(r.start, r."end") AND NOT coalesce((r.eventClass >= 67 AND r.eventClass <= 69), false);
+-- (NULL), every row with an interval is a call. The loader's read of the calls' extent drops the same rows
+-- (nsysql/loader/raw.py).
+       is_interval(r.start, r."end") AND NOT coalesce((r.eventClass >= 67 AND r.eventClass <= 69), false) AS is_call
+FROM raw_runtime r;
+
+-- The calls: the rows that are calls.
+CREATE OR REPLACE VIEW nsysql_stage._calls AS SELECT * EXCLUDE (is_call) FROM _call_rows WHERE is_call;
+
+-- Every staged runtime row, its correlation id NULL where it is no call: a join on (pid, correlation_id) meets
+-- the rows of _calls alone, as a join with _calls does, while DuckDB counts it as many rows as were staged. Through
+-- _calls' filter it guessed a fifth of them or less, took the calls (18M at 10M kernels, seven columns) for the
+-- smaller side and built its hash table of them, past its memory share; op_launch (42_op_launch.sql) reads the
+-- calls here, so the ops' keys make the table and the calls stream past it.
+CREATE OR REPLACE VIEW nsysql_stage._launch_calls AS
+SELECT * EXCLUDE (is_call, correlation_id), CASE WHEN is_call THEN correlation_id END AS correlation_id FROM _call_rows;
 
 -- Which call launched each op, matched on (process, correlation id): at most one call per op, in time that
 -- grows with the ops and calls whatever the ids, by this rule. CUPTI gives each call of a process its own id, and

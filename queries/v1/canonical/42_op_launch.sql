@@ -1,5 +1,5 @@
 -- @include 25_calls.sql, 40_gpu_ops.sql
--- @tables _calls, _shared_calls, _shared_ids, gpu_ops
+-- @tables _calls, _launch_calls, _shared_calls, _shared_ids, gpu_ops
 -- @defines op_launch
 -- @empty_without _calls, gpu_ops
 
@@ -25,7 +25,8 @@ LEFT JOIN first f ON c.call_id IS NULL AND f.pid = o.pid AND f.correlation_id = 
 
 -- The ops whose id no other call of their process shares meet the calls in one hash join on (pid,
 -- correlation_id): the ops' keys make its hash table and the calls (18M rows at 10M kernels) stream past it, one
--- narrow row per op held, never one per call nor every op column; at most one call has such an op's key. The ops
+-- narrow row per op held, never one per call nor every op column (_launch_calls, 25_calls.sql, says why the calls
+-- are read there); at most one call has such an op's key. The ops
 -- of shared ids (none, as a rule) take the call _shared_launch chose, by its call_id. Two joins, not one on a
 -- third key column that marked each call as shared or not: that took a join of every call with _shared_ids.
 
@@ -48,7 +49,7 @@ SELECT
   a.end_ns AS api_end_ns,
   -- strings.id of the launch call's name, e.g. `cudaLaunchKernel_v7000`, `cudaGraphLaunch_v10000`
   a.name_id AS api_name_id
-FROM _calls a
+FROM _launch_calls a
 JOIN (SELECT op_id, pid, correlation_id FROM gpu_ops ANTI JOIN _shared_ids USING (pid, correlation_id)) o
   ON a.pid = o.pid AND a.correlation_id = o.correlation_id
 UNION ALL
