@@ -121,20 +121,21 @@ import os, stat, sys, warnings
 import nsysql
 with warnings.catch_warnings(record=True) as said:
     warnings.simplefilter("always")
-    p = nsysql.load(sys.argv[1], cache=False)
-d = p.con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0]
+    p = nsysql.load(sys.argv[1], cache_dir=sys.argv[2])
+    d = p.con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0]  # (DuckDB opens here)
 st = os.lstat(d)
 private = stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) == 0o700
 print(d, private, len(said), sep="\\n")
 """
 
 
-def spill_dir_used(tmp: Path, src: Path) -> tuple[Path, bool, int]:
+def spill_dir_used(tmp: Path, src: tuple[Path, Path]) -> tuple[Path, bool, int]:
     """The spill directory DuckDB is given in a fresh process whose temporary directory is `tmp`, whether it is
     private (a directory of this user's, mode 0700, not a link) while the process runs, and how many warnings
-    the load gave."""
+    the load and the opening of its DuckDB gave. `src`: the export and a cache directory holding its entry
+    (spill_env)."""
     r = subprocess.run(
-        [sys.executable, "-c", SPILL_OF, str(src)],
+        [sys.executable, "-c", SPILL_OF, *map(str, src)],
         env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp)},
         capture_output=True,
         text=True,
@@ -145,10 +146,11 @@ def spill_dir_used(tmp: Path, src: Path) -> tuple[Path, bool, int]:
     return Path(d), ok == "True", int(warned)
 
 
-def cli_says(tmp: Path, src: Path) -> list[str]:
+def cli_says(tmp: Path, src: tuple[Path, Path]) -> list[str]:
     """What `nsysql sql` says on stderr with `tmp` as the temporary directory."""
+    export, cache = src
     r = subprocess.run(
-        [sys.executable, "-m", "nsysql", "--no-cache", "sql", str(src), "SELECT 1 AS one", "-f", "csv"],
+        [sys.executable, "-m", "nsysql", "--cache-dir", str(cache), "sql", str(export), "SELECT 1 AS one", "-f", "csv"],
         env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp)},
         capture_output=True,
         text=True,
@@ -165,7 +167,12 @@ def private(d: Path) -> bool:
 
 @pytest.fixture
 def spill_env(tmp_path):
-    src = craft(tmp_path / "train.sqlite")
+    """(export, cache directory holding its entry), the temporary directory, and the shared spill directory's name
+    in it. The entry is the one a first load builds (conftest.built_cache): DuckDB gets its spill directory as
+    it opens, whatever it opens (the profile's connection over the entry here, an entry being built or the
+    tables in memory alike: nsysql.duck.connect), so a process need not build the export's tables to show it."""
+    export = fixture("train_small")
+    src = (export, built_cache(tmp_path / "cache", export))
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     return src, tmp, tmp / f"nsysql-spill-{os.getuid()}"
