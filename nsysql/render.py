@@ -408,7 +408,8 @@ def table(
     decimals = [_decimals(c) for c in cols]
     cells = [[_cell(v, "table", w, d) for v, w, d in zip(row, limits, decimals)] for row in df.iter_rows()]
     heads = [_cell(c, "table", name_width) for c in cols]  # a user's `nsysql sql` names its columns
-    numeric = [df.schema[c].is_numeric() for c in cols]
+    schema = df.schema  # built anew at each `df.schema`: once, not once a column
+    numeric = [schema[c].is_numeric() for c in cols]
     kinds = ["number" if n else "prose" if c in PROSE else "name" for c, n in zip(cols, numeric)]
     keep, widths, note = fit(heads, cells, kinds, width)
     out = [_line([heads[i] for i in keep], widths, numeric, keep)]
@@ -440,25 +441,37 @@ def fit(heads, cells, kinds, width):
     if width is None:
         return keep, widths, None
 
-    def total():
-        return sum(widths[i] for i in keep) + 2 * (len(keep) - 1)
-
     least = {"number": 0, "prose": MIN_PROSE, "name": MIN_NAME}
     floor = [
         natural[i] if k == "number" else min(natural[i], max(len(h), MIN_FIRST if i == 0 else least[k]))
         for i, (h, k) in enumerate(zip(heads, kinds))
     ]
+    # a column is left out only once every kept one is at its floor, so the kept ones are the first that fit at
+    # their floors when left out in this order (the right-most other than prose first, then prose, the first
+    # never), counted with one running sum: linear in the columns, however many a user's query returns
+    order = [i for i in reversed(keep[1:]) if kinds[i] != "prose"] + [
+        i for i in reversed(keep[1:]) if kinds[i] == "prose"
+    ]
+    gone: set[int] = set()
+    least_total = sum(floor) + 2 * (len(keep) - 1)
+    for i in order:
+        if least_total <= width:
+            break
+        gone.add(i)
+        least_total -= floor[i] + 2
+    keep = [i for i in keep if i not in gone]
+
+    def total():
+        return sum(widths[i] for i in keep) + 2 * (len(keep) - 1)
+
+    # then the kept ones shrink from their whole width, the widest first
     while total() > width:
         shrink = [i for i in keep if widths[i] > floor[i]]
-        if shrink:
-            i = max(shrink, key=lambda j: widths[j] - floor[j])
-            widths[i] -= min(total() - width, widths[i] - floor[i], max(1, (widths[i] - floor[i]) // 2))
-            continue
-        if len(keep) == 1:
+        if not shrink:
             break
-        keep.pop(max(range(1, len(keep)), key=lambda j: (kinds[keep[j]] != "prose", j)))
-        widths = list(natural)
-    left = [heads[i] for i in range(len(heads)) if i not in keep]
+        i = max(shrink, key=lambda j: widths[j] - floor[j])
+        widths[i] -= min(total() - width, widths[i] - floor[i], max(1, (widths[i] - floor[i]) // 2))
+    left = [heads[i] for i in sorted(gone)]
     if not left:
         return keep, widths, None
     more = f"{len(left)} more column{'s' if len(left) > 1 else ''}"
@@ -491,7 +504,8 @@ def markdown(df: pl.DataFrame, width: int | None = 100) -> str:
     if df.height == 0:
         return "_no rows_\n"
     cols = df.columns
-    numeric = [df.schema[c].is_numeric() for c in cols]
+    schema = df.schema  # built anew at each `df.schema`: once, not once a column
+    numeric = [schema[c].is_numeric() for c in cols]
     out = [
         "| " + " | ".join(_cell(c, "markdown head", width) for c in cols) + " |",
         "|" + "|".join("---:" if n else "---" for n in numeric) + "|",
