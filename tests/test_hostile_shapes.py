@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import time
 
+import polars as pl
 from click.testing import CliRunner
-from conftest import built_cache, fixture
+from conftest import built_cache, craft, fixture, loaded, raw
 
+import nsysql
 from nsysql.cli import main
 
 
@@ -39,3 +41,38 @@ def test_an_answer_of_thousands_of_columns_renders_in_linear_time(tmp_path):
             assert shown == [f"c{i}" for i in range(len(shown))] and 1 < len(shown) < n
             note = res.output.rstrip().splitlines()[-1]
             assert note.startswith(f"(--wide shows {n - len(shown)} more columns, -f csv every value: c{len(shown)}, ")
+
+
+def test_child_ranges_named_anew_in_each_step_get_bounded_columns(tmp_path):
+    """train_small with each child range of a step named anew (`Load data 57 ok`: a batch id, a hash; no trailing
+    number, so no family joins them): 100 names. `iterations` gives the 32 with the most CPU time a column pair
+    each and sums the others in other_children_cpu_ns / _gpu_ns (one column pair per range made a table of steps x
+    ranges: 2,000 steps took a cold `summary` 53 s), and each step's child time is what it was under the old names.
+    The slow steps' extra time, spread over many names, is said to be in the child ranges, not outside them."""
+    path = craft(
+        tmp_path / "anew.sqlite",
+        "UPDATE NVTX_EVENTS SET text = text || ' ' || rowid || ' ok' WHERE text NOT LIKE 'Batch%'",
+    )
+    ((names,),) = raw(path, "SELECT count(DISTINCT text) FROM NVTX_EVENTS WHERE text NOT LIKE 'Batch%'")
+    assert names == 100
+    before = loaded(str(fixture("train_small"))).iterations()
+    with nsysql.load(path, cache_dir=tmp_path / "cache") as p:
+        its = p.iterations()
+        evidence = p.summary()["findings"].filter(pl.col("finding").str.contains("slow iterations"))["evidence"][0]
+    cpu = [c for c in its.columns if c.endswith(" cpu_ns")]
+    assert len(cpu) == 32 and len([c for c in its.columns if c.endswith(" gpu_ns")]) == 32
+    for kind in ("cpu", "gpu"):
+        was = before.select(pl.sum_horizontal(pl.col(f"^.* {kind}_ns$"))).to_series()
+        now = its.select(pl.sum_horizontal(pl.col(f"^.* {kind}_ns$"), pl.col(f"other_children_{kind}_ns"))).to_series()
+        assert now.to_list() == was.to_list() and was.sum() > 0
+    # the kept columns are those of the most CPU time: none of the others holds more than the least of them
+    least = min(its[c].sum() for c in cpu)
+    ((most_left,),) = raw(
+        path,
+        "SELECT max(d) FROM (SELECT sum(\"end\" - start) AS d FROM NVTX_EVENTS WHERE text NOT LIKE 'Batch%' "
+        f"AND text NOT IN ({', '.join('?' * len(cpu))}) GROUP BY text)",
+        *[c[: -len(" cpu_ns")] for c in cpu],
+    )
+    assert most_left <= least
+    assert "their extra 21.1 ms a step is in the step's child ranges (+21.0 ms on the CPU), no one name" in evidence
+    assert "outside its children" not in evidence
