@@ -76,3 +76,33 @@ def test_child_ranges_named_anew_in_each_step_get_bounded_columns(tmp_path):
     assert most_left <= least
     assert "their extra 21.1 ms a step is in the step's child ranges (+21.0 ms on the CPU), no one name" in evidence
     assert "outside its children" not in evidence
+
+
+# train_small with a third of its kernels (and their launches) moved to 64 other processes: a whole node's workers
+# in one export
+KERNELS, CALLS = "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME"
+WORKER = "(1 << 48) | ((300000 + correlationId % 64) << 24)"
+MOVED = f"SELECT correlationId FROM {KERNELS} WHERE correlationId % 3 = 0"
+SIXTY_FOUR_PROCESSES = (
+    f"UPDATE {KERNELS} SET globalPid = {WORKER} WHERE correlationId % 3 = 0",
+    f"UPDATE {CALLS} SET globalTid = {WORKER} | (300000 + correlationId % 64) WHERE correlationId IN ({MOVED})",
+)
+
+
+def test_sentences_about_an_export_of_many_gpu_processes_name_a_few(tmp_path):
+    """The processes the loop leaves out (`iterations`) and those of a file `ranks` reads as one rank are named
+    six at a time, with how many in all: 64 of them made a sentence of 2,000 characters (1,000: 30 kB)."""
+    path = craft(tmp_path / "procs.sqlite", *SIXTY_FOUR_PROCESSES)
+    ((n,),) = raw(path, f"SELECT count(DISTINCT globalPid) FROM {KERNELS}")
+    assert n == 65
+    cache = tmp_path / "cache"
+    res = _cli("--cache-dir", cache, "iterations", path)
+    assert res.exit_code == 0, res.output
+    (line,) = [x for x in res.output.splitlines() if "processes with GPU work" in x]
+    assert "the export holds 65 processes with GPU work" in line and ", … (64 in all) are left out" in line
+    assert line.count("process 3000") == 6 and len(line) < 1000
+    res = _cli("--cache-dir", cache, "ranks", "--workers", "1", path, fixture("train_small"))
+    assert res.exit_code == 0, res.output
+    (line,) = [x for x in res.output.splitlines() if "processes with GPU work" in x]
+    assert f"{path} holds 65 processes with GPU work (" in line and ", … (65 in all)), of which" in line
+    assert line.count(" on GPU 0") == 6 and len(line) < 1000

@@ -67,7 +67,7 @@ import polars as pl
 from ..errors import NsysqlError
 from ..rules import MAD_SIGMA
 from . import scratch
-from ._names import UNNAMED, family_said, titled
+from ._names import UNNAMED, family_said, some_of, titled
 from ._sql import _declared_params, run
 from .advice import NVTX_HINT, unusable_gpu
 from .patterns import resolve_range
@@ -435,7 +435,7 @@ def _other_processes(pid: int, procs: pl.DataFrame, instances: dict[int, int] | 
     mine = f"process {pid} (GPU {dev[pid]})" if pid in dev else f"process {pid} (no GPU work)"
     return (
         f"; the export holds {procs.height} processes with GPU work: the loop and its GPU columns are {mine}'s "
-        f"alone, and {', '.join(left)} {'is' if len(left) == 1 else 'are'} left out (`nsysql ranks` compares one "
+        f"alone, and {some_of(left)} {'is' if len(left) == 1 else 'are'} left out (`nsysql ranks` compares one "
         "export per rank: profile each process to its own file)"
     )
 
