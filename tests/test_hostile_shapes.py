@@ -106,3 +106,39 @@ def test_sentences_about_an_export_of_many_gpu_processes_name_a_few(tmp_path):
     (line,) = [x for x in res.output.splitlines() if "processes with GPU work" in x]
     assert f"{path} holds 65 processes with GPU work (" in line and ", … (65 in all)), of which" in line
     assert line.count(" on GPU 0") == 6 and len(line) < 1000
+
+
+def test_kernels_that_differ_past_the_cut_read_apart_in_tables(tmp_path):
+    """train_small's optimizer kernels (`multi_tensor_apply_kernel<...>` of six functors) differ only past the 72
+    characters a table shows of a name: each row of `kernels` reads as its own kernel, in the table and in
+    Markdown, rather than six rows of the same cut name."""
+    src = fixture("train_small")
+    cache = built_cache(tmp_path / "cache", src)
+    ((kernels,),) = raw(
+        src,
+        "SELECT count(DISTINCT s.value) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName",
+    )
+    shown = {}
+    for fmt in ("table", "markdown"):
+        res = _cli("--cache-dir", cache, "kernels", "-f", fmt, "--top", "100", src, env={"COLUMNS": "200"})
+        assert res.exit_code == 0, res.output
+        rows = res.output.splitlines()[2:]
+        names = [r.split("|")[1].strip() if fmt == "markdown" else r[:72].rstrip() for r in rows if r.strip()]
+        assert len(names) == kernels, res.output
+        assert len(set(names)) == kernels, sorted(n for n in names if names.count(n) > 1)
+        shown[fmt] = names
+    assert sum("multi_tensor_apply_kernel" in n or "<unname…" in n for n in shown["table"]) >= 6
+
+
+def test_kernels_without_names_are_labelled_apart_too(tmp_path):
+    """Every kernel's name missing from StringIds (and every NVTX range's): a row without a name keeps its label
+    (`(no name)`) where names are told apart (the Markdown summary's kernels, the report), and the command answers."""
+    path = craft(
+        tmp_path / "nameless.sqlite",
+        f"UPDATE {KERNELS} SET shortName = 999999, demangledName = 999999, mangledName = NULL",
+        "UPDATE NVTX_EVENTS SET text = NULL, textId = NULL",
+    )
+    cache = tmp_path / "cache"
+    for args in (["summary", "-f", "markdown"], ["report", "-f", "markdown"], ["kernels", "-f", "markdown"]):
+        res = _cli("--cache-dir", cache, *args, path)
+        assert res.exit_code == 0, (args, res.output)
