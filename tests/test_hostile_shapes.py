@@ -3,11 +3,13 @@ answers in time that grows with the rows, never with their square, and in words 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import polars as pl
 from click.testing import CliRunner
-from conftest import built_cache, craft, fixture, loaded, raw
+from conftest import ROOT, built_cache, craft, fixture, loaded, raw
 
 import nsysql
 from nsysql.cli import main
@@ -142,3 +144,31 @@ def test_kernels_without_names_are_labelled_apart_too(tmp_path):
     for args in (["summary", "-f", "markdown"], ["report", "-f", "markdown"], ["kernels", "-f", "markdown"]):
         res = _cli("--cache-dir", cache, *args, path)
         assert res.exit_code == 0, (args, res.output)
+
+
+def _scaled(dest, copies: int):
+    """train_small's 19-iteration window repeated `copies` times (benchmarks/gen_scaled.py): its every-5th slow
+    steps, 4 a copy."""
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "gen_scaled.py"), str(fixture("train_small")), str(dest)]
+    subprocess.run([*cmd, "--copies", str(copies), "--kernels", "1"], check=True, capture_output=True)
+    return dest
+
+
+def test_diff_says_the_same_slow_iterations_only_of_the_same_steps(tmp_path):
+    """Two loops whose first six outliers are the same but not the rest (3 and 4 copies of train_small's window:
+    12 and 16 slow steps): the outliers are said of each, each with how many in all; they were "the same in both",
+    as the sentence names only the first six of them."""
+    base, new = _scaled(tmp_path / "three.sqlite", 3), _scaled(tmp_path / "four.sqlite", 4)
+    cache = tmp_path / "cache"
+    counts = []
+    for path in (base, new):
+        with nsysql.load(path, cache_dir=cache) as p:
+            its = p.iterations()
+        counts.append(its.filter(~pl.col("warmup") & pl.col("outlier")).height)
+    assert counts[0] > 6 and counts[1] > counts[0]
+    res = _cli("--cache-dir", cache, "diff", "--wide", base, new)
+    assert res.exit_code == 0, res.output
+    (line,) = [x for x in res.output.splitlines() if x.startswith("slow iterations")]
+    assert "the same in both" not in line, line
+    assert f"three.sqlite: iterations 4, 9, 14, 19, 23, 28, … ({counts[0]} in all) are" in line, line
+    assert f"four.sqlite: iterations 4, 9, 14, 19, 23, 28, … ({counts[1]} in all) are" in line, line

@@ -785,14 +785,14 @@ def pattern(df: pl.DataFrame) -> str | None:
         if not med or all(ratio / RATIO_BAND <= t <= ratio * RATIO_BAND for t in spread)
         else f"{min(spread):.1f}x to {max(spread):.1f}x"
     )
-    shown = ", ".join(map(str, main[:6])) + (", …" if len(main) > 6 else "")
+    shown = some_of([str(i) for i in main])  # the first six, with how many in all
     noun, verb = ("iteration", "is") if len(main) == 1 else ("iterations", "are")
     every = f" (every {_ordinal(period)})" if period else ""
     text = f"{noun} {shown}{every} {verb} {figure} slower than the median"
     others = [i for i in idx if i not in main]
     if others:
-        named = [f"{i} ({times[i]:.1f}x)" if med else str(i) for i in others[:6]]
-        text += f"; also slow: {', '.join(named)}" + (", …" if len(others) > 6 else "")
+        named = [f"{i} ({times[i]:.1f}x)" if med else str(i) for i in others]
+        text += f"; also slow: {some_of(named)}"
     return text
 
 
