@@ -54,10 +54,18 @@ def distinct(names: list[str | None], limit: int, missing: str = "(no name)") ->
     for i, c in enumerate(cut):
         groups.setdefault(c, []).append(i)
     for idx in groups.values():
-        if len({names[i] for i in idx}) < 2:
+        full = sorted({visible(names[i]) for i in idx if names[i] is not None})
+        if len(full) < 2:  # one name (and missing ones, all `missing`): the ranks below tell their rows apart
             continue
+        # the longest prefix a name shares with any other is the one it shares with a neighbour in sorted order:
+        # a group of thousands (kernels named with a counter past the cut) is sorted once, not compared in pairs
+        shared = {
+            n: max(len(os.path.commonprefix([n, o])) for o in full[max(k - 1, 0) : k + 2] if o != n)
+            for k, n in enumerate(full)
+        }
         for i in idx:
-            cut[i] = _distinguished(visible(names[i]), [visible(names[j]) for j in idx if names[j] != names[i]], limit)
+            if names[i] is not None:
+                cut[i] = _distinguished(visible(names[i]), shared[visible(names[i])], limit)
     seen: dict[str, int] = {}
     for i, c in enumerate(cut):
         seen[c] = seen.get(c, 0) + 1
@@ -66,9 +74,9 @@ def distinct(names: list[str | None], limit: int, missing: str = "(no name)") ->
     return cut
 
 
-def _distinguished(name: str, others: list[str], limit: int) -> str:
-    """`name` cut to `limit`: its first third, `…`, then the part around where it first differs from `others`."""
-    differs = max(len(os.path.commonprefix([name, o])) for o in others)
+def _distinguished(name: str, differs: int, limit: int) -> str:
+    """`name` cut to `limit`: its first third, `…`, then the part around where it first differs from the others
+    (`differs`: the longest prefix it shares with any of them)."""
     head = limit // 3
     room = limit - head - 2  # room for the stretch, between the `…` after the head and one at its end
     start = max(head, min(differs - room // 4, len(name) - room - 1))
@@ -398,6 +406,8 @@ def table(
     """`df` as an aligned text table. `width`: the terminal's, which the table then fits (fit): names shortened,
     prose wrapped, and the right-most columns left out with a line that names them. None: every column, names
     cut at `name_width`."""
+    import polars as pl
+
     if df.height == 0:
         return empty(what)
     hidden = df.height - max_rows if max_rows and df.height > max_rows else 0
@@ -408,9 +418,16 @@ def table(
     decimals = [_decimals(c) for c in cols]
     cells = [[_cell(v, "table", w, d) for v, w, d in zip(row, limits, decimals)] for row in df.iter_rows()]
     heads = [_cell(c, "table", name_width) for c in cols]  # a user's `nsysql sql` names its columns
-    numeric = [df.schema[c].is_numeric() for c in cols]
+    schema = df.schema  # built anew at each `df.schema`: once, not once a column
+    numeric = [schema[c].is_numeric() for c in cols]
     kinds = ["number" if n else "prose" if c in PROSE else "name" for c, n in zip(cols, numeric)]
     keep, widths, note = fit(heads, cells, kinds, width)
+    for i in keep:  # names that would read the same once cut to the column's width are told apart
+        if kinds[i] == "name" and _named(cols[i]) and schema[cols[i]] == pl.String:
+            labels = _apart(df.get_column(cols[i]).to_list(), widths[i])
+            for row, label in zip(cells, labels or []):
+                if label is not None:
+                    row[i] = label
     out = [_line([heads[i] for i in keep], widths, numeric, keep)]
     out.append(_line(["-" * widths[i] for i in keep], widths, numeric, keep))
     body = [line for r in cells for line in _row_lines(r, keep, widths, numeric, kinds)]
@@ -440,30 +457,63 @@ def fit(heads, cells, kinds, width):
     if width is None:
         return keep, widths, None
 
-    def total():
-        return sum(widths[i] for i in keep) + 2 * (len(keep) - 1)
-
     least = {"number": 0, "prose": MIN_PROSE, "name": MIN_NAME}
     floor = [
         natural[i] if k == "number" else min(natural[i], max(len(h), MIN_FIRST if i == 0 else least[k]))
         for i, (h, k) in enumerate(zip(heads, kinds))
     ]
+    # a column is left out only once every kept one is at its floor, so the kept ones are the first that fit at
+    # their floors when left out in this order (the right-most other than prose first, then prose, the first
+    # never), counted with one running sum: linear in the columns, however many a user's query returns
+    order = [i for i in reversed(keep[1:]) if kinds[i] != "prose"] + [
+        i for i in reversed(keep[1:]) if kinds[i] == "prose"
+    ]
+    gone: set[int] = set()
+    least_total = sum(floor) + 2 * (len(keep) - 1)
+    for i in order:
+        if least_total <= width:
+            break
+        gone.add(i)
+        least_total -= floor[i] + 2
+    keep = [i for i in keep if i not in gone]
+
+    def total():
+        return sum(widths[i] for i in keep) + 2 * (len(keep) - 1)
+
+    # then the kept ones shrink from their whole width, the widest first
     while total() > width:
         shrink = [i for i in keep if widths[i] > floor[i]]
-        if shrink:
-            i = max(shrink, key=lambda j: widths[j] - floor[j])
-            widths[i] -= min(total() - width, widths[i] - floor[i], max(1, (widths[i] - floor[i]) // 2))
-            continue
-        if len(keep) == 1:
+        if not shrink:
             break
-        keep.pop(max(range(1, len(keep)), key=lambda j: (kinds[keep[j]] != "prose", j)))
-        widths = list(natural)
-    left = [heads[i] for i in range(len(heads)) if i not in keep]
+        i = max(shrink, key=lambda j: widths[j] - floor[j])
+        widths[i] -= min(total() - width, widths[i] - floor[i], max(1, (widths[i] - floor[i]) // 2))
+    left = [heads[i] for i in sorted(gone)]
     if not left:
         return keep, widths, None
     more = f"{len(left)} more column{'s' if len(left) > 1 else ''}"
     note = f"(--wide shows {more}, -f csv every value: {', '.join(left)})"
     return keep, widths, one_line(note, max(width, 40))
+
+
+def _named(column: str) -> bool:
+    """Whether a column holds names (a kernel's, a range's, a call's), each row its own: rows that read the same
+    there read as one thing twice. A text column that describes (`needs`, `why`) may repeat its cut head."""
+    return column in ("name", "kernel", "range", "op") or column.endswith("_name")
+
+
+def _apart(names: list[str | None], width: int) -> list[str | None] | None:
+    """Labels of `names` within `width`, where two that differ would read the same once cut (kernels that differ
+    only in a template argument past the cut): distinct()'s for each name (None for a missing one). None where
+    the cut tells every name apart already."""
+    cut: dict[str, set[str]] = {}
+    for n in names:
+        if n is not None:
+            flat = visible(n.replace("\n", " "))
+            cut.setdefault(flat if len(flat) <= width else flat[: width - 1] + "…", set()).add(n)
+    if all(len(behind) < 2 for behind in cut.values()):
+        return None
+    flat = [None if n is None else n.replace("\n", " ") for n in names]
+    return [None if n is None else label for n, label in zip(names, distinct(flat, width, ""))]
 
 
 def _row_lines(row, keep, widths, numeric, kinds) -> list[str]:
@@ -488,21 +538,34 @@ def _line(vals, widths, numeric, keep) -> str:
 
 
 def markdown(df: pl.DataFrame, width: int | None = 100) -> str:
+    import polars as pl
+
     if df.height == 0:
         return "_no rows_\n"
     cols = df.columns
-    numeric = [df.schema[c].is_numeric() for c in cols]
+    schema = df.schema  # built anew at each `df.schema`: once, not once a column
+    numeric = [schema[c].is_numeric() for c in cols]
     out = [
         "| " + " | ".join(_cell(c, "markdown head", width) for c in cols) + " |",
         "|" + "|".join("---:" if n else "---" for n in numeric) + "|",
     ]
     # prose (a straggler's sentence, a finding's evidence) whole, as the table format keeps it; names cut at `width`
     limits = [PROSE_MAX if c in PROSE else width for c in cols]
-    for row in df.iter_rows():
+    # names that would read the same once cut are told apart (a label is cut already: code() cuts no further)
+    told = {
+        j: labels
+        for j, c in enumerate(cols)
+        if width and _named(c) and schema[c] == pl.String
+        if (labels := _apart(df.get_column(c).to_list(), width)) is not None
+    }
+    for r, row in enumerate(df.iter_rows()):
         out.append(
             "| "
             + " | ".join(
-                _cell(v, "table" if isinstance(v, (int, float)) else "markdown", lim) for v, lim in zip(row, limits)
+                code(told[j][r], None, table=True)
+                if j in told and told[j][r] is not None
+                else _cell(v, "table" if isinstance(v, (int, float)) else "markdown", lim)
+                for j, (v, lim) in enumerate(zip(row, limits))
             )
             + " |"
         )

@@ -43,3 +43,11 @@ def family_said(family: str | None, names=()) -> str:
         return quoted(family)
     named = sorted((n for n in names if n and n.strip()), key=lambda n: (len(n), n))
     return f"ranges named by a number alone (`{named[0]}`, ...)" if named else UNNAMED
+
+
+def some_of(items: list[str], shown: int = 6) -> str:
+    """The items joined with commas, the first `shown` where there are more, with how many in all: a sentence
+    about an export of a thousand processes stays a sentence."""
+    if len(items) <= shown:
+        return ", ".join(items)
+    return ", ".join(items[:shown]) + f", … ({len(items)} in all)"

@@ -289,6 +289,11 @@ def diff(b: Side, n: Side, base_label: str = "BASE", new_label: str = "NEW") -> 
     return _compare_totals(b, n, base_label, new_label)
 
 
+def _outliers(side: Side) -> set[int]:
+    """The steady-state iterations of `side` flagged as outliers."""
+    return set(side.steady.filter(pl.col("outlier"))["iteration"].to_list())
+
+
 def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> Diff:
     nb, nn = b.steady.height, n.steady.height
     rows, parts = _iteration_metrics(b, n)
@@ -307,8 +312,10 @@ def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> Diff:
     )
     verdict = _iteration_notes(rows, parts)
     pb, pn = b.stats["outlier_pattern"][0], n.stats["outlier_pattern"][0]
-    if pb or pn:  # the same pattern in both (a profile against itself, or a stall that stayed) is said once
-        said = f"the same in both: {pb}" if pb == pn else f"{bl}: {pb or 'none'}; {nl}: {pn or 'none'}"
+    if pb or pn:  # the same outliers in both (a profile against itself, or a stall that stayed) are said once
+        # the same steps, not the same words: a sentence names only the first few of a long loop's outliers
+        same = pb == pn and _outliers(b) == _outliers(n)
+        said = f"the same in both: {pb}" if same else f"{bl}: {pb or 'none'}; {nl}: {pn or 'none'}"
         verdict.append(("slow iterations", said))
     verdict += _largest_changes(
         (

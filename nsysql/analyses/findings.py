@@ -65,7 +65,7 @@ import polars as pl
 from . import advice as _advice
 from ._names import quoted, untitled
 from ._sql import run
-from .iterations import launched_ops
+from .iterations import OTHER_CHILDREN_CPU, launched_ops
 
 HOST_SHARE = 0.50
 SYNC_SHARE = 0.30
@@ -144,10 +144,25 @@ def slow_phase(its: pl.DataFrame | None, share: float = 0.5, con=None) -> str:
             f" for iterations {_list(apart[0])}{calls}; {apart[1]}" if apart else calls
         )
     names = ", ".join(quoted(untitled(p)) for p in phases[:4]) + (", ..." if len(phases) > 4 else "")
+    most = f"the most: {quoted(untitled(phase))}, {'+' if grew >= 0 else ''}{_dur(grew)}"
+    # the children together (those without a column of their own too): where they hold the extra time, it is
+    # spread over their names, not spent outside them (child ranges named anew in each step, say)
+    children = [f"{p} cpu_ns" for p in phases] + [c for c in (OTHER_CHILDREN_CPU,) if c in its.columns]
+    inside = _children_mean(slow, children) - _children_mean(typical, children)
+    if inside >= share * extra:
+        return (
+            f"; their extra {_dur(extra)} a step is in the step's child ranges (+{_dur(inside)} on the CPU), "
+            f"no one name holding {share:.0%} of it ({names}; {most})"
+        )
     return (
-        f"; their extra {_dur(extra)} a step is in none of the step's child ranges ({names}; the most: {quoted(untitled(phase))}, "
-        f"{'+' if grew >= 0 else ''}{_dur(grew)}): it is spent in the step range itself, outside its children"
+        f"; their extra {_dur(extra)} a step is in none of the step's child ranges ({names}; {most}): it is spent "
+        "in the step range itself, outside its children"
     )
+
+
+def _children_mean(steps: pl.DataFrame, columns: list[str]) -> float:
+    """The mean over `steps` of the CPU time in all of the step's child ranges (the `columns`), a missing time 0."""
+    return steps.select(pl.sum_horizontal(pl.col(columns).fill_null(0))).to_series().mean()
 
 
 def phase_calls(con, slow: pl.DataFrame, phase: str) -> str:

@@ -67,7 +67,7 @@ import polars as pl
 from ..errors import NsysqlError
 from ..rules import MAD_SIGMA
 from . import scratch
-from ._names import UNNAMED, family_said, titled
+from ._names import UNNAMED, family_said, some_of, titled
 from ._sql import _declared_params, run
 from .advice import NVTX_HINT, unusable_gpu
 from .patterns import resolve_range
@@ -93,6 +93,12 @@ RATIO_BAND = 1.25
 """The outlier sentence's one figure (`7.3x slower`) is said of the outliers within this factor of it; the others
 are named apart with their own, and a period's steps beyond it get a range (`2.0x to 8.1x`)."""
 MAX_AUTO_WARMUP_FRACTION = 0.10
+PHASE_COLUMNS = 32
+"""At most this many child range families get their own columns (`<name> cpu_ns`, `<name> gpu_ns`): those with
+the most CPU time in the loop; the time of the others is summed in OTHER_CHILDREN_CPU / _GPU. Child ranges named
+anew in each step (a batch id, a hash) would otherwise give a column pair per range: a table of steps x ranges."""
+OTHER_CHILDREN_CPU = "other_children_cpu_ns"
+OTHER_CHILDREN_GPU = "other_children_gpu_ns"
 # the per-iteration columns that describe GPU work: null where the process launched none (not known: an export
 # without GPU activity does not show that the GPU was unused), the parts of its wall time on the device too
 GPU_COLUMNS = (
@@ -429,7 +435,7 @@ def _other_processes(pid: int, procs: pl.DataFrame, instances: dict[int, int] | 
     mine = f"process {pid} (GPU {dev[pid]})" if pid in dev else f"process {pid} (no GPU work)"
     return (
         f"; the export holds {procs.height} processes with GPU work: the loop and its GPU columns are {mine}'s "
-        f"alone, and {', '.join(left)} {'is' if len(left) == 1 else 'are'} left out (`nsysql ranks` compares one "
+        f"alone, and {some_of(left)} {'is' if len(left) == 1 else 'are'} left out (`nsysql ranks` compares one "
         "export per rank: profile each process to its own file)"
     )
 
@@ -486,7 +492,8 @@ def iterations(
     outlier_sigmas: float = OUTLIER_SIGMAS,
 ) -> pl.DataFrame:
     """One row per iteration: times, GPU busy/idle, per-kind GPU time, flags (`outlier_sigmas`: k of the outlier
-    rule), and per child range CPU/GPU time."""
+    rule), and per child range family CPU/GPU time: the PHASE_COLUMNS families of the most CPU time, the others
+    summed in other_children_cpu_ns / other_children_gpu_ns (present only where there are others)."""
     it = it or detect(con, range)
     win = windows(con, it)
     df = win.run("iterations", pid=it.pid, device=it.device_id)
@@ -496,7 +503,17 @@ def iterations(
         # a child range without a name (NULL, empty or blank text) has a column titled as the sentences name it,
         # never " cpu_ns": one column for all such children, as they are one family to quoted() too
         phases = phases.with_columns(pl.col("phase").map_elements(titled, return_dtype=pl.String))
-        order = phases.group_by("phase", maintain_order=True).agg(pl.col("cpu_ns").sum())["phase"].to_list()
+        totals = phases.group_by("phase", maintain_order=True).agg(pl.col("cpu_ns").sum()).with_row_index()
+        top = set(totals.sort(["cpu_ns", "index"], descending=[True, False]).head(PHASE_COLUMNS)["phase"])
+        order = [p for p in totals["phase"] if p in top]  # in the order the loop first meets them
+        if len(order) < totals.height:
+            rest = phases.filter(~pl.col("phase").is_in(order)).group_by("iteration")
+            rest = rest.agg(
+                pl.col("cpu_ns").sum().alias(OTHER_CHILDREN_CPU), pl.col("gpu_ns").sum().alias(OTHER_CHILDREN_GPU)
+            )
+            phases = phases.filter(pl.col("phase").is_in(order))
+        else:
+            rest = None
         wide = phases.pivot(on="phase", index="iteration", values=["cpu_ns", "gpu_ns"], aggregate_function="sum")
         cols = []
         for p in order:
@@ -504,9 +521,18 @@ def iterations(
                 src = f"{v}_{p}" if f"{v}_{p}" in wide.columns else p
                 cols.append(pl.col(src).fill_null(0).alias(f"{p} {v}"))
         df = df.join(wide.select("iteration", *cols), on="iteration", how="left")
+        if rest is not None:
+            df = df.join(rest, on="iteration", how="left").with_columns(
+                pl.col(OTHER_CHILDREN_CPU, OTHER_CHILDREN_GPU).fill_null(0)
+            )
     if it.device_id is None:  # no GPU work in the process: nothing to say about it, not 0 ns busy
-        gpu = [c for c in df.columns if c in GPU_COLUMNS or c.endswith(" gpu_ns") or c == "step_idle_ns"]
-        df = df.with_columns([pl.lit(None, dtype=df.schema[c]).alias(c) for c in gpu])
+        gpu = [
+            c
+            for c in df.columns
+            if c in GPU_COLUMNS or c.endswith(" gpu_ns") or c in ("step_idle_ns", OTHER_CHILDREN_GPU)
+        ]
+        schema = df.schema  # built anew at each `df.schema`: once, not once a column
+        df = df.with_columns([pl.lit(None, dtype=schema[c]).alias(c) for c in gpu])
     from .metrics import activity
 
     act = activity(win, it.pid, it.device_id)  # only where the export sampled GPU metrics
@@ -759,14 +785,14 @@ def pattern(df: pl.DataFrame) -> str | None:
         if not med or all(ratio / RATIO_BAND <= t <= ratio * RATIO_BAND for t in spread)
         else f"{min(spread):.1f}x to {max(spread):.1f}x"
     )
-    shown = ", ".join(map(str, main[:6])) + (", …" if len(main) > 6 else "")
+    shown = some_of([str(i) for i in main])  # the first six, with how many in all
     noun, verb = ("iteration", "is") if len(main) == 1 else ("iterations", "are")
     every = f" (every {_ordinal(period)})" if period else ""
     text = f"{noun} {shown}{every} {verb} {figure} slower than the median"
     others = [i for i in idx if i not in main]
     if others:
-        named = [f"{i} ({times[i]:.1f}x)" if med else str(i) for i in others[:6]]
-        text += f"; also slow: {', '.join(named)}" + (", …" if len(others) > 6 else "")
+        named = [f"{i} ({times[i]:.1f}x)" if med else str(i) for i in others]
+        text += f"; also slow: {some_of(named)}"
     return text
 
 

@@ -25,6 +25,7 @@ import polars as pl
 from .. import queries
 from ..errors import NsysqlError
 from . import gaps as _gaps
+from ._names import some_of
 from ._sql import frame, run
 
 MIN_EXCESS_NS = 1_000_000
@@ -56,7 +57,7 @@ def rank_info(path: str, f: dict[str, list[str]]) -> dict:
         "rank_source": source,
         "nsys_version": (f.get("nsys_version") or [None])[0],
         "gpu_processes": len(procs) if procs is not None else None,
-        "gpu_process_list": ", ".join(procs) if procs is not None else None,
+        "gpu_process_list": some_of(procs) if procs is not None else None,
     }
 
 

@@ -160,7 +160,10 @@ def iterations_chart(its: pl.DataFrame, palette: dict[str, str] | None = None) -
         fig.add_bar(
             x=x,
             y=(other / 1e6).to_list(),
-            name="other ranges / no range" if rest else "outside child ranges",
+            # the child ranges past iterations' PHASE_COLUMNS have no column of their own: they are in the rest
+            name="other ranges / no range"
+            if rest or "other_children_cpu_ns" in its.columns
+            else "outside child ranges",
             marker_color="#D9D9D9",
             hovertemplate="rest: %{y:.2f} ms<extra>iteration %{x}</extra>",
         )

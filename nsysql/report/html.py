@@ -122,7 +122,8 @@ def table(
     if df.height == 0:
         return '<p class="why">No rows.</p>'
     cols = df.columns
-    numeric = [df.schema[c].is_numeric() for c in cols]
+    schema = df.schema  # built anew at each `df.schema`: once, not once a column
+    numeric = [schema[c].is_numeric() for c in cols]
     head = "".join(
         f'<th class="{"num" if n else ""}">{esc(c[:-3] + "_ms" if c.endswith("_ns") else c)}</th>'
         for c, n in zip(cols, numeric)

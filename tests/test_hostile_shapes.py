@@ -1,0 +1,174 @@
+"""Profiles and answers of unusual shape: thousands of columns, of distinct names, of iterations. Each command
+answers in time that grows with the rows, never with their square, and in words that hold for the shape."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import polars as pl
+from click.testing import CliRunner
+from conftest import ROOT, built_cache, craft, fixture, loaded, raw
+
+import nsysql
+from nsysql.cli import main
+
+
+def _cli(*args, env=None):
+    res = CliRunner(env=env).invoke(main, list(map(str, args)))
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    return res
+
+
+def test_an_answer_of_thousands_of_columns_renders_in_linear_time(tmp_path):
+    """A user's query may return thousands of columns (a pivot): the table fits the terminal by leaving out the
+    right-most ones and says which, the Markdown table holds them all; each column is looked at a fixed number of
+    times (3,000 of them took 10 s per format when each one cost a pass over all)."""
+    src = fixture("train_small")
+    cache = built_cache(tmp_path / "cache", src)
+    n = 3000
+    query = "SELECT " + ", ".join(f"{i} AS c{i}" for i in range(n))
+    for fmt in ("table", "markdown"):
+        t = time.monotonic()
+        res = _cli("--cache-dir", cache, "sql", "-f", fmt, src, query, env={"COLUMNS": "120"})
+        took = time.monotonic() - t
+        assert res.exit_code == 0, res.output
+        assert took < 3, f"{fmt}: {took:.1f} s for {n} columns"
+        head = res.output.splitlines()[0]
+        if fmt == "markdown":
+            assert head.count("|") == n + 1 and f"| c{n - 1} |" in head
+        else:
+            shown = head.split()
+            assert shown == [f"c{i}" for i in range(len(shown))] and 1 < len(shown) < n
+            note = res.output.rstrip().splitlines()[-1]
+            assert note.startswith(f"(--wide shows {n - len(shown)} more columns, -f csv every value: c{len(shown)}, ")
+
+
+def test_child_ranges_named_anew_in_each_step_get_bounded_columns(tmp_path):
+    """train_small with each child range of a step named anew (`Load data 57 ok`: a batch id, a hash; no trailing
+    number, so no family joins them): 100 names. `iterations` gives the 32 with the most CPU time a column pair
+    each and sums the others in other_children_cpu_ns / _gpu_ns (one column pair per range made a table of steps x
+    ranges: 2,000 steps took a cold `summary` 53 s), and each step's child time is what it was under the old names.
+    The slow steps' extra time, spread over many names, is said to be in the child ranges, not outside them."""
+    path = craft(
+        tmp_path / "anew.sqlite",
+        "UPDATE NVTX_EVENTS SET text = text || ' ' || rowid || ' ok' WHERE text NOT LIKE 'Batch%'",
+    )
+    ((names,),) = raw(path, "SELECT count(DISTINCT text) FROM NVTX_EVENTS WHERE text NOT LIKE 'Batch%'")
+    assert names == 100
+    before = loaded(str(fixture("train_small"))).iterations()
+    with nsysql.load(path, cache_dir=tmp_path / "cache") as p:
+        its = p.iterations()
+        evidence = p.summary()["findings"].filter(pl.col("finding").str.contains("slow iterations"))["evidence"][0]
+    cpu = [c for c in its.columns if c.endswith(" cpu_ns")]
+    assert len(cpu) == 32 and len([c for c in its.columns if c.endswith(" gpu_ns")]) == 32
+    for kind in ("cpu", "gpu"):
+        was = before.select(pl.sum_horizontal(pl.col(f"^.* {kind}_ns$"))).to_series()
+        now = its.select(pl.sum_horizontal(pl.col(f"^.* {kind}_ns$"), pl.col(f"other_children_{kind}_ns"))).to_series()
+        assert now.to_list() == was.to_list() and was.sum() > 0
+    # the kept columns are those of the most CPU time: none of the others holds more than the least of them
+    least = min(its[c].sum() for c in cpu)
+    ((most_left,),) = raw(
+        path,
+        "SELECT max(d) FROM (SELECT sum(\"end\" - start) AS d FROM NVTX_EVENTS WHERE text NOT LIKE 'Batch%' "
+        f"AND text NOT IN ({', '.join('?' * len(cpu))}) GROUP BY text)",
+        *[c[: -len(" cpu_ns")] for c in cpu],
+    )
+    assert most_left <= least
+    assert "their extra 21.1 ms a step is in the step's child ranges (+21.0 ms on the CPU), no one name" in evidence
+    assert "outside its children" not in evidence
+
+
+# train_small with a third of its kernels (and their launches) moved to 64 other processes: a whole node's workers
+# in one export
+KERNELS, CALLS = "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME"
+WORKER = "(1 << 48) | ((300000 + correlationId % 64) << 24)"
+MOVED = f"SELECT correlationId FROM {KERNELS} WHERE correlationId % 3 = 0"
+SIXTY_FOUR_PROCESSES = (
+    f"UPDATE {KERNELS} SET globalPid = {WORKER} WHERE correlationId % 3 = 0",
+    f"UPDATE {CALLS} SET globalTid = {WORKER} | (300000 + correlationId % 64) WHERE correlationId IN ({MOVED})",
+)
+
+
+def test_sentences_about_an_export_of_many_gpu_processes_name_a_few(tmp_path):
+    """The processes the loop leaves out (`iterations`) and those of a file `ranks` reads as one rank are named
+    six at a time, with how many in all: 64 of them made a sentence of 2,000 characters (1,000: 30 kB)."""
+    path = craft(tmp_path / "procs.sqlite", *SIXTY_FOUR_PROCESSES)
+    ((n,),) = raw(path, f"SELECT count(DISTINCT globalPid) FROM {KERNELS}")
+    assert n == 65
+    cache = tmp_path / "cache"
+    res = _cli("--cache-dir", cache, "iterations", path)
+    assert res.exit_code == 0, res.output
+    (line,) = [x for x in res.output.splitlines() if "processes with GPU work" in x]
+    assert "the export holds 65 processes with GPU work" in line and ", … (64 in all) are left out" in line
+    assert line.count("process 3000") == 6 and len(line) < 1000
+    res = _cli("--cache-dir", cache, "ranks", "--workers", "1", path, fixture("train_small"))
+    assert res.exit_code == 0, res.output
+    (line,) = [x for x in res.output.splitlines() if "processes with GPU work" in x]
+    assert f"{path} holds 65 processes with GPU work (" in line and ", … (65 in all)), of which" in line
+    assert line.count(" on GPU 0") == 6 and len(line) < 1000
+
+
+def test_kernels_that_differ_past_the_cut_read_apart_in_tables(tmp_path):
+    """train_small's optimizer kernels (`multi_tensor_apply_kernel<...>` of six functors) differ only past the 72
+    characters a table shows of a name: each row of `kernels` reads as its own kernel, in the table and in
+    Markdown, rather than six rows of the same cut name."""
+    src = fixture("train_small")
+    cache = built_cache(tmp_path / "cache", src)
+    ((kernels,),) = raw(
+        src,
+        "SELECT count(DISTINCT s.value) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName",
+    )
+    shown = {}
+    for fmt in ("table", "markdown"):
+        res = _cli("--cache-dir", cache, "kernels", "-f", fmt, "--top", "100", src, env={"COLUMNS": "200"})
+        assert res.exit_code == 0, res.output
+        rows = res.output.splitlines()[2:]
+        names = [r.split("|")[1].strip() if fmt == "markdown" else r[:72].rstrip() for r in rows if r.strip()]
+        assert len(names) == kernels, res.output
+        assert len(set(names)) == kernels, sorted(n for n in names if names.count(n) > 1)
+        shown[fmt] = names
+    assert sum("multi_tensor_apply_kernel" in n or "<unname…" in n for n in shown["table"]) >= 6
+
+
+def test_kernels_without_names_are_labelled_apart_too(tmp_path):
+    """Every kernel's name missing from StringIds (and every NVTX range's): a row without a name keeps its label
+    (`(no name)`) where names are told apart (the Markdown summary's kernels, the report), and the command answers."""
+    path = craft(
+        tmp_path / "nameless.sqlite",
+        f"UPDATE {KERNELS} SET shortName = 999999, demangledName = 999999, mangledName = NULL",
+        "UPDATE NVTX_EVENTS SET text = NULL, textId = NULL",
+    )
+    cache = tmp_path / "cache"
+    for args in (["summary", "-f", "markdown"], ["report", "-f", "markdown"], ["kernels", "-f", "markdown"]):
+        res = _cli("--cache-dir", cache, *args, path)
+        assert res.exit_code == 0, (args, res.output)
+
+
+def _scaled(dest, copies: int):
+    """train_small's 19-iteration window repeated `copies` times (benchmarks/gen_scaled.py): its every-5th slow
+    steps, 4 a copy."""
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "gen_scaled.py"), str(fixture("train_small")), str(dest)]
+    subprocess.run([*cmd, "--copies", str(copies), "--kernels", "1"], check=True, capture_output=True)
+    return dest
+
+
+def test_diff_says_the_same_slow_iterations_only_of_the_same_steps(tmp_path):
+    """Two loops whose first six outliers are the same but not the rest (3 and 4 copies of train_small's window:
+    12 and 16 slow steps): the outliers are said of each, each with how many in all; they were "the same in both",
+    as the sentence names only the first six of them."""
+    base, new = _scaled(tmp_path / "three.sqlite", 3), _scaled(tmp_path / "four.sqlite", 4)
+    cache = tmp_path / "cache"
+    counts = []
+    for path in (base, new):
+        with nsysql.load(path, cache_dir=cache) as p:
+            its = p.iterations()
+        counts.append(its.filter(~pl.col("warmup") & pl.col("outlier")).height)
+    assert counts[0] > 6 and counts[1] > counts[0]
+    res = _cli("--cache-dir", cache, "diff", "--wide", base, new)
+    assert res.exit_code == 0, res.output
+    (line,) = [x for x in res.output.splitlines() if x.startswith("slow iterations")]
+    assert "the same in both" not in line, line
+    assert f"three.sqlite: iterations 4, 9, 14, 19, 23, 28, … ({counts[0]} in all) are" in line, line
+    assert f"four.sqlite: iterations 4, 9, 14, 19, 23, 28, … ({counts[1]} in all) are" in line, line
