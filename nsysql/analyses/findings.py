@@ -63,7 +63,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from . import advice as _advice
-from ._names import quoted, untitled
+from ._names import quoted, some_of, untitled
 from ._sql import run
 from .iterations import OTHER_CHILDREN_CPU, launched_ops
 
@@ -220,13 +220,9 @@ def _apart(slow, typical, phases, phase: str, share: float) -> tuple[list[int], 
     return mine, "; ".join(f"that of {_list(its)} is in {where}" for where, its in other.items())
 
 
-def _list(iterations: list[int], shown: int = 6) -> str:
-    """The numbers in order, the first `shown` where there are more, with how many in all: a loop of thousands of
-    outliers gives a clause, not a page."""
-    ordered = sorted(iterations)
-    if len(ordered) <= shown:
-        return ", ".join(str(i) for i in ordered)
-    return ", ".join(str(i) for i in ordered[:shown]) + f", … ({len(ordered)} in all)"
+def _list(iterations: list[int]) -> str:
+    """The numbers in order, the first six where there are more, with how many in all (some_of)."""
+    return some_of([str(i) for i in sorted(iterations)])
 
 
 def tables(con, empty_queue_ns: int = EMPTY_QUEUE_NS) -> dict[str, pl.DataFrame]:
