@@ -172,3 +172,26 @@ def test_diff_says_the_same_slow_iterations_only_of_the_same_steps(tmp_path):
     assert "the same in both" not in line, line
     assert f"three.sqlite: iterations 4, 9, 14, 19, 23, 28, … ({counts[0]} in all) are" in line, line
     assert f"four.sqlite: iterations 4, 9, 14, 19, 23, 28, … ({counts[1]} in all) are" in line, line
+
+
+def test_idle_causes_spread_over_names_are_said_together(tmp_path):
+    """train_small's idle time is its `Load data` sleeps; with the range named anew in each step (`Load data 57
+    ok`) each name is a cause of its own, none holding much. The summary's idle line names the top three and then
+    how many other causes hold the rest and how much (counted here from `gaps(by="cause")`): the three alone read
+    as if they were the story."""
+    path = craft(
+        tmp_path / "anew.sqlite",
+        "UPDATE NVTX_EVENTS SET text = text || ' ' || rowid || ' ok' WHERE text NOT LIKE 'Batch%'",
+    )
+    with nsysql.load(path, cache_dir=tmp_path / "cache") as p:
+        causes = p.gaps(by="cause")
+        facts = p.summary()["facts"]
+    idle = facts.filter(pl.col("key") == "idle")["value"][0]
+    others = causes.slice(3)
+    assert others["idle_ns"].sum() > causes["idle_ns"][0]  # by construction: no one name holds much
+    pct = 100 * others["idle_ns"].sum() / causes["idle_ns"].sum()
+    said = f"; {others.height:,} other causes {pct:.0f}% together, none over {others['pct_of_idle'].max():.0f}%"
+    assert said in idle, idle
+    # where the three named hold most of it, nothing is added
+    plain = loaded(str(fixture("train_small"))).summary()["facts"].filter(pl.col("key") == "idle")["value"][0]
+    assert "other cause" not in plain

@@ -176,7 +176,7 @@ def _idle_facts(
     idle = causes["idle_ns"].sum()
     c = causes.row(0, named=True)
     top3 = ", ".join(f"{r['cause']} {r['pct_of_idle']:.0f}%" for r in causes.head(3).iter_rows(named=True))
-    top3 = f"top causes (% of the idle time in gaps >= 1 ms): {top3}"
+    top3 = f"top causes (% of the idle time in gaps >= 1 ms): {top3}" + _other_causes(causes, c)
     # what the other threads and processes did during the top cause's gaps: NVTX ranges and OS calls only
     # (CUDA API calls, most of a large export's rows, would make every summary pay for `gaps --explain`)
     top_gaps = gaps_df.filter(pl.col("cause") == c["cause"])
@@ -386,6 +386,19 @@ def _gaps_devices(gaps_df: pl.DataFrame, gpus: pl.DataFrame, loop: bool) -> str:
     counted = gaps_df.filter(pl.col("iteration").is_not_null() & ~pl.col("warmup")) if steady else gaps_df
     n = counted["device_id"].n_unique()
     return f" on {n} GPUs together" if n > 1 else ""
+
+
+def _other_causes(causes: pl.DataFrame, top: dict) -> str:
+    """Where the causes past the three named hold more idle time than the first (ranges named anew in each
+    step, say: a cause per name), how many they are and their share, as a clause: the three alone would read as
+    the story. Empty otherwise."""
+    others = causes.slice(3)
+    if not others.height or others["idle_ns"].sum() <= top["idle_ns"]:
+        return ""
+    n, pct = others.height, 100 * others["idle_ns"].sum() / causes["idle_ns"].sum()
+    return (
+        f"; {n:,} other cause{'s' if n != 1 else ''} {pct:.0f}% together, none over {others['pct_of_idle'].max():.0f}%"
+    )
 
 
 def _idle_line(c: dict, idle: int, gaps: int, top3: str, gpus: pl.DataFrame, loop: bool, on: str = "") -> str:
