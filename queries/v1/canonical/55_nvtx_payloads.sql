@@ -93,7 +93,9 @@ SELECT a.event_id, b.range_id
 FROM a JOIN b ON a.pid = b.pid AND a.tid = b.tid AND a.start = b.start_ns AND a."end" = b.end_ns
   AND a.name = b.name AND a.k = b.k;
 
--- The payload records of each event's header.
+-- The payload records of each event's header. The event's bytes (_pev.h, as hex) are read where a value is
+-- decoded, by event_id, never copied into the rows below: a copy per field, element and instance held the
+-- whole payload once per value (27,506 payloads of 5.9 MB took 1.6 GB).
 CREATE OR REPLACE TEMP TABLE _pdata AS
 WITH n AS (
   SELECT event_id, domainId, h, length(h) // 2 AS nbytes, le_uint(h, 0, 8) AS cnt FROM _pev
@@ -102,7 +104,7 @@ WITH n AS (
   SELECT event_id, domainId, h, nbytes, unnest(range(cnt::BIGINT)) AS i
   FROM n WHERE cnt IS NOT NULL AND 8 + 24 * cnt <= nbytes
 )
-SELECT event_id, domainId, h, nbytes, i AS payload,
+SELECT event_id, domainId, nbytes, i AS payload,
        le_uint(h, 8 + 24 * i, 8) AS schema_id, le_uint(h, 16 + 24 * i, 8) AS size,
        le_uint(h, 24 + 24 * i, 8) AS off
 FROM rec;
@@ -137,26 +139,27 @@ WINDOW w AS (PARTITION BY domainId, schemaId ORDER BY idx);
 -- payload ends; path: `Frames[3].` for the fields inside; field: the same without element numbers.
 CREATE OR REPLACE TEMP TABLE _pinst AS
 WITH RECURSIVE top AS (
-  SELECT d.event_id, d.payload, d.h, s.domainId, s.schemaId, d.off AS base, d.off + d.size AS end_
+  SELECT d.event_id, d.payload, s.domainId, s.schemaId, d.off AS base, d.off + d.size AS end_
   FROM _pdata d
   JOIN raw_payload_schemas s ON s.schemaId = d.schema_id AND (s.domainId = d.domainId
        OR NOT EXISTS (SELECT 1 FROM raw_payload_schemas x WHERE x.schemaId = d.schema_id AND x.domainId = d.domainId))
   WHERE d.off + d.size <= d.nbytes
 ), inst AS (
-  SELECT event_id, payload, h, domainId, schemaId, base::HUGEINT AS base, end_::HUGEINT AS end_,
+  SELECT event_id, payload, domainId, schemaId, base::HUGEINT AS base, end_::HUGEINT AS end_,
          '' AS path, '' AS field, NULL::BIGINT AS element, 0 AS depth
   FROM top
   UNION ALL
-  SELECT i.event_id, i.payload, i.h, s.domainId, s.schemaId, i.base + e.off + k.k * e.size, i.end_,
+  SELECT i.event_id, i.payload, s.domainId, s.schemaId, i.base + e.off + k.k * e.size, i.end_,
          i.path || e.name || '[' || k.k || '].', i.field || e.name || '.', k.k, i.depth + 1
   FROM inst i
+  JOIN _pev p ON p.event_id = i.event_id
   JOIN _pent e ON e.domainId = i.domainId AND e.schemaId = i.schemaId AND e.kind = 'nested'
   JOIN raw_payload_schemas s ON s.schemaId = e.type_id AND s.domainId = e.domainId
   LEFT JOIN _pent n ON n.domainId = e.domainId AND n.schemaId = e.schemaId AND n.idx = e.detail
   -- never more elements than fit in the payload's bytes
   CROSS JOIN LATERAL (SELECT unnest(range(least(CASE e.flags & 112
       WHEN 0 THEN 1 WHEN 16 THEN e.detail
-      WHEN 48 THEN coalesce(le_uint(i.h, (i.base + n.off)::BIGINT, n.size::INTEGER), 0) ELSE 0 END,
+      WHEN 48 THEN coalesce(le_uint(p.h, (i.base + n.off)::BIGINT, n.size::INTEGER), 0) ELSE 0 END,
       greatest(i.end_ - i.base - e.off, 0) // e.size)::BIGINT)) AS k) k
   WHERE i.depth < 8 AND e.size > 0
 )
@@ -165,14 +168,15 @@ SELECT * FROM inst;
 -- Leaf values: every entry of every instance that is not itself a schema, one row per array element.
 CREATE OR REPLACE TEMP TABLE _pleaf AS
 SELECT
-  i.event_id, i.payload, i.h, e.domainId, e.schemaId, e.idx, e.name, e.type, e.type_id, e.kind, e.size,
+  i.event_id, i.payload, e.domainId, e.schemaId, e.idx, e.name, e.type, e.type_id, e.kind, e.size,
   e.flags & 112 AS arr, i.path, i.field, i.element, i.end_,
   i.base + e.off AS pos,
   -- never more elements than fit in the payload's bytes
   least(CASE e.flags & 112 WHEN 0 THEN 1 WHEN 16 THEN e.detail
-       WHEN 48 THEN coalesce(le_uint(i.h, (i.base + n.off)::BIGINT, n.size::INTEGER), 0) ELSE 0 END,
+       WHEN 48 THEN coalesce(le_uint(p.h, (i.base + n.off)::BIGINT, n.size::INTEGER), 0) ELSE 0 END,
        greatest(i.end_ - i.base - e.off, 0) // greatest(e.size, 1)) AS cnt
 FROM _pinst i
+JOIN _pev p ON p.event_id = i.event_id
 JOIN _pent e ON e.domainId = i.domainId AND e.schemaId = i.schemaId AND coalesce(e.kind, '') <> 'nested'
 LEFT JOIN _pent n ON n.domainId = e.domainId AND n.schemaId = e.schemaId AND n.idx = e.detail;
 
@@ -180,15 +184,19 @@ LEFT JOIN _pent n ON n.domainId = e.domainId AND n.schemaId = e.schemaId AND n.i
 -- the first NUL; any other array is one row per element.
 CREATE OR REPLACE TEMP TABLE _pval AS
 WITH chars AS (
-  SELECT *, NULL::BIGINT AS k, NULL::HUGEINT AS u,
-    CASE WHEN pos + cnt <= end_ THEN
-      regexp_replace(decode(unhex(substr(h, (2 * pos + 1)::BIGINT, (2 * cnt)::BIGINT))), chr(0) || '.*$', '', 's')
-    END AS txt
-  FROM _pleaf WHERE kind = 'char' AND arr <> 0
+  SELECT l.*, NULL::BIGINT AS k, NULL::HUGEINT AS u,
+    CASE WHEN l.pos + l.cnt <= l.end_ THEN
+      regexp_replace(decode(unhex(substr(p.h, (2 * l.pos + 1)::BIGINT, (2 * l.cnt)::BIGINT))), chr(0) || '.*$', '', 's')
+    END AS txt, NULL::VARCHAR AS hex
+  FROM _pleaf l JOIN _pev p ON p.event_id = l.event_id WHERE l.kind = 'char' AND l.arr <> 0
 ), elems AS (
   SELECT l.*, k.k, CASE WHEN l.pos + (k.k + 1) * l.size <= l.end_ AND l.size <= 16
-                        THEN le_uint(l.h, (l.pos + k.k * l.size)::BIGINT, l.size::INTEGER) END AS u
+                        THEN le_uint(p.h, (l.pos + k.k * l.size)::BIGINT, l.size::INTEGER) END AS u,
+         -- the hex bytes of a value of a type nsysql does not decode (nvtx_payload_fields.value)
+         CASE WHEN l.kind = 'bytes' THEN substr(p.h, (2 * (l.pos + k.k * l.size) + 1)::BIGINT, (2 * l.size)::BIGINT)
+         END AS hex
   FROM _pleaf l
+  JOIN _pev p ON p.event_id = l.event_id
   CROSS JOIN LATERAL (SELECT unnest(range(l.cnt::BIGINT)) AS k) k
   WHERE NOT (l.kind = 'char' AND l.arr <> 0)
 )
@@ -235,8 +243,9 @@ LEFT JOIN raw_payload_schemas s ON s.schemaId = d.schema_id AND (s.domainId = d.
      OR NOT EXISTS (SELECT 1 FROM raw_payload_schemas x WHERE x.schemaId = d.schema_id AND x.domainId = d.domainId))
 ORDER BY v.event_id, d.payload;
 
--- Each value as an integer (two's complement for signed types) and as a float (IEEE 754).
-CREATE OR REPLACE TEMP TABLE _pnum AS
+-- Each value as an integer (two's complement for signed types) and as a float (IEEE 754). A view: the fields
+-- below read each value once, so it is computed as they are written, never held as a table beside them.
+CREATE OR REPLACE TEMP VIEW _pnum AS
 SELECT *,
   CASE WHEN kind = 'int' AND u >= (1::HUGEINT << (8 * size - 1)::INTEGER) THEN u - (1::HUGEINT << (8 * size)::INTEGER)
        WHEN kind IN ('int', 'uint', 'pointer', 'string_handle', 'enum') THEN u END AS i,
@@ -288,7 +297,7 @@ SELECT
       WHEN 'enum' THEN coalesce(ee.name, v.i::VARCHAR)
       WHEN 'string_handle' THEN coalesce(st.value, v.i::VARCHAR)
       WHEN 'float' THEN v.f::VARCHAR
-      WHEN 'bytes' THEN substr(v.h, (2 * (v.pos + coalesce(v.k, 0) * v.size) + 1)::BIGINT, (2 * v.size)::BIGINT)
+      WHEN 'bytes' THEN v.hex
       ELSE v.i::VARCHAR END
   ) AS value
 FROM _pnum v
