@@ -8,6 +8,7 @@ import sys
 import time
 
 import polars as pl
+import pytest
 from click.testing import CliRunner
 from conftest import ROOT, built_cache, craft, fixture, loaded, raw
 
@@ -45,20 +46,26 @@ def test_an_answer_of_thousands_of_columns_renders_in_linear_time(tmp_path):
             assert note.startswith(f"(--wide shows {n - len(shown)} more columns, -f csv every value: c{len(shown)}, ")
 
 
-def test_child_ranges_named_anew_in_each_step_get_bounded_columns(tmp_path):
+@pytest.fixture(scope="module")
+def anew(tmp_path_factory):
+    """train_small with each child range of a step named anew (`Load data 57 ok`: a batch id, a hash; no trailing
+    number, so no family joins them), and the cache directory its tests share (one build)."""
+    d = tmp_path_factory.mktemp("anew")
+    sql = "UPDATE NVTX_EVENTS SET text = text || ' ' || rowid || ' ok' WHERE text NOT LIKE 'Batch%'"
+    return craft(d / "anew.sqlite", sql), d / "cache"
+
+
+def test_child_ranges_named_anew_in_each_step_get_bounded_columns(anew):
     """train_small with each child range of a step named anew (`Load data 57 ok`: a batch id, a hash; no trailing
     number, so no family joins them): 100 names. `iterations` gives the 32 with the most CPU time a column pair
     each and sums the others in other_children_cpu_ns / _gpu_ns (one column pair per range made a table of steps x
     ranges: 2,000 steps took a cold `summary` 53 s), and each step's child time is what it was under the old names.
     The slow steps' extra time, spread over many names, is said to be in the child ranges, not outside them."""
-    path = craft(
-        tmp_path / "anew.sqlite",
-        "UPDATE NVTX_EVENTS SET text = text || ' ' || rowid || ' ok' WHERE text NOT LIKE 'Batch%'",
-    )
+    path, cache = anew
     ((names,),) = raw(path, "SELECT count(DISTINCT text) FROM NVTX_EVENTS WHERE text NOT LIKE 'Batch%'")
     assert names == 100
     before = loaded(str(fixture("train_small"))).iterations()
-    with nsysql.load(path, cache_dir=tmp_path / "cache") as p:
+    with nsysql.load(path, cache_dir=cache) as p:
         its = p.iterations()
         evidence = p.summary()["findings"].filter(pl.col("finding").str.contains("slow iterations"))["evidence"][0]
     cpu = [c for c in its.columns if c.endswith(" cpu_ns")]
@@ -174,16 +181,13 @@ def test_diff_says_the_same_slow_iterations_only_of_the_same_steps(tmp_path):
     assert f"four.sqlite: iterations 4, 9, 14, 19, 23, 28, … ({counts[1]} in all) are" in line, line
 
 
-def test_idle_causes_spread_over_names_are_said_together(tmp_path):
+def test_idle_causes_spread_over_names_are_said_together(anew):
     """train_small's idle time is its `Load data` sleeps; with the range named anew in each step (`Load data 57
     ok`) each name is a cause of its own, none holding much. The summary's idle line names the top three and then
     how many other causes hold the rest and how much (counted here from `gaps(by="cause")`): the three alone read
     as if they were the story."""
-    path = craft(
-        tmp_path / "anew.sqlite",
-        "UPDATE NVTX_EVENTS SET text = text || ' ' || rowid || ' ok' WHERE text NOT LIKE 'Batch%'",
-    )
-    with nsysql.load(path, cache_dir=tmp_path / "cache") as p:
+    path, cache = anew
+    with nsysql.load(path, cache_dir=cache) as p:
         causes = p.gaps(by="cause")
         facts = p.summary()["facts"]
     idle = facts.filter(pl.col("key") == "idle")["value"][0]
