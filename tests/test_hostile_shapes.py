@@ -199,3 +199,15 @@ def test_idle_causes_spread_over_names_are_said_together(anew):
     # where the three named hold most of it, nothing is added
     plain = loaded(str(fixture("train_small"))).summary()["facts"].filter(pl.col("key") == "idle")["value"][0]
     assert "other cause" not in plain
+
+
+def test_a_long_periodic_outlier_list_says_its_count_and_period_in_one_parenthesis():
+    """jitter_before's outliers are every 2nd step from 9 (16 of them, counted here from its iterations): the
+    sentence names the first six, then how many in all and the period together, not in two parentheses in a row
+    (`… (16 in all) (every 2nd)`)."""
+    p = loaded(str(fixture("jitter_before")))
+    out = p.iterations().filter(~pl.col("warmup") & pl.col("outlier"))["iteration"].to_list()
+    assert len(out) > 6 and {b - a for a, b in zip(out, out[1:])} == {2}
+    line = p.summary()["facts"].filter(pl.col("key") == "outliers")["value"][0]
+    head = ", ".join(map(str, out[:6]))
+    assert line.startswith(f"iterations {head}, … ({len(out)} in all, every 2nd) are "), line

@@ -45,9 +45,10 @@ def family_said(family: str | None, names=()) -> str:
     return f"ranges named by a number alone (`{named[0]}`, ...)" if named else UNNAMED
 
 
-def some_of(items: list[str], shown: int = 6) -> str:
-    """The items joined with commas, the first `shown` where there are more, with how many in all: a sentence
-    about an export of a thousand processes stays a sentence."""
-    if len(items) <= shown:
-        return ", ".join(items)
-    return ", ".join(items[:shown]) + f", … ({len(items)} in all)"
+def some_of(items: list[str], shown: int = 6, note: str = "") -> str:
+    """The items joined with commas, the first `shown` where there are more, with how many in all, and `note`
+    in the same parentheses (`9, 11, 13, 15, 17, 19, … (16 in all, every 2nd)`): a sentence about an export of a
+    thousand processes stays a sentence."""
+    notes = ([f"{len(items)} in all"] if len(items) > shown else []) + ([note] if note else [])
+    said = ", ".join(items[:shown]) + (", …" if len(items) > shown else "")
+    return said + (f" ({', '.join(notes)})" if notes else "")

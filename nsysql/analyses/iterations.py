@@ -785,10 +785,10 @@ def pattern(df: pl.DataFrame) -> str | None:
         if not med or all(ratio / RATIO_BAND <= t <= ratio * RATIO_BAND for t in spread)
         else f"{min(spread):.1f}x to {max(spread):.1f}x"
     )
-    shown = some_of([str(i) for i in main])  # the first six, with how many in all
+    # the first six, with how many in all and the period in one parenthesis
+    shown = some_of([str(i) for i in main], note=f"every {_ordinal(period)}" if period else "")
     noun, verb = ("iteration", "is") if len(main) == 1 else ("iterations", "are")
-    every = f" (every {_ordinal(period)})" if period else ""
-    text = f"{noun} {shown}{every} {verb} {figure} slower than the median"
+    text = f"{noun} {shown} {verb} {figure} slower than the median"
     others = [i for i in idx if i not in main]
     if others:
         named = [f"{i} ({times[i]:.1f}x)" if med else str(i) for i in others]
