@@ -96,6 +96,20 @@ def test_rank_numbering_falls_back_to_file_names(tmp_path):
     assert files.filter(pl.col("rank") == 0)["path"][0].endswith("loop_after.sqlite")
 
 
+def test_rank_numbering_by_file_name_reads_numbers_in_names_as_numbers(tmp_path):
+    """A job's files named r2 and r10 (links to two fixtures, without RANK): rank 0 is r2, rank 1 r10, as the
+    names count; by plain string order r10 came first."""
+    a, b = fixture("loop_before"), fixture("loop_after")
+    r2, r10 = tmp_path / "r2.sqlite", tmp_path / "r10.sqlite"
+    r2.symlink_to(a)
+    r10.symlink_to(b)
+    cache = built_cache(tmp_path / "cache", a, b)
+    ranks = nsysql.load_many([str(r10), str(r2)], cache_dir=cache, workers=1)
+    assert ranks.numbering.startswith("ranks numbered by sorted file name")
+    files = ranks.files.sort("rank")
+    assert [p.rsplit("/", 1)[-1] for p in files["path"]] == ["r2.sqlite", "r10.sqlite"]
+
+
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory):
     """Four ranks made from a real export with per-rank jitter (benchmarks/gen_scaled.py)."""

@@ -171,14 +171,15 @@ def combine(parts: list[tuple[int, dict[str, pl.DataFrame]]]) -> dict[str, pl.Da
 
 def number_ranks(infos: list[dict]) -> tuple[list[int], str]:
     """Rank numbers from the files (RANK in the captured environment) when every file has a distinct one,
-    else by sorted file name; and a sentence saying which."""
+    else by sorted file name, the numbers in names in numeric order (`rank2` before `rank10`); and a sentence
+    saying which."""
     found = [i.get("rank_in_file") for i in infos]
     if all(r is not None for r in found) and len(set(found)) == len(found):
         src = sorted({i.get("rank_source") or "the file" for i in infos})
         env = all("environment" in s or s == "TARGET_INFO_SYSTEM_ENV" for s in src)
         what = "ranks from RANK in each file" if env else "ranks as each file names them"
         return found, f"{what} ({', '.join(src)})" + _several_per_file(infos)
-    order = sorted(range(len(infos)), key=lambda k: infos[k]["path"])
+    order = sorted(range(len(infos)), key=lambda k: _natural(infos[k]["path"]))
     ranks = [0] * len(infos)
     for r, k in enumerate(order):
         ranks[k] = r
@@ -186,6 +187,14 @@ def number_ranks(infos: list[dict]) -> tuple[list[int], str]:
     if any(r is not None for r in found):
         why += " (RANK missing or repeated in some files)"
     return ranks, why + _several_per_file(infos)
+
+
+def _natural(path: str) -> list:
+    """A file name's sort key with its runs of digits compared as numbers: `r2.sqlite` before `r10.sqlite`, as
+    a job's ranks are named."""
+    import re
+
+    return [(0, int(t), t) if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", path) if t]
 
 
 def rank_sources(infos: list[dict], numbers: list[int]) -> list[str]:
