@@ -110,6 +110,10 @@ def code_hash(memo_dir: Path | None = None) -> str:
     memos = [] if sys.dont_write_bytecode else [package / "__pycache__" / name]
     if memo_dir is not None and memo_dir.is_dir():
         memos.append(memo_dir / name)
+    if name in _HASHED:  # hashed by this process already, for these sizes and times: kept here too
+        if not any(memo.is_file() for memo in memos):
+            any(_code_memo(memo, _HASHED[name]) for memo in memos)
+        return _HASHED[name]
     for memo in memos:
         try:
             kept = memo.read_text(encoding="ascii")
@@ -123,10 +127,14 @@ def code_hash(memo_dir: Path | None = None) -> str:
         h.update(f.read_bytes())
         h.update(b"\0")
     any(_code_memo(memo, h.hexdigest()[:16]) for memo in memos)  # kept in the first place that takes it
-    return h.hexdigest()[:16]
+    _HASHED[name] = h.hexdigest()[:16]
+    return _HASHED[name]
 
 
 _CODE_MEMO = "nsysql-code-"
+_HASHED: dict[str, str] = {}
+"""The hashes this process computed, by the name of their memo (of the files' sizes and modification times):
+a process that opens many cache directories (a notebook's, the tests') reads and hashes the files once."""
 
 
 def code_memos(directory: Path) -> list[Path]:
