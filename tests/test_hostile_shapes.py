@@ -195,3 +195,14 @@ def test_idle_causes_spread_over_names_are_said_together(tmp_path):
     # where the three named hold most of it, nothing is added
     plain = loaded(str(fixture("train_small"))).summary()["facts"].filter(pl.col("key") == "idle")["value"][0]
     assert "other cause" not in plain
+
+
+def test_diff_against_a_profile_without_nvtx_says_ranges_were_not_traced(tmp_path):
+    """train_small without its NVTX table: the ranges were not traced there, so none of train_small's ranges
+    "vanished" (or is "new" the other way round); the diff says so and compares no range."""
+    bare = craft(tmp_path / "bare.sqlite", "DROP TABLE NVTX_EVENTS")
+    for a, b in ((fixture("train_small"), bare), (bare, fixture("train_small"))):
+        res = loaded(str(a)).diff(loaded(str(b)))
+        assert res.ranges.height == 0
+        warn = res.notes.filter(pl.col("item") == "warning")["value"].to_list()
+        assert any(w.startswith("bare.sqlite holds no NVTX range") for w in warn), warn

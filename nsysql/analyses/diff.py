@@ -583,13 +583,20 @@ def _compare_totals(b: Side, n: Side, bl: str, nl: str) -> Diff:
             verdict.append((f"{lab} GPU {r['device_id']} busy", f"{r['busy_pct_active']:.1f}% of its active span"))
     kernels = _compare(b.totals[0], n.totals[0], "name", judged=False)
     verdict += _same_program(bl, nl, kernels)  # totals of two different programs compare nothing either
-    return Diff(
-        f"no iteration-time verdict: {why}",
-        _notes(verdict),
-        None,
-        ranges=_compare(b.totals[1], n.totals[1], "name", judged=False),
-        kernels=kernels,
-    )
+    ranges = _compare(b.totals[1], n.totals[1], "name", judged=False)
+    bare = [lab for lab, d in ((bl, b), (nl, n)) if d.totals[1].height == 0]
+    if len(bare) == 1 and ranges.height:
+        # A profile without a single NVTX range was recorded without them (-t nvtx): its ranges did not vanish
+        # or appear, they were not traced, so no row of theirs compares.
+        verdict.append(
+            (
+                "warning",
+                f"{bare[0]} holds no NVTX range and the other does: NVTX was not traced there "
+                "(nsys profile -t nvtx), so the ranges do not compare",
+            )
+        )
+        ranges = ranges.clear()
+    return Diff(f"no iteration-time verdict: {why}", _notes(verdict), None, ranges=ranges, kernels=kernels)
 
 
 def limited(result: Diff, fail_above: float | None) -> Diff:
