@@ -206,3 +206,20 @@ def test_diff_against_a_profile_without_nvtx_says_ranges_were_not_traced(tmp_pat
         assert res.ranges.height == 0
         warn = res.notes.filter(pl.col("item") == "warning")["value"].to_list()
         assert any(w.startswith("bare.sqlite holds no NVTX range") for w in warn), warn
+
+
+def test_overlap_without_gpu_activity_says_it_was_not_traced(tmp_path):
+    """train_small with its kernels and copies dropped (CUDA API calls alone, as `-t cuda` without GPU activity
+    or an NVTX-only capture leaves): no communication kernel is no evidence that none ran, so `overlap` and
+    `info` say the GPU work was not recorded, not that there were no communication kernels."""
+    bare = craft(
+        tmp_path / "bare.sqlite", "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL", "DROP TABLE CUPTI_ACTIVITY_KIND_MEMCPY"
+    )
+    cache = tmp_path / "cache"
+    res = _cli("--cache-dir", cache, "overlap", bare)
+    assert res.exit_code != 0
+    assert res.output.strip().splitlines() == [
+        f"nsysql: error: {bare}: no GPU activity was recorded at all, so whether communication kernels ran cannot "
+        "be told (they need `nsys profile -t cuda`)"
+    ]
+    assert "no communication kernels" not in _cli("--cache-dir", cache, "info", bare).output
