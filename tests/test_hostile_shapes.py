@@ -223,3 +223,16 @@ def test_overlap_without_gpu_activity_says_it_was_not_traced(tmp_path):
         "be told (they need `nsys profile -t cuda`)"
     ]
     assert "no communication kernels" not in _cli("--cache-dir", cache, "info", bare).output
+
+
+def test_a_profile_whose_rows_all_share_one_timestamp_reports_and_diffs(tmp_path):
+    """Every row of train_small moved to one instant: each GPU op lasts no time and the device's active span is
+    empty. `report` says there is no timeline to draw (it stopped with a traceback: the timeline's empty frame
+    had no start)."""
+    tables = ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")
+    tables += ("NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_KERNEL", "OSRT_API")
+    one = craft(tmp_path / "one.sqlite", *[f'UPDATE {t} SET start = 5000000000, "end" = 5000000000' for t in tables])
+    cache = tmp_path / "cache"
+    res = _cli("--cache-dir", cache, "report", "-o", tmp_path / "r.html", one)
+    assert res.exit_code == 0, res.output
+    assert "span no time" in (tmp_path / "r.html").read_text()
