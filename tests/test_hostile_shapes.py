@@ -227,8 +227,8 @@ def test_overlap_without_gpu_activity_says_it_was_not_traced(tmp_path):
 
 def test_a_profile_whose_rows_all_share_one_timestamp_reports_and_diffs(tmp_path):
     """Every row of train_small moved to one instant: each GPU op lasts no time and the device's active span is
-    empty. `report` says there is no timeline to draw (it stopped with a traceback: the timeline's empty frame
-    had no start)."""
+    empty. `report` says there is no timeline to draw and `diff` says the GPU had no GPU time (both stopped
+    with a traceback: the timeline's empty frame had no start, the busy share of no span is None)."""
     tables = ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")
     tables += ("NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_KERNEL", "OSRT_API")
     one = craft(tmp_path / "one.sqlite", *[f'UPDATE {t} SET start = 5000000000, "end" = 5000000000' for t in tables])
@@ -236,3 +236,11 @@ def test_a_profile_whose_rows_all_share_one_timestamp_reports_and_diffs(tmp_path
     res = _cli("--cache-dir", cache, "report", "-o", tmp_path / "r.html", one)
     assert res.exit_code == 0, res.output
     assert "span no time" in (tmp_path / "r.html").read_text()
+    res = _cli("--cache-dir", cache, "diff", fixture("train_small"), one)
+    assert res.exit_code == 0, res.output
+    gpu_ops = raw(
+        one,
+        "SELECT (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL) + (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY)",
+    )
+    said = [line.split("busy", 1)[1].strip() for line in res.output.splitlines() if line.startswith("one.sqlite GPU 0")]
+    assert said == [f"no GPU time ({gpu_ops[0][0]} ops of no duration)"]

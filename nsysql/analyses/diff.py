@@ -39,6 +39,7 @@ from ..errors import NsysqlError
 from ..rules import MAD_SIGMA
 from ._names import quoted
 from ._sql import run
+from .summary import device_busy
 
 Z = 2.0
 # below this share of either side's kernel time in kernels both run, the verdict warns that the profiles may be of
@@ -580,7 +581,9 @@ def _compare_totals(b: Side, n: Side, bl: str, nl: str) -> Diff:
     verdict = [("compared", "totals over each whole profile (no noise estimate: nothing marked significant)")]
     for lab, d in ((bl, b), (nl, n)):
         for r in d.gpus.iter_rows(named=True):
-            verdict.append((f"{lab} GPU {r['device_id']} busy", f"{r['busy_pct_active']:.1f}% of its active span"))
+            pct = r["busy_pct_active"]  # None where the device's ops span no time: summary's sentence then
+            said = f"{pct:.1f}% of its active span" if pct is not None else device_busy(r)
+            verdict.append((f"{lab} GPU {r['device_id']} busy", said))
     kernels = _compare(b.totals[0], n.totals[0], "name", judged=False)
     verdict += _same_program(bl, nl, kernels)  # totals of two different programs compare nothing either
     ranges = _compare(b.totals[1], n.totals[1], "name", judged=False)
