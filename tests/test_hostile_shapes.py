@@ -3,6 +3,7 @@ answers in time that grows with the rows, never with their square, and in words 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -244,3 +245,29 @@ def test_a_profile_whose_rows_all_share_one_timestamp_reports_and_diffs(tmp_path
     )
     said = [line.split("busy", 1)[1].strip() for line in res.output.splitlines() if line.startswith("one.sqlite GPU 0")]
     assert said == [f"no GPU time ({gpu_ops[0][0]} ops of no duration)"]
+
+
+def test_a_rank_straggling_in_many_iterations_is_said_in_a_sentence(tmp_path):
+    """ddp_pair's rank 1 straggles in every 5th step; its loop repeated 3 times (steps numbered, then
+    gen_scaled.py) straggles in 13: the straggler sentence names six of them with how many in all, as
+    every sentence about many items does (1,900 steps made a sentence of 2,000 characters)."""
+    number = (
+        "CREATE TEMP TABLE n AS SELECT rowid AS r, row_number() OVER (ORDER BY start) - 1 AS i FROM NVTX_EVENTS "
+        "WHERE text = 'step'",
+        "UPDATE NVTX_EVENTS SET text = 'step ' || (SELECT i FROM n WHERE n.r = NVTX_EVENTS.rowid) WHERE text = 'step'",
+    )
+    ranks = []
+    for r in (0, 1):
+        src = craft(tmp_path / f"n{r}.sqlite", *number, source=ROOT / "fixtures" / "ddp_pair" / f"rank{r}.sqlite")
+        cmd = [sys.executable, str(ROOT / "benchmarks" / "gen_scaled.py"), str(src), str(tmp_path / f"rank{r}.sqlite")]
+        cmd += ["--copies", "3", "--kernels", "1", "--rank", str(r), "--iter-regex", r"step \d+"]
+        subprocess.run(cmd, check=True, capture_output=True)
+        ranks.append(tmp_path / f"rank{r}.sqlite")
+    res = _cli("--cache-dir", tmp_path / "cache", "ranks", "-f", "json", "--workers", "1", *ranks)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    its = sorted({e["iteration"] for e in out["straggler evidence"] if e["rank"] == 1})
+    assert len(its) > 6
+    (said,) = [s["sentence"] for s in out["stragglers"] if s["rank"] == 1]
+    listed = ", ".join(map(str, its[:6]))
+    assert said.startswith(f"rank 1 straggles in iterations {listed}, … ({len(its)} in all) (costing the job"), said

@@ -297,7 +297,7 @@ def straggler_sentences(strag: pl.DataFrame, tables: dict[str, pl.DataFrame] | N
                 "iterations": ", ".join(map(str, its)),
                 "cost_ns": cost,
                 "sentence": (
-                    f"rank {rank} straggles in iterations {', '.join(map(str, its))} (costing the job about "
+                    f"rank {rank} straggles in iterations {some_of([str(i) for i in its])} (costing the job about "
                     f"{cost / 1e6:.1f} ms): its GPU idles "
                     f"{g['excess_idle_ns'].median() / 1e6:.1f} ms more than usual while its CPU is in {cause}"
                     + (f" ({', '.join(os_calls)})" if os_calls else "")
