@@ -271,3 +271,18 @@ def test_a_rank_straggling_in_many_iterations_is_said_in_a_sentence(tmp_path):
     (said,) = [s["sentence"] for s in out["stragglers"] if s["rank"] == 1]
     listed = ", ".join(map(str, its[:6]))
     assert said.startswith(f"rank 1 straggles in iterations {listed}, … ({len(its)} in all) (costing the job"), said
+
+
+def test_launches_without_the_cuda_calls_that_launched_the_kernels_says_so(tmp_path):
+    """train_small without its CUDA API table: 408 kernels ran but no launch call is there to time them from.
+    `launches` refuses in one line, as `api` does, naming what the export lacks (it answered "no launches",
+    exit 0), and neither says the program may have made no CUDA call: its kernels say it did."""
+    bare = craft(tmp_path / "bare.sqlite", "DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME")
+    cache = tmp_path / "cache"
+    for cmd in ("launches", "api"):
+        res = _cli("--cache-dir", cache, cmd, bare)
+        assert res.exit_code == 2, res.output
+        assert res.output.strip().splitlines() == [
+            f"nsysql: error: {bare}: no CUDA API calls: api_calls is empty; the export holds GPU work but not the "
+            "CUDA API calls that launched it"
+        ]
