@@ -4,6 +4,7 @@ answers in time that grows with the rows, never with their square, and in words 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -286,3 +287,17 @@ def test_launches_without_the_cuda_calls_that_launched_the_kernels_says_so(tmp_p
             f"nsysql: error: {bare}: no CUDA API calls: api_calls is empty; the export holds GPU work but not the "
             "CUDA API calls that launched it"
         ]
+
+
+def test_the_ranks_waiting_on_a_straggler_are_named_six_in_rank_order(tmp_path):
+    """ddp_pair's straggling rank 1 first, then its rank 0 seven times (copies: one cache entry), ranked by sorted
+    file name: seven ranks wait on rank 0. The sentence names six of them in rank order with how many in all; it
+    named all, sorted as text (rank 1, rank 10, rank 2 ... where there are ten)."""
+    pair = ROOT / "fixtures" / "ddp_pair"
+    shutil.copy(pair / "rank1.sqlite", tmp_path / "r00.sqlite")
+    for i in range(1, 8):
+        shutil.copy(pair / "rank0.sqlite", tmp_path / f"r{i:02d}.sqlite")
+    res = _cli("--cache-dir", tmp_path / "cache", "ranks", "-f", "json", "--workers", "1", tmp_path / "r*.sqlite")
+    assert res.exit_code == 0, res.output
+    (said,) = [s["sentence"] for s in json.loads(res.stdout)["stragglers"] if s["rank"] == 0]
+    assert "; rank 1, rank 2, rank 3, rank 4, rank 5, rank 6, … (7 in all) then spend " in said, said
