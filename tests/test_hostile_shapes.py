@@ -301,3 +301,17 @@ def test_the_ranks_waiting_on_a_straggler_are_named_six_in_rank_order(tmp_path):
     assert res.exit_code == 0, res.output
     (said,) = [s["sentence"] for s in json.loads(res.stdout)["stragglers"] if s["rank"] == 0]
     assert "; rank 1, rank 2, rank 3, rank 4, rank 5, rank 6, … (7 in all) then spend " in said, said
+
+
+def test_diff_of_profiles_from_different_gpus_says_so(tmp_path):
+    """train_small against itself said to be run on an H100: the same loop, so no significant change, and the
+    verdict says the GPUs differ (it did not: a change between GPU models may be the hardware's); against itself
+    unchanged, no such line."""
+    h100 = craft(tmp_path / "h100.sqlite", "UPDATE TARGET_INFO_GPU SET name = 'NVIDIA H100 80GB HBM3'")
+    base = loaded(str(fixture("train_small")))
+    notes = dict(base.diff(loaded(str(h100))).notes.iter_rows())
+    assert notes["GPUs differ"] == (
+        "train_small.sqlite: NVIDIA H200; h100.sqlite: NVIDIA H100 80GB HBM3: a change may be the hardware's, "
+        "not the code's"
+    )
+    assert "GPUs differ" not in dict(base.diff(base).notes.iter_rows())

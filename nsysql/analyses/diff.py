@@ -290,6 +290,19 @@ def diff(b: Side, n: Side, base_label: str = "BASE", new_label: str = "NEW") -> 
     return _compare_totals(b, n, base_label, new_label)
 
 
+def _gpus_differ(b: Side, n: Side, bl: str, nl: str) -> list[tuple[str, str]]:
+    """The note that the two profiles ran on different GPU models (as many of each), or none: a change between
+    them may be the hardware's rather than the code's. A GPU the export does not name is no evidence either way."""
+
+    def said(d: Side) -> str:
+        counts = d.gpus.group_by("device").len().sort("device")
+        return ", ".join(f"{k} x {m}" if k > 1 else m for m, k in counts.iter_rows())
+
+    if not all(d.gpus.height and d.gpus["device"].null_count() == 0 for d in (b, n)) or said(b) == said(n):
+        return []
+    return [("GPUs differ", f"{bl}: {said(b)}; {nl}: {said(n)}: a change may be the hardware's, not the code's")]
+
+
 def _outliers(side: Side) -> set[int]:
     """The steady-state iterations of `side` flagged as outliers."""
     return set(side.steady.filter(pl.col("outlier"))["iteration"].to_list())
@@ -311,7 +324,7 @@ def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> Diff:
         _per_iteration(n.activity, "activity", "overlap_ns", nn),
         "activity",
     )
-    verdict = _iteration_notes(rows, parts)
+    verdict = _iteration_notes(rows, parts) + _gpus_differ(b, n, bl, nl)
     pb, pn = b.stats["outlier_pattern"][0], n.stats["outlier_pattern"][0]
     if pb or pn:  # the same outliers in both (a profile against itself, or a stall that stayed) are said once
         # the same steps, not the same words: a sentence names only the first few of a long loop's outliers
@@ -584,6 +597,7 @@ def _compare_totals(b: Side, n: Side, bl: str, nl: str) -> Diff:
             pct = r["busy_pct_active"]  # None where the device's ops span no time: summary's sentence then
             said = f"{pct:.1f}% of its active span" if pct is not None else device_busy(r)
             verdict.append((f"{lab} GPU {r['device_id']} busy", said))
+    verdict += _gpus_differ(b, n, bl, nl)
     kernels = _compare(b.totals[0], n.totals[0], "name", judged=False)
     verdict += _same_program(bl, nl, kernels)  # totals of two different programs compare nothing either
     ranges = _compare(b.totals[1], n.totals[1], "name", judged=False)
