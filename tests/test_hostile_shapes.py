@@ -315,3 +315,23 @@ def test_diff_of_profiles_from_different_gpus_says_so(tmp_path):
         "not the code's"
     )
     assert "GPUs differ" not in dict(base.diff(base).notes.iter_rows())
+
+
+def test_ranks_whose_loops_differ_in_length_are_said_to(tmp_path):
+    """ddp_pair's rank 1 with its last five steps' ranges dropped (a capture cut early): the first line on stderr
+    says the loops differ in length, from the shorter to the longer, as the per-rank table counts them; it said
+    nothing, though the iterations past the shorter loop compare one rank alone."""
+    pair = ROOT / "fixtures" / "ddp_pair"
+    cut = (
+        "DELETE FROM NVTX_EVENTS WHERE text = 'step' AND start >= "
+        "(SELECT start FROM NVTX_EVENTS WHERE text = 'step' ORDER BY start DESC LIMIT 1 OFFSET 4)"
+    )
+    short = craft(tmp_path / "rank1.sqlite", cut, source=pair / "rank1.sqlite")
+    res = _cli("--cache-dir", tmp_path / "cache", "ranks", "-f", "json", "--workers", "1", pair / "rank0.sqlite", short)
+    assert res.exit_code == 0, res.output
+    n = {r["rank"]: r["iterations"] for r in json.loads(res.stdout)["per rank"]}
+    assert n[1] < n[0], n
+    assert res.stderr.splitlines()[0].endswith(
+        f"; the ranks' loops differ in length, from {n[1]:,} iterations (rank 1) to {n[0]:,} (rank 0): an "
+        f"iteration past {n[1]:,} compares fewer ranks"
+    ), res.stderr
