@@ -112,9 +112,22 @@ class Ranks:
 
     @property
     def said(self) -> str:
-        """How many ranks, and where their numbers came from: `nsysql ranks`' first line on stderr."""
+        """How many ranks, and where their numbers came from: `nsysql ranks`' first line on stderr; where the
+        ranks' loops differ in length (files of different runs, or captures cut at different points), from the
+        fewest iterations to the most: past the shortest loop, an iteration compares fewer ranks."""
         n = self.tables["info"].height
-        return f"{n} rank{'s' if n != 1 else ''}; {self.numbering}"
+        said = f"{n} rank{'s' if n != 1 else ''}; {self.numbering}"
+        try:
+            its = self.per_rank().filter(pl.col("iterations") > 0).sort("iterations", "rank")
+        except NsysqlError:  # no rank has a loop: the answer's refusal says so
+            return said
+        if its.height > 1 and its["iterations"][0] != its["iterations"][-1]:
+            (lo, lo_rank), (hi, hi_rank) = (its.select("iterations", "rank").row(i) for i in (0, -1))
+            said += (
+                f"; the ranks' loops differ in length, from {lo:,} iterations (rank {lo_rank}) to {hi:,} (rank "
+                f"{hi_rank}): an iteration past {lo:,} compares fewer ranks"
+            )
+        return said
 
     def _reduce(self) -> dict[str, pl.DataFrame]:
         if self._reduced is None:

@@ -3,6 +3,8 @@ answers in time that grows with the rows, never with their square, and in words 
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 import sys
 import time
@@ -211,3 +213,141 @@ def test_a_long_periodic_outlier_list_says_its_count_and_period_in_one_parenthes
     line = p.summary()["facts"].filter(pl.col("key") == "outliers")["value"][0]
     head = ", ".join(map(str, out[:6]))
     assert line.startswith(f"iterations {head}, … ({len(out)} in all, every 2nd) are "), line
+
+
+def test_diff_against_a_profile_without_nvtx_says_ranges_were_not_traced(tmp_path):
+    """train_small without its NVTX table: the ranges were not traced there, so none of train_small's ranges
+    "vanished" (or is "new" the other way round); the diff says so and compares no range."""
+    bare = craft(tmp_path / "bare.sqlite", "DROP TABLE NVTX_EVENTS")
+    for a, b in ((fixture("train_small"), bare), (bare, fixture("train_small"))):
+        res = loaded(str(a)).diff(loaded(str(b)))
+        assert res.ranges.height == 0
+        warn = res.notes.filter(pl.col("item") == "warning")["value"].to_list()
+        assert any(w.startswith("bare.sqlite holds no NVTX range") for w in warn), warn
+
+
+def test_overlap_without_gpu_activity_says_it_was_not_traced(tmp_path):
+    """train_small with its kernels and copies dropped (CUDA API calls alone, as `-t cuda` without GPU activity
+    or an NVTX-only capture leaves): no communication kernel is no evidence that none ran, so `overlap` and
+    `info` say the GPU work was not recorded, not that there were no communication kernels."""
+    bare = craft(
+        tmp_path / "bare.sqlite", "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL", "DROP TABLE CUPTI_ACTIVITY_KIND_MEMCPY"
+    )
+    cache = tmp_path / "cache"
+    res = _cli("--cache-dir", cache, "overlap", bare)
+    assert res.exit_code != 0
+    assert res.output.strip().splitlines() == [
+        f"nsysql: error: {bare}: no GPU activity was recorded at all, so whether communication kernels ran cannot "
+        "be told (they need `nsys profile -t cuda`)"
+    ]
+    assert "no communication kernels" not in _cli("--cache-dir", cache, "info", bare).output
+
+
+def test_a_profile_whose_rows_all_share_one_timestamp_reports_and_diffs(tmp_path):
+    """Every row of train_small moved to one instant: each GPU op lasts no time and the device's active span is
+    empty. `report` says there is no timeline to draw and `diff` says the GPU had no GPU time (both stopped
+    with a traceback: the timeline's empty frame had no start, the busy share of no span is None)."""
+    tables = ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")
+    tables += ("NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_KERNEL", "OSRT_API")
+    one = craft(tmp_path / "one.sqlite", *[f'UPDATE {t} SET start = 5000000000, "end" = 5000000000' for t in tables])
+    cache = tmp_path / "cache"
+    res = _cli("--cache-dir", cache, "report", "-o", tmp_path / "r.html", one)
+    assert res.exit_code == 0, res.output
+    assert "span no time" in (tmp_path / "r.html").read_text()
+    res = _cli("--cache-dir", cache, "diff", fixture("train_small"), one)
+    assert res.exit_code == 0, res.output
+    gpu_ops = raw(
+        one,
+        "SELECT (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL) + (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY)",
+    )
+    said = [line.split("busy", 1)[1].strip() for line in res.output.splitlines() if line.startswith("one.sqlite GPU 0")]
+    assert said == [f"no GPU time ({gpu_ops[0][0]} ops of no duration)"]
+
+
+def test_a_rank_straggling_in_many_iterations_is_said_in_a_sentence(tmp_path):
+    """ddp_pair's rank 1 straggles in every 5th step; its loop repeated 3 times (steps numbered, then
+    gen_scaled.py) straggles in 13: the straggler sentence names six of them with how many in all, as
+    every sentence about many items does (1,900 steps made a sentence of 2,000 characters)."""
+    number = (
+        "CREATE TEMP TABLE n AS SELECT rowid AS r, row_number() OVER (ORDER BY start) - 1 AS i FROM NVTX_EVENTS "
+        "WHERE text = 'step'",
+        "UPDATE NVTX_EVENTS SET text = 'step ' || (SELECT i FROM n WHERE n.r = NVTX_EVENTS.rowid) WHERE text = 'step'",
+    )
+    ranks = []
+    for r in (0, 1):
+        src = craft(tmp_path / f"n{r}.sqlite", *number, source=ROOT / "fixtures" / "ddp_pair" / f"rank{r}.sqlite")
+        cmd = [sys.executable, str(ROOT / "benchmarks" / "gen_scaled.py"), str(src), str(tmp_path / f"rank{r}.sqlite")]
+        cmd += ["--copies", "3", "--kernels", "1", "--rank", str(r), "--iter-regex", r"step \d+"]
+        subprocess.run(cmd, check=True, capture_output=True)
+        ranks.append(tmp_path / f"rank{r}.sqlite")
+    res = _cli("--cache-dir", tmp_path / "cache", "ranks", "-f", "json", "--workers", "1", *ranks)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    its = sorted({e["iteration"] for e in out["straggler evidence"] if e["rank"] == 1})
+    assert len(its) > 6
+    (said,) = [s["sentence"] for s in out["stragglers"] if s["rank"] == 1]
+    listed = ", ".join(map(str, its[:6]))
+    assert said.startswith(f"rank 1 straggles in iterations {listed}, … ({len(its)} in all) (costing the job"), said
+
+
+def test_launches_without_the_cuda_calls_that_launched_the_kernels_says_so(tmp_path):
+    """train_small without its CUDA API table: 408 kernels ran but no launch call is there to time them from.
+    `launches` refuses in one line, as `api` does, naming what the export lacks (it answered "no launches",
+    exit 0), and neither says the program may have made no CUDA call: its kernels say it did."""
+    bare = craft(tmp_path / "bare.sqlite", "DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME")
+    cache = tmp_path / "cache"
+    for cmd in ("launches", "api"):
+        res = _cli("--cache-dir", cache, cmd, bare)
+        assert res.exit_code == 2, res.output
+        assert res.output.strip().splitlines() == [
+            f"nsysql: error: {bare}: no CUDA API calls: api_calls is empty; the export holds GPU work but not the "
+            "CUDA API calls that launched it"
+        ]
+
+
+def test_the_ranks_waiting_on_a_straggler_are_named_six_in_rank_order(tmp_path):
+    """ddp_pair's straggling rank 1 first, then its rank 0 seven times (copies: one cache entry), ranked by sorted
+    file name: seven ranks wait on rank 0. The sentence names six of them in rank order with how many in all; it
+    named all, sorted as text (rank 1, rank 10, rank 2 ... where there are ten)."""
+    pair = ROOT / "fixtures" / "ddp_pair"
+    shutil.copy(pair / "rank1.sqlite", tmp_path / "r00.sqlite")
+    for i in range(1, 8):
+        shutil.copy(pair / "rank0.sqlite", tmp_path / f"r{i:02d}.sqlite")
+    res = _cli("--cache-dir", tmp_path / "cache", "ranks", "-f", "json", "--workers", "1", tmp_path / "r*.sqlite")
+    assert res.exit_code == 0, res.output
+    (said,) = [s["sentence"] for s in json.loads(res.stdout)["stragglers"] if s["rank"] == 0]
+    assert "; rank 1, rank 2, rank 3, rank 4, rank 5, rank 6, … (7 in all) then spend " in said, said
+
+
+def test_diff_of_profiles_from_different_gpus_says_so(tmp_path):
+    """train_small against itself said to be run on an H100: the same loop, so no significant change, and the
+    verdict says the GPUs differ (it did not: a change between GPU models may be the hardware's); against itself
+    unchanged, no such line."""
+    h100 = craft(tmp_path / "h100.sqlite", "UPDATE TARGET_INFO_GPU SET name = 'NVIDIA H100 80GB HBM3'")
+    base = loaded(str(fixture("train_small")))
+    notes = dict(base.diff(loaded(str(h100))).notes.iter_rows())
+    assert notes["GPUs differ"] == (
+        "train_small.sqlite: NVIDIA H200; h100.sqlite: NVIDIA H100 80GB HBM3: a change may be the hardware's, "
+        "not the code's"
+    )
+    assert "GPUs differ" not in dict(base.diff(base).notes.iter_rows())
+
+
+def test_ranks_whose_loops_differ_in_length_are_said_to(tmp_path):
+    """ddp_pair's rank 1 with its last five steps' ranges dropped (a capture cut early): the first line on stderr
+    says the loops differ in length, from the shorter to the longer, as the per-rank table counts them; it said
+    nothing, though the iterations past the shorter loop compare one rank alone."""
+    pair = ROOT / "fixtures" / "ddp_pair"
+    cut = (
+        "DELETE FROM NVTX_EVENTS WHERE text = 'step' AND start >= "
+        "(SELECT start FROM NVTX_EVENTS WHERE text = 'step' ORDER BY start DESC LIMIT 1 OFFSET 4)"
+    )
+    short = craft(tmp_path / "rank1.sqlite", cut, source=pair / "rank1.sqlite")
+    res = _cli("--cache-dir", tmp_path / "cache", "ranks", "-f", "json", "--workers", "1", pair / "rank0.sqlite", short)
+    assert res.exit_code == 0, res.output
+    n = {r["rank"]: r["iterations"] for r in json.loads(res.stdout)["per rank"]}
+    assert n[1] < n[0], n
+    assert res.stderr.splitlines()[0].endswith(
+        f"; the ranks' loops differ in length, from {n[1]:,} iterations (rank 1) to {n[0]:,} (rank 0): an "
+        f"iteration past {n[1]:,} compares fewer ranks"
+    ), res.stderr

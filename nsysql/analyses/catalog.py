@@ -436,10 +436,10 @@ def api(ctx, top) -> pl.DataFrame:
             doc="One row per process, thread, device, launching call and kernel, or one per kernel name.",
         ),
     ),
-    tables=("gpu_ops", "op_launch", "strings"),
+    tables=("api_calls", "gpu_ops", "op_launch", "strings"),
     sql=("launches",),
     nsys=("cuda_kern_exec_sum",),
-    requires=("gpu_ops",),
+    requires=("gpu_ops", "api_calls"),
 )
 def launches(ctx, by) -> pl.DataFrame:
     """Launch latency (as `nsys stats -r cuda_kern_exec_sum`)."""

@@ -39,6 +39,7 @@ from ..errors import NsysqlError
 from ..rules import MAD_SIGMA
 from ._names import quoted
 from ._sql import run
+from .summary import device_busy
 
 Z = 2.0
 # below this share of either side's kernel time in kernels both run, the verdict warns that the profiles may be of
@@ -289,6 +290,19 @@ def diff(b: Side, n: Side, base_label: str = "BASE", new_label: str = "NEW") -> 
     return _compare_totals(b, n, base_label, new_label)
 
 
+def _gpus_differ(b: Side, n: Side, bl: str, nl: str) -> list[tuple[str, str]]:
+    """The note that the two profiles ran on different GPU models (as many of each), or none: a change between
+    them may be the hardware's rather than the code's. A GPU the export does not name is no evidence either way."""
+
+    def said(d: Side) -> str:
+        counts = d.gpus.group_by("device").len().sort("device")
+        return ", ".join(f"{k} x {m}" if k > 1 else m for m, k in counts.iter_rows())
+
+    if not all(d.gpus.height and d.gpus["device"].null_count() == 0 for d in (b, n)) or said(b) == said(n):
+        return []
+    return [("GPUs differ", f"{bl}: {said(b)}; {nl}: {said(n)}: a change may be the hardware's, not the code's")]
+
+
 def _outliers(side: Side) -> set[int]:
     """The steady-state iterations of `side` flagged as outliers."""
     return set(side.steady.filter(pl.col("outlier"))["iteration"].to_list())
@@ -310,7 +324,7 @@ def _compare_iterations(b: Side, n: Side, bl: str, nl: str) -> Diff:
         _per_iteration(n.activity, "activity", "overlap_ns", nn),
         "activity",
     )
-    verdict = _iteration_notes(rows, parts)
+    verdict = _iteration_notes(rows, parts) + _gpus_differ(b, n, bl, nl)
     pb, pn = b.stats["outlier_pattern"][0], n.stats["outlier_pattern"][0]
     if pb or pn:  # the same outliers in both (a profile against itself, or a stall that stayed) are said once
         # the same steps, not the same words: a sentence names only the first few of a long loop's outliers
@@ -580,16 +594,26 @@ def _compare_totals(b: Side, n: Side, bl: str, nl: str) -> Diff:
     verdict = [("compared", "totals over each whole profile (no noise estimate: nothing marked significant)")]
     for lab, d in ((bl, b), (nl, n)):
         for r in d.gpus.iter_rows(named=True):
-            verdict.append((f"{lab} GPU {r['device_id']} busy", f"{r['busy_pct_active']:.1f}% of its active span"))
+            pct = r["busy_pct_active"]  # None where the device's ops span no time: summary's sentence then
+            said = f"{pct:.1f}% of its active span" if pct is not None else device_busy(r)
+            verdict.append((f"{lab} GPU {r['device_id']} busy", said))
+    verdict += _gpus_differ(b, n, bl, nl)
     kernels = _compare(b.totals[0], n.totals[0], "name", judged=False)
     verdict += _same_program(bl, nl, kernels)  # totals of two different programs compare nothing either
-    return Diff(
-        f"no iteration-time verdict: {why}",
-        _notes(verdict),
-        None,
-        ranges=_compare(b.totals[1], n.totals[1], "name", judged=False),
-        kernels=kernels,
-    )
+    ranges = _compare(b.totals[1], n.totals[1], "name", judged=False)
+    bare = [lab for lab, d in ((bl, b), (nl, n)) if d.totals[1].height == 0]
+    if len(bare) == 1 and ranges.height:
+        # A profile without a single NVTX range was recorded without them (-t nvtx): its ranges did not vanish
+        # or appear, they were not traced, so no row of theirs compares.
+        verdict.append(
+            (
+                "warning",
+                f"{bare[0]} holds no NVTX range and the other does: NVTX was not traced there "
+                "(nsys profile -t nvtx), so the ranges do not compare",
+            )
+        )
+        ranges = ranges.clear()
+    return Diff(f"no iteration-time verdict: {why}", _notes(verdict), None, ranges=ranges, kernels=kernels)
 
 
 def limited(result: Diff, fail_above: float | None) -> Diff:

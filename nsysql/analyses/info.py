@@ -143,8 +143,9 @@ def _cpu_scheduled(con, why: str, f: dict) -> str | None:
 
 
 def _rows(con, requires) -> dict[str, int]:
-    """The rows of each table the requirements name, and of api_calls (what says why no GPU work is there)."""
-    tables = sorted({t for r in requires for t in r.split("|")} | {"api_calls"})
+    """The rows of each table the requirements name, of api_calls (what says why no GPU work is there) and of
+    gpu_ops (what says why no CUDA call is there)."""
+    tables = sorted({t for r in requires for t in r.split("|")} | {"api_calls", "gpu_ops"})
     return {t: run(con, "table_rows", table=PROBES.get(t, t)).item() for t in tables}
 
 
@@ -176,6 +177,8 @@ def _empty(con, tables: list[str], rows: dict[str, int]) -> str:
             hint = f"; {_advice.untraced_gpu(bool(rows['api_calls']))}"
         elif tables[0] == "nvtx_ranges":
             hint = f"; {_advice.NVTX_HINT}"
+        elif tables[0] == "api_calls" and rows.get("gpu_ops"):  # GPU work ran, so CUDA calls launched it
+            hint = "; the export holds GPU work but not the CUDA API calls that launched it"
         elif tables[0] == "api_calls":
             hint = "; captured without -t cuda, or the program made no CUDA call"
         return f"no {what}: {tables[0]} is empty{hint}" if what else f"{tables[0]} is empty"

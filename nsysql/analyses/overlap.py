@@ -13,6 +13,10 @@ COLUMNS = ("device_id", "comm_ns", "overlapped_ns", "exposed_ns", "compute_ns")
 NOT_APPLICABLE = (
     "no communication kernels (NCCL or other collectives: kernel category `communication`), so nothing to overlap"
 )
+UNTRACED = (
+    "no GPU activity was recorded at all, so whether communication kernels ran cannot be told (they need "
+    "`nsys profile -t cuda`)"
+)
 
 
 def overlap(con) -> pl.DataFrame:
@@ -26,8 +30,10 @@ def overlap(con) -> pl.DataFrame:
 
 
 def refusal(con) -> str | None:
-    """Why `overlap` has nothing to answer (no communication kernel: comm_kernels_any.sql), or None."""
-    return None if run(con, "comm_kernels_any").item() else NOT_APPLICABLE
+    """Why `overlap` has nothing to answer (no communication kernel, or no GPU op recorded at all:
+    comm_kernels_any.sql), or None."""
+    comm, traced = run(con, "comm_kernels_any").row(0)
+    return None if comm else NOT_APPLICABLE if traced else UNTRACED
 
 
 def by_iteration(iterations: pl.DataFrame, device_id: int | None) -> pl.DataFrame:

@@ -297,7 +297,7 @@ def straggler_sentences(strag: pl.DataFrame, tables: dict[str, pl.DataFrame] | N
         causes = g["top_cause"].drop_nulls().value_counts(sort=True)
         cause = causes["top_cause"][0] if causes.height else "unknown"
         os_calls = g["os_call"].drop_nulls().unique().to_list()
-        waits = ", ".join(sorted({f"rank {w}" for w in g["waiting_rank"].to_list()}))
+        waits = some_of([f"rank {w}" for w in sorted(set(g["waiting_rank"].to_list()))])
         when = sorted(set(g["wait_lag"].to_list()))
         lag = {0: "the same iteration", 1: "the next iteration"}
         rows.append(
@@ -306,7 +306,7 @@ def straggler_sentences(strag: pl.DataFrame, tables: dict[str, pl.DataFrame] | N
                 "iterations": ", ".join(map(str, its)),
                 "cost_ns": cost,
                 "sentence": (
-                    f"rank {rank} straggles in iterations {', '.join(map(str, its))} (costing the job about "
+                    f"rank {rank} straggles in iterations {some_of([str(i) for i in its])} (costing the job about "
                     f"{cost / 1e6:.1f} ms): its GPU idles "
                     f"{g['excess_idle_ns'].median() / 1e6:.1f} ms more than usual while its CPU is in {cause}"
                     + (f" ({', '.join(os_calls)})" if os_calls else "")

@@ -49,6 +49,7 @@ SUMMARY_SECTIONS = ("facts", "gpus", "findings", "kernels", "idle by cause", "me
 MAX_DEVICES_DRAWN = 16
 
 NO_TIMELINE = "No GPU work traced in this profile, so there is no timeline to draw."
+NO_SPAN = "The GPU ops drawn here span no time (the first starts where the last ends), so there is no timeline to draw."
 NO_KERNELS = "No kernels in this profile."
 NO_RANGES = "No NVTX ranges: the profile was captured without -t nvtx, or the program has no NVTX annotations."
 NO_KERNELS_IN_RANGES = "No kernel was launched inside an NVTX range."
@@ -221,6 +222,8 @@ def timeline(ask, gpus: pl.DataFrame, its: pl.DataFrame | None, gaps: pl.DataFra
     win = window(its)
     drawn, left_out = drawn_devices(gpus)
     tl = ask("timeline", start_ns=win[0], end_ns=win[1], devices=drawn) if win else ask("timeline", devices=drawn)
+    if not tl.height:  # each drawn device's ops (or the window) span no time: no bin to cut
+        return {}, {"timeline_why": NO_SPAN}
     out = {"timeline": tl}
     if gaps is not None:
         out["timeline_gaps"] = timeline_gaps(gaps, drawn, win)

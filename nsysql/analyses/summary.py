@@ -143,7 +143,7 @@ def _profile_facts(
         ),
     ]
     for r in gpus.iter_rows(named=True):
-        rows.append((f"gpu_{r['device_id']}_busy", f"GPU {r['device_id']} busy (whole profile)", _device_busy(r)))
+        rows.append((f"gpu_{r['device_id']}_busy", f"GPU {r['device_id']} busy (whole profile)", device_busy(r)))
     return rows
 
 
@@ -440,7 +440,7 @@ def _activity_line(its: pl.DataFrame) -> str | None:
 MIN_ACTIVE_NS = 1_000_000  # a busy share of a shorter active span (one memset, say) says nothing
 
 
-def _device_busy(r: dict) -> str:
+def device_busy(r: dict) -> str:
     """The GPU-busy sentence of one device: no share where there is no GPU time, or too little to share."""
     if not r["busy_ns"]:
         return f"no GPU time ({r['ops']} ops of no duration)"
@@ -456,7 +456,7 @@ def _device_busy(r: dict) -> str:
 
 
 def all_devices_busy(gpus: pl.DataFrame) -> str:
-    """The busy share of all devices together (the PR snippet's one line), under the rule of _device_busy: no
+    """The busy share of all devices together (the PR snippet's one line), under the rule of device_busy: no
     share from less than MIN_ACTIVE_NS of active span."""
     active, busy = gpus["active_ns"].sum(), gpus["busy_ns"].sum()
     if active < MIN_ACTIVE_NS:
