@@ -131,11 +131,13 @@ def slow_phase(its: pl.DataFrame | None, share: float = 0.5, con=None) -> str:
     phases = [c[: -len(" cpu_ns")] for c in its.columns if c.endswith(" cpu_ns")]
     if not slow.height or not typical.height or not phases:
         return ""
-    extra = slow["wall_ns"].mean() - typical["wall_ns"].mean()
+    typical_wall = typical["wall_ns"].mean()
+    extra = slow["wall_ns"].mean() - typical_wall
     if not extra or extra <= 0:
         return ""
-    grew, phase = _top_growth(slow, typical, phases)
-    apart = _apart(slow, typical, phases, phase, share)
+    base = _means(typical, phases)  # the typical step, once: every outlier below is weighed against it
+    grew, phase = _top_growth(_means(slow, phases), base)
+    apart = _apart(slow, base, typical_wall, phase, share)
     if grew >= share * extra:
         where = f"{quoted(untitled(phase))} (+{_dur(grew)} on the CPU)"
         held = slow.filter(pl.col("iteration").is_in(apart[0])) if apart else slow
@@ -187,10 +189,10 @@ def phase_calls(con, slow: pl.DataFrame, phase: str) -> str:
     return text
 
 
-def _top_growth(slow: pl.DataFrame, typical: pl.DataFrame, phases: list[str]) -> tuple[float, str]:
-    """The child range whose mean CPU time grows most from the typical steps to `slow`, with that growth."""
-    base = _means(typical, phases)
-    return max((slow[f"{p} cpu_ns"].fill_null(0).mean() - base[p], p) for p in phases)
+def _top_growth(times: dict[str, float], base: dict[str, float]) -> tuple[float, str]:
+    """The child range whose CPU time grows most from `base` (the typical steps' means) to `times` (the outliers'
+    means, or one outlier's own), with that growth."""
+    return max((times[p] - base[p], p) for p in base)
 
 
 def _means(steps: pl.DataFrame, phases: list[str]) -> dict[str, float]:
@@ -198,17 +200,16 @@ def _means(steps: pl.DataFrame, phases: list[str]) -> dict[str, float]:
     return {p: steps[f"{p} cpu_ns"].fill_null(0).mean() for p in phases}
 
 
-def _apart(slow, typical, phases, phase: str, share: float) -> tuple[list[int], str] | None:
+def _apart(slow, base: dict[str, float], typical_wall: float, phase: str, share: float) -> tuple[list[int], str] | None:
     """Where the outliers' own extra time lies, when `phase` does not hold it for every one: (the iterations it
     holds for, a clause naming the others with their own range or none), or None when it holds for all. Each
-    outlier is weighed alone against the typical steps' means, taken once: a loop of many outliers stays linear."""
+    outlier is weighed alone against `base` and `typical_wall`, the typical steps' means taken once: a loop of
+    many outliers stays linear."""
     mine: list[int] = []
     other: dict[str, list[int]] = {}
-    base = _means(typical, phases)
-    typical_wall = typical["wall_ns"].mean()
     for row in slow.iter_rows(named=True):
-        # as _top_growth of this row alone: the mean of one value is that value, as a float
-        grew, top = max((float(row[f"{p} cpu_ns"] or 0) - base[p], p) for p in phases)
+        # the mean of one value is that value, as a float
+        grew, top = _top_growth({p: float(row[f"{p} cpu_ns"] or 0) for p in base}, base)
         own = row["wall_ns"] - typical_wall
         if top == phase and grew >= share * own:
             mine.append(row["iteration"])
