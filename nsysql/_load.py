@@ -41,6 +41,8 @@ def load(
     that entry instead. `cache=False` (or $NSYSQL_NO_CACHE=1) builds in memory every time. `cache_max` (else
     $NSYSQL_CACHE_MAX, else 10GB; `none`: no cap): the most the cache directory keeps, least recently used
     profiles removed first once a load has stored a new one.
+    `memory_limit` and `threads` (else $NSYSQL_MEMORY_LIMIT, $NSYSQL_THREADS): the process's memory budget and
+    DuckDB's threads (default: one per CPU, or one where every table of the export fits in a DuckDB row group).
     `progress(step)` is called with each table or SQL file being loaded.
     """
     return opened(path, facade, cache, cache_dir, memory_limit, threads, progress, nsys, cache_max)

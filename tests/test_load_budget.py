@@ -113,3 +113,37 @@ def test_duckdb_gets_the_budget_less_a_quarter_for_the_python_side(tmp_path):
         )
         assert got.exit_code == 0, got.output
         assert got.output.strip().splitlines()[-1] == shown.fetchall()[0][0], budget
+
+
+def test_an_export_whose_tables_fit_in_one_row_group_is_read_by_one_duckdb_thread(tmp_path):
+    """DuckDB splits a scan among its threads by row group (122,880 rows): where every table a build reads fits in
+    one, the connection runs one thread; one table a row longer, and it runs DuckDB's default (one per CPU). A
+    thread count that is set (NSYSQL_THREADS) is kept either way."""
+    import duckdb
+    from click.testing import CliRunner
+
+    from nsysql.cli import main
+
+    def threads(export, cache, **env) -> int:
+        got = CliRunner().invoke(
+            main,
+            ["--cache-dir", str(cache), "sql", str(export), "SELECT current_setting('threads') AS t", "-f", "csv"],
+            env={"NSYSQL_THREADS": None, **env},
+            catch_exceptions=False,
+        )
+        assert got.exit_code == 0, got.output
+        return int(got.output.strip().splitlines()[-1])
+
+    default = duckdb.connect().execute("SELECT current_setting('threads')").fetchall()[0][0]
+    small = fixture("train_small")
+    assert max(r[0] for r in raw(small, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME")) <= 122_880
+    cache = built_cache(tmp_path / "cache", small)
+    assert threads(small, cache) == 1
+    assert threads(small, cache, NSYSQL_THREADS="3") == 3
+    # 122,881 more strings: StringIds, which every build reads, is now longer than one row group
+    longer = craft(
+        tmp_path / "longer.sqlite",
+        "INSERT INTO StringIds(id, value) WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+        "WHERE i < 122881) SELECT 10000000 + i, 'string ' || i FROM n",
+    )
+    assert threads(longer, tmp_path / "cache2") == default

@@ -63,7 +63,7 @@ def open_tables(
     shown = named(path)
     # the settings checked now, warm or cold: a typo in one is said on every run, not only when DuckDB opens
     memory_limit, threads = _checked(memory_limit, threads)
-    settings = _settings(memory_limit, threads)
+    settings = _settings(memory_limit, threads, src)
     readers = []  # the cold load's reader threads, started before DuckDB is imported
     building = _Building()  # what is being built (stopped if the user presses Ctrl-C meanwhile)
 
@@ -94,7 +94,7 @@ def open_tables(
             con = _open_entry(entry, cfg, first is None, complete, opener.extend)
             if con is None and not entry.exists():
                 # the copy to disk takes what is built: everything, then; a lazy build builds less instead
-                bg = not lazy and _in_memory_first(src, cfg)
+                bg = not lazy and _in_memory_first(src, cfg, threads or os.cpu_count())
                 con = _tables.build_entry(entry, (lambda c: build(c, None)) if bg else build, cfg, background=bg)
             if con is None:  # the cache cannot be written: in memory, as with cache=False
                 con = build(_tables.connect(":memory:", cfg))
@@ -129,16 +129,35 @@ def named(path) -> Path:
     return Path(os.path.expanduser(str(path))).absolute()
 
 
-def _settings(memory_limit, threads):
-    """DuckDB's settings, made on the first call: once reading has begun (cold) or when DuckDB opens (warm)."""
+def _settings(memory_limit, threads, src=None):
+    """DuckDB's settings, made on the first call: once reading has begun (cold) or when DuckDB opens (warm). With
+    no thread count set (`threads` None) and an export whose every table fits in one row group (`_one_row_group`),
+    one thread."""
     config: dict = {}
 
     def settings() -> dict:
         if not config:
             config.update(duckdb_config(memory_limit, threads))
+            if threads is None and src is not None and _one_row_group(src):
+                config["threads"] = 1
         return config
 
     return settings
+
+
+# DuckDB splits a scan among its threads by row group (122,880 rows), so a table of one row group is read by one
+# thread whatever their number, and so is every join, aggregate and window fed by it. Where every table of the
+# export is that small, more threads only wake and wait, taking CPU from whatever runs beside the load (another
+# load, the caller): BENCHMARKS.md has the figures.
+ROW_GROUP = 122_880
+
+
+def _one_row_group(src) -> bool:
+    """Whether every nsys table a build reads from the export `src` holds at most ROW_GROUP rows (by rowid)."""
+    from ..loader.raw import would_read
+
+    read = {t for tables in would_read(src).values() for t in tables.split(",")}
+    return max(src.approx_rows_of(read).values(), default=0) <= ROW_GROUP
 
 
 def _early(src, first, hint, readers: list) -> None:
@@ -422,7 +441,7 @@ def _large(path: Path) -> bool:
         return False
 
 
-def _in_memory_first(src, config: dict) -> bool:
+def _in_memory_first(src, config: dict, threads: int | None = None) -> bool:
     """Build a cache entry in memory and copy it to disk in the background (see store.tables.build_entry;
     nsysql.tuning's `background_persist`) when there are cores to spare for the copy (4 or more) and the
     canonical tables (about 4x the export's size in memory) fit well within DuckDB's memory limit. On 2 cores the
@@ -430,7 +449,7 @@ def _in_memory_first(src, config: dict) -> bool:
     would spill, the copy makes the first command slower (BENCHMARKS.md has the figures). Not for a lazy build
     (the caller's test): the copy would take every table, where a lazy build builds what its question reads (on
     16 cores a cold `kernels` builds in half the time without the copy, `summary` and `stats` the same)."""
-    threads = int(config.get("threads") or os.cpu_count() or 1)
+    threads = int(threads or config.get("threads") or os.cpu_count() or 1)  # `threads`: the caller's count
     return (
         tuning.on("background_persist")
         and threads >= 4
