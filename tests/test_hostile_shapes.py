@@ -4,6 +4,7 @@ answers in time that grows with the rows, never with their square, and in words 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -351,3 +352,24 @@ def test_ranks_whose_loops_differ_in_length_are_said_to(tmp_path):
         f"; the ranks' loops differ in length, from {n[1]:,} iterations (rank 1) to {n[0]:,} (rank 0): an "
         f"iteration past {n[1]:,} compares fewer ranks"
     ), res.stderr
+
+
+def test_a_profile_spanning_hours_says_its_long_times_in_seconds(tmp_path):
+    """train_small with its last kernel four hours on: the device's active span, whose length is that kernel's end
+    less the first op's start, is said in seconds with thousands separated ("of 14,404.9 s"), as every time
+    from 100 s on; it said "14404907.0 ms". Times under 100 s stay in ms."""
+    shift = 4 * 3600 * 10**9
+    long = craft(
+        tmp_path / "long.sqlite",
+        f'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = start + {shift}, "end" = "end" + {shift} '
+        "WHERE rowid = (SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)",
+    )
+    ((first, last),) = raw(
+        long,
+        'SELECT min(s), max(e) FROM (SELECT start AS s, "end" AS e FROM CUPTI_ACTIVITY_KIND_KERNEL UNION ALL '
+        'SELECT start, "end" FROM CUPTI_ACTIVITY_KIND_MEMCPY)',
+    )
+    facts = dict(loaded(str(long)).summary()["facts"].select("item", "value").iter_rows())
+    busy = facts["GPU 0 busy (whole profile)"]
+    assert f" of {(last - first) / 1e9:,.1f} s)" in busy, busy
+    assert re.search(r"included: [0-9.]+ ms of ", busy), busy  # the busy time itself, under 100 s

@@ -157,7 +157,7 @@ def test_idle_of_several_gpus_without_a_loop_says_it_is_theirs_together(tmp_path
     idle, span = _raw_idle(path)
     facts, _ = _summary(path)
     line = facts["idle"]
-    assert line.startswith(f"{idle / 1e6:.1f} ms in gaps >= 1 ms on 2 GPUs together = "), (line, idle)
+    assert line.startswith(f"{idle / 1e6:,.1f} ms in gaps >= 1 ms on 2 GPUs together = "), (line, idle)
     assert f"= {100 * idle / span:.1f}% of devices' active span" in line, (line, idle, span)
 
 

@@ -1,5 +1,5 @@
 """How sentences quote a name the profile gave (an NVTX range's): in backticks, or said to be unnamed where it is
-empty, as an empty code span says nothing."""
+empty, as an empty code span says nothing; and how they say a length of time that may run to hours (`said_ns`)."""
 
 from __future__ import annotations
 
@@ -52,3 +52,17 @@ def some_of(items: list[str], shown: int = 6, note: str = "") -> str:
     notes = ([f"{len(items)} in all"] if len(items) > shown else []) + ([note] if note else [])
     said = ", ".join(items[:shown]) + (", …" if len(items) > shown else "")
     return said + (f" ({', '.join(notes)})" if notes else "")
+
+
+# From this length on a sentence says seconds: a capture of hours is "14,404.9 s", not "14404907.0 ms"
+SECONDS_FROM_NS = 100 * 10**9
+
+
+def said_ns(ns: float, ms_digits: int = 1) -> str:
+    """A length of time as a sentence says it: us under a millisecond, ms (`ms_digits` decimals) under
+    SECONDS_FROM_NS, seconds from there; thousands separated."""
+    if abs(ns) >= SECONDS_FROM_NS:
+        return f"{ns / 1e9:,.1f} s"
+    if abs(ns) >= 1e6:
+        return f"{ns / 1e6:,.{ms_digits}f} ms"
+    return f"{ns / 1e3:,.1f} us"

@@ -63,7 +63,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from . import advice as _advice
-from ._names import quoted, some_of, untitled
+from ._names import SECONDS_FROM_NS, quoted, said_ns, some_of, untitled
 from ._sql import run
 from .iterations import OTHER_CHILDREN_CPU, launched_ops
 
@@ -107,11 +107,12 @@ class Thresholds:
 
 
 def _ms(ns) -> str:
-    return f"{ns / 1e6:,.1f} ms"
+    """A total in ms, or in seconds from SECONDS_FROM_NS (_names.said_ns)."""
+    return said_ns(ns) if abs(ns) >= SECONDS_FROM_NS else f"{ns / 1e6:,.1f} ms"
 
 
 def _dur(ns) -> str:
-    """A duration with the unit that keeps its digits: 21.3 ms, 480 us."""
+    """A duration with the unit that keeps its digits: 21.3 ms, 480 us, 14,404.9 s."""
     return _ms(ns) if abs(ns) >= 1e6 else f"{ns / 1e3:,.0f} us"
 
 

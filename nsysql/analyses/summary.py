@@ -10,6 +10,7 @@ from . import cpu as _cpu
 from . import gaps as _gaps
 from . import headroom as _headroom
 from . import iterations as _iter
+from ._names import said_ns
 from ._sql import facts, run
 from .findings import Thresholds, findings
 from .findings import tables as findings_tables
@@ -408,15 +409,15 @@ def _idle_line(c: dict, idle: int, gaps: int, top3: str, gpus: pl.DataFrame, loo
     if c["counted"] == "steady-state iterations":  # the amounts are the headline's (step)
         return f"{gaps} gap{'s' if gaps != 1 else ''} >= 1 ms{on} in the steady-state steps; {top3}"
     if not c["span_ns"]:
-        return f"{idle / 1e6:.1f} ms in gaps >= 1 ms{on}; {top3}"
+        return f"{_dur(idle)} in gaps >= 1 ms{on}; {top3}"
     where = c["counted"]
     # several GPUs' idle time together can exceed the profile's span: `on` says whose it is
-    text = f"{idle / 1e6:.1f} ms in gaps >= 1 ms{on} = {100 * idle / c['span_ns']:.1f}% of {where}"
+    text = f"{_dur(idle)} in gaps >= 1 ms{on} = {100 * idle / c['span_ns']:.1f}% of {where}"
     if where == "devices' active span":
         all_idle = int((gpus["active_ns"] - gpus["busy_ns"]).sum())
         text += (
             f" (first to last GPU op, start-up included{'; none in the steady-state steps' if loop else ''}; all "
-            f"idle there: {all_idle / 1e6:.1f} ms = {100 * all_idle / c['span_ns']:.1f}%)"
+            f"idle there: {_dur(all_idle)} = {100 * all_idle / c['span_ns']:.1f}%)"
         )
     return f"{text}; {top3}"
 
@@ -465,4 +466,4 @@ def all_devices_busy(gpus: pl.DataFrame) -> str:
 
 
 def _dur(ns: int) -> str:
-    return f"{ns / 1e3:.1f} us" if ns < 1_000_000 else f"{ns / 1e6:.1f} ms"
+    return said_ns(ns)
