@@ -76,6 +76,24 @@ def expand(paths: list[str]) -> list[str]:
     return out
 
 
+def named_again(paths: list[str]) -> str:
+    """Where `paths` (globs expanded) name one file more than once (`rank0.sqlite` and `./rank0.sqlite`, or two
+    globs that match it), the clause that says so: expand reads it once, as one rank. Empty otherwise."""
+    count: dict[str, int] = {}
+    first: dict[str, str] = {}
+    for p in paths:
+        hits = sorted(glob.glob(os.path.expanduser(p))) if is_glob(p) else [p]
+        for h in hits:
+            real = os.path.realpath(os.path.expanduser(h))
+            count[real] = count.get(real, 0) + 1
+            first.setdefault(real, h)
+    again = [f"{first[r]} ({n} times)" for r, n in count.items() if n > 1]
+    if not again:
+        return ""
+    shown = ", ".join(again[:6]) + (f", … ({len(again)} in all)" if len(again) > 6 else "")
+    return f"; named more than once, read once: {shown}"
+
+
 def _job(
     path: str, cache_dir: str | None, cache: bool, cache_max: str | int | None = None, range: str | None = None
 ) -> tuple[str, dict[str, pl.DataFrame], list[str]]:
@@ -224,6 +242,7 @@ def load_many(
     by_path = {r[0]: r[1] for r in results}
     infos = [by_path[f]["info"].row(0, named=True) for f in files]
     numbers, why = _ranks.number_ranks(infos)
+    why += named_again([str(p) for p in paths])
     said = dict(zip(files, _ranks.rank_sources(infos, numbers)))
     parts = [{**by_path[f], "info": by_path[f]["info"].with_columns(rank_source=pl.lit(said[f]))} for f in files]
     tables = _ranks.combine(list(zip(numbers, parts)))
@@ -238,12 +257,12 @@ def pool_size(cpus: int) -> int:
     return max(1, cpus // 2)
 
 
-def number(profiles: list) -> tuple[list[int], str]:
+def number(profiles: list, given: list[str] | None = None) -> tuple[list[int], str]:
     """Rank numbers of loaded exports as load_many numbers them (RANK in each file, else sorted file names),
     and the sentence saying how many files there are and where their numbers came from (what a command over
-    several FILEs says first on stderr)."""
+    several FILEs says first on stderr); `given`: the paths and globs they came from (named_again)."""
     numbers, why = _ranks.number_ranks([_ranks.rank_info(str(p.path), p.facts) for p in profiles])
-    return numbers, f"{len(profiles)} files; {why}"
+    return numbers, f"{len(profiles)} files; {why}{named_again(given or [])}"
 
 
 def stack(profiles: list, ranks: list[int], method: str, **kwargs) -> pl.DataFrame:

@@ -7,7 +7,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from conftest import PUBLIC, craft, fixture, raw, seeded
+from conftest import PUBLIC, ROOT, craft, fixture, raw, seeded
 from test_audit_processes import PID, TWIN, twin_statements
 
 from nsysql.cli import main
@@ -168,3 +168,20 @@ def test_ranks_names_the_process_whose_loop_it_reads_in_a_file_of_several(two_ra
     assert f"process {chosen} (GPU" in detected, detected
     line, _ = _ranks(two_ranks, *args)
     assert f"of which it reads process {chosen}'s loop" in line, line
+
+
+def test_a_file_named_twice_is_one_rank_and_said_to_be(tmp_path, monkeypatch):
+    """ddp_pair's rank 0 named as `rank0.sqlite` and `./rank0.sqlite`, and matched again by the glob `rank*.sqlite`
+    with rank 1: two ranks, and the first line says which file was named more than once and how often; it said
+    "2 ranks" alone, so that a user who named three files could not tell which went missing."""
+    pair = ROOT / "fixtures" / "ddp_pair"
+    seeded(pair / "rank0.sqlite", pair / "rank1.sqlite")  # the run's entries: copies of a file share its entry
+    for name in ("rank0.sqlite", "rank1.sqlite"):
+        (tmp_path / name).write_bytes((pair / name).read_bytes())
+    monkeypatch.chdir(tmp_path)
+    res = _run("ranks", "-f", "json", "rank0.sqlite", "./rank0.sqlite", "rank*.sqlite")
+    assert [r["rank"] for r in json.loads(res.stdout)["per rank"]] == [0, 1]
+    first = res.stderr.splitlines()[0]
+    assert first.startswith("nsysql: 2 ranks; ") and first.endswith(
+        "named more than once, read once: rank0.sqlite (3 times)"
+    )

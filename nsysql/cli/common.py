@@ -217,7 +217,7 @@ def ranked(files: tuple[str, ...]) -> tuple[list, list[int]]:
     from ..many import expand, number
 
     profs = [load_profile(p) for p in expand(list(files))]
-    ranks, said = number(profs)
+    ranks, said = number(profs, list(files))
     click.echo(f"nsysql: {said}", err=True)
     return profs, ranks
 
