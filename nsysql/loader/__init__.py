@@ -96,10 +96,19 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, readers=No
 
     tables = _with_riders(tables)
     files, staging = plan(tables)
-    stage(src, con, progress, readers=readers, names=staging)
-    rest = staging - _staged(con)  # readers started for fewer tables than these
-    if rest:
-        stage(src, con, progress, names=rest)
+    early, ran_early = _while_reading(con, files, stop)
+    try:
+        stage(src, con, progress, readers=readers, names=staging)
+        rest = staging - _staged(con)  # readers started for fewer tables than these
+        if rest:
+            stage(src, con, progress, names=rest)
+    except BaseException:
+        try:
+            ran_early()  # done before the connection goes; staging's error is the one said
+        except BaseException:  # noqa: BLE001, S110
+            pass
+        raise
+    ran_early()
     src.unchanged()  # every row is read: refuse a file written meanwhile (before anything is cached)
     asked: list = [tables]
 
@@ -135,7 +144,8 @@ def build(src: Source, con: duckdb.DuckDBPyConnection, progress=None, readers=No
         [x for fact in facts for x in fact],
     )
     _write_beyond(src, con)
-    run_files(con, files, progress, later=later if tables is not None and more is not None else None, stop=stop)
+    late = [f for f in files if f not in early]
+    run_files(con, late, progress, later=later if tables is not None and more is not None else None, stop=stop)
     tables = asked[0]
     unstage(con, detach=tables is None)  # kept attached for `extend`, out of `con`'s search path
     if tables is not None:
@@ -421,6 +431,43 @@ BUILDING = {
     "90_process_roles": "main threads and devices",
     "95_data_quality": "data quality checks",
 }
+
+
+def _while_reading(con: duckdb.DuckDBPyConnection, files: list[Path], stop=None):
+    """Start the files of `files` that read nothing (no @include, @staging or @tables: the macros, the kernel
+    rules' constants) on a thread and cursor of their own, so that they are built while the export is read and the
+    files that include them start as soon as its rows are staged. Returns those files and a function that waits
+    for them (raising their error). One after another with the rest where nsysql.tuning's `parallel_sql` is off."""
+    free = [f for f in files if not (_order()[f] or _header(f).staging or _header(f).tables)]
+    if not free or not tuning.on("parallel_sql"):
+        return [], lambda: None
+    import threading
+
+    where = con.execute("SELECT current_database(), current_setting('search_path')").fetchall()[0]
+    errors: list[BaseException] = []
+
+    def run():
+        try:
+            cur = cursor(con, where)
+            try:
+                for f in free:
+                    if stop is not None and stop.is_set():
+                        raise KeyboardInterrupt  # abandoned: nothing more is written into the entry
+                    cur.execute(f.read_text(encoding="utf-8"))
+            finally:
+                cur.close()
+        except BaseException as e:  # noqa: BLE001 - raised on the building thread by wait()
+            errors.append(e)
+
+    thread = threading.Thread(target=run, name="nsysql-sql-early", daemon=True)
+    thread.start()
+
+    def wait() -> None:
+        thread.join()
+        if errors:
+            raise errors[0]
+
+    return free, wait
 
 
 def run_files(con: duckdb.DuckDBPyConnection, files=None, progress=None, later=None, stop=None) -> None:
