@@ -453,7 +453,8 @@ def _while_reading(con: duckdb.DuckDBPyConnection, files: list[Path], stop=None)
                 for f in free:
                     if stop is not None and stop.is_set():
                         raise KeyboardInterrupt  # abandoned: nothing more is written into the entry
-                    cur.execute(f.read_text(encoding="utf-8"))
+                    if not _made_empty(cur, f):  # as run_files runs each file
+                        cur.execute(f.read_text(encoding="utf-8"))
             finally:
                 cur.close()
         except BaseException as e:  # noqa: BLE001 - raised on the building thread by wait()
