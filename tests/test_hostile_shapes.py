@@ -351,3 +351,42 @@ def test_ranks_whose_loops_differ_in_length_are_said_to(tmp_path):
         f"; the ranks' loops differ in length, from {n[1]:,} iterations (rank 1) to {n[0]:,} (rank 0): an "
         f"iteration past {n[1]:,} compares fewer ranks"
     ), res.stderr
+
+
+# loader_cpu_before with every 2nd call-stack frame named anew: a name of 10 kB, an empty name, or a name id that
+# StringIds lacks (rowid % 3 picks which), as a JIT or a stripped binary can leave them
+_LONG_FRAME = "y" * 10_000
+_FRAME_NAMES = (
+    "CREATE TEMP TABLE m AS SELECT max(id) AS m FROM StringIds",
+    ("INSERT INTO StringIds (id, value) SELECT m + 1, ? FROM m", (_LONG_FRAME,)),
+    "INSERT INTO StringIds (id, value) SELECT m + 2, '' FROM m",
+    "UPDATE SAMPLING_CALLCHAINS SET symbol = (SELECT m FROM m) + 1 + rowid % 3 WHERE rowid % 2 = 0",
+)
+
+
+@pytest.fixture(scope="module")
+def frame_names(tmp_path_factory):
+    """The export of _FRAME_NAMES and the cache directory its tests share (one build)."""
+    d = tmp_path_factory.mktemp("frames")
+    return craft(d / "frames.sqlite", *_FRAME_NAMES, source="loader_cpu_before"), d / "cache"
+
+
+def test_cpu_names_a_frame_without_a_name_as_one_without_text(frame_names):
+    """A leaf frame whose name id StringIds lacks is `?`, as an empty name is: it was a blank cell, a row apart from
+    the `?` of its module, and counted among the unresolved addresses in sentences. The `?` rows hold, per module,
+    the samples whose leaf frame has no name, counted here from the export."""
+    path, cache = frame_names
+    want = dict(
+        raw(
+            path,
+            "SELECT m.value, count(*) FROM COMPOSITE_EVENTS e "
+            "JOIN SAMPLING_CALLCHAINS c ON c.id = e.id AND c.stackDepth = 0 "
+            "LEFT JOIN StringIds s ON s.id = c.symbol JOIN StringIds m ON m.id = c.module "
+            "WHERE coalesce(s.value, '') = '' GROUP BY 1",
+        )
+    )
+    res = _cli("--cache-dir", cache, "cpu", "-f", "json", path)
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)
+    assert all(r["function"] for r in rows)
+    assert {r["module"]: r["samples"] for r in rows if r["function"] == "?"} == want

@@ -104,6 +104,13 @@ def short_name(frame: str | None) -> str:
     return (s.rsplit(" ", 1)[-1] or frame).replace(_CALL, "()")  # the return type
 
 
+def _function() -> pl.Expr:
+    """The `function` column of samples: short_name of the leaf frame, `?` as for an empty name where the sample
+    has no frame or its name id is missing from StringIds (a null the tables would show blank and sentences would
+    count as unresolved addresses)."""
+    return pl.col("leaf_frame").fill_null("").map_elements(short_name, return_dtype=pl.String)
+
+
 _NAME_CALL = re.compile(r"[<>]|(?<![\w:])([A-Za-z_]\w*(?:::[A-Za-z_~]\w*)+\x01?)\(")
 
 
@@ -234,9 +241,7 @@ def cpu(con, wins: list[tuple[int, int]], by: str = "function") -> pl.DataFrame:
         return _by_threads_scheduled(con, wf, by)
     if why:
         raise NsysqlError(refusal(con, by))
-    s = run(con, "cpu_window_samples", **wf).with_columns(
-        function=pl.col("leaf_frame").map_elements(short_name, return_dtype=pl.String)
-    )
+    s = run(con, "cpu_window_samples", **wf).with_columns(function=_function())
     total = s["samples"].sum() or 0
     pct = (100.0 * pl.col("samples") / total) if total else pl.lit(0.0)
     if by == "function":
@@ -441,9 +446,7 @@ def _gap_frames(con, gaps_df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame,
     thread's role, process and name."""
     wf = _windows_frame(list(zip(gaps_df["start_ns"].to_list(), gaps_df["end_ns"].to_list())))
     states = run(con, "cpu_window_states", **wf)
-    samples = run(con, "cpu_window_samples", **wf).with_columns(
-        function=pl.col("leaf_frame").map_elements(short_name, return_dtype=pl.String)
-    )
+    samples = run(con, "cpu_window_samples", **wf).with_columns(function=_function())
     return states, samples, run(con, "cpu_threads")
 
 
