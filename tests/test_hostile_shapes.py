@@ -390,3 +390,18 @@ def test_cpu_names_a_frame_without_a_name_as_one_without_text(frame_names):
     rows = json.loads(res.stdout)
     assert all(r["function"] for r in rows)
     assert {r["module"]: r["samples"] for r in rows if r["function"] == "?"} == want
+
+
+def test_sentences_quote_a_frame_of_10_kb_cut_short(frame_names):
+    """The gaps' `meanwhile` and the data-loader finding quote a top frame's function cut to 200 characters: the
+    10 kB name made each sentence that quoted it 10 kB long (and the table cut the sentence at 1,000 characters,
+    before its end). `cpu` gives the name whole."""
+    path, cache = frame_names
+    res = _cli("--cache-dir", cache, "summary", "-f", "json", path)
+    assert res.exit_code == 0, res.output
+    said = json.dumps(
+        {k: v for k, v in json.loads(res.stdout).items() if k in ("facts", "findings")}, ensure_ascii=False
+    )
+    assert f"`{'y' * 199}…`" in said and "y" * 200 not in said
+    res = _cli("--cache-dir", cache, "cpu", "-f", "json", path)
+    assert _LONG_FRAME in {r["function"] for r in json.loads(res.stdout)}

@@ -436,7 +436,7 @@ def _python_clause(con, wf: dict, pid: int, tid: int) -> str:
     top = max(set(places), key=lambda p: (places.count(p), p))
     short = "/".join(top[1].split("/")[-3:]) if top[1] else "?"
     return (
-        f"; in Python it was in `{top[0]}` ({short}) in {places.count(top) / len(places):.0%} of its "
+        f"; in Python it was in `{_said(top[0])}` ({_said(short)}) in {places.count(top) / len(places):.0%} of its "
         f"{len(places):,} Python samples"
     )
 
@@ -658,6 +658,16 @@ def _who(r: dict) -> tuple[str, str]:
     return who + (f" ({', '.join(said)})" if said else ""), verb
 
 
+# the most of a name (a frame's function, a Python place, a file) that a sentence quotes: a JIT or a template can name
+# a frame in kilobytes, and one such name made the sentence that quoted it 10 kB long; `cpu`'s rows have it whole
+SAID_MAX = 200
+
+
+def _said(name: str) -> str:
+    """`name` as a sentence quotes it: at most SAID_MAX characters, cut with `…`."""
+    return name if len(name) <= SAID_MAX else name[: SAID_MAX - 1] + "…"
+
+
 # a frame nsys could not symbolize is named by its address alone (65_cpu_samples.sql): one such address says
 # nothing a reader can act on, so their samples are said together, as unresolved addresses
 UNRESOLVED = "unresolved addresses"
@@ -678,7 +688,8 @@ def _frames(samples: pl.DataFrame, n: int = 3) -> str:
         .head(n)
     )
     said = ", ".join(
-        f"`{f}` {_pct(c, total)}" if f is not None else f"{UNRESOLVED} {_pct(c, total)}" for f, c in top.iter_rows()
+        f"`{_said(f)}` {_pct(c, total)}" if f is not None else f"{UNRESOLVED} {_pct(c, total)}"
+        for f, c in top.iter_rows()
     )
     return f", top frames {said} (of {total:,} sample{'s' if total != 1 else ''})"
 
