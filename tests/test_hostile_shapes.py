@@ -405,3 +405,30 @@ def test_sentences_quote_a_frame_of_10_kb_cut_short(frame_names):
     assert f"`{'y' * 199}…`" in said and "y" * 200 not in said
     res = _cli("--cache-dir", cache, "cpu", "-f", "json", path)
     assert _LONG_FRAME in {r["function"] for r in json.loads(res.stdout)}
+
+
+def test_two_rows_of_one_gpu_that_disagree_describe_it_by_neither(tmp_path):
+    """TARGET_INFO_GPU with a second row for device 0 naming another GPU (an A100 beside the H200): which one ran
+    the work the export does not say, so the device's name, SMs, memory and compute capability are NULL where the
+    rows differ, and the tensor-core advice says it does not know the GPU; any_value picked one of them (the
+    H200's sm_90 here) and the advice named its tensor cores. Where the rows agree (as TARGET_INFO_GPU and
+    TARGET_INFO_CUDA_GPU of one GPU do), a value is kept."""
+    two = craft(
+        tmp_path / "two.sqlite",
+        "INSERT INTO TARGET_INFO_GPU (vmId, id, name, totalMemory, smCount, computeMajor, computeMinor, clockRate) "
+        "SELECT vmId, id, 'NVIDIA A100-SXM4-80GB', 85899345920, 108, 8, 0, clockRate FROM TARGET_INFO_GPU",
+    )
+    prof = nsysql.load(two, cache=False)
+    assert prof.sql("SELECT device_id, name, sm_count, memory_bytes, compute_capability FROM devices").rows() == [
+        (0, None, None, None, None)
+    ]
+    said = " ".join(prof.summary()["findings"]["evidence"].to_list())
+    assert "does not say which GPU ran them" in said and "sm_90" not in said
+    # rows that agree, one of them lacking a value: the value of the other
+    same = craft(
+        tmp_path / "same.sqlite",
+        "INSERT INTO TARGET_INFO_GPU (vmId, id, name, smCount) SELECT vmId, id, name, smCount FROM TARGET_INFO_GPU",
+    )
+    assert nsysql.load(same, cache=False).sql("SELECT name, compute_capability FROM devices").rows() == [
+        ("NVIDIA H200", "9.0")
+    ]
