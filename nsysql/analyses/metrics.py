@@ -82,12 +82,24 @@ def gpu_metrics(
         if not got.height and not run(con, "range_names").height:
             raise NsysqlError(f"no NVTX ranges in this profile, so no range has GPU metrics ({NVTX_HINT})")
         if not got.height:
+            _untraced(con, "NVTX range")
             raise NsysqlError(f"no {'selected ' if names else ''}NVTX range launched GPU work that the metrics sampled")
         return got
     got = windows.run("iteration_metrics", pid=pid, metrics=None)
     if not got.height:
+        _untraced(con, "iteration")
         raise NsysqlError("no iteration launched GPU work that the metrics sampled")
     return got
+
+
+def _untraced(con, what: str) -> None:
+    """Raise why no `what` has metrics where the export holds no GPU work at all: an instance's metrics are read
+    over the GPU work it launched (its GPU-projected window), so without any, no window is known."""
+    if not con.sql("SELECT 1 FROM gpu_ops LIMIT 1").fetchall():
+        raise NsysqlError(
+            f"no GPU work traced (no kernel, copy or memset in the export), so no {what}'s time on the GPU is known "
+            "to read the metrics over; `nsysql metrics` gives them over the whole capture"
+        )
 
 
 def activity(windows, pid: int, device_id: int | None) -> pl.DataFrame | None:
