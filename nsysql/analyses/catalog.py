@@ -1288,6 +1288,7 @@ def gaps_explained(ctx, range, min_ns, by, include_warmup, top) -> dict[str, pl.
         "cpu_samples",
         "cpu_stack_frames",
         "nvtx_marks",
+        "nvtx_payloads",
         "nvtx_ranges",
         "os_calls",
         "process_roles",
@@ -1306,6 +1307,7 @@ def gaps_explained(ctx, range, min_ns, by, include_warmup, top) -> dict[str, pl.
         "cpu_stacks",
         "cpu_range_windows",
         "cpu_python_evidence",
+        "payloads_undecoded",
     ),
     requires=("cpu_samples",),
     command="cpu",
@@ -1319,8 +1321,8 @@ def gaps_explained(ctx, range, min_ns, by, include_warmup, top) -> dict[str, pl.
         Only(
             "by",
             ("python",),
-            tables=("api_calls", "nvtx_marks", "os_calls", "process_roles"),
-            sql=("cpu_python_evidence",),
+            tables=("api_calls", "nvtx_marks", "nvtx_payloads", "os_calls", "process_roles"),
+            sql=("cpu_python_evidence", "payloads_undecoded"),
         ),
     ),
 )

@@ -95,10 +95,10 @@ def why_none(con) -> str:
     return f"{undecoded(payloads, damaged)}, so no collective can be measured" if not decoded else NO_SIZES
 
 
-def undecoded(payloads: int, damaged: int) -> str:
-    """Why NCCL ranges that carry payloads have no message size where not one of the payloads decodes: how many
-    have a damaged header (`damaged`), and how many a schema the export does not declare or bytes that end early
-    (the rest: nvtx_payloads tells the two apart by no column, so neither is claimed alone)."""
+def undecoded(payloads: int, damaged: int, who: str = "NCCL's ranges carry") -> str:
+    """Why events that carry payloads (`who`: "NCCL's ranges carry") yield nothing where not one of the payloads
+    decodes: how many have a damaged header (`damaged`), and how many a schema the export does not declare or
+    bytes that end early (the rest: nvtx_payloads tells the two apart by no column, so neither is claimed alone)."""
     why = []
     if damaged:
         why.append(f"{damaged:,} with a header that promises more than the event's bytes hold")
@@ -107,7 +107,7 @@ def undecoded(payloads: int, damaged: int) -> str:
             f"{payloads - damaged:,} with a schema that NVTX_PAYLOAD_SCHEMAS does not declare, or bytes that end "
             "before the payload does"
         )
-    return f"NCCL's ranges carry payloads, but none that can be decoded ({'; '.join(why)})"
+    return f"{who} payloads, but none that can be decoded ({'; '.join(why)})"
 
 
 def refusal(con) -> str | None:

@@ -288,6 +288,11 @@ def no_python(con) -> str:
     """The one line for an export without Python samples: the capture that records them only where the export
     shows a Python program (cpu_python_evidence: nsys's Python sampler, a Python interpreter or DataLoader worker
     among the traced processes, a Python library sampled), naming that evidence; else that nothing shows one."""
+    marks, decoded, damaged = run(con, "payloads_undecoded", domain="Python Periodic Sampling", event="mark").row(0)
+    if marks and not decoded:  # the bytes were exported, and none decodes: exporting again would not help
+        from .collectives import undecoded
+
+        return f"no Python samples in this export: {undecoded(marks, damaged, 'nsys sampled Python, its marks carry')}"
     ev = run(con, "cpu_python_evidence")
     if not ev.height:
         return (
