@@ -432,3 +432,20 @@ def test_two_rows_of_one_gpu_that_disagree_describe_it_by_neither(tmp_path):
     assert nsysql.load(same, cache=False).sql("SELECT name, compute_capability FROM devices").rows() == [
         ("NVIDIA H200", "9.0")
     ]
+
+
+def test_a_loop_of_ranges_all_ending_before_they_start_is_not_said_unannotated(tmp_path):
+    """train_small with every NVTX push/pop range ending before it starts (a clock gone wrong): the load leaves
+    them all out, and `iterations` said the export had no push/pop ranges and to annotate the code with NVTX,
+    which it was. It says the ranges were left out as flawed, how many, and where to read why."""
+    path = craft(tmp_path / "back.sqlite", 'UPDATE NVTX_EVENTS SET "end" = start - 5000000 WHERE eventType = 59')
+    ((n,),) = raw(path, "SELECT count(*) FROM NVTX_EVENTS WHERE eventType = 59")
+    want = (
+        f"no NVTX push/pop range is left to find iterations in: the load left out the export's {n:,} flawed NVTX "
+        "ranges (`nsysql info` says why, under data quality)"
+    )
+    res = _cli("--cache-dir", tmp_path / "cache", "iterations", path)
+    assert res.exit_code == 2 and res.stderr.strip().splitlines() == [f"nsysql: error: {path}: {want}"], res.output
+    res = _cli("--cache-dir", tmp_path / "cache", "info", "-f", "json", path)
+    rows = json.loads(res.stdout)
+    assert {"section": "commands", "item": "iterations", "value": f"no: {want}"} in rows, rows

@@ -849,9 +849,10 @@ def findings(ctx, thresholds) -> pl.DataFrame:
     refusal=_iter.refusal,
     params=(RANGE, SKIP, OUTLIER_SIGMAS),
     needs=("iteration_range",),
-    tables=("gpu_activity_periods", "gpu_busy", "gpu_ops", "nvtx_ranges", "op_launch", "strings"),
+    tables=("data_quality", "gpu_activity_periods", "gpu_busy", "gpu_ops", "nvtx_ranges", "op_launch", "strings"),
     requires=("nvtx_ranges",),
     sql=(
+        "dropped_rows",
         "iteration_windows",
         "iterations",
         "range_totals",
