@@ -449,3 +449,16 @@ def test_a_loop_of_ranges_all_ending_before_they_start_is_not_said_unannotated(t
     res = _cli("--cache-dir", tmp_path / "cache", "info", "-f", "json", path)
     rows = json.loads(res.stdout)
     assert {"section": "commands", "item": "iterations", "value": f"no: {want}"} in rows, rows
+
+
+def test_a_summary_without_copies_titles_its_memory_section_by_what_it_holds(tmp_path):
+    """mem_growth (traced with --cuda-memory-usage, no copy or memset): summary's table titled the section of
+    copies and memsets `memory` and said "no memory" of a profile that allocated hundreds of MB on the GPU. It is
+    `memory operations` in the table, as the report titles it; -f json keeps the key `memory`."""
+    src = fixture("mem_growth")
+    ((allocated,),) = raw(src, "SELECT sum(bytes) FROM CUDA_GPU_MEMORY_USAGE_EVENTS WHERE memoryOperationType = 0")
+    assert allocated > 100e6  # the profile holds GPU memory events
+    cache = built_cache(tmp_path / "cache", src)
+    text = _cli("--cache-dir", cache, "summary", src).stdout
+    assert "== memory operations ==\nno memory operations\n" in text and "no memory\n" not in text
+    assert json.loads(_cli("--cache-dir", cache, "summary", "-f", "json", src).stdout)["memory"] == []
