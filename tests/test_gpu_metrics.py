@@ -232,3 +232,22 @@ def test_by_iteration_without_gpu_work_says_none_was_traced(tmp_path):
             "time on the GPU is known to read the metrics over; `nsysql metrics` gives them over the whole capture"
         ]
     assert runner.invoke(main, ["--cache-dir", str(tmp_path / "cache"), "metrics", str(path)]).exit_code == 0
+
+
+def test_by_iteration_says_which_iterations_no_sample_covers(tmp_path):
+    """hw_mix with its samples from 1 ms before `Batch8` on dropped (sampling that stopped, a buffer lost):
+    iterations 8-15 launch GPU work that no sample covers, and `metrics --by iteration` listed iterations 0-7
+    alone, silent on the others. It says which are left out and of how many; each shown iteration has its rows
+    as before."""
+    cut = "DELETE FROM GPU_METRICS WHERE timestamp > (SELECT start FROM NVTX_EVENTS WHERE text = 'Batch8') - 1000000"
+    path = craft(tmp_path / "cut.sqlite", cut, source="hw_mix")
+    r = CliRunner().invoke(
+        main, ["--cache-dir", str(tmp_path / "cache"), "metrics", "--by", "iteration", "--csv", str(path)]
+    )
+    assert r.exit_code == 0, r.output
+    shown = list(csv.DictReader(r.stdout.splitlines()))
+    assert sorted({int(row["iteration"]) for row in shown}) == list(range(8)) and all(row["metric"] for row in shown)
+    assert r.stderr.strip().splitlines()[-1] == (
+        "nsysql: no GPU metrics sample covers the GPU work of iterations 8, 9, 10, 11, 12, 13, … (8 in all, of the "
+        "16 with GPU work): they are left out"
+    )

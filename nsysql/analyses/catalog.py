@@ -403,7 +403,9 @@ def gpu_metrics(ctx, by, range, attribution) -> pl.DataFrame:
 def gpu_metrics_shown(ctx, by, range, attribution, graphics) -> dict[str, pl.DataFrame]:
     """What `nsysql metrics` shows: gpu_metrics' frame with clocks nsys wrote in Hz under [MHz] in MHz and the
     graphics counters at 0 throughout left out unless `graphics` (`table`), those left out (`left`) and the
-    sentence naming them (`said`, one row, null where none is) (nsysql.analyses.metrics.shown)."""
+    sentence naming them (`said`, one row, null where none is), and per iteration the sentence naming the
+    iterations no sample covers, left out of `table` (`unsampled`, one row, null where none is)
+    (nsysql.analyses.metrics.shown)."""
     return _metrics.shown(ctx.ask("gpu_metrics", by=by, range=range, attribution=attribution), graphics)
 
 
