@@ -428,7 +428,7 @@ def python_place(frames: list[dict]) -> tuple[str, str]:
     if not frames:
         return "?", ""
     i = next((k for k, f in enumerate(frames) if not _STDLIB.search(f["file"] or "")), 0)
-    names = " ← ".join(f"{f['function']}" for f in frames[i : i + 3])
+    names = " ← ".join(f"{f['function'] or '?'}" for f in frames[i : i + 3])  # `?`: a name StringIds lacks
     return names, frames[i]["file"] or ""
 
 
