@@ -163,10 +163,13 @@ def render(
 
 def summary_view(s: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
     """A summary's frames as people read them: facts by label (their stable `key` is for programs); the line
-    under the kernel table (fact `kernels_note`) is not a fact here: summary_text writes it under that table."""
+    under the kernel table (fact `kernels_note`) is not a fact here: summary_text writes it under that table. The
+    `memory` section (copies and memsets) is titled `memory operations`, as the report titles it: its empty line
+    said "no memory", of profiles whose GPU memory nsys traced (`nsysql gpu-memory`)."""
     import polars as pl
 
-    return {**s, "facts": s["facts"].filter(pl.col("key") != "kernels_note").select("item", "value")}
+    s = {**s, "facts": s["facts"].filter(pl.col("key") != "kernels_note").select("item", "value")}
+    return {("memory operations" if k == "memory" else k): v for k, v in s.items()}
 
 
 def summary_text(s: dict[str, pl.DataFrame], fmt: str, fit=lambda text: text, **look) -> str:

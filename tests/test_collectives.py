@@ -12,7 +12,7 @@ import struct
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES, built_cache, raw
+from conftest import FIXTURES, built_cache, craft, raw
 
 import nsysql
 from nsysql.cli import main
@@ -181,3 +181,37 @@ def test_several_files_refuse_a_slow_ratio_rather_than_ignore_it():
     r = CliRunner().invoke(main, ["collectives", str(RANK0), str(RANK1), "--slow-ratio", "0.3"])
     assert r.exit_code == 2
     assert "--slow-ratio" in r.stderr and "several FILEs" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "damage, why",
+    [
+        (
+            "UPDATE NVTX_EVENTS SET binaryData = substr(binaryData, 1, length(binaryData) / 2) "
+            "WHERE binaryData IS NOT NULL",
+            "with a header that promises more than the event's bytes hold",
+        ),
+        (
+            "DELETE FROM NVTX_PAYLOAD_SCHEMAS",
+            "with a schema that NVTX_PAYLOAD_SCHEMAS does not declare, or bytes that end before the payload does",
+        ),
+    ],
+)
+def test_payloads_that_do_not_decode_are_said_so_and_kernels_answer(tmp_path, damage, why):
+    """ddp_blobs rank 0 with its payloads cut in half, or their schemas gone: NCCL's ranges carry payloads of which
+    none decodes. Per call it refused saying the ranges carry no message size in their payloads; now it says none
+    decodes and why, counting the NCCL ranges with payload bytes, and per kind the kernels' names answer, as where
+    the export left the bytes out."""
+    path = craft(tmp_path / "damaged.sqlite", damage, source=RANK0)
+    # every payload of ddp_blobs is NCCL's, on a range
+    ((n,),) = raw(path, "SELECT count(*) FROM NVTX_EVENTS WHERE binaryData IS NOT NULL AND eventType IN (59, 60)")
+    runner = CliRunner()
+    r = runner.invoke(main, ["--no-cache", "collectives", str(path), "--by", "call"])
+    assert r.exit_code == 2, r.output
+    (line,) = r.stderr.strip().splitlines()
+    assert line.endswith(
+        f"NCCL's ranges carry payloads, but none that can be decoded ({n} {why}), so no collective can be measured"
+    )
+    r = runner.invoke(main, ["--no-cache", "collectives", str(path), "-f", "json"])
+    assert r.exit_code == 0, r.output
+    assert {row["kind"] for row in json.loads(r.stdout)["collectives"]} == {"AllReduce", "Broadcast", "AllGather"}

@@ -9,8 +9,9 @@ import sqlite3
 
 import polars as pl
 from click.testing import CliRunner
-from conftest import fixture, loaded
+from conftest import craft, fixture, loaded
 
+import nsysql
 from nsysql.cli import main
 
 BEFORE = fixture("loader_cpu_before")
@@ -64,3 +65,37 @@ def test_cpu_by_python():
     assert df["samples"].sum() == total
     none = CliRunner().invoke(main, ["cpu", str(fixture("train_small")), "--by", "python"])
     assert none.exit_code == 2 and "--python-sampling=true" in none.stderr
+
+
+def test_python_marks_whose_payloads_do_not_decode_are_said_so(tmp_path):
+    """loader_cpu_before with every payload cut to two thirds of its bytes: the Python samples' marks are there,
+    with their bytes, and none decodes. `cpu --by python` says so, counting them; it said to export the report
+    again with --include-blobs=true, as though the bytes had been left out."""
+    cut = "UPDATE NVTX_EVENTS SET binaryData = substr(binaryData, 1, length(binaryData) * 2 / 3) WHERE binaryData NOT NULL"
+    path = craft(tmp_path / "cut.sqlite", cut, source="loader_cpu_before")
+    # every payload of the fixture is a Python sample's, on a mark
+    (marks,) = raw("SELECT count(*) FROM NVTX_EVENTS WHERE binaryData IS NOT NULL AND eventType = 34")[0]
+    r = CliRunner().invoke(main, ["--no-cache", "cpu", "--by", "python", str(path)])
+    assert r.exit_code == 2, r.output
+    assert r.stderr.strip().splitlines() == [
+        f"nsysql: error: {path}: no Python samples in this export: nsys sampled Python, its marks carry payloads, "
+        f"but none that can be decoded ({marks:,} with a schema that NVTX_PAYLOAD_SCHEMAS does not declare, or bytes "
+        "that end before the payload does)"
+    ]
+
+
+def test_a_python_frame_whose_name_stringids_lacks_is_no_number(tmp_path):
+    """loader_cpu_before without the string `_try_get_data` in StringIds: the frames that named it hold a string
+    handle no string answers. The payload field's value is NULL (its int_value keeps the handle), and the place
+    names the frame `?`; the handle's number stood in for the function (`736 ← _get_data ← _next_data`), in the
+    table and in summary's sentence alike."""
+    path = craft(tmp_path / "nameless.sqlite", "DELETE FROM StringIds WHERE value = '_try_get_data'", source=BEFORE)
+    ((handle,),) = raw("SELECT id FROM StringIds WHERE value = '_try_get_data'")
+    prof = nsysql.load(path, cache=False)
+    got = prof.sql(
+        f"SELECT DISTINCT value FROM nvtx_payload_fields WHERE field = 'Frames.Function' AND int_value = {handle}"
+    )
+    assert got.rows() == [(None,)]
+    places = prof.cpu(by="python")
+    main_place = places.filter(pl.col("role") == "main")["place"][0]
+    assert main_place == "? ← _get_data ← _next_data"

@@ -9,7 +9,7 @@ import csv
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import fixture, loaded
+from conftest import craft, fixture, loaded
 
 from nsysql.cli import main
 
@@ -214,3 +214,40 @@ def test_categories_per_range_add_up_to_kernels_by_range():
     kbr = p.kernels_by_range().group_by("range").agg(pl.col("total_ns").sum(), pl.col("count").sum())
     assert dict(cats.select("range", "total_ns").iter_rows()) == dict(kbr.select("range", "total_ns").iter_rows())
     assert dict(cats.select("range", "count").iter_rows()) == dict(kbr.select("range", "count").iter_rows())
+
+
+def test_by_iteration_without_gpu_work_says_none_was_traced(tmp_path):
+    """hw_mix without its CUDA trace (GPU metrics and NVTX alone, as `-t nvtx --gpu-metrics-devices=all` records):
+    per iteration and per range the metrics are read over the GPU work each launched, of which the export holds
+    none: the refusal says so and points to the whole-capture answer; it said no iteration (range) launched GPU
+    work that the metrics sampled, as though the work were there and unsampled."""
+    tables = ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMSET")
+    path = craft(tmp_path / "nocuda.sqlite", *(f"DROP TABLE {t}" for t in tables), source="hw_mix")
+    runner = CliRunner()
+    for by, what in (("iteration", "iteration"), ("range", "NVTX range")):
+        r = runner.invoke(main, ["--cache-dir", str(tmp_path / "cache"), "metrics", "--by", by, str(path)])
+        assert r.exit_code == 2, r.output
+        assert r.stderr.strip().splitlines() == [
+            f"nsysql: error: {path}: no GPU work traced (no kernel, copy or memset in the export), so no {what}'s "
+            "time on the GPU is known to read the metrics over; `nsysql metrics` gives them over the whole capture"
+        ]
+    assert runner.invoke(main, ["--cache-dir", str(tmp_path / "cache"), "metrics", str(path)]).exit_code == 0
+
+
+def test_by_iteration_says_which_iterations_no_sample_covers(tmp_path):
+    """hw_mix with its samples from 1 ms before `Batch8` on dropped (sampling that stopped, a buffer lost):
+    iterations 8-15 launch GPU work that no sample covers, and `metrics --by iteration` listed iterations 0-7
+    alone, silent on the others. It says which are left out and of how many; each shown iteration has its rows
+    as before."""
+    cut = "DELETE FROM GPU_METRICS WHERE timestamp > (SELECT start FROM NVTX_EVENTS WHERE text = 'Batch8') - 1000000"
+    path = craft(tmp_path / "cut.sqlite", cut, source="hw_mix")
+    r = CliRunner().invoke(
+        main, ["--cache-dir", str(tmp_path / "cache"), "metrics", "--by", "iteration", "--csv", str(path)]
+    )
+    assert r.exit_code == 0, r.output
+    shown = list(csv.DictReader(r.stdout.splitlines()))
+    assert sorted({int(row["iteration"]) for row in shown}) == list(range(8)) and all(row["metric"] for row in shown)
+    assert r.stderr.strip().splitlines()[-1] == (
+        "nsysql: no GPU metrics sample covers the GPU work of iterations 8, 9, 10, 11, 12, 13, … (8 in all, of the "
+        "16 with GPU work): they are left out"
+    )

@@ -373,3 +373,114 @@ def test_a_profile_spanning_hours_says_its_long_times_in_seconds(tmp_path):
     busy = facts["GPU 0 busy (whole profile)"]
     assert f" of {(last - first) / 1e9:,.1f} s)" in busy, busy
     assert re.search(r"included: [0-9.]+ ms of ", busy), busy  # the busy time itself, under 100 s
+
+
+# loader_cpu_before with every 2nd call-stack frame named anew: a name of 10 kB, an empty name, or a name id that
+# StringIds lacks (rowid % 3 picks which), as a JIT or a stripped binary can leave them
+_LONG_FRAME = "y" * 10_000
+_FRAME_NAMES = (
+    "CREATE TEMP TABLE m AS SELECT max(id) AS m FROM StringIds",
+    ("INSERT INTO StringIds (id, value) SELECT m + 1, ? FROM m", (_LONG_FRAME,)),
+    "INSERT INTO StringIds (id, value) SELECT m + 2, '' FROM m",
+    "UPDATE SAMPLING_CALLCHAINS SET symbol = (SELECT m FROM m) + 1 + rowid % 3 WHERE rowid % 2 = 0",
+)
+
+
+@pytest.fixture(scope="module")
+def frame_names(tmp_path_factory):
+    """The export of _FRAME_NAMES and the cache directory its tests share (one build)."""
+    d = tmp_path_factory.mktemp("frames")
+    return craft(d / "frames.sqlite", *_FRAME_NAMES, source="loader_cpu_before"), d / "cache"
+
+
+def test_cpu_names_a_frame_without_a_name_as_one_without_text(frame_names):
+    """A leaf frame whose name id StringIds lacks is `?`, as an empty name is: it was a blank cell, a row apart from
+    the `?` of its module, and counted among the unresolved addresses in sentences. The `?` rows hold, per module,
+    the samples whose leaf frame has no name, counted here from the export."""
+    path, cache = frame_names
+    want = dict(
+        raw(
+            path,
+            "SELECT m.value, count(*) FROM COMPOSITE_EVENTS e "
+            "JOIN SAMPLING_CALLCHAINS c ON c.id = e.id AND c.stackDepth = 0 "
+            "LEFT JOIN StringIds s ON s.id = c.symbol JOIN StringIds m ON m.id = c.module "
+            "WHERE coalesce(s.value, '') = '' GROUP BY 1",
+        )
+    )
+    res = _cli("--cache-dir", cache, "cpu", "-f", "json", path)
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)
+    assert all(r["function"] for r in rows)
+    assert {r["module"]: r["samples"] for r in rows if r["function"] == "?"} == want
+
+
+def test_sentences_quote_a_frame_of_10_kb_cut_short(frame_names):
+    """The gaps' `meanwhile` and the data-loader finding quote a top frame's function cut to 200 characters: the
+    10 kB name made each sentence that quoted it 10 kB long (and the table cut the sentence at 1,000 characters,
+    before its end). `cpu` gives the name whole."""
+    path, cache = frame_names
+    res = _cli("--cache-dir", cache, "summary", "-f", "json", path)
+    assert res.exit_code == 0, res.output
+    said = json.dumps(
+        {k: v for k, v in json.loads(res.stdout).items() if k in ("facts", "findings")}, ensure_ascii=False
+    )
+    assert f"`{'y' * 199}…`" in said and "y" * 200 not in said
+    res = _cli("--cache-dir", cache, "cpu", "-f", "json", path)
+    assert _LONG_FRAME in {r["function"] for r in json.loads(res.stdout)}
+
+
+def test_two_rows_of_one_gpu_that_disagree_describe_it_by_neither(tmp_path):
+    """TARGET_INFO_GPU with a second row for device 0 naming another GPU (an A100 beside the H200): which one ran
+    the work the export does not say, so the device's name, SMs, memory and compute capability are NULL where the
+    rows differ, and the tensor-core advice says it does not know the GPU; any_value picked one of them (the
+    H200's sm_90 here) and the advice named its tensor cores. Where the rows agree (as TARGET_INFO_GPU and
+    TARGET_INFO_CUDA_GPU of one GPU do), a value is kept."""
+    two = craft(
+        tmp_path / "two.sqlite",
+        "INSERT INTO TARGET_INFO_GPU (vmId, id, name, totalMemory, smCount, computeMajor, computeMinor, clockRate) "
+        "SELECT vmId, id, 'NVIDIA A100-SXM4-80GB', 85899345920, 108, 8, 0, clockRate FROM TARGET_INFO_GPU",
+    )
+    prof = nsysql.load(two, cache=False)
+    assert prof.sql("SELECT device_id, name, sm_count, memory_bytes, compute_capability FROM devices").rows() == [
+        (0, None, None, None, None)
+    ]
+    said = " ".join(prof.summary()["findings"]["evidence"].to_list())
+    assert "does not say which GPU ran them" in said and "sm_90" not in said
+    # rows that agree, one of them lacking a value: the value of the other
+    same = craft(
+        tmp_path / "same.sqlite",
+        "INSERT INTO TARGET_INFO_GPU (vmId, id, name, smCount) SELECT vmId, id, name, smCount FROM TARGET_INFO_GPU",
+    )
+    assert nsysql.load(same, cache=False).sql("SELECT name, compute_capability FROM devices").rows() == [
+        ("NVIDIA H200", "9.0")
+    ]
+
+
+def test_a_loop_of_ranges_all_ending_before_they_start_is_not_said_unannotated(tmp_path):
+    """train_small with every NVTX push/pop range ending before it starts (a clock gone wrong): the load leaves
+    them all out, and `iterations` said the export had no push/pop ranges and to annotate the code with NVTX,
+    which it was. It says the ranges were left out as flawed, how many, and where to read why."""
+    path = craft(tmp_path / "back.sqlite", 'UPDATE NVTX_EVENTS SET "end" = start - 5000000 WHERE eventType = 59')
+    ((n,),) = raw(path, "SELECT count(*) FROM NVTX_EVENTS WHERE eventType = 59")
+    want = (
+        f"no NVTX push/pop range is left to find iterations in: the load left out the export's {n:,} flawed NVTX "
+        "ranges (`nsysql info` says why, under data quality)"
+    )
+    res = _cli("--cache-dir", tmp_path / "cache", "iterations", path)
+    assert res.exit_code == 2 and res.stderr.strip().splitlines() == [f"nsysql: error: {path}: {want}"], res.output
+    res = _cli("--cache-dir", tmp_path / "cache", "info", "-f", "json", path)
+    rows = json.loads(res.stdout)
+    assert {"section": "commands", "item": "iterations", "value": f"no: {want}"} in rows, rows
+
+
+def test_a_summary_without_copies_titles_its_memory_section_by_what_it_holds(tmp_path):
+    """mem_growth (traced with --cuda-memory-usage, no copy or memset): summary's table titled the section of
+    copies and memsets `memory` and said "no memory" of a profile that allocated hundreds of MB on the GPU. It is
+    `memory operations` in the table, as the report titles it; -f json keeps the key `memory`."""
+    src = fixture("mem_growth")
+    ((allocated,),) = raw(src, "SELECT sum(bytes) FROM CUDA_GPU_MEMORY_USAGE_EVENTS WHERE memoryOperationType = 0")
+    assert allocated > 100e6  # the profile holds GPU memory events
+    cache = built_cache(tmp_path / "cache", src)
+    text = _cli("--cache-dir", cache, "summary", src).stdout
+    assert "== memory operations ==\nno memory operations\n" in text and "no memory\n" not in text
+    assert json.loads(_cli("--cache-dir", cache, "summary", "-f", "json", src).stdout)["memory"] == []

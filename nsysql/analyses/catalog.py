@@ -403,7 +403,9 @@ def gpu_metrics(ctx, by, range, attribution) -> pl.DataFrame:
 def gpu_metrics_shown(ctx, by, range, attribution, graphics) -> dict[str, pl.DataFrame]:
     """What `nsysql metrics` shows: gpu_metrics' frame with clocks nsys wrote in Hz under [MHz] in MHz and the
     graphics counters at 0 throughout left out unless `graphics` (`table`), those left out (`left`) and the
-    sentence naming them (`said`, one row, null where none is) (nsysql.analyses.metrics.shown)."""
+    sentence naming them (`said`, one row, null where none is), and per iteration the sentence naming the
+    iterations no sample covers, left out of `table` (`unsampled`, one row, null where none is)
+    (nsysql.analyses.metrics.shown)."""
     return _metrics.shown(ctx.ask("gpu_metrics", by=by, range=range, attribution=attribution), graphics)
 
 
@@ -849,9 +851,10 @@ def findings(ctx, thresholds) -> pl.DataFrame:
     refusal=_iter.refusal,
     params=(RANGE, SKIP, OUTLIER_SIGMAS),
     needs=("iteration_range",),
-    tables=("gpu_activity_periods", "gpu_busy", "gpu_ops", "nvtx_ranges", "op_launch", "strings"),
+    tables=("data_quality", "gpu_activity_periods", "gpu_busy", "gpu_ops", "nvtx_ranges", "op_launch", "strings"),
     requires=("nvtx_ranges",),
     sql=(
+        "dropped_rows",
         "iteration_windows",
         "iterations",
         "range_totals",
@@ -1288,6 +1291,7 @@ def gaps_explained(ctx, range, min_ns, by, include_warmup, top) -> dict[str, pl.
         "cpu_samples",
         "cpu_stack_frames",
         "nvtx_marks",
+        "nvtx_payloads",
         "nvtx_ranges",
         "os_calls",
         "process_roles",
@@ -1306,6 +1310,7 @@ def gaps_explained(ctx, range, min_ns, by, include_warmup, top) -> dict[str, pl.
         "cpu_stacks",
         "cpu_range_windows",
         "cpu_python_evidence",
+        "payloads_undecoded",
     ),
     requires=("cpu_samples",),
     command="cpu",
@@ -1319,8 +1324,8 @@ def gaps_explained(ctx, range, min_ns, by, include_warmup, top) -> dict[str, pl.
         Only(
             "by",
             ("python",),
-            tables=("api_calls", "nvtx_marks", "os_calls", "process_roles"),
-            sql=("cpu_python_evidence",),
+            tables=("api_calls", "nvtx_marks", "nvtx_payloads", "os_calls", "process_roles"),
+            sql=("cpu_python_evidence", "payloads_undecoded"),
         ),
     ),
 )

@@ -87,28 +87,48 @@ def calls(con) -> pl.DataFrame:
 
 def why_none(con) -> str:
     """Why a profile has no measured collective (why_not, from the canonical tables)."""
-    nccl, payloads, missing, kernels, kernel_ns, gpu_ops = run(con, "collectives_missing").row(0)
+    nccl, payloads, missing, kernels, kernel_ns, gpu_ops, decoded, damaged = run(con, "collectives_missing").row(0)
     if not nccl and not gpu_ops:
         return UNTRACED
-    return why_not(nccl, payloads, missing, kernels, kernel_ns) or NO_SIZES
+    if why := why_not(nccl, payloads, missing, kernels, kernel_ns):
+        return why
+    return f"{undecoded(payloads, damaged)}, so no collective can be measured" if not decoded else NO_SIZES
+
+
+def undecoded(payloads: int, damaged: int, who: str = "NCCL's ranges carry") -> str:
+    """Why events that carry payloads (`who`: "NCCL's ranges carry") yield nothing where not one of the payloads
+    decodes: how many have a damaged header (`damaged`), and how many a schema the export does not declare or
+    bytes that end early (the rest: nvtx_payloads tells the two apart by no column, so neither is claimed alone)."""
+    why = []
+    if damaged:
+        why.append(f"{damaged:,} with a header that promises more than the event's bytes hold")
+    if payloads - damaged:
+        why.append(
+            f"{payloads - damaged:,} with a schema that NVTX_PAYLOAD_SCHEMAS does not declare, or bytes that end "
+            "before the payload does"
+        )
+    return f"{who} payloads, but none that can be decoded ({'; '.join(why)})"
 
 
 def refusal(con) -> str | None:
     """Why `nsysql collectives` (collectives_shown, by size) has nothing to answer: neither NCCL calls with a
     message size nor NCCL kernels to group by their names (why_none, as collective_calls raises it); or None."""
-    nccl, payloads, missing, kernels, kernel_ns, _ = run(con, "collectives_missing").row(0)
+    nccl, payloads, missing, kernels, kernel_ns, *_ = run(con, "collectives_missing").row(0)
     if why_not(nccl, payloads, missing, kernels, kernel_ns) is None or kernels:
         return None
     return why_none(con)
 
 
 def unsized(con) -> str | None:
-    """Why the profile's NCCL calls have no message size (payloads left out of the export, none written, or no
-    NCCL range) where NCCL kernels ran; None where NCCL ranges carry payloads, or no NCCL kernel ran."""
-    nccl, payloads, missing, kernels, kernel_ns, _ = run(con, "collectives_missing").row(0)
+    """Why the profile's NCCL calls have no message size (payloads left out of the export, none written, none
+    that decodes, or no NCCL range) where NCCL kernels ran; None where NCCL ranges carry payloads that decode, or
+    no NCCL kernel ran."""
+    nccl, payloads, missing, kernels, kernel_ns, _, decoded, damaged = run(con, "collectives_missing").row(0)
     why = why_not(nccl, payloads, missing, kernels, kernel_ns)
-    if why is None or not kernels:
+    if not kernels:
         return None
+    if why is None:  # payloads, of which not one decodes: no size, as where there are none
+        return undecoded(payloads, damaged) if not decoded else None
     return UNSIZED.get(NO_NCCL_RANGES if not nccl else why)
 
 

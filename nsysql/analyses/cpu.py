@@ -104,6 +104,13 @@ def short_name(frame: str | None) -> str:
     return (s.rsplit(" ", 1)[-1] or frame).replace(_CALL, "()")  # the return type
 
 
+def _function() -> pl.Expr:
+    """The `function` column of samples: short_name of the leaf frame, `?` as for an empty name where the sample
+    has no frame or its name id is missing from StringIds (a null the tables would show blank and sentences would
+    count as unresolved addresses)."""
+    return pl.col("leaf_frame").fill_null("").map_elements(short_name, return_dtype=pl.String)
+
+
 _NAME_CALL = re.compile(r"[<>]|(?<![\w:])([A-Za-z_]\w*(?:::[A-Za-z_~]\w*)+\x01?)\(")
 
 
@@ -234,9 +241,7 @@ def cpu(con, wins: list[tuple[int, int]], by: str = "function") -> pl.DataFrame:
         return _by_threads_scheduled(con, wf, by)
     if why:
         raise NsysqlError(refusal(con, by))
-    s = run(con, "cpu_window_samples", **wf).with_columns(
-        function=pl.col("leaf_frame").map_elements(short_name, return_dtype=pl.String)
-    )
+    s = run(con, "cpu_window_samples", **wf).with_columns(function=_function())
     total = s["samples"].sum() or 0
     pct = (100.0 * pl.col("samples") / total) if total else pl.lit(0.0)
     if by == "function":
@@ -283,6 +288,11 @@ def no_python(con) -> str:
     """The one line for an export without Python samples: the capture that records them only where the export
     shows a Python program (cpu_python_evidence: nsys's Python sampler, a Python interpreter or DataLoader worker
     among the traced processes, a Python library sampled), naming that evidence; else that nothing shows one."""
+    marks, decoded, damaged = run(con, "payloads_undecoded", domain="Python Periodic Sampling", event="mark").row(0)
+    if marks and not decoded:  # the bytes were exported, and none decodes: exporting again would not help
+        from .collectives import undecoded
+
+        return f"no Python samples in this export: {undecoded(marks, damaged, 'nsys sampled Python, its marks carry')}"
     ev = run(con, "cpu_python_evidence")
     if not ev.height:
         return (
@@ -418,7 +428,7 @@ def python_place(frames: list[dict]) -> tuple[str, str]:
     if not frames:
         return "?", ""
     i = next((k for k, f in enumerate(frames) if not _STDLIB.search(f["file"] or "")), 0)
-    names = " ← ".join(f"{f['function']}" for f in frames[i : i + 3])
+    names = " ← ".join(f"{f['function'] or '?'}" for f in frames[i : i + 3])  # `?`: a name StringIds lacks
     return names, frames[i]["file"] or ""
 
 
@@ -431,7 +441,7 @@ def _python_clause(con, wf: dict, pid: int, tid: int) -> str:
     top = max(set(places), key=lambda p: (places.count(p), p))
     short = "/".join(top[1].split("/")[-3:]) if top[1] else "?"
     return (
-        f"; in Python it was in `{top[0]}` ({short}) in {places.count(top) / len(places):.0%} of its "
+        f"; in Python it was in `{_said(top[0])}` ({_said(short)}) in {places.count(top) / len(places):.0%} of its "
         f"{len(places):,} Python samples"
     )
 
@@ -441,9 +451,7 @@ def _gap_frames(con, gaps_df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame,
     thread's role, process and name."""
     wf = _windows_frame(list(zip(gaps_df["start_ns"].to_list(), gaps_df["end_ns"].to_list())))
     states = run(con, "cpu_window_states", **wf)
-    samples = run(con, "cpu_window_samples", **wf).with_columns(
-        function=pl.col("leaf_frame").map_elements(short_name, return_dtype=pl.String)
-    )
+    samples = run(con, "cpu_window_samples", **wf).with_columns(function=_function())
     return states, samples, run(con, "cpu_threads")
 
 
@@ -655,6 +663,16 @@ def _who(r: dict) -> tuple[str, str]:
     return who + (f" ({', '.join(said)})" if said else ""), verb
 
 
+# the most of a name (a frame's function, a Python place, a file) that a sentence quotes: a JIT or a template can name
+# a frame in kilobytes, and one such name made the sentence that quoted it 10 kB long; `cpu`'s rows have it whole
+SAID_MAX = 200
+
+
+def _said(name: str) -> str:
+    """`name` as a sentence quotes it: at most SAID_MAX characters, cut with `…`."""
+    return name if len(name) <= SAID_MAX else name[: SAID_MAX - 1] + "…"
+
+
 # a frame nsys could not symbolize is named by its address alone (65_cpu_samples.sql): one such address says
 # nothing a reader can act on, so their samples are said together, as unresolved addresses
 UNRESOLVED = "unresolved addresses"
@@ -675,7 +693,8 @@ def _frames(samples: pl.DataFrame, n: int = 3) -> str:
         .head(n)
     )
     said = ", ".join(
-        f"`{f}` {_pct(c, total)}" if f is not None else f"{UNRESOLVED} {_pct(c, total)}" for f, c in top.iter_rows()
+        f"`{_said(f)}` {_pct(c, total)}" if f is not None else f"{UNRESOLVED} {_pct(c, total)}"
+        for f, c in top.iter_rows()
     )
     return f", top frames {said} (of {total:,} sample{'s' if total != 1 else ''})"
 

@@ -189,9 +189,18 @@ def detect(con, range: str | None = None) -> IterationRange:
 
 
 def refusal(con) -> str | None:
-    """Why no loop can be found, whatever `range` (no NVTX push/pop range at all), or None."""
+    """Why no loop can be found, whatever `range` (no NVTX push/pop range at all, or none but those the load left
+    out as flawed), or None."""
     if con.execute("SELECT EXISTS (SELECT 1 FROM nvtx_ranges WHERE style = 'PushPop')").fetchall()[0][0]:
         return None
+    # ranges the export holds and the load left out (no interval: ended before they started, never ended) show
+    # that the code was annotated: the hint to annotate it would be wrong there
+    dropped = run(con, "dropped_rows", canonical="nvtx_ranges").item()
+    if dropped:
+        return (
+            f"no NVTX push/pop range is left to find iterations in: the load left out the export's {dropped:,} "
+            "flawed NVTX ranges (`nsysql info` says why, under data quality)"
+        )
     return f"no NVTX push/pop ranges, so iterations cannot be found ({NVTX_HINT})"
 
 

@@ -18,6 +18,7 @@ import re
 import polars as pl
 
 from ..errors import NsysqlError
+from ._names import some_of
 from ._sql import run
 from .advice import METRICS_CC, NVTX_HINT, switch
 from .ranges import DEFAULT_ATTRIBUTION, check_attribution
@@ -70,7 +71,9 @@ def gpu_metrics(
 ) -> pl.DataFrame:
     """Per device and metric over the capture; by="iteration" (`windows`: iterations.Windows of process `pid`)
     or by="range" (`names`: the ranges kept, None for all): the time-weighted mean per instance's GPU-projected
-    window. An empty answer per iteration or range is said in one line (NsysqlError): the export has metrics."""
+    window; by="iteration", an iteration whose GPU work no sample covers (a gap in the sampling) is one row per
+    device with metric, unit and mean null. An empty answer per iteration or range is said in one line
+    (NsysqlError): the export has metrics."""
     if by is not None and by not in GROUPINGS:
         raise NsysqlError(f"`by` must be one of {', '.join(GROUPINGS)}, not {by!r}", option="by")
     if not has_metrics(con):
@@ -82,12 +85,24 @@ def gpu_metrics(
         if not got.height and not run(con, "range_names").height:
             raise NsysqlError(f"no NVTX ranges in this profile, so no range has GPU metrics ({NVTX_HINT})")
         if not got.height:
+            _untraced(con, "NVTX range")
             raise NsysqlError(f"no {'selected ' if names else ''}NVTX range launched GPU work that the metrics sampled")
         return got
     got = windows.run("iteration_metrics", pid=pid, metrics=None)
-    if not got.height:
+    if not got.filter(pl.col("metric").is_not_null()).height:
+        _untraced(con, "iteration")
         raise NsysqlError("no iteration launched GPU work that the metrics sampled")
     return got
+
+
+def _untraced(con, what: str) -> None:
+    """Raise why no `what` has metrics where the export holds no GPU work at all: an instance's metrics are read
+    over the GPU work it launched (its GPU-projected window), so without any, no window is known."""
+    if not con.sql("SELECT 1 FROM gpu_ops LIMIT 1").fetchall():
+        raise NsysqlError(
+            f"no GPU work traced (no kernel, copy or memset in the export), so no {what}'s time on the GPU is known "
+            "to read the metrics over; `nsysql metrics` gives them over the whole capture"
+        )
 
 
 def activity(windows, pid: int, device_id: int | None) -> pl.DataFrame | None:
@@ -118,7 +133,22 @@ def shown(df: pl.DataFrame, graphics: bool = False) -> dict[str, pl.DataFrame]:
     `MHz` unit (the rule of gpu_metrics.sql's note: above 10^6 MHz, 1 THz, on that device) are divided by 10^6
     and noted so, and graphics counters (GRAPHICS) that are 0 in every row of their device are left out unless
     `graphics` (a compute program never runs that pipeline); `left`, the names of those left out (`metric`, in
-    order), and `said`, one row: the sentence naming them (null where none is left out)."""
+    order), and `said`, one row: the sentence naming them (null where none is left out). Per iteration, the
+    iterations no sample covers are left out of `table` and named in `unsampled` (one row, null where none)."""
+    unsampled = None
+    if "iteration" in df.columns:  # the rows of iterations no sample covers (gpu_metrics), said, not shown
+        gaps = df.filter(pl.col("metric").is_null())
+        df = df.filter(pl.col("metric").is_not_null())
+        sampled = set(df["iteration"].unique().to_list())
+        # an iteration sampled on another of its devices is not said to be unsampled
+        its = sorted(set(gaps["iteration"].to_list()) - sampled)
+        if its:
+            n = len(sampled) + len(its)
+            unsampled = (
+                f"no GPU metrics sample covers the GPU work of iteration{'s' if len(its) > 1 else ''} "
+                f"{some_of([str(i) for i in its], note=f'of the {n:,} with GPU work')}: "
+                f"{'they are' if len(its) > 1 else 'it is'} left out"
+            )
     vals = [c for c in _VALUES if c in df.columns]
     left: list[str] = []
     if df.height and vals:
@@ -140,4 +170,5 @@ def shown(df: pl.DataFrame, graphics: bool = False) -> dict[str, pl.DataFrame]:
         "table": df,
         "left": pl.DataFrame({"metric": left}, schema={"metric": pl.String}),
         "said": pl.DataFrame({"said": [said]}, schema={"said": pl.String}),
+        "unsampled": pl.DataFrame({"said": [unsampled]}, schema={"said": pl.String}),
     }

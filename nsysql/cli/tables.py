@@ -93,6 +93,8 @@ def metrics(file, fmt, output, graphics, **params):
     said = got["said"]["said"][0]
     if said is not None:
         click.echo(f"nsysql: {_line(said)}: --graphics lists them", err=True)
+    if "unsampled" in got and (gap := got["unsampled"]["said"][0]) is not None:
+        click.echo(f"nsysql: {_line(gap)}", err=True)
     emit(got["table"], fmt, output)
 
 

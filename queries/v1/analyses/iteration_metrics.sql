@@ -10,7 +10,8 @@
 -- start to the last end of the GPU ops launched in the iteration (by any thread of process $pid, as in
 -- iterations.sql), so an iteration that only enqueues work is judged by when that work ran. Each sample counts
 -- for its sampling period (gpu_metric_samples.timestamp_ns) as far as it overlaps the window; the mean is over
--- the sampled part of the window. $metrics: the metric names to read (NULL: all).
+-- the sampled part of the window. $metrics: the metric names to read (NULL: all). An iteration whose window no
+-- sample covers is one row with metric NULL.
 WITH mine AS (
   SELECT device_id, start_ns, end_ns, api_start_ns FROM query_table($ops) WHERE pid = $pid
 ), ops AS (
@@ -36,4 +37,12 @@ SELECT
 FROM sums s
 JOIN k USING (key)
 GROUP BY ALL
-ORDER BY s.iteration, s.device_id, k.metric, k.unit;
+UNION ALL
+-- an iteration whose GPU work on a sampled device no sampling period overlaps (the sampling paused, a buffer
+-- dropped): one row, metric, unit and mean NULL, so that its absence is said rather than unseen
+SELECT j.iteration, j.device_id, NULL, NULL, NULL
+FROM proj j
+WHERE j.b > j.a
+  AND j.device_id IN (SELECT device_id FROM k)
+  AND NOT EXISTS (SELECT 1 FROM o WHERE o.iteration = j.iteration AND o.device_id = j.device_id)
+ORDER BY 1, 2, 3 NULLS FIRST, 4;

@@ -16,17 +16,22 @@
 -- id, by cuDevice, or by the map) that states one states the same: otherwise NULL, not a guess.
 -- Where the map exists, a GPU no traced process used has no CUDA device id and is left out.
 CREATE OR REPLACE TABLE devices AS
-WITH gpus AS (  -- any_value takes the first non-NULL value of either table
+WITH gpus AS (  -- a value of either table, said only where every row of the id that states one states the same
+  -- (count(DISTINCT) passes NULLs over): two rows of one id that name different GPUs describe none of them
   SELECT
     id AS gpu_id,
-    any_value(name) AS name,
-    any_value(nullif(smCount, 0)) AS sm_count,
-    any_value(CASE WHEN totalMemory = 0 THEN NULL
-                   WHEN totalMemory < 1048576 THEN totalMemory * 1048576 ELSE totalMemory END) AS memory_bytes,
-    any_value(CASE WHEN computeMajor > 0 THEN computeMajor || '.' || coalesce(computeMinor, 0) END)
-      AS compute_capability,
+    CASE WHEN count(DISTINCT name) = 1 THEN any_value(name) END AS name,
+    CASE WHEN count(DISTINCT nullif(smCount, 0)) = 1 THEN any_value(nullif(smCount, 0)) END AS sm_count,
+    CASE WHEN count(DISTINCT m) = 1 THEN any_value(m) END AS memory_bytes,
+    CASE WHEN count(DISTINCT cc) = 1 THEN any_value(cc) END AS compute_capability,
     any_value(cuDevice) AS cu_device
-  FROM (SELECT * FROM raw_gpu_info UNION ALL SELECT * FROM raw_cuda_gpu_info)
+  FROM (
+    SELECT *,
+           CASE WHEN totalMemory = 0 THEN NULL
+                WHEN totalMemory < 1048576 THEN totalMemory * 1048576 ELSE totalMemory END AS m,
+           CASE WHEN computeMajor > 0 THEN computeMajor || '.' || coalesce(computeMinor, 0) END AS cc
+    FROM (SELECT * FROM raw_gpu_info UNION ALL SELECT * FROM raw_cuda_gpu_info)
+  )
   WHERE id IS NOT NULL
   GROUP BY id
 ), candidates AS (  -- (CUDA device id, GPU it may be, whether it is the one that names the device)

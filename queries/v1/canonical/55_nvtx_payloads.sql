@@ -288,14 +288,15 @@ SELECT
   try_cast(v.i AS BIGINT) AS int_value,
   -- the value of a float or double; NULL for other types
   v.f AS float_value,
-  -- the value as text: an enum's label, a string handle's string (StringIds), a character array's text, the
-  -- exact decimal of an integer (also beyond BIGINT) or float, the hex bytes of types nsysql does not decode
-  -- (long double, float16, bf16, 128-bit)
+  -- the value as text: an enum's label, a string handle's string (StringIds; NULL where StringIds lacks the
+  -- handle, whose number int_value keeps: the number is no name), a character array's text, the exact decimal
+  -- of an integer (also beyond BIGINT) or float, the hex bytes of types nsysql does not decode (long double,
+  -- float16, bf16, 128-bit)
   coalesce(
     v.txt,
     CASE v.kind
       WHEN 'enum' THEN coalesce(ee.name, v.i::VARCHAR)
-      WHEN 'string_handle' THEN coalesce(st.value, v.i::VARCHAR)
+      WHEN 'string_handle' THEN st.value
       WHEN 'float' THEN v.f::VARCHAR
       WHEN 'bytes' THEN v.hex
       ELSE v.i::VARCHAR END
