@@ -441,34 +441,25 @@ def _while_reading(con: duckdb.DuckDBPyConnection, files: list[Path], stop=None)
     free = [f for f in files if not (_order()[f] or _header(f).staging or _header(f).tables)]
     if not free or not tuning.on("parallel_sql"):
         return [], lambda: None
-    import threading
+    from concurrent.futures import ThreadPoolExecutor
 
     where = con.execute("SELECT current_database(), current_setting('search_path')").fetchall()[0]
-    errors: list[BaseException] = []
 
     def run():
+        cur = cursor(con, where)
         try:
-            cur = cursor(con, where)
-            try:
-                for f in free:
-                    if stop is not None and stop.is_set():
-                        raise KeyboardInterrupt  # abandoned: nothing more is written into the entry
-                    if not _made_empty(cur, f):  # as run_files runs each file
-                        cur.execute(f.read_text(encoding="utf-8"))
-            finally:
-                cur.close()
-        except BaseException as e:  # noqa: BLE001 - raised on the building thread by wait()
-            errors.append(e)
+            for f in free:
+                if stop is not None and stop.is_set():
+                    raise KeyboardInterrupt  # abandoned: nothing more is written into the entry
+                if not _made_empty(cur, f):  # as run_files runs each file
+                    cur.execute(f.read_text(encoding="utf-8"))
+        finally:
+            cur.close()
 
-    thread = threading.Thread(target=run, name="nsysql-sql-early", daemon=True)
-    thread.start()
-
-    def wait() -> None:
-        thread.join()
-        if errors:
-            raise errors[0]
-
-    return free, wait
+    pool = ThreadPoolExecutor(1, thread_name_prefix="nsysql-sql-early")
+    done = pool.submit(run)
+    pool.shutdown(wait=False)  # its one thread ends with `run`
+    return free, done.result
 
 
 def run_files(con: duckdb.DuckDBPyConnection, files=None, progress=None, later=None, stop=None) -> None:
