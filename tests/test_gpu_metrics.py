@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import craft, fixture, loaded
 
+import nsysql
 from nsysql.cli import main
 
 HW_MIX = fixture("hw_mix")
@@ -251,3 +252,12 @@ def test_by_iteration_says_which_iterations_no_sample_covers(tmp_path):
         "nsysql: no GPU metrics sample covers the GPU work of iterations 8, 9, 10, 11, 12, 13, … (8 in all, of the "
         "16 with GPU work): they are left out"
     )
+    # summary's SM / tensor line counts the steady-state iterations its medians come from, not all of them
+    prof = nsysql.load(path, cache_dir=tmp_path / "cache")
+    steady = prof.iterations().filter(~pl.col("warmup"))["iteration"].to_list()
+    sampled = [i for i in steady if i in {int(row["iteration"]) for row in shown}]
+    facts = dict(prof.summary()["facts"].select("item", "value").iter_rows())
+    assert 0 < len(sampled) < len(steady)
+    assert facts["SM / tensor active"].endswith(
+        f"(GPU metrics, {len(sampled)} of the {len(steady)} iterations, the others unsampled)"
+    ), facts["SM / tensor active"]

@@ -435,7 +435,10 @@ def _activity_line(its: pl.DataFrame) -> str | None:
             parts.append(f"{label} median {v.median():.1f}% ({v.min():.1f}-{v.max():.1f}%)")
     if not parts:
         return None
-    return ", ".join(parts) + f" per steady-state iteration (GPU metrics, {steady.height} iterations)"
+    # the iterations the values come from: those a sample covers (a sampling that stopped covers fewer)
+    n = steady.filter(pl.col("sm_active_pct").is_not_null() | pl.col("tensor_active_pct").is_not_null()).height
+    of = f"{n} iterations" if n == steady.height else f"{n} of the {steady.height} iterations, the others unsampled"
+    return ", ".join(parts) + f" per steady-state iteration (GPU metrics, {of})"
 
 
 MIN_ACTIVE_NS = 1_000_000  # a busy share of a shorter active span (one memset, say) says nothing
