@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 from click.testing import CliRunner
-from conftest import ROOT, _check_report, browser, fixture, h200_exports, loaded, seeded
+from conftest import ROOT, _check_report, browser, fixture, h200_exports, loaded, public_exports, seeded
 
 from nsysql.cli import main
 
@@ -120,10 +120,9 @@ def test_renders_in_chromium(tmp_path, path):
 
 def test_report_without_nvtx(tmp_path):
     """A profile without iterations still gets a report; the section says why."""
-    public = sorted((ROOT.parent / "shared" / "nsys-exports" / "public").glob("*.sqlite"))
     from nsysql.errors import NsysqlError
 
-    for p in public:
+    for p in public_exports():  # where $NSYSQL_TEST_EXPORTS says they are, as every test over them
         prof = loaded(str(p))
         try:
             prof.iterations()
