@@ -20,6 +20,7 @@ import polars as pl
 
 from . import store
 from .analyses import ranks as _ranks
+from .analyses._names import some_of
 from .engine import Flag, Param, entry_point
 from .errors import NsysqlError, one_line
 from .store import ranks as _stored
@@ -60,38 +61,29 @@ def is_glob(path: str) -> bool:
     return any(c in path for c in "*?[") and not os.path.lexists(os.path.expanduser(path))
 
 
-def expand(paths: list[str]) -> list[str]:
-    """Paths and globs ('runs/rank*.sqlite') -> existing paths, in the order given, without repeats."""
-    out: list[str] = []
-    seen: set[str] = set()  # one file named two ways (`rank0.sqlite`, `./rank0.sqlite`) is one rank
+def _named(paths: list[str]) -> dict[str, list[str]]:
+    """Each file `paths` name (globs expanded), by its real path (one file named two ways, `rank0.sqlite` and
+    `./rank0.sqlite`, is one file), with the names it was given, in the order first named."""
+    out: dict[str, list[str]] = {}
     for p in paths:
         hits = sorted(glob.glob(os.path.expanduser(p))) if is_glob(p) else [p]
         if not hits:
             raise NsysqlError(f"{p}: no file matches")
         for h in hits:
-            real = os.path.realpath(os.path.expanduser(h))
-            if real not in seen:
-                seen.add(real)
-                out.append(h)
+            out.setdefault(os.path.realpath(os.path.expanduser(h)), []).append(h)
     return out
+
+
+def expand(paths: list[str]) -> list[str]:
+    """Paths and globs ('runs/rank*.sqlite') -> existing paths, in the order given, without repeats."""
+    return [names[0] for names in _named(paths).values()]
 
 
 def named_again(paths: list[str]) -> str:
     """Where `paths` (globs expanded) name one file more than once (`rank0.sqlite` and `./rank0.sqlite`, or two
     globs that match it), the clause that says so: expand reads it once, as one rank. Empty otherwise."""
-    count: dict[str, int] = {}
-    first: dict[str, str] = {}
-    for p in paths:
-        hits = sorted(glob.glob(os.path.expanduser(p))) if is_glob(p) else [p]
-        for h in hits:
-            real = os.path.realpath(os.path.expanduser(h))
-            count[real] = count.get(real, 0) + 1
-            first.setdefault(real, h)
-    again = [f"{first[r]} ({n} times)" for r, n in count.items() if n > 1]
-    if not again:
-        return ""
-    shown = ", ".join(again[:6]) + (f", … ({len(again)} in all)" if len(again) > 6 else "")
-    return f"; named more than once, read once: {shown}"
+    again = [f"{names[0]} ({len(names)} times)" for names in _named(paths).values() if len(names) > 1]
+    return f"; named more than once, read once: {some_of(again)}" if again else ""
 
 
 def _job(

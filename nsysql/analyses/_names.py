@@ -1,5 +1,6 @@
 """How sentences quote a name the profile gave (an NVTX range's): in backticks, or said to be unnamed where it is
-empty, as an empty code span says nothing; and how they say a length of time that may run to hours (`said_ns`)."""
+empty, as an empty code span says nothing; how much of a long name they quote (`cut`); and how they say a length
+of time that may run to hours (`said_ns`)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,11 @@ def untitled(title: str) -> str:
     if title == UNNAMED:
         return ""
     return title[1:-1] if _LOOKALIKE.fullmatch(title) else title
+
+
+def cut(name: str, n: int) -> str:
+    """`name` as a sentence quotes it: at most `n` characters, cut with `…`."""
+    return name if len(name) <= n else name[: n - 1] + "…"
 
 
 def family_said(family: str | None, names=()) -> str:

@@ -36,6 +36,7 @@ import re
 import polars as pl
 
 from ..errors import NsysqlError
+from ._names import cut
 from ._sql import run
 
 BYS = ("function", "module", "thread", "process", "python")
@@ -441,7 +442,7 @@ def _python_clause(con, wf: dict, pid: int, tid: int) -> str:
     top = max(set(places), key=lambda p: (places.count(p), p))
     short = "/".join(top[1].split("/")[-3:]) if top[1] else "?"
     return (
-        f"; in Python it was in `{_said(top[0])}` ({_said(short)}) in {places.count(top) / len(places):.0%} of its "
+        f"; in Python it was in `{cut(top[0], SAID_MAX)}` ({cut(short, SAID_MAX)}) in {places.count(top) / len(places):.0%} of its "
         f"{len(places):,} Python samples"
     )
 
@@ -668,11 +669,6 @@ def _who(r: dict) -> tuple[str, str]:
 SAID_MAX = 200
 
 
-def _said(name: str) -> str:
-    """`name` as a sentence quotes it: at most SAID_MAX characters, cut with `…`."""
-    return name if len(name) <= SAID_MAX else name[: SAID_MAX - 1] + "…"
-
-
 # a frame nsys could not symbolize is named by its address alone (65_cpu_samples.sql): one such address says
 # nothing a reader can act on, so their samples are said together, as unresolved addresses
 UNRESOLVED = "unresolved addresses"
@@ -693,7 +689,7 @@ def _frames(samples: pl.DataFrame, n: int = 3) -> str:
         .head(n)
     )
     said = ", ".join(
-        f"`{_said(f)}` {_pct(c, total)}" if f is not None else f"{UNRESOLVED} {_pct(c, total)}"
+        f"`{cut(f, SAID_MAX)}` {_pct(c, total)}" if f is not None else f"{UNRESOLVED} {_pct(c, total)}"
         for f, c in top.iter_rows()
     )
     return f", top frames {said} (of {total:,} sample{'s' if total != 1 else ''})"

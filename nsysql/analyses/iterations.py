@@ -67,7 +67,7 @@ import polars as pl
 from ..errors import NsysqlError
 from ..rules import MAD_SIGMA
 from . import scratch
-from ._names import UNNAMED, family_said, some_of, titled
+from ._names import UNNAMED, cut, family_said, some_of, titled
 from ._sql import _declared_params, run
 from .advice import NVTX_HINT, unusable_gpu
 from .patterns import resolve_range
@@ -140,10 +140,6 @@ class IterationRange:
     @property
     def mode(self) -> str:
         return "delimiter" if self.delimiter else "wrapper"
-
-
-def _short(name: str, n: int = 60) -> str:
-    return name if len(name) <= n else name[: n - 1] + "…"
 
 
 def detect(con, range: str | None = None) -> IterationRange:
@@ -322,7 +318,7 @@ def _no_loop(rejected: list[tuple[dict, str]]) -> NoReturn:
     unnamed = sum(f == UNNAMED_LOOP for _, f in rejected[1:])
     more = len(rejected) - 1 - unnamed
     raise NsysqlError(
-        f"no repeating loop found: {family_said(_short(row['family'] or ''), row['names'])} ({row['instances']} "
+        f"no repeating loop found: {family_said(cut(row['family'] or '', 60), row['names'])} ({row['instances']} "
         f"instances at depth "
         f"{row['depth']} on thread {row['tid']}, the first candidate) is not the loop: {failed}"
         + (f"; {more} other range famil{'y' if more == 1 else 'ies'} failed too" if more else "")
