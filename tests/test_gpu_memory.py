@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite3
 
 from click.testing import CliRunner
-from conftest import fixture, loaded
+from conftest import craft, fixture, loaded
 
 from nsysql.cli import main
 
@@ -55,3 +55,35 @@ def test_cli_table_and_an_export_without_memory_events():
     assert r.exit_code != 0
     assert "--cuda-memory-usage=true" in r.output and "Traceback" not in r.output
     assert len(r.output.strip().splitlines()) == 1
+
+
+def test_frees_of_memory_allocated_before_the_capture_are_said_under_the_table(tmp_path):
+    """A capture begun later (`nsys profile -y`), made by dropping every event before the middle of step 5: the
+    frees after that of memory allocated before it (step 5's temporary, the kept buffers freed at exit) have no
+    allocation in the capture, so the bytes held fall below 0 at the first of them. The note counts them, their
+    bytes and that time, by construction from the raw rows; the whole capture says nothing of it."""
+    with sqlite3.connect(f"file:{MEM}?mode=ro", uri=True) as raw:
+        rows = raw.execute(
+            "SELECT start, memoryOperationType, address, bytes FROM CUDA_GPU_MEMORY_USAGE_EVENTS ORDER BY start"
+        ).fetchall()
+    temps = [r for r in rows if r[1] == 0 and r[3] == TEMP]
+    begin = temps[5][0] + 1  # after step 5's temporary was allocated, before it is freed
+    seen, frees = set(), []
+    for start, op, address, nbytes in (r for r in rows if r[0] >= begin):
+        if op == 1 and address not in seen:
+            frees.append((start, nbytes))
+        seen.add(address)
+    assert len(frees) >= 2 and frees[0][1] == TEMP
+    late = craft(
+        tmp_path / "late.sqlite", ("DELETE FROM CUDA_GPU_MEMORY_USAGE_EVENTS WHERE start < ?", (begin,)), source=MEM
+    )
+    for args in (["gpu-memory"], ["gpu-memory", "--by", "iteration"]):
+        r = CliRunner().invoke(main, ["--cache-dir", str(tmp_path / "c"), *args, str(late)])
+        assert r.exit_code == 0, r.output
+        said = f"{len(frees):,} frees ({sum(b for _, b in frees) / 2**20:.4g} MiB) release device memory allocated"
+        assert said in r.stdout, r.stdout
+        assert f"fall below 0 from {frees[0][0] / 1e9:.4f} s on the export's clock" in r.stdout, r.stdout
+        csv = CliRunner().invoke(main, ["--cache-dir", str(tmp_path / "c"), *args, "-f", "csv", str(late)])
+        assert "before the capture" not in csv.stdout  # CSV is the table alone
+    whole = CliRunner().invoke(main, ["gpu-memory", str(MEM)])
+    assert whole.exit_code == 0 and "before the capture" not in whole.stdout

@@ -72,3 +72,12 @@ def said_ns(ns: float, ms_digits: int = 1) -> str:
     if abs(ns) >= 1e6:
         return f"{ns / 1e6:,.{ms_digits}f} ms"
     return f"{ns / 1e3:,.1f} us"
+
+
+def said_bytes(n: int) -> str:
+    """A number of bytes as a sentence says it: in the largest binary unit it reaches, 4 significant digits
+    (1.5 GiB, 512 KiB, 12 B)."""
+    for unit, k in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= k:
+            return f"{n / k:.4g} {unit}"
+    return f"{n} B"

@@ -20,6 +20,7 @@ from . import collectives as _coll
 from . import cpu as _cpu
 from . import diff as _diff
 from . import gaps as _gaps
+from . import gpu_memory as _gpu_memory
 from . import headroom as _headroom
 from . import info as _info
 from . import iterations as _iter
@@ -1678,3 +1679,18 @@ def gpu_memory(ctx, by, range) -> pl.DataFrame:
             ctx.con, "gpu_memory_ranges", names=_resolve_range(ctx.con, range)[0] if range is not None else None
         )
     return _api.run(ctx.con, "gpu_memory")
+
+
+@analysis(
+    "gpu_memory_shown",
+    params=REGISTRY["gpu_memory"].params,
+    needs=("gpu_memory",),
+    tables=("gpu_memory_events",),
+    sql=("gpu_memory_before_capture",),
+    view=True,
+)
+def gpu_memory_shown(ctx, by, range) -> dict[str, pl.DataFrame]:
+    """What `nsysql gpu-memory` shows: the `table` (gpu_memory's frame) and the `note` under it, the frees of
+    memory allocated before the capture began, which the bytes held leave out (nsysql.analyses.gpu_memory)."""
+    table = ctx.ask("gpu_memory", by=by, range=range)
+    return _noted(ctx, "gpu_memory", table, _gpu_memory.before_capture_note(ctx.con))

@@ -30,6 +30,7 @@ import polars as pl
 
 from ..errors import NsysqlError
 from ..loader import REEXPORT_BLOBS as REEXPORT
+from ._names import said_bytes
 from ._sql import run
 
 GROUPINGS = ("call", "size", "kind", "iteration", "rank")
@@ -236,7 +237,7 @@ def finding(df: pl.DataFrame, ratio: float = SLOW_RATIO) -> str | None:
     )
     for g in groups.sort("extra_ns", descending=True).iter_rows(named=True):
         parts.append(
-            f"{g['n']} of {g['group_calls']} {g['kind']} calls of {_size(g['bytes'])} ran at {g['worst']:.3g} GB/s "
+            f"{g['n']} of {g['group_calls']} {g['kind']} calls of {said_bytes(g['bytes'])} ran at {g['worst']:.3g} GB/s "
             f"{g['bw']} bandwidth or less{unknown if g['bw'] != 'bus' else ''}, below {ratio:.0%} of that size's "
             f"median {g['group_busbw_gbps']:.3g} GB/s: "
             f"{g['extra_ns'] / 1e6:.3g} ms of GPU time in all beyond that size's median of "
@@ -290,13 +291,6 @@ def findings_said(found: pl.DataFrame) -> list[str]:
     said = row["evidence"] or ("none among the calls with a GPU time" if row.get("unjudged") else "none")
     also = f"; {row['unjudged']}" if row.get("unjudged") else ""
     return [f"slow collectives: {said}{also}", f"rule: {row['rule']}"]
-
-
-def _size(n: int) -> str:
-    for unit, k in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= k:
-            return f"{n / k:.4g} {unit}"
-    return f"{n} B"
 
 
 def skew(stacked: pl.DataFrame) -> pl.DataFrame:
