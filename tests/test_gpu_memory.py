@@ -58,10 +58,12 @@ def test_cli_table_and_an_export_without_memory_events():
 
 
 def test_frees_of_memory_allocated_before_the_capture_are_said_under_the_table(tmp_path):
-    """A capture begun later (`nsys profile -y`), made by dropping every event before the middle of step 5: the
-    frees after that of memory allocated before it (step 5's temporary, the kept buffers freed at exit) have no
-    allocation in the capture, so the bytes held fall below 0 at the first of them. The note counts them, their
-    bytes and that time, by construction from the raw rows; the whole capture says nothing of it."""
+    """An export without the allocations made before its first event, made by dropping every event before the
+    middle of step 5 (nsys 2025.3 itself lists those still live when a capture range begins, at time 0; checked on
+    the GPU machine with a cudaProfilerApi range): the frees after that of memory allocated before it (step 5's
+    temporary, the kept buffers freed at exit) have no allocation in the export, so the bytes held fall below 0 at
+    the first of them. The note counts them, their bytes and that time, by construction from the raw rows; the
+    whole capture says nothing of it."""
     with sqlite3.connect(f"file:{MEM}?mode=ro", uri=True) as raw:
         rows = raw.execute(
             "SELECT start, memoryOperationType, address, bytes FROM CUDA_GPU_MEMORY_USAGE_EVENTS ORDER BY start"
@@ -80,10 +82,29 @@ def test_frees_of_memory_allocated_before_the_capture_are_said_under_the_table(t
     for args in (["gpu-memory"], ["gpu-memory", "--by", "iteration"]):
         r = CliRunner().invoke(main, ["--cache-dir", str(tmp_path / "c"), *args, str(late)])
         assert r.exit_code == 0, r.output
-        said = f"{len(frees):,} frees ({sum(b for _, b in frees) / 2**20:.4g} MiB) release device memory allocated"
+        said = (
+            f"{len(frees):,} frees ({sum(b for _, b in frees) / 2**20:.4g} MiB) release device memory whose allocation"
+        )
         assert said in r.stdout, r.stdout
         assert f"fall below 0 from {frees[0][0] / 1e9:.4f} s on the export's clock" in r.stdout, r.stdout
         csv = CliRunner().invoke(main, ["--cache-dir", str(tmp_path / "c"), *args, "-f", "csv", str(late)])
-        assert "before the capture" not in csv.stdout  # CSV is the table alone
+        assert "whose allocation" not in csv.stdout  # CSV is the table alone
     whole = CliRunner().invoke(main, ["gpu-memory", str(MEM)])
-    assert whole.exit_code == 0 and "before the capture" not in whole.stdout
+    assert whole.exit_code == 0 and "whose allocation" not in whole.stdout
+
+
+def test_a_capture_range_lists_what_was_live_when_it_began():
+    """fixtures/mem_late: 64 MiB allocated before a cudaProfilerApi capture range and freed in its first step,
+    32 MiB allocated and freed in each of three steps (COMMAND.md). nsys lists the 64 MiB block as an allocation
+    at time 0, so the bytes held start from it, never fall below 0, and step 0 releases exactly 64 MiB, the others
+    nothing; nothing is said under the table."""
+    late = fixture("mem_late")
+    df = loaded(str(late)).gpu_memory()
+    big = df.filter(df["bytes"] == 64 * 2**20)  # the 64 MiB block: its allocation at 0 and its free
+    assert big["operation"].to_list() == ["allocation", "free"] and big["ts_ns"][0] == 0
+    assert df["held_bytes"].min() >= 0
+    its = loaded(str(late)).gpu_memory(by="iteration").sort("iteration")
+    assert its["growth_bytes"].to_list() == [-64 * 2**20, 0, 0]
+    assert its["peak_bytes"][0] - its["start_bytes"][0] == 32 * 2**20
+    r = CliRunner().invoke(main, ["gpu-memory", str(late)])
+    assert r.exit_code == 0 and "whose allocation" not in r.stdout, r.output

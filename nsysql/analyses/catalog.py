@@ -1691,6 +1691,6 @@ def gpu_memory(ctx, by, range) -> pl.DataFrame:
 )
 def gpu_memory_shown(ctx, by, range) -> dict[str, pl.DataFrame]:
     """What `nsysql gpu-memory` shows: the `table` (gpu_memory's frame) and the `note` under it, the frees of
-    memory allocated before the capture began, which the bytes held leave out (nsysql.analyses.gpu_memory)."""
+    memory whose allocation the export does not hold, which the bytes held leave out (nsysql.analyses.gpu_memory)."""
     table = ctx.ask("gpu_memory", by=by, range=range)
     return _noted(ctx, "gpu_memory", table, _gpu_memory.before_capture_note(ctx.con))

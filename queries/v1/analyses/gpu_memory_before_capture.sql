@@ -1,8 +1,9 @@
 -- @tables gpu_memory_events
 
--- The frees of device memory the capture never saw allocated: an address whose first event in the capture is a
--- free was allocated before the capture began, which the export does not show (host memory, delta_bytes 0,
--- takes none of the device's). One row: how many such frees (frees), their bytes, and the first time the bytes
+-- The frees of device memory whose allocation the export does not hold: an address whose first event is a free
+-- was allocated before the capture began, and the export lacks nsys's listing of the allocations then live
+-- (nsys 2025.3 writes them as allocations at time 0), or the allocation was not recorded (host memory,
+-- delta_bytes 0, takes none of the device's). One row: how many such frees (frees), their bytes, and the first time the bytes
 -- held fall below 0 (below_zero_ns: the running sum of gpu_memory.sql, per process and device, in its order;
 -- NULL where they never do). frees 0: every free in the capture has its allocation in it.
 WITH device AS (

@@ -9,8 +9,9 @@
 -- One row per allocation or free that CUDA reported (CUDA_GPU_MEMORY_USAGE_EVENTS), in time order. Empty when
 -- the export did not trace memory usage (the table is then absent and nothing is read). A free carries the
 -- bytes of the allocation it frees, so the running sum of delta_bytes is the memory a process holds on a device
--- through CUDA's allocator - net of what it allocated before the capture began, which the export does not show
--- (a free of such memory makes the running sum fall below what was allocated in the capture). PyTorch's
+-- through CUDA's allocator. nsys (2025.3, with a capture range) lists the allocations still live when the
+-- capture began as allocations at time 0, so the sum starts from what the process held then; an export without
+-- them is net of that memory (a free of it makes the sum fall below 0: gpu_memory_before_capture.sql). PyTorch's
 -- caching allocator asks CUDA for large blocks and reuses them, so with it the sum is the memory reserved, not
 -- the tensors alive.
 CREATE OR REPLACE TABLE gpu_memory_events AS
