@@ -125,16 +125,22 @@ def test_the_finding_names_the_samples_it_rests_on():
     assert f.height == 1 and "by GPU metrics" in f["evidence"][0] and "ran alone on their GPU" in f["evidence"][0]
 
 
-def test_turing_counter_never_proves_tensor_cores(tmp_path):
-    """Turing samples `Tensor Active / FP16 Active`: half-precision math off the tensor cores reads high too, so
-    a high value leaves the verdict to the name; under 1% (with the SMs busy) it still says `no`."""
-    path = craft(
-        tmp_path / "turing.sqlite",
+@pytest.fixture(scope="module")
+def turing(tmp_path_factory):
+    """hw_mix as a Turing GPU records it: its tensor counter named `Tensor Active / FP16 Active`, at sm_75."""
+    return craft(
+        tmp_path_factory.mktemp("turing") / "turing.sqlite",
         "UPDATE TARGET_INFO_GPU_METRICS SET metricName = 'Tensor Active / FP16 Active [Throughput %]' "
         "WHERE metricName = 'Tensor Active [Throughput %]'",
+        "UPDATE TARGET_INFO_GPU SET computeMajor = 7, computeMinor = 5, name = 'Tesla T4'",
         source="hw_mix",
     )
-    prof = loaded(str(path))
+
+
+def test_turing_counter_never_proves_tensor_cores(turing):
+    """Turing samples `Tensor Active / FP16 Active`: half-precision math off the tensor cores reads high too, so
+    a high value leaves the verdict to the name; under 1% (with the SMs busy) it still says `no`."""
+    prof = loaded(str(turing))
     got = dict(
         prof.sql(
             "SELECT CASE WHEN s.value LIKE 'nvjet_%' THEN 'bf16' ELSE 'fp32' END, measured "
@@ -146,6 +152,17 @@ def test_turing_counter_never_proves_tensor_cores(tmp_path):
         prof.kernels(by="category").filter(pl.col("category") == "gemm").select("tensor_cores", "evidence").rows()
     )
     assert evidence == {"yes": "name", "no": "metrics"}
+
+
+def test_turing_counter_is_said_by_its_name(turing):
+    """Summary's SM / tensor line and the tensor-core finding name Turing's counter as it is: `Tensor Active`
+    alone would claim for the tensor cores what the fp16 pipe counts as well (the line said `Tensor Active median
+    52.3%` of a counter that cannot tell them apart)."""
+    s = loaded(str(turing)).summary()
+    line = s["facts"].filter(pl.col("item") == "SM / tensor active")["value"].item()
+    assert "Tensor Active / FP16 Active median " in line
+    evidence = s["findings"].filter(pl.col("finding") == "matrix math without tensor cores")["evidence"].item()
+    assert "by GPU metrics (Tensor Active / FP16 Active under 1%" in evidence
 
 
 HW_ALT = fixture("hw_alt")

@@ -243,6 +243,7 @@ def _device_tables(con, empty_queue_ns: int, device_id: int | None) -> dict[str,
         "host_copies": run(con, "host_copies", device_id=device_id),
         "kernel_categories": run(con, "kernels_by_category", device_id=device_id),
         "advice_facts": run(con, "advice_facts", device_id=device_id),
+        "activity_names": run(con, "activity_names", device_id=device_id),
     }
 
 
@@ -516,7 +517,8 @@ def _tensor_core_rows(con, read: dict[str, pl.DataFrame], limits: Thresholds, wh
         (
             "matrix math without tensor cores",
             f"{pct:.0f}% of kernel time ({_ms(simt['total_ns'].sum())}) is in "
-            f"{'/'.join(sorted(simt['category'].unique()))} kernels on CUDA cores {_tc_evidence(simt)}"
+            f"{'/'.join(sorted(simt['category'].unique()))} kernels on CUDA cores "
+            f"{_tc_evidence(simt, tensor_metric(read.get('activity_names')))}"
             f"{f', counted on {where}' if where else ''}; " + advice,
         )
     ]
@@ -527,11 +529,22 @@ def _facts(con, read: dict) -> _advice.Facts:
     return _advice.facts(con, read.get("advice_facts"))
 
 
-def _tc_evidence(rows: pl.DataFrame) -> str:
-    """How the tensor-core verdict of these kernels_by_category rows was reached (their `evidence`)."""
+def tensor_metric(names: pl.DataFrame | None, device_id: int | None = None) -> str:
+    """What the tensor counter of `names` (activity_names.sql's rows; of `device_id` alone where given) is called:
+    `Tensor Active`, or Turing's `Tensor Active / FP16 Active`, which counts the fp16 pipe too and so is named as
+    it is; several devices' different names joined with ` or `."""
+    if names is None or not names.height:
+        return "Tensor Active"
+    mine = names.filter(pl.col("tensor") & (True if device_id is None else pl.col("device_id") == device_id))
+    return " or ".join(sorted(set(mine["metric"].to_list()))) or "Tensor Active"
+
+
+def _tc_evidence(rows: pl.DataFrame, tensor: str = "Tensor Active") -> str:
+    """How the tensor-core verdict of these kernels_by_category rows was reached (their `evidence`); `tensor`:
+    what the devices' tensor counter is called (tensor_metric)."""
     kinds = set("+".join(rows["evidence"].to_list()).split("+")) if "evidence" in rows.columns else {"name"}
     by_metrics = (
-        "by GPU metrics (Tensor Active under 1% while SMs Active was 50% or more, in the samples taken while "
+        f"by GPU metrics ({tensor} under 1% while SMs Active was 50% or more, in the samples taken while "
         "they ran alone on their GPU)"
     )
     if kinds == {"metrics"}:

@@ -12,7 +12,7 @@ from . import headroom as _headroom
 from . import iterations as _iter
 from ._names import said_ns
 from ._sql import facts, run
-from .findings import Thresholds, findings
+from .findings import Thresholds, findings, tensor_metric
 from .findings import tables as findings_tables
 
 FACTS_SCHEMA = ["key", "item", "value"]
@@ -71,7 +71,7 @@ def summary(
     rows = _profile_facts(
         f, gpus, st, its, gaps_df, read["gpu_ops_dropped"].item(), path
     )  # (key, label, value): front ends read a fact by its key
-    rows += _loop_facts(loop, its)
+    rows += _loop_facts(loop, its, read.get("activity_names"))
     causes, activity, loader = None, None, False
     if gpus.height:
         if isinstance(gaps_df, NsysqlError):
@@ -149,10 +149,11 @@ def _profile_facts(
 
 
 def _loop_facts(
-    loop: tuple[pl.DataFrame, pl.DataFrame] | NsysqlError, its: pl.DataFrame | None
+    loop: tuple[pl.DataFrame, pl.DataFrame] | NsysqlError, its: pl.DataFrame | None, names: pl.DataFrame | None = None
 ) -> list[tuple[str, str, str]]:
     """The iterations fact (or why there are none), then the outliers, SM / tensor activity and exposed
-    communication where the loop has them."""
+    communication where the loop has them. `names`: the metrics' names per device (activity_names.sql), so that
+    the tensor counter is called what the loop's device sampled."""
     if isinstance(loop, NsysqlError):
         return [("iterations", "iterations", f"none: {loop}")]
     s = loop[1].row(0, named=True)
@@ -160,7 +161,7 @@ def _loop_facts(
     rows = [("iterations", "iterations", line)]
     if s["outlier_pattern"]:
         rows.append(("outliers", "outliers", s["outlier_pattern"]))
-    hw = _activity_line(its)
+    hw = _activity_line(its, tensor_metric(names, s["device_id"]))
     if hw:
         rows.append(("sm_tensor_active", "SM / tensor active", hw))
     if s.get("exposed_comm_pct") is not None:
@@ -422,14 +423,15 @@ def _idle_line(c: dict, idle: int, gaps: int, top3: str, gpus: pl.DataFrame, loo
     return f"{text}; {top3}"
 
 
-def _activity_line(its: pl.DataFrame) -> str | None:
+def _activity_line(its: pl.DataFrame, tensor: str = "Tensor Active") -> str | None:
     """SMs Active and Tensor Active per steady-state iteration (GPU metrics, time-weighted over each iteration's
-    GPU-projected window: iterations' sm_active_pct and tensor_active_pct), where the export sampled them."""
+    GPU-projected window: iterations' sm_active_pct and tensor_active_pct), where the export sampled them;
+    `tensor`: what the device's tensor counter is called (Turing's counts the fp16 pipe too: findings.tensor_metric)."""
     if "sm_active_pct" not in its.columns:
         return None
     steady = its.filter(~pl.col("warmup"))
     parts = []
-    for col, label in (("sm_active_pct", "SMs Active"), ("tensor_active_pct", "Tensor Active")):
+    for col, label in (("sm_active_pct", "SMs Active"), ("tensor_active_pct", tensor)):
         v = steady[col].drop_nulls()
         if v.len():
             parts.append(f"{label} median {v.median():.1f}% ({v.min():.1f}-{v.max():.1f}%)")
