@@ -199,6 +199,17 @@ def test_tensor_core_headroom_on_hw_mix():
     assert prof.findings()["finding"].to_list()[:2] == ["slow iterations", "matrix math without tensor cores"]
 
 
+def test_one_gap_and_one_outlier_are_said_as_one():
+    """hw_mix has one steady-state gap >= 1 ms and one outlier step (by construction the first bf16 product's
+    set-up, in `Batch8`): the host-bound evidence and the slow-iteration basis count them in the singular; they
+    said "in 1 gaps" and "(1 outliers of 15)"."""
+    prof = loaded(str(fixture("hw_mix")))
+    assert prof.iterations().filter(pl.col("outlier")).height == 1
+    host, slow = _row(prof, "host bound"), _row(prof, "slow iterations")
+    assert " in 1 gap) is spent in " in host["evidence"]
+    assert slow["headroom_basis"].endswith("(1 outlier of 15)")
+
+
 def test_no_tensor_core_finding_without_tensor_cores(tmp_path):
     """The same export, its GPU said to be compute capability 6.1 (a Pascal card: no tensor cores): the
     tensor-core finding's precondition does not hold, so it is not emitted; the others stay."""

@@ -357,7 +357,8 @@ def _idle_rows(
         rows.append(
             (
                 kind,
-                f"{share:.0%} of the GPU idle time in gaps >= 1 ms ({_ms(top['idle_ns'])} in {top['gaps']} gaps) is "
+                f"{share:.0%} of the GPU idle time in gaps >= 1 ms ({_ms(top['idle_ns'])} in {top['gaps']} "
+                f"gap{'s' if top['gaps'] != 1 else ''}) is "
                 f"spent in {quoted(untitled(rng))} on the CPU" + (f"; meanwhile {activity}" if activity else ""),
             )
         )

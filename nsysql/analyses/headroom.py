@@ -280,9 +280,10 @@ def _idle(name: str, inp: Inputs) -> tuple[float | None, str]:
 
 def _slow(name: str, inp: Inputs) -> tuple[float | None, str]:
     s = inp.step
+    n = s.steady - len(s.typical)
     return s.slow_ns, (
         f"mean step {s.step_ns / 1e6:,.3f} ms - mean typical step {s.typical_ns / 1e6:,.3f} ms "
-        f"({s.steady - len(s.typical)} outliers of {s.steady})"
+        f"({n} outlier{'s' if n != 1 else ''} of {s.steady})"
     )
 
 
