@@ -123,9 +123,13 @@ FORMULAS: dict[str, Formula] = {
     ),
 }
 
+# where the gaps fall in no NVTX range (cause `unknown`), the main thread's scheduling tells host work instead
+_HOST_CAPTURE = (
+    f"NVTX ranges on the main thread (-t nvtx), or its scheduling events (--cpuctxsw); CUDA trace (-t cuda); {_LOOP}"
+)
 NEEDS: dict[str, Needs] = {
-    "data-loader bound": Needs(captured=f"NVTX ranges on the main thread (-t nvtx), CUDA trace (-t cuda); {_LOOP}"),
-    "host bound": Needs(captured=f"NVTX ranges on the main thread (-t nvtx), CUDA trace (-t cuda); {_LOOP}"),
+    "data-loader bound": Needs(captured=_HOST_CAPTURE),
+    "host bound": Needs(captured=_HOST_CAPTURE),
     "synchronization bound": Needs(captured=f"CUDA API trace (-t cuda); {_LOOP}"),
     "allocation stalls": Needs(captured=f"CUDA API trace (-t cuda); {_LOOP}"),
     "copy bound": Needs(captured=f"CUDA API trace (-t cuda); {_LOOP}"),
