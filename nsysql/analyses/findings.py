@@ -85,6 +85,13 @@ MIN_IDLE_PCT = 10.0
 NO_TENSOR_CORE_PCT = 10.0
 MATRIX_CATEGORIES = ("gemm", "conv")
 PAGEABLE = "pageable host-to-device copies"
+# what exposed communication gives back depends on what it is, which one rank's export cannot tell: a collective
+# that moves data hides behind compute; one that waits inside for a slower rank (its kernel runs until that rank
+# arrives) hides nothing, and gives its time back only when that rank is fixed
+EXPOSED_COMM_ADVICE = (
+    "overlapping it with compute hides the time it moves data; the time it waits in the collective for a slower "
+    "rank no overlap hides (`nsysql ranks` over one export per rank names the rank the others wait for)"
+)
 DATA_WORDS = re.compile(r"data|load|input|batch|fetch|augment|prefetch|collate", re.I)
 
 
@@ -438,7 +445,8 @@ def _steady_state_rows(
             (
                 "exposed communication",
                 f"{exposed:.0f}% of steady-state wall time has communication kernels running with no compute "
-                f"beside them ({st['steady_comm_ns'] / 1e6:,.1f} ms of communication in {steady} iterations)",
+                f"beside them ({st['steady_comm_ns'] / 1e6:,.1f} ms of communication in {steady} iterations): "
+                f"{EXPOSED_COMM_ADVICE}",
             )
         )
     if busy < limits.idle_busy_pct:

@@ -102,7 +102,9 @@ FORMULAS: dict[str, Formula] = {
         "slow", "mean step minus mean typical step (what the outliers add per iteration)"
     ),
     "exposed communication": Formula(
-        "busy", "mean exposed communication per typical step (an upper bound: all of it overlapped with compute)"
+        "busy",
+        "mean exposed communication per typical step (an upper bound: all of it overlapped with compute, none of it "
+        "a wait for a slower rank)",
     ),
     "pageable host-to-device copies": Formula(
         "busy",
@@ -293,7 +295,10 @@ def _slow(name: str, inp: Inputs) -> tuple[float | None, str]:
 
 def _exposed(name: str, inp: Inputs) -> tuple[float | None, str]:
     ns = inp.step.per_typical(inp.its, EXPOSED_COLUMN)
-    return ns, f"{ns / 1e6:,.3f} ms exposed communication per typical step (upper bound)"
+    return ns, (
+        f"{ns / 1e6:,.3f} ms exposed communication per typical step: an upper bound, as if none of it waited for a "
+        "slower rank"
+    )
 
 
 def _pageable(name: str, inp: Inputs) -> tuple[float | None, str]:
