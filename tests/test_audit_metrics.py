@@ -286,3 +286,12 @@ def test_no_metrics_on_a_gpu_nsys_cannot_sample_says_so(tmp_path):
     # nor does info's list of the commands that do not apply send them to the switch
     metrics_line = next(line for line in r.stdout.splitlines() if line.startswith("commands,metrics,"))
     assert "only on Turing (sm_75) and later" in metrics_line and "--gpu-metrics-devices" not in metrics_line
+
+
+def test_no_metrics_on_an_unknown_gpu_says_where_the_switch_works(tmp_path):
+    """An export that does not say which GPU ran its work (no compute capability) may come from a GPU older than
+    Turing, where nsys samples no metrics: the refusal names the switch with that condition, not as a sure way."""
+    path = craft(tmp_path / "unknown.sqlite", "UPDATE TARGET_INFO_GPU SET computeMajor = NULL, computeMinor = NULL")
+    code, out, err = _csv([str(path)])
+    assert code != 0 and not out and len(err.strip().splitlines()) == 1
+    assert "--gpu-metrics-devices" in err and "Turing (sm_75) or later" in err and "does not say which GPU" in err
