@@ -12,7 +12,9 @@ The step (inputs named in STEP_COLUMN, IDLE_COLUMN, EXPOSED_COLUMN: the iteratio
 - Each finding draws on one pool (FORMULAS). Findings of one pool overlap (every idle-time finding explains
   part of the same idle time; every compute-time finding part of the same busy time), so the pool caps their
   sum: largest estimate first, each keeps at most what the ones before it left. The additive findings
-  therefore never add up to more than the step.
+  therefore never add up to more than the step. The two copy findings (COPY_FINDINGS: pinning pageable copies,
+  overlapping exposed ones) also share the copies' own time (copy_time) in the same way: together they never
+  give back more than the copies take.
 - `GPU mostly idle` is a symptom, not a cause: its headroom is the whole idle pool, which the idle-time findings
   share; it is marked not additive and listed after the additive findings.
 - Without a loop (no iterations) there is no step to save from: every headroom is null, and basis says so.
@@ -397,6 +399,19 @@ def unmet(name: str, inp: Inputs) -> str | None:
     return None
 
 
+# The findings that give back the time of copies between host and device, each its own way (pinning them makes
+# them faster, overlapping hides them): both at once cannot give back more than the copies take
+COPY_FINDINGS = ("pageable host-to-device copies", "transfer bound")
+
+
+def copy_time(inp: Inputs) -> float:
+    """The copies' time per typical step that the copy findings share: the larger of the pageable host-to-device
+    copies' GPU time and the time copies between host and device ran with no kernel beside them (their union is
+    at least that; the smaller part lies mostly inside the larger, as a pageable copy blocks its stream)."""
+    s = inp.step
+    return max(s.per_typical(inp.work, "pageable_ns"), s.per_typical(inp.work, "host_copy_exposed_ns"))
+
+
 def rank(findings: pl.DataFrame, inp: Inputs) -> pl.DataFrame:
     """`findings` (finding, evidence, ...) without those whose preconditions do not hold, with COLUMNS added,
     in the order of the module docstring."""
@@ -424,8 +439,11 @@ def rank(findings: pl.DataFrame, inp: Inputs) -> pl.DataFrame:
                 "headroom_basis": basis,
             }
         )
-    # each pool caps the findings that share it: largest estimate first, each keeps what the others left
+    # each pool caps the findings that share it: largest estimate first, each keeps what the others left; the
+    # copy findings also share the copies' own time (copy_time), which each would give back in its own way
     left = {p: inp.step.pool(p) for p in POOLS} if inp.step else {}
+    copies = copy_time(inp) if inp.step and sum(r["finding"] in COPY_FINDINGS for r in rows) > 1 else None
+    all_copies = copies
     for r in sorted(rows, key=lambda r: (-(r["_raw"] or 0), r["_order"])):
         if r["_raw"] is None:
             r["_ns"] = None
@@ -436,6 +454,16 @@ def rank(findings: pl.DataFrame, inp: Inputs) -> pl.DataFrame:
             if r["_ns"] < r["_raw"]:
                 r["headroom_basis"] += f"; capped at what the other {r['pool']}-time findings left of that pool"
             left[r["pool"]] = pool - r["_ns"]
+        if copies is not None and r["finding"] in COPY_FINDINGS:
+            if r["_ns"] > copies:
+                # what the pool gave it beyond the copies' time goes back to the pool
+                left[r["pool"]] = left.get(r["pool"], 0.0) + r["_ns"] - copies
+                r["_ns"] = copies
+                r["headroom_basis"] += (
+                    f"; capped at what the other copy finding left of the copies' {all_copies / 1e6:,.3f} ms "
+                    "per typical step (their time, counted once)"
+                )
+            copies -= r["_ns"]
     rows.sort(key=lambda r: (r["_ns"] is None, not r["additive"], -(r["_ns"] or 0), r["_order"]))
     step_ns = inp.step.step_ns if inp.step else None
     out = [
