@@ -232,6 +232,18 @@ def test_one_gap_and_one_outlier_are_said_as_one():
     assert slow["headroom_basis"].endswith("(1 outlier of 15)")
 
 
+def test_tensor_core_headroom_abstains_on_a_gpu_that_may_have_none(tmp_path):
+    """Where the export does not say which GPU ran the matrix kernels (no compute capability), the GPU may be
+    older than Volta, with no tensor cores: the finding stays (its kernels are on CUDA cores, by name) but its
+    headroom is not counted, and the basis says why. It counted 0.201 ms per step at the lowest speedup. Where
+    GPU metrics sampled that GPU (hw_mix), nsys's Turing-or-later rule says it has tensor cores: counted."""
+    unknown = "UPDATE TARGET_INFO_GPU SET computeMajor = NULL, computeMinor = NULL"
+    r = _row(loaded(str(craft(tmp_path / "small.sqlite", unknown))), "matrix math without tensor cores")
+    assert r["headroom_ms"] is None and "the export does not say which GPU ran them" in r["headroom_basis"]
+    r = _row(loaded(str(craft(tmp_path / "mix.sqlite", unknown, source="hw_mix"))), "matrix math without tensor cores")
+    assert r["headroom_ms"] > 0 and "GPU metrics sampled there, so Turing (sm_75) or later" in r["headroom_basis"]
+
+
 def test_no_tensor_core_finding_without_tensor_cores(tmp_path):
     """The same export, its GPU said to be compute capability 6.1 (a Pascal card: no tensor cores): the
     tensor-core finding's precondition does not hold, so it is not emitted; the others stay."""

@@ -358,6 +358,16 @@ def _tensor_cores(name: str, inp: Inputs) -> tuple[float | None, str]:
     ns = s.per_typical(inp.work, "simt_matrix_ns")
     low = f.get("simt_cc_min")
     known = f.get("simt_devices_known") and f.get("simt_devices_known") == f.get("simt_devices")
+    unknown = (f.get("simt_devices") or 0) - (f.get("simt_devices_known") or 0)
+    if unknown and (f.get("simt_unknown_sampled") or 0) < unknown:
+        # a GPU that does not say its compute capability may have no tensor cores (below sm_70): the time is
+        # theirs only where it has, which the export cannot tell (nsys samples GPU metrics, which would, on
+        # Turing and later only)
+        return None, (
+            f"{ns / 1e6:,.3f} ms of matrix kernels on CUDA cores per typical step, which tensor cores would shorten "
+            "only where the GPU has them (compute capability 7.0 or higher): the export does not say which GPU ran "
+            "them, so what they give back is not known"
+        )
     if known and low >= TF32_FROM_CC:
         lever = "tf32"
     elif known and low >= TENSOR_CORES_FROM_CC:
@@ -365,7 +375,11 @@ def _tensor_cores(name: str, inp: Inputs) -> tuple[float | None, str]:
     else:  # compute capability not (all) known: the smallest of the speedups
         lever = min(("tf32", "fp16"), key=lambda k: TENSOR_CORE_SPEEDUP[k])
     speedup = TENSOR_CORE_SPEEDUP[lever]
-    where = f"compute capability {low // 10}.{low % 10}" if known else "compute capability unknown"
+    where = (
+        f"compute capability {low // 10}.{low % 10}"
+        if known
+        else "compute capability unknown; GPU metrics sampled there, so Turing (sm_75) or later"
+    )
     return ns * (1 - 1 / speedup), (
         f"{ns / 1e6:,.3f} ms of matrix kernels on CUDA cores per typical step x (1 - 1/{speedup:g}), "
         f"{lever} at {speedup:g}x ({where})"
