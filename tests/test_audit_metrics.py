@@ -125,16 +125,22 @@ def test_the_finding_names_the_samples_it_rests_on():
     assert f.height == 1 and "by GPU metrics" in f["evidence"][0] and "ran alone on their GPU" in f["evidence"][0]
 
 
-def test_turing_counter_never_proves_tensor_cores(tmp_path):
-    """Turing samples `Tensor Active / FP16 Active`: half-precision math off the tensor cores reads high too, so
-    a high value leaves the verdict to the name; under 1% (with the SMs busy) it still says `no`."""
-    path = craft(
-        tmp_path / "turing.sqlite",
+@pytest.fixture(scope="module")
+def turing(tmp_path_factory):
+    """hw_mix as a Turing GPU records it: its tensor counter named `Tensor Active / FP16 Active`, at sm_75."""
+    return craft(
+        tmp_path_factory.mktemp("turing") / "turing.sqlite",
         "UPDATE TARGET_INFO_GPU_METRICS SET metricName = 'Tensor Active / FP16 Active [Throughput %]' "
         "WHERE metricName = 'Tensor Active [Throughput %]'",
+        "UPDATE TARGET_INFO_GPU SET computeMajor = 7, computeMinor = 5, name = 'Tesla T4'",
         source="hw_mix",
     )
-    prof = loaded(str(path))
+
+
+def test_turing_counter_never_proves_tensor_cores(turing):
+    """Turing samples `Tensor Active / FP16 Active`: half-precision math off the tensor cores reads high too, so
+    a high value leaves the verdict to the name; under 1% (with the SMs busy) it still says `no`."""
+    prof = loaded(str(turing))
     got = dict(
         prof.sql(
             "SELECT CASE WHEN s.value LIKE 'nvjet_%' THEN 'bf16' ELSE 'fp32' END, measured "
@@ -146,6 +152,17 @@ def test_turing_counter_never_proves_tensor_cores(tmp_path):
         prof.kernels(by="category").filter(pl.col("category") == "gemm").select("tensor_cores", "evidence").rows()
     )
     assert evidence == {"yes": "name", "no": "metrics"}
+
+
+def test_turing_counter_is_said_by_its_name(turing):
+    """Summary's SM / tensor line and the tensor-core finding name Turing's counter as it is: `Tensor Active`
+    alone would claim for the tensor cores what the fp16 pipe counts as well (the line said `Tensor Active median
+    52.3%` of a counter that cannot tell them apart)."""
+    s = loaded(str(turing)).summary()
+    line = s["facts"].filter(pl.col("item") == "SM / tensor active")["value"].item()
+    assert "Tensor Active / FP16 Active median " in line
+    evidence = s["findings"].filter(pl.col("finding") == "matrix math without tensor cores")["evidence"].item()
+    assert "by GPU metrics (Tensor Active / FP16 Active under 1%" in evidence
 
 
 HW_ALT = fixture("hw_alt")
@@ -269,3 +286,12 @@ def test_no_metrics_on_a_gpu_nsys_cannot_sample_says_so(tmp_path):
     # nor does info's list of the commands that do not apply send them to the switch
     metrics_line = next(line for line in r.stdout.splitlines() if line.startswith("commands,metrics,"))
     assert "only on Turing (sm_75) and later" in metrics_line and "--gpu-metrics-devices" not in metrics_line
+
+
+def test_no_metrics_on_an_unknown_gpu_says_where_the_switch_works(tmp_path):
+    """An export that does not say which GPU ran its work (no compute capability) may come from a GPU older than
+    Turing, where nsys samples no metrics: the refusal names the switch with that condition, not as a sure way."""
+    path = craft(tmp_path / "unknown.sqlite", "UPDATE TARGET_INFO_GPU SET computeMajor = NULL, computeMinor = NULL")
+    code, out, err = _csv([str(path)])
+    assert code != 0 and not out and len(err.strip().splitlines()) == 1
+    assert "--gpu-metrics-devices" in err and "Turing (sm_75) or later" in err and "does not say which GPU" in err

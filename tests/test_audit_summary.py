@@ -234,16 +234,20 @@ def test_idle_findings_stay_where_the_loop_waits():
 # -- the headline says an upper bound as one ----------------------------------------------------------------------
 
 
-def test_fix_first_of_an_upper_bound_says_up_to():
+def test_an_upper_bound_is_said_as_one_and_a_measure_is_not():
     """pipit saxpy (MPI + CUDA): its 250 MiB host-to-device copies are pageable and no pinned copy >= 1 MiB
     measures the pinned rate (nsys numbering: srcKind 1 is pinned), so their headroom is their whole GPU time,
-    an upper bound: the first line says `up to`."""
+    an upper bound, which its basis says; the host work its main thread does between the `saxpy` marks gives
+    back more, measured (test_verdict_facts.py), and leads without `up to`."""
     path = public("hpcgroup__pipit__saxpy-mpi-cuda_nsys_perlmutter0.sqlite")
     assert raw(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 1 AND srcKind = 0") == [(10,)]
     pinned = "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 1 AND srcKind = 1 AND bytes >= 1048576"
     assert raw(path, pinned) == [(0,)]
-    first = facts(loaded(str(path)))["fix_first"]
-    assert first.startswith("pageable host-to-device copies: up to ")
+    prof = loaded(str(path))
+    pageable = prof.findings().filter(pl.col("finding") == "pageable host-to-device copies")
+    assert "an upper bound" in pageable["headroom_basis"].item()
+    first = facts(prof)["fix_first"]
+    assert first.startswith("host bound: ") and "up to" not in first.split(" — ")[0]
 
 
 def test_fix_first_launch_bound_says_up_to():

@@ -8,7 +8,7 @@ import re
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import PUBLIC, h200_exports, loaded, own_exports
+from conftest import PUBLIC, craft, fixture, h200_exports, loaded, own_exports
 
 from nsysql.cli import main
 from nsysql.errors import NsysqlError
@@ -155,3 +155,16 @@ def test_loops_are_found_and_the_sentence_counts_the_rows(path):
     assert f"repeats {df.height} times at depth" in st["detected"] and "taken as the loop because" in st["detected"]
     assert ((df["kernels"] > 0) | (df["graph_ns"] > 0)).sum() >= df.height / 2  # graph_whole launches graphs
     assert df["start_ns"].is_sorted() and (df["end_ns"] > df["start_ns"]).all()
+
+
+def test_a_loop_on_a_second_thread_is_not_called_the_main_thread(tmp_path):
+    """train_small's `Batch` ranges moved to another thread of its process (tid 1194, whose globalTid ends 762;
+    its main thread, tid = pid = 1157, keeps launching the kernels): the loop is found there, and said to run on
+    the thread whose ranges hold the process's GPU work, not on "the main thread of its process", which 1194 is
+    not. On the fixture as recorded, the loop runs on the main thread and is said so."""
+    path = craft(tmp_path / "thread.sqlite", "UPDATE NVTX_EVENTS SET globalTid = 281494387950762")
+    why = loaded(str(path)).iteration_stats()["detected"][0]
+    assert "on thread 1194, the thread of its process whose NVTX ranges hold most of its GPU work;" in why
+    assert "main thread" not in why
+    main = loaded(str(fixture("train_small"))).iteration_stats()["detected"][0]
+    assert "on thread 1157, the main thread of its process;" in main

@@ -137,3 +137,14 @@ def test_summary_and_ranks_show_exposed_communication():
     assert "exposed_comm" not in dict(
         loaded(str(fixture("train_small"))).summary()["facts"].select("key", "value").rows()
     )
+
+
+def test_exposed_communication_does_not_promise_what_a_wait_keeps():
+    """By construction rank 0 of ddp_pair waits inside AllReduce for rank 1 (fixtures/README.md): its exposed
+    communication is that wait, which overlapping hides nothing of. One rank's export cannot tell a wait from a
+    transfer, so the finding says both, and where the rank waited for is named; its headroom is said as the upper
+    bound it is. It said the share alone, and its basis `(upper bound)`, as if overlap gave it all back."""
+    f = loaded(str(RANKS[0])).findings().filter(pl.col("finding") == "exposed communication").row(0, named=True)
+    assert "waits in the collective for a slower rank" in f["evidence"]
+    assert "`nsysql ranks` over one export per rank" in f["evidence"]
+    assert "as if none of it waited for a slower rank" in f["headroom_basis"]

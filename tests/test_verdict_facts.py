@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 
+import polars as pl
 import pytest
 from conftest import PUBLIC, fixture, loaded, public_exports
 
@@ -397,3 +398,22 @@ def test_compute_capability_abstains_where_id_and_cudevice_disagree(tmp_path):
         (1, "Other GPU", None),
     ]
     assert "does not say which GPU" in finding(prof, TENSOR)
+
+
+def test_idle_the_main_thread_computes_through_is_host_bound_without_a_range():
+    """saxpy-mpi (Perlmutter, nsys 2022.2) times its loop by `saxpy` marks (a delimiter loop): its steps' long
+    gaps fall between ranges, cause `unknown`, while its scheduling events have the main thread on a CPU through
+    them (CPU samples in `main`). That is host work: the finding `host bound`, first, giving back that idle per
+    typical step. No finding named it, and `fix first` was the pageable copies, a fifth of its size."""
+    prof = loaded(str(public("hpcgroup__pipit__saxpy-mpi-cuda_nsys_perlmutter0.sqlite")))
+    its = prof.iterations()
+    typical = its.filter(~pl.col("warmup") & ~pl.col("outlier"))["iteration"]
+    gaps = prof.gaps().filter(pl.col("iteration").is_in(typical.implode()))
+    unknown = gaps.filter(pl.col("cause") == "unknown")["duration_ns"].sum()
+    assert unknown >= 0.5 * gaps["duration_ns"].sum()
+    f = prof.findings()
+    top = f.row(0, named=True)
+    assert top["finding"] == "host bound" and "(cause `unknown`)" in top["evidence"]
+    assert "the main thread was on a CPU for 100% of it" in top["evidence"]
+    assert top["headroom_ms"] == pytest.approx(unknown / typical.len() / 1e6, abs=1e-3)
+    assert prof.summary()["facts"].row(0, named=True)["value"].startswith("host bound: ")

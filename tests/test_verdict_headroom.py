@@ -158,6 +158,28 @@ def test_headrooms_never_add_up_to_more_than_the_step(where):
             assert r["headroom_ms"] <= pools[r["pool"]] / 1e6 + 1e-3, prof.path
 
 
+def test_the_copy_findings_count_the_copies_once(tmp_path):
+    """pipit saxpy's loop, its device-to-host copies left out: its host-to-device copies are all pageable (no
+    pinned rate measured: their whole time is the pageable headroom) and all with no kernel beside them (the
+    transfer-bound headroom, each step's at most its kernel time). Pinning them and overlapping them give back
+    the same copy time: the two headrooms together stay within the copies' time per typical step. They counted
+    it twice (27.948 + 13.295 ms of 27.954 ms)."""
+    src = PUBLIC / "hpcgroup__pipit__saxpy-mpi-cuda_nsys_perlmutter0.sqlite"
+    if not src.exists():
+        pytest.skip(f"{src} not present")
+    prof = loaded(
+        str(craft(tmp_path / "saxpy.sqlite", "DELETE FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 2", source=src))
+    )
+    its = prof.iterations()
+    typical = its.filter(~pl.col("warmup") & ~pl.col("outlier"))
+    copies = typical["memcpy_ns"].sum() / typical.height  # host-to-device copies only, by construction
+    pageable, transfer = _row(prof, "pageable host-to-device copies"), _row(prof, "transfer bound")
+    assert pageable["headroom_ms"] == pytest.approx(copies / 1e6, abs=1e-2)
+    # within 10 us: the exposed copies are measured inside the step windows, memcpy_ns by the steps' launches
+    assert pageable["headroom_ms"] + transfer["headroom_ms"] <= copies / 1e6 + 1e-2
+    assert "their time, counted once" in transfer["headroom_basis"]
+
+
 @pytest.mark.parametrize("before, after", [("jitter_before", "jitter_after"), ("loop_before", "loop_after")])
 def test_the_fix_shows_in_the_headroom(before, after):
     """jitter_after moves ColorJitter off the DataLoader workers, loop_after fixes the every-10th stall: the
@@ -197,6 +219,29 @@ def test_tensor_core_headroom_on_hw_mix():
     h = _row(prof, "host bound")
     assert h["headroom_ms"] == 0.0 and "in the outliers count in the slow iterations' headroom" in h["headroom_basis"]
     assert prof.findings()["finding"].to_list()[:2] == ["slow iterations", "matrix math without tensor cores"]
+
+
+def test_one_gap_and_one_outlier_are_said_as_one():
+    """hw_mix has one steady-state gap >= 1 ms and one outlier step (by construction the first bf16 product's
+    set-up, in `Batch8`): the host-bound evidence and the slow-iteration basis count them in the singular; they
+    said "in 1 gaps" and "(1 outliers of 15)"."""
+    prof = loaded(str(fixture("hw_mix")))
+    assert prof.iterations().filter(pl.col("outlier")).height == 1
+    host, slow = _row(prof, "host bound"), _row(prof, "slow iterations")
+    assert " in 1 gap) is spent in " in host["evidence"]
+    assert slow["headroom_basis"].endswith("(1 outlier of 15)")
+
+
+def test_tensor_core_headroom_abstains_on_a_gpu_that_may_have_none(tmp_path):
+    """Where the export does not say which GPU ran the matrix kernels (no compute capability), the GPU may be
+    older than Volta, with no tensor cores: the finding stays (its kernels are on CUDA cores, by name) but its
+    headroom is not counted, and the basis says why. It counted 0.201 ms per step at the lowest speedup. Where
+    GPU metrics sampled that GPU (hw_mix), nsys's Turing-or-later rule says it has tensor cores: counted."""
+    unknown = "UPDATE TARGET_INFO_GPU SET computeMajor = NULL, computeMinor = NULL"
+    r = _row(loaded(str(craft(tmp_path / "small.sqlite", unknown))), "matrix math without tensor cores")
+    assert r["headroom_ms"] is None and "the export does not say which GPU ran them" in r["headroom_basis"]
+    r = _row(loaded(str(craft(tmp_path / "mix.sqlite", unknown, source="hw_mix"))), "matrix math without tensor cores")
+    assert r["headroom_ms"] > 0 and "GPU metrics sampled there, so Turing (sm_75) or later" in r["headroom_basis"]
 
 
 def test_no_tensor_core_finding_without_tensor_cores(tmp_path):

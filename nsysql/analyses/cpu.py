@@ -514,14 +514,15 @@ def _pct(ns: float, idle: float) -> str:
     return f"{100.0 * ns / idle:.0f}%"
 
 
-def story(con, gaps_df: pl.DataFrame) -> tuple[str | None, bool]:
-    """What the CPU did during the gaps of `gaps_df` (one cause's), as one sentence, and whether it names the
-    data loader as what the GPU waited for (the rules above). Without scheduling events, the CPU samples taken in
-    the gaps tell who ran (shares of the samples, not of the time), and the data loader is never named. (None,
-    False) with neither in those gaps."""
+def story(con, gaps_df: pl.DataFrame) -> tuple[str | None, bool, float | None]:
+    """What the CPU did during the gaps of `gaps_df` (one cause's), as one sentence; whether it names the data
+    loader as what the GPU waited for (the rules above); and the share of the gaps' time the main thread spent on
+    a CPU, as scheduling events measure it (None without them: CPU samples give shares of samples, not of time).
+    Without scheduling events, the CPU samples taken in the gaps tell who ran, and the data loader is never
+    named. (None, False, None) with neither in those gaps."""
     idle = float(gaps_df["duration_ns"].sum() or 0)
     if not idle or not (_scheduled(con) or no_samples(con) is None):  # neither measure anywhere: none in the gaps
-        return None, False
+        return None, False, None
     states, samples, threads = _gap_frames(con, gaps_df)
     # each gap's process (the one that owns its GPU): its main thread is the one that waited; the main threads of
     # other processes are other threads to it
@@ -531,13 +532,13 @@ def story(con, gaps_df: pl.DataFrame) -> tuple[str | None, bool]:
     samples = samples.join(threads.select("pid", "tid", "role"), on=["pid", "tid"], how="left")
     samples = samples.filter(pl.col("role").fill_null("other") != "profiler")
     if not sched.height and not samples.height:
-        return None, False
+        return None, False, None
     mains = threads.filter(pl.col("role") == "main").select("pid", "tid")
     is_main = pl.struct("pid", "tid").is_in(mains.to_struct().implode()) & (
         pl.col("_gpid").is_null() | (pl.col("pid") == pl.col("_gpid"))
     )
     total = int(samples["samples"].sum() or 0) if not sched.height else None
-    parts, waited = _main_clause(states.filter(is_main), samples.filter(is_main), idle, total)
+    parts, waited, running = _main_clause(states.filter(is_main), samples.filter(is_main), idle, total)
     waiters = (
         mains.filter(pl.col("pid").is_in(gaps_df["pid"].unique().implode()))
         if gaps_df["pid"].is_not_null().all()
@@ -553,9 +554,9 @@ def story(con, gaps_df: pl.DataFrame) -> tuple[str | None, bool]:
         more, loader_ns = _roles_sampled(samples.filter(~is_main).join(threads, on=["pid", "tid"]), total), 0.0
     parts += more
     if not parts:
-        return None, False
+        return None, False, None
     loader = waited >= LOADER_SHARE * idle and loader_ns >= LOADER_SHARE * idle
-    return "; ".join(parts), loader
+    return "; ".join(parts), loader, (running / idle if running is not None else None)
 
 
 def _per_role(rows: pl.DataFrame, weight: str) -> pl.DataFrame:
@@ -618,9 +619,10 @@ def _roles_sampled(samples: pl.DataFrame, total: int) -> list[str]:
 
 
 def _main_clause(states: pl.DataFrame, samples: pl.DataFrame, idle: float, total: int | None = None):
-    """The waiting (main) thread's part of the story, and how long it was off the CPU (blocked in an OS call or
-    descheduled, the longer of the two measures). `total`: without scheduling events, the CPU samples taken in
-    the gaps, of which the main thread's share is told instead of its time on a CPU."""
+    """The waiting (main) thread's part of the story, how long it was off the CPU (blocked in an OS call or
+    descheduled, the longer of the two measures) and how long on a CPU (None where `total` is given). `total`:
+    without scheduling events, the CPU samples taken in the gaps, of which the main thread's share is told
+    instead of its time on a CPU."""
     by = lambda state: states.filter(pl.col("state") == state)  # noqa: E731
     calls = (
         by("blocked")
@@ -645,7 +647,11 @@ def _main_clause(states: pl.DataFrame, samples: pl.DataFrame, idle: float, total
             said.append(f"had {mine:,} of the {total:,} CPU samples taken then" + _frames(samples))
     elif running >= ACTIVITY_MIN_SHARE * idle or not said:
         said.append(f"was on a CPU for {_pct(running, idle)} of it" + _frames(samples))
-    return ([f"the main thread {' and '.join(said)}"] if said else []), max(blocked, off)
+    return (
+        ([f"the main thread {' and '.join(said)}"] if said else []),
+        max(blocked, off),
+        None if total is not None else float(running),
+    )
 
 
 def _who(r: dict) -> tuple[str, str]:
@@ -708,7 +714,7 @@ def stories(con, gaps_df: pl.DataFrame) -> pl.DataFrame:
     causes = g.group_by("cause").agg(pl.len().alias("gaps"), pl.col("duration_ns").sum().alias("idle_ns"))
     rows, scheduled = [], _scheduled(con)
     for cause, n, idle in causes.sort(["idle_ns", "cause"], descending=[True, False]).iter_rows():
-        said, loader = story(con, g.filter(pl.col("cause") == cause))
+        said, loader, _ = story(con, g.filter(pl.col("cause") == cause))
         told = said is not None
         if not told and not scheduled:
             said = f"no scheduling events in this profile: record them with {switch('scheduling')}"

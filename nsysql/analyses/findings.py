@@ -13,6 +13,9 @@ not data-loader bound.
   traced call or range did, what the CPU did (cpu.story: the main thread's wait, the other threads' time on a
   CPU and their top frames). It is also named data-loader bound, whatever the range's name, when that CPU
   evidence shows the main thread waiting while DataLoader workers computed (cpu.story's rule).
+  Idle time of cause `unknown` (>= 50%: no NVTX range or CUDA call names it, as between the ranges of a
+  delimiter loop) is `host bound` where scheduling events show the main thread on a CPU for >= 50% of it (the
+  CPU computed while the GPU waited), `data-loader bound` where that CPU evidence names the loader.
 - `synchronization bound`: >= 30% of idle time has cause `sync` (the CPU waits in a synchronize call).
 - `allocation stalls`: >= 20% of idle time has cause `alloc` (cudaMalloc/cudaFree in the loop).
 - `launch bound`: the GPU idles between kernels while the queue is empty and launches are slower than the
@@ -82,6 +85,13 @@ MIN_IDLE_PCT = 10.0
 NO_TENSOR_CORE_PCT = 10.0
 MATRIX_CATEGORIES = ("gemm", "conv")
 PAGEABLE = "pageable host-to-device copies"
+# what exposed communication gives back depends on what it is, which one rank's export cannot tell: a collective
+# that moves data hides behind compute; one that waits inside for a slower rank (its kernel runs until that rank
+# arrives) hides nothing, and gives its time back only when that rank is fixed
+EXPOSED_COMM_ADVICE = (
+    "overlapping it with compute hides the time it moves data; the time it waits in the collective for a slower "
+    "rank no overlap hides (`nsysql ranks` over one export per rank names the rank the others wait for)"
+)
 DATA_WORDS = re.compile(r"data|load|input|batch|fetch|augment|prefetch|collate", re.I)
 
 
@@ -243,6 +253,7 @@ def _device_tables(con, empty_queue_ns: int, device_id: int | None) -> dict[str,
         "host_copies": run(con, "host_copies", device_id=device_id),
         "kernel_categories": run(con, "kernels_by_category", device_id=device_id),
         "advice_facts": run(con, "advice_facts", device_id=device_id),
+        "activity_names": run(con, "activity_names", device_id=device_id),
     }
 
 
@@ -272,19 +283,21 @@ def findings(
     limits: Thresholds = Thresholds(),
     loader: bool = False,
     slow: str | None = None,
+    on_cpu: float | None = None,
 ) -> pl.DataFrame:
     """`read`: what tables(con, limits.empty_queue_ns) returns, when the caller has it already. `activity`: the
     sentence naming the work elsewhere during the top cause's gaps (gaps.top_activity or cpu.story), added to a
     host-bound finding; `loader`: that cpu.story's sentence names the data loader as what the GPU waited for.
     `its`: the iterations, whose child-range times say where the outliers' extra time went (slow_phase). `slow`:
     cpu.story's sentence over the outlier steps' gaps alone, where it names the data loader (the slow steps'
-    cause). `limits`: the rules' thresholds."""
+    cause). `on_cpu`: the share of the top cause's gaps the main thread spent on a CPU (cpu.story's, from
+    scheduling events; None unmeasured). `limits`: the rules' thresholds."""
     read = read or tables(con, limits.empty_queue_ns)
     st = iteration_stats.row(0, named=True) if iteration_stats is not None and iteration_stats.height else None
     read, where = _scope(con, st, read, limits.empty_queue_ns)
     # the order of the rows is the order of the rules: each helper adds its findings in turn
     rows = _slow_iteration_rows(st, its, slow, con)
-    rows += _idle_rows(con, causes, activity, limits, loader, loop=st is not None)
+    rows += _idle_rows(con, causes, activity, limits, loader, loop=st is not None, on_cpu=on_cpu)
     # launch bound is not said where host work already explains the idle time (the rows so far)
     host_explained = any(r[0] in ("data-loader bound", "host bound") for r in rows)
     rows += _steady_state_rows(st, read, host_explained, limits, where)
@@ -331,11 +344,15 @@ def _idle_rows(
     limits: Thresholds,
     loader: bool = False,
     loop: bool = False,
+    on_cpu: float | None = None,
 ) -> list[tuple[str, str]]:
     """The idle-time findings (host or data-loader bound, synchronization, allocation, copies): only where the
     idle time in gaps is worth a finding, at least limits.min_idle_pct of the time counted (or no span to
     compare it with). Where there is a loop (`loop`), only about its steady-state steps: idle counted over the
-    devices' active span (no gap >= 1 ms in those steps) is start-up or tear-down time, which no step waits on."""
+    devices' active span (no gap >= 1 ms in those steps) is start-up or tear-down time, which no step waits on.
+    A top cause `unknown` (no NVTX range, CUDA or OS call names the gaps) is host work all the same where the
+    scheduling events show the main thread on a CPU for limits.host_share or more of it (`on_cpu`), or the data
+    loader where the CPU story names it (`loader`)."""
     if causes is None or not causes.height:
         return []
     in_steps = causes["counted"][0] == "steady-state iterations"
@@ -356,8 +373,23 @@ def _idle_rows(
         rows.append(
             (
                 kind,
-                f"{share:.0%} of the GPU idle time in gaps >= 1 ms ({_ms(top['idle_ns'])} in {top['gaps']} gaps) is "
+                f"{share:.0%} of the GPU idle time in gaps >= 1 ms ({_ms(top['idle_ns'])} in {top['gaps']} "
+                f"gap{'s' if top['gaps'] != 1 else ''}) is "
                 f"spent in {quoted(untitled(rng))} on the CPU" + (f"; meanwhile {activity}" if activity else ""),
+            )
+        )
+    elif (
+        top["cause"] == "unknown"
+        and share >= limits.host_share
+        and activity
+        and (loader or (on_cpu or 0) >= limits.host_share)
+    ):
+        rows.append(
+            (
+                "data-loader bound" if loader else "host bound",
+                f"{share:.0%} of the GPU idle time in gaps >= 1 ms ({_ms(top['idle_ns'])} in {top['gaps']} "
+                f"gap{'s' if top['gaps'] != 1 else ''}) has no NVTX range or CUDA call to name it (cause `unknown`); "
+                f"meanwhile {activity}",
             )
         )
     for cause, limit, label, advice in (
@@ -413,7 +445,8 @@ def _steady_state_rows(
             (
                 "exposed communication",
                 f"{exposed:.0f}% of steady-state wall time has communication kernels running with no compute "
-                f"beside them ({st['steady_comm_ns'] / 1e6:,.1f} ms of communication in {steady} iterations)",
+                f"beside them ({st['steady_comm_ns'] / 1e6:,.1f} ms of communication in {steady} iterations): "
+                f"{EXPOSED_COMM_ADVICE}",
             )
         )
     if busy < limits.idle_busy_pct:
@@ -516,7 +549,8 @@ def _tensor_core_rows(con, read: dict[str, pl.DataFrame], limits: Thresholds, wh
         (
             "matrix math without tensor cores",
             f"{pct:.0f}% of kernel time ({_ms(simt['total_ns'].sum())}) is in "
-            f"{'/'.join(sorted(simt['category'].unique()))} kernels on CUDA cores {_tc_evidence(simt)}"
+            f"{'/'.join(sorted(simt['category'].unique()))} kernels on CUDA cores "
+            f"{_tc_evidence(simt, tensor_metric(read.get('activity_names')))}"
             f"{f', counted on {where}' if where else ''}; " + advice,
         )
     ]
@@ -527,11 +561,22 @@ def _facts(con, read: dict) -> _advice.Facts:
     return _advice.facts(con, read.get("advice_facts"))
 
 
-def _tc_evidence(rows: pl.DataFrame) -> str:
-    """How the tensor-core verdict of these kernels_by_category rows was reached (their `evidence`)."""
+def tensor_metric(names: pl.DataFrame | None, device_id: int | None = None) -> str:
+    """What the tensor counter of `names` (activity_names.sql's rows; of `device_id` alone where given) is called:
+    `Tensor Active`, or Turing's `Tensor Active / FP16 Active`, which counts the fp16 pipe too and so is named as
+    it is; several devices' different names joined with ` or `."""
+    if names is None or not names.height:
+        return "Tensor Active"
+    mine = names.filter(pl.col("tensor") & (True if device_id is None else pl.col("device_id") == device_id))
+    return " or ".join(sorted(set(mine["metric"].to_list()))) or "Tensor Active"
+
+
+def _tc_evidence(rows: pl.DataFrame, tensor: str = "Tensor Active") -> str:
+    """How the tensor-core verdict of these kernels_by_category rows was reached (their `evidence`); `tensor`:
+    what the devices' tensor counter is called (tensor_metric)."""
     kinds = set("+".join(rows["evidence"].to_list()).split("+")) if "evidence" in rows.columns else {"name"}
     by_metrics = (
-        "by GPU metrics (Tensor Active under 1% while SMs Active was 50% or more, in the samples taken while "
+        f"by GPU metrics ({tensor} under 1% while SMs Active was 50% or more, in the samples taken while "
         "they ran alone on their GPU)"
     )
     if kinds == {"metrics"}:

@@ -12,7 +12,9 @@ The step (inputs named in STEP_COLUMN, IDLE_COLUMN, EXPOSED_COLUMN: the iteratio
 - Each finding draws on one pool (FORMULAS). Findings of one pool overlap (every idle-time finding explains
   part of the same idle time; every compute-time finding part of the same busy time), so the pool caps their
   sum: largest estimate first, each keeps at most what the ones before it left. The additive findings
-  therefore never add up to more than the step.
+  therefore never add up to more than the step. The two copy findings (COPY_FINDINGS: pinning pageable copies,
+  overlapping exposed ones) also share the copies' own time (copy_time) in the same way: together they never
+  give back more than the copies take.
 - `GPU mostly idle` is a symptom, not a cause: its headroom is the whole idle pool, which the idle-time findings
   share; it is marked not additive and listed after the additive findings.
 - Without a loop (no iterations) there is no step to save from: every headroom is null, and basis says so.
@@ -102,7 +104,9 @@ FORMULAS: dict[str, Formula] = {
         "slow", "mean step minus mean typical step (what the outliers add per iteration)"
     ),
     "exposed communication": Formula(
-        "busy", "mean exposed communication per typical step (an upper bound: all of it overlapped with compute)"
+        "busy",
+        "mean exposed communication per typical step (an upper bound: all of it overlapped with compute, none of it "
+        "a wait for a slower rank)",
     ),
     "pageable host-to-device copies": Formula(
         "busy",
@@ -123,9 +127,13 @@ FORMULAS: dict[str, Formula] = {
     ),
 }
 
+# where the gaps fall in no NVTX range (cause `unknown`), the main thread's scheduling tells host work instead
+_HOST_CAPTURE = (
+    f"NVTX ranges on the main thread (-t nvtx), or its scheduling events (--cpuctxsw); CUDA trace (-t cuda); {_LOOP}"
+)
 NEEDS: dict[str, Needs] = {
-    "data-loader bound": Needs(captured=f"NVTX ranges on the main thread (-t nvtx), CUDA trace (-t cuda); {_LOOP}"),
-    "host bound": Needs(captured=f"NVTX ranges on the main thread (-t nvtx), CUDA trace (-t cuda); {_LOOP}"),
+    "data-loader bound": Needs(captured=_HOST_CAPTURE),
+    "host bound": Needs(captured=_HOST_CAPTURE),
     "synchronization bound": Needs(captured=f"CUDA API trace (-t cuda); {_LOOP}"),
     "allocation stalls": Needs(captured=f"CUDA API trace (-t cuda); {_LOOP}"),
     "copy bound": Needs(captured=f"CUDA API trace (-t cuda); {_LOOP}"),
@@ -280,15 +288,19 @@ def _idle(name: str, inp: Inputs) -> tuple[float | None, str]:
 
 def _slow(name: str, inp: Inputs) -> tuple[float | None, str]:
     s = inp.step
+    n = s.steady - len(s.typical)
     return s.slow_ns, (
         f"mean step {s.step_ns / 1e6:,.3f} ms - mean typical step {s.typical_ns / 1e6:,.3f} ms "
-        f"({s.steady - len(s.typical)} outliers of {s.steady})"
+        f"({n} outlier{'s' if n != 1 else ''} of {s.steady})"
     )
 
 
 def _exposed(name: str, inp: Inputs) -> tuple[float | None, str]:
     ns = inp.step.per_typical(inp.its, EXPOSED_COLUMN)
-    return ns, f"{ns / 1e6:,.3f} ms exposed communication per typical step (upper bound)"
+    return ns, (
+        f"{ns / 1e6:,.3f} ms exposed communication per typical step: an upper bound, as if none of it waited for a "
+        "slower rank"
+    )
 
 
 def _pageable(name: str, inp: Inputs) -> tuple[float | None, str]:
@@ -346,6 +358,16 @@ def _tensor_cores(name: str, inp: Inputs) -> tuple[float | None, str]:
     ns = s.per_typical(inp.work, "simt_matrix_ns")
     low = f.get("simt_cc_min")
     known = f.get("simt_devices_known") and f.get("simt_devices_known") == f.get("simt_devices")
+    unknown = (f.get("simt_devices") or 0) - (f.get("simt_devices_known") or 0)
+    if unknown and (f.get("simt_unknown_sampled") or 0) < unknown:
+        # a GPU that does not say its compute capability may have no tensor cores (below sm_70): the time is
+        # theirs only where it has, which the export cannot tell (nsys samples GPU metrics, which would, on
+        # Turing and later only)
+        return None, (
+            f"{ns / 1e6:,.3f} ms of matrix kernels on CUDA cores per typical step, which tensor cores would shorten "
+            "only where the GPU has them (compute capability 7.0 or higher): the export does not say which GPU ran "
+            "them, so what they give back is not known"
+        )
     if known and low >= TF32_FROM_CC:
         lever = "tf32"
     elif known and low >= TENSOR_CORES_FROM_CC:
@@ -353,7 +375,11 @@ def _tensor_cores(name: str, inp: Inputs) -> tuple[float | None, str]:
     else:  # compute capability not (all) known: the smallest of the speedups
         lever = min(("tf32", "fp16"), key=lambda k: TENSOR_CORE_SPEEDUP[k])
     speedup = TENSOR_CORE_SPEEDUP[lever]
-    where = f"compute capability {low // 10}.{low % 10}" if known else "compute capability unknown"
+    where = (
+        f"compute capability {low // 10}.{low % 10}"
+        if known
+        else "compute capability unknown; GPU metrics sampled there, so Turing (sm_75) or later"
+    )
     return ns * (1 - 1 / speedup), (
         f"{ns / 1e6:,.3f} ms of matrix kernels on CUDA cores per typical step x (1 - 1/{speedup:g}), "
         f"{lever} at {speedup:g}x ({where})"
@@ -387,6 +413,19 @@ def unmet(name: str, inp: Inputs) -> str | None:
     return None
 
 
+# The findings that give back the time of copies between host and device, each its own way (pinning them makes
+# them faster, overlapping hides them): both at once cannot give back more than the copies take
+COPY_FINDINGS = ("pageable host-to-device copies", "transfer bound")
+
+
+def copy_time(inp: Inputs) -> float:
+    """The copies' time per typical step that the copy findings share: the larger of the pageable host-to-device
+    copies' GPU time and the time copies between host and device ran with no kernel beside them (their union is
+    at least that; the smaller part lies mostly inside the larger, as a pageable copy blocks its stream)."""
+    s = inp.step
+    return max(s.per_typical(inp.work, "pageable_ns"), s.per_typical(inp.work, "host_copy_exposed_ns"))
+
+
 def rank(findings: pl.DataFrame, inp: Inputs) -> pl.DataFrame:
     """`findings` (finding, evidence, ...) without those whose preconditions do not hold, with COLUMNS added,
     in the order of the module docstring."""
@@ -414,8 +453,11 @@ def rank(findings: pl.DataFrame, inp: Inputs) -> pl.DataFrame:
                 "headroom_basis": basis,
             }
         )
-    # each pool caps the findings that share it: largest estimate first, each keeps what the others left
+    # each pool caps the findings that share it: largest estimate first, each keeps what the others left; the
+    # copy findings also share the copies' own time (copy_time), which each would give back in its own way
     left = {p: inp.step.pool(p) for p in POOLS} if inp.step else {}
+    copies = copy_time(inp) if inp.step and sum(r["finding"] in COPY_FINDINGS for r in rows) > 1 else None
+    all_copies = copies
     for r in sorted(rows, key=lambda r: (-(r["_raw"] or 0), r["_order"])):
         if r["_raw"] is None:
             r["_ns"] = None
@@ -426,6 +468,16 @@ def rank(findings: pl.DataFrame, inp: Inputs) -> pl.DataFrame:
             if r["_ns"] < r["_raw"]:
                 r["headroom_basis"] += f"; capped at what the other {r['pool']}-time findings left of that pool"
             left[r["pool"]] = pool - r["_ns"]
+        if copies is not None and r["finding"] in COPY_FINDINGS:
+            if r["_ns"] > copies:
+                # what the pool gave it beyond the copies' time goes back to the pool
+                left[r["pool"]] = left.get(r["pool"], 0.0) + r["_ns"] - copies
+                r["_ns"] = copies
+                r["headroom_basis"] += (
+                    f"; capped at what the other copy finding left of the copies' {all_copies / 1e6:,.3f} ms "
+                    "per typical step (their time, counted once)"
+                )
+            copies -= r["_ns"]
     rows.sort(key=lambda r: (r["_ns"] is None, not r["additive"], -(r["_ns"] or 0), r["_order"]))
     step_ns = inp.step.step_ns if inp.step else None
     out = [

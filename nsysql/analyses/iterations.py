@@ -268,7 +268,10 @@ def _why_detected(
     unnamed = [row for row, failed in passed_over if failed == UNNAMED_LOOP]
     rejected = len(passed_over) - len(unnamed)
     where = (
-        "the main thread of its process"
+        # nsysql's main thread (process_roles) is the thread whose ranges hold the process's GPU work: the program's
+        # main thread (tid = pid on Linux) or another (a training loop run on a thread of its own, or Windows,
+        # whose thread ids are not process ids), which is never called the main thread
+        ("the main thread of its process" if it.tid == it.pid else MAIN_ROLE)
         if gpu_work
         else f"in a profile with no usable GPU work: {unusable}"
         if unusable
@@ -299,6 +302,9 @@ def _why_detected(
         else "; each instance is one iteration"
     )
 
+
+MAIN_ROLE = "the thread of its process whose NVTX ranges hold most of its GPU work"
+"""Where the loop runs on a thread other than its process's first (tid = pid): what that thread is to nsysql."""
 
 UNNAMED_LOOP = "its ranges have no name, and a loop is not guessed without one (--range '' takes them as the loop)"
 """Why a family of ranges without a name (NULL, empty or blank text) is never taken as the loop unless named with

@@ -8,7 +8,8 @@
 - Per iteration and per NVTX range: the time-weighted mean over each instance's GPU-projected window (first to
   last GPU op launched inside it): iteration_metrics.sql, range_metrics.sql.
 - An export without samples: one line, raised as NsysqlError: how to sample them (`NO_METRICS`), or that nsys
-  cannot where every GPU that ran GPU work is older than Turing (sm_75).
+  cannot where every GPU that ran GPU work is older than Turing (sm_75); where the export does not say which GPU
+  ran it (no compute capability, and none stated at sm_75 or later), the switch with that condition.
 """
 
 from __future__ import annotations
@@ -38,10 +39,11 @@ def has_metrics(con) -> bool:
     return con.execute("SELECT EXISTS (SELECT 1 FROM gpu_metric_samples)").fetchall()[0][0]
 
 
-def unsampled(con) -> str | None:
+def unsampled(con, caps: list[str | None] | None = None) -> str | None:
     """Why nsys could not have sampled this profile's GPUs (every GPU that ran GPU work states a compute
-    capability below sm_75), or None where one of them may be sampled."""
-    caps = run(con, "metrics_capabilities")["compute_capability"].to_list()
+    capability below sm_75), or None where one of them may be sampled. `caps`: metrics_capabilities.sql's
+    compute capabilities, where the caller read them."""
+    caps = run(con, "metrics_capabilities")["compute_capability"].to_list() if caps is None else caps
     if caps and None not in caps and max(float(c) for c in caps) < METRICS_CC:
         arch = ", ".join(sorted({"sm_" + c.replace(".", "") for c in caps}))
         return f"nsys samples them only on Turing (sm_75) and later GPUs: its GPU work ran on {arch}"
@@ -56,9 +58,18 @@ def refusal(con) -> str | None:
 
 def no_metrics(con) -> str:
     """Why there are no GPU metrics to show: the profile's GPUs cannot be sampled (unsampled), else how to
-    sample them."""
-    why = unsampled(con)
-    return f"this export has no GPU metrics, and {why}" if why else NO_METRICS
+    sample them; where no GPU that ran GPU work states a compute capability at or above sm_75 and some state
+    none, that the switch holds only there (the export cannot say whether they are older)."""
+    caps = run(con, "metrics_capabilities")["compute_capability"].to_list()
+    why = unsampled(con, caps)
+    if why:
+        return f"this export has no GPU metrics, and {why}"
+    if None in caps and not any(c is not None and float(c) >= METRICS_CC for c in caps):
+        return (
+            f"{NO_METRICS}, where the GPU is Turing (sm_75) or later (nsys samples no older one): the export does "
+            "not say which GPU ran its work"
+        )
+    return NO_METRICS
 
 
 def gpu_metrics(

@@ -12,7 +12,7 @@ from . import headroom as _headroom
 from . import iterations as _iter
 from ._names import said_ns
 from ._sql import facts, run
-from .findings import Thresholds, findings
+from .findings import Thresholds, findings, tensor_metric
 from .findings import tables as findings_tables
 
 FACTS_SCHEMA = ["key", "item", "value"]
@@ -71,20 +71,22 @@ def summary(
     rows = _profile_facts(
         f, gpus, st, its, gaps_df, read["gpu_ops_dropped"].item(), path
     )  # (key, label, value): front ends read a fact by its key
-    rows += _loop_facts(loop, its)
-    causes, activity, loader = None, None, False
+    rows += _loop_facts(loop, its, read.get("activity_names"))
+    causes, activity, loader, on_cpu = None, None, False, None
     if gpus.height:
         if isinstance(gaps_df, NsysqlError):
             raise gaps_df
         causes = _gaps.by_cause(con, gaps_df, its=its)
         if causes.height:
-            idle_rows, activity, loader = _idle_facts(con, f, causes, gaps_df, gpus, loop=st is not None)
+            idle_rows, activity, loader, on_cpu = _idle_facts(con, f, causes, gaps_df, gpus, loop=st is not None)
             rows += idle_rows
     for msg in f.get("missing", []):
         rows.append(("lacks", "lacks", msg))
     out = {"facts": pl.DataFrame(rows, schema=FACTS_SCHEMA, orient="row"), "gpus": gpus}
     slow = _slow_step_story(con, gaps_df, its) if causes is not None and causes.height else None
-    found = findings(con, st, causes, read, activity=activity, its=its, limits=limits, loader=loader, slow=slow)
+    found = findings(
+        con, st, causes, read, activity=activity, its=its, limits=limits, loader=loader, slow=slow, on_cpu=on_cpu
+    )
     out["findings"], first = _ranked_findings(found, its, gaps_df, causes, work, read)
     if first:
         lead = pl.DataFrame([("fix_first", *first)], schema=FACTS_SCHEMA, orient="row")
@@ -149,10 +151,11 @@ def _profile_facts(
 
 
 def _loop_facts(
-    loop: tuple[pl.DataFrame, pl.DataFrame] | NsysqlError, its: pl.DataFrame | None
+    loop: tuple[pl.DataFrame, pl.DataFrame] | NsysqlError, its: pl.DataFrame | None, names: pl.DataFrame | None = None
 ) -> list[tuple[str, str, str]]:
     """The iterations fact (or why there are none), then the outliers, SM / tensor activity and exposed
-    communication where the loop has them."""
+    communication where the loop has them. `names`: the metrics' names per device (activity_names.sql), so that
+    the tensor counter is called what the loop's device sampled."""
     if isinstance(loop, NsysqlError):
         return [("iterations", "iterations", f"none: {loop}")]
     s = loop[1].row(0, named=True)
@@ -160,7 +163,7 @@ def _loop_facts(
     rows = [("iterations", "iterations", line)]
     if s["outlier_pattern"]:
         rows.append(("outliers", "outliers", s["outlier_pattern"]))
-    hw = _activity_line(its)
+    hw = _activity_line(its, tensor_metric(names, s["device_id"]))
     if hw:
         rows.append(("sm_tensor_active", "SM / tensor active", hw))
     if s.get("exposed_comm_pct") is not None:
@@ -170,10 +173,11 @@ def _loop_facts(
 
 def _idle_facts(
     con, f: dict, causes: pl.DataFrame, gaps_df: pl.DataFrame, gpus: pl.DataFrame, loop: bool
-) -> tuple[list[tuple[str, str, str]], str | None]:
+) -> tuple[list[tuple[str, str, str]], str | None, bool, float | None]:
     """The idle fact and what happened elsewhere meanwhile, from the idle causes (at least one row), with the
     sentence naming the work elsewhere during the top cause's gaps (gaps.top_activity, else what the CPU did:
-    cpu.story) that findings reads, and whether that sentence names the data loader as what the GPU waited for."""
+    cpu.story) that findings reads, whether that sentence names the data loader as what the GPU waited for, and
+    the share of those gaps the main thread spent on a CPU (cpu.story's; None where it was not read)."""
     idle = causes["idle_ns"].sum()
     c = causes.row(0, named=True)
     top3 = ", ".join(f"{r['cause']} {r['pct_of_idle']:.0f}%" for r in causes.head(3).iter_rows(named=True))
@@ -187,10 +191,10 @@ def _idle_facts(
     n_gaps = int(causes["gaps"].sum())
     on = _gaps_devices(gaps_df, gpus, loop)
     rows = [("idle", "idle", _idle_line(c, idle, n_gaps, top3, gpus, loop=loop, on=on))]
-    said, loader = activity, False
+    said, loader, on_cpu = activity, False, None
     if not said:  # no traced work elsewhere explains it: what the CPU did, where scheduling events say
         steady = _gaps.steady_only(top_gaps)  # the same gaps as the cause's idle time (gaps.by_cause)
-        said, loader = _cpu.story(con, top_gaps.filter(~pl.col("warmup")) if steady else top_gaps)
+        said, loader, on_cpu = _cpu.story(con, top_gaps.filter(~pl.col("warmup")) if steady else top_gaps)
         activity = said
     if not said:
         # said only when nothing traced explains the gaps; the other ranks' own work is said apart (beside)
@@ -211,7 +215,7 @@ def _idle_facts(
         said = f"{said}; {beside}" if said else beside
     if said:
         rows.append(("meanwhile", "meanwhile", f"during {c['cause']}: {said}"))
-    return rows, activity, loader
+    return rows, activity, loader, on_cpu
 
 
 def _peer_work(con, elsewhere: pl.DataFrame) -> tuple[pl.DataFrame, str | None]:
@@ -246,7 +250,7 @@ def _slow_step_story(con, gaps_df: pl.DataFrame, its: pl.DataFrame | None) -> st
     gaps = gaps_df.filter(pl.col("iteration").is_in(slow.implode()))
     if not gaps.height:
         return None
-    said, loader = _cpu.story(con, gaps)
+    said, loader, _ = _cpu.story(con, gaps)
     return said if loader else None
 
 
@@ -422,14 +426,15 @@ def _idle_line(c: dict, idle: int, gaps: int, top3: str, gpus: pl.DataFrame, loo
     return f"{text}; {top3}"
 
 
-def _activity_line(its: pl.DataFrame) -> str | None:
+def _activity_line(its: pl.DataFrame, tensor: str = "Tensor Active") -> str | None:
     """SMs Active and Tensor Active per steady-state iteration (GPU metrics, time-weighted over each iteration's
-    GPU-projected window: iterations' sm_active_pct and tensor_active_pct), where the export sampled them."""
+    GPU-projected window: iterations' sm_active_pct and tensor_active_pct), where the export sampled them;
+    `tensor`: what the device's tensor counter is called (Turing's counts the fp16 pipe too: findings.tensor_metric)."""
     if "sm_active_pct" not in its.columns:
         return None
     steady = its.filter(~pl.col("warmup"))
     parts = []
-    for col, label in (("sm_active_pct", "SMs Active"), ("tensor_active_pct", "Tensor Active")):
+    for col, label in (("sm_active_pct", "SMs Active"), ("tensor_active_pct", tensor)):
         v = steady[col].drop_nulls()
         if v.len():
             parts.append(f"{label} median {v.median():.1f}% ({v.min():.1f}-{v.max():.1f}%)")

@@ -1,4 +1,4 @@
--- @tables devices, gpu_ops, kernel_classes, kernel_tensor_use
+-- @tables devices, gpu_activity_names, gpu_ops, kernel_classes, kernel_tensor_use
 -- @macros kernel_tensor_cores
 -- @param $matrix VARCHAR[]: the kernel categories that multiply matrices
 -- @param $min_bytes BIGINT: the fewest bytes of pageable copies that count
@@ -32,6 +32,10 @@ SELECT
   -- lowest and highest (major * 10 + minor, e.g. 80 for 8.0)
   (SELECT count(*) FROM caps) AS simt_devices,
   (SELECT count(cc) FROM caps) AS simt_devices_known,
+  -- of those that do not say it, how many nsys sampled a tensor counter on: Turing (sm_75) or later, so with
+  -- tensor cores, whatever their compute capability
+  (SELECT count(*) FROM caps WHERE cc IS NULL
+     AND device_id IN (SELECT device_id FROM gpu_activity_names WHERE tensor)) AS simt_unknown_sampled,
   (SELECT min(cc) FROM caps) AS simt_cc_min,
   (SELECT max(cc) FROM caps) AS simt_cc_max
 FROM pinned p;
