@@ -334,3 +334,28 @@ def test_tensor_core_headroom_of_graphs_traced_by_node_is_measured():
     found = loaded(str(h200("graph_node.sqlite"))).summary()["findings"]
     r = found.filter(pl.col("finding") == TENSOR).row(0, named=True)
     assert r["headroom_ms"] and r["headroom_ms"] > 0
+
+
+def test_a_summary_without_a_loop_names_the_command_that_takes_the_loop(tmp_path):
+    """train_small with every push/pop range renamed apart (two letters each, 120 ranges): no range repeats, so
+    no loop is taken. `iterations` says to name it with --range, which it takes; summary takes no --range, so its
+    iterations fact names `nsysql iterations --range PATTERN`, a command that takes it."""
+    from click.testing import CliRunner
+
+    from nsysql.cli import main
+
+    letters = "'abcdefghijklmnopqrstuvwxyz'"
+    path = craft(
+        tmp_path / "apart.sqlite",
+        f"UPDATE NVTX_EVENTS SET text = 'r' || substr({letters}, (rowid % 26) + 1, 1) || "
+        f"substr({letters}, ((rowid / 26) % 26) + 1, 1), textId = NULL WHERE eventType IN (59, 60)",
+    )
+    cache = ["--cache-dir", str(tmp_path / "c")]
+    its = CliRunner().invoke(main, [*cache, "iterations", str(path)])
+    assert its.exit_code == 2 and its.stderr.rstrip().endswith("name the loop with --range PATTERN"), its.stderr
+    said = facts(nsysql.load(str(path), cache_dir=str(tmp_path / "c")))["iterations"]
+    assert said.startswith("none: no repeating loop found") and said.endswith(
+        "name the loop with `nsysql iterations --range PATTERN`"
+    ), said
+    assert "--range" in {o for p in main.commands["iterations"].params for o in p.opts}
+    assert "--range" not in {o for p in main.commands["summary"].params for o in p.opts}

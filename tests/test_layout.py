@@ -385,9 +385,9 @@ def _nsysql_flags() -> set[str]:
 
 # (module, flag) -> why a library error below the CLI still names that flag.
 ALLOWED_FLAG_IN_ERROR = {
-    ("nsysql.analyses.iterations", "--range"): "`no repeating loop found ...; name the loop with --range PATTERN` is "
-    "also summary's and the report's text (an answer, not only an error); issue 32's declarations (h32engine) "
-    "give the CLI and the report their own wording",
+    ("nsysql.analyses.iterations", "--range"): "`no repeating loop found ...; name the loop with --range PATTERN` "
+    "(iterations.NAME_THE_LOOP) is the refusal of iterations, gaps and ranks, which take --range, and of the "
+    "Python API; summary and the report, which take none, say `nsysql iterations --range PATTERN` in its place",
     ("nsysql.nsys", "--nsys"): "where nsys was looked for names --nsys among $NSYS and PATH",
     ("nsysql.nsys", "--out"): "nsys.check_options refuses nsys options that `nsysql profile --out` sets; h32store's",
     (
@@ -399,17 +399,27 @@ ALLOWED_FLAG_IN_ERROR = {
 
 
 def _flags_in_errors(module: str, flags: set[str]) -> set[str]:
-    """The nsysql flags written in the text of `raise NsysqlError(...)` in `module`."""
+    """The nsysql flags written in the text of `raise NsysqlError(...)` in `module`, its module-level string
+    constants (`NAME_THE_LOOP = "..."`) read where the text names them."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    consts = {
+        t.id: n.value.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
     found = set()
-    for node in ast.walk(ast.parse(MODULES[module].read_text(encoding="utf-8"))):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Raise) and node.exc is not None:
             call = node.exc
             if isinstance(call, ast.Call) and getattr(call.func, "id", None) == "NsysqlError":
                 text = " ".join(
-                    c.value
+                    c.value if isinstance(c, ast.Constant) else consts[c.id]
                     for a in call.args
                     for c in ast.walk(a)
-                    if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                    if (isinstance(c, ast.Constant) and isinstance(c.value, str))
+                    or (isinstance(c, ast.Name) and c.id in consts)
                 )
                 found |= {f for f in re.findall(r"--[a-z][a-z-]*", text) if f in flags}
     return found

@@ -74,6 +74,9 @@ from .patterns import resolve_range
 from .ranges import range_totals
 
 MIN_REPEATS = 3
+# how a refusal to take a loop says to name one: by --range, which `iterations`, `gaps` and `ranks` take; summary
+# and the report take none and say the command that does (summary.NAME_THE_LOOP_WITH)
+NAME_THE_LOOP = "name the loop with --range PATTERN"
 """A family must repeat at least this many times at one depth on one thread to be tried as the loop."""
 MAX_CANDIDATES = 20
 """At most this many families are tried (in the order of iteration_candidates.sql) before detect abstains."""
@@ -210,7 +213,7 @@ def _check_push_pop(con, range: str | None) -> None:
         raise NsysqlError(
             f"no repeating loop found: all {pytorch:,} push/pop ranges are PyTorch's own operator ranges "
             "(emit_nvtx, nsys --pytorch), which name operator calls, not steps, and the program repeats no "
-            "range of its own; name the loop with --range PATTERN"
+            f"range of its own; {NAME_THE_LOOP}"
         )
 
 
@@ -224,7 +227,7 @@ def _candidates(cands: pl.DataFrame, procs: pl.DataFrame) -> pl.DataFrame:
     if cands.height == 0:
         raise NsysqlError(
             f"no repeating loop found: no NVTX range repeats {MIN_REPEATS}+ times at one depth on "
-            f"{where}; name the loop with --range PATTERN"
+            f"{where}; {NAME_THE_LOOP}"
         )
     return cands.head(MAX_CANDIDATES)
 
@@ -329,7 +332,7 @@ def _no_loop(rejected: list[tuple[dict, str]]) -> NoReturn:
         f"{row['depth']} on thread {row['tid']}, the first candidate) is not the loop: {failed}"
         + (f"; {more} other range famil{'y' if more == 1 else 'ies'} failed too" if more else "")
         + (f"; {unnamed} other famil{'y' if unnamed == 1 else 'ies'} without a name passed over" if unnamed else "")
-        + "; name the loop with --range PATTERN"
+        + f"; {NAME_THE_LOOP}"
     )
 
 
