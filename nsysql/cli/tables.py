@@ -61,14 +61,11 @@ def ops(file, fmt, output, **params):
     emit_answer(prof, "ops_shown", params, fmt, output, noted(fmt, output))
 
 
-@click.command("gpu-memory")
+@click.command("gpu-memory", help=DECLARED["gpu_memory"]["doc"])  # the analysis' own words, as a derived command's
 @output_options
 @declared("gpu_memory", report=True)
 @handled
 def gpu_memory(file, fmt, output, **params):
-    """GPU memory held through CUDA's allocator (`nsys profile --cuda-memory-usage=true`): every allocation and
-    free with what its process then held; per iteration or NVTX range, what it held at the start, at the peak
-    and at the end, and the growth."""
     prof = load_profile(file, warm=True, question=("gpu_memory_shown", params))
     emit_answer(prof, "gpu_memory_shown", params, fmt, output, noted(fmt, output))
 
