@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import PUBLIC, craft, fixture, h200_exports, loaded, own_exports
 
+import nsysql
 from nsysql.cli import main
 from nsysql.errors import NsysqlError
 
@@ -168,3 +169,31 @@ def test_a_loop_on_a_second_thread_is_not_called_the_main_thread(tmp_path):
     assert "main thread" not in why
     main = loaded(str(fixture("train_small"))).iteration_stats()["detected"][0]
     assert "on thread 1157, the main thread of its process;" in main
+
+
+def test_a_loop_of_epochs_says_the_batches_inside_and_how_to_take_them(tmp_path):
+    """train_small with an `epoch N` range around each 5 of its 20 `Batch` ranges: the outermost family that
+    repeats is the loop (4 epochs), and the sentence saying why names the family inside it, 5 per epoch, and the
+    command that takes it; that command gives the 20 batches. train_small itself holds no such family."""
+    import sqlite3
+
+    path = tmp_path / "epochs.sqlite"
+    craft(path)
+    with sqlite3.connect(path) as c:
+        batches = c.execute(
+            "SELECT start, \"end\", globalTid FROM NVTX_EVENTS WHERE eventType = 59 AND text LIKE 'Batch%' "
+            "ORDER BY start"
+        ).fetchall()
+        for e in range(4):
+            first, last = batches[5 * e], batches[5 * e + 4]
+            c.execute(
+                'INSERT INTO NVTX_EVENTS (start, "end", eventType, text, globalTid, domainId) '
+                "VALUES (?, ?, 59, ?, ?, 0)",
+                (first[0] - 1, last[1] + 1, f"epoch {e}", first[2]),
+            )
+    prof = nsysql.load(str(path), cache_dir=str(tmp_path / "c"))
+    said = prof.iteration_stats()["detected"][0]
+    assert prof.iterations().height == 4 and said.startswith("`epoch` repeats 4 times at depth 0"), said
+    assert "each iteration holds 5 `Batch` ranges on average (20 in all): `nsysql iterations --range Batch`" in said
+    assert prof.iterations(range="Batch").height == len(batches) == 20
+    assert "each iteration holds" not in loaded(str(fixture("train_small"))).iteration_stats()["detected"][0]

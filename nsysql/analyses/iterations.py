@@ -59,6 +59,7 @@ Step time (`step_ns`, what the flags and the steady-state figures judge):
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from typing import NoReturn
 
@@ -154,6 +155,7 @@ def detect(con, range: str | None = None) -> IterationRange:
         _check_push_pop(con, range)
     if range is not None:  # "" too: the ranges without a name, named so by the user
         return _named(con, range, procs, unusable)
+    every = cands
     cands = _candidates(cands, procs)
     screen = None
     rejected: list[tuple[dict, str]] = []
@@ -181,7 +183,11 @@ def detect(con, range: str | None = None) -> IterationRange:
             continue
         it.instances = ev["iterations"]
         it.extra["evidence"] = ev
-        it.why = _why_detected(it, ev, procs.height > 0, rejected, unusable) + _other_processes(it.pid, procs)
+        it.why = (
+            _why_detected(it, ev, procs.height > 0, rejected, unusable)
+            + _inner_family(every, it)
+            + _other_processes(it.pid, procs)
+        )
         it.extra["unusable_gpu"] = unusable
         return it
     _no_loop(rejected)
@@ -303,6 +309,26 @@ def _why_detected(
         "; its instances hold no child ranges, so each iteration runs from one start to the next"
         if it.delimiter
         else "; each instance is one iteration"
+    )
+
+
+def _inner_family(cands: pl.DataFrame, it: IterationRange) -> str:
+    """Where each iteration holds, one level down on its thread, a family of ranges that repeats MIN_REPEATS
+    times or more per iteration on average (an epoch of batches): the clause that names it and how to take it as
+    the loop instead, '' otherwise. The outermost loop is the rule; this says what it hides."""
+    inner = cands.filter(
+        (pl.col("pid") == it.pid)
+        & (pl.col("tid") == it.tid)
+        & (pl.col("depth") == it.depth + 1)
+        & (pl.col("instances") >= MIN_REPEATS * max(it.instances, 1))
+    ).sort(["instances", "family"], descending=[True, False])
+    if not inner.height:
+        return ""
+    r = inner.row(0, named=True)
+    name = family_said(cut(r["family"] or "", 60), r["names"])
+    return (
+        f"; each iteration holds {r['instances'] / it.instances:,.3g} {name} ranges on average ({r['instances']:,} "
+        f"in all): `nsysql iterations --range {shlex.quote(r['family'])}` takes those as the loop"
     )
 
 
