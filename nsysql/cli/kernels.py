@@ -28,14 +28,24 @@ def kernels(files, fmt, output, **params):
     emit_answer(prof, "kernels_shown", params, fmt, output, noted(fmt, output))
 
 
-@click.command("kernels-by-range")
-@output_options
-@declared("kernels_by_range", report=True)
-@handled
-def kernels_by_range(file, fmt, output, **params):
-    """Kernels per NVTX range (as `nsys stats -r nvtx_kern_sum`)."""
-    prof = load_profile(file, warm=True, question=("kernels_by_range_shown", params))
-    emit_answer(prof, "kernels_by_range_shown", params, fmt, output, noted(fmt, output))
+def noted_command(name: str, analysis: str, doc: str) -> click.Command:
+    """The command `name` that prints `<analysis>_shown`'s answer for FILE (its table, and the note under it:
+    `noted`), with `analysis`' options; `doc` its help. As declared.answer makes a derived command, with the note."""
+    shown = f"{analysis}_shown"
+
+    def run(file, fmt, output, **params):
+        prof = load_profile(file, warm=True, question=(shown, params))
+        emit_answer(prof, shown, params, fmt, output, noted(fmt, output))
+
+    run.__doc__ = doc
+    run.__name__ = name.replace("-", "_")
+    fn = declared(analysis, report=True)(handled(run))
+    return click.command(name, help=doc)(output_options(fn))
+
+
+kernels_by_range = noted_command(
+    "kernels-by-range", "kernels_by_range", "Kernels per NVTX range (as `nsys stats -r nvtx_kern_sum`)."
+)
 
 
 def _several(files, fmt: str, output: str | None, params: dict) -> None:

@@ -11,7 +11,7 @@ from .collectives import collectives
 from .common import each_rank, global_opts, handled, load_profile, several
 from .cpu import cpu
 from .declared import DECLARED, about, answer, declared
-from .kernels import kernels, kernels_by_range, noted
+from .kernels import kernels, kernels_by_range, noted_command
 from .options import files_options, output_options, table_output
 from .output import emit, emit_text, fitted, rendered
 from .warm import emit_answer
@@ -51,23 +51,11 @@ launches = answer(
 )
 
 
-@click.command()
-@output_options
-@declared("ops", report=True)
-@handled
-def ops(file, fmt, output, **params):
-    """PyTorch operators (emit_nvtx ranges): calls, CPU time, forward and backward GPU time, top kernel."""
-    prof = load_profile(file, warm=True, question=("ops_shown", params))
-    emit_answer(prof, "ops_shown", params, fmt, output, noted(fmt, output))
-
-
-@click.command("gpu-memory", help=DECLARED["gpu_memory"]["doc"])  # the analysis' own words, as a derived command's
-@output_options
-@declared("gpu_memory", report=True)
-@handled
-def gpu_memory(file, fmt, output, **params):
-    prof = load_profile(file, warm=True, question=("gpu_memory_shown", params))
-    emit_answer(prof, "gpu_memory_shown", params, fmt, output, noted(fmt, output))
+ops = noted_command(
+    "ops", "ops", "PyTorch operators (emit_nvtx ranges): calls, CPU time, forward and backward GPU time, top kernel."
+)
+# the analysis' own words, as a derived command's
+gpu_memory = noted_command("gpu-memory", "gpu_memory", DECLARED["gpu_memory"]["doc"])
 
 
 @click.command()
