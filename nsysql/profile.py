@@ -234,13 +234,17 @@ class Profile:
         top: int = 10,
         thresholds: Thresholds = Thresholds(),
         families: bool = True,
+        range: str | None = None,
     ) -> dict[str, pl.DataFrame]:
         """One screen about the profile: facts, GPU busy time, iterations, idle causes, findings, top kernels
         and ranges, memory ops (nsysql.analyses.summary), as frames by section (`facts`, `gpus`, `findings`,
         `idle by cause` where GPU work was traced, `kernels`, `ranges`, `memory`); `thresholds`: the findings'
         limits (nsysql.analyses.findings.Thresholds, e.g. `Thresholds(host_share=0.4)`); `families`: numbered
-        ranges (`Batch0..Batch59`) as one row, `Batch*` (False: one row per name)."""
-        return self._engine.run("summary", attribution=attribution, top=top, thresholds=thresholds, families=families)
+        ranges (`Batch0..Batch59`) as one row, `Batch*` (False: one row per name); `range`: the loop, as in
+        iterations (None: detected)."""
+        return self._engine.run(
+            "summary", attribution=attribution, top=top, thresholds=thresholds, families=families, range=range
+        )
 
     def iterations(
         self, range: str | None = None, skip: int | None = None, outlier_sigmas: float = OUTLIER_SIGMAS
@@ -282,9 +286,12 @@ class Profile:
         min_ns: int | str = DEFAULT_MIN_NS,
         by: str | None = None,
         include_warmup: bool = False,
+        loop: str | None = None,
     ) -> pl.DataFrame:
-        """GPU idle gaps with their causes; `by="cause"` for idle time per cause."""
-        return self._engine.run("gaps", range=range, min_ns=min_ns, by=by, include_warmup=include_warmup)
+        """GPU idle gaps with their causes; `by="cause"` for idle time per cause. `range`: only the idle time
+        inside instances of those ranges; `loop`: the iteration range the gaps are indexed by, as in iterations
+        (None: `range`, else the loop detected)."""
+        return self._engine.run("gaps", range=range, min_ns=min_ns, by=by, include_warmup=include_warmup, loop=loop)
 
     def gap_activity(
         self,
@@ -293,12 +300,13 @@ class Profile:
         by: str | None = None,
         include_warmup: bool = False,
         top: int | None = None,
+        loop: str | None = None,
     ) -> pl.DataFrame:
         """What every other thread and process did during each gap of `gaps()` (NVTX ranges, innermost per
         thread; OS runtime calls; CUDA API calls), ranked by overlap, at most `top` per gap; `by="cause"`: per
-        cause group of `gaps(by="cause")`. Rules in queries/v1/analyses/gap_activity.sql."""
+        cause group of `gaps(by="cause")` (`loop` as in gaps). Rules in queries/v1/analyses/gap_activity.sql."""
         return self._engine.run(
-            "gap_activity", range=range, min_ns=min_ns, by=by, include_warmup=include_warmup, top=top
+            "gap_activity", range=range, min_ns=min_ns, by=by, include_warmup=include_warmup, top=top, loop=loop
         )
 
     def findings(self, thresholds: Thresholds = Thresholds()) -> pl.DataFrame:
@@ -314,17 +322,19 @@ class Profile:
         says why it is broken, `.exit_status` is then 1)."""
         return self._engine.run("diff", other=other._engine, fail_above=fail_above)
 
-    def report(self, top: int = 10) -> dict[str, pl.DataFrame]:
+    def report(self, top: int = 10, range: str | None = None) -> dict[str, pl.DataFrame]:
         """Everything the HTML report (`nsysql report`) shows, as sections (nsysql.analyses.report): summary's
         (`top` rows of kernels), the fact cards, iterations, the GPU timeline, kernel categories, idle time and
         the work elsewhere meanwhile, ranges, kernels by range, PyTorch operators; `notes` says why a section
-        that does not apply is absent, and the sentences under the charts."""
-        return self._engine.run("report", top=top)
+        that does not apply is absent, and the sentences under the charts; `range`: the loop, as in iterations
+        (None: detected)."""
+        return self._engine.run("report", top=top, range=range)
 
-    def snippet(self, top: int = 10) -> dict[str, pl.DataFrame]:
+    def snippet(self, top: int = 10, range: str | None = None) -> dict[str, pl.DataFrame]:
         """What the PR snippet (`nsysql report -f markdown`) shows: summary's sections (`top` rows of kernels), the
-        top PyTorch operators by GPU time (`top_ops`), the GPUs' busy share (`notes`)."""
-        return self._engine.run("snippet", top=top)
+        top PyTorch operators by GPU time (`top_ops`), the GPUs' busy share (`notes`); `range`: the loop, as in
+        iterations (None: detected)."""
+        return self._engine.run("snippet", top=top, range=range)
 
     def report_diff(self, other: Profile):
         """What the comparison report (`nsysql report NEW --baseline BASE`, this profile BASE) shows: `.diff`,

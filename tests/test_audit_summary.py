@@ -336,26 +336,37 @@ def test_tensor_core_headroom_of_graphs_traced_by_node_is_measured():
     assert r["headroom_ms"] and r["headroom_ms"] > 0
 
 
-def test_a_summary_without_a_loop_names_the_command_that_takes_the_loop(tmp_path):
-    """train_small with every push/pop range renamed apart (two letters each, 120 ranges): no range repeats, so
-    no loop is taken. `iterations` says to name it with --range, which it takes; summary takes no --range, so its
-    iterations fact names `nsysql iterations --range PATTERN`, a command that takes it."""
+def test_summary_and_report_take_the_loop_that_was_not_found(tmp_path):
+    """train_small with every push/pop range renamed as a PyTorch operator's (`Batch<i>` -> `aten::step`, `Load
+    data` -> `aten::load_data`, ...): no range of the program's own is left, so no loop is detected, and the
+    summary says to name it with --range. Named (`--range aten::step`), the loop is the same 20 ranges as the
+    fixture's detected `Batch` loop, so the summary's step, fix-first line, findings' headroom and the Markdown
+    snippet's step say the same figures as the fixture's own."""
     from click.testing import CliRunner
 
     from nsysql.cli import main
 
-    letters = "'abcdefghijklmnopqrstuvwxyz'"
     path = craft(
-        tmp_path / "apart.sqlite",
-        f"UPDATE NVTX_EVENTS SET text = 'r' || substr({letters}, (rowid % 26) + 1, 1) || "
-        f"substr({letters}, ((rowid / 26) % 26) + 1, 1), textId = NULL WHERE eventType IN (59, 60)",
+        tmp_path / "aten.sqlite",
+        "UPDATE NVTX_EVENTS SET text = CASE WHEN text LIKE 'Batch%' THEN 'aten::step' ELSE 'aten::' || "
+        "replace(lower(text), ' ', '_') END, textId = NULL WHERE eventType IN (59, 60)",
     )
+    prof = nsysql.load(str(path), cache_dir=str(tmp_path / "c"))
+    said = facts(prof)["iterations"]
+    assert said.startswith(
+        "none: no repeating loop found: all 120 push/pop ranges are PyTorch's own"
+    ) and said.endswith("name the loop with --range PATTERN"), said
+    mine, theirs = (
+        dict(s["facts"].select("key", "value").iter_rows())
+        for s in (prof.summary(range="aten::step"), loaded(str(fixture("train_small"))).summary())
+    )
+    assert mine["step"] == theirs["step"]
+    assert mine["fix_first"] == theirs["fix_first"].replace("`Load data`", "`aten::load_data`")
+    assert mine["iterations"].startswith("20 x `aten::step` (wrapper), 1 warm-up")
+    headroom = lambda p, **kw: p.summary(**kw)["findings"]["headroom_ms"].to_list()  # noqa: E731
+    assert headroom(prof, range="aten::step") == headroom(loaded(str(fixture("train_small"))))
     cache = ["--cache-dir", str(tmp_path / "c")]
-    its = CliRunner().invoke(main, [*cache, "iterations", str(path)])
-    assert its.exit_code == 2 and its.stderr.rstrip().endswith("name the loop with --range PATTERN"), its.stderr
-    said = facts(nsysql.load(str(path), cache_dir=str(tmp_path / "c")))["iterations"]
-    assert said.startswith("none: no repeating loop found") and said.endswith(
-        "name the loop with `nsysql iterations --range PATTERN`"
-    ), said
-    assert "--range" in {o for p in main.commands["iterations"].params for o in p.opts}
-    assert "--range" not in {o for p in main.commands["summary"].params for o in p.opts}
+    md = CliRunner().invoke(main, [*cache, "report", "-f", "markdown", "--range", "aten::step", str(path)])
+    assert md.exit_code == 0 and theirs["step"].split(";")[0] in md.stdout, md.output
+    wrong = CliRunner().invoke(main, [*cache, "summary", "--range", "Nope", str(path)])
+    assert wrong.exit_code != 0 and "no NVTX range matches 'Nope'" in wrong.stderr

@@ -386,8 +386,8 @@ def _nsysql_flags() -> set[str]:
 # (module, flag) -> why a library error below the CLI still names that flag.
 ALLOWED_FLAG_IN_ERROR = {
     ("nsysql.analyses.iterations", "--range"): "`no repeating loop found ...; name the loop with --range PATTERN` "
-    "(iterations.NAME_THE_LOOP) is the refusal of iterations, gaps and ranks, which take --range, and of the "
-    "Python API; summary and the report, which take none, say `nsysql iterations --range PATTERN` in its place",
+    "(iterations.NAME_THE_LOOP) is the refusal of every command that finds the loop, each of which takes "
+    "--range (`range=` in Python)",
     ("nsysql.nsys", "--nsys"): "where nsys was looked for names --nsys among $NSYS and PATH",
     ("nsysql.nsys", "--out"): "nsys.check_options refuses nsys options that `nsysql profile --out` sets; h32store's",
     (

@@ -97,6 +97,21 @@ GAPS_RANGE = replace(
     doc="Only the idle time inside instances of the ranges named PATTERN (exact name, numbered family, prefix or "
     "regex; '' for the ranges without a name), each stretch once where instances nest or overlap.",
 )
+# the loop gaps are indexed by apart from their `range` filter (summary's --range names the loop, not where the
+# idle time counts): not a command-line option of gaps
+GAPS_LOOP = Param(
+    "loop",
+    OPT_STR,
+    None,
+    doc="The iteration range the gaps are indexed by (as `range` of iterations); default: `range`, else the "
+    "detected loop.",
+    flag=None,
+)
+LOOP = replace(
+    RANGE,
+    doc="The iteration range (exact name, numbered family, prefix or regex; '' for the ranges without a name), "
+    "as `iterations --range` takes it; detected when left out.",
+)
 
 
 def _number(x, name: str, ok, says: str) -> float:
@@ -657,6 +672,7 @@ def summary_tables(ctx, thresholds) -> dict[str, pl.DataFrame]:
         replace(TOP, type=int, default=10, doc="Rows in the kernel and range tables."),
         THRESHOLDS,
         Param("families", bool, True, doc="the ranges table folds numbered families (Batch*)", flag=None),
+        LOOP,
     ),
     needs=(
         "iterations",
@@ -679,19 +695,22 @@ def summary_tables(ctx, thresholds) -> dict[str, pl.DataFrame]:
     ),
     names_path=True,  # its `file` fact
 )
-def summary(ctx, attribution, top, thresholds, families) -> dict[str, pl.DataFrame]:
+def summary(ctx, attribution, top, thresholds, families, range) -> dict[str, pl.DataFrame]:
     """One screen about the profile; its pieces are asked side by side, and stored, so a report that asks them
-    next reuses them. A piece that does not apply (no loop, no GPU work) is said by its error."""
+    next reuses them. A piece that does not apply (no loop, no GPU work) is said by its error; the loop `range`
+    names must be found (its error is raised, as `iterations --range` says it), since every figure per
+    iteration is of that loop."""
+    loop = {"range": range}
     got = ctx.gather(
-        loop=[("iterations", {}), ("iteration_stats", {})],
-        gaps=("gaps", {}),
+        loop=[("iterations", loop), ("iteration_stats", loop)],
+        gaps=("gaps", {"loop": range}),
         kernels=("kernels", {"top": top}),
         ranges=("ranges", {"attribution": attribution, "families": families}),
         read=("summary_tables", {"thresholds": thresholds}),
-        work=("headroom_work", {}),
+        work=("headroom_work", loop),
         graphs=("whole_graphs", {}),
     )
-    for k in ("kernels", "ranges", "read"):
+    for k in ("kernels", "ranges", "read") + (("loop",) if range is not None else ()):
         if isinstance(got[k], NsysqlError):
             raise got[k]
     loop, work, graphs = got["loop"], got["work"], got["graphs"]
@@ -722,13 +741,13 @@ def _raised(got):
 REPORT_TOP = replace(TOP, type=int, default=10, doc="Rows in the kernel table.", flag=None)
 
 
-@analysis("snippet", params=(REPORT_TOP,), needs=("summary", "ops", "whole_graphs"))
-def snippet(ctx, top) -> dict[str, pl.DataFrame]:
+@analysis("snippet", params=(REPORT_TOP, LOOP), needs=("summary", "ops", "whole_graphs"))
+def snippet(ctx, top, range) -> dict[str, pl.DataFrame]:
     """What the PR snippet (`nsysql report -f markdown`) shows (nsysql.analyses.report): summary's sections, the
     top 3 PyTorch operators by GPU time (`top_ops`, where the profile has operator ranges), and in `notes` the
     GPUs' busy share in one line and what the kernel table and the operators' line leave out (`kernels_note`,
     `ops_note`: CUDA graphs traced whole, as under `kernels` and `ops`)."""
-    got = ctx.gather(summary=("summary", {"top": top}), ops=("ops", {}), graphs=("whole_graphs", {}))
+    got = ctx.gather(summary=("summary", {"top": top, "range": range}), ops=("ops", {}), graphs=("whole_graphs", {}))
     summ = _raised(got["summary"])
     out = _report.summary_sections(summ)
     if not isinstance(got["ops"], NsysqlError):  # no operator ranges: no line
@@ -744,7 +763,7 @@ def snippet(ctx, top) -> dict[str, pl.DataFrame]:
 
 @analysis(
     "report",
-    params=(REPORT_TOP,),
+    params=(REPORT_TOP, LOOP),
     needs=(
         "summary",
         "facts",
@@ -762,24 +781,24 @@ def snippet(ctx, top) -> dict[str, pl.DataFrame]:
         "whole_graphs_by_range",
     ),
 )
-def report(ctx, top) -> dict[str, pl.DataFrame]:
+def report(ctx, top, range) -> dict[str, pl.DataFrame]:
     """Everything the HTML report shows of one profile, as sections (nsysql.analyses.report): summary's, the
     fact cards, the iterations and their sentence, the GPU timeline with its gaps and metrics, kernel
     categories, the work elsewhere during idle gaps, ranges, kernels by range, PyTorch operators; a section that
     does not apply is absent and `notes` says why."""
     got = ctx.gather(
-        summary=("summary", {"top": top}),
+        summary=("summary", {"top": top, "range": range}),
         facts=("facts", {}),
-        loop=[("iterations", {}), ("iteration_stats", {})],
+        loop=[("iterations", {"range": range}), ("iteration_stats", {"range": range})],
         ranges=("ranges", {}),
     )
     summ, facts = _raised(got["summary"]), _raised(got["facts"])
     gpus, idle, loop = summ["gpus"], summ.get("idle by cause"), got["loop"]
-    wave = {"gaps": ("gaps", {}), "graphs": ("whole_graphs", {})} if gpus.height else {}
+    wave = {"gaps": ("gaps", {"loop": range}), "graphs": ("whole_graphs", {})} if gpus.height else {}
     if summ["kernels"].height:
         wave["categories"] = ("kernels", {"by": "category"})
     if idle is not None and idle.height:
-        wave["activity"] = ("gap_activity", {"by": "cause", "top": 5})
+        wave["activity"] = ("gap_activity", {"by": "cause", "top": 5, "loop": range})
     rg = got["ranges"]
     if not isinstance(rg, NsysqlError) and rg.height:
         wave.update(kernels_by_range=("kernels_by_range", {}), ops=("ops", {}))
@@ -1174,7 +1193,7 @@ def _gap_loop(ctx, range: str | None) -> tuple[pl.DataFrame | None, int | None]:
     command="gaps",
     files=True,
     refusal=_gaps.refusal,
-    params=(GAPS_RANGE, MIN_NS, BY_CAUSE, INCLUDE_WARMUP),
+    params=(GAPS_RANGE, MIN_NS, BY_CAUSE, INCLUDE_WARMUP, GAPS_LOOP),
     needs=("iteration_spans", "iteration_range", "resolve_range"),
     tables=(
         "api_calls",
@@ -1190,21 +1209,22 @@ def _gap_loop(ctx, range: str | None) -> tuple[pl.DataFrame | None, int | None]:
     nsys=("recipe gpu_gaps",),
     requires=("gpu_busy",),
 )
-def gaps(ctx, range, min_ns, by, include_warmup) -> pl.DataFrame:
+def gaps(ctx, range, min_ns, by, include_warmup, loop) -> pl.DataFrame:
     """GPU idle gaps with their causes; `by="cause"` for idle time per cause."""
     if by not in (None, "cause"):
         raise NsysqlError(f"gaps can be grouped by 'cause' only, not {by!r}")
+    indexed_by = range if loop is None else loop
     if by == "cause":
         # from the gaps and iteration spans answers (stored by an earlier summary or gaps), so a warm run
         # opens no tables unless the span must be measured (no iterations, or --include-warmup)
-        its = _gap_spans(ctx, range)
-        g = ctx.ask("gaps", range=range, min_ns=min_ns)
+        its = _gap_spans(ctx, indexed_by)
+        g = ctx.ask("gaps", range=range, min_ns=min_ns, loop=loop)
         con = None if _gaps.steady_only(g, include_warmup) else ctx.con
         return _gaps.by_cause(con, g, range=range, include_warmup=include_warmup, its=its)
     # the gaps before the iteration spans they are indexed by: finding them needs no loop, so their SQL runs
     # while another analysis of the same request finds the loop (iteration_range, asked once for all)
     found = _gaps.find(ctx.con, range=range, min_ns=min_ns)  # min_ns in ns
-    return _gaps.with_iterations(found, *_gap_loop(ctx, range))
+    return _gaps.with_iterations(found, *_gap_loop(ctx, indexed_by))
 
 
 GAP_TOP = replace(TOP, doc="With --explain: activities per gap/cause.", flag=Flag(metavar="N", default=5, minimum=1))
@@ -1218,6 +1238,7 @@ GAP_TOP = replace(TOP, doc="With --explain: activities per gap/cause.", flag=Fla
         BY_CAUSE,
         INCLUDE_WARMUP,
         GAP_TOP,
+        GAPS_LOOP,
     ),
     needs=("gaps",),
     tables=(
@@ -1233,11 +1254,11 @@ GAP_TOP = replace(TOP, doc="With --explain: activities per gap/cause.", flag=Fla
     ),
     sql=("gap_activity", "process_devices"),
 )
-def gap_activity(ctx, range, min_ns, by, include_warmup, top) -> pl.DataFrame:
+def gap_activity(ctx, range, min_ns, by, include_warmup, top, loop) -> pl.DataFrame:
     """What every other thread and process did during each gap of `gaps()`, ranked by overlap."""
     if by not in (None, "cause"):
         raise NsysqlError(f"gaps can be grouped by 'cause' only, not {by!r}")
-    g = ctx.ask("gaps", range=range, min_ns=min_ns)
+    g = ctx.ask("gaps", range=range, min_ns=min_ns, loop=loop)
     if by is None:
         return _gaps.explain(ctx.con, g, top=top)
     return _gaps.explain_by_cause(ctx.con, g, include_warmup=include_warmup, top=top)
@@ -1386,7 +1407,7 @@ def nccl_ranges(ctx) -> pl.DataFrame:
     "rank_tables",
     params=(RANGE,),
     keep="none",
-    needs=("facts", "iterations", "iteration_stats", "iteration_spans", "iteration_range", "gaps", "nccl_ranges"),
+    needs=("facts", "iterations", "iteration_stats", "iteration_range", "gaps", "nccl_ranges"),
     tables=("process_roles", "threads"),
     sql=("process_devices", "ranks_processes"),
 )
@@ -1398,14 +1419,9 @@ def rank_tables(ctx, range) -> dict[str, pl.DataFrame]:
         its = ctx.ask("iterations", range=range)
     except NsysqlError as e:  # no loop: the rank is listed, with why
         return _ranks.rank_tables(str(ctx.path), _ranks.with_gpu_processes(ctx.con, ctx.ask("facts")), e)
-    if range is None:
-        gaps, causes = ctx.ask("gaps"), ctx.ask("gaps", by="cause")
-    else:  # every gap indexed by the loop named, as by the loop detected (not gaps --range's gaps inside its
-        # instances only): naming the loop that detection finds gives the same frames
-        spans = ctx.ask("iteration_spans", range=range)
-        pid = ctx.ask("iteration_range", range=range).pid
-        gaps = _gaps.with_iterations(ctx.ask("gaps").drop("iteration", "warmup"), spans, pid)
-        causes = _gaps.by_cause(None if _gaps.steady_only(gaps) else ctx.con, gaps, its=spans)
+    # every gap indexed by the loop named, as by the loop detected (`loop`, not gaps' `range`, which keeps the
+    # gaps inside its instances only): naming the loop that detection finds gives the same frames
+    gaps, causes = ctx.ask("gaps", loop=range), ctx.ask("gaps", by="cause", loop=range)
     return _ranks.rank_tables(
         str(ctx.path),
         _ranks.with_gpu_processes(ctx.con, ctx.ask("facts")),

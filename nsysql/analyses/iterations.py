@@ -75,8 +75,8 @@ from .patterns import resolve_range
 from .ranges import range_totals
 
 MIN_REPEATS = 3
-# how a refusal to take a loop says to name one: by --range, which `iterations`, `gaps` and `ranks` take; summary
-# and the report take none and say the command that does (summary.NAME_THE_LOOP_WITH)
+# how a refusal to take a loop says to name one: by --range (`range=` in Python), which every command that finds the
+# loop takes (iterations, gaps, summary, report, ranks, ...)
 NAME_THE_LOOP = "name the loop with --range PATTERN"
 """A family must repeat at least this many times at one depth on one thread to be tried as the loop."""
 MAX_CANDIDATES = 20

@@ -150,18 +150,14 @@ def _profile_facts(
     return rows
 
 
-# iterations' words for naming a loop it will not guess, in a summary (and the report), which take no --range
-NAME_THE_LOOP_WITH = "name the loop with `nsysql iterations --range PATTERN`"
-
-
 def _loop_facts(
     loop: tuple[pl.DataFrame, pl.DataFrame] | NsysqlError, its: pl.DataFrame | None, names: pl.DataFrame | None = None
 ) -> list[tuple[str, str, str]]:
     """The iterations fact (or why there are none), then the outliers, SM / tensor activity and exposed
     communication where the loop has them. `names`: the metrics' names per device (activity_names.sql), so that
     the tensor counter is called what the loop's device sampled."""
-    if isinstance(loop, NsysqlError):  # summary takes no --range: it says the command that does
-        return [("iterations", "iterations", f"none: {str(loop).replace(_iter.NAME_THE_LOOP, NAME_THE_LOOP_WITH)}")]
+    if isinstance(loop, NsysqlError):  # no loop detected (summary's --range names one)
+        return [("iterations", "iterations", f"none: {loop}")]
     s = loop[1].row(0, named=True)
     line = f"{s['iterations']} x {s['range_said']} ({s['mode']}), {s['warmup']} warm-up; " + _iter.steady_sentence(s)
     rows = [("iterations", "iterations", line)]

@@ -38,19 +38,22 @@ from .output import emit, emit_text, precious, rendered, stream_target, write_ou
     metavar="DIR",
     help="Also write each chart as DIR/<chart>.png (needs kaleido and Chrome/Chromium).",
 )
+@declared("report")
 @handled
-def report(file, output, fmt, baseline, png_dir):
+def report(file, output, fmt, baseline, png_dir, range):
     """A self-contained HTML report (works offline), or a PR-ready Markdown snippet with -f markdown."""
     from .. import report as _report
 
     # one profile's report is one stored answer (Profile.report, .snippet): a warm entry reads it without DuckDB
-    prof = load_profile(file, warm=not baseline, question=None if baseline else ("report", {}))
+    if baseline and range is not None:
+        raise click.UsageError("--range names one profile's loop; a comparison (--baseline) finds each side's")
+    prof = load_profile(file, warm=not baseline, question=None if baseline else ("report", {"range": range}))
     base = load_profile(baseline) if baseline else None
     if fmt == "markdown":
-        text = _report.diff_snippet(base, prof) if base else _report.snippet(prof)
+        text = _report.diff_snippet(base, prof) if base else _report.snippet(prof, range=range)
         emit_text(text, output)
         return
-    page, figures = _report.build_diff(base, prof) if base else _report.build(prof)
+    page, figures = _report.build_diff(base, prof) if base else _report.build(prof, range=range)
     out = Path(output or f"{prof.path.stem}.{'diff' if base else 'report'}.html")
     write_output(out, page)
     click.echo(f"nsysql: wrote {out} ({len(page) / 2**20:.1f} MiB, {len(figures)} charts)", err=True)

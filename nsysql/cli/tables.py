@@ -24,19 +24,19 @@ info = answer("info", "info", "What the export holds, what it lacks, and which c
 @declared("summary")
 @click.option("--expand", is_flag=True, help="One range row per name: no `Batch*` for Batch0..Batch59.")
 @handled
-def summary(files, fmt, output, attribution, top, expand):
+def summary(files, fmt, output, attribution, top, range, expand):
     """One screen: span, GPUs, busy %, iterations, idle causes, findings, top kernels and ranges, memory.
 
     With several FILEs (one per rank), the cross-rank summary of `nsysql ranks`."""
     if several(files):
-        emit(_ranks_result(files, None, None), fmt, output)
+        emit(_ranks_result(files, None, None, range), fmt, output)
         return
-    params = {"attribution": attribution, "top": top, "families": not expand}
+    params = {"attribution": attribution, "top": top, "families": not expand, "range": range}
     prof = load_profile(files[0] if files else None, warm=True, question=("summary", params))
     if fmt == "markdown":  # the PR-ready snippet, as `report -f markdown`
         from ..report import snippet
 
-        emit_text(snippet(prof), output)
+        emit_text(snippet(prof, range=range), output)
         return
     emit_answer(
         prof, "summary", params, fmt, output, lambda s, look: summary_text(s, fit=lambda t: fitted(t, output), **look)

@@ -355,10 +355,10 @@ def _range_sections(page: Page, data: dict, notes: dict) -> None:
         page.add(page.section("PyTorch operators", table(data["ops"], limit=100) + said))
 
 
-def build(prof) -> tuple[str, dict]:
-    """The report of one profile: its data (Profile.report), drawn."""
+def build(prof, range: str | None = None) -> tuple[str, dict]:
+    """The report of one profile (`range`: its loop, None: detected): its data (Profile.report), drawn."""
     page = Page(f"nsysql report · {prof.path.name}", str(prof.path))
-    profile_sections(page, prof.report())
+    profile_sections(page, prof.report(range=range))
     return page.render(), page.figures
 
 

@@ -23,10 +23,11 @@ def _ms(ns) -> str:
     return f"{ns / 1e6:,.2f}"
 
 
-def snippet(prof, top: int = 10, chart: str | None = None) -> str:
+def snippet(prof, top: int = 10, chart: str | None = None, range: str | None = None) -> str:
     """The PR snippet: the finding to fix first, the findings, the facts, the top kernels (the chart's image
-    linked where `chart`, a path relative to the snippet, names it), idle time by cause."""
-    s = prof.snippet(top=top)
+    linked where `chart`, a path relative to the snippet, names it), idle time by cause; `range`: the loop
+    (None: detected)."""
+    s = prof.snippet(top=top, range=range)
     facts = {key: (item, value) for key, item, value in s["facts"].select("key", "item", "value").iter_rows()}
     value = lambda key, default=None: facts.get(key, (None, default))[1]  # noqa: E731
     gpus = s["gpus"]
