@@ -370,3 +370,27 @@ def test_allocation_stalls_give_back_the_time_their_calls_cover(tmp_path):
         .fill_null(0)
     )
     assert stalls["headroom_ms"] < 0.7 * whole.mean() / 1e6  # not the whole gaps
+
+
+def test_launch_bound_beside_host_gaps_that_hold_little_of_the_idle():
+    """loader_cpu_after runs its image transforms on the GPU in the loop, as thousands of small kernels launched
+    one by one: most of a step's idle time lies between kernels, in gaps shorter than 1 ms, and a few gaps >= 1
+    ms are host work. The host-bound finding covers those gaps; the idle between kernels is launch bound's (the
+    idle outside gaps >= 1 ms, per typical step), said beside it. Where those gaps hold enough of the idle
+    (`host_explains_share` at or below their share) the host work explains it, and launch bound is not said."""
+    from nsysql.analyses.findings import Thresholds
+
+    prof = loaded(str(fixture("loader_cpu_after")))
+    steady, typical = _steady(prof)
+    found = prof.findings()["finding"].to_list()
+    assert {"host bound", "launch bound"} <= set(found), found
+    big = prof.gaps().filter(pl.col("iteration").is_in(typical["iteration"].implode()))["duration_ns"].sum()
+    launch = _row(prof, "launch bound")
+    assert launch["headroom_ms"] == pytest.approx(
+        (typical["step_idle_ns"].sum() - big) / typical.height / 1e6, abs=5e-4
+    )
+    st = prof.iteration_stats().row(0, named=True)
+    held = prof.gaps(by="cause")["idle_ns"].sum() / st["steady_idle_ns"]
+    assert 0 < held < 0.5
+    explained = prof.summary(thresholds=Thresholds(host_explains_share=held * 0.99))["findings"]["finding"]
+    assert "host bound" in explained and "launch bound" not in explained

@@ -22,8 +22,10 @@ not data-loader bound.
   kernels, in the figures of `nsysql launches` (queries/v1/analyses/launch_figures.sql): median steady-state
   GPU busy < 50%, >= 50% of kernels start within 10 us of their launch call returning (or before), and the
   median launch call takes longer than the median kernel; unless the idle time is already explained by host
-  work (a data-loader/host-bound finding). Only where the steady-state iterations launch kernels: iterations
-  that launch none say nothing about launches. The thresholds are launch_bound()'s parameters.
+  work: a data-loader/host-bound finding whose gaps (>= 1 ms) hold >= 50% of the steady-state idle time (its
+  headroom is the idle outside those gaps, which host work in them does not explain). Only where the
+  steady-state iterations launch kernels: iterations that launch none say nothing about launches. The
+  thresholds are launch_bound()'s parameters and `host_explains_share`.
 - `pageable host-to-device copies`: memcpy HtoD from pageable memory, 1 MiB or more in all (they stage through
   a bounce buffer and block the CPU; pinned memory makes them asynchronous). A few bytes of kernel arguments
   or scalars copied this way are not worth a finding. PyTorch's pin_memory=True is advised only where the export
@@ -76,6 +78,7 @@ ALLOC_SHARE = 0.20
 LAUNCH_BUSY_PCT = 50.0
 EMPTY_QUEUE_NS = 10_000
 EMPTY_QUEUE_SHARE = 0.50
+HOST_EXPLAINS_SHARE = 0.50
 IDLE_BUSY_PCT = 30.0
 EXPOSED_COMM_PCT = 20.0
 PAGEABLE_MIN_BYTES = 2**20
@@ -108,6 +111,7 @@ class Thresholds:
     launch_busy_pct: float = LAUNCH_BUSY_PCT
     empty_queue_ns: int = EMPTY_QUEUE_NS
     empty_queue_share: float = EMPTY_QUEUE_SHARE
+    host_explains_share: float = HOST_EXPLAINS_SHARE
     idle_busy_pct: float = IDLE_BUSY_PCT
     exposed_comm_pct: float = EXPOSED_COMM_PCT
     pageable_min_bytes: int = PAGEABLE_MIN_BYTES
@@ -298,13 +302,26 @@ def findings(
     # the order of the rows is the order of the rules: each helper adds its findings in turn
     rows = _slow_iteration_rows(st, its, slow, con)
     rows += _idle_rows(con, causes, activity, limits, loader, loop=st is not None, on_cpu=on_cpu)
-    # launch bound is not said where host work already explains the idle time (the rows so far)
-    host_explained = any(r[0] in ("data-loader bound", "host bound") for r in rows)
+    # launch bound is not said where host work already explains the idle time (the rows so far): where the
+    # gaps of its causes hold most of the steady-state idle. The idle between kernels in shorter gaps is no host
+    # work's that a finding names, and it is launch bound's headroom (headroom.py)
+    host_explained = any(r[0] in ("data-loader bound", "host bound") for r in rows) and _gaps_hold_idle(
+        st, causes, limits.host_explains_share
+    )
     rows += _steady_state_rows(st, read, host_explained, limits, where)
     rows += _pageable_rows(con, read, limits, where)
     rows += _transfer_rows(con, read, limits, where, pageable_said=bool(rows) and rows[-1][0] == PAGEABLE)
     rows += _tensor_core_rows(con, read, limits, where)
     return pl.DataFrame(rows, schema=["finding", "evidence"], orient="row")
+
+
+def _gaps_hold_idle(st: dict | None, causes: pl.DataFrame | None, share: float) -> bool:
+    """Whether the idle time in gaps >= 1 ms (`causes`, counted over the steady-state iterations where there is a
+    loop) is at least `share` of the steady-state iterations' idle time; True where either is unknown."""
+    idle = st.get("steady_idle_ns") if st is not None else None
+    if not idle or causes is None or not causes.height or causes["counted"][0] != "steady-state iterations":
+        return True
+    return int(causes["idle_ns"].sum()) >= share * idle
 
 
 def _slow_iteration_rows(
