@@ -148,8 +148,8 @@ INCLUDE_WARMUP = Param(
 def _head(whole: pl.DataFrame, top: int) -> pl.DataFrame:
     """The first `top` rows of a whole ranked table (ordered by total time, then name; pct is of the whole), so
     the one stored answer serves summary's top 10, any `top` and everything."""
-    if top < 0:
-        raise NsysqlError(f"`top` must be 0 or more, not {top}", option="top")
+    if top < 1:  # no rows at all would read as "no kernels" where the profile has some
+        raise NsysqlError(f"`top` must be 1 or more, not {top}", option="top")
     return whole.head(min(top, whole.height))  # polars takes no count beyond 64 bits: --top 10**30 is all rows
 
 
