@@ -442,12 +442,12 @@ def _iteration_headline(m: dict, nl: str) -> str:
     mb, mn = m["base"], m["new"]
     if m["significant"]:
         return (
-            f"{nl} is {'faster' if m['delta'] < 0 else 'slower'}: mean steady-state iteration {mb:.2f} -> {mn:.2f} ms "
-            f"({m['delta_pct']:+.1f}%), beyond the noise threshold of {m['noise']:.2f} ms"
+            f"{nl} is {'faster' if m['delta'] < 0 else 'slower'}: mean steady-state iteration {mb:,.2f} -> {mn:,.2f} ms "
+            f"({m['delta_pct']:+,.1f}%), beyond the noise threshold of {m['noise']:,.2f} ms"
         )
     return (
-        f"no significant change in mean iteration time: {mb:.2f} -> {mn:.2f} ms ({m['delta_pct']:+.1f}%); "
-        f"|change| {abs(m['delta']):.2f} ms is within the noise threshold of {m['noise']:.2f} ms"
+        f"no significant change in mean iteration time: {mb:,.2f} -> {mn:,.2f} ms ({m['delta_pct']:+,.1f}%); "
+        f"|change| {abs(m['delta']):,.2f} ms is within the noise threshold of {m['noise']:,.2f} ms"
         + ("; more steady-state iterations would decide it" if abs(m["delta_pct"] or 0) >= 10 else "")
     )
 
@@ -459,13 +459,13 @@ def _iteration_notes(rows: list[dict], parts: list[tuple[str, dict]]) -> list[tu
     verdict = [
         (
             "median",
-            f"{md['base']:.2f} -> {md['new']:.2f} ms ({md['delta_pct']:+.1f}%), "
+            f"{md['base']:,.2f} -> {md['new']:,.2f} ms ({md['delta_pct']:+,.1f}%), "
             + ("significant" if md["significant"] else "within noise")
-            + f" (threshold {md['noise']:.2f} ms)",
+            + f" (threshold {md['noise']:,.2f} ms)",
         ),
     ]
     if busy["delta"] is not None:  # else a profile has no GPU activity in its iterations: no busy share to compare
-        verdict.append(("GPU busy", f"{busy['base']:.1f}% -> {busy['new']:.1f}% of an iteration (mean)"))
+        verdict.append(("GPU busy", f"{busy['base']:,.1f}% -> {busy['new']:,.1f}% of an iteration (mean)"))
     known = [p for p in parts if p[1]["delta"] is not None]
     if not known:
         return verdict
@@ -473,7 +473,7 @@ def _iteration_notes(rows: list[dict], parts: list[tuple[str, dict]]) -> list[tu
     verdict.append(
         (
             "largest part change",
-            f"{label}: {r['base']:.2f} -> {r['new']:.2f} ms per iteration ({r['delta']:+.2f} ms, "
+            f"{label}: {r['base']:,.2f} -> {r['new']:,.2f} ms per iteration ({r['delta']:+,.2f} ms, "
             + ("significant" if r["significant"] else "within noise")
             + ")",
         )
@@ -491,8 +491,8 @@ def _largest_changes(sections: tuple[tuple[str, pl.DataFrame, str], ...]) -> lis
             notes.append(
                 (
                     f"largest {label} change",
-                    f"{r[key]}{what}: {r['base_ns'] / 1e6:.2f} -> {r['new_ns'] / 1e6:.2f} ms per iteration "
-                    f"({r['delta_ns'] / 1e6:+.2f} ms, {'significant' if r['significant'] else 'within noise'})",
+                    f"{r[key]}{what}: {r['base_ns'] / 1e6:,.2f} -> {r['new_ns'] / 1e6:,.2f} ms per iteration "
+                    f"({r['delta_ns'] / 1e6:+,.2f} ms, {'significant' if r['significant'] else 'within noise'})",
                 )
             )
     return notes
@@ -595,7 +595,7 @@ def _compare_totals(b: Side, n: Side, bl: str, nl: str) -> Diff:
     for lab, d in ((bl, b), (nl, n)):
         for r in d.gpus.iter_rows(named=True):
             pct = r["busy_pct_active"]  # None where the device's ops span no time: summary's sentence then
-            said = f"{pct:.1f}% of its active span" if pct is not None else device_busy(r)
+            said = f"{pct:,.1f}% of its active span" if pct is not None else device_busy(r)
             verdict.append((f"{lab} GPU {r['device_id']} busy", said))
     verdict += _gpus_differ(b, n, bl, nl)
     kernels = _compare(b.totals[0], n.totals[0], "name", judged=False)
@@ -630,7 +630,7 @@ def limited(result: Diff, fail_above: float | None) -> Diff:
     if pct <= fail_above:
         return result
     why = (
-        f"NEW's mean iteration time is {pct:+.1f}% vs BASE (above `fail_above` {fail_above:g}%, a hard limit: the "
+        f"NEW's mean iteration time is {pct:+,.1f}% vs BASE (above `fail_above` {fail_above:,g}%, a hard limit: the "
         "verdict's noise rule does not apply to it)"
     )
     return replace(result, over_limit=why)
