@@ -183,3 +183,15 @@ def test_diff_separates_thousands_in_its_sentences(tmp_path):
     assert "(+1,900.0%), beyond the noise threshold" in res.headline, res.headline
     median = res.notes.filter(pl.col("item") == "median")["value"][0]
     assert "ms (+1,900.0%), significant" in median, median
+
+
+def test_a_kernel_that_took_no_time_still_ran(tmp_path):
+    """train_small with every kernel ending as it starts (0 ns each, as a short one rounds): the kernels ran,
+    all 632 of them, so the diff compares them; it warned that the profile "holds no kernel", deciding by time."""
+    zero = craft(tmp_path / "zero.sqlite", 'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = start')
+    with nsysql.load(zero, cache_dir=tmp_path / "c") as new:
+        res = loaded(str(fixture("train_small"))).diff(new)
+    kernels = res.kernels.filter(~pl.col("name").str.starts_with("["))
+    assert kernels.height and set(kernels["status"]) == {"both"} and kernels["new_ns"].sum() == 0
+    warnings = res.notes.filter(pl.col("item") == "warning")["value"].to_list()
+    assert not any("no kernel" in w or "kernels both run" in w for w in warnings), warnings

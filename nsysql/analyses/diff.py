@@ -542,7 +542,7 @@ def _kernel_names_shared(bl: str, nl: str, kern: pl.DataFrame) -> str | None:
     """The sign that few kernel names are run by both (fewer than SAME_NAMES_SHARE of the names of the profile
     that runs fewer), or None (also where either runs no kernel: _same_program says so)."""
     named = kern.filter(~pl.col("name").str.starts_with("["))  # kernels, not `[CUDA memcpy ...]` labels
-    runs = {lab: named.filter(pl.col(c) > 0).height for lab, c in ((bl, "base_ns"), (nl, "new_ns"))}
+    runs = {lab: named.filter(_ran(c)).height for lab, c in ((bl, "base_ns"), (nl, "new_ns"))}
     fewer = min(runs, key=runs.get)
     both = named.filter(pl.col("status") == "both").height
     if not runs[fewer] or both >= SAME_NAMES_SHARE * runs[fewer]:
@@ -557,11 +557,13 @@ def _same_program(bl: str, nl: str, kern: pl.DataFrame, per_iteration: bool = Fa
     `per_iteration`: `kern` is the steady-state iterations' GPU ops (else the whole profiles')."""
     notes = []
     named = kern.filter(~pl.col("name").str.starts_with("["))  # kernels, not `[CUDA memcpy ...]` labels
-    shared = [named.filter(pl.col("status") == "both")[c].sum() / (named[c].sum() or 1) for c in ("base_ns", "new_ns")]
-    none = [(lab, c) for lab, c in ((bl, "base_ns"), (nl, "new_ns")) if named.height and not named[c].sum()]
-    if none:  # a share of no kernel time is no share: say which profile ran none
+    sides = ((bl, "base_ns"), (nl, "new_ns"))
+    none = [(lab, c) for lab, c in sides if named.height and not named.filter(_ran(c)).height]
+    if none:  # a share of no kernel is no share: say which profile ran none
         return [("warning", _no_kernel(*none[0], kern, per_iteration))]
-    if named.height and min(shared) < SAME_PROGRAM_SHARE:
+    # a profile whose kernels took no time in all (each rounds to 0 ns) has no share of time to judge
+    shared = [named.filter(pl.col("status") == "both")[c].sum() / named[c].sum() for _, c in sides if named[c].sum()]
+    if named.height and len(shared) == 2 and min(shared) < SAME_PROGRAM_SHARE:
         notes.append(
             (
                 "warning",
@@ -572,12 +574,18 @@ def _same_program(bl: str, nl: str, kern: pl.DataFrame, per_iteration: bool = Fa
     return notes
 
 
+def _ran(col: str) -> pl.Expr:
+    """Whether the profile whose times are `col` (`base_ns`, `new_ns`) of a _compare frame ran the row's op at all:
+    its presence (status), not its time, which is 0 for an op that ran and took no time (or rounds to 0 ns)."""
+    return pl.col("status") != ("new" if col == "base_ns" else "vanished")
+
+
 def _no_kernel(lab: str, col: str, kern: pl.DataFrame, per_iteration: bool) -> str:
     """The warning that profile `lab` (its times in `col` of `kern`) ran no kernel where the other did: in its
     steady-state iterations (`per_iteration`) or at all; where its GPU work there is CUDA graphs traced whole
     (`[CUDA graph ...]` ops), that their kernels were not recorded."""
     where = "in its steady-state iterations " if per_iteration else ""
-    graphs = kern.filter(pl.col("name").str.starts_with("[CUDA graph") & (pl.col(col) > 0))
+    graphs = kern.filter(pl.col("name").str.starts_with("[CUDA graph") & _ran(col))
     if graphs.height:
         return (
             f"{lab} runs no recorded kernel {where}and the other does: its GPU work there is CUDA graphs traced "
