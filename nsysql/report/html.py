@@ -317,8 +317,7 @@ def _kernels_and_idle(page: Page, data: dict, notes: dict, palette: dict, prefix
                 page.chart(
                     prefix + "categories",
                     charts.categories_chart(data["categories"]),
-                    "Categories by kernel name (rules: queries/v1/canonical/44_kernel_rules.sql); tensor-core use "
-                    "by GPU metrics where the export has them (Tensor Active while the kernel ran alone), else by name.",
+                    notes["categories_caption"],
                 ),
             )
         )
