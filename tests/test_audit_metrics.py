@@ -165,6 +165,16 @@ def test_turing_counter_is_said_by_its_name(turing):
     assert "by GPU metrics (Tensor Active / FP16 Active under 1%" in evidence
 
 
+def test_turing_counter_is_named_under_the_reports_categories(turing, tmp_path):
+    """The HTML report's caption under the kernel categories names the counter the export sampled; it said
+    `Tensor Active` whatever the GPU."""
+    loaded(str(turing))  # the run's cache holds its entry: the report reads it warm
+    page = tmp_path / "r.html"
+    r = CliRunner().invoke(main, ["report", str(turing), "-o", str(page)])
+    assert r.exit_code == 0, r.output
+    assert "(Tensor Active / FP16 Active while the kernel ran alone)" in page.read_text(encoding="utf-8")
+
+
 HW_ALT = fixture("hw_alt")
 
 

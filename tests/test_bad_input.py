@@ -115,9 +115,17 @@ def test_bad_option_values_are_one_line(tmp_path):
     ):
         res = run(["kernels", str(fixture("train_small")), *args])
         assert res.exit_code == 2 and says in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
-    for cmd in (["kernels", "--top", "-1"], ["iterations", "--skip", "-1"]):
+    # --top 0 too: no rows would print "no kernels" of a profile that has some; every command with --top
+    for cmd, says in (
+        (["kernels", "--top", "-1"], "--top must be 1 or more"),
+        (["kernels", "--top", "0"], "--top must be 1 or more"),
+        (["api", "--top", "0"], "--top must be 1 or more"),
+        (["summary", "--top", "0"], "--top must be 1 or more"),
+        (["gaps", "--explain", "--top", "0"], "0 is not in the range x>=1"),
+        (["iterations", "--skip", "-1"], "--skip must be 0 or more"),
+    ):
         res = run([cmd[0], str(fixture("train_small")), *cmd[1:]])
-        assert res.exit_code == 2 and f"{cmd[1]} must be 0 or more" in res.stderr, res.stderr
+        assert res.exit_code == 2 and says in res.stderr, res.stderr
         assert len(res.stderr.strip().splitlines()) == 1
 
 

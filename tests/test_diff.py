@@ -5,8 +5,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import PUBLIC, fixture, h200, loaded
+from conftest import PUBLIC, craft, fixture, h200, loaded
 
+import nsysql
 from nsysql.cli import main
 from nsysql.errors import NsysqlError
 
@@ -162,3 +163,35 @@ def test_diff_says_which_part_of_the_step_changed():
         deltas[label] = n - b
     top = max(deltas, key=lambda k: abs(deltas[k]))
     assert dict(res.verdict().iter_rows())["largest part change"].startswith(f"{top}: ")
+
+
+# every table of train_small that holds times: each time x 20 makes every length of time 20 times as long
+_TIMED = ("PROFILER_OVERHEAD", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_MEMCPY")
+_TIMED += ("CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "NVTX_EVENTS", "CUPTI_ACTIVITY_KIND_KERNEL", "OSRT_API")
+
+
+def test_diff_separates_thousands_in_its_sentences(tmp_path):
+    """train_small against itself with every time x 20: each iteration takes 20 times as long, +1,900.0% by
+    construction, said with its thousands separated as every figure nsysql prints (it said "+1900.0%")."""
+    slow = craft(
+        tmp_path / "slow.sqlite",
+        *[f'UPDATE {t} SET start = start * 20, "end" = "end" * 20' for t in _TIMED],
+        "UPDATE DIAGNOSTIC_EVENT SET timestamp = timestamp * 20",
+    )
+    with nsysql.load(slow, cache_dir=tmp_path / "c") as new:
+        res = loaded(str(fixture("train_small"))).diff(new)
+    assert "(+1,900.0%), beyond the noise threshold" in res.headline, res.headline
+    median = res.notes.filter(pl.col("item") == "median")["value"][0]
+    assert "ms (+1,900.0%), significant" in median, median
+
+
+def test_a_kernel_that_took_no_time_still_ran(tmp_path):
+    """train_small with every kernel ending as it starts (0 ns each, as a short one rounds): the kernels ran,
+    all 632 of them, so the diff compares them; it warned that the profile "holds no kernel", deciding by time."""
+    zero = craft(tmp_path / "zero.sqlite", 'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = start')
+    with nsysql.load(zero, cache_dir=tmp_path / "c") as new:
+        res = loaded(str(fixture("train_small"))).diff(new)
+    kernels = res.kernels.filter(~pl.col("name").str.starts_with("["))
+    assert kernels.height and set(kernels["status"]) == {"both"} and kernels["new_ns"].sum() == 0
+    warnings = res.notes.filter(pl.col("item") == "warning")["value"].to_list()
+    assert not any("no kernel" in w or "kernels both run" in w for w in warnings), warnings

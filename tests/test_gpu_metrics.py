@@ -252,6 +252,16 @@ def test_by_iteration_says_which_iterations_no_sample_covers(tmp_path):
         "nsysql: no GPU metrics sample covers the GPU work of iterations 8, 9, 10, 11, 12, 13, … (8 in all, of the "
         "16 with GPU work): they are left out"
     )
+    # `stats -r metrics-by-iteration` is what the command prints (it printed rows of nulls for 8-15, unsaid)
+    st = CliRunner().invoke(
+        main, ["--cache-dir", str(tmp_path / "cache"), "stats", "-r", "metrics-by-iteration", str(path)]
+    )
+    assert st.exit_code == 0, st.output
+    assert st.stdout.splitlines() == ["# metrics-by-iteration", *r.stdout.splitlines()]
+    assert st.stderr.strip().splitlines()[-1] == (
+        "nsysql: metrics-by-iteration: no GPU metrics sample covers the GPU work of iterations 8, 9, 10, 11, 12, "
+        "13, … (8 in all, of the 16 with GPU work): they are left out"
+    )
     # summary's SM / tensor line counts the steady-state iterations its medians come from, not all of them
     prof = nsysql.load(path, cache_dir=tmp_path / "cache")
     steady = prof.iterations().filter(~pl.col("warmup"))["iteration"].to_list()

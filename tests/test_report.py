@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import sys
+import time
 
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -163,6 +165,28 @@ def test_png_with_kaleido_writes_every_chart(tmp_path):
     pngs = sorted(p.name for p in (tmp_path / "p").glob("*.png"))
     assert pngs == ["categories.png", "idle.png", "iterations.png", "kernels.png", "partition.png", "timeline.png"]
     assert all((tmp_path / "p" / n).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for n in pngs)
+
+
+def test_png_from_a_kaleido_that_hangs_stops_at_the_limit(tmp_path, monkeypatch):
+    """A kaleido whose browser never answers (a stand-in that sleeps, first on the child's path) is stopped after
+    $NSYSQL_PNG_TIMEOUT seconds: one line naming the chart it was writing, exit 2; it hung nsysql with it."""
+    if importlib.util.find_spec("kaleido") is None:
+        pytest.skip("kaleido not installed")
+    fake = tmp_path / "fake" / "kaleido"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("import time\n\ndef write_fig_from_object_sync(*a, **k):\n    time.sleep(60)\n")
+    (fake / "errors.py").write_text("class ChromeNotFoundError(Exception):\n    pass\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(fake.parent), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("NSYSQL_PNG_TIMEOUT", "1")
+    loaded(str(fixture("train_small")))  # the run's cache holds its entry: the report reads it warm
+    out, pngs = tmp_path / "r.html", tmp_path / "p"
+    started = time.monotonic()
+    r = CliRunner().invoke(main, ["report", str(fixture("train_small")), "-o", str(out), "--png", str(pngs)])
+    assert time.monotonic() - started < 30 and r.exit_code == 2 and out.exists(), r.output
+    assert r.stderr.strip().splitlines()[-1] == (
+        f"nsysql: error: {pngs / 'iterations.png'}: kaleido (a headless Chrome) had not written this chart after "
+        "1 s and was stopped (NSYSQL_PNG_TIMEOUT sets the limit); the HTML report was written"
+    )
 
 
 def test_each_report_chooses_its_own_cause_colours():

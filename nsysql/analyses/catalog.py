@@ -38,6 +38,7 @@ from . import timeline as _timeline
 from . import trace as _trace
 from ._sql import facts as _facts
 from .findings import Thresholds
+from .findings import tensor_metric_of as _tensor_metric
 from .patterns import resolve_range as _resolve_range
 from .ranges import ATTRIBUTIONS, DEFAULT_ATTRIBUTION
 
@@ -163,8 +164,8 @@ INCLUDE_WARMUP = Param(
 def _head(whole: pl.DataFrame, top: int) -> pl.DataFrame:
     """The first `top` rows of a whole ranked table (ordered by total time, then name; pct is of the whole), so
     the one stored answer serves summary's top 10, any `top` and everything."""
-    if top < 0:
-        raise NsysqlError(f"`top` must be 0 or more, not {top}", option="top")
+    if top < 1:  # no rows at all would read as "no kernels" where the profile has some
+        raise NsysqlError(f"`top` must be 1 or more, not {top}", option="top")
     return whole.head(min(top, whole.height))  # polars takes no count beyond 64 bits: --top 10**30 is all rows
 
 
@@ -761,10 +762,18 @@ def snippet(ctx, top, range) -> dict[str, pl.DataFrame]:
     return {**out, "notes": _report.notes({"gpu_busy_all": busy, "kernels_note": graphs, "ops_note": ops})}
 
 
+@analysis("tensor_metric", keep="memory", tables=("gpu_activity_names",), sql=("activity_names",))
+def tensor_metric(ctx) -> str:
+    """What the devices' tensor counter is called (findings.tensor_metric): `Tensor Active`, or Turing's `Tensor
+    Active / FP16 Active`, which counts the fp16 pipe too; `Tensor Active` without GPU metrics."""
+    return _tensor_metric(ctx.con)
+
+
 @analysis(
     "report",
     params=(REPORT_TOP, LOOP),
     needs=(
+        "tensor_metric",
         "summary",
         "facts",
         "iterations",
@@ -820,6 +829,7 @@ def report(ctx, top, range) -> dict[str, pl.DataFrame]:
     said.update(notes)
     if "categories" in wave:
         out["categories"] = _raised(more["categories"])
+        said["categories_caption"] = _report.categories_caption(ctx.ask("tensor_metric"))
     else:
         said["kernels_why"] = _report.NO_KERNELS
     _report_idle(out, said, gpus, idle, more.get("activity"), untraced)

@@ -442,12 +442,12 @@ def _iteration_headline(m: dict, nl: str) -> str:
     mb, mn = m["base"], m["new"]
     if m["significant"]:
         return (
-            f"{nl} is {'faster' if m['delta'] < 0 else 'slower'}: mean steady-state iteration {mb:.2f} -> {mn:.2f} ms "
-            f"({m['delta_pct']:+.1f}%), beyond the noise threshold of {m['noise']:.2f} ms"
+            f"{nl} is {'faster' if m['delta'] < 0 else 'slower'}: mean steady-state iteration {mb:,.2f} -> {mn:,.2f} ms "
+            f"({m['delta_pct']:+,.1f}%), beyond the noise threshold of {m['noise']:,.2f} ms"
         )
     return (
-        f"no significant change in mean iteration time: {mb:.2f} -> {mn:.2f} ms ({m['delta_pct']:+.1f}%); "
-        f"|change| {abs(m['delta']):.2f} ms is within the noise threshold of {m['noise']:.2f} ms"
+        f"no significant change in mean iteration time: {mb:,.2f} -> {mn:,.2f} ms ({m['delta_pct']:+,.1f}%); "
+        f"|change| {abs(m['delta']):,.2f} ms is within the noise threshold of {m['noise']:,.2f} ms"
         + ("; more steady-state iterations would decide it" if abs(m["delta_pct"] or 0) >= 10 else "")
     )
 
@@ -459,13 +459,13 @@ def _iteration_notes(rows: list[dict], parts: list[tuple[str, dict]]) -> list[tu
     verdict = [
         (
             "median",
-            f"{md['base']:.2f} -> {md['new']:.2f} ms ({md['delta_pct']:+.1f}%), "
+            f"{md['base']:,.2f} -> {md['new']:,.2f} ms ({md['delta_pct']:+,.1f}%), "
             + ("significant" if md["significant"] else "within noise")
-            + f" (threshold {md['noise']:.2f} ms)",
+            + f" (threshold {md['noise']:,.2f} ms)",
         ),
     ]
     if busy["delta"] is not None:  # else a profile has no GPU activity in its iterations: no busy share to compare
-        verdict.append(("GPU busy", f"{busy['base']:.1f}% -> {busy['new']:.1f}% of an iteration (mean)"))
+        verdict.append(("GPU busy", f"{busy['base']:,.1f}% -> {busy['new']:,.1f}% of an iteration (mean)"))
     known = [p for p in parts if p[1]["delta"] is not None]
     if not known:
         return verdict
@@ -473,7 +473,7 @@ def _iteration_notes(rows: list[dict], parts: list[tuple[str, dict]]) -> list[tu
     verdict.append(
         (
             "largest part change",
-            f"{label}: {r['base']:.2f} -> {r['new']:.2f} ms per iteration ({r['delta']:+.2f} ms, "
+            f"{label}: {r['base']:,.2f} -> {r['new']:,.2f} ms per iteration ({r['delta']:+,.2f} ms, "
             + ("significant" if r["significant"] else "within noise")
             + ")",
         )
@@ -491,8 +491,8 @@ def _largest_changes(sections: tuple[tuple[str, pl.DataFrame, str], ...]) -> lis
             notes.append(
                 (
                     f"largest {label} change",
-                    f"{r[key]}{what}: {r['base_ns'] / 1e6:.2f} -> {r['new_ns'] / 1e6:.2f} ms per iteration "
-                    f"({r['delta_ns'] / 1e6:+.2f} ms, {'significant' if r['significant'] else 'within noise'})",
+                    f"{r[key]}{what}: {r['base_ns'] / 1e6:,.2f} -> {r['new_ns'] / 1e6:,.2f} ms per iteration "
+                    f"({r['delta_ns'] / 1e6:+,.2f} ms, {'significant' if r['significant'] else 'within noise'})",
                 )
             )
     return notes
@@ -542,7 +542,7 @@ def _kernel_names_shared(bl: str, nl: str, kern: pl.DataFrame) -> str | None:
     """The sign that few kernel names are run by both (fewer than SAME_NAMES_SHARE of the names of the profile
     that runs fewer), or None (also where either runs no kernel: _same_program says so)."""
     named = kern.filter(~pl.col("name").str.starts_with("["))  # kernels, not `[CUDA memcpy ...]` labels
-    runs = {lab: named.filter(pl.col(c) > 0).height for lab, c in ((bl, "base_ns"), (nl, "new_ns"))}
+    runs = {lab: named.filter(_ran(c)).height for lab, c in ((bl, "base_ns"), (nl, "new_ns"))}
     fewer = min(runs, key=runs.get)
     both = named.filter(pl.col("status") == "both").height
     if not runs[fewer] or both >= SAME_NAMES_SHARE * runs[fewer]:
@@ -557,11 +557,13 @@ def _same_program(bl: str, nl: str, kern: pl.DataFrame, per_iteration: bool = Fa
     `per_iteration`: `kern` is the steady-state iterations' GPU ops (else the whole profiles')."""
     notes = []
     named = kern.filter(~pl.col("name").str.starts_with("["))  # kernels, not `[CUDA memcpy ...]` labels
-    shared = [named.filter(pl.col("status") == "both")[c].sum() / (named[c].sum() or 1) for c in ("base_ns", "new_ns")]
-    none = [(lab, c) for lab, c in ((bl, "base_ns"), (nl, "new_ns")) if named.height and not named[c].sum()]
-    if none:  # a share of no kernel time is no share: say which profile ran none
+    sides = ((bl, "base_ns"), (nl, "new_ns"))
+    none = [(lab, c) for lab, c in sides if named.height and not named.filter(_ran(c)).height]
+    if none:  # a share of no kernel is no share: say which profile ran none
         return [("warning", _no_kernel(*none[0], kern, per_iteration))]
-    if named.height and min(shared) < SAME_PROGRAM_SHARE:
+    # a profile whose kernels took no time in all (each rounds to 0 ns) has no share of time to judge
+    shared = [named.filter(pl.col("status") == "both")[c].sum() / named[c].sum() for _, c in sides if named[c].sum()]
+    if named.height and len(shared) == 2 and min(shared) < SAME_PROGRAM_SHARE:
         notes.append(
             (
                 "warning",
@@ -572,12 +574,18 @@ def _same_program(bl: str, nl: str, kern: pl.DataFrame, per_iteration: bool = Fa
     return notes
 
 
+def _ran(col: str) -> pl.Expr:
+    """Whether the profile whose times are `col` (`base_ns`, `new_ns`) of a _compare frame ran the row's op at all:
+    its presence (status), not its time, which is 0 for an op that ran and took no time (or rounds to 0 ns)."""
+    return pl.col("status") != ("new" if col == "base_ns" else "vanished")
+
+
 def _no_kernel(lab: str, col: str, kern: pl.DataFrame, per_iteration: bool) -> str:
     """The warning that profile `lab` (its times in `col` of `kern`) ran no kernel where the other did: in its
     steady-state iterations (`per_iteration`) or at all; where its GPU work there is CUDA graphs traced whole
     (`[CUDA graph ...]` ops), that their kernels were not recorded."""
     where = "in its steady-state iterations " if per_iteration else ""
-    graphs = kern.filter(pl.col("name").str.starts_with("[CUDA graph") & (pl.col(col) > 0))
+    graphs = kern.filter(pl.col("name").str.starts_with("[CUDA graph") & _ran(col))
     if graphs.height:
         return (
             f"{lab} runs no recorded kernel {where}and the other does: its GPU work there is CUDA graphs traced "
@@ -595,7 +603,7 @@ def _compare_totals(b: Side, n: Side, bl: str, nl: str) -> Diff:
     for lab, d in ((bl, b), (nl, n)):
         for r in d.gpus.iter_rows(named=True):
             pct = r["busy_pct_active"]  # None where the device's ops span no time: summary's sentence then
-            said = f"{pct:.1f}% of its active span" if pct is not None else device_busy(r)
+            said = f"{pct:,.1f}% of its active span" if pct is not None else device_busy(r)
             verdict.append((f"{lab} GPU {r['device_id']} busy", said))
     verdict += _gpus_differ(b, n, bl, nl)
     kernels = _compare(b.totals[0], n.totals[0], "name", judged=False)
@@ -630,7 +638,7 @@ def limited(result: Diff, fail_above: float | None) -> Diff:
     if pct <= fail_above:
         return result
     why = (
-        f"NEW's mean iteration time is {pct:+.1f}% vs BASE (above `fail_above` {fail_above:g}%, a hard limit: the "
+        f"NEW's mean iteration time is {pct:+,.1f}% vs BASE (above `fail_above` {fail_above:,g}%, a hard limit: the "
         "verdict's noise rule does not apply to it)"
     )
     return replace(result, over_limit=why)

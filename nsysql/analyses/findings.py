@@ -588,6 +588,11 @@ def tensor_metric(names: pl.DataFrame | None, device_id: int | None = None) -> s
     return " or ".join(sorted(set(mine["metric"].to_list()))) or "Tensor Active"
 
 
+def tensor_metric_of(con) -> str:
+    """tensor_metric of every device of the export whose canonical tables `con` holds."""
+    return tensor_metric(run(con, "activity_names", device_id=None))
+
+
 def _tc_evidence(rows: pl.DataFrame, tensor: str = "Tensor Active") -> str:
     """How the tensor-core verdict of these kernels_by_category rows was reached (their `evidence`); `tensor`:
     what the devices' tensor counter is called (tensor_metric)."""

@@ -55,6 +55,15 @@ NO_RANGES = "No NVTX ranges: the profile was captured without -t nvtx, or the pr
 NO_KERNELS_IN_RANGES = "No kernel was launched inside an NVTX range."
 
 
+def categories_caption(tensor: str) -> str:
+    """The caption under the kernel categories chart; `tensor`: what the devices' tensor counter is called
+    (findings.tensor_metric: Turing's counts the fp16 pipe too)."""
+    return (
+        "Categories by kernel name (rules: queries/v1/canonical/44_kernel_rules.sql); tensor-core use by GPU metrics "
+        f"where the export has them ({tensor} while the kernel ran alone), else by name."
+    )
+
+
 def notes(texts: dict[str, str | None]) -> pl.DataFrame:
     """The notes section: one row per sentence given (None: left out)."""
     rows = [(k, v) for k, v in texts.items() if v is not None]

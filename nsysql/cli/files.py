@@ -58,7 +58,11 @@ def report(file, output, fmt, baseline, png_dir, range):
     write_output(out, page)
     click.echo(f"nsysql: wrote {out} ({len(page) / 2**20:.1f} MiB, {len(figures)} charts)", err=True)
     if png_dir:
-        got = _report.write_pngs(figures, Path(png_dir))
+        try:
+            got = _report.write_pngs(figures, Path(png_dir))
+        except NsysqlError as e:  # about the chart it was writing, which it names, not about the export
+            click.echo(f"nsysql: error: {_line(str(e))}", err=True)
+            sys.exit(2)
         if isinstance(got, str):
             click.echo(f"nsysql: {got}", err=True)
         else:

@@ -63,6 +63,13 @@ NSYS_REPORTS = (
 )
 
 
+# A report whose command prints a view of its analysis is that view's table, each of the view's lines (its
+# `said` sections) on stderr as the command prints them: `metrics` shows clocks nsys wrote in Hz under MHz in MHz,
+# leaves out graphics counters at 0 throughout and the iterations no sample covers, and says so
+VIEWED = {"gpu_metrics": "gpu_metrics_shown"}
+VIEWED_LINES = ("said", "unsampled")
+
+
 def reports() -> dict[str, tuple[str, dict]]:
     """Report name -> (the analysis, the parameters it is asked with), in the commands' order."""
     out: dict[str, tuple[str, dict]] = {}
@@ -145,11 +152,16 @@ def stats(file, reports_, fmt, prefix, attribution):
     got = {}
     if prefix:  # `-o out/run` into a folder not made yet: made, as `nsys stats -o` does
         Path(prefix).parent.mkdir(parents=True, exist_ok=True)
-    answers = prof.each(*((a, kw) for _, a, kw in asked), **({"attribution": attribution} if given else {}))
+    # the load told of the analyses (a view's first reads are all it may read), each asked of its view where it has one
+    views = ((VIEWED.get(a, a), kw) for _, a, kw in asked)
+    answers = prof.each(*views, **({"attribution": attribution} if given else {}))
     for (name, _, _), df in zip(asked, answers):
         if isinstance(df, NsysqlError):
             click.echo(f"nsysql: {name}: skipped: {df}", err=True)
-        elif prefix:
+            continue
+        if isinstance(df, dict):  # a view (VIEWED)
+            df = _viewed(name, df)
+        if prefix:
             out = f"{prefix}_{name.replace('-', '_')}.{ext}"
             write_output(out, rendered(df, fmt, output=out))
             click.echo(f"nsysql: wrote {out}", err=True)
@@ -158,6 +170,15 @@ def stats(file, reports_, fmt, prefix, attribution):
     if got:  # on stdout one document: a JSON object of the reports, or the sections one after another
         answer_to_stdout()
         click.echo(rendered(got, fmt), nl=False, color=True)  # as written (see emit)
+
+
+def _viewed(name: str, got: dict):
+    """The report `name` as its command prints it from its view's answer `got` (VIEWED): the table, the view's
+    lines said on stderr."""
+    for said in (got[k]["said"][0] for k in VIEWED_LINES if k in got):
+        if said is not None:
+            click.echo(f"nsysql: {name}: {said}", err=True)
+    return got["table"]
 
 
 about(stats, nsys="`nsys stats -r ... -o`")

@@ -307,7 +307,11 @@ class Engine:
         a definition no header named, and that the connection lacks, fails with DuckDB's catalog error: then
         every table is built and the answer is asked once more (time, never an answer, is what a header that
         says too little costs)."""
-        if decl.needs and not decl.sql and getattr(_CURRENT, "engine", None) is None:
+        if decl.view and getattr(_CURRENT, "engine", None) is None:
+            # a view shows its needs' answers asked with its own values: what those values choose (`reads`), in one
+            # pass (`metrics` per device reads no NVTX nesting, as gpu_metrics asked alike reads none)
+            self._plan(reads(decl.name, bound))
+        elif decl.needs and not decl.sql and getattr(_CURRENT, "engine", None) is None:
             # a request for a composition (summary, the report's data): what its pieces may read is built in one
             # pass before any runs, not pass after pass as each piece meets its own SQL header (`plan_request`)
             self.plan_request(decl.name)

@@ -332,18 +332,19 @@ DEFAULT_TIMEOUT_S = 3600  # `nsys export` of a multi-GB report takes minutes; on
 KEEP_OUTPUT = 64 * 1024  # of what nsys prints, the last bytes kept for the error line
 
 
-def timeout_s() -> float | None:
-    """How long nsysql waits for `nsys export` before stopping it: $NSYSQL_NSYS_TIMEOUT seconds (0: no limit),
-    else DEFAULT_TIMEOUT_S. An NsysqlError for a value that is not a number of seconds."""
-    text = os.environ.get("NSYSQL_NSYS_TIMEOUT", "").strip()
+def timeout_s(var: str = "NSYSQL_NSYS_TIMEOUT", default: float = DEFAULT_TIMEOUT_S) -> float | None:
+    """How long nsysql waits for a program it runs before stopping it: $`var` seconds (0: no limit), else
+    `default` (`nsys export`: $NSYSQL_NSYS_TIMEOUT, DEFAULT_TIMEOUT_S). An NsysqlError for a value that is not a
+    number of seconds."""
+    text = os.environ.get(var, "").strip()
     if not text:
-        return DEFAULT_TIMEOUT_S
+        return default
     try:
         value = float(text)
     except ValueError:
         value = -1.0
     if not value >= 0 or value == float("inf"):
-        raise NsysqlError(f"NSYSQL_NSYS_TIMEOUT={text[:40]!r}: give seconds (e.g. 600), or 0 for no limit")
+        raise NsysqlError(f"{var}={text[:40]!r}: give seconds (e.g. 600), or 0 for no limit")
     return value or None
 
 

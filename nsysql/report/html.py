@@ -317,8 +317,7 @@ def _kernels_and_idle(page: Page, data: dict, notes: dict, palette: dict, prefix
                 page.chart(
                     prefix + "categories",
                     charts.categories_chart(data["categories"]),
-                    "Categories by kernel name (rules: queries/v1/canonical/44_kernel_rules.sql); tensor-core use "
-                    "by GPU metrics where the export has them (Tensor Active while the kernel ran alone), else by name.",
+                    notes["categories_caption"],
                 ),
             )
         )
@@ -395,26 +394,63 @@ def build_diff(base, new) -> tuple[str, dict]:
     return page.render(), page.figures
 
 
+# A report's charts take kaleido (a headless Chrome) seconds; one that has written none in this long is stuck
+PNG_TIMEOUT_S = 300
+# The child that writes the PNGs (argv[1]: a JSON file of the charts, their paths and heights): kaleido runs
+# there, in a process group of its own, so that a browser that hangs is stopped with it at the time limit
+_PNG_CHILD = """
+import json, sys
+import plotly.io as pio
+spec = json.load(open(sys.argv[1], encoding="utf-8"))
+figs = spec["figs"]
+try:
+    if hasattr(pio, "write_images"):  # plotly >= 6.1: every chart through one browser, not one browser each
+        pio.write_images(figs, spec["paths"], width=1200, height=spec["heights"], scale=1)
+    else:
+        for p, fig, h in zip(spec["paths"], figs, spec["heights"]):
+            pio.write_image(fig, p, width=1200, height=h, scale=1)
+except Exception as e:  # kaleido present but no usable browser
+    print((str(e).strip().splitlines() or [type(e).__name__])[0][:160], file=sys.stderr)
+    sys.exit(1)
+"""
+
+
 def write_pngs(figures: dict, directory: Path) -> list[Path] | str:
-    """Each chart as DIR/<name>.png through kaleido; a one-line hint (str) when kaleido or Chrome is missing."""
-    try:
-        import kaleido  # noqa: F401
-    except ImportError:
+    """Each chart as DIR/<name>.png through kaleido; a one-line hint (str) when kaleido or Chrome is missing.
+    Kaleido runs in a child process stopped after $NSYSQL_PNG_TIMEOUT seconds (PNG_TIMEOUT_S; 0: no limit):
+    past it, NsysqlError naming the first chart not written."""
+    import importlib.util
+    import sys
+    import tempfile
+
+    from plotly.io.json import to_json_plotly
+
+    from ..errors import NsysqlError
+    from ..nsys import capture, last_line, timeout_s
+
+    if importlib.util.find_spec("kaleido") is None:
         return (
             "--png needs kaleido and a Chrome/Chromium: pip install kaleido (then `plotly_get_chrome`, "
             "or install chromium); the HTML report was written"
         )
-    import plotly.io as pio
-
+    limit = timeout_s("NSYSQL_PNG_TIMEOUT", PNG_TIMEOUT_S)
     directory.mkdir(parents=True, exist_ok=True)
     out = [directory / f"{name}.png" for name in figures]
-    heights = [fig.layout.height or 400 for fig in figures.values()]
-    try:
-        if hasattr(pio, "write_images"):  # plotly >= 6.1: every chart through one browser, not one browser each
-            pio.write_images([charts.themed(f) for f in figures.values()], out, width=1200, height=heights, scale=1)
-        else:
-            for p, fig, h in zip(out, figures.values(), heights):
-                pio.write_image(charts.themed(fig), str(p), width=1200, height=h, scale=1)
-    except Exception as e:  # kaleido present but no usable browser
-        return f"--png failed ({str(e).splitlines()[0][:160]}): install chromium or run `plotly_get_chrome`"
+    spec = {
+        "figs": [charts.themed(f) for f in figures.values()],
+        "paths": [str(p) for p in out],
+        "heights": [fig.layout.height or 400 for fig in figures.values()],
+    }
+    with tempfile.TemporaryDirectory(prefix="nsysql-png-") as tmp:
+        (Path(tmp) / "charts.json").write_text(to_json_plotly(spec), encoding="utf-8")
+        code, said = capture([sys.executable, "-c", _PNG_CHILD, str(Path(tmp) / "charts.json")], limit)
+    if code is None:
+        stuck = next((p for p in out if not p.exists()), directory)
+        raise NsysqlError(
+            f"kaleido (a headless Chrome) had not written this chart after {limit:g} s and was stopped "
+            "(NSYSQL_PNG_TIMEOUT sets the limit); the HTML report was written",
+            path=str(stuck),
+        )
+    if code:
+        return f"--png failed ({last_line(said, 160)}): install chromium or run `plotly_get_chrome`"
     return out
