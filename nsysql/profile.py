@@ -170,13 +170,15 @@ class Profile:
         by: str = "name",
         per: str | None = None,
         attribution: str = DEFAULT_ATTRIBUTION,
+        range: str | None = None,
     ) -> pl.DataFrame:
         """Per kernel name (nsys's cuda_gpu_kern_sum, then category and tensor_cores); by="category": per
         category and tensor_cores, `category, tensor_cores, count, total_ns, pct, evidence` (tensor_cores measured by
         GPU metrics where the export has them: evidence `metrics`, else `name`); with per="iteration", the same
         per iteration of the loop (pct of the iteration's kernel time); per="range": per NVTX range, a kernel
-        counting in every range open around its launch (`attribution` as in ranges)."""
-        return self._engine.run("kernels", name=name, top=top, by=by, per=per, attribution=attribution)
+        counting in every range open around its launch (`attribution` as in ranges). `range`: with per="iteration",
+        the loop, as in iterations (None: detected)."""
+        return self._engine.run("kernels", name=name, top=top, by=by, per=per, attribution=attribution, range=range)
 
     def gpu_metrics(
         self, by: str | None = None, range: str | None = None, attribution: str = DEFAULT_ATTRIBUTION
@@ -315,12 +317,13 @@ class Profile:
         nsysql.analyses.findings, headroom in nsysql.analyses.headroom); `thresholds` as in summary."""
         return self._engine.run("findings", thresholds=thresholds)
 
-    def diff(self, other: Profile, fail_above: float | None = None) -> Diff:
+    def diff(self, other: Profile, fail_above: float | None = None, range: str | None = None) -> Diff:
         """This profile (BASE) against `other` (NEW): verdict, iteration time, idle by cause, ranges, kernels,
         per steady-state iteration (rules in nsysql.analyses.diff); `.to_frames()` gives the sections as frames.
         `fail_above`: a limit, in %, on how much slower NEW's mean steady-state iteration may be (`.over_limit`
-        says why it is broken, `.exit_status` is then 1)."""
-        return self._engine.run("diff", other=other._engine, fail_above=fail_above)
+        says why it is broken, `.exit_status` is then 1). `range`: the loop in both, as in iterations (None: each
+        side's detected)."""
+        return self._engine.run("diff", other=other._engine, fail_above=fail_above, range=range)
 
     def report(self, top: int = 10, range: str | None = None) -> dict[str, pl.DataFrame]:
         """Everything the HTML report (`nsysql report`) shows, as sections (nsysql.analyses.report): summary's
@@ -336,10 +339,11 @@ class Profile:
         iterations (None: detected)."""
         return self._engine.run("snippet", top=top, range=range)
 
-    def report_diff(self, other: Profile):
+    def report_diff(self, other: Profile, range: str | None = None):
         """What the comparison report (`nsysql report NEW --baseline BASE`, this profile BASE) shows: `.diff`,
-        each side's steady-state step times, and NEW's `report()` as `.new`."""
-        return self._engine.run("report_diff", other=other._engine)
+        each side's steady-state step times, and NEW's `report()` as `.new`; `range`: the loop in both, as in
+        iterations (None: each side's detected)."""
+        return self._engine.run("report_diff", other=other._engine, range=range)
 
     def _rank_tables(self, range: str | None = None) -> dict[str, pl.DataFrame]:
         """One rank's frames for the cross-rank answers of nsysql.many (nsysql.analyses.ranks.rank_tables), its
@@ -357,12 +361,15 @@ class Profile:
         of [start_ns, end_ns)): `device_id, bin, start_ns, end_ns, busy_ns, busy_pct`."""
         return self._engine.run("timeline", bins=bins, start_ns=start_ns, end_ns=end_ns, devices=devices)
 
-    def trace(self, window: str | None = None, iterations: str | None = None, lazy: bool = False) -> dict:
+    def trace(
+        self, window: str | None = None, iterations: str | None = None, lazy: bool = False, range: str | None = None
+    ) -> dict:
         """The rows of a timeline (nsysql.analyses.trace): GPU ops, CUDA API calls, NVTX ranges, names, and the
         iterations and idle gaps, within `window` ("START:END", durations from the profile's start) or from the
         start of iteration A to the end of B (`iterations="A:B"`); the whole profile by default. DataFrames; with
-        `lazy`, the GPU ops, API calls and NVTX ranges are read a batch at a time when written (nsysql.perfetto)."""
-        return self._engine.run("trace", window=window, iterations=iterations, lazy=lazy)
+        `lazy`, the GPU ops, API calls and NVTX ranges are read a batch at a time when written (nsysql.perfetto).
+        `range`: the loop of the iterations, as in iterations (None: detected)."""
+        return self._engine.run("trace", window=window, iterations=iterations, lazy=lazy, range=range)
 
     def metrics_timeline(self, start_ns: int, end_ns: int, bins: int = DEFAULT_BINS) -> pl.DataFrame:
         """SMs Active and Tensor Active (GPU metrics) per device in `bins` equal bins of [start_ns, end_ns): the

@@ -100,6 +100,33 @@ def _key(a) -> list[dict]:
     return out
 
 
+def _loop(a) -> dict | None:
+    """How the command of `a` names the loop where it finds one (asks iteration_range, itself or through what
+    it needs): the parameter (`loop` where it has one apart from a `range` filter, gaps', else `range`) and,
+    where only some values of a parameter find the loop (Analysis.only), `when`: parameter -> those values (null
+    where a test, not a list, chooses them). None where it has no command, finds no loop or takes no name for it
+    (`nsysql stats --range` reads it: each report is a command's answer)."""
+    from nsysql.engine import REGISTRY
+    from nsysql.engine.declare import plan
+
+    def finds(n: str) -> bool:
+        return "iteration_range" in plan(n)
+
+    names = {p.name for p in a.params}
+    param = next((n for n in ("loop", "range") if n in names), None)
+    if a.command is None or param is None or not finds(a.name):
+        return None
+    chosen = {n for o in a.only for n in o.needs}
+    if any(finds(n) for n in a.needs if n not in chosen and n in REGISTRY):
+        return {"param": param}
+    when = {}
+    for o in a.only:
+        if any(finds(n) for n in o.needs):
+            tested = callable(o.values) or (o.param in when and when[o.param] is None)
+            when[o.param] = None if tested else [*(when.get(o.param) or []), *o.values]
+    return {"param": param, "when": when}
+
+
 def manifest() -> str:
     """declared.json's text: per declared analysis, its first doc line, nsys names (and the parameters they mean)
     and command-line parameters;
@@ -124,6 +151,8 @@ def manifest() -> str:
             out[name].update(command=a.command, files=a.files)
         if a.formats:  # output formats its command writes besides the tables'
             out[name]["formats"] = a.formats
+        if loop := _loop(a):  # how `nsysql stats --range` names the loop of this analysis' report
+            out[name]["loop"] = loop
     for name, params in sorted(ENTRY_POINTS.items()):  # not an analysis: parameters only
         out[name] = {"entry": True, "params": [d for d in map(_param, params) if d is not None]}
     return json.dumps(out, indent=1, ensure_ascii=False) + "\n"

@@ -336,6 +336,16 @@ def test_tensor_core_headroom_of_graphs_traced_by_node_is_measured():
     assert r["headroom_ms"] and r["headroom_ms"] > 0
 
 
+def as_operators(loop: str) -> str:
+    """SQL renaming every push/pop range as a PyTorch operator's: the ranges of the family `loop` (`Batch<i>`) as
+    `aten::step`, each other `X Y` as `aten::x_y`, so that no range of the program's own is left to take as the
+    loop."""
+    return (
+        f"UPDATE NVTX_EVENTS SET text = CASE WHEN text LIKE '{loop}%' THEN 'aten::step' ELSE 'aten::' || "
+        "replace(lower(text), ' ', '_') END, textId = NULL WHERE eventType IN (59, 60)"
+    )
+
+
 def test_summary_and_report_take_the_loop_that_was_not_found(tmp_path):
     """train_small with every push/pop range renamed as a PyTorch operator's (`Batch<i>` -> `aten::step`, `Load
     data` -> `aten::load_data`, ...): no range of the program's own is left, so no loop is detected, and the
@@ -346,11 +356,7 @@ def test_summary_and_report_take_the_loop_that_was_not_found(tmp_path):
 
     from nsysql.cli import main
 
-    path = craft(
-        tmp_path / "aten.sqlite",
-        "UPDATE NVTX_EVENTS SET text = CASE WHEN text LIKE 'Batch%' THEN 'aten::step' ELSE 'aten::' || "
-        "replace(lower(text), ' ', '_') END, textId = NULL WHERE eventType IN (59, 60)",
-    )
+    path = craft(tmp_path / "aten.sqlite", as_operators("Batch"))
     prof = nsysql.load(str(path), cache_dir=str(tmp_path / "c"))
     said = facts(prof)["iterations"]
     assert said.startswith(
@@ -370,3 +376,62 @@ def test_summary_and_report_take_the_loop_that_was_not_found(tmp_path):
     assert md.exit_code == 0 and theirs["step"].split(";")[0] in md.stdout, md.output
     wrong = CliRunner().invoke(main, [*cache, "summary", "--range", "Nope", str(path)])
     assert wrong.exit_code != 0 and "no NVTX range matches 'Nope'" in wrong.stderr
+
+
+def test_every_command_that_finds_the_loop_takes_the_one_not_found(tmp_path):
+    """As summary above: on train_small renamed as operators (no loop detected), each other command that finds
+    the loop refuses with `name the loop with --range PATTERN` and, given `--range aten::step` (the same 20 ranges
+    as the fixture's detected `Batch` loop), answers as the fixture does (names aside): kernels per iteration,
+    trace's iterations and gaps, diff of the export against itself (the loop named in BASE and NEW) and its
+    report --baseline, stats' loop reports (gaps indexed by the loop, not only the idle time inside it: its
+    kernels-by-range, whose --range is a filter, is not given it), and cpu during iterations on
+    loader_cpu_before so renamed (`train step <i>` -> `aten::step`)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from nsysql.cli import main
+
+    path = craft(tmp_path / "aten.sqlite", as_operators("Batch"))
+    prof, theirs = nsysql.load(str(path), cache_dir=str(tmp_path / "c")), loaded(str(fixture("train_small")))
+    own = re.compile("Load data|Copy to device|Forward Pass|Backward Pass|Optimizer step")
+
+    def renamed(df: pl.DataFrame) -> list[tuple]:
+        """The fixture's rows with its range names as as_operators renames them."""
+
+        def one(v):
+            if not isinstance(v, str):
+                return v
+            v = "aten::step" if re.fullmatch(r"Batch\d*", v) else v
+            return own.sub(lambda m: "aten::" + m.group(0).lower().replace(" ", "_"), v)
+
+        return [tuple(map(one, r)) for r in df.rows()]
+
+    run = lambda *args: CliRunner().invoke(main, ["--cache-dir", str(tmp_path / "c"), *args])  # noqa: E731
+    refused = run("kernels", "--by", "category", "--per", "iteration", str(path))
+    assert refused.exit_code == 2 and refused.stderr.rstrip().endswith("name the loop with --range PATTERN")
+    per = dict(by="category", per="iteration")
+    assert prof.kernels(**per, range="aten::step").equals(theirs.kernels(**per))
+    mine, want = prof.trace(iterations="1:3", range="aten::step"), theirs.trace(iterations="1:3")
+    assert mine["iterations"].rows() == renamed(want["iterations"])
+    assert mine["gaps"].rows() == renamed(want["gaps"])
+    got, same = prof.diff(prof, range="aten::step"), theirs.diff(theirs)
+    assert got.iteration_time.equals(same.iteration_time) and got.headline == same.headline
+    assert got.idle.rows() == renamed(same.idle)
+    md = run("report", "-f", "markdown", "--baseline", str(path), "--range", "aten::step", str(path))
+    assert md.exit_code == 0 and same.headline in md.stdout, md.output
+    stats = run("stats", "-r", "gaps,gaps-by-cause,kernels-by-range", "-f", "json", "--range", "aten::step", str(path))
+    assert stats.exit_code == 0, stats.output
+    got = {k: pl.DataFrame(v) for k, v in json.loads(stats.stdout).items()}
+    keys = ["start_ns", "duration_ns", "iteration", "warmup", "cause"]
+    assert got["gaps"].select(keys).rows() == renamed(theirs.gaps().select(keys))
+    keys = ["cause", "gaps", "idle_ns", "counted"]
+    assert got["gaps-by-cause"].select(keys).rows() == renamed(theirs.gaps(by="cause").select(keys))
+    assert "aten::forward_pass" in got["kernels-by-range"]["range"].to_list()  # every range: no filter given
+    cpu = craft(tmp_path / "cpu.sqlite", as_operators("train step"), source="loader_cpu_before")
+    during = "iterations 1:3"
+    assert (
+        nsysql.load(str(cpu), cache_dir=str(tmp_path / "c"))
+        .cpu(during=during, range="aten::step")
+        .equals(loaded(str(fixture("loader_cpu_before"))).cpu(during=during))
+    )

@@ -460,3 +460,54 @@ def test_the_library_names_the_argument_and_the_cli_its_flag(tmp_path, monkeypat
     assert r.exit_code == 2 and f"{small}: --window is START:END" in r.stderr
     r = CliRunner().invoke(main, ["trace", small, "--window", "1s:2s", "--iterations", "1:2"])
     assert r.exit_code == 2 and r.stderr.endswith("give --window or --iterations, not both\n")
+
+
+def _asked(analyses) -> set[str]:
+    """The analyses `analyses` ask, themselves included, through their declarations' `needs`."""
+    from nsysql.analyses.catalog import REGISTRY
+
+    seen, todo = set(), list(analyses)
+    while todo:
+        a = todo.pop()
+        if a not in seen:
+            seen.add(a)
+            todo.extend(REGISTRY[a].needs if a in REGISTRY else ())  # an entry point (load_many) asks none
+    return seen
+
+
+# commands that ask the loop yet take no --range, each with its reason
+NO_LOOP_OPTION = {
+    "info": "its iterations row says the `iterations` command's refusal, which names --range of that command",
+}
+
+
+def test_every_command_that_finds_the_loop_takes_range():
+    """Where no loop is found, the refusal says `name the loop with --range PATTERN` (iterations.NAME_THE_LOOP):
+    so every command whose declared analyses ask `iteration_range` (through `needs`) takes --range, and `stats`
+    too where one of its reports asks it."""
+    import click
+
+    from nsysql.cli import main
+    from nsysql.cli import stats as _stats
+    from nsysql.cli.declared import analysis_of
+
+    def commands(group, prefix=()):
+        for name, cmd in group.commands.items():
+            if isinstance(cmd, click.Group):
+                yield from commands(cmd, (*prefix, name))
+            else:
+                yield " ".join((*prefix, name)), cmd
+
+    missing, checked = [], set()
+    for name, cmd in commands(main):
+        declared = {*getattr(cmd.callback, "__nsysql_declared__", ()), analysis_of(cmd)} - {None}
+        if cmd is _stats.stats:
+            declared |= {a for a, _ in _stats.reports().values()}
+        if "iteration_range" not in _asked(declared):
+            continue
+        checked.add(name)
+        if name not in NO_LOOP_OPTION and "--range" not in {o for p in cmd.params for o in p.opts}:
+            missing.append(name)
+    assert missing == []
+    assert set(NO_LOOP_OPTION) <= checked, "no longer asks the loop: remove from NO_LOOP_OPTION"
+    assert {"iterations", "summary", "kernels", "trace", "diff", "cpu", "stats"} <= checked

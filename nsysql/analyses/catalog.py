@@ -300,6 +300,10 @@ def iteration_range(ctx, range):
             doc="With --by category: per iteration of the loop (as `iterations` finds it), or per NVTX range.",
         ),
         ATTRIBUTION,
+        replace(
+            LOOP,
+            doc="With --per iteration: the iteration range, as `iterations --range` takes it; detected when left out.",
+        ),
     ),
     needs=("iteration_range",),
     tables=("gpu_ops", "kernel_classes", "kernel_tensor_use", "nvtx_ranges", "op_launch", "op_ranges", "strings"),
@@ -325,15 +329,19 @@ def iteration_range(ctx, range):
         ),
     ),
 )
-def kernels(ctx, name, top, by, per, attribution) -> pl.DataFrame:
+def kernels(ctx, name, top, by, per, attribution, range) -> pl.DataFrame:
     """Per kernel name (nsys's cuda_gpu_kern_sum, then category and tensor_cores); by category; per iteration or
     NVTX range (see Profile.kernels)."""
+    if range is not None and per != "iteration":
+        raise NsysqlError(
+            "`range` names the loop of `per` iteration: without it there is no loop to name", option=("range", "per")
+        )
     if per is not None:
         if per not in ("iteration", "range") or by != "category":
             raise NsysqlError(f"per='iteration' or 'range' goes with by='category' only, not per={per!r}, by={by!r}")
         if per == "range":
             return _kernels.categories_per_range(ctx.con, attribution)
-        it = ctx.ask("iteration_range", range=None)
+        it = ctx.ask("iteration_range", range=range)
         return _kernels.categories_per_iteration(_iter.windows(ctx.con, it), it.pid)
     if top is not None:
         return _head(ctx.ask("kernels", name=name, by=by), top)
@@ -580,12 +588,12 @@ def _noted(ctx, shown: str, table: pl.DataFrame, note: str | None) -> dict[str, 
         Only("per", ("range",), needs=("whole_graphs_by_range",)),
     ),
 )
-def kernels_shown(ctx, name, top, by, per, attribution) -> dict[str, pl.DataFrame]:
+def kernels_shown(ctx, name, top, by, per, attribution, range) -> dict[str, pl.DataFrame]:
     """What `nsysql kernels` shows of one profile: the `table` (kernels' frame) and the `note` under it, the
     GPU time of CUDA graph launches traced whole that the table leaves out (nsysql.analyses.kernels)."""
-    table = ctx.ask("kernels", name=name, top=top, by=by, per=per, attribution=attribution)
+    table = ctx.ask("kernels", name=name, top=top, by=by, per=per, attribution=attribution, range=range)
     if per == "iteration":
-        it = ctx.ask("iteration_range", range=None)
+        it = ctx.ask("iteration_range", range=range)
         return _noted(ctx, "kernels", table, _kernels.iteration_graph_note(_iter.windows(ctx.con, it), it.pid))
     if per == "range":
         return _noted(ctx, "kernels", table, _in_ranges(ctx, None, attribution, None))
@@ -771,7 +779,10 @@ def tensor_metric(ctx) -> str:
 
 @analysis(
     "report",
-    params=(REPORT_TOP, LOOP),
+    params=(
+        REPORT_TOP,
+        replace(LOOP, doc=LOOP.doc + " With --baseline: the loop of both, as `diff --range` takes it."),
+    ),
     needs=(
         "tensor_metric",
         "summary",
@@ -1318,6 +1329,12 @@ def gaps_explained(ctx, range, min_ns, by, include_warmup, top) -> dict[str, pl.
             flag=Flag(choices=_cpu.BYS),
         ),
         replace(TOP, doc="Only the first N rows."),
+        replace(
+            LOOP,
+            # and, with by="cause" (not a command-line choice), the loop whose steady-state gaps are told
+            doc="With --during 'iterations A:B': the iteration range, as `iterations --range` takes it; detected "
+            "when left out.",
+        ),
     ),
     needs=("gaps", "iteration_spans", "resolve_range"),
     tables=(
@@ -1363,15 +1380,21 @@ def gaps_explained(ctx, range, min_ns, by, include_warmup, top) -> dict[str, pl.
         ),
     ),
 )
-def cpu(ctx, during, by, top) -> pl.DataFrame:
+def cpu(ctx, during, by, top, range) -> pl.DataFrame:
     """Where CPU time went, from CPU samples: per function, module, thread or process (by="stack": folded
     stacks; by="cause": what the CPU did during each idle cause's gaps, as summary says it), over the whole
-    profile or `during` "gaps", "iterations A:B" or "range PATTERN" (rules: nsysql.analyses.cpu)."""
+    profile or `during` "gaps", "iterations A:B" (of the loop `range`, else the one detected) or "range PATTERN"
+    (rules: nsysql.analyses.cpu)."""
     if by is None:  # what the capture allows: per function, or per thread from scheduling events alone
-        return ctx.ask("cpu", during=during, by=_cpu.default_by(ctx.con), top=top)
+        return ctx.ask("cpu", during=during, by=_cpu.default_by(ctx.con), top=top, range=range)
     if top is not None:
-        return _head(ctx.ask("cpu", during=during, by=by), top)
+        return _head(ctx.ask("cpu", during=during, by=by, range=range), top)
     kind, arg = _cpu.parse_during(during)
+    if range is not None and kind != "iterations" and by != "cause":  # the windows of gaps are every gap's
+        raise NsysqlError(
+            "`range` names the loop of `during` iterations: without them there is no loop to name",
+            option=("range", "during"),
+        )
     why = _cpu.no_samples(ctx.con) if by not in ("python", "cause") else None
     if why and not (by in ("thread", "process") and _cpu.sched_note(ctx.con)):
         # the samples first: without them no window has anything to read, but time on a CPU (scheduling)
@@ -1379,18 +1402,29 @@ def cpu(ctx, during, by, top) -> pl.DataFrame:
     if by == "cause":
         if kind not in (None, "gaps"):
             raise NsysqlError(f"by='cause' tells what the CPU did during the idle gaps, not during {during!r}")
-        return _cpu.stories(ctx.con, ctx.ask("gaps"))
+        return _cpu.stories(ctx.con, ctx.ask("gaps", loop=range))
     gaps_df = spans = None
     if kind == "gaps":
         gaps_df = ctx.ask("gaps")
     elif kind == "iterations":
-        spans = _gap_spans(ctx, None)
+        spans = _cpu_spans(ctx, range)
     its = _trace.parse_iterations(arg) if kind == "iterations" else None
     wins = _cpu.windows(ctx.con, kind, arg, gaps_df=gaps_df, spans=spans, its=its)
     out = _cpu.folded(ctx.con, wins) if by == "stack" else _cpu.cpu(ctx.con, wins, by=by)
     if kind is not None and not out.height:  # samples elsewhere, none in the windows: say so, not `no cpu`
         raise NsysqlError(_cpu.none_during(during, wins, sampled=not why))
     return out
+
+
+def _cpu_spans(ctx, range: str | None) -> pl.DataFrame | None:
+    """The iteration spans `cpu(during="iterations A:B")` reads: of the loop `range` (which must be found), else of
+    the loop detected; None where none is."""
+    try:
+        return ctx.ask("iteration_spans", range=range)
+    except NsysqlError:
+        if range is not None:
+            raise
+        return None
 
 
 @analysis(
@@ -1451,21 +1485,33 @@ def gpus(ctx) -> pl.DataFrame:
     return _summary.gpus(ctx.con)
 
 
+# the loop diff compares: one name for both sides, each side's own iterations of it
+DIFF_LOOP = replace(
+    LOOP,
+    doc="The iteration range in both BASE and NEW (exact name, numbered family, prefix or regex; '' for the "
+    "ranges without a name), as `iterations --range` takes it; detected in each when left out.",
+)
+
+
 @analysis(
     "diff_side",
+    params=(replace(DIFF_LOOP, flag=None),),
     keep="none",
     needs=("gpus", "iterations", "iteration_stats", "iteration_breakdown", "gaps", "gap_activity"),
 )
-def diff_side(ctx) -> _diff.Side:
-    """What diff reads of one profile, from its (stored) answers."""
+def diff_side(ctx, range) -> _diff.Side:
+    """What diff reads of one profile, from its (stored) answers; `range`: its loop (None: detected)."""
     gpus = ctx.ask("gpus")
+    loop = {"range": range}
     try:
-        its, st, parts = ctx.ask("iterations"), ctx.ask("iteration_stats"), ctx.ask("iteration_breakdown")
+        its, st = ctx.ask("iterations", **loop), ctx.ask("iteration_stats", **loop)
+        parts = ctx.ask("iteration_breakdown", **loop)
     except NsysqlError as e:
         return _diff.Side(gpus, str(e))
     if not gpus.height:
         return _diff.side(gpus, its, st, parts["kernels"], parts["ranges"], None)
-    return _diff.side(gpus, its, st, parts["kernels"], parts["ranges"], ctx.ask("gaps"), ctx.ask("gap_activity"))
+    gaps, activity = ctx.ask("gaps", loop=range), ctx.ask("gap_activity", loop=range)
+    return _diff.side(gpus, its, st, parts["kernels"], parts["ranges"], gaps, activity)
 
 
 @analysis("diff_totals", keep="none", needs=("kernels",), tables=("nvtx_ranges",), sql=("range_family_totals",))
@@ -1487,14 +1533,16 @@ def diff_totals(ctx):
             doc="Exit 1 when NEW's mean steady-state iteration time is more than PCT % slower than BASE's.",
             flag=Flag(metavar="PCT"),
         ),
+        DIFF_LOOP,
     ),
     keep="none",
     needs=("diff_side", "diff_totals"),
 )
-def diff(ctx, other: Engine, fail_above) -> _diff.Diff:
+def diff(ctx, other: Engine, fail_above, range) -> _diff.Diff:
     """This profile (BASE) against `other` (NEW): verdict, iteration time, idle by cause, ranges, kernels; with
-    `fail_above`, whether NEW breaks that limit (Diff.over_limit, .exit_status)."""
-    b, n = ctx.ask("diff_side"), other.run("diff_side")
+    `fail_above`, whether NEW breaks that limit (Diff.over_limit, .exit_status); `range`: the loop of both (None:
+    each side's detected)."""
+    b, n = ctx.ask("diff_side", range=range), other.run("diff_side", range=range)
     if _diff.needs_totals(b, n):
         b, n = replace(b, totals=ctx.ask("diff_totals")), replace(n, totals=other.run("diff_totals"))
     return _diff.limited(_diff.diff(b, n, base_label=ctx.path.name, new_label=other.path.name), fail_above)
@@ -1502,18 +1550,22 @@ def diff(ctx, other: Engine, fail_above) -> _diff.Diff:
 
 @analysis(
     "report_diff",
-    params=(Param("other", Engine, doc="The NEW profile's engine.", flag=None),),
+    params=(Param("other", Engine, doc="The NEW profile's engine.", flag=None), replace(DIFF_LOOP, flag=None)),
     keep="none",
     needs=("diff", "iterations", "report"),
 )
-def report_diff(ctx, other: Engine) -> _report.DiffReport:
+def report_diff(ctx, other: Engine, range) -> _report.DiffReport:
     """Everything the comparison page (`nsysql report --baseline`) shows: the diff of this profile (BASE) and
-    `other` (NEW), each side's steady-state step times where the diff compares iterations, NEW's report."""
-    res = ctx.ask("diff", other=other)
+    `other` (NEW), each side's steady-state step times where the diff compares iterations, NEW's report; `range`:
+    the loop of both (None: each side's detected)."""
+    res = ctx.ask("diff", other=other, range=range)
     sides = [None, None]
     if res.iteration_time is not None:
-        sides = [_steady_times(lambda: ctx.ask("iterations")), _steady_times(lambda: other.run("iterations"))]
-    return _report.DiffReport(res, *sides, new=other.run("report"))
+        sides = [
+            _steady_times(lambda: ctx.ask("iterations", range=range)),
+            _steady_times(lambda: other.run("iterations", range=range)),
+        ]
+    return _report.DiffReport(res, *sides, new=other.run("report", range=range))
 
 
 def _steady_times(its):
@@ -1573,6 +1625,11 @@ def metrics_timeline(ctx, start_ns, end_ns, bins) -> pl.DataFrame:
             flag=Flag(metavar="A:B"),
         ),
         Param("lazy", bool, False, doc="Read the large tables a batch at a time when written.", flag=None),
+        replace(
+            LOOP,
+            doc="The iteration range of the iterations track and of --iterations, as `iterations "
+            "--range` takes it; detected when left out.",
+        ),
     ),
     keep="none",
     needs=("iterations", "gaps"),
@@ -1590,17 +1647,19 @@ def metrics_timeline(ctx, start_ns, end_ns, bins) -> pl.DataFrame:
     ),
     sql=("trace_span", "trace_gpu_ops", "trace_api_calls", "trace_nvtx", "trace_names"),
 )
-def trace(ctx, window, iterations, lazy) -> dict:
-    """The rows of a timeline (nsysql.analyses.trace) within `window` or iterations "A:B"; the whole profile
-    by default."""
+def trace(ctx, window, iterations, lazy, range) -> dict:
+    """The rows of a timeline (nsysql.analyses.trace) within `window` or iterations "A:B" of the loop (`range`,
+    else the loop detected; one named must be found); the whole profile by default."""
     if window and iterations:
         raise NsysqlError("give `window` or `iterations`, not both", option=("window", "iterations"))
     if why := _trace.refusal(ctx.con):
         raise NsysqlError(why)
     start, end = _trace.span(ctx.con)
     try:
-        its = ctx.ask("iterations")
+        its = ctx.ask("iterations", range=range)
     except NsysqlError as e:
+        if range is not None:  # the loop named is not found: said as `iterations --range` says it
+            raise
         if iterations:
             raise NsysqlError(f"`iterations`: {e}", option="iterations") from None
         its = None
@@ -1611,7 +1670,7 @@ def trace(ctx, window, iterations, lazy) -> dict:
     else:
         t0, t1 = start, end
     try:
-        gaps = ctx.ask("gaps")
+        gaps = ctx.ask("gaps", loop=range)
     except NsysqlError:  # no GPU work: no gaps to show
         gaps = None
     got = _trace.rows(ctx.con, t0, t1, its, gaps, lazy=lazy)

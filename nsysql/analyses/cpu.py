@@ -143,7 +143,9 @@ def windows(con, kind: str | None, arg: str | None, gaps_df=None, spans=None, it
     if kind == "iterations":
         if spans is None:
             raise NsysqlError(
-                "no repeating loop found, so no iterations to read during (give `during` as range PATTERN)"
+                "no repeating loop found, so no iterations to read during (name the loop with `range`, or give "
+                "`during` as range PATTERN)",
+                option=("range", "during"),
             )
         a, b = its
         sel = spans.filter(pl.col("iteration").is_between(a, b))

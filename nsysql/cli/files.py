@@ -45,15 +45,13 @@ def report(file, output, fmt, baseline, png_dir, range):
     from .. import report as _report
 
     # one profile's report is one stored answer (Profile.report, .snippet): a warm entry reads it without DuckDB
-    if baseline and range is not None:
-        raise click.UsageError("--range names one profile's loop; a comparison (--baseline) finds each side's")
     prof = load_profile(file, warm=not baseline, question=None if baseline else ("report", {"range": range}))
     base = load_profile(baseline) if baseline else None
     if fmt == "markdown":
-        text = _report.diff_snippet(base, prof) if base else _report.snippet(prof, range=range)
+        text = _report.diff_snippet(base, prof, range=range) if base else _report.snippet(prof, range=range)
         emit_text(text, output)
         return
-    page, figures = _report.build_diff(base, prof) if base else _report.build(prof, range=range)
+    page, figures = _report.build_diff(base, prof, range=range) if base else _report.build(prof, range=range)
     out = Path(output or f"{prof.path.stem}.{'diff' if base else 'report'}.html")
     write_output(out, page)
     click.echo(f"nsysql: wrote {out} ({len(page) / 2**20:.1f} MiB, {len(figures)} charts)", err=True)
@@ -125,14 +123,14 @@ def profile(out, gpu_metrics, cpu, nsys, chart, args):
 )
 @declared("trace")
 @handled
-def trace(file, output, window, iterations):
+def trace(file, output, window, iterations, range):
     """A Chrome/Perfetto trace (JSON) of the profile: GPU work per device and stream, CUDA API calls and NVTX
     ranges per thread, and nsysql's iterations and idle gaps (with their cause) as tracks. Open it in
     https://ui.perfetto.dev or chrome://tracing; --iterations or --window keep a large profile's trace small."""
     from .. import perfetto
 
     prof = load_profile(file)
-    tables = prof.trace(window=window, iterations=iterations, lazy=True)  # streamed as written
+    tables = prof.trace(window=window, iterations=iterations, lazy=True, range=range)  # streamed as written
     out = Path(output or f"{Path(prof.path).stem}.trace.json")
     if precious(out):
         raise NsysqlError(f"{out}: is {precious(out)}; nsysql does not write its output over it (name another -o file)")
@@ -150,9 +148,9 @@ def trace(file, output, window, iterations):
 @table_output()
 @declared("diff")
 @handled
-def diff(base, new, fmt, output, fail_above):
+def diff(base, new, fmt, output, fail_above, range):
     """Compare two profiles (BASE, then NEW): iteration time, GPU busy, idle causes, ranges, kernels, verdict."""
-    res = load_profile(base).diff(load_profile(new), fail_above=fail_above)
+    res = load_profile(base).diff(load_profile(new), fail_above=fail_above, range=range)
     emit(res.to_frames(), fmt, output)
     if res.over_limit:
         click.echo(f"nsysql: {with_flags(NsysqlError(res.over_limit, option='fail_above'))}", err=True)

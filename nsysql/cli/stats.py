@@ -106,6 +106,28 @@ def resolve(names: list[str]) -> tuple[list[tuple[str, str, dict]], list[str]]:
     return asked, unmatched
 
 
+def _looped(analysis: str, kw: dict, loop: str | None) -> dict:
+    """The parameters a report is asked with, the loop `loop` named where the report finds one (its declaration's
+    `loop`: gaps' `loop`, else `range`, where the report's values find the loop: metrics-by-iteration's, not
+    metrics-by-range's), so that a `range` filter is never given a loop; the report's own where `loop` is None."""
+    how = DECLARED[analysis].get("loop")
+    if loop is None or how is None:
+        return kw
+    defaults = {p["name"]: p.get("default") for p in params(analysis)}
+    when = how.get("when", {})
+    if when and not any(vals is not None and kw.get(k, defaults.get(k)) in vals for k, vals in when.items()):
+        return kw
+    return {**kw, how["param"]: loop}
+
+
+# --range: iterations' own, said of every report that finds the loop
+LOOP_OPTION = {
+    **next(p for p in params("iterations") if p["name"] == "range"),
+    "help": "The iteration range of each report that finds the loop (iterations, gaps, gaps-by-cause, the "
+    "-by-iteration reports), as `iterations --range` takes it; detected when left out.",
+}
+
+
 def _attributed(analysis: str, kw: dict, attribution: str, given: bool) -> dict:
     """The parameters a report is asked with: --attribution where given, else the report's own (resolve), else
     --attribution's default."""
@@ -134,8 +156,9 @@ def _attributed(analysis: str, kw: dict, attribution: str, given: bool) -> dict:
     help="Write each report to PREFIX_<report>.<ext> (as `nsys stats -o`); default stdout.",
 )
 @option(next(p for p in params("ranges") if p["name"] == "attribution"))  # as every command has it
+@option(LOOP_OPTION)
 @handled
-def stats(file, reports_, fmt, prefix, attribution):
+def stats(file, reports_, fmt, prefix, attribution, range):
     """Several reports from one load, like `nsys stats -r ...`: one process, one read of the export.
 
     A report asked by nsys's name (nvtx_kern_sum, nvtx_gpu_proj_sum, ...) credits a kernel to the NVTX ranges as
@@ -146,7 +169,7 @@ def stats(file, reports_, fmt, prefix, attribution):
     if not asked:
         raise NsysqlError("no report of nsysql's was asked")
     given = click.get_current_context().get_parameter_source("attribution") is not ParameterSource.DEFAULT
-    asked = [(n, a, _attributed(a, kw, attribution, given)) for n, a, kw in asked]
+    asked = [(n, a, _looped(a, _attributed(a, kw, attribution, given), range)) for n, a, kw in asked]
     prof = load_profile(file, question=[(a, {"attribution": attribution, **kw}) for _, a, kw in asked])
     ext = {"table": "txt", "csv": "csv", "json": "json", "markdown": "md"}[fmt]
     got = {}

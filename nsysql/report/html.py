@@ -361,9 +361,10 @@ def build(prof, range: str | None = None) -> tuple[str, dict]:
     return page.render(), page.figures
 
 
-def build_diff(base, new) -> tuple[str, dict]:
-    """The comparison of NEW against BASE: its data (Profile.report_diff), drawn."""
-    got = base.report_diff(new)
+def build_diff(base, new, range: str | None = None) -> tuple[str, dict]:
+    """The comparison of NEW against BASE (`range`: the loop of both, None: each side's detected): its data
+    (Profile.report_diff), drawn."""
+    got = base.report_diff(new, range=range)
     res = got.diff
     page = Page(f"nsysql diff · {base.path.name} → {new.path.name}", f"BASE {base.path}  ·  NEW {new.path}")
     it = res.iteration_time

@@ -150,8 +150,9 @@ def _lines(out: list[str]) -> str:
     return "\n".join(one_line(line, 4000) for part in out for line in part.split("\n")) + "\n"
 
 
-def diff_snippet(base, new, top: int = 10) -> str:
-    res = base.diff(new)
+def diff_snippet(base, new, top: int = 10, range: str | None = None) -> str:
+    """The PR snippet of NEW against BASE (Profile.diff; `range`: the loop of both, None: each side's detected)."""
+    res = base.diff(new, range=range)
     out = [
         f"#### nsysql diff: {code(base.path.name, NAME_MAX)} → {code(new.path.name, NAME_MAX)}",
         "",
