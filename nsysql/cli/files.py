@@ -10,7 +10,7 @@ import click
 from ..errors import NsysqlError
 from ..render import one_line as _line
 from .common import folder_progress, folder_written, global_opts, handled, load_profile, with_flags
-from .declared import about, declared
+from .declared import about, declared, option, params
 from .options import table_output
 from .output import emit, emit_text, precious, rendered, stream_target, write_output
 
@@ -38,7 +38,9 @@ from .output import emit, emit_text, precious, rendered, stream_target, write_ou
     metavar="DIR",
     help="Also write each chart as DIR/<chart>.png (needs kaleido and Chrome/Chromium).",
 )
-@declared("report")
+# the report's options from its declaration (--range), without marking the command as the one that answers the
+# analysis `report`, which declares no command: the report is drawn from it, never printed as its frames
+@option(next(p for p in params("report") if p["name"] == "range"))
 @handled
 def report(file, output, fmt, baseline, png_dir, range):
     """A self-contained HTML report (works offline), or a PR-ready Markdown snippet with -f markdown."""
