@@ -204,6 +204,31 @@ def gpu_busy_by_construction(prof) -> list[tuple[int, int, int, int, int | None]
     return out
 
 
+def gpu_waits_per_typical_step(prof) -> float:
+    """The mean over the typical steady-state steps (not warm-up, not outliers) of the time the loop's process
+    spent in CUDA calls that can wait for the GPU, clipped to each step's window, in ns, made here from the rows:
+    synchronize and query calls, copies, sets and frees, and launches of 50 us or more (the busy pool's cap on
+    steps timed on the CPU, nsysql/analyses/headroom.py)."""
+    import polars as pl
+
+    its = prof.iterations().filter(~pl.col("warmup") & ~pl.col("outlier"))
+    # the loop's process: the one whose NVTX range opens the first iteration
+    pid = prof.sql(f"SELECT pid FROM nvtx_ranges WHERE start_ns = {its['start_ns'][0]} LIMIT 1")["pid"][0]
+    calls = prof.sql(
+        "SELECT a.pid, a.start_ns, a.end_ns, lower(s.value) AS name FROM api_calls a JOIN strings s ON s.id = a.name_id"
+    )
+    waits = [
+        (p, s, e)
+        for p, s, e, n in calls.iter_rows()
+        if any(w in n for w in ("synchronize", "query", "memcpy", "memset", "free"))
+        or ("launch" in n and e - s >= 50_000)
+    ]
+    total = 0
+    for start, end in its.select("start_ns", "end_ns").iter_rows():
+        total += sum(max(0, min(e, end) - max(s, start)) for p, s, e in waits if p == pid)
+    return total / its.height
+
+
 def union_of_gpu_ops(prof) -> list[tuple[int, int, int]]:
     """(device_id, start_ns, end_ns) of the union of the profile's gpu_ops intervals per device, merged here in
     Python where they overlap or touch: what gpu_busy must hold, row for row."""

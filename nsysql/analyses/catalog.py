@@ -998,8 +998,8 @@ def iteration_breakdown(ctx, range) -> dict[str, pl.DataFrame]:
     "headroom_work",
     params=(RANGE,),
     needs=("iteration_range",),
-    tables=("gpu_ops", "kernel_classes", "kernel_tensor_use", "nvtx_ranges", "op_launch"),
-    sql=("iteration_windows", "iteration_headroom", "iteration_host_copies"),
+    tables=("api_calls", "gpu_ops", "kernel_classes", "kernel_tensor_use", "nvtx_ranges", "op_launch", "strings"),
+    sql=("iteration_windows", "iteration_headroom", "iteration_host_copies", "iteration_gpu_waits"),
     requires=("nvtx_ranges",),
 )
 def headroom_work(ctx, range) -> pl.DataFrame:

@@ -7,7 +7,10 @@ The step (inputs named in STEP_COLUMN, IDLE_COLUMN, EXPOSED_COLUMN: the iteratio
   that all fixes together can give back per iteration. headroom_pct is a share of it.
 - It splits exactly into three pools of time, per iteration:
   `idle`, the mean GPU idle time of a typical step (the device ran nothing);
-  `busy`, the rest of a typical step (its mean time minus that idle);
+  `busy`, the rest of a typical step (its mean time minus that idle); where the steps are timed on the CPU
+  (iterations' step_clock 'cpu': the CPU outlasts the GPU), at most the time the loop's process spent per
+  typical step in CUDA calls that can wait for the GPU (work(), iteration_gpu_waits.sql): GPU work that
+  finishes sooner shortens such a step only by the CPU's wait for it;
   `slow`, what the outliers add to the mean (the step minus the mean typical step).
 - Each finding draws on one pool (FORMULAS). Findings of one pool overlap (every idle-time finding explains
   part of the same idle time; every compute-time finding part of the same busy time), so the pool caps their
@@ -38,7 +41,8 @@ from .findings import MATRIX_CATEGORIES
 STEP_COLUMN = "step_ns"
 IDLE_COLUMN = "step_idle_ns"
 EXPOSED_COLUMN = "exposed_comm_ns"
-GRAPH_COLUMN = "graph_ns"  # GPU time of CUDA graphs traced whole (`--cuda-graph-trace=graph`): no kernel of theirs
+GRAPH_COLUMN = "graph_ns"
+WAIT_COLUMN = "gpu_wait_ns"  # of work(): time in CUDA calls that can wait for the GPU (iteration_gpu_waits.sql)  # GPU time of CUDA graphs traced whole (`--cuda-graph-trace=graph`): no kernel of theirs
 
 # Tensor cores: the speedup of matrix kernels moved from CUDA cores to tensor cores, by the precision of the
 # cheapest lever the hardware offers. Conservative on purpose: a quarter of the dense peak ratios (TF32 8x FP32
@@ -53,6 +57,7 @@ TENSOR_CORES_FROM_CC = 70
 # copy's latency)
 PINNED_RATE_MIN_BYTES = 2**20
 POOLS = ("idle", "busy", "slow")
+CAP_SAID_NS = 1000  # the least cap, in ns, that a finding's basis says (less is the pools' float arithmetic)
 
 
 @dataclass(frozen=True)
@@ -164,13 +169,19 @@ def work(windows, pid: int, device: int | None = None) -> pl.DataFrame:
     """Per iteration of `windows` (iterations.Windows of process `pid`): the GPU time of matrix kernels on CUDA
     cores and of pageable host-to-device copies, and those copies' bytes (iteration_headroom.sql); and the time
     copies between host and device ran on `device` (the loop's; None: the process ran no GPU work) with no kernel
-    beside them (iteration_host_copies.sql). An iteration without such work counts 0."""
+    beside them (iteration_host_copies.sql); and the time the process's threads spent in CUDA calls that can
+    wait for the GPU (iteration_gpu_waits.sql: the busy pool's cap on a step timed on the CPU). An iteration
+    without such work counts 0."""
     got = windows.run("iteration_headroom", pid=pid, matrix=list(MATRIX_CATEGORIES))
+    waits = windows.run("iteration_gpu_waits", pid=pid)
     if device is None:
-        return got.with_columns(pl.lit(0, pl.Int64).alias("host_copy_exposed_ns"))
-    exposed = windows.run("iteration_host_copies", device=device)
-    zero = [pl.col(c).fill_null(0) for c in got.columns if c != "iteration"]
-    return got.join(exposed, on="iteration", how="full", coalesce=True).with_columns(*zero).sort("iteration")
+        exposed = waits.select("iteration", pl.lit(0, pl.Int64).alias("host_copy_exposed_ns"))
+    else:
+        exposed = windows.run("iteration_host_copies", device=device)
+    out = got.join(exposed, on="iteration", how="full", coalesce=True).join(
+        waits, on="iteration", how="full", coalesce=True
+    )
+    return out.with_columns(pl.exclude("iteration").fill_null(0)).sort("iteration")
 
 
 @dataclass(frozen=True)
@@ -185,9 +196,18 @@ class Step:
     idle_ns: float | None  # None: the loop's process has no GPU work
     busy_ns: float | None
     slow_ns: float
+    # on a step timed on the CPU: the time per typical step the process spent in calls that can wait for the GPU,
+    # the most that GPU work finishing sooner gives back (busy_ns is capped at it); None on the GPU's clock
+    waited_ns: float | None = None
 
     def pool(self, name: str) -> float | None:
         return {"idle": self.idle_ns, "busy": self.busy_ns, "slow": self.slow_ns}[name]
+
+    def busy_capped(self) -> bool:
+        """Whether the busy pool is the CPU's wait for the GPU rather than the GPU's busy time (waited_ns)."""
+        return (
+            self.waited_ns is not None and self.idle_ns is not None and self.waited_ns < self.typical_ns - self.idle_ns
+        )
 
     def per_typical(self, frame: pl.DataFrame | None, column: str) -> float:
         """The mean over the typical steps of `column` of `frame` (one row per iteration; a typical step
@@ -198,8 +218,11 @@ class Step:
         return float(mine[column].sum() or 0) / len(self.typical)
 
 
-def step(its: pl.DataFrame | None) -> Step | None:
-    """The step and its pools from an iterations frame (None without a steady-state iteration)."""
+def step(its: pl.DataFrame | None, work: pl.DataFrame | None = None) -> Step | None:
+    """The step and its pools from an iterations frame (None without a steady-state iteration). `work`: the
+    per-iteration work (work()); where the steps are timed on the CPU (iterations' step_clock), its GPU waits cap
+    the busy pool: a step that ends when the CPU is done shortens by GPU work finishing sooner only where the
+    CPU waited for that work."""
     if its is None:
         return None
     steady = its.filter(~pl.col("warmup"))
@@ -212,6 +235,12 @@ def step(its: pl.DataFrame | None) -> Step | None:
     step_ns = float(steady[STEP_COLUMN].sum()) / steady.height
     typical_ns = float(typical[STEP_COLUMN].sum()) / n
     idle = None if typical[IDLE_COLUMN].null_count() else float(typical[IDLE_COLUMN].sum()) / n
+    cpu_clock = "step_clock" in steady.columns and steady["step_clock"][0] == "cpu"
+    waited = None
+    if cpu_clock and work is not None and WAIT_COLUMN in work.columns:
+        mine = work.filter(pl.col("iteration").is_in(typical["iteration"].implode()))
+        waited = float(mine[WAIT_COLUMN].sum() or 0) / n
+    busy = None if idle is None else typical_ns - idle
     return Step(
         steady=steady.height,
         typical=typical["iteration"].to_list(),
@@ -219,8 +248,9 @@ def step(its: pl.DataFrame | None) -> Step | None:
         step_ns=step_ns,
         typical_ns=typical_ns,
         idle_ns=idle,
-        busy_ns=None if idle is None else typical_ns - idle,
+        busy_ns=busy if busy is None or waited is None else min(busy, waited),
         slow_ns=max(step_ns - typical_ns, 0.0),
+        waited_ns=waited,
     )
 
 
@@ -465,8 +495,7 @@ def rank(findings: pl.DataFrame, inp: Inputs) -> pl.DataFrame:
         pool = left.get(r["pool"]) or 0.0
         r["_ns"] = min(r["_raw"], pool) if r["additive"] else min(r["_raw"], inp.step.pool(r["pool"]) or 0.0)
         if r["additive"]:
-            if r["_ns"] < r["_raw"]:
-                r["headroom_basis"] += f"; capped at what the other {r['pool']}-time findings left of that pool"
+            r["headroom_basis"] += _capped(r, pool, inp.step)
             left[r["pool"]] = pool - r["_ns"]
         if copies is not None and r["finding"] in COPY_FINDINGS:
             if r["_ns"] > copies:
@@ -501,6 +530,22 @@ def rank(findings: pl.DataFrame, inp: Inputs) -> pl.DataFrame:
     # the figures first after the finding's name, so the table shows them before the long evidence sentence
     first = ["finding", "headroom_ms", "headroom_pct", "pool", "additive"]
     return df.select(*first, pl.exclude(*first))
+
+
+def _capped(r: dict, pool: float, step: Step) -> str:
+    """What rank() adds to an additive finding's basis where its pool (`pool` of it left) capped its estimate:
+    the CPU's wait for the GPU (a busy pool on the CPU's clock, Step.busy_capped), or the other findings."""
+    # a cap under CAP_SAID_NS is the pools' float arithmetic (an idle pool split exactly), not a cap to say
+    if r["_ns"] >= r["_raw"] - CAP_SAID_NS:
+        return ""
+    if r["pool"] == "busy" and step.busy_capped():
+        return (
+            f"; capped at the {step.waited_ns / 1e6:,.3f} ms per typical step the loop's process spent in CUDA calls "
+            "that wait for the GPU (the steps end when the CPU is done: GPU work that finishes sooner gives back "
+            "only the time the CPU waited for it)"
+            + (", less what the other busy-time findings took" if pool < step.busy_ns else "")
+        )
+    return f"; capped at what the other {r['pool']}-time findings left of that pool"
 
 
 # `fix first` names a finding only where fixing it gives back at least this share of the step: a 0.3% gain (one

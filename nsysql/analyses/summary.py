@@ -264,7 +264,7 @@ def _ranked_findings(
 ) -> tuple[pl.DataFrame, tuple[str, str] | None]:
     """Each finding with the time it would give back per iteration, ranked (headroom.rank), and the fix_first
     fact's (label, value) that leads the summary, or None (headroom.top_line)."""
-    step = _headroom.step(its)
+    step = _headroom.step(its, work)
     facts_row = read["headroom_facts"].row(0, named=True) if "headroom_facts" in read else None
     g = None if isinstance(gaps_df, NsysqlError) or its is None else gaps_df
     inputs = _headroom.Inputs(step, its, g, causes, work, facts_row)
