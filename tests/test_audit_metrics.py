@@ -172,7 +172,12 @@ def test_turing_counter_is_named_under_the_reports_categories(turing, tmp_path):
     page = tmp_path / "r.html"
     r = CliRunner().invoke(main, ["report", str(turing), "-o", str(page)])
     assert r.exit_code == 0, r.output
-    assert "(Tensor Active / FP16 Active while the kernel ran alone)" in page.read_text(encoding="utf-8")
+    text = page.read_text(encoding="utf-8")
+    assert "(Tensor Active / FP16 Active while the kernel ran alone)" in text
+    # and the metrics strip under the timeline is titled by the counters sampled (in the figure's JSON, where
+    # plotly writes "/" as \u002f)
+    assert "GPU metrics: SMs Active and Tensor Active \\u002f FP16 Active %" in text
+    assert "GPU metrics: SMs Active and Tensor Active %" not in text
 
 
 HW_ALT = fixture("hw_alt")

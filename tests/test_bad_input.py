@@ -123,6 +123,8 @@ def test_bad_option_values_are_one_line(tmp_path):
         (["summary", "--top", "0"], "--top must be 1 or more"),
         (["gaps", "--explain", "--top", "0"], "0 is not in the range x>=1"),
         (["iterations", "--skip", "-1"], "--skip must be 0 or more"),
+        # every category of every iteration is the answer there: --top would be ignored, so it is refused
+        (["kernels", "--by", "category", "--per", "iteration", "--top", "3"], "--top keeps the first kernels"),
     ):
         res = run([cmd[0], str(fixture("train_small")), *cmd[1:]])
         assert res.exit_code == 2 and says in res.stderr, res.stderr

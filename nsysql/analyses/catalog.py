@@ -339,6 +339,11 @@ def kernels(ctx, name, top, by, per, attribution, range) -> pl.DataFrame:
     if per is not None:
         if per not in ("iteration", "range") or by != "category":
             raise NsysqlError(f"per='iteration' or 'range' goes with by='category' only, not per={per!r}, by={by!r}")
+        if top is not None:  # every category of every iteration or range is the answer: no first N to keep
+            raise NsysqlError(
+                "`top` keeps the first kernels or categories of the whole profile, not per iteration or range",
+                option=("top", "per"),
+            )
         if per == "range":
             return _kernels.categories_per_range(ctx.con, attribution)
         it = ctx.ask("iteration_range", range=range)

@@ -387,8 +387,9 @@ def timeline_chart(
 
 
 def metrics_chart(m: pl.DataFrame, t0: int, t1: int, origin: str, palette: dict[str, str] | None = None) -> go.Figure:
-    """The strip under the GPU timeline: SMs Active and Tensor Active (GPU metrics) per device over the same
-    window and time axis (Profile.metrics_timeline); colours from the report's `palette` (name_colors)."""
+    """The strip under the GPU timeline: SMs Active and Tensor Active (GPU metrics, as the device named them) per
+    device over the same window and time axis (Profile.metrics_timeline); colours from the report's `palette`
+    (name_colors)."""
     unit, scale = ("ms", 1e6) if (t1 - t0) / 1e9 < 2 else ("s", 1e9)
     fig = go.Figure()
     series = m.sort("device_id", "metric", "bin").group_by("device_id", "metric", maintain_order=True)
@@ -403,7 +404,9 @@ def metrics_chart(m: pl.DataFrame, t0: int, t1: int, origin: str, palette: dict[
             name=name,
             hovertemplate=f"{name}: %{{y:.0f}}%<extra>t=%{{x:.3f}} {unit}</extra>",
         )
-    _layout(fig, "GPU metrics: SMs Active and Tensor Active %", height=220)
+    # the counters the export's GPUs sampled, by their names there (Turing's tensor counter also counts fp16)
+    said = list(dict.fromkeys(m.sort("metric")["metric"].to_list())) if m.height else ["SMs Active", "Tensor Active"]
+    _layout(fig, f"GPU metrics: {' and '.join(said)} %", height=220)
     fig.update_yaxes(title_text="%", range=[0, 105])
     fig.update_xaxes(title_text=f"{unit} since {origin}", range=[0, (t1 - t0) / scale])
     return fig
