@@ -23,7 +23,7 @@ COMMANDS = [
     (SMALL, ["summary", "-f", "json", "--top", "3", "--attribution", "thread"]),
     (SMALL, ["kernels", "-f", "csv"]),
     (SMALL, ["kernels", "--by", "category"]),
-    (SMALL, ["kernels", "--per", "iteration", "--by", "category", "--top", "2"]),
+    (SMALL, ["kernels", "--per", "iteration", "--by", "category"]),
     (SMALL, ["launches", "--by", "kernel"]),
     (SMALL, ["api"]),
     (SMALL, ["ranges"]),

@@ -302,7 +302,8 @@ def iteration_range(ctx, range):
         ATTRIBUTION,
         replace(
             LOOP,
-            doc="With --per iteration: the iteration range, as `iterations --range` takes it; detected when left out.",
+            doc="With --per iteration: the iteration range, as `iterations --range` takes it ('' for the ranges "
+            "without a name); detected when left out.",
         ),
     ),
     needs=("iteration_range",),
@@ -1337,8 +1338,8 @@ def gaps_explained(ctx, range, min_ns, by, include_warmup, top) -> dict[str, pl.
         replace(
             LOOP,
             # and, with by="cause" (not a command-line choice), the loop whose steady-state gaps are told
-            doc="With --during 'iterations A:B': the iteration range, as `iterations --range` takes it; detected "
-            "when left out.",
+            doc="With --during 'iterations A:B': the iteration range, as `iterations --range` takes it ('' for the "
+            "ranges without a name); detected when left out.",
         ),
     ),
     needs=("gaps", "iteration_spans", "resolve_range"),
@@ -1632,8 +1633,8 @@ def metrics_timeline(ctx, start_ns, end_ns, bins) -> pl.DataFrame:
         Param("lazy", bool, False, doc="Read the large tables a batch at a time when written.", flag=None),
         replace(
             LOOP,
-            doc="The iteration range of the iterations track and of --iterations, as `iterations "
-            "--range` takes it; detected when left out.",
+            doc="The iteration range of the iterations track and of --iterations, as `iterations --range` takes it "
+            "('' for the ranges without a name); detected when left out.",
         ),
     ),
     keep="none",

@@ -124,7 +124,8 @@ def _looped(analysis: str, kw: dict, loop: str | None) -> dict:
 LOOP_OPTION = {
     **next(p for p in params("iterations") if p["name"] == "range"),
     "help": "The iteration range of each report that finds the loop (iterations, gaps, gaps-by-cause, the "
-    "-by-iteration reports), as `iterations --range` takes it; detected when left out.",
+    "-by-iteration reports), as `iterations --range` takes it ('' for the ranges without a name); detected when "
+    "left out.",
 }
 
 
