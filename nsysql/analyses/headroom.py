@@ -41,8 +41,8 @@ from .findings import MATRIX_CATEGORIES
 STEP_COLUMN = "step_ns"
 IDLE_COLUMN = "step_idle_ns"
 EXPOSED_COLUMN = "exposed_comm_ns"
-GRAPH_COLUMN = "graph_ns"
-WAIT_COLUMN = "gpu_wait_ns"  # of work(): time in CUDA calls that can wait for the GPU (iteration_gpu_waits.sql)  # GPU time of CUDA graphs traced whole (`--cuda-graph-trace=graph`): no kernel of theirs
+GRAPH_COLUMN = "graph_ns"  # GPU time of CUDA graphs traced whole (`--cuda-graph-trace=graph`): no kernel of theirs
+WAIT_COLUMN = "gpu_wait_ns"  # of work(): time in CUDA calls that can wait for the GPU (iteration_gpu_waits.sql)
 
 # Tensor cores: the speedup of matrix kernels moved from CUDA cores to tensor cores, by the precision of the
 # cheapest lever the hardware offers. Conservative on purpose: a quarter of the dense peak ratios (TF32 8x FP32
