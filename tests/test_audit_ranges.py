@@ -229,6 +229,26 @@ def test_no_gaps_says_the_shortest_gap_it_looked_for():
     assert res.exit_code == 0 and len(res.stdout.strip().splitlines()) == 2
 
 
+def test_explain_without_activity_elsewhere_does_not_say_there_are_no_gaps():
+    """compile_infer (fixtures/compile_infer/COMMAND.md): one thread launches 4 kernels per `infer <i>` step and
+    the GPU idles between them, so gaps of 50 us or more are there, with no other thread or process traced during
+    them. `gaps --explain` printed `no gaps of at least 50us`, though `gaps` lists them: it says what it lists."""
+    path = fixture("compile_infer")
+    gaps = raw(
+        path,
+        'SELECT count(*) FROM (SELECT start - lag("end") OVER (ORDER BY start) AS g '
+        "FROM CUPTI_ACTIVITY_KIND_KERNEL) WHERE g >= 50000",
+    )[0][0]
+    assert gaps > 0
+    res = _cli("gaps", path, "--min", "50us", "-f", "csv")
+    assert res.exit_code == 0 and len(res.stdout.strip().splitlines()) == 1 + gaps
+    res = _cli("gaps", path, "--min", "50us", "--explain")
+    assert res.exit_code == 0
+    assert res.stdout == (
+        "no activity of other threads or processes during GPU gaps of at least 50us (--min sets the shortest)\n"
+    )
+
+
 def test_a_gap_spent_loading_gpu_code_is_caused_by_load():
     """PyTorch's first steps load each kernel's module at its first launch (CUDA's lazy loading:
     cuLibraryLoadData, cuModuleLoadData): pytorch_nvtx's warm-up gaps in which such calls cover at least half the

@@ -158,3 +158,34 @@ def test_transfer_bound_on_a_real_two_gpu_export():
     assert row["headroom_ms"] is None and row["headroom_basis"].startswith("no loop")
     out = CliRunner().invoke(main, ["summary", str(EXPORT)])
     assert out.exit_code == 0 and "transfer bound" in out.stdout
+
+
+def test_copies_mostly_beside_kernels_say_how_to_hide_the_rest():
+    """two_streams (fixtures/two_streams/COMMAND.md): each step's 32 MiB pinned host-to-device copy is enqueued on
+    a side stream just before the step's GEMMs, so its head runs alone until the first GEMM starts and the rest
+    beside the GEMMs. The finding's headroom is that exposed time (what overlapping could hide), yet its advice
+    said `only copying less gives their time back`; it says that issuing the copies earlier hides it. No copy is
+    pageable: the pageable finding is not made."""
+    path = fixture("two_streams")
+    prof = loaded(str(path))
+    assert raw(path, "SELECT count(*), sum(srcKind = 1), sum(copyKind = 1) FROM CUPTI_ACTIVITY_KIND_MEMCPY") == [
+        (12, 12, 12)
+    ]
+    copies = raw(path, 'SELECT start, "end" FROM CUPTI_ACTIVITY_KIND_MEMCPY')
+    kernels = _union(raw(path, 'SELECT start, "end" FROM CUPTI_ACTIVITY_KIND_KERNEL'))
+    kernel_spans = raw(path, 'SELECT start, "end" FROM CUPTI_ACTIVITY_KIND_KERNEL')
+    both = _union(kernel_spans + copies)
+    exposed = both - kernels  # copy time with no kernel beside it (no copy overlaps another)
+    filled = _union(copies)
+    assert 0 < exposed * 2 < filled  # mostly beside kernels, not wholly
+    row = _finding(prof)
+    assert row is not None
+    ev = row["evidence"]
+    assert f"and {exposed / 1e6:,.1f} ms of their time ({exposed / filled:.0%}) has no kernel beside it; " in ev
+    assert ev.endswith(
+        "100% of their bytes are in pinned host memory; issuing them earlier, while kernels run (a step's copies "
+        "during the step before), hides the time with no kernel beside it; copying less (keep the data on the GPU "
+        "across steps, or copy smaller dtypes) shortens all of it"
+    ), ev
+    assert row["headroom_ms"] > 0
+    assert "pageable host-to-device copies" not in prof.findings()["finding"].to_list()

@@ -113,6 +113,15 @@ def pinned_memory_advice(f: Facts) -> str:
 # on them, so only fewer bytes over the bus do
 COPY_LESS = "only copying less gives their time back (keep the data on the GPU across steps, or copy smaller dtypes)"
 
+# what gives back the time that copies mostly run beside kernels leave with no kernel beside them (a copy issued
+# just before the kernels it could hide behind runs alone until they start): issuing them earlier hides that time
+# as overlapping would; copying less shortens all of it
+HIDE_REST = (
+    "issuing them earlier, while kernels run (a step's copies during the step before), hides the time with no "
+    "kernel beside it; copying less (keep the data on the GPU across steps, or copy smaller dtypes) shortens all of "
+    "it"
+)
+
 
 def copy_overlap_advice(f: Facts) -> str:
     """How to hide copies between host and device that run with no kernel beside them: issue them from pinned

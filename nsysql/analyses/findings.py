@@ -536,7 +536,8 @@ def _transfer_rows(
     )
     if exposed * 2 >= filled:
         return [("transfer bound", evidence + kind + _advice.copy_overlap_advice(_facts(con, read)))]
-    return [("transfer bound", evidence + kind + _advice.COPY_LESS)]
+    # mostly beside kernels: the exposed rest is the headroom (what overlapping could hide), so the advice says how
+    return [("transfer bound", evidence + kind + (_advice.HIDE_REST if exposed else _advice.COPY_LESS))]
 
 
 def _exposed_copies(con, devices: list[int]) -> int:

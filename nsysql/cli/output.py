@@ -94,25 +94,39 @@ _LISTS = {
 }
 
 
-def rendered(result, fmt: str, title: str | None = None, output: str | None = None, fallback: int | None = None) -> str:
+def rendered(
+    result,
+    fmt: str,
+    title: str | None = None,
+    output: str | None = None,
+    fallback: int | None = None,
+    what: str | None = None,
+) -> str:
     """render() with the command's view switches (--wide, --unit: options.view_options), fitted to the terminal
     (`fallback` characters where there is none: a pipe) unless written to a file (-o), and the command's name for
-    an empty answer's sentence (`no gaps`)."""
-    return render(result, **view(fmt, title, output, fallback))
+    an empty answer's sentence (`no gaps`; `what`: what the answer lists where the command's name or _LISTS does
+    not say it, formatted with the command's options as _LISTS' entries are)."""
+    return render(result, **view(fmt, title, output, fallback, what))
 
 
-def view(fmt: str, title: str | None = None, output: str | None = None, fallback: int | None = None) -> dict:
-    """Every argument of render() but the result, as `rendered` gives them for this command: what, with the
-    answer, decides the text printed (nsysql.cli.warm keys a printed answer by it)."""
+def view(
+    fmt: str,
+    title: str | None = None,
+    output: str | None = None,
+    fallback: int | None = None,
+    what: str | None = None,
+) -> dict:
+    """Every argument of render() but the result, as `rendered` gives them for this command (`what`: as there):
+    what, with the answer, decides the text printed (nsysql.cli.warm keys a printed answer by it)."""
     ctx = click.get_current_context(silent=True)
     meta = ctx.meta if ctx else {}
-    what = ctx.info_name if ctx and ctx.info_name and ctx.parent else None
+    what = what or (_LISTS.get(ctx.info_name, ctx.info_name) if ctx and ctx.info_name and ctx.parent else None)
     return {
         "fmt": fmt,
         "title": title,
         "width": None if output else terminal_width() or fallback,
         "unit": meta.get("nsysql.unit"),
-        "what": _LISTS.get(what, what).format_map(ctx.params) if what else None,
+        "what": what.format_map(ctx.params if ctx else {}) if what else None,
         "wide": bool(meta.get("nsysql.wide")),
     }
 

@@ -143,6 +143,11 @@ def _narrow(df):
     return df.select(keep)
 
 
+# what `gaps --explain` lists: the activity elsewhere during the gaps, so an empty answer says that there was none
+# (the gaps themselves may be there: a loop whose only thread is the one waiting has no activity elsewhere)
+_EXPLAINED = "activity of other threads or processes during GPU gaps of at least {min_ns} (--min sets the shortest)"
+
+
 @click.command()
 @files_options
 @declared("gap_activity", answers="gaps", report=True)
@@ -172,7 +177,7 @@ def gaps(files, fmt, output, explain, top, **params):
         if fmt != "table":
             return render(got["activity"], **look)
         # under the table: what the CPU did during each cause's gaps (samples and scheduling), as summary says it
-        return rendered(got["activity"], "table", output=output) + fitted(_said(got), output)
+        return rendered(got["activity"], "table", output=output, what=_EXPLAINED) + fitted(_said(got), output)
 
     emit_answer(prof, "gaps_explained", params, fmt, output, text)
 

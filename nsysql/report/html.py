@@ -11,6 +11,7 @@ import polars as pl
 
 from .. import __version__
 from . import charts
+from .markdown import overlapped
 
 CSS = """
 :root { --fg:#1d2330; --muted:#5b6475; --line:#e3e6ec; --bg:#f6f7f9; --card:#fff; --accent:#4C78A8; }
@@ -203,18 +204,20 @@ def _findings(df: pl.DataFrame) -> str:
     return (
         '<ul class="findings">'
         + "".join(
-            f"<li><b>{inline_code(r['finding'])}</b>{_headroom(r)}{inline_code(charts.bounded(r['evidence']))}</li>"
-            for r in df.iter_rows(named=True)
+            f"<li><b>{inline_code(r['finding'])}</b>{_headroom(r, overlapped(df, i))}"
+            f"{inline_code(charts.bounded(r['evidence']))}</li>"
+            for i, r in enumerate(df.iter_rows(named=True))
         )
         + "</ul>"
     )
 
 
-def _headroom(r: dict) -> str:
-    """A finding's headroom beside its name, with how it was estimated as the tooltip."""
+def _headroom(r: dict, overlap: str = "") -> str:
+    """A finding's headroom beside its name, with what it shares (markdown.overlapped) and how it was estimated
+    as the tooltip."""
     if r.get("headroom_ms") is None:
         return ""
-    overlap = "; overlaps the findings above" if not r["additive"] else ""
+    overlap = f"; {overlap}" if overlap else ""
     text = f"{r['headroom_ms']:,.2f} ms per iteration ({r['headroom_pct']:.1f}% of the step{overlap}) "
     return f'<span class="headroom" title="{esc(charts.bounded(r["headroom_basis"]))}">{esc(text)}</span>'
 

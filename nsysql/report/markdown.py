@@ -102,16 +102,30 @@ def _findings(f: pl.DataFrame, lead: str | None = None) -> list[str]:
     """The findings as a list, each with the time it would give back, before the facts they rest on; `lead`, the
     summary's line on how they rank (none worth fixing first, no loop to rank them by), above them."""
     rows = [
-        f"- {bold(r['finding'])}{_headroom(r)}: {code(str(r['evidence']), VALUE_MAX)}" for r in f.iter_rows(named=True)
+        f"- {bold(r['finding'])}{_headroom(r, overlapped(f, i))}: {code(str(r['evidence']), VALUE_MAX)}"
+        for i, r in enumerate(f.iter_rows(named=True))
     ]
     return ["**Findings**", "", *([lead, ""] if lead else []), *(rows or ["- none"]), ""]
 
 
-def _headroom(r: dict) -> str:
-    """A finding's headroom as the snippet shows it beside its name (nothing where it has none)."""
+def overlapped(findings: pl.DataFrame, i: int) -> str:
+    """What the headroom of finding `i` (a row of summary's ranked findings) shares, as said beside it: nothing
+    for an additive one; for a symptom (not additive: it draws on the same pool as the findings that explain it,
+    which rank above it), the findings above it that draw on its pool, by name, or, where none does, that no
+    finding names its cause."""
+    r = findings.row(i, named=True)
+    if r.get("additive") is not False:
+        return ""
+    above = findings.head(i).filter(pl.col("pool") == r["pool"])["finding"].to_list()
+    return f"overlaps {', '.join(above)}" if above else "a symptom: no finding names its cause"
+
+
+def _headroom(r: dict, overlap: str = "") -> str:
+    """A finding's headroom as the snippet shows it beside its name (nothing where it has none), with what it
+    shares (`overlapped`)."""
     if r.get("headroom_ms") is None:
         return ""
-    overlap = "" if r["additive"] else ", overlaps the findings above"
+    overlap = f", {overlap}" if overlap else ""
     return f" ({r['headroom_ms']:,.2f} ms per iteration, {r['headroom_pct']:.1f}% of the step{overlap})"
 
 
