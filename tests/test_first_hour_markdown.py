@@ -11,8 +11,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from conftest import fixture, loaded
+from conftest import craft, fixture, loaded
 
+import nsysql
 from nsysql.cli import main
 
 SMALL = fixture("train_small")
@@ -62,19 +63,27 @@ def test_findings_come_before_the_facts_and_tables():
 def test_a_symptom_says_which_findings_share_its_time(tmp_path):
     """`GPU mostly idle` is a symptom: its headroom is the idle time that the idle-time findings (pool `idle`)
     explain. The snippet said `overlaps the findings above` of it wherever it was, also where nothing above it drew
-    on the idle time: mem_growth's only other finding is about compute time (pool `busy`). It names the findings
+    on the idle time: mem_growth with every kernel 50 us later (the queue never empty when a kernel starts: no
+    launch-bound finding) keeps only a finding about compute time (pool `busy`) above it. It names the findings
     above that share its pool, or says that none names its cause."""
-    for name, shares in (("mem_growth", []), ("train_small", ["data-loader bound"])):
-        f = loaded(str(fixture(name))).findings()
+    queued = craft(
+        tmp_path / "queued.sqlite",
+        'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = start + 50000, "end" = "end" + 50000',
+        source="mem_growth",
+    )
+    for path, shares in ((queued, []), (fixture("train_small"), ["data-loader bound"])):
+        f = nsysql.load(path, cache_dir=tmp_path / "c").findings()
         at = f["finding"].to_list().index("GPU mostly idle")
         assert f.head(at)["finding"].to_list() != []  # findings above it: the old sentence's case
         assert f.head(at).filter(pl.col("pool") == "idle")["finding"].to_list() == shares
-        line = next(x for x in snippet(fixture(name)).splitlines() if x.startswith("- **GPU mostly idle**"))
+        md = CliRunner().invoke(main, ["--cache-dir", str(tmp_path / "c"), "report", "-f", "markdown", str(path)])
+        assert md.exit_code == 0, md.output
+        line = next(x for x in md.stdout.splitlines() if x.startswith("- **GPU mostly idle**"))
         said = f"overlaps {', '.join(shares)}" if shares else "a symptom: no finding names its cause"
         assert f"% of the step, {said}): " in line, line
         # the HTML report says the same beside the headroom
-        page = tmp_path / f"{name}.html"
-        r = CliRunner().invoke(main, ["report", str(fixture(name)), "-o", str(page)])
+        page = tmp_path / f"{path.stem}.html"
+        r = CliRunner().invoke(main, ["--cache-dir", str(tmp_path / "c"), "report", str(path), "-o", str(page)])
         assert r.exit_code == 0, r.output
         assert f"% of the step; {said}) </span>" in page.read_text(encoding="utf-8")
 

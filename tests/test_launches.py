@@ -113,3 +113,32 @@ def test_launch_bound_on_big_step_rests_on_launch_figures():
 def test_no_launch_bound_where_host_work_explains_the_idle_time(name):
     kinds = loaded(str(fixture(name))).summary()["findings"]["finding"].to_list()
     assert "data-loader bound" in kinds and "launch bound" not in kinds
+
+
+def test_launch_bound_where_the_cpu_takes_longer_per_kernel_than_the_launch_call():
+    """compile_infer runs an inductor-compiled block of 4 kernels a step: each launch call is shorter than the
+    kernel it launches, but the Python between launches makes the CPU slower per kernel than the GPU, which idles
+    with an empty queue. The rule reads the median time from one launch call to the process's next, made here
+    from the rows; without it (the launch call alone) the rule does not hold."""
+    from nsysql.analyses.findings import launch_bound
+
+    prof = loaded(str(fixture("compile_infer")))
+    k = prof.sql(
+        "SELECT start_ns - api_end_ns AS queue, api_end_ns - api_start_ns AS api, duration_ns AS kernel, "
+        "lead(api_start_ns) OVER (PARTITION BY pid ORDER BY api_start_ns) - api_start_ns AS every "
+        "FROM gpu_ops_named WHERE kind = 'kernel' AND api_call_id IS NOT NULL"
+    )
+    figures = {
+        "kernels": k.height,
+        "empty_queue": (k["queue"] <= 10_000).sum(),
+        "api_med_ns": k["api"].median(),
+        "interval_med_ns": k["every"].median(),
+        "kernel_med_ns": k["kernel"].median(),
+    }
+    assert figures["api_med_ns"] < figures["kernel_med_ns"] < figures["interval_med_ns"]
+    busy = prof.iteration_stats()["median_gpu_busy_pct"][0]
+    f = prof.summary()["findings"]
+    evidence = dict(f.select("finding", "evidence").rows())["launch bound"]
+    assert evidence.startswith(launch_bound(figures, busy))
+    assert f"the CPU launches a kernel every {figures['interval_med_ns'] / 1000:,.1f} us (median" in evidence
+    assert launch_bound({**figures, "interval_med_ns": None}, busy) is None

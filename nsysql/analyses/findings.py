@@ -21,9 +21,11 @@ not data-loader bound.
 - `launch bound`: the GPU idles between kernels while the queue is empty and launches are slower than the
   kernels, in the figures of `nsysql launches` (queries/v1/analyses/launch_figures.sql): median steady-state
   GPU busy < 50%, >= 50% of kernels start within 10 us of their launch call returning (or before), and the
-  median launch call takes longer than the median kernel; unless the idle time is already explained by host
-  work: a data-loader/host-bound finding whose gaps (>= 1 ms) hold >= 50% of the steady-state idle time (its
-  headroom is the idle outside those gaps, which host work in them does not explain). Only where the
+  median launch call, or the median time from one launch call to the process's next (the CPU's time per kernel,
+  Python and framework work between launches included), takes longer than the median kernel; unless the idle
+  time is already explained by host work: a data-loader/host-bound finding whose gaps (>= 1 ms) hold >= 50% of
+  the steady-state idle time (its headroom is the idle outside those gaps, which host work in them does not
+  explain). Only where the
   steady-state iterations launch kernels: iterations that launch none say nothing about launches. The
   thresholds are launch_bound()'s parameters and `host_explains_share`.
 - `pageable host-to-device copies`: memcpy HtoD from pageable memory, 1 MiB or more in all (they stage through
@@ -619,17 +621,25 @@ def launch_bound(
     """The launch-bound finding's evidence, or None when the rule does not hold. `figures`: a row of
     launch_figures.sql (made with the same `empty_queue_ns`); `busy_pct`: the median steady-state GPU busy. The
     GPU idles between kernels (busy < max_busy_pct) while the queue is empty (>= empty_queue_share of kernels
-    start within empty_queue_ns of their launch call returning) and launches are slower than the kernels (the
-    median launch call takes longer than the median kernel)."""
+    start within empty_queue_ns of their launch call returning) and launches are slower than the kernels: the
+    median launch call, or the median time from one launch call to the process's next (the CPU's time per kernel,
+    its framework's work between launches included), takes longer than the median kernel."""
     n = figures["kernels"]
     if not n or busy_pct >= max_busy_pct:
         return None
     share = figures["empty_queue"] / n
-    if share < empty_queue_share or not figures["api_med_ns"] > figures["kernel_med_ns"]:
+    api, kernel = figures["api_med_ns"], figures["kernel_med_ns"]
+    every = figures.get("interval_med_ns")
+    if share < empty_queue_share or not (api > kernel or (every is not None and every > kernel)):
         return None
+    pace = (
+        f"a launch call takes {api / 1000:,.1f} us (median)"
+        if api > kernel or every is None
+        else f"the CPU launches a kernel every {every / 1000:,.1f} us (median; {api / 1000:,.1f} us of it in the "
+        "launch call)"
+    )
     return (
         f"{share:.0%} of {n:,} kernels start within {empty_queue_ns / 1000:g} us of their launch call returning "
-        f"(empty queue), a launch call takes {figures['api_med_ns'] / 1000:,.1f} us (median) against "
-        f"{figures['kernel_med_ns'] / 1000:,.1f} us for a kernel, and the GPU is busy {busy_pct:.0f}% of a "
-        "steady-state iteration"
+        f"(empty queue), {pace} against {kernel / 1000:,.1f} us for a kernel, and the GPU is busy {busy_pct:.0f}% "
+        "of a steady-state iteration"
     )
