@@ -130,3 +130,26 @@ def test_a_rank_that_waits_for_the_straggler_is_told_so():
     per_step = f"{sync_ns / its.height / 1e6:,.1f} ms"
     assert f"where `cudaStreamSynchronize` took {per_step} a step while the GPU ran collectives" in text, text
     assert "took" not in _slow(FIXTURES / "ddp_pair" / "rank1.sqlite")
+
+
+def test_a_loop_whose_work_grows_says_its_trend():
+    """grow_steps' step i runs a product over 2048 x (i + 1) rows beside a fixed one and ends when the GPU is done:
+    its step time grows with the iteration by construction. The steady-state sentence (iterations, summary) says
+    so, with a slope close to the growth of the GPU's busy time per step (made here from the iterations' own
+    gpu_busy_ns, the growing product being the only work that differs): the median of such a loop is no typical
+    step. Steps 4 and 8 are host stalls, outliers, which the trend leaves aside; train_small, whose steps repeat,
+    says no trend."""
+    prof = loaded(str(fixture("grow_steps")))
+    s = prof.iteration_stats().row(0, named=True)
+    said = s["trend"]
+    assert said is not None and said.startswith("step time grows steadily with the iteration, +")
+    assert "the 2 outliers aside" in said and said.endswith("the median is no typical step")
+    slope = float(re.search(r"\+([0-9.]+) ms per iteration", said).group(1))
+    typical = prof.iterations().filter(~pl.col("warmup") & ~pl.col("outlier"))
+    x, y = typical["iteration"].cast(pl.Float64), typical["gpu_busy_ns"].cast(pl.Float64)
+    busy_slope = float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum()) / 1e6
+    assert busy_slope > 0 and abs(slope - busy_slope) <= 0.25 * busy_slope, (slope, busy_slope)
+    assert said in prof.iteration_note()["steady"]
+    facts = dict(prof.summary()["facts"].select("key", "value").iter_rows())
+    assert said in facts["iterations"]
+    assert loaded(str(fixture("train_small"))).iteration_stats()["trend"][0] is None

@@ -673,6 +673,40 @@ def outlier_threshold(
     return med + max(sigmas * MAD_SIGMA * mad, floor * med, min_excess_ns)
 
 
+# A steady state whose step time grows (or shrinks) with the iteration, as a decode loop's does with its context:
+# its median is no typical step, and its slowest steps are the trend's end, not outliers to fix. Said where the
+# rank correlation of step time with the iteration number is at least TREND_RHO over at least TREND_MIN_STEPS
+# steady-state steps, and the least-squares line changes by at least TREND_MIN_CHANGE of the median over them.
+TREND_RHO = 0.9
+TREND_MIN_STEPS = 8
+TREND_MIN_CHANGE = 0.25
+
+
+def trend(steady: pl.DataFrame, col: str) -> str | None:
+    """The sentence saying that the steady-state step time (`col` of `steady`, its outliers left out: a stall is
+    no part of the trend) grows or shrinks steadily with the iteration (TREND_RHO, TREND_MIN_STEPS,
+    TREND_MIN_CHANGE), with its slope and fitted ends; None otherwise."""
+    typical = steady.filter(~pl.col("outlier")) if "outlier" in steady.columns else steady
+    if typical.height < TREND_MIN_STEPS:
+        return None
+    left = steady.height - typical.height
+    xy = typical.select(x=pl.col("iteration").cast(pl.Float64), y=pl.col(col).cast(pl.Float64))
+    rho = xy.select(pl.corr("x", "y", method="spearman")).item()
+    if rho is None or abs(rho) < TREND_RHO:
+        return None
+    x, y = xy["x"], xy["y"]
+    slope = float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
+    first, last = float(y.mean() + slope * (x.min() - x.mean())), float(y.mean() + slope * (x.max() - x.mean()))
+    if abs(last - first) < TREND_MIN_CHANGE * float(y.median()):
+        return None
+    aside = f", the {left} outlier{'s' if left != 1 else ''} aside" if left else ""
+    return (
+        f"step time {'grows' if slope > 0 else 'shrinks'} steadily with the iteration, {slope / 1e6:+.3f} ms per "
+        f"iteration (a line from {duration(first)} to {duration(last)} over iterations {int(x.min())}-"
+        f"{int(x.max())}{aside}; rank correlation {rho:.2f}): the median is no typical step"
+    )
+
+
 def stats(df: pl.DataFrame, it: IterationRange) -> pl.DataFrame:
     """Steady-state summary: count, median, p90, max, CV of iteration time, median GPU busy %, outlier pattern."""
     steady = df.filter(~pl.col("warmup"))
@@ -721,6 +755,8 @@ def stats(df: pl.DataFrame, it: IterationRange) -> pl.DataFrame:
         else None,
         "outliers": int(steady["outlier"].sum()),
         "outlier_pattern": pattern(df),
+        # the steady state's trend with the iteration, as a sentence (trend()), or null
+        "trend": trend(steady, col),
         "detected": it.why,
         # where no GPU op is left and the export recorded GPU activity the load left out: the clause saying so
         # (advice.unusable_gpu), else ''
@@ -782,7 +818,7 @@ def steady_sentence(s: dict) -> str:
     return (
         f"steady state ({s['steady']} of {s['iterations']}{'; ' + clock if clock else ''}): median "
         f"{duration(s['median_ns'])}, mean {duration(s['mean_ns'])}, p90 {duration(s['p90_ns'])}, max "
-        f"{duration(s['max_ns'])}, CV {s['cv'] or 0:.2f}, {busy}"
+        f"{duration(s['max_ns'])}, CV {s['cv'] or 0:.2f}, {busy}" + (f"; {s['trend']}" if s.get("trend") else "")
     )
 
 
