@@ -56,3 +56,18 @@ def test_an_nsys_report_with_no_counterpart_is_one_line(tmp_path):
     assert alone.exit_code == 2 and alone.stderr.splitlines()[-1] == "nsysql: error: no report of nsysql's was asked"
     bad = run(["stats", str(TRAIN), "-r", "kernels,nope"])
     assert bad.exit_code == 2 and "unknown report 'nope'" in bad.stderr
+
+
+def test_the_iterations_report_says_what_the_command_says_under_its_table(tmp_path):
+    """`stats -r iterations` is the table `nsysql iterations` prints, and on stderr the lines it prints under it
+    (the loop taken, the steady state with its trend, the outliers): grow_steps' step time grows with the
+    iteration, which only those lines say."""
+    path, cache = str(fixture("grow_steps")), ["--cache-dir", str(tmp_path / "c")]
+    cmd = CliRunner().invoke(main, [*cache, "iterations", "-f", "csv", path])
+    st = CliRunner().invoke(main, [*cache, "stats", "-r", "iterations", "-f", "csv", path])
+    assert cmd.exit_code == 0 and st.exit_code == 0, st.output
+    assert st.stdout.splitlines() == ["# iterations", *cmd.stdout.splitlines()]
+    table = CliRunner().invoke(main, [*cache, "iterations", path])
+    under = [line for line in table.stdout.splitlines() if line.startswith(("range: ", "steady state", "outliers: "))]
+    assert len(under) == 3 and "step time grows steadily" in under[1]
+    assert st.stderr.splitlines() == [f"nsysql: iterations: {line}" for line in under]

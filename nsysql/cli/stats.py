@@ -65,8 +65,10 @@ NSYS_REPORTS = (
 
 # A report whose command prints a view of its analysis is that view's table, each of the view's lines (its
 # `said` sections) on stderr as the command prints them: `metrics` shows clocks nsys wrote in Hz under MHz in MHz,
-# leaves out graphics counters at 0 throughout and the iterations no sample covers, and says so
-VIEWED = {"gpu_metrics": "gpu_metrics_shown"}
+# leaves out graphics counters at 0 throughout and the iterations no sample covers, and says so; `iterations`
+# says the loop it took, the steady state (and its trend) and the outliers. The view's table is its `table`
+# section, else the one named as the report's analysis (iterations_shown's `iterations`)
+VIEWED = {"gpu_metrics": "gpu_metrics_shown", "iterations": "iterations_shown"}
 VIEWED_LINES = ("said", "unsampled")
 
 
@@ -179,12 +181,12 @@ def stats(file, reports_, fmt, prefix, attribution, range):
     # the load told of the analyses (a view's first reads are all it may read), each asked of its view where it has one
     views = ((VIEWED.get(a, a), kw) for _, a, kw in asked)
     answers = prof.each(*views, **({"attribution": attribution} if given else {}))
-    for (name, _, _), df in zip(asked, answers):
+    for (name, analysis, _), df in zip(asked, answers):
         if isinstance(df, NsysqlError):
             click.echo(f"nsysql: {name}: skipped: {df}", err=True)
             continue
         if isinstance(df, dict):  # a view (VIEWED)
-            df = _viewed(name, df)
+            df = _viewed(name, analysis, df)
         if prefix:
             out = f"{prefix}_{name.replace('-', '_')}.{ext}"
             write_output(out, rendered(df, fmt, output=out))
@@ -196,13 +198,13 @@ def stats(file, reports_, fmt, prefix, attribution, range):
         click.echo(rendered(got, fmt), nl=False, color=True)  # as written (see emit)
 
 
-def _viewed(name: str, got: dict):
-    """The report `name` as its command prints it from its view's answer `got` (VIEWED): the table, the view's
-    lines said on stderr."""
-    for said in (got[k]["said"][0] for k in VIEWED_LINES if k in got):
+def _viewed(name: str, analysis: str, got: dict):
+    """The report `name` as its command prints it from the answer `got` of its analysis' view (VIEWED): the table,
+    each of the view's lines said on stderr."""
+    for said in (line for k in VIEWED_LINES if k in got for line in got[k]["said"]):
         if said is not None:
             click.echo(f"nsysql: {name}: {said}", err=True)
-    return got["table"]
+    return got["table"] if "table" in got else got[analysis]
 
 
 about(stats, nsys="`nsys stats -r ... -o`")
