@@ -44,6 +44,10 @@ Flags (`flag`):
   no slow-iteration or periodic finding, is claimed from a smaller excess, however short the steps).
 - A period (`every 5th`) needs at least MIN_PERIOD_OCCURRENCES = 4 outliers on it: three points fit a period
   by chance.
+- A trend (iteration_stats' `trend`, said with the steady state): the step time of the steady-state steps that
+  are not outliers has a rank correlation with the iteration number of at least TREND_RHO = 0.9, over at least
+  TREND_MIN_STEPS = 8 steps, and its least-squares line changes by at least TREND_MIN_CHANGE = 25% of their
+  median between the first and the last of them (a decode loop's steps grow with its context).
 
 Step time (`step_ns`, what the flags and the steady-state figures judge):
 - The CPU's window (`wall_ns`), unless the loop's GPU work outlasts it: when the median steady-state step
