@@ -407,3 +407,23 @@ def test_launch_bound_beside_host_gaps_that_hold_little_of_the_idle():
     assert 0 < held < 0.5
     explained = prof.summary(thresholds=Thresholds(host_explains_share=held * 0.99))["findings"]["finding"]
     assert "host bound" in explained and "launch bound" not in explained
+
+
+def test_a_gpu_that_hardly_idles_sets_the_pace_whatever_the_cpu_waited(tmp_path):
+    """hw_mix's GPU idles 3% of a typical step: the GPU sets its pace, and the tensor-core headroom is the GPU
+    time it would save. With its synchronize and copy calls gone from the trace (as where a blocked launch waits
+    on a full queue, which no such call shows), the CPU is seen waiting for the GPU hardly at all; the GPU still
+    sets the pace, so the headroom stays what it was (it fell to 0.05 ms when the CPU's waits capped it)."""
+    path = craft(
+        tmp_path / "nosync.sqlite",
+        "DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE nameId IN "
+        "(SELECT id FROM StringIds WHERE value LIKE '%ynchronize%' OR value LIKE '%emcpy%')",
+        source="hw_mix",
+    )
+    prof, base = nsysql.load(path, cache_dir=tmp_path / "c"), loaded(str(fixture("hw_mix")))
+    _, typical = _steady(prof)
+    assert typical["step_idle_ns"].sum() < 0.1 * typical["step_ns"].sum()
+    assert gpu_waits_per_typical_step(prof) < 0.1e6
+    assert _row(prof, "matrix math without tensor cores")["headroom_ms"] == pytest.approx(
+        _row(base, "matrix math without tensor cores")["headroom_ms"], abs=5e-4
+    )

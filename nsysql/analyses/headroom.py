@@ -8,9 +8,10 @@ The step (inputs named in STEP_COLUMN, IDLE_COLUMN, EXPOSED_COLUMN: the iteratio
 - It splits exactly into three pools of time, per iteration:
   `idle`, the mean GPU idle time of a typical step (the device ran nothing);
   `busy`, the rest of a typical step (its mean time minus that idle); where the steps are timed on the CPU
-  (iterations' step_clock 'cpu': the CPU outlasts the GPU), at most the time the loop's process spent per
-  typical step in CUDA calls that can wait for the GPU (work(), iteration_gpu_waits.sql): GPU work that
-  finishes sooner shortens such a step only by the CPU's wait for it;
+  (iterations' step_clock 'cpu': the CPU outlasts the GPU) and the GPU idles CAP_MIN_IDLE of a typical step or
+  more, at most the time the loop's process spent per typical step in CUDA calls that can wait for the GPU
+  (work(), iteration_gpu_waits.sql): GPU work that finishes sooner shortens such a step only by the CPU's wait
+  for it (a GPU that hardly idles sets the pace, and its time is the pool);
   `slow`, what the outliers add to the mean (the step minus the mean typical step).
 - Each finding draws on one pool (FORMULAS). Findings of one pool overlap (every idle-time finding explains
   part of the same idle time; every compute-time finding part of the same busy time), so the pool caps their
@@ -57,6 +58,7 @@ TENSOR_CORES_FROM_CC = 70
 # copy's latency)
 PINNED_RATE_MIN_BYTES = 2**20
 POOLS = ("idle", "busy", "slow")
+CAP_MIN_IDLE = 0.1  # the GPU's idle share of a typical step from which the CPU's waits cap the busy pool
 CAP_SAID_NS = 1000  # the least cap, in ns, that a finding's basis says (less is the pools' float arithmetic)
 
 
@@ -236,8 +238,11 @@ def step(its: pl.DataFrame | None, work: pl.DataFrame | None = None) -> Step | N
     typical_ns = float(typical[STEP_COLUMN].sum()) / n
     idle = None if typical[IDLE_COLUMN].null_count() else float(typical[IDLE_COLUMN].sum()) / n
     cpu_clock = "step_clock" in steady.columns and steady["step_clock"][0] == "cpu"
+    # where the GPU idles less than CAP_MIN_IDLE of the step it sets the pace, whatever the CPU's calls say (a
+    # launch blocked on a full queue of short kernels waits less than the waits counted take to be seen)
+    paced = idle is not None and idle >= CAP_MIN_IDLE * typical_ns
     waited = None
-    if cpu_clock and work is not None and WAIT_COLUMN in work.columns:
+    if cpu_clock and paced and work is not None and WAIT_COLUMN in work.columns:
         mine = work.filter(pl.col("iteration").is_in(typical["iteration"].implode()))
         waited = float(mine[WAIT_COLUMN].sum() or 0) / n
     busy = None if idle is None else typical_ns - idle
