@@ -4,8 +4,9 @@ the report of ours that answers the same question."""
 from __future__ import annotations
 
 import polars as pl
+import pytest
 from click.testing import CliRunner
-from conftest import fixture
+from conftest import PUBLIC, fixture, h200, seeded
 
 from nsysql.cli import main
 from nsysql.cli.stats import aliases, reports
@@ -71,3 +72,30 @@ def test_the_iterations_report_says_what_the_command_says_under_its_table(tmp_pa
     under = [line for line in table.stdout.splitlines() if line.startswith(("range: ", "steady state", "outliers: "))]
     assert len(under) == 3 and "step time grows steadily" in under[1]
     assert st.stderr.splitlines() == [f"nsysql: iterations: {line}" for line in under]
+
+
+def test_the_kernel_reports_say_the_graphs_their_commands_say_under_their_tables():
+    """graph_whole (h200: each `graph_step` replays a CUDA graph traced whole, 30 launches): `stats -r
+    kernels,kernels-by-range` is the tables those commands write, and on stderr the line each prints under its
+    table, naming the launches the table leaves out. A report of an export it does not apply to stays the empty
+    table it was (nsys stats prints one too), though the command refuses it: poolformer holds no GPU work."""
+    path, none = h200("graph_whole.sqlite"), PUBLIC / "YoonKyonghwan__EfficientCenterFormer__poolformer.sqlite"
+    if not none.exists():
+        pytest.skip(f"{none} not present")
+    seeded(path)
+    st = run(["stats", "-r", "kernels,kernels-by-range", "-f", "csv", str(path)])
+    assert st.exit_code == 0, st.output
+    tables, said = [], []
+    for cmd in ("kernels", "kernels-by-range"):
+        tables += [f"# {cmd}", *run([cmd, "-f", "csv", str(path)]).stdout.splitlines(), ""]
+        note = run([cmd, str(path)]).stdout.rstrip("\n").split("\n")[-1]
+        assert note.startswith("not in this table: ") and "CUDA graph launches traced whole" in note
+        said.append(f"nsysql: {cmd}: {note}")
+    assert st.stdout.splitlines() == tables[:-1] and st.stderr.splitlines() == said
+    seeded(none)
+    st = run(["stats", "-r", "kernels,kernels-by-range", "-f", "csv", str(none)])
+    assert st.exit_code == 0 and st.stderr == "" and run(["kernels", str(none)]).exit_code == 2
+    assert [line for line in st.stdout.splitlines() if line and not line.startswith("#")] == [
+        "name,count,total_ns,avg_ns,med_ns,min_ns,max_ns,stddev_ns,pct,category,tensor_cores",
+        "range,domain,kernel,range_count,count,total_ns,avg_ns,med_ns,min_ns,max_ns,stddev_ns",
+    ]

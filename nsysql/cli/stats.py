@@ -63,13 +63,19 @@ NSYS_REPORTS = (
 )
 
 
-# A report whose command prints a view of its analysis is that view's table, each of the view's lines (its
-# `said` sections) on stderr as the command prints them: `metrics` shows clocks nsys wrote in Hz under MHz in MHz,
-# leaves out graphics counters at 0 throughout and the iterations no sample covers, and says so; `iterations`
-# says the loop it took, the steady state (and its trend) and the outliers. The view's table is its `table`
-# section, else the one named as the report's analysis (iterations_shown's `iterations`)
-VIEWED = {"gpu_metrics": "gpu_metrics_shown", "iterations": "iterations_shown"}
-VIEWED_LINES = ("said", "unsampled")
+# A report whose command prints a view of its analysis (`<analysis>_shown`, taking the analysis' parameters) is
+# that view's table, each line the command prints under it on stderr: the view's frames with a column `said`, in
+# order (metrics: clocks nsys wrote in Hz shown in MHz, graphics counters at 0 throughout and iterations no sample
+# covers left out; iterations: the loop taken, the steady state with its trend, the outliers), else its `note`
+# frame's `note` (kernels, kernels-by-range, ops: the CUDA graph launches traced whole; gpu-memory: the frees of
+# memory whose allocation the export does not hold). The table is the view's `table` section, else the one named
+# as the analysis (iterations_shown's `iterations`)
+VIEWED = {
+    a: f"{a}_shown"
+    for a in DECLARED
+    if f"{a}_shown" in DECLARED
+    and {p["name"] for p in DECLARED[a]["params"]} <= {p["name"] for p in DECLARED[f"{a}_shown"]["params"]}
+}
 
 
 def reports() -> dict[str, tuple[str, dict]]:
@@ -178,9 +184,18 @@ def stats(file, reports_, fmt, prefix, attribution, range):
     got = {}
     if prefix:  # `-o out/run` into a folder not made yet: made, as `nsys stats -o` does
         Path(prefix).parent.mkdir(parents=True, exist_ok=True)
-    # the load told of the analyses (a view's first reads are all it may read), each asked of its view where it has one
-    views = ((VIEWED.get(a, a), kw) for _, a, kw in asked)
-    answers = prof.each(*views, **({"attribution": attribution} if given else {}))
+    # in one request, each report asked of its analysis' view where it has one, and of the analysis itself: a view
+    # refuses an empty table of an analysis that does not apply (its command says why), where the report is that
+    # empty table, as nsys stats prints it (the view asks the analysis alike: one answer, computed once)
+    shared = {"attribution": attribution} if given else {}
+    viewed = [i for i, (_, a, _) in enumerate(asked) if a in VIEWED]
+    got_all = prof.each(
+        *((VIEWED.get(a, a), kw) for _, a, kw in asked), *((asked[i][1], asked[i][2]) for i in viewed), **shared
+    )
+    answers = got_all[: len(asked)]
+    for i, plain in zip(viewed, got_all[len(asked) :]):
+        if isinstance(answers[i], NsysqlError):
+            answers[i] = plain
     for (name, analysis, _), df in zip(asked, answers):
         if isinstance(df, NsysqlError):
             click.echo(f"nsysql: {name}: skipped: {df}", err=True)
@@ -200,8 +215,11 @@ def stats(file, reports_, fmt, prefix, attribution, range):
 
 def _viewed(name: str, analysis: str, got: dict):
     """The report `name` as its command prints it from the answer `got` of its analysis' view (VIEWED): the table,
-    each of the view's lines said on stderr."""
-    for said in (line for k in VIEWED_LINES if k in got for line in got[k]["said"]):
+    each line the command says under it said on stderr."""
+    lines = [f["said"] for f in got.values() if "said" in f.columns]
+    if not lines and "note" in got and "note" in got["note"].columns:
+        lines = [got["note"]["note"]]
+    for said in (line for col in lines for line in col):
         if said is not None:
             click.echo(f"nsysql: {name}: {said}", err=True)
     return got["table"] if "table" in got else got[analysis]
