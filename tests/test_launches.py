@@ -80,6 +80,24 @@ def test_cli_launches_by_kernel_csv():
     assert bad.exit_code == 2
 
 
+def _rule_figures(prof) -> dict:
+    """The launch-bound rule's figures, made here from gpu_ops with the definitions of `launches`: kernels with a
+    traced launch, those that found the queue empty, the median launch call, the median time from one launch
+    call to the process's next, the median kernel."""
+    k = prof.sql(
+        "SELECT start_ns - api_end_ns AS queue, api_end_ns - api_start_ns AS api, duration_ns AS kernel, "
+        "lead(api_start_ns) OVER (PARTITION BY pid ORDER BY api_start_ns) - api_start_ns AS every "
+        "FROM gpu_ops_named WHERE kind = 'kernel' AND api_call_id IS NOT NULL"
+    )
+    return {
+        "kernels": k.height,
+        "empty_queue": (k["queue"] <= 10_000).sum(),
+        "api_med_ns": k["api"].median(),
+        "interval_med_ns": k["every"].median(),
+        "kernel_med_ns": k["kernel"].median(),
+    }
+
+
 def test_launch_bound_on_big_step_rests_on_launch_figures():
     """big_step launches thousands of short kernels back to back: the GPU idles with an empty queue."""
     from nsysql.analyses.findings import launch_bound
@@ -89,24 +107,15 @@ def test_launch_bound_on_big_step_rests_on_launch_figures():
     evidence = dict(f.select("finding", "evidence").rows())["launch bound"]
     launched = prof.launches()["count"].sum()
     assert f"of {launched:,} kernels start within 10 us" in evidence
-    # the rule's figures, made here from gpu_ops with the definitions of `launches`
-    k = prof.sql(
-        "SELECT start_ns - api_end_ns AS queue, api_end_ns - api_start_ns AS api, duration_ns AS kernel "
-        "FROM gpu_ops_named WHERE kind = 'kernel' AND api_call_id IS NOT NULL"
-    )
-    figures = {
-        "kernels": k.height,
-        "empty_queue": (k["queue"] <= 10_000).sum(),
-        "api_med_ns": k["api"].median(),
-        "kernel_med_ns": k["kernel"].median(),
-    }
+    figures = _rule_figures(prof)
     busy = prof.iteration_stats()["median_gpu_busy_pct"][0]
     assert launch_bound(figures, busy) and evidence.startswith(launch_bound(figures, busy))
     share = figures["empty_queue"] / figures["kernels"]
     # each threshold is a parameter, and each condition is needed
     assert launch_bound(figures, busy, max_busy_pct=busy) is None
     assert launch_bound(figures, busy, empty_queue_share=share + 1e-9) is None
-    assert launch_bound({**figures, "api_med_ns": figures["kernel_med_ns"]}, busy) is None
+    as_kernel = {"api_med_ns": figures["kernel_med_ns"], "interval_med_ns": figures["kernel_med_ns"]}
+    assert launch_bound({**figures, **as_kernel}, busy) is None
 
 
 @pytest.mark.parametrize("name", ["loop_before", "jitter_before", "train_small"])
@@ -123,18 +132,7 @@ def test_launch_bound_where_the_cpu_takes_longer_per_kernel_than_the_launch_call
     from nsysql.analyses.findings import launch_bound
 
     prof = loaded(str(fixture("compile_infer")))
-    k = prof.sql(
-        "SELECT start_ns - api_end_ns AS queue, api_end_ns - api_start_ns AS api, duration_ns AS kernel, "
-        "lead(api_start_ns) OVER (PARTITION BY pid ORDER BY api_start_ns) - api_start_ns AS every "
-        "FROM gpu_ops_named WHERE kind = 'kernel' AND api_call_id IS NOT NULL"
-    )
-    figures = {
-        "kernels": k.height,
-        "empty_queue": (k["queue"] <= 10_000).sum(),
-        "api_med_ns": k["api"].median(),
-        "interval_med_ns": k["every"].median(),
-        "kernel_med_ns": k["kernel"].median(),
-    }
+    figures = _rule_figures(prof)
     assert figures["api_med_ns"] < figures["kernel_med_ns"] < figures["interval_med_ns"]
     busy = prof.iteration_stats()["median_gpu_busy_pct"][0]
     f = prof.summary()["findings"]
